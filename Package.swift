@@ -1,0 +1,71 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+// Every module builds in the Swift 6 language mode (strict concurrency checking).
+let package = Package(
+    name: "Tracer",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "tracer", targets: ["TracerNode"]),
+        .library(name: "GATTExchange", targets: ["GATTExchange"]),
+        .library(name: "IDRotation", targets: ["IDRotation"]),
+        .library(name: "Matching", targets: ["Matching"]),
+        .library(name: "PositiveListServer", targets: ["PositiveListServer"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+    ],
+    targets: [
+        // Identity and the node's local record: userIds, their rotation, and the SQLite store.
+        .target(
+            name: "IDRotation",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The BLE host stack (transport, HCI, L2CAP, ATT, GATT, GAP) and the id exchange.
+        .target(
+            name: "GATTExchange",
+            dependencies: [
+                "IDRotation",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .target(name: "Matching", dependencies: ["IDRotation"]),
+        .target(name: "PositiveListServer", dependencies: ["IDRotation"]),
+        .executableTarget(
+            name: "TracerNode",
+            dependencies: [
+                "IDRotation", "GATTExchange", "Matching",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+
+        // Synthetic load for tests and the demo: fills a store with made-up encounters, or writes
+        // sightings until the crash-safety test kills it.
+        .executableTarget(
+            name: "TracerSimulator",
+            dependencies: [
+                "IDRotation",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/Support/TracerSimulator"
+        ),
+        .executableTarget(
+            name: "TracerBench",
+            dependencies: ["IDRotation", .product(name: "GRDB", package: "GRDB.swift")],
+            path: "Benchmarks/TracerBench"
+        ),
+
+        .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "GATTExchangeTests", dependencies: ["GATTExchange"]),
+        .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation"]),
+    ]
+)

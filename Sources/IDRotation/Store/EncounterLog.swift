@@ -1,0 +1,60 @@
+import Logging
+
+/// Collects sightings in memory and writes them to the store at most `flushInterval` apart.
+///
+/// Batching is what lets one core log tens of thousands of sightings a second; the price, a
+/// crash losing at most the last unflushed batch, is bounded by the flush interval (1 s).
+public actor EncounterLog {
+    public static let defaultFlushInterval: Duration = .seconds(1)
+    /// A crowd large enough to fill this many pending rows is flushed early to bound memory.
+    public static let defaultMaxPendingRows = 10_000
+
+    private let store: NodeStore
+    private let maxPendingRows: Int
+    private let logger: Logger
+    private var batch = SightingBatch()
+    private var lastFailure: StoreError?
+
+    public init(store: NodeStore, maxPendingRows: Int = EncounterLog.defaultMaxPendingRows,
+                logger: Logger = Logger(label: "tracer.encounters")) {
+        self.store = store
+        self.maxPendingRows = maxPendingRows
+        self.logger = logger
+    }
+
+    public func record(_ sighting: Sighting) {
+        batch.add(sighting)
+        if batch.rowCount >= maxPendingRows { try? flush() }
+    }
+
+    /// Writes everything pending. On failure the batch is kept and retried on the next flush,
+    /// so a full disk or a lock delays data rather than losing it.
+    public func flush() throws(StoreError) {
+        guard !batch.isEmpty else { return }
+        do {
+            try store.write(batch)
+            batch = SightingBatch()
+            if lastFailure != nil {
+                logger.info("encounter log writes again")
+                lastFailure = nil
+            }
+        } catch {
+            if lastFailure == nil {
+                logger.error("cannot write encounters; keeping them in memory", metadata: ["error": "\(error)"])
+            }
+            lastFailure = error
+            throw error
+        }
+    }
+
+    public var pendingSightings: Int { batch.sightingCount }
+
+    /// Flushes every `interval` until cancelled, then flushes once more.
+    public func runPeriodicFlush(every interval: Duration = EncounterLog.defaultFlushInterval) async {
+        while !Task.isCancelled {
+            try? await Task.sleep(for: interval)
+            try? flush()
+        }
+        try? flush()
+    }
+}

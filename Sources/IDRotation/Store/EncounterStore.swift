@@ -1,0 +1,92 @@
+import GRDB
+
+extension NodeStore {
+    // Merges a pending aggregate into its row. SQLite's multi-argument min()/max() return NULL
+    // when any argument is NULL, hence the coalesce pairs for the optional RSSI bounds.
+    private static let upsertEncounter = """
+        INSERT INTO encounters (peer_id, own_window_start, first_seen, last_seen, sightings,
+            rssi_min, rssi_max, rssi_sum, rssi_count, tx_power, reported_rssi, learned_by)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+        ON CONFLICT (peer_id, own_window_start) DO UPDATE SET
+            first_seen = min(first_seen, excluded.first_seen),
+            last_seen = max(last_seen, excluded.last_seen),
+            sightings = sightings + excluded.sightings,
+            rssi_min = min(coalesce(rssi_min, excluded.rssi_min), coalesce(excluded.rssi_min, rssi_min)),
+            rssi_max = max(coalesce(rssi_max, excluded.rssi_max), coalesce(excluded.rssi_max, rssi_max)),
+            rssi_sum = rssi_sum + excluded.rssi_sum,
+            rssi_count = rssi_count + excluded.rssi_count,
+            tx_power = coalesce(excluded.tx_power, tx_power),
+            reported_rssi = coalesce(excluded.reported_rssi, reported_rssi),
+            learned_by = learned_by | excluded.learned_by
+        """
+
+    /// Writes a batch of aggregated sightings in one transaction: all of it or none of it.
+    public func write(_ batch: SightingBatch) throws(StoreError) {
+        guard !batch.isEmpty else { return }
+        let encounters = Array(batch.pending.values)
+        try write { db in
+            let statement = try db.cachedStatement(sql: Self.upsertEncounter)
+            for encounter in encounters {
+                statement.setUncheckedArguments([
+                    encounter.peer.databaseValue, encounter.ownWindowStart, encounter.firstSeen,
+                    encounter.lastSeen, encounter.sightings, encounter.rssiMin.map { Int($0) },
+                    encounter.rssiMax.map { Int($0) }, encounter.rssiSum, encounter.rssiCount,
+                    encounter.txPower.map { Int($0) }, encounter.reportedRSSI.map { Int($0) },
+                    encounter.learnedBy.rawValue,
+                ])
+                try statement.execute()
+            }
+        }
+    }
+
+    /// Encounters last seen at or after `since`, ordered by first sighting.
+    public func encounters(since: UnixSeconds = .min) throws(StoreError) -> [Encounter] {
+        try read { db in
+            try Row.fetchAll(
+                db,
+                sql: """
+                    SELECT peer_id, own_window_start, first_seen, last_seen, sightings, rssi_min, rssi_max,
+                        rssi_sum, rssi_count, tx_power, reported_rssi, learned_by
+                    FROM encounters WHERE last_seen >= ? ORDER BY first_seen, peer_id
+                    """,
+                arguments: [since]
+            ).map(Encounter.init(row:))
+        }
+    }
+
+    public struct Counts: Sendable, Equatable {
+        public var ownIDs: Int
+        public var encounters: Int
+        public var distinctPeers: Int
+    }
+
+    public func counts() throws(StoreError) -> Counts {
+        try read { db in
+            Counts(
+                ownIDs: try Int.fetchOne(db, sql: "SELECT count(*) FROM own_ids") ?? 0,
+                encounters: try Int.fetchOne(db, sql: "SELECT count(*) FROM encounters") ?? 0,
+                distinctPeers: try Int.fetchOne(db, sql: "SELECT count(DISTINCT peer_id) FROM encounters") ?? 0)
+        }
+    }
+}
+
+extension Encounter {
+    init(row: Row) {
+        let rssiMin: Int? = row[5]
+        let rssiMax: Int? = row[6]
+        let txPower: Int? = row[9]
+        let reported: Int? = row[10]
+        self.peer = UserID(databaseValue: row[0])
+        self.ownWindowStart = row[1]
+        self.firstSeen = row[2]
+        self.lastSeen = row[3]
+        self.sightings = row[4]
+        self.rssiMin = rssiMin.flatMap { Int8(exactly: $0) }
+        self.rssiMax = rssiMax.flatMap { Int8(exactly: $0) }
+        self.rssiSum = row[7]
+        self.rssiCount = row[8]
+        self.txPower = txPower.flatMap { Int8(exactly: $0) }
+        self.reportedRSSI = reported.flatMap { Int8(exactly: $0) }
+        self.learnedBy = LearnedBy(rawValue: row[11])
+    }
+}

@@ -1,0 +1,170 @@
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The node's SQLite database: its own id history and the encounters it logged.
+///
+/// One file per node, mode 0600 in a 0700 directory, in WAL mode so a reader (`tracer status`)
+/// never blocks the writer and a killed process leaves a consistent file. Deleted rows are
+/// overwritten (`secure_delete`) and the WAL is truncated after a purge, so expired data does
+/// not linger in free pages.
+public final class NodeStore: Sendable {
+    public let location: StoreLocation
+    let queue: DatabaseQueue
+
+    /// Opens (creating if needed) the database at `location` and brings its schema up to date.
+    public static func open(_ location: StoreLocation) throws(StoreError) -> NodeStore {
+        try prepareFileSystem(for: location)
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.busyMode = .timeout(5)
+        configuration.label = "tracer.store"
+        configuration.prepareDatabase { db in
+            // NORMAL is durable against a process crash in WAL mode; only a power cut can lose
+            // the last commits, and never the file's integrity.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON")
+        }
+        do {
+            let queue = try DatabaseQueue(path: location.path, configuration: configuration)
+            let store = NodeStore(location: location, queue: queue)
+            try store.migrate()
+            return store
+        } catch let error as StoreError {
+            throw error
+        } catch {
+            throw StoreError(error, path: location.path)
+        }
+    }
+
+    private init(location: StoreLocation, queue: DatabaseQueue) {
+        self.location = location
+        self.queue = queue
+    }
+
+    /// The schema versions this binary knows, oldest first.
+    public static var schemaVersions: [String] { Schema.knownMigrations }
+
+    /// The schema steps applied to this database.
+    public func appliedSchemaVersions() throws(StoreError) -> [String] {
+        try read { db in try Schema.migrator.appliedMigrations(db) }
+    }
+
+    /// The SQLite library version in use.
+    public static var sqliteVersion: String {
+        (try? DatabaseQueue().read { db in try String.fetchOne(db, sql: "SELECT sqlite_version()") }) ?? "unknown"
+    }
+
+    /// `PRAGMA integrity_check`: "ok", or the problems SQLite found.
+    public func integrityCheck() throws(StoreError) -> [String] {
+        try read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
+    }
+
+    private func migrate() throws {
+        let migrator = Schema.migrator
+        try queue.writeWithoutTransaction { db in
+            let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+            let objectCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
+            if applicationID != Schema.applicationID && objectCount > 0 {
+                throw StoreError.notATracerDatabase(path: location.path)
+            }
+            if try migrator.hasBeenSuperseded(db) {
+                let unknown = try migrator.appliedIdentifiers(db).subtracting(migrator.migrations)
+                throw StoreError.newerSchema(path: location.path, unknownMigrations: unknown.sorted())
+            }
+        }
+        try migrator.migrate(queue)
+    }
+
+    // MARK: Access with errors mapped to StoreError
+
+    func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(StoreError) -> T {
+        do { return try queue.read(body) } catch { throw StoreError(error, path: location.path) }
+    }
+
+    func write<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(StoreError) -> T {
+        do { return try queue.write(body) } catch { throw StoreError(error, path: location.path) }
+    }
+
+    func writeOutsideTransaction<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(StoreError) -> T {
+        do { return try queue.writeWithoutTransaction(body) } catch { throw StoreError(error, path: location.path) }
+    }
+
+    /// Moves WAL content into the database file and truncates the WAL to zero bytes.
+    func checkpoint() throws(StoreError) {
+        try writeOutsideTransaction { db in try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)") }
+    }
+
+    // MARK: Files
+
+    private static func prepareFileSystem(for location: StoreLocation) throws(StoreError) {
+        let manager = FileManager.default
+        let directory = location.directory
+        var isDirectory: ObjCBool = false
+        if !manager.fileExists(atPath: directory, isDirectory: &isDirectory) {
+            do {
+                try manager.createDirectory(
+                    atPath: directory, withIntermediateDirectories: true,
+                    attributes: [.posixPermissions: 0o700])
+            } catch {
+                throw .cannotCreateDirectory(path: directory, reason: Self.reason(error))
+            }
+        } else if !isDirectory.boolValue {
+            throw .cannotCreateDirectory(path: directory, reason: "a file of that name is in the way")
+        } else if location.ownsDirectory {
+            chmod(directory, 0o700)
+        }
+        let descriptor = Glibc.open(location.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw .cannotCreateFile(path: location.path, reason: String(cString: strerror(errno)))
+        }
+        // An existing file may have been created with a looser mode (a copy, a restore).
+        fchmod(descriptor, 0o600)
+        close(descriptor)
+    }
+
+    private static func reason(_ error: any Error) -> String {
+        (error as NSError).localizedFailureReason ?? (error as NSError).localizedDescription
+    }
+
+    /// Erases every row, then removes the database and its WAL and shared-memory files.
+    public static func deleteAllData(at location: StoreLocation) throws(StoreError) {
+        if location.exists, let store = try? NodeStore.open(location) {
+            // Overwrite before unlinking so the content does not survive in the file's old blocks
+            // on storage that overwrites in place.
+            _ = try? store.write { db in
+                try db.execute(sql: "DELETE FROM encounters; DELETE FROM own_ids; DELETE FROM node_state")
+            }
+            try? store.checkpoint()
+        }
+        for file in location.allFiles where FileManager.default.fileExists(atPath: file) {
+            if unlink(file) != 0 && errno != ENOENT {
+                throw .cannotCreateFile(path: file, reason: "could not delete it: " + String(cString: strerror(errno)))
+            }
+        }
+    }
+}
+
+extension StoreError {
+    init(_ error: any Error, path: String) {
+        if let storeError = error as? StoreError {
+            self = storeError
+            return
+        }
+        guard let databaseError = error as? DatabaseError else {
+            self = .sqlite(path: path, detail: String(describing: error))
+            return
+        }
+        let detail = databaseError.message ?? "SQLite error \(databaseError.resultCode.rawValue)"
+        switch databaseError.resultCode {
+        case .SQLITE_NOTADB: self = .notATracerDatabase(path: path)
+        case .SQLITE_BUSY, .SQLITE_LOCKED: self = .busy(path: path)
+        case .SQLITE_READONLY, .SQLITE_PERM: self = .readOnly(path: path)
+        case .SQLITE_FULL: self = .diskFull(path: path)
+        case .SQLITE_CORRUPT: self = .damaged(path: path, detail: detail)
+        case .SQLITE_CANTOPEN: self = .cannotCreateFile(path: path, reason: detail)
+        default: self = .sqlite(path: path, detail: detail)
+        }
+    }
+}

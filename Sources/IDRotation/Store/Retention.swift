@@ -1,0 +1,69 @@
+import GRDB
+
+/// How long the node keeps what it records.
+public struct RetentionPolicy: Sendable, Equatable {
+    public static let defaultDays = 28
+    /// The promise made to users: nothing recorded is kept longer than this.
+    public static let maximumDays = 28
+
+    public let encounterDays: Int
+    public let ownIDDays: Int
+
+    /// Own ids may be kept for less time than encounters, never longer: a kept own id with no
+    /// encounter left to match it would serve no one.
+    public init(encounterDays: Int = RetentionPolicy.defaultDays, ownIDDays: Int? = nil) throws(StoreError) {
+        let ownIDDays = ownIDDays ?? encounterDays
+        guard (1...Self.maximumDays).contains(encounterDays), ownIDDays >= 1, ownIDDays <= encounterDays else {
+            throw .invalidRetention(encounterDays: encounterDays, ownIDDays: ownIDDays)
+        }
+        self.encounterDays = encounterDays
+        self.ownIDDays = ownIDDays
+    }
+
+    private init(days: Int) {
+        encounterDays = days
+        ownIDDays = days
+    }
+
+    public static let standard = RetentionPolicy(days: defaultDays)
+
+    public func encounterCutoff(now: UnixSeconds) -> UnixSeconds { now - Int64(encounterDays) * .secondsPerDay }
+    public func ownIDCutoff(now: UnixSeconds) -> UnixSeconds { now - Int64(ownIDDays) * .secondsPerDay }
+}
+
+public struct PurgeResult: Sendable, Equatable {
+    public var encountersDeleted: Int
+    public var ownIDsDeleted: Int
+
+    public init(encountersDeleted: Int, ownIDsDeleted: Int) {
+        self.encountersDeleted = encountersDeleted
+        self.ownIDsDeleted = ownIDsDeleted
+    }
+}
+
+extension NodeStore {
+    /// Deletes encounters last seen before the cutoff and own ids whose window ended before it,
+    /// in one transaction, then truncates the WAL so the deleted rows leave no copy behind.
+    /// Freed pages are reused by later writes; no VACUUM is needed.
+    @discardableResult
+    public func purge(now: UnixSeconds, policy: RetentionPolicy = .standard) throws(StoreError) -> PurgeResult {
+        let encounterCutoff = policy.encounterCutoff(now: now)
+        let ownIDCutoff = policy.ownIDCutoff(now: now)
+        let result = try write { db in
+            try db.execute(sql: "DELETE FROM encounters WHERE last_seen < ?", arguments: [encounterCutoff])
+            let encounters = db.changesCount
+            try db.execute(sql: "DELETE FROM own_ids WHERE valid_until < ?", arguments: [ownIDCutoff])
+            let ownIDs = db.changesCount
+            try db.execute(
+                sql: "INSERT INTO node_state (key, value) VALUES ('last_purge', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
+                arguments: [now])
+            return PurgeResult(encountersDeleted: encounters, ownIDsDeleted: ownIDs)
+        }
+        try checkpoint()
+        return result
+    }
+
+    public func lastPurge() throws(StoreError) -> UnixSeconds? {
+        try read { db in try Int64.fetchOne(db, sql: "SELECT value FROM node_state WHERE key = 'last_purge'") }
+    }
+}

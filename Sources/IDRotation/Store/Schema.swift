@@ -1,0 +1,53 @@
+import GRDB
+
+/// The store's schema, as an ordered list of migrations. A migration, once released, never
+/// changes: a new schema version is a new step appended to the list.
+enum Schema {
+    /// "TRCR": marks the file as a Tracer node database (`PRAGMA application_id`).
+    static let applicationID: Int32 = 0x5452_4352
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: own ids and aggregated encounters") { db in
+            try db.execute(sql: "PRAGMA application_id = \(applicationID)")
+            // Ids are stored as their 8 bytes read as a signed 64-bit integer: compact, and
+            // cheaper to index and compare than blobs.
+            try db.execute(sql: """
+                CREATE TABLE own_ids (
+                    id INTEGER NOT NULL PRIMARY KEY,
+                    valid_from INTEGER NOT NULL,
+                    valid_until INTEGER NOT NULL,
+                    CHECK (valid_until > valid_from)
+                ) WITHOUT ROWID;
+                CREATE INDEX own_ids_by_valid_until ON own_ids(valid_until);
+
+                -- One row per (peer id, our id window): sightings update it, they never add rows.
+                CREATE TABLE encounters (
+                    peer_id INTEGER NOT NULL,
+                    own_window_start INTEGER NOT NULL,
+                    first_seen INTEGER NOT NULL,
+                    last_seen INTEGER NOT NULL,
+                    sightings INTEGER NOT NULL CHECK (sightings > 0),
+                    rssi_min INTEGER,
+                    rssi_max INTEGER,
+                    rssi_sum INTEGER NOT NULL DEFAULT 0,
+                    rssi_count INTEGER NOT NULL DEFAULT 0,
+                    tx_power INTEGER,
+                    reported_rssi INTEGER,
+                    learned_by INTEGER NOT NULL DEFAULT 0,
+                    PRIMARY KEY (peer_id, own_window_start),
+                    CHECK (last_seen >= first_seen)
+                ) WITHOUT ROWID;
+                CREATE INDEX encounters_by_last_seen ON encounters(last_seen);
+
+                CREATE TABLE node_state (
+                    key TEXT NOT NULL PRIMARY KEY,
+                    value
+                ) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+
+    static var knownMigrations: [String] { migrator.migrations }
+}

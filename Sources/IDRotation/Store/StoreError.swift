@@ -1,0 +1,41 @@
+/// Failures a user of the node's store can meet, each with what to do next.
+public enum StoreError: Error, Sendable, CustomStringConvertible {
+    case noHomeDirectory
+    case cannotCreateDirectory(path: String, reason: String)
+    case cannotCreateFile(path: String, reason: String)
+    case notATracerDatabase(path: String)
+    case newerSchema(path: String, unknownMigrations: [String])
+    case busy(path: String)
+    case readOnly(path: String)
+    case diskFull(path: String)
+    case damaged(path: String, detail: String)
+    case sqlite(path: String, detail: String)
+    case invalidRetention(encounterDays: Int, ownIDDays: Int)
+
+    public var description: String {
+        switch self {
+        case .noHomeDirectory:
+            return "Cannot tell where to keep Tracer's data because HOME is not set; set HOME, or pass --db PATH (or TRACER_DB)."
+        case .cannotCreateDirectory(let path, let reason):
+            return "Cannot create the data directory \(path) (\(reason)); check its permissions or choose another place with --db."
+        case .cannotCreateFile(let path, let reason):
+            return "Cannot create the database \(path) (\(reason)); check the directory's permissions or choose another file with --db."
+        case .notATracerDatabase(let path):
+            return "The file \(path) is not a Tracer database; point --db (or TRACER_DB) at a Tracer database or at a new file name."
+        case .newerSchema(let path, let unknown):
+            return "The database \(path) was written by a newer version of tracer (schema steps \(unknown.joined(separator: ", ")) are unknown to this one); upgrade tracer, or use another --db. Nothing was changed."
+        case .busy(let path):
+            return "The database \(path) is locked by another process; wait for it to finish, or stop the other tracer using it."
+        case .readOnly(let path):
+            return "The database \(path) cannot be written; check the file's and directory's permissions."
+        case .diskFull(let path):
+            return "The disk holding \(path) is full; free some space and try again. No recorded data was lost."
+        case .damaged(let path, let detail):
+            return "The database \(path) is damaged (\(detail)); move it aside and start a new one with `tracer forget`, or restore it from a backup."
+        case .sqlite(let path, let detail):
+            return "The database \(path) could not be used (\(detail)); check the file and try again."
+        case .invalidRetention(let encounterDays, let ownIDDays):
+            return "Own ids must not be kept longer than encounters (own ids: \(ownIDDays) days, encounters: \(encounterDays) days); lower the own-id retention."
+        }
+    }
+}

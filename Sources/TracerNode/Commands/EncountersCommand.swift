@@ -1,0 +1,100 @@
+import ArgumentParser
+import Foundation
+import IDRotation
+
+struct EncountersCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "encounters",
+        abstract: "Summarize the peers this node met, by day.",
+        discussion: """
+            For each day: how many different peer ids were met, how many encounters (one per peer id \
+            and per window of ours), and the longest single contact. Ids rotate every few minutes, so \
+            one long meeting appears as several shorter contacts; that is what keeps people unlinkable.
+            """)
+
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var reveal: RevealOption
+    @Flag(help: "Print JSON instead of a table.") var json = false
+    @Flag(help: "List every encounter, not only the daily summary.") var details = false
+    @Flag(help: "Group by UTC days instead of local days.") var utc = false
+
+    struct Report: Encodable {
+        struct Day: Encodable {
+            var day: String
+            var distinctPeerIDs: Int
+            var encounters: Int
+            var sightings: Int
+            var longestContactSeconds: Int64
+            var strongestRSSI: Int8?
+        }
+        struct Entry: Encodable {
+            var peerTag: String
+            var peerID: String?
+            var ownWindowStart: UnixSeconds
+            var firstSeen: UnixSeconds
+            var lastSeen: UnixSeconds
+            var sightings: Int
+            var rssiMin: Int8?
+            var rssiMean: Double?
+            var rssiMax: Int8?
+            var txPower: Int8?
+            var reportedRSSI: Int8?
+            var learnedBy: [String]
+        }
+        var timeZone: String
+        var days: [Day]
+        var encounters: [Entry]?
+    }
+
+    func run() throws {
+        let encounters = try store.openExisting()?.encounters() ?? []
+        let timeZone = utc ? TimeZone(identifier: "UTC")! : TimeZone.current
+        let days = EncounterDaySummary.summarize(encounters, timeZone: timeZone)
+        if json {
+            try Output.printJSON(Report(
+                timeZone: timeZone.identifier,
+                days: days.map {
+                    .init(day: $0.day, distinctPeerIDs: $0.distinctPeerIDs, encounters: $0.encounters,
+                          sightings: $0.sightings, longestContactSeconds: $0.longestContactSeconds,
+                          strongestRSSI: $0.strongestRSSI)
+                },
+                encounters: details ? encounters.map(entry) : nil))
+            return
+        }
+        guard !encounters.isEmpty else {
+            print("No encounters recorded.")
+            return
+        }
+        print(Output.table(
+            header: ["DAY", "PEER IDS", "ENCOUNTERS", "SIGHTINGS", "LONGEST CONTACT", "STRONGEST SIGNAL"],
+            rows: days.map {
+                [$0.day, "\($0.distinctPeerIDs)", "\($0.encounters)", "\($0.sightings)",
+                 Output.duration($0.longestContactSeconds), $0.strongestRSSI.map { "\($0) dBm" } ?? "-"]
+            }))
+        if details {
+            print("")
+            print(Output.table(
+                header: ["FIRST SEEN", "LAST SEEN", "PEER", "SIGHTINGS", "RSSI MIN/MEAN/MAX", "LEARNED"],
+                rows: encounters.map { encounter in
+                    [Output.localTime(encounter.firstSeen, timeZone: timeZone),
+                     Output.localTime(encounter.lastSeen, timeZone: timeZone),
+                     reveal.render(encounter.peer), "\(encounter.sightings)", rssiText(encounter),
+                     encounter.learnedBy.names.isEmpty ? "-" : encounter.learnedBy.names.joined(separator: "+")]
+                }))
+        }
+    }
+
+    private func entry(_ encounter: Encounter) -> Report.Entry {
+        Report.Entry(
+            peerTag: encounter.peer.tag, peerID: reveal.reveal ? encounter.peer.hex : nil,
+            ownWindowStart: encounter.ownWindowStart, firstSeen: encounter.firstSeen, lastSeen: encounter.lastSeen,
+            sightings: encounter.sightings, rssiMin: encounter.rssiMin, rssiMean: encounter.rssiMean,
+            rssiMax: encounter.rssiMax, txPower: encounter.txPower, reportedRSSI: encounter.reportedRSSI,
+            learnedBy: encounter.learnedBy.names)
+    }
+
+    private func rssiText(_ encounter: Encounter) -> String {
+        guard let low = encounter.rssiMin, let high = encounter.rssiMax, let mean = encounter.rssiMean else { return "-" }
+        return "\(low)/\(Int(mean.rounded()))/\(high) dBm"
+    }
+}

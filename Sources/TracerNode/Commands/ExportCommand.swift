@@ -1,0 +1,71 @@
+import ArgumentParser
+import Foundation
+import IDRotation
+
+struct ExportCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "export",
+        abstract: "Write all local data as JSON, for your own records.",
+        discussion: """
+            The export holds full ids: keep it as private as the database itself. Written to stdout, \
+            or with --output to a new file readable only by you. Times are Unix seconds (UTC).
+            """)
+
+    @OptionGroup var store: StoreOptions
+    @Option(name: .shortAndLong, help: ArgumentHelp("Write to this file instead of stdout.", valueName: "file"))
+    var output: String?
+
+    struct Export: Encodable {
+        struct OwnIDEntry: Encodable {
+            var id: String
+            var validFrom: UnixSeconds
+            var validUntil: UnixSeconds
+        }
+        struct EncounterEntry: Encodable {
+            var peerID: String
+            var ownWindowStart: UnixSeconds
+            var firstSeen: UnixSeconds
+            var lastSeen: UnixSeconds
+            var sightings: Int
+            var rssiMin: Int8?
+            var rssiMean: Double?
+            var rssiMax: Int8?
+            var txPower: Int8?
+            var reportedRSSI: Int8?
+            var learnedBy: [String]
+        }
+        var format = "tracer-export"
+        var formatVersion = 1
+        var tracerVersion = Tracer.version
+        var exportedAt: UnixSeconds
+        var database: String
+        var schema: [String]
+        var ownIDs: [OwnIDEntry]
+        var encounters: [EncounterEntry]
+    }
+
+    func run() throws {
+        let location = try store.location()
+        let opened = try store.openExisting()
+        let export = Export(
+            exportedAt: SystemWallClock().now(),
+            database: location.path,
+            schema: try opened?.appliedSchemaVersions() ?? [],
+            ownIDs: try (opened?.ownIDs() ?? []).map {
+                .init(id: $0.id.hex, validFrom: $0.window.start, validUntil: $0.window.end)
+            },
+            encounters: try (opened?.encounters() ?? []).map {
+                .init(peerID: $0.peer.hex, ownWindowStart: $0.ownWindowStart, firstSeen: $0.firstSeen,
+                      lastSeen: $0.lastSeen, sightings: $0.sightings, rssiMin: $0.rssiMin, rssiMean: $0.rssiMean,
+                      rssiMax: $0.rssiMax, txPower: $0.txPower, reportedRSSI: $0.reportedRSSI,
+                      learnedBy: $0.learnedBy.names)
+            })
+        let data = try Output.jsonData(export)
+        guard let output else {
+            FileHandle.standardOutput.write(data + Data("\n".utf8))
+            return
+        }
+        try PrivateFile.writeAtomically(data + Data("\n".utf8), to: output)
+        Output.standardError("Exported \(export.ownIDs.count) own id(s) and \(export.encounters.count) encounter(s) to \(output).")
+    }
+}

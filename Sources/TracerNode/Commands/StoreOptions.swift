@@ -1,0 +1,41 @@
+import ArgumentParser
+import Foundation
+import IDRotation
+
+/// The `--db` option shared by every command that reads or writes the node's database.
+struct StoreOptions: ParsableArguments {
+    @Option(
+        name: .long,
+        help: ArgumentHelp(
+            "The node's database file.",
+            discussion: "Default: $TRACER_DB, else $XDG_DATA_HOME/tracer/tracer.db, else ~/.local/share/tracer/tracer.db.",
+            valueName: "path"))
+    var db: String?
+
+    func location() throws -> StoreLocation {
+        try StoreLocation.resolve(flag: db, environment: ProcessInfo.processInfo.environment)
+    }
+
+    /// Opens the store, creating it if needed.
+    func open() throws -> NodeStore {
+        try NodeStore.open(try location())
+    }
+
+    /// Opens the store if it exists; reading commands do not create an empty database.
+    func openExisting() throws -> NodeStore? {
+        let location = try location()
+        guard location.exists else {
+            FileHandle.standardError.write(Data("No Tracer data yet: there is no database at \(location.path).\n".utf8))
+            return nil
+        }
+        return try NodeStore.open(location)
+    }
+}
+
+/// `--reveal`: full ids instead of short tags.
+struct RevealOption: ParsableArguments {
+    @Flag(help: "Show full 16-hex-digit ids instead of short tags. Mind who can see your screen.")
+    var reveal = false
+
+    func render(_ id: UserID) -> String { reveal ? id.hex : id.tag }
+}

@@ -1,0 +1,119 @@
+import Foundation
+import GRDB
+import IDRotation
+import Testing
+
+@Suite struct EncounterStoreTests {
+    @Test func sightingsInAWindowUpdateOneRow() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = try NodeStore.open(temporary.location())
+        let peers = (0..<3).map { _ in UserID.random() }
+        var batch = SightingBatch()
+        for index in 0..<1_000 {
+            let peer = peers[index % 3]
+            let window: UnixSeconds = index < 500 ? 900 : 1_800
+            batch.add(Sighting(peer: peer, ownWindowStart: window, time: window + Int64(index % 400),
+                               rssi: Int8(-40 - index % 31)))
+        }
+        #expect(batch.sightingCount == 1_000)
+        #expect(batch.rowCount == 6)
+        try store.write(batch)
+        let encounters = try store.encounters()
+        #expect(encounters.count == 6)
+        #expect(encounters.reduce(0) { $0 + $1.sightings } == 1_000)
+        for encounter in encounters {
+            // 31 and 3 are coprime, so every peer sees every RSSI from -40 to -70.
+            #expect(encounter.rssiMin == -70)
+            #expect(encounter.rssiMax == -40)
+            #expect(encounter.firstSeen >= encounter.ownWindowStart)
+        }
+    }
+
+    @Test func laterBatchesMergeIntoTheSameRow() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = try NodeStore.open(temporary.location())
+        let peer = UserID.random()
+
+        var first = SightingBatch()
+        first.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_000, rssi: -60, learnedBy: .read))
+        first.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_010, rssi: -50))
+        try store.write(first)
+
+        var second = SightingBatch()
+        // Written to us, with no RSSI of ours but the peer's own report and TX power.
+        second.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_020, txPower: 4, reportedRSSI: -55, learnedBy: .written))
+        second.add(Sighting(peer: peer, ownWindowStart: 900, time: 995, rssi: -70))
+        try store.write(second)
+
+        let encounter = try #require(try store.encounters().first)
+        #expect(try store.counts().encounters == 1)
+        #expect(encounter.firstSeen == 995)
+        #expect(encounter.lastSeen == 1_020)
+        #expect(encounter.duration == 25)
+        #expect(encounter.sightings == 4)
+        #expect(encounter.rssiMin == -70)
+        #expect(encounter.rssiMax == -50)
+        #expect(encounter.rssiCount == 3)
+        #expect(encounter.rssiMean == -60)
+        #expect(encounter.txPower == 4)
+        #expect(encounter.reportedRSSI == -55)
+        #expect(encounter.learnedBy == [.read, .written])
+    }
+
+    @Test func rowsWithoutAnyRSSIKeepNullBounds() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = try NodeStore.open(temporary.location())
+        var batch = SightingBatch()
+        batch.add(Sighting(peer: .random(), ownWindowStart: 0, time: 5, learnedBy: .written))
+        try store.write(batch)
+        try store.write(batch)
+        let encounter = try #require(try store.encounters().first)
+        #expect(encounter.rssiMin == nil && encounter.rssiMax == nil && encounter.rssiMean == nil)
+        #expect(encounter.sightings == 2)
+    }
+
+    @Test func encounterLogFlushesPendingSightings() async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = try NodeStore.open(temporary.location())
+        let log = EncounterLog(store: store, maxPendingRows: 50)
+        let peer = UserID.random()
+        for second in 0..<10 { await log.record(Sighting(peer: peer, ownWindowStart: 0, time: Int64(second), rssi: -60)) }
+        #expect(try store.counts().encounters == 0)
+        #expect(await log.pendingSightings == 10)
+        try await log.flush()
+        #expect(await log.pendingSightings == 0)
+        #expect(try store.encounters().first?.sightings == 10)
+
+        // A crowd larger than the pending-row limit is written early, without waiting for the timer.
+        for _ in 0..<50 { await log.record(Sighting(peer: .random(), ownWindowStart: 0, time: 1, rssi: -70)) }
+        #expect(try store.counts().encounters == 51)
+    }
+
+    @Test func summaryGroupsByDayWithLongestContact() throws {
+        let day: UnixSeconds = 1_795_305_600  // 2026-11-22T00:00:00Z
+        let peerA = UserID.random()
+        let peerB = UserID.random()
+        var a1 = Encounter(Sighting(peer: peerA, ownWindowStart: day, time: day + 10, rssi: -70))
+        a1.add(Sighting(peer: peerA, ownWindowStart: day, time: day + 610, rssi: -48))
+        var a2 = Encounter(Sighting(peer: peerA, ownWindowStart: day + 900, time: day + 900, rssi: -60))
+        a2.add(Sighting(peer: peerA, ownWindowStart: day + 900, time: day + 1_000, rssi: -60))
+        let b = Encounter(Sighting(peer: peerB, ownWindowStart: day + 86_400, time: day + 86_400 + 5))
+
+        let summary = EncounterDaySummary.summarize([a1, a2, b], timeZone: TimeZone(identifier: "UTC")!)
+        #expect(summary.map(\.day) == ["2026-11-22", "2026-11-23"])
+        #expect(summary[0].distinctPeerIDs == 1)
+        #expect(summary[0].encounters == 2)
+        #expect(summary[0].sightings == 4)
+        #expect(summary[0].longestContactSeconds == 600)
+        #expect(summary[0].strongestRSSI == -48)
+        #expect(summary[1].strongestRSSI == nil)
+
+        // The same instant is still 2026-11-21 in New York.
+        let local = EncounterDaySummary.summarize([a1], timeZone: TimeZone(identifier: "America/New_York")!)
+        #expect(local.map(\.day) == ["2026-11-21"])
+    }
+}
