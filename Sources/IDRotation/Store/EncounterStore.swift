@@ -7,7 +7,7 @@ extension NodeStore {
         INSERT INTO encounters (peer_id, own_window_start, first_seen, last_seen, sightings,
             rssi_min, rssi_max, rssi_sum, rssi_count, tx_power, reported_rssi, learned_by)
         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
-        ON CONFLICT (peer_id, own_window_start) DO UPDATE SET
+        ON CONFLICT (own_window_start, peer_id) DO UPDATE SET
             first_seen = min(first_seen, excluded.first_seen),
             last_seen = max(last_seen, excluded.last_seen),
             sightings = sightings + excluded.sightings,

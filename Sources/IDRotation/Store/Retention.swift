@@ -50,7 +50,12 @@ extension NodeStore {
         let encounterCutoff = policy.encounterCutoff(now: now)
         let ownIDCutoff = policy.ownIDCutoff(now: now)
         let result = try write { db in
-            try db.execute(sql: "DELETE FROM encounters WHERE last_seen < ?", arguments: [encounterCutoff])
+            // Sightings fall inside our window, so last_seen >= own_window_start and the first
+            // condition only narrows the delete to a key range; the second decides. (After the
+            // clock stepped back, a row goes once its window start passes the cutoff too.)
+            try db.execute(
+                sql: "DELETE FROM encounters WHERE own_window_start < ? AND last_seen < ?",
+                arguments: [encounterCutoff, encounterCutoff])
             let encounters = db.changesCount
             try db.execute(sql: "DELETE FROM own_ids WHERE valid_until < ?", arguments: [ownIDCutoff])
             let ownIDs = db.changesCount

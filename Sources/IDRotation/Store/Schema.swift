@@ -21,10 +21,12 @@ enum Schema {
                 ) WITHOUT ROWID;
                 CREATE INDEX own_ids_by_valid_until ON own_ids(valid_until);
 
-                -- One row per (peer id, our id window): sightings update it, they never add rows.
+                -- One row per (our id window, peer id): sightings update it, they never add rows.
+                -- The key leads with our window, which only grows, so new rows append to the end
+                -- of the tree (pages stay full) and a purge deletes a contiguous range of it.
                 CREATE TABLE encounters (
-                    peer_id INTEGER NOT NULL,
                     own_window_start INTEGER NOT NULL,
+                    peer_id INTEGER NOT NULL,
                     first_seen INTEGER NOT NULL,
                     last_seen INTEGER NOT NULL,
                     sightings INTEGER NOT NULL CHECK (sightings > 0),
@@ -35,10 +37,9 @@ enum Schema {
                     tx_power INTEGER,
                     reported_rssi INTEGER,
                     learned_by INTEGER NOT NULL DEFAULT 0,
-                    PRIMARY KEY (peer_id, own_window_start),
+                    PRIMARY KEY (own_window_start, peer_id),
                     CHECK (last_seen >= first_seen)
                 ) WITHOUT ROWID;
-                CREATE INDEX encounters_by_last_seen ON encounters(last_seen);
 
                 CREATE TABLE node_state (
                     key TEXT NOT NULL PRIMARY KEY,

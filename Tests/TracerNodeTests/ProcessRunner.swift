@@ -1,0 +1,315 @@
+import Foundation
+import IDRotation
+import Synchronization
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Every suite of this target runs inside this one, serialized: the crash-safety test measures
+/// how much a killed writer loses per second, and CLI processes competing for the 2 cores would
+/// only add noise to that.
+@Suite(.serialized) enum TracerNodeTests {}
+
+/// A scratch directory for one test; it doubles as HOME and XDG_DATA_HOME of every child process,
+/// so no test ever touches the real user's data. Tests remove it with `defer { scratch.remove() }`.
+struct Scratch {
+    let path: String
+
+    init() throws {
+        let base = NSTemporaryDirectory().hasSuffix("/") ? NSTemporaryDirectory() : NSTemporaryDirectory() + "/"
+        path = base + "tracer-node-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+
+    func file(_ name: String) -> String { path + "/" + name }
+}
+
+/// What a finished child process did.
+struct ProcessResult: CustomStringConvertible {
+    var exitCode: Int32
+    /// True when the process ended by a signal (then `exitCode` is the signal number).
+    var signaled: Bool
+    var stdout: String
+    var stderr: String
+
+    var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+
+    var description: String {
+        "exit \(signaled ? "signal " : "")\(exitCode)\n--- stdout ---\n\(stdout.prefix(4000))\n--- stderr ---\n\(stderr.prefix(4000))"
+    }
+}
+
+struct BinaryMissing: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Finds and runs the package's executables (`tracer`, `TracerSimulator`) as child processes.
+enum Products {
+    /// The build products directory: the one holding the running test binary, which on Linux is
+    /// `.build/<triple>/debug/TracerPackageTests.xctest` (on macOS a bundle in that directory).
+    static let directory: String = {
+        let executable = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+            ?? CommandLine.arguments[0]
+        var url = URL(fileURLWithPath: executable).standardizedFileURL
+        // Climb out of an .xctest bundle, if the binary sits inside one.
+        while url.pathComponents.contains(where: { $0.hasSuffix(".xctest") }) && url.pathComponents.count > 1 {
+            url.deleteLastPathComponent()
+        }
+        if url.path == URL(fileURLWithPath: executable).standardizedFileURL.path {
+            url.deleteLastPathComponent()
+        }
+        return url.path
+    }()
+
+    /// The path of a built executable; throws (failing the test) when it has not been built.
+    static func path(of name: String) throws -> String {
+        let path = directory + "/" + name
+        guard FileManager.default.isExecutableFile(atPath: path) else {
+            throw BinaryMissing(description: """
+                The executable '\(name)' is missing from \(directory). Build first: \
+                run `swift build --build-tests` in the package directory, then run the tests again.
+                """)
+        }
+        return path
+    }
+
+    /// The environment for a child: ours, minus TRACER_DB, with HOME and XDG_DATA_HOME pointing
+    /// into the test's scratch directory; `overrides` is applied last.
+    static func environment(home: String, overrides: [String: String] = [:]) -> [String: String] {
+        var environment = ProcessInfo.processInfo.environment
+        environment.removeValue(forKey: StoreLocation.environmentVariable)
+        environment["HOME"] = home
+        environment["XDG_DATA_HOME"] = home + "/xdg-data"
+        for (key, value) in overrides { environment[key] = value }
+        return environment
+    }
+
+    /// Runs `tracer` with `arguments` and waits for it.
+    static func tracer(
+        _ arguments: [String], home: String, environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) throws -> ProcessResult {
+        try run(path(of: "tracer"), arguments, home: home, environment: environment, timeout: timeout)
+    }
+
+    /// Runs `TracerSimulator` with `arguments` and waits for it.
+    static func simulator(
+        _ arguments: [String], home: String, environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) throws -> ProcessResult {
+        try run(path(of: "TracerSimulator"), arguments, home: home, environment: environment, timeout: timeout)
+    }
+
+    /// `TracerSimulator seed` into `database`, requiring success.
+    static func seed(
+        _ database: String, home: String, days: Int = 3, peersPerDay: Int = 60, interval: Int = 900, seed: Int = 7
+    ) throws {
+        let result = try simulator(
+            ["seed", "--db", database, "--days", "\(days)", "--peers-per-day", "\(peersPerDay)",
+             "--interval", "\(interval)", "--seed", "\(seed)"],
+            home: home)
+        guard result.exitCode == 0, !result.signaled else {
+            throw BinaryMissing(description: "TracerSimulator seed failed: \(result)")
+        }
+    }
+
+    /// Runs an executable with stdin from /dev/null (never a terminal) and stdout and stderr
+    /// captured through files, so a large output cannot fill a pipe and stall the child.
+    static func run(
+        _ executable: String, _ arguments: [String], home: String, environment: [String: String] = [:],
+        timeout: Duration = .seconds(60)
+    ) throws -> ProcessResult {
+        let captureDirectory = home + "/.captures"
+        try FileManager.default.createDirectory(atPath: captureDirectory, withIntermediateDirectories: true)
+        let stem = captureDirectory + "/" + UUID().uuidString
+        let outPath = stem + ".out", errPath = stem + ".err"
+        FileManager.default.createFile(atPath: outPath, contents: nil)
+        FileManager.default.createFile(atPath: errPath, contents: nil)
+        defer {
+            unlink(outPath)
+            unlink(errPath)
+        }
+        let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
+        let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
+        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/null"))
+        defer {
+            try? out.close()
+            try? err.close()
+            try? input.close()
+        }
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = Self.environment(home: home, overrides: environment)
+        process.currentDirectoryURL = URL(fileURLWithPath: home)
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            throw BinaryMissing(description: "\(executable) \(arguments) did not finish within \(timeout)")
+        }
+        process.waitUntilExit()
+        let stdout = String(decoding: try Data(contentsOf: URL(fileURLWithPath: outPath)), as: UTF8.self)
+        let stderr = String(decoding: try Data(contentsOf: URL(fileURLWithPath: errPath)), as: UTF8.self)
+        return ProcessResult(
+            exitCode: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+            stdout: stdout, stderr: stderr)
+    }
+}
+
+/// Lines read from a child's stdout, filled by a reader thread.
+final class LineBuffer: Sendable {
+    private struct State {
+        var lines: [String] = []
+        var partial = Data()
+        var finished = false
+    }
+
+    private let state = Mutex(State())
+
+    func append(_ chunk: Data) {
+        state.withLock { state in
+            if chunk.isEmpty {
+                if !state.partial.isEmpty {
+                    state.lines.append(String(decoding: state.partial, as: UTF8.self))
+                    state.partial = Data()
+                }
+                state.finished = true
+                return
+            }
+            state.partial.append(chunk)
+            while let newline = state.partial.firstIndex(of: UInt8(ascii: "\n")) {
+                state.lines.append(String(decoding: state.partial[state.partial.startIndex..<newline], as: UTF8.self))
+                state.partial = Data(state.partial[(newline + 1)...])
+            }
+        }
+    }
+
+    var lines: [String] { state.withLock { $0.lines } }
+    var finished: Bool { state.withLock { $0.finished } }
+    func contains(where condition: (String) -> Bool) -> Bool { state.withLock { $0.lines.contains(where: condition) } }
+}
+
+/// A child process whose stdout is read line by line while it runs (the crash writer).
+/// Used from one thread only (the test's); only the line buffer is shared with the reader thread.
+final class StreamingProcess {
+    private let process: Process
+    private let buffer = LineBuffer()
+    let pid: Int32
+
+    init(_ executable: String, _ arguments: [String], home: String) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = Products.environment(home: home)
+        process.currentDirectoryURL = URL(fileURLWithPath: home)
+        process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/null"))
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = FileHandle.standardError
+        try process.run()
+        self.process = process
+        pid = process.processIdentifier
+
+        let handle = pipe.fileHandleForReading
+        let buffer = self.buffer
+        // A plain thread blocking in read(2) until the child's end of the pipe closes (EOF).
+        Thread {
+            while true {
+                let chunk = handle.availableData
+                buffer.append(chunk)
+                if chunk.isEmpty { return }
+            }
+        }.start()
+    }
+
+    var lines: [String] { buffer.lines }
+
+    /// Waits until a line satisfies `condition` or the timeout passes; true when one did.
+    func waitForLine(timeout: Duration, where condition: (String) -> Bool) -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if buffer.contains(where: condition) { return true }
+            if !process.isRunning && buffer.finished { return buffer.contains(where: condition) }
+            usleep(1_000)
+        }
+        return false
+    }
+
+    var isRunning: Bool { process.isRunning }
+
+    /// Waits for the child to exit and for its stdout to be read to the end; nil on timeout.
+    func waitForExit(timeout: Duration = .seconds(20)) -> (status: Int32, signaled: Bool)? {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning && ContinuousClock.now < deadline { usleep(1_000) }
+        if process.isRunning { return nil }
+        process.waitUntilExit()
+        while !buffer.finished && ContinuousClock.now < deadline { usleep(1_000) }
+        guard buffer.finished else { return nil }
+        return (process.terminationStatus, process.terminationReason == .uncaughtSignal)
+    }
+
+    func killHard() { kill(pid, SIGKILL) }
+}
+
+/// Small helpers shared by the tests.
+enum Check {
+    /// Every run of exactly 16 hex digits in `text` (a full userId as `--reveal` and export print it).
+    static func fullHexIDs(in text: String) -> Set<String> {
+        var found: Set<String> = []
+        var run: [Character] = []
+        func flush() {
+            if run.count == 16 { found.insert(String(run).lowercased()) }
+            run.removeAll()
+        }
+        for character in text {
+            if character.isHexDigit { run.append(character) } else { flush() }
+        }
+        flush()
+        return found
+    }
+
+    static func json(_ text: String) throws -> [String: Any] {
+        let object = try JSONSerialization.jsonObject(with: Data(text.utf8))
+        return try #require(object as? [String: Any], "expected a JSON object, got: \(text.prefix(300))")
+    }
+
+    /// Runs a short python3 program with sqlite3 (for databases made by "another program").
+    static func python(_ program: String, _ arguments: [String], home: String) throws -> ProcessResult {
+        let python = try #require(
+            ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }
+                ?? which("python3"),
+            "python3 is needed to make SQLite files that tracer did not write")
+        let result = try Products.run(python, ["-c", program] + arguments, home: home)
+        try #require(result.exitCode == 0 && !result.signaled, "python3 failed: \(result)")
+        return result
+    }
+
+    static func which(_ name: String) -> String? {
+        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
+            let candidate = directory + "/" + name
+            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
+        }
+        return nil
+    }
+
+    static func bytes(_ path: String) throws -> Data {
+        try Data(contentsOf: URL(fileURLWithPath: path))
+    }
+
+    static func exists(_ path: String) -> Bool { FileManager.default.fileExists(atPath: path) }
+
+    static func openStore(_ path: String) throws -> NodeStore {
+        try NodeStore.open(StoreLocation(path: path, source: .flag, ownsDirectory: false))
+    }
+}
