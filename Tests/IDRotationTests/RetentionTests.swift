@@ -89,3 +89,37 @@ import Testing
         #expect(file.range(of: Data(peer.bytes)) == nil)
     }
 }
+
+@Suite struct PeriodicPurgeTests {
+    @Test func purgesOnStartAndAgainOnEveryTick() async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = try NodeStore.open(temporary.location())
+        let clock = ManualClock(1_795_324_033)
+        let old = clock.now() - 29 * .secondsPerDay
+        var batch = SightingBatch()
+        batch.add(Sighting(peer: .random(), ownWindowStart: old, time: old))
+        try store.write(batch)
+
+        let task = Task { await store.purgePeriodically(every: .milliseconds(20), clock: clock) }
+        try await waitUntil { try store.counts().encounters == 0 }
+
+        // A row that expires while the job runs is removed at a later tick.
+        var later = SightingBatch()
+        later.add(Sighting(peer: .random(), ownWindowStart: clock.now() - 60, time: clock.now() - 60))
+        try store.write(later)
+        #expect(try store.counts().encounters == 1)
+        clock.advance(28 * .secondsPerDay)
+        try await waitUntil { try store.counts().encounters == 0 }
+        task.cancel()
+        await task.value
+    }
+
+    private func waitUntil(_ condition: () throws -> Bool) async throws {
+        for _ in 0..<250 {
+            if try condition() { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        Issue.record("condition not met within 5 s")
+    }
+}

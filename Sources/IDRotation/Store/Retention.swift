@@ -1,4 +1,5 @@
 import GRDB
+import Logging
 
 /// How long the node keeps what it records.
 public struct RetentionPolicy: Sendable, Equatable {
@@ -70,5 +71,28 @@ extension NodeStore {
 
     public func lastPurge() throws(StoreError) -> UnixSeconds? {
         try read { db in try Int64.fetchOne(db, sql: "SELECT value FROM node_state WHERE key = 'last_purge'") }
+    }
+}
+
+extension NodeStore {
+    /// Purges once now, then every `interval` until the task is cancelled. A failed purge is
+    /// logged and tried again at the next tick; it never stops the node.
+    public func purgePeriodically(
+        policy: RetentionPolicy = .standard, every interval: Duration = .seconds(3600),
+        clock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.retention")
+    ) async {
+        while !Task.isCancelled {
+            do {
+                let result = try purge(now: clock.now(), policy: policy)
+                if result.encountersDeleted + result.ownIDsDeleted > 0 {
+                    logger.info("purged expired data", metadata: [
+                        "encounters": "\(result.encountersDeleted)", "ownIDs": "\(result.ownIDsDeleted)",
+                    ])
+                }
+            } catch {
+                logger.error("purge failed; will retry", metadata: ["error": "\(error)"])
+            }
+            try? await Task.sleep(for: interval)
+        }
     }
 }
