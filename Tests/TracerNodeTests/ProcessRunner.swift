@@ -42,7 +42,7 @@ struct ProcessResult: CustomStringConvertible {
     }
 }
 
-struct BinaryMissing: Error, CustomStringConvertible {
+struct HarnessFailure: Error, CustomStringConvertible {
     var description: String
 }
 
@@ -68,7 +68,7 @@ enum Products {
     static func path(of name: String) throws -> String {
         let path = directory + "/" + name
         guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw BinaryMissing(description: """
+            throw HarnessFailure(description: """
                 The executable '\(name)' is missing from \(directory). Build first: \
                 run `swift build --build-tests` in the package directory, then run the tests again.
                 """)
@@ -112,7 +112,7 @@ enum Products {
              "--interval", "\(interval)", "--seed", "\(seed)"],
             home: home)
         guard result.exitCode == 0, !result.signaled else {
-            throw BinaryMissing(description: "TracerSimulator seed failed: \(result)")
+            throw HarnessFailure(description: "TracerSimulator seed failed: \(result)")
         }
     }
 
@@ -156,7 +156,7 @@ enum Products {
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
-            throw BinaryMissing(description: "\(executable) \(arguments) did not finish within \(timeout)")
+            throw HarnessFailure(description: "\(executable) \(arguments) did not finish within \(timeout)")
         }
         process.waitUntilExit()
         let stdout = String(decoding: try Data(contentsOf: URL(fileURLWithPath: outPath)), as: UTF8.self)

@@ -15,8 +15,16 @@ public final class NodeStore: Sendable {
     let queue: DatabaseQueue
 
     /// Opens (creating if needed) the database at `location` and brings its schema up to date.
+    ///
+    /// An existing file is inspected first through a connection that writes nothing: a file that
+    /// is not a Tracer database, or one from a newer tracer, is refused before it is touched
+    /// (no WAL switch, no permission change).
     public static func open(_ location: StoreLocation) throws(StoreError) -> NodeStore {
-        try prepareFileSystem(for: location)
+        try prepareDirectory(for: location)
+        if location.exists {
+            try inspectExistingFile(at: location)
+        }
+        try createPrivateFile(at: location)
         var configuration = Configuration()
         configuration.journalMode = .wal
         configuration.busyMode = .timeout(5)
@@ -28,13 +36,47 @@ public final class NodeStore: Sendable {
         }
         do {
             let queue = try DatabaseQueue(path: location.path, configuration: configuration)
-            let store = NodeStore(location: location, queue: queue)
-            try store.migrate()
-            return store
-        } catch let error as StoreError {
-            throw error
+            try Schema.migrator.migrate(queue)
+            return NodeStore(location: location, queue: queue)
         } catch {
             throw StoreError(error, path: location.path)
+        }
+    }
+
+    /// What an existing file holds, read without writing to it.
+    enum Contents {
+        case empty
+        case tracer(unknownMigrations: [String])
+    }
+
+    /// Refuses a file that is not a Tracer database; reports schema steps this binary does not know.
+    @discardableResult
+    static func inspect(_ location: StoreLocation) throws(StoreError) -> Contents {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        do {
+            let probe = try DatabaseQueue(path: location.path, configuration: configuration)
+            defer { try? probe.close() }
+            return try probe.read { db in
+                let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+                let objectCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
+                if objectCount == 0 && applicationID == 0 { return .empty }
+                guard applicationID == Schema.applicationID else {
+                    throw StoreError.notATracerDatabase(path: location.path)
+                }
+                let migrator = Schema.migrator
+                let unknown = try migrator.appliedIdentifiers(db).subtracting(migrator.migrations)
+                return .tracer(unknownMigrations: unknown.sorted())
+            }
+        } catch {
+            throw StoreError(error, path: location.path)
+        }
+    }
+
+    private static func inspectExistingFile(at location: StoreLocation) throws(StoreError) {
+        if case .tracer(let unknown) = try inspect(location), !unknown.isEmpty {
+            throw .newerSchema(path: location.path, unknownMigrations: unknown)
         }
     }
 
@@ -61,22 +103,6 @@ public final class NodeStore: Sendable {
         try read { db in try String.fetchAll(db, sql: "PRAGMA integrity_check") }
     }
 
-    private func migrate() throws {
-        let migrator = Schema.migrator
-        try queue.writeWithoutTransaction { db in
-            let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-            let objectCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
-            if applicationID != Schema.applicationID && objectCount > 0 {
-                throw StoreError.notATracerDatabase(path: location.path)
-            }
-            if try migrator.hasBeenSuperseded(db) {
-                let unknown = try migrator.appliedIdentifiers(db).subtracting(migrator.migrations)
-                throw StoreError.newerSchema(path: location.path, unknownMigrations: unknown.sorted())
-            }
-        }
-        try migrator.migrate(queue)
-    }
-
     // MARK: Access with errors mapped to StoreError
 
     func read<T: Sendable>(_ body: @Sendable (Database) throws -> T) throws(StoreError) -> T {
@@ -98,7 +124,7 @@ public final class NodeStore: Sendable {
 
     // MARK: Files
 
-    private static func prepareFileSystem(for location: StoreLocation) throws(StoreError) {
+    private static func prepareDirectory(for location: StoreLocation) throws(StoreError) {
         let manager = FileManager.default
         let directory = location.directory
         var isDirectory: ObjCBool = false
@@ -115,11 +141,15 @@ public final class NodeStore: Sendable {
         } else if location.ownsDirectory {
             chmod(directory, 0o700)
         }
+    }
+
+    /// Creates the file with mode 0600, or narrows the mode of an existing Tracer database (a
+    /// copy or a restore may have a looser one).
+    private static func createPrivateFile(at location: StoreLocation) throws(StoreError) {
         let descriptor = Glibc.open(location.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
             throw .cannotCreateFile(path: location.path, reason: String(cString: strerror(errno)))
         }
-        // An existing file may have been created with a looser mode (a copy, a restore).
         fchmod(descriptor, 0o600)
         close(descriptor)
     }
@@ -129,14 +159,19 @@ public final class NodeStore: Sendable {
     }
 
     /// Erases every row, then removes the database and its WAL and shared-memory files.
+    /// Refuses, deleting nothing, when the file is not a Tracer database: a mistyped `--db` must
+    /// not destroy someone else's file.
     public static func deleteAllData(at location: StoreLocation) throws(StoreError) {
-        if location.exists, let store = try? NodeStore.open(location) {
-            // Overwrite before unlinking so the content does not survive in the file's old blocks
-            // on storage that overwrites in place.
-            _ = try? store.write { db in
-                try db.execute(sql: "DELETE FROM encounters; DELETE FROM own_ids; DELETE FROM node_state")
+        if location.exists {
+            let contents = try inspect(location)
+            if case .tracer(let unknown) = contents, unknown.isEmpty, let store = try? NodeStore.open(location) {
+                // Overwrite before unlinking so the content does not survive in the file's old
+                // blocks on storage that overwrites in place.
+                _ = try? store.write { db in
+                    try db.execute(sql: "DELETE FROM encounters; DELETE FROM own_ids; DELETE FROM node_state")
+                }
+                try? store.checkpoint()
             }
-            try? store.checkpoint()
         }
         for file in location.allFiles where FileManager.default.fileExists(atPath: file) {
             if unlink(file) != 0 && errno != ENOENT {

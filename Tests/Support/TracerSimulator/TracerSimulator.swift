@@ -35,7 +35,7 @@ struct Seed: AsyncParsableCommand {
 
     func run() async throws {
         var random = SplitMix64(seed: seed)
-        let store = try NodeStore.open(StoreLocation(path: db, source: .flag, ownsDirectory: false))
+        let store = try NodeStore.open(try StoreLocation.resolve(flag: db, environment: [:]))
         let now = SystemWallClock().now()
         let clock = ManualClock(now - Int64(days) * .secondsPerDay)
         let rotator = IDRotator(
@@ -81,7 +81,7 @@ struct CrashWriter: AsyncParsableCommand {
     @Option(help: "Distinct peers.") var peers = 500
 
     func run() async throws {
-        let store = try NodeStore.open(StoreLocation(path: db, source: .flag, ownsDirectory: false))
+        let store = try NodeStore.open(try StoreLocation.resolve(flag: db, environment: [:]))
         let log = EncounterLog(store: store)
         let rotator = IDRotator(schedule: try RotationSchedule(intervalSeconds: 5), history: store, logger: quietLogger)
         let peerIDs = (0..<peers).map { _ in UserID.random() }
@@ -102,13 +102,14 @@ struct CrashWriter: AsyncParsableCommand {
                     rssi: Int8(-40 - generated % 50), learnedBy: []))
                 generated += 1
             }
+            // Printed before any flush, so the database never holds more than the last line says.
+            emit("generated \(generated)")
             if ContinuousClock.now - lastFlush >= .seconds(1) {
                 try await log.flush()
                 committedAtLastFlush = generated
                 lastFlush = ContinuousClock.now
                 emit("committed \(committedAtLastFlush)")
             }
-            emit("generated \(generated)")
             try await Task.sleep(for: .milliseconds(20))
         }
     }
