@@ -4,7 +4,7 @@ import PackageDescription
 // Every module builds in the Swift 6 language mode (strict concurrency checking).
 let package = Package(
     name: "Tracer",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tracer", targets: ["TracerNode"]),
         .library(name: "GATTExchange", targets: ["GATTExchange"]),
@@ -28,11 +28,14 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // BlueZ headers only (sockaddr_hci, HCI_CHANNEL_USER) for the hci0 user-channel
+        // transport; no libbluetooth symbol is used, so nothing is linked.
+        .systemLibrary(name: "CBlueZ", path: "Sources/CBlueZ", providers: [.apt(["libbluetooth-dev"])]),
         // The BLE host stack (transport, HCI, L2CAP, ATT, GATT, GAP) and the id exchange.
         .target(
             name: "GATTExchange",
             dependencies: [
-                "IDRotation",
+                "IDRotation", "CBlueZ",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -1,0 +1,38 @@
+/// One ATT PDU type: the opcode octet followed by its parameters (Core Spec Vol 3 Part F 3.3).
+/// `init(decoding:)` takes and `encode()` returns the whole PDU, opcode included.
+public protocol ATTPDUCodable: Sendable, Equatable {
+    static var opcode: ATTOpcode { get }
+    init(decoding pdu: [UInt8]) throws(PacketDecodingError)
+    func encode() -> [UInt8]
+}
+
+extension ByteReader {
+    /// A reader positioned after the opcode, once the opcode is confirmed to be `expected`.
+    static func attParameters(of pdu: [UInt8], expecting expected: ATTOpcode) throws(PacketDecodingError) -> ByteReader {
+        var reader = ByteReader(pdu)
+        let opcode = try reader.readUInt8("opcode")
+        guard opcode == expected.rawValue else { throw .invalidValue(field: "opcode", value: Int(opcode)) }
+        return reader
+    }
+}
+
+extension ByteWriter {
+    init(opcode: ATTOpcode, capacity: Int = 8) {
+        self.init(capacity: capacity)
+        write(opcode.rawValue)
+    }
+}
+
+/// A handle range for the requests that search part of the attribute database.
+public struct ATTHandleRange: Sendable, Hashable {
+    public var start: UInt16
+    public var end: UInt16
+    public init(start: UInt16, end: UInt16) {
+        self.start = start
+        self.end = end
+    }
+    public static let all = ATTHandleRange(start: 0x0001, end: 0xFFFF)
+    /// Handle 0 is reserved and a range must not run backwards (3.4.3.1).
+    public var isValid: Bool { start != 0 && start <= end }
+    public func contains(_ handle: UInt16) -> Bool { start <= handle && handle <= end }
+}

@@ -1,0 +1,382 @@
+import Logging
+
+/// The host side of HCI over one transport: sends commands and waits for their completion with flow control
+/// and timeouts, meters ACL data against the controller's buffers, and fans events out to the layers above.
+public actor HostControllerInterface {
+    public struct Configuration: Sendable {
+        /// Every command fails with `HCIError.commandTimedOut` if the controller does not answer in time
+        /// (some controllers, Bumble's among them, never answer commands they do not implement).
+        public var commandTimeout: Duration = .seconds(2)
+        /// Events buffered per subscriber before the oldest are dropped; advertising reports can arrive in floods.
+        public var eventBufferLimit = 1024
+        public init() {}
+    }
+
+    /// ACL data from the controller, in arrival order, for the L2CAP layer.
+    public nonisolated let incomingACL: AsyncStream<ACLDataPacket>
+
+    private let transport: any HCITransport
+    private let configuration: Configuration
+    private let logger: Logger
+    private let aclContinuation: AsyncStream<ACLDataPacket>.Continuation
+
+    // Command flow control: credits granted by Num_HCI_Command_Packets.
+    private var commandCredits = 1
+    private var creditWaiters: [CheckedContinuation<Void, Never>] = []
+    private var pendingCommands: [UInt64: PendingCommand] = [:]
+    private var nextIdentifier: UInt64 = 0
+
+    // ACL flow control.
+    public private(set) var aclBuffers: ACLBufferSize?
+    private var aclCredits = 0
+    private var outstandingACL: [UInt16: Int] = [:]
+    private var aclQueue: [QueuedACLPacket] = []
+    private var aclBatchWaiters: [UInt64: CheckedContinuation<Result<Void, HCIError>, Never>] = [:]
+    private var isPumpingACL = false
+
+    private var subscribers: [UInt64: AsyncStream<HCIEvent>.Continuation] = [:]
+    private var transportFailure: HCITransportError?
+
+    private enum CommandOutcome: Sendable {
+        case complete(returnParameters: [UInt8])
+        case status(HCIStatusCode)
+    }
+
+    private struct PendingCommand {
+        var opcode: HCIOpcode
+        var result: Result<CommandOutcome, HCIError>?
+        var waiter: CheckedContinuation<Result<CommandOutcome, HCIError>, Never>?
+        var timeout: Task<Void, Never>?
+    }
+
+    private struct QueuedACLPacket {
+        var packet: ACLDataPacket
+        var batch: UInt64
+        var isLastOfBatch: Bool
+    }
+
+    public init(transport: any HCITransport, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "tracer.hci")) {
+        self.transport = transport
+        self.configuration = configuration
+        self.logger = logger
+        (incomingACL, aclContinuation) = AsyncStream.makeStream(of: ACLDataPacket.self, bufferingPolicy: .unbounded)
+        // Ends by itself when the transport's stream finishes, which close() causes.
+        Task { [weak self] in
+            do {
+                for try await packet in transport.incoming {
+                    guard let self else { return }
+                    await self.receive(packet)
+                }
+                await self?.transportEnded(.closed)
+            } catch {
+                await self?.transportEnded(error as? HCITransportError ?? .disconnected(reason: "\(error)"))
+            }
+        }
+    }
+
+    // MARK: Events
+
+    /// A new stream of every event except Command Complete, Command Status and Number Of Completed Packets,
+    /// which this actor consumes. Each caller gets its own stream; it finishes when the transport ends.
+    public func events() -> AsyncStream<HCIEvent> {
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: HCIEvent.self, bufferingPolicy: .bufferingNewest(configuration.eventBufferLimit))
+        if transportFailure != nil {
+            continuation.finish()
+            return stream
+        }
+        let identifier = makeIdentifier()
+        subscribers[identifier] = continuation
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.unsubscribe(identifier) }
+        }
+        return stream
+    }
+
+    private func unsubscribe(_ identifier: UInt64) { subscribers[identifier] = nil }
+
+    /// The transport's failure, once it has failed.
+    public var failure: HCITransportError? { transportFailure }
+
+    // MARK: Commands
+
+    /// Sends a command answered by Command Complete and returns its decoded return parameters.
+    @discardableResult
+    public func send<Command: HCICommandWithReturnParameters>(_ command: Command) async throws(HCIError) -> Command.ReturnParameters {
+        let outcome = try await execute(command.packet, opcode: Command.opcode)
+        switch outcome {
+        case .status(let status):
+            throw status.isSuccess ? .unexpectedCompletion(opcode: Command.opcode) : .commandFailed(opcode: Command.opcode, status: status)
+        case .complete(let returnParameters):
+            guard let statusByte = returnParameters.first else {
+                throw .malformedReturnParameters(opcode: Command.opcode, .truncated(field: "Status", needed: 1, available: 0))
+            }
+            let status = HCIStatusCode(rawValue: statusByte)
+            guard status.isSuccess else { throw .commandFailed(opcode: Command.opcode, status: status) }
+            do {
+                return try Command.ReturnParameters(decoding: Array(returnParameters.dropFirst()))
+            } catch {
+                throw .malformedReturnParameters(opcode: Command.opcode, error)
+            }
+        }
+    }
+
+    /// Sends a command answered by Command Status; returns once the controller has accepted it.
+    /// Its outcome arrives later as an event (for example LE Connection Complete).
+    public func send<Command: HCICommandWithStatus>(_ command: Command) async throws(HCIError) {
+        let outcome = try await execute(command.packet, opcode: Command.opcode)
+        let status: HCIStatusCode
+        switch outcome {
+        case .status(let code): status = code
+        // Controllers answer some refused commands with a bare Command Complete instead.
+        case .complete(let returnParameters): status = HCIStatusCode(rawValue: returnParameters.first ?? 0x01)
+        }
+        guard status.isSuccess else { throw .commandFailed(opcode: Command.opcode, status: status) }
+    }
+
+    private func execute(_ packet: HCIPacket, opcode: HCIOpcode) async throws(HCIError) -> CommandOutcome {
+        if let transportFailure { throw .transport(transportFailure) }
+        await acquireCommandCredit()
+        if let transportFailure { throw .transport(transportFailure) }
+
+        // Registered before sending so that an answer arriving during the send is not lost.
+        let identifier = makeIdentifier()
+        pendingCommands[identifier] = PendingCommand(opcode: opcode)
+        do {
+            try await transport.send(packet)
+        } catch {
+            pendingCommands[identifier] = nil
+            restoreCommandCreditIfIdle()
+            throw .transport(error)
+        }
+        let timeout = configuration.commandTimeout
+        pendingCommands[identifier]?.timeout = Task { [weak self] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            await self?.expireCommand(identifier)
+        }
+
+        let result: Result<CommandOutcome, HCIError>
+        if let early = pendingCommands[identifier]?.result {
+            result = early
+        } else {
+            result = await withCheckedContinuation { continuation in
+                pendingCommands[identifier]?.waiter = continuation
+            }
+        }
+        pendingCommands[identifier] = nil
+        return try result.get()
+    }
+
+    private func acquireCommandCredit() async {
+        if commandCredits > 0, creditWaiters.isEmpty {
+            commandCredits -= 1
+            return
+        }
+        await withCheckedContinuation { creditWaiters.append($0) }
+    }
+
+    /// Hands credits to waiting commands in arrival order; each resumed waiter owns the credit it was given.
+    private func grantCommandCredits() {
+        while commandCredits > 0, !creditWaiters.isEmpty {
+            commandCredits -= 1
+            creditWaiters.removeFirst().resume()
+        }
+    }
+
+    /// A command the controller never answered also never returns its credit; without this a single
+    /// ignored command would block every later one.
+    private func restoreCommandCreditIfIdle() {
+        if commandCredits == 0, !pendingCommands.values.contains(where: { $0.result == nil }) {
+            commandCredits = 1
+        }
+        grantCommandCredits()
+    }
+
+    private func expireCommand(_ identifier: UInt64) {
+        guard let pending = pendingCommands[identifier], pending.result == nil else { return }
+        logger.warning("HCI command not answered", metadata: ["opcode": "\(pending.opcode)"])
+        resolve(identifier, with: .failure(.commandTimedOut(opcode: pending.opcode, after: configuration.commandTimeout)))
+        restoreCommandCreditIfIdle()
+    }
+
+    private func resolve(_ identifier: UInt64, with result: Result<CommandOutcome, HCIError>) {
+        guard var pending = pendingCommands[identifier] else { return }
+        pending.timeout?.cancel()
+        pending.timeout = nil
+        if let waiter = pending.waiter {
+            pending.waiter = nil
+            pending.result = result
+            pendingCommands[identifier] = pending
+            waiter.resume(returning: result)
+        } else {
+            pending.result = result
+            pendingCommands[identifier] = pending
+        }
+    }
+
+    private func completeCommand(opcode: HCIOpcode, numHCICommandPackets: UInt8, outcome: CommandOutcome) {
+        commandCredits = Int(numHCICommandPackets)
+        // The oldest unanswered command with this opcode is the one being answered.
+        let match = pendingCommands
+            .filter { $0.value.opcode == opcode && $0.value.result == nil }
+            .min { $0.key < $1.key }
+        if let match {
+            resolve(match.key, with: .success(outcome))
+        } else if opcode.rawValue != 0 {
+            logger.debug("answer to a command not waited for", metadata: ["opcode": "\(opcode)"])
+        }
+        grantCommandCredits()
+    }
+
+    // MARK: ACL data
+
+    /// Sets the controller's ACL buffers; `initialize()` does this from the controller's answers.
+    public func configureACLBuffers(_ buffers: ACLBufferSize) {
+        let inFlight = outstandingACL.values.reduce(0, +)
+        aclBuffers = buffers
+        aclCredits = max(0, buffers.packetCount - inFlight)
+        pumpACL()
+    }
+
+    /// ACL credits not in use, for tests and diagnostics.
+    public var availableACLCredits: Int { aclCredits }
+
+    /// Queues ACL packets (the fragments of one L2CAP frame) to be sent in order as controller buffers free up,
+    /// and returns once the last one has been handed to the transport. Fragments of different calls never interleave.
+    public func sendACL(_ packets: [ACLDataPacket]) async throws(HCIError) {
+        if let transportFailure { throw .transport(transportFailure) }
+        guard aclBuffers != nil else { throw .aclBuffersUnknown }
+        guard !packets.isEmpty else { return }
+        let batch = makeIdentifier()
+        for (index, packet) in packets.enumerated() {
+            aclQueue.append(QueuedACLPacket(packet: packet, batch: batch, isLastOfBatch: index == packets.count - 1))
+        }
+        let result = await withCheckedContinuation { continuation in
+            aclBatchWaiters[batch] = continuation
+            pumpACL()
+        }
+        try result.get()
+    }
+
+    private func pumpACL() {
+        guard !isPumpingACL else { return }
+        isPumpingACL = true
+        Task { await self.drainACLQueue() }
+    }
+
+    private func drainACLQueue() async {
+        defer { isPumpingACL = false }
+        while aclCredits > 0, !aclQueue.isEmpty {
+            let next = aclQueue.removeFirst()
+            aclCredits -= 1
+            outstandingACL[next.packet.connectionHandle, default: 0] += 1
+            do {
+                try await transport.send(next.packet.packet)
+            } catch {
+                aclCredits += 1
+                outstandingACL[next.packet.connectionHandle, default: 1] -= 1
+                aclQueue.removeAll { $0.batch == next.batch }
+                aclBatchWaiters.removeValue(forKey: next.batch)?.resume(returning: .failure(.transport(error)))
+                continue
+            }
+            if next.isLastOfBatch {
+                aclBatchWaiters.removeValue(forKey: next.batch)?.resume(returning: .success(()))
+            }
+        }
+    }
+
+    private func returnACLCredits(handle: UInt16, count: Int) {
+        let outstanding = outstandingACL[handle, default: 0]
+        // A controller that reports more than was sent must not inflate the credits beyond its buffers.
+        let returned = min(count, outstanding)
+        if returned < count {
+            logger.debug("controller completed more ACL packets than were outstanding", metadata: ["handle": "\(handle)"])
+        }
+        outstandingACL[handle] = outstanding - returned == 0 ? nil : outstanding - returned
+        aclCredits += returned
+        pumpACL()
+    }
+
+    private func connectionEnded(handle: UInt16) {
+        // The controller flushes a closed connection's buffers without reporting them as completed.
+        returnACLCredits(handle: handle, count: outstandingACL[handle, default: 0])
+        let abandoned = Set(aclQueue.filter { $0.packet.connectionHandle == handle }.map(\.batch))
+        aclQueue.removeAll { abandoned.contains($0.batch) }
+        for batch in abandoned {
+            aclBatchWaiters.removeValue(forKey: batch)?.resume(returning: .failure(.connectionClosed(handle: handle)))
+        }
+    }
+
+    // MARK: Receiving
+
+    private func receive(_ packet: HCIPacket) {
+        switch packet.type {
+        case .event:
+            do {
+                handle(try HCIEvent(decoding: packet.body))
+            } catch {
+                logger.warning("dropping malformed HCI event", metadata: ["error": "\(error)", "bytes": "\(packet.body.count)"])
+            }
+        case .aclData:
+            do {
+                aclContinuation.yield(try ACLDataPacket(decoding: packet.body))
+            } catch {
+                logger.warning("dropping malformed ACL packet", metadata: ["error": "\(error)"])
+            }
+        default:
+            logger.debug("ignoring HCI packet", metadata: ["type": "\(packet.type)"])
+        }
+    }
+
+    private func handle(_ event: HCIEvent) {
+        switch event {
+        case .commandComplete(let complete):
+            completeCommand(
+                opcode: complete.opcode, numHCICommandPackets: complete.numHCICommandPackets,
+                outcome: .complete(returnParameters: complete.returnParameters))
+            return
+        case .commandStatus(let status):
+            completeCommand(opcode: status.opcode, numHCICommandPackets: status.numHCICommandPackets, outcome: .status(status.status))
+            return
+        case .numberOfCompletedPackets(let completed):
+            for entry in completed.entries {
+                returnACLCredits(handle: entry.connectionHandle, count: Int(entry.completedPackets))
+            }
+            return
+        case .disconnectionComplete(let disconnection) where disconnection.status.isSuccess:
+            connectionEnded(handle: disconnection.connectionHandle)
+        case .hardwareError(let error):
+            logger.error("controller hardware error", metadata: ["code": "\(error.hardwareCode)"])
+        default:
+            break
+        }
+        for subscriber in subscribers.values { subscriber.yield(event) }
+    }
+
+    private func transportEnded(_ error: HCITransportError) {
+        guard transportFailure == nil else { return }
+        transportFailure = error
+        logger.notice("HCI transport ended", metadata: ["reason": "\(error)"])
+        for identifier in pendingCommands.keys { resolve(identifier, with: .failure(.transport(error))) }
+        commandCredits = 1
+        for waiter in creditWaiters { waiter.resume() }
+        creditWaiters = []
+        aclQueue = []
+        for waiter in aclBatchWaiters.values { waiter.resume(returning: .failure(.transport(error))) }
+        aclBatchWaiters = [:]
+        for subscriber in subscribers.values { subscriber.finish() }
+        subscribers = [:]
+        aclContinuation.finish()
+    }
+
+    /// Closes the transport; pending and later operations fail with `HCIError.transport(.closed)`.
+    public func close() async {
+        await transport.close()
+        transportEnded(.closed)
+    }
+
+    private func makeIdentifier() -> UInt64 {
+        nextIdentifier += 1
+        return nextIdentifier
+    }
+}

@@ -1,0 +1,137 @@
+import Logging
+
+/// L2CAP over LE ACL links: reassembles incoming ACL fragments into frames, routes them by channel ID
+/// (ATT to an `L2CAPChannel` per connection, signaling and SMP answered here, anything else dropped),
+/// and fragments outgoing frames to the controller's ACL buffer size.
+public actor L2CAPLayer {
+    public struct Configuration: Sendable {
+        public var reassembly = ACLReassembler.Limits()
+        /// ATT payloads buffered per channel before new ones are dropped, should the layer above stall.
+        public var channelBufferLimit = 64
+        public init() {}
+    }
+
+    private let hci: HostControllerInterface
+    private let configuration: Configuration
+    private let logger: Logger
+    private var reassembler: ACLReassembler
+    private var attChannels: [UInt16: L2CAPChannel] = [:]
+
+    /// Subscribes to the controller's events and ACL data; create exactly one per `HostControllerInterface`
+    /// (ACL data has a single consumer) and keep it referenced: its background tasks hold it only weakly,
+    /// so the layer stops when its owner lets go of it.
+    public init(hci: HostControllerInterface, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "tracer.l2cap")) async {
+        self.hci = hci
+        self.configuration = configuration
+        self.logger = logger
+        reassembler = ACLReassembler(limits: configuration.reassembly)
+        let events = await hci.events()
+        let acl = hci.incomingACL
+        Task { [weak self] in
+            for await packet in acl { await self?.receive(packet) }
+            await self?.closeAllChannels()
+        }
+        Task { [weak self] in
+            for await event in events {
+                if case .disconnectionComplete(let disconnection) = event, disconnection.status.isSuccess {
+                    await self?.connectionClosed(handle: disconnection.connectionHandle)
+                }
+            }
+        }
+        let sweepInterval = configuration.reassembly.timeout
+        Task { [weak self] in
+            while (try? await Task.sleep(for: sweepInterval)) != nil {
+                guard let self else { return }
+                await self.expireStaleFrames()
+            }
+        }
+    }
+
+    /// The ATT channel of a connection. Call it when the connection completes; ATT data that arrives first is
+    /// kept for it. The channel's `incoming` finishes when the connection closes.
+    public func attChannel(connectionHandle: UInt16) -> L2CAPChannel {
+        let handle = connectionHandle & 0x0FFF
+        if let existing = attChannels[handle] { return existing }
+        let channel = L2CAPChannel(
+            connectionHandle: handle, channelID: L2CAPChannelIdentifier.attribute, layer: self,
+            bufferLimit: configuration.channelBufferLimit)
+        attChannels[handle] = channel
+        return channel
+    }
+
+    /// Forgets a connection: finishes its channel and drops any partly reassembled frame.
+    public func connectionClosed(handle: UInt16) {
+        reassembler.discard(connectionHandle: handle)
+        attChannels.removeValue(forKey: handle)?.continuation.finish()
+    }
+
+    func send(_ payload: [UInt8], on channel: L2CAPChannel) async throws(L2CAPError) {
+        // A channel of a closed connection must not write to a later connection that reuses its handle.
+        guard attChannels[channel.connectionHandle] === channel else {
+            throw .channelClosed(connectionHandle: channel.connectionHandle, channelID: channel.channelID)
+        }
+        try await sendFrame(L2CAPBasicFrame(channelID: channel.channelID, payload: payload), handle: channel.connectionHandle)
+    }
+
+    private func sendFrame(_ frame: L2CAPBasicFrame, handle: UInt16) async throws(L2CAPError) {
+        guard let buffers = await hci.aclBuffers else { throw .hci(.aclBuffersUnknown) }
+        let fragments = ACLFragmentation.fragments(
+            of: try frame.encode(), connectionHandle: handle, maximumPacketLength: buffers.packetLength)
+        do {
+            try await hci.sendACL(fragments)
+        } catch {
+            throw .hci(error)
+        }
+    }
+
+    private func receive(_ packet: ACLDataPacket) async {
+        switch reassembler.receive(packet) {
+        case .needMore:
+            return
+        case .dropped(let reason):
+            logger.debug("dropping ACL data", metadata: ["reason": "\(reason)"])
+        case .frame(let handle, let frame):
+            await route(frame, handle: handle)
+        }
+    }
+
+    private func route(_ frame: L2CAPBasicFrame, handle: UInt16) async {
+        switch frame.channelID {
+        case L2CAPChannelIdentifier.attribute:
+            if case .dropped = attChannel(connectionHandle: handle).continuation.yield(frame.payload) {
+                logger.warning("ATT channel backlog full, dropping PDU", metadata: ["handle": "\(handle)"])
+            }
+        case L2CAPChannelIdentifier.leSignaling:
+            guard let reply = LESignalingResponder.reply(to: frame.payload) else { return }
+            logger.debug("answering LE signaling", metadata: ["handle": "\(handle)", "code": "\(reply.code)"])
+            await sendReply(L2CAPBasicFrame(channelID: frame.channelID, payload: reply.encode()), handle: handle)
+        case L2CAPChannelIdentifier.securityManager:
+            guard let reply = SecurityManagerResponder.reply(to: frame.payload) else { return }
+            logger.debug("refusing pairing", metadata: ["handle": "\(handle)"])
+            await sendReply(L2CAPBasicFrame(channelID: frame.channelID, payload: reply.encode()), handle: handle)
+        default:
+            logger.debug("dropping frame for unsupported channel", metadata: [
+                "handle": "\(handle)", "cid": "0x\(String(frame.channelID, radix: 16))", "length": "\(frame.payload.count)",
+            ])
+        }
+    }
+
+    private func sendReply(_ frame: L2CAPBasicFrame, handle: UInt16) async {
+        do {
+            try await sendFrame(frame, handle: handle)
+        } catch {
+            logger.debug("could not send L2CAP reply", metadata: ["handle": "\(handle)", "error": "\(error)"])
+        }
+    }
+
+    private func expireStaleFrames() {
+        for handle in reassembler.expireStale() {
+            logger.debug("dropping unfinished L2CAP frame after timeout", metadata: ["handle": "\(handle)"])
+        }
+    }
+
+    private func closeAllChannels() {
+        for channel in attChannels.values { channel.continuation.finish() }
+        attChannels = [:]
+    }
+}

@@ -1,0 +1,103 @@
+import GATTExchange
+
+/// One end of an in-memory ATT channel; what one end sends, the other receives, in order.
+final class InMemoryFixedChannel: L2CAPFixedChannel {
+    struct ClosedError: Error {}
+
+    let incoming: AsyncStream<[UInt8]>
+    private let ownInbox: AsyncStream<[UInt8]>.Continuation
+    private let peerInbox: AsyncStream<[UInt8]>.Continuation
+
+    private init(incoming: AsyncStream<[UInt8]>, ownInbox: AsyncStream<[UInt8]>.Continuation, peerInbox: AsyncStream<[UInt8]>.Continuation) {
+        self.incoming = incoming
+        self.ownInbox = ownInbox
+        self.peerInbox = peerInbox
+    }
+
+    static func pair() -> (InMemoryFixedChannel, InMemoryFixedChannel) {
+        let (streamA, inboxA) = AsyncStream.makeStream(of: [UInt8].self)
+        let (streamB, inboxB) = AsyncStream.makeStream(of: [UInt8].self)
+        return (InMemoryFixedChannel(incoming: streamA, ownInbox: inboxA, peerInbox: inboxB),
+                InMemoryFixedChannel(incoming: streamB, ownInbox: inboxB, peerInbox: inboxA))
+    }
+
+    func send(_ payload: [UInt8]) async throws {
+        guard case .enqueued = peerInbox.yield(payload) else { throw ClosedError() }
+    }
+
+    /// Models a disconnection: both directions end.
+    func close() {
+        ownInbox.finish()
+        peerInbox.finish()
+    }
+}
+
+/// A test-driven ATT peer speaking raw bytes, to provoke a bearer with exact or hostile PDUs.
+actor RawATTPeer {
+    let channel: InMemoryFixedChannel
+    private var received: [[UInt8]] = []
+
+    private init(channel: InMemoryFixedChannel) { self.channel = channel }
+
+    static func attached(to channel: InMemoryFixedChannel) -> RawATTPeer {
+        let peer = RawATTPeer(channel: channel)
+        Task {
+            for await payload in channel.incoming { await peer.store(payload) }
+        }
+        return peer
+    }
+
+    private func store(_ payload: [UInt8]) { received.append(payload) }
+
+    func send(_ bytes: [UInt8]) async throws { try await channel.send(bytes) }
+
+    /// The next PDU the bearer sent, or nil if none came within `timeout`.
+    func next(timeout: Duration = .seconds(2)) async -> [UInt8]? {
+        let deadline = ContinuousClock.now + timeout
+        while received.isEmpty {
+            guard ContinuousClock.now < deadline else { return nil }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return received.removeFirst()
+    }
+
+    /// Sends `request` and returns the single PDU that answers it.
+    func exchange(_ request: [UInt8]) async throws -> [UInt8]? {
+        try await send(request)
+        return await next()
+    }
+
+    var pendingCount: Int { received.count }
+}
+
+/// Collects values delivered to application callbacks.
+actor CallbackRecorder<Value: Sendable> {
+    private(set) var values: [Value] = []
+    func record(_ value: Value) { values.append(value) }
+}
+
+/// A deterministic generator so that random-input tests fail reproducibly.
+struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// "02 17 00" -> [0x02, 0x17, 0x00]; whitespace is ignored.
+func bytesFromHex(_ text: String) -> [UInt8] {
+    let digits = text.filter { !$0.isWhitespace }
+    var bytes: [UInt8] = []
+    var index = digits.startIndex
+    while index < digits.endIndex {
+        let next = digits.index(index, offsetBy: 2)
+        bytes.append(UInt8(digits[index..<next], radix: 16) ?? 0)
+        index = next
+    }
+    return bytes
+}

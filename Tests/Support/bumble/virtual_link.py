@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""N Bumble virtual controllers on one LocalLink, each exposed as an H4 TCP server on 127.0.0.1.
+
+Usage: virtual_link.py COUNT            (picks free ports)
+       virtual_link.py PORT1 PORT2 ...  (uses these ports; a number < 100 is read as COUNT)
+
+Prints one line "READY port1 port2 ..." once every server listens, then runs until stdin closes or
+SIGTERM/SIGINT arrives. Controller i gets public address F0:00:00:00:00:<i+1> and static random
+address C0:00:00:00:00:<i+1>, because stock controllers all share 00:00:00:00:00:00.
+"""
+import asyncio
+import signal
+import socket
+import sys
+import threading
+
+from bumble.controller import Controller
+from bumble.hci import Address
+from bumble.link import LocalLink
+from bumble.transport import open_transport
+
+
+def free_port() -> int:
+    # The port could be taken between this probe and Bumble's bind; a clash shows up as a failed start.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def requested_ports(arguments: list[str]) -> list[int]:
+    if len(arguments) == 1 and int(arguments[0]) < 100:
+        return [free_port() for _ in range(int(arguments[0]))]
+    if not arguments:
+        return [free_port(), free_port()]
+    return [int(argument) for argument in arguments]
+
+
+async def main() -> None:
+    ports = requested_ports(sys.argv[1:])
+    loop = asyncio.get_running_loop()
+    stop = loop.create_future()
+
+    def request_stop() -> None:
+        if not stop.done():
+            stop.set_result(None)
+
+    for signal_number in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signal_number, request_stop)
+
+    def wait_for_stdin_to_close() -> None:
+        try:
+            while sys.stdin.buffer.read(4096):
+                pass
+        except (OSError, ValueError):
+            pass
+        loop.call_soon_threadsafe(request_stop)
+
+    threading.Thread(target=wait_for_stdin_to_close, daemon=True).start()
+
+    link = LocalLink()
+    transports = []
+    controllers = []
+    for index, port in enumerate(ports):
+        transport = await open_transport(f"tcp-server:127.0.0.1:{port}")
+        transports.append(transport)
+        controller = Controller(
+            f"C{index}",
+            host_source=transport.source,
+            host_sink=transport.sink,
+            link=link,
+            public_address=Address(f"F0:00:00:00:00:{index + 1:02X}", Address.PUBLIC_DEVICE_ADDRESS),
+        )
+        controller.random_address = Address(f"C0:00:00:00:00:{index + 1:02X}", Address.RANDOM_DEVICE_ADDRESS)
+        controllers.append(controller)
+
+    print("READY " + " ".join(str(port) for port in ports), flush=True)
+    await stop
+    for transport in transports:
+        await transport.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
