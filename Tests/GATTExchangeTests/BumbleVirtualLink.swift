@@ -9,11 +9,16 @@ final class BumbleVirtualLink {
     private let standardInput: Pipe
 
     static let pythonEnvironmentVariable = "TRACER_BUMBLE_PYTHON"
-    static let defaultPython = "/work/main/.venv-bumble/bin/python"
+    /// The repository's root, found from this file's path (Tests/GATTExchangeTests/...).
+    static var repositoryRoot: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// The venv `scripts/setup` creates.
+    static var defaultPython: String { repositoryRoot.appendingPathComponent(".venv-bumble/bin/python").path }
 
     static var launcherScript: String {
-        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-            .appendingPathComponent("Support/bumble/virtual_link.py").path
+        repositoryRoot.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path
     }
 
     enum LaunchError: Error, CustomStringConvertible {
@@ -23,8 +28,8 @@ final class BumbleVirtualLink {
         var description: String {
             switch self {
             case .pythonMissing(let path):
-                "No Python with Bumble at \(path). Create it with `python3 -m venv /work/main/.venv-bumble && "
-                    + "/work/main/.venv-bumble/bin/pip install bumble`, or point \(BumbleVirtualLink.pythonEnvironmentVariable) at one."
+                "No Python with Bumble at \(path). Run ./scripts/setup (it creates .venv-bumble), "
+                    + "or point \(BumbleVirtualLink.pythonEnvironmentVariable) at a Python that has bumble installed."
             case .notReady(let detail): "Bumble virtual link did not start: \(detail)"
             }
         }

@@ -1,0 +1,309 @@
+import Logging
+
+/// The GAP roles of a node over one controller: advertise, scan, connect, accept connections.
+/// It composes the layers below (HCI, L2CAP, an ATT bearer and GATT server per link) and holds no
+/// exchange logic: what to do with a link is up to its caller.
+public actor LEHost {
+    public struct Configuration: Sendable {
+        /// Advertising interval in 0.625 ms units (spec); 0x0190 = 250 ms.
+        public var advertisingInterval: UInt16 = 0x0190
+        /// Scan interval and window in 0.625 ms units.
+        public var scanInterval: UInt16 = 0x0060
+        public var scanWindow: UInt16 = 0x0030
+        public var connectionTimeout: Duration = .seconds(6)
+        public var attBearer = ATTBearerConfiguration()
+        public var hci = HostControllerInterface.Configuration()
+        public init() {}
+    }
+
+    public nonisolated let hci: HostControllerInterface
+    public nonisolated let incomingConnections: AsyncStream<LEConnection>
+    public let controller: ControllerInfo
+    public private(set) var randomAddress: BluetoothAddress?
+
+    private let l2cap: L2CAPLayer
+    private let database: GATTDatabase
+    private let configuration: Configuration
+    private let logger: Logger
+    private let incomingContinuation: AsyncStream<LEConnection>.Continuation
+    private var connections: [UInt16: LEConnection] = [:]
+    private var pendingConnection: PendingConnection?
+    private var abandonedConnectionPeers: Set<BluetoothAddress> = []
+    private var scanContinuation: AsyncStream<AdvertisementSighting>.Continuation?
+    private var advertisement: LegacyAdvertisingPayload?
+    private var lost = false
+
+    private var connectSlotTaken = false
+    private var connectSlotWaiters: [CheckedContinuation<Void, Never>] = []
+
+    private struct PendingConnection {
+        let peer: BluetoothAddress
+        let continuation: CheckedContinuation<LEConnectionCompleteEvent, any Error>
+        let deadline: Task<Void, Never>
+    }
+
+    /// Opens the controller behind `transport`, runs the init sequence and sets a fresh
+    /// non-resolvable private address.
+    public static func open(
+        transport: any HCITransport, database: GATTDatabase, configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "tracer.gap")
+    ) async throws(GAPError) -> LEHost {
+        let hci = HostControllerInterface(transport: transport, configuration: configuration.hci, logger: logger)
+        let events = await hci.events()
+        let l2cap = await L2CAPLayer(hci: hci, logger: logger)
+        let controller: ControllerInfo
+        do {
+            controller = try await hci.initialize()
+        } catch {
+            await hci.close()
+            throw .hci(error)
+        }
+        let host = LEHost(hci: hci, l2cap: l2cap, controller: controller, database: database,
+                          configuration: configuration, logger: logger)
+        await host.listen(to: events)
+        try await host.setRandomAddress(.randomNonResolvablePrivate())
+        return host
+    }
+
+    private init(hci: HostControllerInterface, l2cap: L2CAPLayer, controller: ControllerInfo, database: GATTDatabase,
+                 configuration: Configuration, logger: Logger) {
+        self.hci = hci
+        self.l2cap = l2cap
+        self.controller = controller
+        self.database = database
+        self.configuration = configuration
+        self.logger = logger
+        (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
+    }
+
+    /// Sets the address used for advertising, scanning and connecting. The controller refuses
+    /// this while advertising or scanning with it, so callers stop those first.
+    public func setRandomAddress(_ address: BluetoothAddress) async throws(GAPError) {
+        try await command { () async throws(HCIError) in try await self.hci.send(LESetRandomAddress(address: address)) }
+        randomAddress = address
+    }
+
+    // MARK: Advertising
+
+    /// Advertises `data` as connectable, undirected, from the random address. Advertising is
+    /// re-enabled after every connection and disconnection, since controllers stop it when a
+    /// central connects.
+    public func startAdvertising(_ data: AdvertisingData) async throws(GAPError) {
+        let payload: LegacyAdvertisingPayload
+        do { payload = try LegacyAdvertisingPayload(data) } catch { throw .advertisingDataTooLong((try? data.encode())?.count ?? 0) }
+        let interval = configuration.advertisingInterval
+        try await command { () async throws(HCIError) in
+            // Parameters always before enabling: Bumble floods with an interval of 0 otherwise.
+            try await self.hci.send(LESetAdvertisingParameters(intervalMin: interval, intervalMax: interval))
+            try await self.hci.send(LESetAdvertisingData(payload))
+            try await self.hci.send(LESetAdvertisingEnable(true))
+        }
+        advertisement = payload
+    }
+
+    public func stopAdvertising() async throws(GAPError) {
+        advertisement = nil
+        try await command { () async throws(HCIError) in try await self.hci.send(LESetAdvertisingEnable(false)) }
+    }
+
+    // MARK: Scanning
+
+    /// Starts scanning and returns the advertisements heard, until `stopScanning()`. A consumer
+    /// that falls behind loses the oldest reports, never memory.
+    public func startScanning() async throws(GAPError) -> AsyncStream<AdvertisementSighting> {
+        scanContinuation?.finish()
+        let (stream, continuation) = AsyncStream.makeStream(
+            of: AdvertisementSighting.self, bufferingPolicy: .bufferingNewest(512))
+        scanContinuation = continuation
+        let interval = configuration.scanInterval
+        let window = configuration.scanWindow
+        try await command { () async throws(HCIError) in
+            try await self.hci.send(LESetScanParameters(scanType: .passive, interval: interval, window: window))
+            try await self.hci.send(LESetScanEnable(true, filterDuplicates: false))
+        }
+        return stream
+    }
+
+    public func stopScanning() async throws(GAPError) {
+        scanContinuation?.finish()
+        scanContinuation = nil
+        try await command { () async throws(HCIError) in try await self.hci.send(LESetScanEnable(false)) }
+    }
+
+    // MARK: Connections
+
+    /// Connects to `peer` as central. After the timeout the attempt is cancelled; a connection
+    /// that still completes afterwards (Bumble does that) is closed at once.
+    public func connect(
+        to peer: BluetoothAddress, type: LEAddressType, timeout: Duration? = nil
+    ) async throws(GAPError) -> LEConnection {
+        if lost { throw .controllerLost }
+        // The controller allows one LE Create Connection at a time: callers queue here.
+        await acquireConnectSlot()
+        defer { releaseConnectSlot() }
+        let timeout = timeout ?? configuration.connectionTimeout
+        let event: LEConnectionCompleteEvent
+        do {
+            event = try await withCheckedThrowingContinuation { continuation in
+                let deadline = Task { [weak self] in
+                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
+                    await self?.abandonConnecting(to: peer, after: timeout)
+                }
+                pendingConnection = PendingConnection(peer: peer, continuation: continuation, deadline: deadline)
+                Task { await self.sendCreateConnection(to: peer, type: type) }
+            }
+        } catch let error as GAPError {
+            throw error
+        } catch {
+            throw .controllerLost
+        }
+        guard event.status.isSuccess else { throw .connectionFailed(peer: peer, status: event.status) }
+        guard let connection = connections[event.connectionHandle] else { throw .controllerLost }
+        return connection
+    }
+
+    private func sendCreateConnection(to peer: BluetoothAddress, type: LEAddressType) async {
+        do {
+            try await hci.send(LECreateConnection(peerAddressType: type, peerAddress: peer))
+        } catch {
+            finishPendingConnection(for: peer, with: .failure(lost ? .controllerLost : .hci(error)))
+        }
+    }
+
+    private func abandonConnecting(to peer: BluetoothAddress, after timeout: Duration) async {
+        guard pendingConnection?.peer == peer else { return }
+        abandonedConnectionPeers.insert(peer)
+        finishPendingConnection(for: peer, with: .failure(.connectionTimedOut(peer: peer, after: timeout)))
+        _ = try? await hci.send(LECreateConnectionCancel())
+    }
+
+    private func finishPendingConnection(for peer: BluetoothAddress?, with result: Result<LEConnectionCompleteEvent, GAPError>) {
+        guard let pending = pendingConnection, peer == nil || pending.peer == peer else { return }
+        pendingConnection = nil
+        pending.deadline.cancel()
+        pending.continuation.resume(with: result.mapError { $0 as any Error })
+    }
+
+    private func acquireConnectSlot() async {
+        guard connectSlotTaken else {
+            connectSlotTaken = true
+            return
+        }
+        await withCheckedContinuation { connectSlotWaiters.append($0) }
+    }
+
+    private func releaseConnectSlot() {
+        if connectSlotWaiters.isEmpty {
+            connectSlotTaken = false
+        } else {
+            connectSlotWaiters.removeFirst().resume()
+        }
+    }
+
+    public func disconnect(_ connection: LEConnection, reason: HCIStatusCode = .remoteUserTerminatedConnection) async {
+        guard connection.isConnected else { return }
+        do {
+            try await hci.send(Disconnect(connectionHandle: connection.handle, reason: reason))
+        } catch {
+            logger.debug("disconnect refused", metadata: ["link": "\(connection)", "error": "\(error)"])
+        }
+    }
+
+    /// Open links, for closing them all before an address change.
+    public var openConnections: [LEConnection] { Array(connections.values) }
+
+    public var controllerLost: Bool { lost }
+
+    public func close() async {
+        for connection in connections.values { await disconnect(connection) }
+        await hci.close()
+    }
+
+    // MARK: Events
+
+    private func listen(to events: AsyncStream<HCIEvent>) {
+        Task { [weak self] in
+            for await event in events { await self?.handle(event) }
+            await self?.controllerWentAway()
+        }
+    }
+
+    private func handle(_ event: HCIEvent) async {
+        switch event {
+        case .leMeta(let meta):
+            if let completion = meta.connectionComplete {
+                await connectionCompleted(completion)
+            } else if let continuation = scanContinuation {
+                for sighting in meta.sightings { continuation.yield(sighting) }
+            }
+        case .disconnectionComplete(let event) where event.status.isSuccess:
+            guard let connection = connections.removeValue(forKey: event.connectionHandle) else { return }
+            connection.markDisconnected(reason: event.reason)
+            logger.debug("disconnected", metadata: ["link": "\(connection)", "reason": "\(event.reason)"])
+            await resumeAdvertising()
+        case .hardwareError(let code):
+            logger.error("controller reported a hardware error", metadata: ["code": "\(code)"])
+        default:
+            break
+        }
+    }
+
+    private func connectionCompleted(_ event: LEConnectionCompleteEvent) async {
+        let role = event.role ?? .peripheral
+        if role == .central, let pending = pendingConnection, pending.peer == event.peerAddress || !event.status.isSuccess {
+            // Claimed before the await below, so that the deadline cannot also answer it.
+            pendingConnection = nil
+            pending.deadline.cancel()
+            if event.status.isSuccess { await register(event, role: role) }
+            pending.continuation.resume(returning: event)
+            return
+        }
+        guard event.status.isSuccess else { return }
+        let connection = await register(event, role: role)
+        if role == .central, abandonedConnectionPeers.remove(event.peerAddress) != nil {
+            logger.debug("closing a connection that completed after its attempt was abandoned", metadata: ["link": "\(connection)"])
+            await disconnect(connection)
+            return
+        }
+        if role == .peripheral {
+            incomingContinuation.yield(connection)
+            await resumeAdvertising()
+        }
+    }
+
+    @discardableResult
+    private func register(_ event: LEConnectionCompleteEvent, role: LERole) async -> LEConnection {
+        let channel = await l2cap.attChannel(connectionHandle: event.connectionHandle)
+        let bearer = ATTBearer(
+            channel: channel, configuration: configuration.attBearer, serverHandler: GATTServer(database: database))
+        let connection = LEConnection(event: event, role: role, bearer: bearer)
+        connections[connection.handle] = connection
+        logger.debug("connected", metadata: ["link": "\(connection)"])
+        return connection
+    }
+
+    private func resumeAdvertising() async {
+        guard let advertisement else { return }
+        do {
+            try await hci.send(LESetAdvertisingData(advertisement))
+            try await hci.send(LESetAdvertisingEnable(true))
+        } catch HCIError.commandFailed(_, .commandDisallowed) {
+            // Already advertising: nothing to do.
+        } catch {
+            logger.warning("could not resume advertising", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func controllerWentAway() {
+        lost = true
+        for connection in connections.values { connection.markDisconnected(reason: .connectionTerminatedByLocalHost) }
+        connections.removeAll()
+        scanContinuation?.finish()
+        incomingContinuation.finish()
+        finishPendingConnection(for: nil, with: .failure(.controllerLost))
+    }
+
+    private func command(_ body: () async throws(HCIError) -> Void) async throws(GAPError) {
+        do { try await body() } catch { throw lost ? .controllerLost : .hci(error) }
+    }
+}

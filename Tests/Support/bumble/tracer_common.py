@@ -1,0 +1,87 @@
+"""Shared constants and helpers for the Tracer Bumble test scripts (tracer_central.py, tracer_peripheral.py).
+
+Every script prints exactly one JSON object on stdout and logs to stderr, so a test harness can parse stdout
+without filtering.
+"""
+import asyncio
+import json
+import logging
+import struct
+import sys
+
+from bumble.core import UUID
+
+SERVICE_UUID = UUID("a09a0000-5aaa-47f2-9c7f-93bdb3a65376")
+ID_CHARACTERISTIC_UUID = UUID("a09a0001-5aaa-47f2-9c7f-93bdb3a65376")
+WRITE_CHARACTERISTIC_UUID = UUID("a09a0002-5aaa-47f2-9c7f-93bdb3a65376")
+
+ATT_READ_NOT_PERMITTED = 0x02
+ATT_INVALID_ATTRIBUTE_VALUE_LENGTH = 0x0D
+
+# AD type codes, written out so the advertising bytes are exactly what the Tracer spec lists.
+AD_FLAGS = 0x01
+AD_COMPLETE_128_BIT_UUIDS = 0x07
+AD_TX_POWER_LEVEL = 0x0A
+
+
+def tracer_advertising_data(tx_power: int) -> bytes:
+    """Flags 0x06 (LE General Discoverable, BR/EDR not supported), the service UUID, TX power. Nothing else."""
+    service = bytes(SERVICE_UUID.to_bytes())  # little-endian, as on the air
+    return (
+        bytes([2, AD_FLAGS, 0x06])
+        + bytes([1 + len(service), AD_COMPLETE_128_BIT_UUIDS]) + service
+        + bytes([2, AD_TX_POWER_LEVEL]) + struct.pack("b", tx_power)
+    )
+
+
+def parse_ad_structures(data: bytes) -> list[tuple[int, bytes]]:
+    """Plain length-type-value walk; stops at a zero length or a truncated structure, as a scanner should."""
+    structures = []
+    offset = 0
+    while offset < len(data):
+        length = data[offset]
+        if length == 0 or offset + 1 + length > len(data):
+            break
+        structures.append((data[offset + 1], data[offset + 2 : offset + 1 + length]))
+        offset += 1 + length
+    return structures
+
+
+def setup_logging(verbose: bool) -> None:
+    # stdout is reserved for the single JSON result.
+    logging.basicConfig(
+        stream=sys.stderr,
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(name)s %(levelname)s %(message)s",
+    )
+
+
+def emit(result: dict) -> None:
+    sys.stdout.write(json.dumps(result) + "\n")
+    sys.stdout.flush()
+
+
+def run_with_timeout(coroutine_factory, timeout: float) -> int:
+    """Run the script body under an overall deadline; always print one JSON object and return the exit code.
+
+    The body returns its result dict (success) or raises; a timeout or exception becomes {"error": ...}.
+    """
+
+    async def guarded() -> int:
+        try:
+            result = await asyncio.wait_for(coroutine_factory(), timeout)
+        except asyncio.TimeoutError:
+            emit({"error": f"timeout after {timeout} s"})
+            return 2
+        except Exception as error:  # noqa: BLE001 - any failure must still produce JSON for the harness
+            logging.getLogger(__name__).exception("failed")
+            emit({"error": f"{type(error).__name__}: {error}"})
+            return 1
+        emit(result)
+        return 0
+
+    try:
+        return asyncio.run(guarded())
+    except KeyboardInterrupt:
+        emit({"error": "interrupted"})
+        return 130
