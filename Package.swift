@@ -63,7 +63,7 @@ let package = Package(
         ),
         .executableTarget(
             name: "TracerBench",
-            dependencies: ["IDRotation", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: ["IDRotation", "GATTExchange", .product(name: "GRDB", package: "GRDB.swift")],
             path: "Benchmarks/TracerBench"
         ),
 
