@@ -39,6 +39,8 @@ class Scenario:
         return self
 
     def __exit__(self, *_):
+        # Closing its stdin is virtual_link.py's orderly stop; signals below are only the fallback.
+        self.link.stdin.close()
         for process in reversed(self.processes):
             if process.poll() is None:
                 process.terminate()
@@ -141,6 +143,7 @@ def rounds(python: str, logs: Path, count: int) -> dict:
     check(len(peripheral_json["writes"]) == count, "rounds peripheral writes", peripheral_json)
     return {
         "median_ms": central_json["median_ms"],
+        "median_exchange_ms": central_json["median_exchange_ms"],
         "median_phase_ms": central_json["median_phase_ms"],
         "round_total_ms": central_json["round_total_ms"],
     }

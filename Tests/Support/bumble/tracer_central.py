@@ -29,9 +29,11 @@ from tracer_common import (
     ID_CHARACTERISTIC_UUID,
     SERVICE_UUID,
     WRITE_CHARACTERISTIC_UUID,
+    StepTimeout,
     parse_ad_structures,
     run_with_timeout,
     setup_logging,
+    within,
 )
 
 logger = logging.getLogger("tracer_central")
@@ -71,10 +73,10 @@ class TracerCentral:
             raise ValueError("--write-id must be 8 bytes of hex")
         self.long_form = self.peer_id + struct.pack("bb", arguments.rssi, arguments.tx)
 
-    async def operation(self, awaitable):
+    async def operation(self, awaitable, what: str):
         # Bumble's own ATT timeout is 30 s; a peer that never answers (e.g. NOTES.md quirk 12) must not eat the
         # whole budget, so each ATT operation gets a shorter deadline of its own.
-        return await asyncio.wait_for(awaitable, self.arguments.op_timeout)
+        return await within(awaitable, self.arguments.op_timeout, what)
 
     async def scan(self):
         """Return the first advertisement carrying the Tracer service UUID."""
@@ -88,11 +90,14 @@ class TracerCentral:
 
         self.device.on("advertisement", on_advertisement)
         try:
+            # Legacy scan commands, as the Swift host uses; passive, since the virtual controller never sends scan
+            # responses (NOTES.md quirk 4).
             await self.device.start_scanning(legacy=True, active=False, filter_duplicates=False)
-            return await asyncio.wait_for(found, self.arguments.scan_timeout)
+            return await within(found, self.arguments.scan_timeout, "scan for the Tracer service")
         finally:
             self.device.remove_listener("advertisement", on_advertisement)
-            await self.device.stop_scanning()
+            # Bumble stops with the extended command unless told the scan was legacy; match the start command.
+            await self.device.stop_scanning(legacy=True)
 
     async def connect(self, address: hci.Address):
         return await self.device.connect(
@@ -100,30 +105,30 @@ class TracerCentral:
         )
 
     async def discover(self, peer: Peer):
-        services = await self.operation(peer.discover_services([SERVICE_UUID]))
+        services = await self.operation(peer.discover_services([SERVICE_UUID]), "service discovery")
         if not services:
             return None, {}
         service = services[0]
-        characteristics = await self.operation(service.discover_characteristics())
+        characteristics = await self.operation(service.discover_characteristics(), "characteristic discovery")
         by_uuid = {characteristic.uuid: characteristic for characteristic in characteristics}
         return service, by_uuid
 
     async def write(self, peer: Peer, characteristic, value: bytes, with_response: bool) -> dict:
         record = {"value": value.hex(), "with_response": with_response, "result": "ok", "att_error": None}
         try:
-            await self.operation(peer.write_value(characteristic, value, with_response=with_response))
+            await self.operation(peer.write_value(characteristic, value, with_response=with_response), "write")
         except ATT_Error as error:
             record.update(result="error", att_error=error.error_code)
-        except asyncio.TimeoutError:
+        except StepTimeout:
             record.update(result="timeout")
         return record
 
     async def read_error(self, peer: Peer, characteristic) -> tuple[int | None, str]:
         try:
-            value = await self.operation(peer.read_value(characteristic))
+            value = await self.operation(peer.read_value(characteristic), "read of the write characteristic")
         except ATT_Error as error:
             return error.error_code, "error"
-        except asyncio.TimeoutError:
+        except StepTimeout:
             return None, "timeout"
         logger.warning("read of the write characteristic returned %s", bytes(value).hex())
         return None, "ok"
@@ -135,7 +140,7 @@ class TracerCentral:
         connected = now_ms()
         try:
             peer = Peer(connection)
-            mtu = await self.operation(peer.request_mtu(self.arguments.mtu))
+            mtu = await self.operation(peer.request_mtu(self.arguments.mtu), "MTU exchange")
             discovery_start = now_ms()
             service, characteristics = await self.discover(peer)
             discovery = now_ms() - discovery_start
@@ -149,7 +154,7 @@ class TracerCentral:
             read_write_result = None
             if id_characteristic is not None:
                 read_start = now_ms()
-                read_id = bytes(await self.operation(peer.read_value(id_characteristic))).hex()
+                read_id = bytes(await self.operation(peer.read_value(id_characteristic), "read id")).hex()
                 read_time = now_ms() - read_start
             if write_characteristic is not None:
                 write_start = now_ms()
@@ -201,7 +206,12 @@ class TracerCentral:
                 peer = Peer(connection)
                 _, characteristics = await self.discover(peer)
                 discovered = now_ms()
-                read_id = bytes(await self.operation(peer.read_value(characteristics[ID_CHARACTERISTIC_UUID])))
+                missing = {ID_CHARACTERISTIC_UUID, WRITE_CHARACTERISTIC_UUID} - characteristics.keys()
+                if missing:
+                    raise RuntimeError(f"round {index}: characteristics not found: {sorted(map(str, missing))}")
+                read_id = bytes(
+                    await self.operation(peer.read_value(characteristics[ID_CHARACTERISTIC_UUID]), "read id")
+                )
                 read_done = now_ms()
                 write = await self.write(peer, characteristics[WRITE_CHARACTERISTIC_UUID], self.long_form, True)
                 written = now_ms()
@@ -227,6 +237,9 @@ class TracerCentral:
             "rounds": count,
             "round_total_ms": totals,
             "median_ms": round_ms(statistics.median(totals)),
+            # Connect time swings between ~1 ms and one advertising interval depending on whether the peripheral
+            # re-enabled advertising before or after our Create Connection; the rest of a round is the stable part.
+            "median_exchange_ms": round_ms(statistics.median(entry["total"] - entry["connect"] for entry in rounds)),
             "median_phase_ms": {
                 phase: round_ms(statistics.median(entry[phase] for entry in rounds))
                 for phase in ("connect", "discovery", "read", "write", "disconnect")
@@ -237,7 +250,7 @@ class TracerCentral:
     async def disconnect(self, connection) -> None:
         # Wait for Disconnection Complete so the next round's connect does not race the old link.
         try:
-            await asyncio.wait_for(connection.disconnect(), self.arguments.op_timeout)
+            await within(connection.disconnect(), self.arguments.op_timeout, "disconnect")
         except Exception as error:  # noqa: BLE001 - a failed disconnect is logged, not fatal to the report
             logger.warning("disconnect failed: %s", error)
 

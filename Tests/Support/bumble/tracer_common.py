@@ -47,6 +47,17 @@ def parse_ad_structures(data: bytes) -> list[tuple[int, bytes]]:
     return structures
 
 
+class StepTimeout(Exception):
+    """One step ran out of its own time; kept apart from the overall deadline so the error names the step."""
+
+
+async def within(awaitable, seconds: float, what: str):
+    try:
+        return await asyncio.wait_for(awaitable, seconds)
+    except asyncio.TimeoutError:
+        raise StepTimeout(f"{what}: no answer within {seconds} s") from None
+
+
 def setup_logging(verbose: bool) -> None:
     # stdout is reserved for the single JSON result.
     logging.basicConfig(

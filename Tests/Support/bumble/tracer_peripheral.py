@@ -37,6 +37,18 @@ logger = logging.getLogger("tracer_peripheral")
 ADVERTISING_INTERVAL_MS = 100
 
 
+class LegacyAdvertisingDevice(Device):
+    """A Device that never uses extended advertising.
+
+    The virtual controller reports the extended advertising feature, and then Bumble, as a peripheral, holds back
+    the "connection" event until an LE Advertising Set Terminated event, which legacy advertising never produces.
+    """
+
+    @property
+    def supports_le_extended_advertising(self) -> bool:
+        return False
+
+
 class TracerPeripheral:
     def __init__(self, device: Device, node_id: bytes, advertising_data: bytes, wanted_connections: int):
         self.device = device
@@ -113,9 +125,8 @@ class TracerPeripheral:
         logger.info("write %s", record)
 
     async def start_advertising(self) -> None:
-        # Raw legacy commands rather than Device.start_advertising, which would switch to extended advertising
-        # commands because the virtual controller reports that feature; the Tracer spec wants legacy ADV_IND.
-        # Parameters go first: enabling with an interval of 0 floods the link (NOTES.md quirk 5).
+        # Raw legacy commands so the exact parameters and their order are ours: parameters first, since enabling
+        # with an interval of 0 floods the link (NOTES.md quirk 5).
         interval = int(ADVERTISING_INTERVAL_MS / 0.625)
         await self.device.send_sync_command(
             hci.HCI_LE_Set_Advertising_Parameters_Command(
@@ -177,7 +188,7 @@ async def run(arguments) -> dict:
     if len(node_id) != 8:
         raise ValueError("--id must be 8 bytes of hex")
     async with await open_transport(arguments.transport) as transport:
-        device = Device.with_hci(
+        device = LegacyAdvertisingDevice.with_hci(
             "TracerPeripheral",
             hci.Address(arguments.address, hci.Address.RANDOM_DEVICE_ADDRESS),
             transport.source,

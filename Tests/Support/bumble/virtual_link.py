@@ -9,6 +9,7 @@ SIGTERM/SIGINT arrives. Controller i gets public address F0:00:00:00:00:<i+1> an
 address C0:00:00:00:00:<i+1>, because stock controllers all share 00:00:00:00:00:00.
 """
 import asyncio
+import os
 import signal
 import socket
 import sys
@@ -48,8 +49,10 @@ async def main() -> None:
         loop.add_signal_handler(signal_number, request_stop)
 
     def wait_for_stdin_to_close() -> None:
+        # os.read on the raw descriptor, not sys.stdin.buffer: a daemon thread blocked inside the buffered
+        # reader holds its lock, and interpreter shutdown after SIGTERM then aborts (SIGABRT, exit status -6).
         try:
-            while sys.stdin.buffer.read(4096):
+            while os.read(sys.stdin.fileno(), 4096):
                 pass
         except (OSError, ValueError):
             pass
