@@ -63,7 +63,11 @@ let package = Package(
         ),
         .executableTarget(
             name: "TracerBench",
-            dependencies: ["IDRotation", "GATTExchange", .product(name: "GRDB", package: "GRDB.swift")],
+            dependencies: [
+                "IDRotation", "GATTExchange",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
             path: "Benchmarks/TracerBench"
         ),
 

@@ -8,8 +8,8 @@ struct StoreBenchmark {
     let directory: String
 
     func run() async throws {
-        print("# Encounter store benchmark (\(Date()))")
-        print("SQLite \(NodeStore.sqliteVersion), \(ProcessInfo.processInfo.activeProcessorCount) cores")
+        say("# Encounter store benchmark (\(Date()))")
+        say("SQLite \(NodeStore.sqliteVersion), \(ProcessInfo.processInfo.activeProcessorCount) cores")
         try await throughput()
         try twentyEightDays()
     }
@@ -84,12 +84,12 @@ struct StoreBenchmark {
 
         let batchedRate = Double(total) / batchedSeconds
         let baselineRate = Double(baselineCount) / baselineSeconds
-        print("")
-        print("## Sightings per second (2,000 peers, \(total) sightings, 8,000 per simulated second)")
-        print(String(format: "batched, SightingBatch + NodeStore.write once per simulated second: %.0f sightings/s (%.2f s, %d rows)", batchedRate, batchedSeconds, rows))
-        print(String(format: "batched, through the EncounterLog actor (one await per sighting): %.0f sightings/s (%.2f s)", Double(total) / actorSeconds, actorSeconds))
-        print(String(format: "baseline (one transaction per sighting, %d sightings): %.0f sightings/s", baselineCount, baselineRate))
-        print(String(format: "ratio batched/baseline: %.1fx; actor path/baseline: %.1fx (target: >= 50,000 sightings/s)", batchedRate / baselineRate, Double(total) / actorSeconds / baselineRate))
+        say("")
+        say("## Sightings per second (2,000 peers, \(total) sightings, 8,000 per simulated second)")
+        say(String(format: "batched, SightingBatch + NodeStore.write once per simulated second: %.0f sightings/s (%.2f s, %d rows)", batchedRate, batchedSeconds, rows))
+        say(String(format: "batched, through the EncounterLog actor (one await per sighting): %.0f sightings/s (%.2f s)", Double(total) / actorSeconds, actorSeconds))
+        say(String(format: "baseline (one transaction per sighting, %d sightings): %.0f sightings/s", baselineCount, baselineRate))
+        say(String(format: "ratio batched/baseline: %.1fx; actor path/baseline: %.1fx (target: >= 50,000 sightings/s)", batchedRate / baselineRate, Double(total) / actorSeconds / baselineRate))
     }
 
     /// 28 days at 1,000 distinct people a day, each in range for 1 to 8 of our 15-minute windows
@@ -132,9 +132,9 @@ struct StoreBenchmark {
         try store.purge(now: now - .secondsPerDay * 100)  // checkpoints the WAL; deletes nothing
         let counts = try store.counts()
         let bytes = fileSize(location.path)
-        print("")
-        print("## 28 days at 1,000 distinct people a day (each 1-8 windows, a sighting every 4 s)")
-        print(String(format: "%d sightings -> %d encounter rows, %d own ids; file %.2f MB (target < 10 MB); filled in %.1f s",
+        say("")
+        say("## 28 days at 1,000 distinct people a day (each 1-8 windows, a sighting every 4 s)")
+        say(String(format: "%d sightings -> %d encounter rows, %d own ids; file %.2f MB (target < 10 MB); filled in %.1f s",
                      sightings, counts.encounters, counts.ownIDs, Double(bytes) / 1_048_576, fillSeconds))
 
         // The daily purge: one day expires.
@@ -142,9 +142,9 @@ struct StoreBenchmark {
         // The worst case: the node was off for a month and everything expires at once.
         var purged = PurgeResult(encountersDeleted: 0, ownIDsDeleted: 0)
         let everything = try measure { purged = try store.purge(now: now + 30 * .secondsPerDay) }
-        print(String(format: "purge of one expired day: %.3f s; purge of all 28 days (%d rows): %.3f s (target < 1 s)",
+        say(String(format: "purge of one expired day: %.3f s; purge of all 28 days (%d rows): %.3f s (target < 1 s)",
                      daily, purged.encountersDeleted + purged.ownIDsDeleted, everything))
-        print(String(format: "file after purging everything: %.2f MB (pages are kept for reuse; no VACUUM)",
+        say(String(format: "file after purging everything: %.2f MB (pages are kept for reuse; no VACUUM)",
                      Double(fileSize(location.path)) / 1_048_576))
     }
 

@@ -1,6 +1,14 @@
 import Foundation
+import Logging
 
-// Usage: swift run -c release TracerBench [store]
+// Figures only: the stack's own info logs would interleave with them.
+LoggingSystem.bootstrap { label in
+    var handler = StreamLogHandler.standardError(label: label)
+    handler.logLevel = .warning
+    return handler
+}
+
+// Usage: swift run -c release TracerBench [store | link [ROUNDS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -10,7 +18,17 @@ defer { try? FileManager.default.removeItem(atPath: directory) }
 switch which {
 case "store":
     try await StoreBenchmark(directory: directory).run()
+case "link":
+    // Run from the repository root: it starts Bumble from .venv-bumble and Tests/Support/bumble.
+    let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 50
+    try await LinkBenchmark(repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link\n".utf8))
     exit(2)
+}
+
+/// Writes a line of figures straight to stdout, unbuffered, so that it reaches a file or pipe even
+/// if a later step hangs and the run is killed.
+func say(_ line: String) {
+    FileHandle.standardOutput.write(Data((line + "\n").utf8))
 }

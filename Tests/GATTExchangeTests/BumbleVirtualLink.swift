@@ -75,6 +75,10 @@ final class BumbleVirtualLink {
     func stop() {
         if process.isRunning { process.terminate() }
         try? standardInput.fileHandleForWriting.close()
+        // A launcher busy with a flood of radio traffic may miss both; a test must still end.
+        let deadline = Date().addingTimeInterval(2)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 

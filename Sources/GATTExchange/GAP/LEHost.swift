@@ -214,8 +214,15 @@ public actor LEHost {
 
     public var controllerLost: Bool { lost }
 
+    /// Stops advertising and scanning, closes every link, then the transport. Controllers keep
+    /// advertising after their host goes away (Bumble's do), which would lure peers to a node
+    /// that no longer answers.
     public func close() async {
-        for connection in connections.values { await disconnect(connection) }
+        if !lost {
+            if advertisement != nil { try? await stopAdvertising() }
+            if scanContinuation != nil { try? await stopScanning() }
+            for connection in connections.values { await disconnect(connection) }
+        }
         await hci.close()
     }
 
@@ -289,8 +296,10 @@ public actor LEHost {
             try await hci.send(LESetAdvertisingEnable(true))
         } catch HCIError.commandFailed(_, .commandDisallowed) {
             // Already advertising: nothing to do.
-        } catch {
+        } catch where advertisement != nil && !lost {
             logger.warning("could not resume advertising", metadata: ["error": "\(error)"])
+        } catch {
+            // Closing or lost: nothing to resume.
         }
     }
 

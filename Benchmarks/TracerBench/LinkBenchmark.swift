@@ -1,0 +1,144 @@
+import Foundation
+import GATTExchange
+
+/// Connect → discover → read → write → disconnect, 50 rounds, between our central and our
+/// peripheral and between Bumble's central and Bumble's peripheral, on one virtual link (four
+/// controllers of one Bumble process), in the same run.
+struct LinkBenchmark {
+    let repository: URL
+    let rounds: Int
+
+    var python: String {
+        ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
+            ?? repository.appendingPathComponent(".venv-bumble/bin/python").path
+    }
+
+    func script(_ name: String) -> String { repository.appendingPathComponent("Tests/Support/bumble/\(name)").path }
+
+    func run() async throws {
+        say("# Link benchmark: connect, discover, read, write, disconnect (\(Date()))")
+        let link = try ChildProcess.start(python, [script("virtual_link.py"), "4"])
+        defer { link.stop() }
+        let ready = try link.readLine(timeout: 20)
+        let ports = ready.split(separator: " ").dropFirst().compactMap { UInt16($0) }
+        guard ready.hasPrefix("READY"), ports.count == 4 else { throw BenchmarkError("virtual link said: \(ready)") }
+
+        let ours = try await ourRounds(peripheralPort: ports[0], centralPort: ports[1])
+        say(String(format: "ours done: median %.2f ms", median(ours)))
+        let bumble = try bumbleRounds(peripheralPort: ports[2], centralPort: ports[3])
+        let ourMedian = median(ours)
+        say(String(format: "ours:   median %.2f ms over %d rounds (min %.2f, max %.2f)", ourMedian, ours.count, ours.min() ?? 0, ours.max() ?? 0))
+        say(String(format: "bumble: median %.2f ms over %d rounds", bumble.median, bumble.rounds))
+        say(String(format: "ratio ours/bumble: %.2fx (target <= 1.2x)", ourMedian / bumble.median))
+    }
+
+    private func ourRounds(peripheralPort: UInt16, centralPort: UInt16) async throws -> [Double] {
+        let peripheralID = PeerIDBytes([0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7, 0xA8])!
+        let centralID = PeerIDBytes([0xC1, 0xC2, 0xC3, 0xC4, 0xC5, 0xC6, 0xC7, 0xC8])!
+        func database(_ id: PeerIDBytes) throws -> GATTDatabase {
+            try GATTDatabase(services: [TracerService.definition(currentID: { id }, onPeerWrite: { _ in })])
+        }
+        let peripheral = try await LEHost.open(
+            transport: try openHCITransport(.tcp(host: "127.0.0.1", port: peripheralPort)), database: try database(peripheralID))
+        let central = try await LEHost.open(
+            transport: try openHCITransport(.tcp(host: "127.0.0.1", port: centralPort)), database: try database(centralID))
+        try await peripheral.startAdvertising(TracerService.advertisingData(txPower: 4))
+        guard let address = await peripheral.randomAddress else { throw BenchmarkError("peripheral has no address") }
+
+        var totals: [Double] = []
+        let clock = ContinuousClock()
+        for round in 0..<rounds {
+            let started = clock.now
+            let connection = try await central.connect(to: address, type: .random)
+            let id = try await TracerPeerExchange(bearer: connection.bearer)
+                .exchange(writing: PeerIDWrite(id: centralID, reportedRSSI: -60, txPower: 4))
+            await central.disconnect(connection)
+            _ = await connection.disconnected()
+            totals.append(milliseconds(clock.now - started))
+            guard id == peripheralID else { throw BenchmarkError("round \(round) read the wrong id") }
+        }
+        await central.close()
+        await peripheral.close()
+        return totals
+    }
+
+    private func bumbleRounds(peripheralPort: UInt16, centralPort: UInt16) throws -> (median: Double, rounds: Int) {
+        let peripheral = try ChildProcess.start(python, [
+            script("tracer_peripheral.py"), "--transport", "tcp-client:127.0.0.1:\(peripheralPort)",
+            "--connections", String(rounds), "--timeout", "120",
+        ])
+        defer { peripheral.stop() }
+        let central = try ChildProcess.start(python, [
+            script("tracer_central.py"), "--transport", "tcp-client:127.0.0.1:\(centralPort)",
+            "--rounds", String(rounds), "--timeout", "120",
+        ])
+        let output = try central.readAll(timeout: 150)
+        guard let data = output.data(using: .utf8),
+              let json = try JSONSerialization.jsonObject(with: data) as? [String: Any],
+              let median = json["median_ms"] as? Double
+        else { throw BenchmarkError("Bumble central printed: \(output.prefix(400))") }
+        return (median, json["rounds"] as? Int ?? rounds)
+    }
+
+    private func median(_ values: [Double]) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return .nan }
+        return sorted.count % 2 == 1 ? sorted[sorted.count / 2] : (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2
+    }
+
+    private func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+}
+
+struct BenchmarkError: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// A child process whose stdout the benchmark reads.
+final class ChildProcess {
+    private let process = Process()
+    private let output = Pipe()
+
+    static func start(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
+        let child = ChildProcess()
+        child.process.executableURL = URL(fileURLWithPath: executable)
+        child.process.arguments = arguments
+        child.process.standardOutput = child.output
+        child.process.standardError = FileHandle.nullDevice
+        child.process.standardInput = Pipe()
+        try child.process.run()
+        return child
+    }
+
+    /// The first line of output, waiting at most `timeout` seconds.
+    func readLine(timeout: TimeInterval) throws -> String {
+        let deadline = Date().addingTimeInterval(timeout)
+        var bytes: [UInt8] = []
+        let handle = output.fileHandleForReading
+        while Date() < deadline {
+            guard let byte = try handle.read(upToCount: 1)?.first else { break }
+            if byte == UInt8(ascii: "\n") { return String(decoding: bytes, as: UTF8.self) }
+            bytes.append(byte)
+        }
+        throw BenchmarkError("no line from \(process.executableURL?.path ?? "child") within \(timeout) s")
+    }
+
+    /// Everything the process prints until it exits.
+    func readAll(timeout: TimeInterval) throws -> String {
+        let data = try output.fileHandleForReading.readToEnd() ?? Data()
+        process.waitUntilExit()
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// SIGTERM, then SIGKILL if the process is still there after 2 s: a benchmark must end.
+    func stop() {
+        guard process.isRunning else { return }
+        process.terminate()
+        let deadline = Date().addingTimeInterval(2)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+}
