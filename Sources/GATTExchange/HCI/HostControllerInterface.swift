@@ -147,6 +147,9 @@ public actor HostControllerInterface {
         } catch {
             pendingCommands[identifier] = nil
             restoreCommandCreditIfIdle()
+            // A write that fails means the link is gone, even if the reader has not seen the end
+            // of the stream yet: report it now so that `failure` and every waiter agree.
+            if error != .closed { transportEnded(error) }
             throw .transport(error)
         }
         let timeout = configuration.commandTimeout
