@@ -72,7 +72,10 @@ let package = Package(
         ),
 
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "GATTExchangeTests", dependencies: ["GATTExchange"]),
+        .testTarget(
+            name: "GATTExchangeTests",
+            dependencies: ["GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation"]),
     ]
 )

@@ -1,5 +1,15 @@
 import Synchronization
 
+/// The other end of a link, as known when it forms.
+public struct LinkPeer: Sendable, Hashable, CustomStringConvertible {
+    public let handle: UInt16
+    public let role: LERole
+    public let address: BluetoothAddress
+    public let addressType: LEAddressType
+
+    public var description: String { "link 0x\(String(handle, radix: 16)) (\(role), peer \(address))" }
+}
+
 /// One LE link, in either role, with its ATT bearer. A GATT server answers the peer on every link
 /// (a peer that connected to us reads our id; one we connected to may read it too).
 public final class LEConnection: Sendable, CustomStringConvertible {
@@ -17,11 +27,14 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         case disconnected(reason: HCIStatusCode)
     }
 
-    init(event: LEConnectionCompleteEvent, role: LERole, bearer: ATTBearer) {
-        handle = event.connectionHandle
-        self.role = role
-        peerAddress = event.peerAddress
-        peerAddressType = event.peerAddressType
+    public let peer: LinkPeer
+
+    init(peer: LinkPeer, bearer: ATTBearer) {
+        self.peer = peer
+        handle = peer.handle
+        role = peer.role
+        peerAddress = peer.address
+        peerAddressType = peer.addressType
         self.bearer = bearer
     }
 
@@ -54,5 +67,5 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         for waiter in waiters { waiter.resume(returning: reason) }
     }
 
-    public var description: String { "link 0x\(String(handle, radix: 16)) (\(role), peer \(peerAddress))" }
+    public var description: String { peer.description }
 }

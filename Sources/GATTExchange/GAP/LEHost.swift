@@ -22,7 +22,7 @@ public actor LEHost {
     public private(set) var randomAddress: BluetoothAddress?
 
     private let l2cap: L2CAPLayer
-    private let database: GATTDatabase
+    private let databaseForLink: DatabaseForLink
     private let configuration: Configuration
     private let logger: Logger
     private let incomingContinuation: AsyncStream<LEConnection>.Continuation
@@ -32,6 +32,8 @@ public actor LEHost {
     private var scanContinuation: AsyncStream<AdvertisementSighting>.Continuation?
     private var advertisement: LegacyAdvertisingPayload?
     private var lost = false
+    private var lossWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
+    private var lossWaiterCount = 0
 
     private var connectSlotTaken = false
     private var connectSlotWaiters: [CheckedContinuation<Void, Never>] = []
@@ -42,10 +44,22 @@ public actor LEHost {
         let deadline: Task<Void, Never>
     }
 
+    /// Builds the GATT database a new link is served from. Per link, so that write handlers know
+    /// which peer wrote.
+    public typealias DatabaseForLink = @Sendable (LinkPeer) throws -> GATTDatabase
+
+    /// Opens the controller behind `transport` with the same GATT database on every link.
+    public static func open(
+        transport: any HCITransport, database: GATTDatabase, configuration: Configuration = Configuration(),
+        logger: Logger = Logger(label: "tracer.gap")
+    ) async throws(GAPError) -> LEHost {
+        try await open(transport: transport, databaseForLink: { _ in database }, configuration: configuration, logger: logger)
+    }
+
     /// Opens the controller behind `transport`, runs the init sequence and sets a fresh
     /// non-resolvable private address.
     public static func open(
-        transport: any HCITransport, database: GATTDatabase, configuration: Configuration = Configuration(),
+        transport: any HCITransport, databaseForLink: @escaping DatabaseForLink, configuration: Configuration = Configuration(),
         logger: Logger = Logger(label: "tracer.gap")
     ) async throws(GAPError) -> LEHost {
         let hci = HostControllerInterface(transport: transport, configuration: configuration.hci, logger: logger)
@@ -58,19 +72,19 @@ public actor LEHost {
             await hci.close()
             throw .hci(error)
         }
-        let host = LEHost(hci: hci, l2cap: l2cap, controller: controller, database: database,
+        let host = LEHost(hci: hci, l2cap: l2cap, controller: controller, databaseForLink: databaseForLink,
                           configuration: configuration, logger: logger)
         await host.listen(to: events)
         try await host.setRandomAddress(.randomNonResolvablePrivate())
         return host
     }
 
-    private init(hci: HostControllerInterface, l2cap: L2CAPLayer, controller: ControllerInfo, database: GATTDatabase,
-                 configuration: Configuration, logger: Logger) {
+    private init(hci: HostControllerInterface, l2cap: L2CAPLayer, controller: ControllerInfo,
+                 databaseForLink: @escaping DatabaseForLink, configuration: Configuration, logger: Logger) {
         self.hci = hci
         self.l2cap = l2cap
         self.controller = controller
-        self.database = database
+        self.databaseForLink = databaseForLink
         self.configuration = configuration
         self.logger = logger
         (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
@@ -100,6 +114,8 @@ public actor LEHost {
         }
         advertisement = payload
     }
+
+    public var isAdvertising: Bool { advertisement != nil }
 
     public func stopAdvertising() async throws(GAPError) {
         advertisement = nil
@@ -184,6 +200,12 @@ public actor LEHost {
         pending.continuation.resume(with: result.mapError { $0 as any Error })
     }
 
+    /// Abandons a connection attempt in progress (the address cannot change while initiating).
+    public func cancelPendingConnection() async {
+        guard let peer = pendingConnection?.peer else { return }
+        await abandonConnecting(to: peer, after: .zero)
+    }
+
     private func acquireConnectSlot() async {
         guard connectSlotTaken else {
             connectSlotTaken = true
@@ -204,15 +226,43 @@ public actor LEHost {
         guard connection.isConnected else { return }
         do {
             try await hci.send(Disconnect(connectionHandle: connection.handle, reason: reason))
+        } catch HCIError.commandFailed(_, .unknownConnectionIdentifier) {
+            // The controller no longer knows the link: it ended without telling us. Close our side.
+            await forget(connection, reason: .unknownConnectionIdentifier)
         } catch {
             logger.debug("disconnect refused", metadata: ["link": "\(connection)", "error": "\(error)"])
         }
+    }
+
+    /// Ends our side of a link: its bearer, its L2CAP channel and anyone waiting on it.
+    private func forget(_ connection: LEConnection, reason: HCIStatusCode) async {
+        if connections[connection.handle] === connection { connections[connection.handle] = nil }
+        connection.markDisconnected(reason: reason)
+        await connection.bearer.close()
+        await l2cap.connectionClosed(handle: connection.handle)
     }
 
     /// Open links, for closing them all before an address change.
     public var openConnections: [LEConnection] { Array(connections.values) }
 
     public var controllerLost: Bool { lost }
+
+    /// Returns when the transport to the controller is gone, or when the calling task is cancelled.
+    public func waitUntilLost() async {
+        if lost || Task.isCancelled { return }
+        lossWaiterCount += 1
+        let waiter = lossWaiterCount
+        await withTaskCancellationHandler {
+            // Registered before the first suspension, so the cancellation hop below always finds it.
+            await withCheckedContinuation { lossWaiters[waiter] = $0 }
+        } onCancel: {
+            Task { await self.releaseLossWaiter(waiter) }
+        }
+    }
+
+    private func releaseLossWaiter(_ waiter: Int) {
+        lossWaiters.removeValue(forKey: waiter)?.resume()
+    }
 
     /// Stops advertising and scanning, closes every link, then the transport. Controllers keep
     /// advertising after their host goes away (Bumble's do), which would lure peers to a node
@@ -244,8 +294,10 @@ public actor LEHost {
                 for sighting in meta.sightings { continuation.yield(sighting) }
             }
         case .disconnectionComplete(let event) where event.status.isSuccess:
+            logger.trace("disconnection complete", metadata: ["handle": "\(event.connectionHandle)", "reason": "\(event.reason)"])
             guard let connection = connections.removeValue(forKey: event.connectionHandle) else { return }
             connection.markDisconnected(reason: event.reason)
+            await connection.bearer.close()
             logger.debug("disconnected", metadata: ["link": "\(connection)", "reason": "\(event.reason)"])
             await resumeAdvertising()
         case .hardwareError(let code):
@@ -257,6 +309,9 @@ public actor LEHost {
 
     private func connectionCompleted(_ event: LEConnectionCompleteEvent) async {
         let role = event.role ?? .peripheral
+        logger.trace("LE connection complete", metadata: [
+            "handle": "\(event.connectionHandle)", "role": "\(role)", "peer": "\(event.peerAddress)", "status": "\(event.status)",
+        ])
         if role == .central, let pending = pendingConnection, pending.peer == event.peerAddress || !event.status.isSuccess {
             // Claimed before the await below, so that the deadline cannot also answer it.
             pendingConnection = nil
@@ -280,10 +335,25 @@ public actor LEHost {
 
     @discardableResult
     private func register(_ event: LEConnectionCompleteEvent, role: LERole) async -> LEConnection {
+        if let stale = connections[event.connectionHandle] {
+            // The controller reused a handle whose Disconnection Complete never came (Bumble can
+            // drop it): the old link is gone, and its channel must not carry the new link's data.
+            logger.debug("handle reused; closing the stale link", metadata: ["link": "\(stale)"])
+            await forget(stale, reason: .unknownConnectionIdentifier)
+        }
+        let peer = LinkPeer(handle: event.connectionHandle, role: role, address: event.peerAddress,
+                            addressType: event.peerAddressType)
         let channel = await l2cap.attChannel(connectionHandle: event.connectionHandle)
-        let bearer = ATTBearer(
-            channel: channel, configuration: configuration.attBearer, serverHandler: GATTServer(database: database))
-        let connection = LEConnection(event: event, role: role, bearer: bearer)
+        let server: GATTServer?
+        do {
+            server = GATTServer(database: try databaseForLink(peer))
+        } catch {
+            // The link still works as a client; its peer finds no services.
+            logger.error("no GATT database for a link", metadata: ["link": "\(peer)", "error": "\(error)"])
+            server = nil
+        }
+        let bearer = ATTBearer(channel: channel, configuration: configuration.attBearer, serverHandler: server)
+        let connection = LEConnection(peer: peer, bearer: bearer)
         connections[connection.handle] = connection
         logger.debug("connected", metadata: ["link": "\(connection)"])
         return connection
@@ -305,6 +375,8 @@ public actor LEHost {
 
     private func controllerWentAway() {
         lost = true
+        for waiter in lossWaiters.values { waiter.resume() }
+        lossWaiters = [:]
         for connection in connections.values { connection.markDisconnected(reason: .connectionTerminatedByLocalHost) }
         connections.removeAll()
         scanContinuation?.finish()

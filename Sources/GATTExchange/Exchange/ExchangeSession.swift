@@ -1,0 +1,119 @@
+import IDRotation
+import Logging
+
+/// The exchange on one controller for as long as the controller stays: opens the host, takes the
+/// current id, and rotates the radio with every new id. `ExchangeSupervisor` starts a new session
+/// when the controller comes back.
+public struct ExchangeSession: Sendable {
+    public let transport: TransportSpec
+    public let rotator: IDRotator
+    public let sink: any EncounterSink
+    public let configuration: ExchangeConfiguration
+    public let logger: Logger
+
+    public init(transport: TransportSpec, rotator: IDRotator, sink: any EncounterSink,
+                configuration: ExchangeConfiguration = ExchangeConfiguration(),
+                logger: Logger = Logger(label: "tracer.exchange")) {
+        self.transport = transport
+        self.rotator = rotator
+        self.sink = sink
+        self.configuration = configuration
+        self.logger = logger
+    }
+
+    public enum Failure: Error, Sendable, CustomStringConvertible {
+        case transport(HCITransportError)
+        case radio(GAPError)
+        case rotation(String)
+
+        public var description: String {
+            switch self {
+            case .transport(let error): return "\(error)"
+            case .radio(let error): return "\(error)"
+            case .rotation(let detail): return "could not take a new id: \(detail)"
+            }
+        }
+    }
+
+    /// Runs until the controller is lost (throws) or the task is cancelled (returns).
+    /// `onStart` receives the running exchange, for status and tests.
+    public func run(onStart: @Sendable (ProximityExchange, LEHost) async -> Void = { _, _ in }) async throws(Failure) {
+        let identity = AdvertisedIdentity()
+        let (writes, writesContinuation) = AsyncStream.makeStream(of: PeerWriteEvent.self, bufferingPolicy: .bufferingNewest(256))
+        defer { writesContinuation.finish() }
+        let hciTransport: any HCITransport
+        do { hciTransport = try openHCITransport(transport) } catch { throw .transport(error) }
+        let host: LEHost
+        do {
+            host = try await LEHost.open(
+                transport: hciTransport,
+                databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writesContinuation),
+                configuration: configuration.radio, logger: logger)
+        } catch {
+            throw .radio(error)
+        }
+        let exchange = ProximityExchange(
+            host: host, identity: identity, peerWrites: writes, sink: sink, configuration: configuration, logger: logger)
+        do {
+            await exchange.rotate(to: try await rotator.currentID())
+            try await exchange.start()
+        } catch let error as GAPError {
+            await host.close()
+            throw .radio(error)
+        } catch {
+            await host.close()
+            throw .rotation("\(error)")
+        }
+        await onStart(exchange, host)
+
+        let lost = await withTaskGroup(of: Bool.self) { group in
+            group.addTask {
+                await host.waitUntilLost()
+                return true
+            }
+            group.addTask {
+                // Ends only by cancellation (or a store failure, logged): the next id comes at the window's end.
+                do {
+                    try await rotator.run { rotation in await exchange.rotate(to: rotation.current) }
+                } catch is CancellationError {
+                } catch {
+                    logger.error("id rotation stopped", metadata: ["error": "\(error)"])
+                }
+                return false
+            }
+            let first = await group.next() ?? false
+            group.cancelAll()
+            return first
+        }
+        await exchange.stop()
+        await host.close()
+        if lost && !Task.isCancelled { throw .radio(.controllerLost) }
+    }
+}
+
+/// Keeps an exchange running across controller loss: a new session after each loss, waiting
+/// 1, 2, 4 … up to 30 s between attempts (reset once a session has run for a minute).
+public struct ExchangeSupervisor: Sendable {
+    public let session: ExchangeSession
+    public var maximumBackoff: Duration = .seconds(30)
+
+    public init(session: ExchangeSession) { self.session = session }
+
+    public func run(onStart: @escaping @Sendable (ProximityExchange, LEHost) async -> Void = { _, _ in }) async {
+        var backoff: Duration = .seconds(1)
+        while !Task.isCancelled {
+            let started = ContinuousClock.now
+            do {
+                try await session.run(onStart: onStart)
+                return
+            } catch {
+                session.logger.warning("controller session ended; reconnecting", metadata: [
+                    "error": "\(error)", "retryIn": "\(backoff)",
+                ])
+            }
+            if ContinuousClock.now - started > .seconds(60) { backoff = .seconds(1) }
+            guard (try? await Task.sleep(for: backoff)) != nil else { return }
+            backoff = min(backoff * 2, maximumBackoff)
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import IDRotation
+
+/// What the node remembers about nearby advertisers: which address belongs to which learned id,
+/// which ones it already exchanged with, and which ones keep failing. Plain state, no I/O.
+///
+/// A peer changes its address in the same step as its id, so an address maps to one id for as
+/// long as it is heard; a new address means a new id, worth a new exchange.
+public struct PeerRegistry: Sendable {
+    public struct Entry: Sendable, Equatable {
+        public var learnedID: UserID?
+        public var lastHeard: ContinuousClock.Instant
+        public var consecutiveFailures = 0
+        public var retryAfter: ContinuousClock.Instant?
+        public var isConnecting = false
+    }
+
+    private var entries: [BluetoothAddress: Entry] = [:]
+    private let configuration: ExchangeConfiguration
+
+    public init(configuration: ExchangeConfiguration) { self.configuration = configuration }
+
+    public func entry(_ address: BluetoothAddress) -> Entry? { entries[address] }
+    public var count: Int { entries.count }
+
+    /// Records that `address` was heard; returns the id learned from it, if any.
+    public mutating func heard(_ address: BluetoothAddress, at now: ContinuousClock.Instant) -> UserID? {
+        entries[address, default: Entry(lastHeard: now)].lastHeard = now
+        return entries[address]?.learnedID
+    }
+
+    /// True when a connection to `address` is worth trying now: no id learned from it yet, no
+    /// attempt under way, and not backing off after failures.
+    public func shouldConnect(to address: BluetoothAddress, at now: ContinuousClock.Instant) -> Bool {
+        guard let entry = entries[address] else { return true }
+        if entry.learnedID != nil || entry.isConnecting { return false }
+        if let retryAfter = entry.retryAfter, now < retryAfter { return false }
+        return true
+    }
+
+    /// A link with `address` is opening or open, in either direction: no second one.
+    public mutating func connecting(to address: BluetoothAddress, at now: ContinuousClock.Instant) {
+        entries[address, default: Entry(lastHeard: now)].isConnecting = true
+    }
+
+    /// A link the peer opened to us closed; unless it wrote its id, we may connect to it later.
+    public mutating func linkClosed(_ address: BluetoothAddress) {
+        entries[address]?.isConnecting = false
+    }
+
+    /// An exchange with the peer at `address` completed (we read its id, or it wrote it to us):
+    /// no further connection to that address.
+    public mutating func learned(_ id: UserID, at address: BluetoothAddress, now: ContinuousClock.Instant) {
+        var entry = entries[address] ?? Entry(lastHeard: now)
+        entry.learnedID = id
+        entry.isConnecting = false
+        entry.consecutiveFailures = 0
+        entry.retryAfter = nil
+        entries[address] = entry
+    }
+
+    /// An exchange failed: back off from this address, exponentially, up to the cap.
+    public mutating func failed(_ address: BluetoothAddress, at now: ContinuousClock.Instant) {
+        var entry = entries[address] ?? Entry(lastHeard: now)
+        entry.isConnecting = false
+        entry.consecutiveFailures += 1
+        let factor = 1 << min(entry.consecutiveFailures - 1, 20)
+        entry.retryAfter = now + min(configuration.failureBackoffBase * factor, configuration.failureBackoffCap)
+        entries[address] = entry
+    }
+
+    /// Forgets addresses not heard since `cutoff`: peers that left, or changed address with
+    /// their id. Learned ids otherwise outlive our own rotations: the peer's id has not changed,
+    /// so its sightings keep being filed, now under our new window, and the peer learns our new
+    /// id by connecting to our new address.
+    public mutating func forget(olderThan cutoff: ContinuousClock.Instant) {
+        entries = entries.filter { $0.value.lastHeard >= cutoff || $0.value.isConnecting }
+    }
+}

@@ -1,0 +1,280 @@
+import IDRotation
+import Logging
+
+/// What a node does all day on one controller: advertise the Tracer service, scan for it, swap ids
+/// with the peers it hears, file their sightings, and change address with its id.
+///
+/// It coordinates; the pieces live elsewhere: `LEHost` (radio roles), `PeerRegistry` (whom to
+/// connect to), `TracerPeerExchange` (the GATT steps), `EncounterSink` (the log).
+public actor ProximityExchange {
+    private let host: LEHost
+    private let identity: AdvertisedIdentity
+    private let sink: any EncounterSink
+    private let configuration: ExchangeConfiguration
+    private let wallClock: any WallClock
+    private let logger: Logger
+    private let peerWrites: AsyncStream<PeerWriteEvent>
+
+    private var registry: PeerRegistry
+    private var candidates: [BluetoothAddress: Candidate] = [:]
+    private var incomingCount = 0
+    private var rotating = false
+    private var tasks: [Task<Void, Never>] = []
+    public private(set) var completedExchanges = 0
+    public private(set) var failedExchanges = 0
+
+    struct Candidate {
+        let address: BluetoothAddress
+        let addressType: LEAddressType
+        let rssi: Int8?
+        let txPower: Int8?
+        let heardAt: ContinuousClock.Instant
+        /// Not tried before this: see `initiationDelay`.
+        let eligibleAt: ContinuousClock.Instant
+    }
+
+    /// - Parameters:
+    ///   - peerWrites: the stream fed by `TracerGATTServer.databaseForLink` on the same host.
+    public init(
+        host: LEHost, identity: AdvertisedIdentity, peerWrites: AsyncStream<PeerWriteEvent>, sink: any EncounterSink,
+        configuration: ExchangeConfiguration = ExchangeConfiguration(), wallClock: any WallClock = SystemWallClock(),
+        logger: Logger = Logger(label: "tracer.exchange")
+    ) {
+        self.host = host
+        self.identity = identity
+        self.peerWrites = peerWrites
+        self.sink = sink
+        self.configuration = configuration
+        self.wallClock = wallClock
+        self.logger = logger
+        registry = PeerRegistry(configuration: configuration)
+    }
+
+    /// Starts advertising (the identity must be set: see `rotate(to:)`), scanning and exchanging.
+    public func start() async throws(GAPError) {
+        try await host.startAdvertising(TracerService.advertisingData(txPower: configuration.txPower))
+        tasks.append(Task { await self.scanLoop() })
+        tasks.append(Task { await self.acceptIncoming() })
+        tasks.append(Task { await self.receivePeerWrites() })
+        for _ in 0..<max(1, configuration.maxOutgoingConnections) {
+            tasks.append(Task { await self.connectLoop() })
+        }
+    }
+
+    public func stop() async {
+        for task in tasks { task.cancel() }
+        tasks = []
+        try? await host.stopAdvertising()
+        try? await host.stopScanning()
+        for connection in await host.openConnections { await host.disconnect(connection) }
+    }
+
+    // MARK: Rotation
+
+    /// Moves the radio to a new id in lockstep: close open links, stop advertising and scanning,
+    /// set a new non-resolvable private address, switch the id the GATT service returns, resume.
+    /// No observer can see the new id with the old address or the old id with the new one.
+    public func rotate(to ownID: OwnID) async {
+        rotating = true
+        defer { rotating = false }
+        candidates = [:]
+        for connection in await host.openConnections { await host.disconnect(connection) }
+        await host.cancelPendingConnection()
+        let wasAdvertising = await host.isAdvertising
+        var addressChanged = false
+        for attempt in 1...5 {
+            try? await host.stopAdvertising()
+            try? await host.stopScanning()
+            do {
+                try await host.setRandomAddress(.randomNonResolvablePrivate())
+                addressChanged = true
+                break
+            } catch {
+                // A scan or connection attempt that slipped in between: stop it and try again.
+                logger.debug("address change refused, retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
+                try? await Task.sleep(for: .milliseconds(50))
+            }
+        }
+        if !addressChanged {
+            // Serving the new id from the old address would link them: keep quiet until the next try.
+            logger.error("could not change the address; advertising stays off until it can")
+            return
+        }
+        identity.set(ownID)
+        logger.info("rotated", metadata: ["id": "\(ownID.id)", "until": "\(ownID.window.end)"])
+        if wasAdvertising || tasks.isEmpty == false {
+            do {
+                try await host.startAdvertising(TracerService.advertisingData(txPower: configuration.txPower))
+            } catch {
+                logger.error("advertising did not resume after rotation", metadata: ["error": "\(error)"])
+            }
+        }
+    }
+
+    // MARK: Scanning and sightings
+
+    private func scanLoop() async {
+        while !Task.isCancelled {
+            while rotating { try? await Task.sleep(for: .milliseconds(20)) }
+            do {
+                let sightings = try await host.startScanning()
+                let burstEnd = ContinuousClock.now + configuration.scanOnTime
+                let stopper = Task { [host] in
+                    // Ends the burst (and so the loop below) when its time is up.
+                    guard (try? await Task.sleep(until: burstEnd)) != nil else { return }
+                    try? await host.stopScanning()
+                }
+                for await sighting in sightings {
+                    await heard(sighting)
+                    if Task.isCancelled { break }
+                }
+                stopper.cancel()
+                if configuration.scanOffTime > .zero, !Task.isCancelled {
+                    try? await host.stopScanning()
+                    try? await Task.sleep(for: configuration.scanOffTime)
+                }
+            } catch {
+                if case .controllerLost = error { return }
+                logger.warning("scanning failed; retrying", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+            }
+            registry.forget(olderThan: ContinuousClock.now - configuration.peerMemory)
+        }
+    }
+
+    private func heard(_ sighting: AdvertisementSighting) async {
+        guard sighting.isConnectable, TracerService.isAdvertised(in: sighting.data) else { return }
+        let now = ContinuousClock.now
+        let rssi: Int8? = sighting.rssi == 127 ? nil : sighting.rssi
+        let txPower = sighting.data.txPowerLevel
+        if let peer = registry.heard(sighting.address, at: now) {
+            guard let ownID = identity.ownID else { return }
+            await sink.record(Sighting(
+                peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), rssi: rssi, txPower: txPower))
+            return
+        }
+        guard !rotating, registry.shouldConnect(to: sighting.address, at: now) else { return }
+        var eligibleAt = candidates[sighting.address]?.eligibleAt
+        if eligibleAt == nil { eligibleAt = now + (await initiationDelay(toward: sighting.address)) }
+        candidates[sighting.address] = Candidate(
+            address: sighting.address, addressType: sighting.addressType, rssi: rssi, txPower: txPower, heardAt: now,
+            eligibleAt: eligibleAt ?? now)
+    }
+
+    /// Two Tracer nodes that hear each other at the same moment would connect to each other at
+    /// once, giving two links between one pair (Bumble's controllers then lose the ATT traffic of
+    /// one). The node with the lower address connects at once; the other waits, and usually finds
+    /// the exchange already done by the time its turn comes. Peers that never connect (a phone
+    /// that only advertises) are still reached, after the delay.
+    private func initiationDelay(toward peer: BluetoothAddress) async -> Duration {
+        guard let ours = await host.randomAddress else { return .zero }
+        return ours.description < peer.description ? .zero : configuration.deferToPeerDelay
+    }
+
+    // MARK: Central exchanges
+
+    private func connectLoop() async {
+        while !Task.isCancelled {
+            guard !rotating, let candidate = takeCandidate() else {
+                try? await Task.sleep(for: .milliseconds(50))
+                continue
+            }
+            await exchange(with: candidate)
+        }
+    }
+
+    /// The oldest fresh candidate; stale ones are dropped.
+    private func takeCandidate() -> Candidate? {
+        let now = ContinuousClock.now
+        candidates = candidates.filter { now - $0.value.heardAt < configuration.candidateLifetime }
+        guard let oldest = candidates.values.filter({ $0.eligibleAt <= now }).min(by: { $0.heardAt < $1.heardAt })
+        else { return nil }
+        candidates[oldest.address] = nil
+        guard registry.shouldConnect(to: oldest.address, at: now) else { return nil }
+        registry.connecting(to: oldest.address, at: now)
+        return oldest
+    }
+
+    private func exchange(with candidate: Candidate) async {
+        guard let ownID = identity.ownID, let ourID = PeerIDBytes(ownID.id.bytes) else { return }
+        let connection: LEConnection
+        do {
+            connection = try await host.connect(
+                to: candidate.address, type: candidate.addressType, timeout: configuration.connectionTimeout)
+        } catch {
+            registry.failed(candidate.address, at: .now)
+            failedExchanges += 1
+            logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
+            return
+        }
+        // A peer that stalls any step loses the link when the deadline passes, which fails the step.
+        let watchdog = Task { [host, configuration] in
+            guard (try? await Task.sleep(for: configuration.exchangeTimeout)) != nil else { return }
+            // Closing the bearer fails the pending step at once, even if the link is half-open.
+            await connection.bearer.close()
+            await host.disconnect(connection)
+        }
+        defer { watchdog.cancel() }
+        do {
+            _ = try? await connection.client.exchangeMTU()
+            let write = PeerIDWrite(id: ourID, reportedRSSI: candidate.rssi ?? 127, txPower: configuration.txPower)
+            let peerBytes = try await TracerPeerExchange(bearer: connection.bearer).exchange(writing: write)
+            await host.disconnect(connection)
+            let peer = try UserID(bytes: peerBytes.bytes)
+            registry.learned(peer, at: candidate.address, now: .now)
+            completedExchanges += 1
+            await sink.record(Sighting(
+                peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), rssi: candidate.rssi,
+                txPower: candidate.txPower, learnedBy: .read))
+            logger.debug("exchanged", metadata: ["peer": "\(peer)", "link": "\(connection)"])
+        } catch {
+            await host.disconnect(connection)
+            registry.failed(candidate.address, at: .now)
+            failedExchanges += 1
+            logger.debug("exchange failed", metadata: ["link": "\(connection)", "error": "\(error)"])
+        }
+    }
+
+    // MARK: Peripheral side
+
+    private func acceptIncoming() async {
+        for await connection in host.incomingConnections {
+            if incomingCount >= configuration.maxIncomingConnections {
+                logger.debug("too many incoming links; refusing one", metadata: ["link": "\(connection)"])
+                await host.disconnect(connection)
+                continue
+            }
+            incomingCount += 1
+            registry.connecting(to: connection.peerAddress, at: .now)
+            candidates[connection.peerAddress] = nil
+            Task { [host, configuration] in
+                // Closed after a fixed lifetime whatever the peer does: holding a link blocks no one for long.
+                _ = await withTaskGroup(of: Void.self) { group in
+                    group.addTask { _ = await connection.disconnected() }
+                    group.addTask { try? await Task.sleep(for: configuration.incomingLinkLifetime) }
+                    await group.next()
+                    group.cancelAll()
+                }
+                if connection.isConnected { await host.disconnect(connection) }
+                await self.incomingClosed(from: connection.peerAddress)
+            }
+        }
+    }
+
+    private func incomingClosed(from address: BluetoothAddress) {
+        incomingCount -= 1
+        registry.linkClosed(address)
+    }
+
+    private func receivePeerWrites() async {
+        for await event in peerWrites {
+            guard let ownID = identity.ownID, let peer = try? UserID(bytes: event.write.id) else { continue }
+            // The writer's connection address is its advertising address: no need to connect back.
+            registry.learned(peer, at: event.peer.address, now: .now)
+            await sink.record(Sighting(
+                peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), txPower: event.write.txPower,
+                // 127 is HCI's "RSSI not available", which a writer sends when it has none.
+                reportedRSSI: event.write.reportedRSSI == 127 ? nil : event.write.reportedRSSI, learnedBy: .written))
+        }
+    }
+}

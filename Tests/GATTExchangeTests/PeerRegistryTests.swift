@@ -1,0 +1,53 @@
+import Testing
+@testable import GATTExchange
+import IDRotation
+
+@Suite struct PeerRegistryTests {
+    let address = BluetoothAddress.randomNonResolvablePrivate()
+    let start = ContinuousClock.now
+
+    @Test func aNewAddressIsWorthOneExchange() {
+        var registry = PeerRegistry(configuration: ExchangeConfiguration())
+        #expect(registry.heard(address, at: start) == nil)
+        #expect(registry.shouldConnect(to: address, at: start))
+        registry.connecting(to: address, at: start)
+        #expect(!registry.shouldConnect(to: address, at: start), "no second attempt while one is under way")
+        let id = UserID.random()
+        registry.learned(id, at: address, now: start)
+        #expect(!registry.shouldConnect(to: address, at: start + .seconds(3600)))
+        #expect(registry.heard(address, at: start + .seconds(1)) == id, "later sightings are filed under the learned id")
+    }
+
+    @Test func aPeerThatWroteToUsIsNotConnectedBack() {
+        var registry = PeerRegistry(configuration: ExchangeConfiguration())
+        registry.learned(.random(), at: address, now: start)
+        #expect(!registry.shouldConnect(to: address, at: start))
+    }
+
+    @Test func failuresBackOffExponentiallyUpToTheCap() {
+        var configuration = ExchangeConfiguration()
+        configuration.failureBackoffBase = .seconds(2)
+        configuration.failureBackoffCap = .seconds(20)
+        var registry = PeerRegistry(configuration: configuration)
+        var now = start
+        for expected in [2, 4, 8, 16, 20, 20] {
+            registry.connecting(to: address, at: now)
+            registry.failed(address, at: now)
+            #expect(!registry.shouldConnect(to: address, at: now + .seconds(expected) - .milliseconds(1)))
+            #expect(registry.shouldConnect(to: address, at: now + .seconds(expected)))
+            now = now + .seconds(expected)
+        }
+        registry.learned(.random(), at: address, now: now)
+        #expect(registry.entry(address)?.consecutiveFailures == 0)
+    }
+
+    @Test func addressesNotHeardAreForgotten() {
+        var registry = PeerRegistry(configuration: ExchangeConfiguration())
+        let other = BluetoothAddress.randomNonResolvablePrivate()
+        _ = registry.heard(address, at: start)
+        _ = registry.heard(other, at: start + .seconds(100))
+        registry.forget(olderThan: start + .seconds(50))
+        #expect(registry.entry(address) == nil)
+        #expect(registry.entry(other) != nil)
+    }
+}

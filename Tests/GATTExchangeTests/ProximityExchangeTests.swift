@@ -1,0 +1,115 @@
+import Foundation
+import IDRotation
+import Logging
+import Synchronization
+import Testing
+@testable import GATTExchange
+
+/// Tracer nodes (rotation, store, exchange, host stack) on Bumble virtual controllers, in one process.
+@Suite(.serialized, .timeLimit(.minutes(2)))
+struct ProximityExchangeTests {
+    /// A node's parts, as `tracer run` wires them.
+    struct Node {
+        let directory: String
+        let store: NodeStore
+        let log: EncounterLog
+        let rotator: IDRotator
+        let task: Task<Void, Never>
+
+        static func start(port: UInt16, schedule: RotationSchedule, clock: any WallClock) throws -> Node {
+            let directory = NSTemporaryDirectory() + "tracer-exchange-" + UUID().uuidString
+            let store = try NodeStore.open(StoreLocation(path: directory + "/node.db", source: .flag, ownsDirectory: true))
+            let log = EncounterLog(store: store)
+            let rotator = IDRotator(schedule: schedule, history: store, clock: clock)
+            var configuration = ExchangeConfiguration()
+            configuration.scanOffTime = .zero
+            var logger = Logger(label: "tracer.exchange.\(port)")
+            logger.logLevel = ProcessInfo.processInfo.environment["TRACER_TEST_DEBUG"] == nil ? .warning : .trace
+            let session = ExchangeSession(
+                transport: .tcp(host: "127.0.0.1", port: port), rotator: rotator, sink: log, configuration: configuration,
+                logger: logger)
+            let task = Task { await ExchangeSupervisor(session: session).run() }
+            return Node(directory: directory, store: store, log: log, rotator: rotator, task: task)
+        }
+
+        func encounters() async throws -> [Encounter] {
+            try await log.flush()
+            return try store.encounters()
+        }
+
+        func stop() async {
+            task.cancel()
+            await task.value
+            try? await log.flush()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// Holds the wall clock at one instant for the rotator, so a test stays inside one window.
+    struct FrozenClock: WallClock {
+        let time: UnixSeconds
+        func now() -> UnixSeconds { time }
+        func sleep(until time: UnixSeconds) async throws { try await Task.sleep(for: .seconds(3600)) }
+    }
+
+    static func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if try await condition() { return true }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        return try await condition()
+    }
+
+    @Test func twoNodesLogEachOthersIDOncePerWindow() async throws {
+        let link = try await BumbleVirtualLink.launch(controllers: 2)
+        defer { link.stop() }
+        let clock = FrozenClock(time: SystemWallClock().now())
+        let a = try Node.start(port: link.ports[0], schedule: try RotationSchedule(), clock: clock)
+        let b = try Node.start(port: link.ports[1], schedule: try RotationSchedule(), clock: clock)
+        let idA = try await a.rotator.currentID()
+        let idB = try await b.rotator.currentID()
+
+        let metBoth = try await Self.waitUntil(timeout: .seconds(15)) {
+            let aMetB = try await a.encounters().contains { $0.peer == idB.id }
+            let bMetA = try await b.encounters().contains { $0.peer == idA.id }
+            return aMetB && bMetA
+        }
+        #expect(metBoth, "the nodes did not log each other within 15 s")
+        // Let sightings accumulate: they must update the row, not add rows.
+        try await Task.sleep(for: .seconds(2))
+        let seenByA = try await a.encounters()
+        let seenByB = try await b.encounters()
+        #expect(seenByA.map(\.peer) == [idB.id])
+        #expect(seenByB.map(\.peer) == [idA.id])
+        #expect(seenByA.first?.ownWindowStart == idA.window.start)
+        #expect((seenByA.first?.sightings ?? 0) > 1, "advertising reports after the exchange update the row")
+        #expect(seenByA.first?.learnedBy.isEmpty == false)
+        await a.stop()
+        await b.stop()
+    }
+
+    @Test func eachSideLogsEveryNewIDOfTheOther() async throws {
+        let link = try await BumbleVirtualLink.launch(controllers: 2)
+        defer { link.stop() }
+        let schedule = try RotationSchedule(intervalSeconds: 8)
+        let a = try Node.start(port: link.ports[0], schedule: schedule, clock: SystemWallClock())
+        let b = try Node.start(port: link.ports[1], schedule: schedule, clock: SystemWallClock())
+        // Three windows or more.
+        try await Task.sleep(for: .seconds(20))
+        let ownA = try a.store.ownIDs()
+        let ownB = try b.store.ownIDs()
+        let seenByA = Set(try await a.encounters().map(\.peer))
+        let seenByB = Set(try await b.encounters().map(\.peer))
+        await a.stop()
+        await b.stop()
+
+        #expect(ownA.count >= 3 && ownB.count >= 3)
+        // Every id of the other that was in use for a whole second while both ran was logged.
+        // (The last one may have started just before the nodes stopped.)
+        for own in ownB.dropLast() { #expect(seenByA.contains(own.id), "A missed B's \(own.id)") }
+        for own in ownA.dropLast() { #expect(seenByB.contains(own.id), "B missed A's \(own.id)") }
+        #expect(seenByA.isSubset(of: Set(ownB.map(\.id))), "A logged an id B never had")
+        #expect(seenByB.isSubset(of: Set(ownA.map(\.id))))
+    }
+}
