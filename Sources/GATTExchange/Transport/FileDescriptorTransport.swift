@@ -20,6 +20,8 @@ public final class FileDescriptorTransport: HCITransport {
     private let isDatagram: Bool
     /// Guards every use of `descriptor` for writing and its closing: `true` once closed.
     private let writeSide = Mutex<Bool>(false)
+    /// Why the reader stopped, once it has: what a later `send` reports.
+    private let endReason = Mutex<HCITransportError?>(nil)
     private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
 
     /// Takes ownership of `descriptor`; call `close()` to release it and stop the reader thread.
@@ -48,7 +50,8 @@ public final class FileDescriptorTransport: HCITransport {
     public func send(_ packet: HCIPacket) async throws(HCITransportError) {
         let bytes = packet.h4Encoded
         let failure: HCITransportError? = writeSide.withLock { isClosed in
-            if isClosed { return .closed }
+            // After the reader saw the link end, say why rather than a bare "closed".
+            if isClosed { return endReason.withLock { $0 } ?? .closed }
             return writeAll(bytes)
         }
         if let failure { throw failure }
@@ -125,6 +128,7 @@ public final class FileDescriptorTransport: HCITransport {
                 break loop
             }
         }
+        endReason.withLock { $0 = ending }
         writeSide.withLock { isClosed in
             isClosed = true
             Glibc.close(descriptor)
