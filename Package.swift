@@ -11,12 +11,15 @@ let package = Package(
         .library(name: "IDRotation", targets: ["IDRotation"]),
         .library(name: "Matching", targets: ["Matching"]),
         .library(name: "PositiveListServer", targets: ["PositiveListServer"]),
+        .library(name: "PositiveListFormat", targets: ["PositiveListFormat"]),
+        .executable(name: "tracer-server", targets: ["TracerServer"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
         // Identity and the node's local record: userIds, their rotation, and the SQLite store.
@@ -40,7 +43,32 @@ let package = Package(
             ]
         ),
         .target(name: "Matching", dependencies: ["IDRotation"]),
-        .target(name: "PositiveListServer", dependencies: ["IDRotation"]),
+        // The published positive list's binary format (batches, index, Ed25519 signatures):
+        // written by the server, read and verified by nodes, so it depends on no server code.
+        .target(
+            name: "PositiveListFormat",
+            dependencies: ["IDRotation", .product(name: "Crypto", package: "swift-crypto")]
+        ),
+        // The positive list server: authorities, upload codes, submissions, publication, HTTP API.
+        .target(
+            name: "PositiveListServer",
+            dependencies: [
+                "IDRotation", "PositiveListFormat",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
+        .executableTarget(
+            name: "TracerServer",
+            dependencies: [
+                "PositiveListServer", "PositiveListFormat",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
         .executableTarget(
             name: "TracerNode",
             dependencies: [
@@ -64,8 +92,9 @@ let package = Package(
         .executableTarget(
             name: "TracerBench",
             dependencies: [
-                "IDRotation", "GATTExchange",
+                "IDRotation", "GATTExchange", "PositiveListServer", "PositiveListFormat",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ],
             path: "Benchmarks/TracerBench"
@@ -77,5 +106,15 @@ let package = Package(
             dependencies: ["GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation"]),
+        .testTarget(
+            name: "PositiveListServerTests",
+            dependencies: [
+                "PositiveListServer", "PositiveListFormat", "IDRotation",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
     ]
 )

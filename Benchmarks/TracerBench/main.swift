@@ -8,7 +8,7 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 
-// Usage: swift run -c release TracerBench [store | link [ROUNDS]]
+// Usage: swift run -c release TracerBench [store | link [ROUNDS] | server]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -22,8 +22,11 @@ case "link":
     // Run from the repository root: it starts Bumble from .venv-bumble and Tests/Support/bumble.
     let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 50
     try await LinkBenchmark(repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds).run()
+case "server":
+    // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
+    try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, server\n".utf8))
     exit(2)
 }
 

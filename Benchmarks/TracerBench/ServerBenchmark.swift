@@ -1,0 +1,333 @@
+import Foundation
+import Hummingbird
+import IDRotation
+import Logging
+import PositiveListFormat
+import PositiveListServer
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Positive list server figures for BENCHMARKS.md, all on 127.0.0.1 in one run, with wrk from
+/// Debian as the load generator:
+/// - a 10 MB batch and the index served by tracer-server and by nginx over the same directory;
+/// - 304 revalidation of the index with 100 connections (requests/s, p99);
+/// - ids/s accepted through POST /v1/histories with 2,688-id histories;
+/// - time to publish a batch of 1,000,000 ids.
+struct ServerBenchmark {
+    let directory: String
+    let repository: URL
+    let seconds = 5
+    static let token = "benchmark-authority-token-0123456789"
+
+    /// Unbuffered, so figures already measured survive a later failure.
+    private func say(_ text: String) {
+        FileHandle.standardOutput.write(Data((text + "\n").utf8))
+    }
+
+    func run() async throws {
+        for tool in ["/usr/bin/wrk", "/usr/sbin/nginx"] where !FileManager.default.isExecutableFile(atPath: tool) {
+            throw BenchmarkFailure("\(tool) is missing; run ./scripts/setup (it installs nginx and wrk).")
+        }
+        say("# Positive list server benchmark (\(Date()))")
+        say("\(ProcessInfo.processInfo.activeProcessorCount) cores; wrk \(seconds) s per case; everything on 127.0.0.1")
+
+        let logger = Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
+        let paths = ServerPaths(dataDirectory: directory + "/server")
+        try FileManager.default.createDirectory(atPath: paths.dataDirectory, withIntermediateDirectories: true)
+        chmod(directory, 0o755)
+        chmod(paths.dataDirectory, 0o755)
+        var configuration = ServerConfiguration(authorities: [AuthorityConfiguration(name: "Bench", token: Self.token)])
+        configuration.maxRequestBodyBytes = 4 << 20
+        let store = try ServerStore.open(path: paths.database)
+        let key = try SigningKeyFile.create(at: paths.signingKey)
+        let clock = SystemWallClock()
+        let publisher = Publisher(
+            store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,
+            retentionSeconds: configuration.retentionSeconds, clock: clock, logger: logger)
+        let now = clock.now()
+
+        try await appendBreakdown(configuration: configuration, now: now, logger: logger)
+
+        let serverPort = try freePort()
+        let components = ServerComponents(configuration: configuration, store: store, publisher: publisher, directory: paths.published, clock: clock)
+        let application = PositiveListHTTPServer.makeApplication(
+            components, address: .hostname("127.0.0.1", port: serverPort), logger: logger, publishOnSchedule: false)
+        let server = Task { try await application.run() }
+        defer { server.cancel() }
+        let nginx = try NginxProcess(directory: directory + "/nginx", published: paths.published.path, upstreamPort: serverPort, repository: repository)
+        defer { nginx.stop() }
+        try await waitForPort(serverPort)
+        try await waitForPort(nginx.port)
+
+        // Appending into an empty store; the ids go into a first batch of their own.
+        try await measureAppend(port: serverPort, store: store, now: now, label: "empty store")
+        try await publisher.publish()
+
+        // A 10 MB batch: 655,000 entries of 16 bytes.
+        try await appendDirectly(655_000, to: store, now: now, seed: 1)
+        let tenMegabytes = try await publisher.publish().newBatch!
+        say("batch \(tenMegabytes.number): \(tenMegabytes.idCount) ids, \(tenMegabytes.byteCount) bytes")
+
+        // Publishing 1,000,000 ids (appended beforehand, not timed).
+        try await appendDirectly(1_000_000, to: store, now: now, seed: 2)
+        let publishStart = ContinuousClock.now
+        let million = try await publisher.publish()
+        let publishSeconds = (ContinuousClock.now - publishStart).seconds
+        say(String(format: "publish: batch %d with %d ids (%d bytes) in %.3f s", million.newBatch!.number, million.newBatch!.idCount, million.newBatch!.byteCount, publishSeconds))
+
+        let batchPath = "/" + PositiveListBatch.relativePath(number: tenMegabytes.number)
+        say("\n| case | tracer-server | nginx | ratio |")
+        say("| --- | --- | --- | --- |")
+        for (name, path, connections) in [("10 MB batch, 8 connections", batchPath, 8), ("index, 100 connections", "/index.tpli", 100)] {
+            let ours = try wrk(port: serverPort, path: path, connections: connections)
+            let theirs = try wrk(port: nginx.port, path: path, connections: connections)
+            say(String(format: "| %@ (req/s) | %.0f | %.0f | %.2f |", name, ours.requestsPerSecond, theirs.requestsPerSecond, ours.requestsPerSecond / theirs.requestsPerSecond))
+        }
+        let ourTag = try entityTag(port: serverPort, path: "/index.tpli")
+        let nginxTag = try entityTag(port: nginx.port, path: "/index.tpli")
+        // wrk counts only 4xx and 5xx as errors, so check once that these requests get 304.
+        for (port, tag) in [(serverPort, ourTag), (nginx.port, nginxTag)] {
+            let status = try runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "If-None-Match: \(tag)", "http://127.0.0.1:\(port)/index.tpli"])
+            guard status == "304" else { throw BenchmarkFailure("revalidation on port \(port) answered \(status), not 304") }
+        }
+        let ours304 = try wrk(port: serverPort, path: "/index.tpli", connections: 100, headers: ["If-None-Match: \(ourTag)"])
+        let nginx304 = try wrk(port: nginx.port, path: "/index.tpli", connections: 100, headers: ["If-None-Match: \(nginxTag)"])
+        say(String(format: "| index 304, 100 connections (req/s) | %.0f | %.0f | %.2f |", ours304.requestsPerSecond, nginx304.requestsPerSecond, ours304.requestsPerSecond / nginx304.requestsPerSecond))
+        say(String(format: "| index 304, 100 connections (p99) | %@ | %@ | |", ours304.p99, nginx304.p99))
+
+        // Appending again, now that the store holds about two million ids.
+        try await measureAppend(port: serverPort, store: store, now: now, label: "store with 2M ids")
+        say(String(format: "publish 1,000,000 ids: %.3f s", publishSeconds))
+    }
+
+    /// ids/s accepted through POST /v1/histories: each wrk request carries a fresh 2,688-id
+    /// history generated in Lua, so every id is new to the server.
+    private func measureAppend(port: Int, store: ServerStore, now: UnixSeconds, label: String) async throws {
+        let script = directory + "/histories.lua"
+        try Self.historyScript(now: now).write(toFile: script, atomically: true, encoding: .utf8)
+        let before = try await store.summary(now: now).storedIDs
+        let append = try wrk(
+            port: port, path: "/v1/histories", connections: 4, script: script,
+            headers: ["Authorization: Bearer \(Self.token)", "Content-Type: application/json"])
+        let stored = try await store.summary(now: now).storedIDs - before
+        say(String(format: "append (%@): %.1f histories/s = %.0f ids/s accepted (%d ids stored, %d error responses, 4 connections)",
+                   label, append.requestsPerSecond, append.requestsPerSecond * 2_688, stored, append.non2xx))
+    }
+
+    /// Where the time of one 2,688-id upload goes, without HTTP: JSON decoding, validation,
+    /// and the SQLite transaction (into an empty database).
+    private func appendBreakdown(configuration: ServerConfiguration, now: UnixSeconds, logger: Logger) async throws {
+        let store = try ServerStore.open(path: directory + "/breakdown.db")
+        var generator = SplitMix(state: 99)
+        let rounds = 50
+        let bodies = (0..<rounds).map { _ in
+            try! JSONEncoder().encode(SubmittedHistory(ids: (0..<2_688).map { position in
+                let until = now - UnixSeconds(position) * 900
+                return SubmittedEntry(id: UserID(rawValue: generator.next()).hex, validFrom: until - 900, validUntil: until)
+            }))
+        }
+        var decode = Duration.zero, validate = Duration.zero, insert = Duration.zero
+        let rules = HistoryRules(configuration)
+        for body in bodies {
+            var start = ContinuousClock.now
+            let history = try JSONDecoder().decode(SubmittedHistory.self, from: body)
+            decode += ContinuousClock.now - start
+            start = ContinuousClock.now
+            let entries = try rules.validate(history, now: now)
+            validate += ContinuousClock.now - start
+            start = ContinuousClock.now
+            _ = try await store.appendHistory(entries, credential: .authority(name: "Bench"), idempotencyKey: nil, now: now)
+            insert += ContinuousClock.now - start
+        }
+        func perUpload(_ total: Duration) -> Double { total.seconds * 1_000 / Double(rounds) }
+        say(String(format: "append breakdown per 2,688-id upload: JSON decode %.2f ms, validation %.2f ms, SQLite %.2f ms",
+                   perUpload(decode), perUpload(validate), perUpload(insert)))
+    }
+
+    private func appendDirectly(_ count: Int, to store: ServerStore, now: UnixSeconds, seed: UInt64) async throws {
+        var generator = SplitMix(state: seed)
+        var remaining = count
+        while remaining > 0 {
+            let size = min(2_688, remaining)
+            let entries = (0..<size).map { position in
+                let until = now - UnixSeconds(position) * 900
+                return PositiveListEntry(id: UserID(rawValue: generator.next()), validFrom: until - 900, validUntil: until)
+            }
+            _ = try await store.appendHistory(entries, credential: .authority(name: "Bench"), idempotencyKey: nil, now: now)
+            remaining -= size
+        }
+    }
+
+    static func historyScript(now: UnixSeconds) -> String {
+        """
+        local counter = 0
+        function setup(thread)
+          counter = counter + 1
+          thread:set("seed", counter)
+        end
+        function init(args)
+          math.randomseed(seed * 7919 + os.time())
+        end
+        wrk.method = "POST"
+        function request()
+          local parts = {}
+          for i = 0, 2687 do
+            local untilTime = \(now) - i * 900
+            parts[#parts + 1] = string.format('{"id":"%08x%08x","validFrom":%d,"validUntil":%d}',
+              math.random(0, 4294967295), math.random(0, 4294967295), untilTime - 900, untilTime)
+          end
+          return wrk.format(nil, nil, nil, '{"ids":[' .. table.concat(parts, ",") .. ']}')
+        end
+        """
+    }
+
+    struct WrkResult {
+        var requestsPerSecond: Double
+        var requests: Int
+        var non2xx: Int
+        var p99: String
+    }
+
+    private func wrk(port: Int, path: String, connections: Int, script: String? = nil, headers: [String] = []) throws -> WrkResult {
+        var arguments = ["-t2", "-c\(connections)", "-d\(seconds)s", "--latency"]
+        for header in headers { arguments += ["-H", header] }
+        if let script { arguments += ["-s", script] }
+        arguments.append("http://127.0.0.1:\(port)\(path)")
+        let output = try runProcess("/usr/bin/wrk", arguments)
+        func capture(_ pattern: String) -> String? {
+            guard let regex = try? NSRegularExpression(pattern: pattern),
+                  let match = regex.firstMatch(in: output, range: NSRange(output.startIndex..., in: output)),
+                  let range = Range(match.range(at: 1), in: output)
+            else { return nil }
+            return String(output[range])
+        }
+        guard let rate = capture(#"Requests/sec:\s+([0-9.]+)"#).flatMap(Double.init),
+              let requests = capture(#"(\d+) requests in"#).flatMap(Int.init)
+        else { throw BenchmarkFailure("unexpected wrk output:\n\(output)") }
+        return WrkResult(
+            requestsPerSecond: rate, requests: requests,
+            // wrk's "Non-2xx or 3xx" line counts responses with status 400 and above.
+            non2xx: capture(#"Non-2xx or 3xx responses:\s+(\d+)"#).flatMap(Int.init) ?? 0,
+            p99: capture(#"99%\s+([0-9.]+\w+)"#) ?? "?")
+    }
+
+    private func entityTag(port: Int, path: String) throws -> String {
+        let output = try runProcess("/usr/bin/curl", ["-sI", "http://127.0.0.1:\(port)\(path)"])
+        guard let line = output.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("etag:") }) else {
+            throw BenchmarkFailure("no ETag from port \(port):\n\(output)")
+        }
+        return line.dropFirst(5).trimmingCharacters(in: .whitespaces)
+    }
+}
+
+struct BenchmarkFailure: Error, CustomStringConvertible {
+    let description: String
+    init(_ description: String) { self.description = description }
+}
+
+struct SplitMix {
+    var state: UInt64
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
+
+extension Duration {
+    var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
+}
+
+/// nginx over the published directory with the repository's example configuration.
+final class NginxProcess {
+    let port: Int
+    private let process = Process()
+    private let prefix: String
+
+    init(directory: String, published: String, upstreamPort: Int, repository: URL) throws {
+        prefix = directory
+        try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
+        port = try freePort()
+        var server = try String(contentsOf: repository.appendingPathComponent("deploy/nginx/tracer-server.conf"), encoding: .utf8)
+        server = server.replacingOccurrences(of: "listen 127.0.0.1:8081;", with: "listen 127.0.0.1:\(port);")
+            .replacingOccurrences(of: "root /var/lib/tracer-server/public;", with: "root \(published);")
+            .replacingOccurrences(of: "http://127.0.0.1:8080", with: "http://127.0.0.1:\(upstreamPort)")
+        try server.write(toFile: prefix + "/tracer-server.conf", atomically: true, encoding: .utf8)
+        // One worker per core, as a production nginx would run here.
+        try """
+            \(geteuid() == 0 ? "user nobody nogroup;" : "")
+            daemon off;
+            worker_processes auto;
+            pid \(prefix)/nginx.pid;
+            error_log stderr warn;
+            events { worker_connections 1024; }
+            http {
+                access_log off;
+                client_body_temp_path \(prefix)/client_body;
+                proxy_temp_path \(prefix)/proxy;
+                fastcgi_temp_path \(prefix)/fastcgi;
+                uwsgi_temp_path \(prefix)/uwsgi;
+                scgi_temp_path \(prefix)/scgi;
+                include \(prefix)/tracer-server.conf;
+            }
+            """.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
+        chmod(prefix, 0o755)
+        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
+        process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf", "-e", "stderr"]
+        try process.run()
+    }
+
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGQUIT)
+            process.waitUntilExit()
+        }
+    }
+}
+
+func freePort() throws -> Int {
+    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    defer { close(descriptor) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+    let bound = withUnsafeMutablePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
+    }
+    guard bound else { throw BenchmarkFailure("no free port on 127.0.0.1") }
+    return Int(UInt16(bigEndian: address.sin_port))
+}
+
+func waitForPort(_ port: Int) async throws {
+    for _ in 0..<200 {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        close(descriptor)
+        if connected { return }
+        try await Task.sleep(for: .milliseconds(50))
+    }
+    throw BenchmarkFailure("nothing listens on 127.0.0.1:\(port)")
+}
+
+func runProcess(_ executable: String, _ arguments: [String]) throws -> String {
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: executable)
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardOutput = pipe
+    process.standardError = pipe
+    try process.run()
+    let data = pipe.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: data, as: UTF8.self)
+}

@@ -1,0 +1,123 @@
+import Crypto
+import IDRotation
+
+/// A published batch: a signed, immutable file of ids sorted by value with their windows.
+///
+/// Layout (all integers big-endian; see docs/positive-list-format.md):
+/// header of 40 bytes, `count` entries of 16 bytes, then a 64-byte Ed25519 signature over all
+/// preceding bytes. Entries have a fixed size so a reader can seek, binary-search or stream.
+public struct PositiveListBatch: Sendable {
+    public static let magic: [UInt8] = Array("TPLB".utf8)
+    public static let version: UInt8 = 1
+    public static let headerByteCount = 40
+    public static let entryByteCount = 16
+
+    public let number: UInt64
+    public let timeRange: PublishedTimeRange
+    public let count: Int
+    /// The verified file without its signature; entries are decoded from it on demand.
+    private let body: ArraySlice<UInt8>
+
+    /// Builds the signed file for `entries`, which must be sorted by id without duplicates.
+    public static func encode(
+        number: UInt64, entries: [PositiveListEntry], signingKey: Curve25519.Signing.PrivateKey
+    ) throws -> [UInt8] {
+        let range = PublishedTimeRange(covering: entries) ?? PublishedTimeRange(start: 0, end: 0)
+        var writer = ByteWriter(capacity: headerByteCount + entries.count * entryByteCount + SignedFile.signatureByteCount)
+        writer.append(magic)
+        writer.append(version)
+        writer.append([0, 0, 0])
+        writer.append(number)
+        writer.append(range.start)
+        writer.append(range.end)
+        writer.append(UInt64(entries.count))
+        var previous: UserID?
+        for (position, entry) in entries.enumerated() {
+            // The order is part of the privacy promise (it must not reveal upload order), so a
+            // caller's mistake is refused here rather than published.
+            if let previous, entry.id <= previous { throw PositiveListFormatError.entriesNotSorted(position: position) }
+            guard entry.validUntil > entry.validFrom else { throw PositiveListFormatError.malformedWindow(position: position) }
+            guard let from = UInt32(exactly: entry.validFrom) else { throw PositiveListFormatError.timeOutOfRange(.validFrom) }
+            guard let until = UInt32(exactly: entry.validUntil) else { throw PositiveListFormatError.timeOutOfRange(.validUntil) }
+            writer.append(entry.id.rawValue)
+            writer.append(from)
+            writer.append(until)
+            previous = entry.id
+        }
+        return try SignedFile.sign(writer.bytes, with: signingKey)
+    }
+
+    /// Parses `file` after checking its signature with `publicKey`, and checks every entry.
+    public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
+        let body = try SignedFile.verifiedBody(file, kind: .batch, minimumBodySize: Self.headerByteCount, publicKey: publicKey.key)
+        try self.init(verifiedBody: body)
+    }
+
+    /// Parses `file` after checking it against its index entry (number, size, SHA-256) and its
+    /// own signature.
+    public init(verifying file: [UInt8], listedAs listing: PositiveListIndex.BatchListing, publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
+        guard file.count == listing.byteCount else {
+            throw .lengthMismatch(.batch, expected: listing.byteCount, actual: file.count)
+        }
+        guard Array(SHA256.hash(data: file)) == listing.sha256 else { throw .digestMismatch(batchNumber: listing.number) }
+        try self.init(verifying: file, publicKey: publicKey)
+        guard number == listing.number else { throw .batchNumberMismatch(expected: listing.number, actual: number) }
+    }
+
+    private init(verifiedBody body: ArraySlice<UInt8>) throws(PositiveListFormatError) {
+        let bytes = Array(body)
+        guard Array(bytes[0..<4]) == Self.magic else { throw .wrongMagic(.batch) }
+        guard bytes[4] == Self.version else { throw .unsupportedVersion(.batch, version: bytes[4]) }
+        let count = bytes.readInteger(at: 32, as: UInt64.self)
+        let expected = Self.headerByteCount + Int(clamping: count) * Self.entryByteCount
+        guard count <= UInt64(Int.max / Self.entryByteCount), bytes.count == expected else {
+            throw .lengthMismatch(.batch, expected: expected + SignedFile.signatureByteCount, actual: bytes.count + SignedFile.signatureByteCount)
+        }
+        self.number = bytes.readInteger(at: 8, as: UInt64.self)
+        self.timeRange = PublishedTimeRange(start: bytes.readInteger(at: 16, as: Int64.self), end: bytes.readInteger(at: 24, as: Int64.self))
+        self.count = Int(count)
+        self.body = bytes[...]
+        var previous: UInt64?
+        for position in 0..<self.count {
+            let offset = Self.headerByteCount + position * Self.entryByteCount
+            let id = bytes.readInteger(at: offset, as: UInt64.self)
+            if let previous, id <= previous { throw .entriesNotSorted(position: position) }
+            guard bytes.readInteger(at: offset + 12, as: UInt32.self) > bytes.readInteger(at: offset + 8, as: UInt32.self) else {
+                throw .malformedWindow(position: position)
+            }
+            previous = id
+        }
+    }
+
+    public func entry(at position: Int) -> PositiveListEntry {
+        let offset = body.startIndex + Self.headerByteCount + position * Self.entryByteCount
+        let bytes = body
+        func integer<Integer: FixedWidthInteger>(_ at: Int, _: Integer.Type) -> Integer {
+            var value: Integer = 0
+            for index in at..<at + MemoryLayout<Integer>.size { value = value << 8 | Integer(bytes[index]) }
+            return value
+        }
+        return PositiveListEntry(
+            id: UserID(rawValue: integer(offset, UInt64.self)),
+            validFrom: UnixSeconds(integer(offset + 8, UInt32.self)),
+            validUntil: UnixSeconds(integer(offset + 12, UInt32.self)))
+    }
+
+    public var entries: [PositiveListEntry] { (0..<count).map(entry(at:)) }
+
+    /// The entry for `id`, found by binary search over the sorted entries.
+    public func entry(for id: UserID) -> PositiveListEntry? {
+        var low = 0
+        var high = count
+        while low < high {
+            let middle = (low + high) / 2
+            let candidate = entry(at: middle)
+            if candidate.id == id { return candidate }
+            if candidate.id < id { low = middle + 1 } else { high = middle }
+        }
+        return nil
+    }
+
+    /// The file name of batch `number` inside the published directory.
+    public static func relativePath(number: UInt64) -> String { "batches/\(number).tplb" }
+}

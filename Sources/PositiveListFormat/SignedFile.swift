@@ -1,0 +1,57 @@
+import Crypto
+import Foundation
+
+/// The Ed25519 key pair that signs published files.
+///
+/// Every published file ends with a 64-byte Ed25519 signature over all bytes before it, so a
+/// file carries its own proof and a CDN or nginx can serve it as an opaque blob.
+public enum SignedFile {
+    public static let signatureByteCount = 64
+
+    /// `body` followed by its signature.
+    public static func sign(_ body: [UInt8], with key: Curve25519.Signing.PrivateKey) throws -> [UInt8] {
+        let signature = try key.signature(for: body)
+        return body + Array(signature)
+    }
+
+    /// The body of a signed file whose trailer verifies with `publicKey`.
+    static func verifiedBody(
+        _ file: [UInt8], kind: PositiveListFormatError.FileKind, minimumBodySize: Int,
+        publicKey: Curve25519.Signing.PublicKey
+    ) throws(PositiveListFormatError) -> ArraySlice<UInt8> {
+        guard file.count >= minimumBodySize + signatureByteCount else {
+            throw .truncated(kind, byteCount: file.count)
+        }
+        let bodyEnd = file.count - signatureByteCount
+        let body = file[..<bodyEnd]
+        let signature = file[bodyEnd...]
+        guard publicKey.isValidSignature(signature, for: body) else { throw .badSignature(kind) }
+        return body
+    }
+}
+
+/// A server's public key as nodes configure it: 32 bytes in standard base64.
+///
+/// Kept as raw bytes because swift-crypto's key types are not `Sendable` on every platform.
+public struct PositiveListPublicKey: Sendable, Equatable {
+    public let rawRepresentation: [UInt8]
+
+    public init(_ key: Curve25519.Signing.PublicKey) {
+        rawRepresentation = Array(key.rawRepresentation)
+    }
+
+    public init(base64: String) throws(PositiveListFormatError) {
+        guard let raw = Data(base64Encoded: base64.trimmingCharacters(in: .whitespacesAndNewlines)),
+              (try? Curve25519.Signing.PublicKey(rawRepresentation: raw)) != nil
+        else { throw .invalidPublicKey }
+        rawRepresentation = Array(raw)
+    }
+
+    /// The key, rebuilt from bytes that both initializers have already checked.
+    public var key: Curve25519.Signing.PublicKey {
+        // swiftlint:disable:next force_try
+        try! Curve25519.Signing.PublicKey(rawRepresentation: rawRepresentation)
+    }
+
+    public var base64: String { Data(rawRepresentation).base64EncodedString() }
+}

@@ -1,0 +1,199 @@
+import Foundation
+import IDRotation
+
+/// The server's settings, read from a JSON file the operator writes.
+///
+/// Only `authorities` is required; every limit has a default that matches the issue's rules
+/// (28 days of 15-minute ids, 24-hour codes, hourly publication).
+public struct ServerConfiguration: Sendable {
+    public var authorities: [AuthorityConfiguration]
+    public var retentionDays: Int = 28
+    /// 28 days of ids at one per 15 minutes (2,688) plus slack for randomized rotation delays
+    /// and a clock that ran ahead.
+    public var maxIDsPerHistory: Int = 3_000
+    public var maxRequestBodyBytes: Int = 1 << 20
+    public var maxWindowSeconds: Int64 = 3_600
+    public var clockSkewSeconds: Int64 = 300
+    public var uploadCodeLifetimeSeconds: Int64 = 86_400
+    public var publishIntervalSeconds: Int64 = 3_600
+    public var failedAttemptsPerMinute: Int = 10
+    public var indexMaxAgeSeconds: Int = 60
+    /// Behind a reverse proxy every request comes from the proxy's address; this takes the
+    /// client address from the last `X-Forwarded-For` hop instead, which only a trusted proxy
+    /// may set.
+    public var trustForwardedFor: Bool = false
+
+    public init(authorities: [AuthorityConfiguration]) {
+        self.authorities = authorities
+    }
+
+    public var retentionSeconds: Int64 { Int64(retentionDays) * UnixSeconds.secondsPerDay }
+
+    private static let knownKeys: Set<String> = [
+        "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
+        "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
+        "indexMaxAgeSeconds", "trustForwardedFor",
+    ]
+
+    /// Reads and checks the file at `path`.
+    public static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
+        guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path: path) }
+        return try parse(data, path: path)
+    }
+
+    public static func parse(_ data: Data, path: String) throws(ConfigurationError) -> ServerConfiguration {
+        guard let object = try? JSONSerialization.jsonObject(with: data), let fields = object as? [String: Any] else {
+            throw .notJSONObject(path: path)
+        }
+        // A misspelt limit silently falling back to its default would be worse than refusing.
+        if let unknown = Set(fields.keys).subtracting(knownKeys).sorted().first {
+            throw .unknownSetting(path: path, name: unknown)
+        }
+        let file: ConfigurationFile
+        do {
+            file = try JSONDecoder().decode(ConfigurationFile.self, from: data)
+        } catch {
+            throw .invalidValue(path: path, detail: Self.describe(error))
+        }
+        var configuration = ServerConfiguration(authorities: [])
+        for (position, entry) in file.authorities.enumerated() {
+            configuration.authorities.append(try AuthorityConfiguration(entry, position: position, path: path))
+        }
+        if let value = file.retentionDays { configuration.retentionDays = value }
+        if let value = file.maxIDsPerHistory { configuration.maxIDsPerHistory = value }
+        if let value = file.maxRequestBodyBytes { configuration.maxRequestBodyBytes = value }
+        if let value = file.maxWindowSeconds { configuration.maxWindowSeconds = value }
+        if let value = file.clockSkewSeconds { configuration.clockSkewSeconds = value }
+        if let value = file.uploadCodeLifetimeSeconds { configuration.uploadCodeLifetimeSeconds = value }
+        if let value = file.publishIntervalSeconds { configuration.publishIntervalSeconds = value }
+        if let value = file.failedAttemptsPerMinute { configuration.failedAttemptsPerMinute = value }
+        if let value = file.indexMaxAgeSeconds { configuration.indexMaxAgeSeconds = value }
+        if let value = file.trustForwardedFor { configuration.trustForwardedFor = value }
+        try configuration.validate(path: path)
+        return configuration
+    }
+
+    func validate(path: String) throws(ConfigurationError) {
+        guard !authorities.isEmpty else { throw .noAuthorities(path: path) }
+        var names = Set<String>()
+        for authority in authorities where !names.insert(authority.name).inserted {
+            throw .duplicateAuthority(path: path, name: authority.name)
+        }
+        func require(_ condition: Bool, _ detail: String) throws(ConfigurationError) {
+            if !condition { throw .invalidValue(path: path, detail: detail) }
+        }
+        try require((1...28).contains(retentionDays), "retentionDays must be between 1 and 28")
+        try require(maxIDsPerHistory >= 1, "maxIDsPerHistory must be at least 1")
+        try require(maxRequestBodyBytes >= 1_024, "maxRequestBodyBytes must be at least 1024")
+        try require(maxWindowSeconds >= 60, "maxWindowSeconds must be at least 60")
+        try require((0...3_600).contains(clockSkewSeconds), "clockSkewSeconds must be between 0 and 3600")
+        try require((60...30 * 86_400).contains(uploadCodeLifetimeSeconds), "uploadCodeLifetimeSeconds must be between 60 and 2592000")
+        try require(publishIntervalSeconds >= 10, "publishIntervalSeconds must be at least 10")
+        try require(failedAttemptsPerMinute >= 1, "failedAttemptsPerMinute must be at least 1")
+        try require(indexMaxAgeSeconds >= 0, "indexMaxAgeSeconds must not be negative")
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
+             DecodingError.dataCorrupted(let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return "\(path.isEmpty ? "the file" : path): \(context.debugDescription)"
+        case DecodingError.keyNotFound(let key, let context):
+            let path = (context.codingPath + [key]).map(\.stringValue).joined(separator: ".")
+            return "\(path) is missing"
+        default:
+            return String(describing: error)
+        }
+    }
+}
+
+/// How the file spells the settings; optional fields fall back to the defaults above.
+private struct ConfigurationFile: Decodable {
+    struct Authority: Decodable {
+        var name: String
+        var token: String?
+        var tokenSHA256: String?
+    }
+
+    var authorities: [Authority]
+    var retentionDays: Int?
+    var maxIDsPerHistory: Int?
+    var maxRequestBodyBytes: Int?
+    var maxWindowSeconds: Int64?
+    var clockSkewSeconds: Int64?
+    var uploadCodeLifetimeSeconds: Int64?
+    var publishIntervalSeconds: Int64?
+    var failedAttemptsPerMinute: Int?
+    var indexMaxAgeSeconds: Int?
+    var trustForwardedFor: Bool?
+}
+
+/// One health authority: a display name (used in logs and the audit table) and the SHA-256 of
+/// its bearer token. The file may hold the token itself or only its digest.
+public struct AuthorityConfiguration: Sendable, Equatable {
+    public static let minimumTokenLength = 24
+
+    public let name: String
+    public let tokenDigest: [UInt8]
+
+    public init(name: String, token: String) {
+        self.name = name
+        self.tokenDigest = TokenDigest.of(token)
+    }
+
+    public init(name: String, tokenDigest: [UInt8]) {
+        self.name = name
+        self.tokenDigest = tokenDigest
+    }
+
+    fileprivate init(_ entry: ConfigurationFile.Authority, position: Int, path: String) throws(ConfigurationError) {
+        let name = entry.name.trimmingCharacters(in: .whitespaces)
+        guard !name.isEmpty, name.count <= 100 else {
+            throw .invalidValue(path: path, detail: "authorities[\(position)].name must be 1 to 100 characters")
+        }
+        switch (entry.token, entry.tokenSHA256) {
+        case (let token?, nil):
+            guard token.count >= Self.minimumTokenLength else {
+                throw .weakToken(path: path, authority: name, minimumLength: Self.minimumTokenLength)
+            }
+            self.init(name: name, token: token)
+        case (nil, let digest?):
+            guard let bytes = Hex.decode(digest), bytes.count == 32 else {
+                throw .invalidValue(path: path, detail: "authorities[\(position)].tokenSHA256 must be 64 hexadecimal characters")
+            }
+            self.init(name: name, tokenDigest: bytes)
+        default:
+            throw .invalidValue(path: path, detail: "authorities[\(position)] needs exactly one of token or tokenSHA256")
+        }
+    }
+}
+
+public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConvertible {
+    case unreadable(path: String)
+    case notJSONObject(path: String)
+    case unknownSetting(path: String, name: String)
+    case invalidValue(path: String, detail: String)
+    case noAuthorities(path: String)
+    case duplicateAuthority(path: String, name: String)
+    case weakToken(path: String, authority: String, minimumLength: Int)
+
+    public var description: String {
+        switch self {
+        case .unreadable(let path):
+            return "Cannot read the configuration file \(path); create it (see docs/positive-list-format.md, section Configuration) or pass --config."
+        case .notJSONObject(let path):
+            return "The configuration file \(path) is not a JSON object; fix its syntax."
+        case .unknownSetting(let path, let name):
+            return "The configuration file \(path) has an unknown setting \"\(name)\"; check its spelling."
+        case .invalidValue(let path, let detail):
+            return "The configuration file \(path) is invalid: \(detail)."
+        case .noAuthorities(let path):
+            return "The configuration file \(path) lists no authorities; add at least one with a name and a token."
+        case .duplicateAuthority(let path, let name):
+            return "The configuration file \(path) lists the authority \"\(name)\" twice; give each authority its own name."
+        case .weakToken(let path, let authority, let minimumLength):
+            return "The token of authority \"\(authority)\" in \(path) is shorter than \(minimumLength) characters; use a long random token (for example `openssl rand -base64 32`)."
+        }
+    }
+}

@@ -1,0 +1,248 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import IDRotation
+import Logging
+import PositiveListFormat
+
+/// `POST /v1/codes` and `POST /v1/histories`: authentication, the brute-force limit, body
+/// limits and validation, in front of the store.
+struct SubmissionAPI: Sendable {
+    static let uploadCodeHeader = HTTPField.Name("Upload-Code")!
+    static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
+    static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
+    static let forwardedForHeader = HTTPField.Name("X-Forwarded-For")!
+
+    let configuration: ServerConfiguration
+    let authorities: AuthorityRegistry
+    let rules: HistoryRules
+    let store: ServerStore
+    let clock: any WallClock
+    let limiter: FailedAttemptLimiter
+
+    init(configuration: ServerConfiguration, store: ServerStore, clock: any WallClock) {
+        self.configuration = configuration
+        self.authorities = AuthorityRegistry(configuration.authorities)
+        self.rules = HistoryRules(configuration)
+        self.store = store
+        self.clock = clock
+        self.limiter = FailedAttemptLimiter(limitPerMinute: configuration.failedAttemptsPerMinute, clock: clock)
+    }
+
+    func addRoutes(to router: Router<PositiveListRequestContext>) {
+        router.post("v1/codes") { request, context in try await issueCode(request, context) }
+        router.post("v1/histories") { request, context in try await appendHistory(request, context) }
+    }
+
+    // MARK: Codes
+
+    private struct CodeRequest: Decodable {
+        var expiresInSeconds: Int64?
+    }
+
+    private struct IssuedCode: Encodable {
+        var code: String
+        var expiresAt: UnixSeconds
+        var authority: String
+    }
+
+    private func issueCode(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let address = clientAddress(request, context)
+        try refuseIfLimited(address)
+        guard let token = bearerToken(request) else { throw APIError.missingCredentials }
+        guard let authority = authorities.authenticate(token: token) else {
+            fail(address, reason: "invalid authority token", context)
+            throw APIError.invalidToken
+        }
+        let body = try await readBody(request, limit: 4_096)
+        var lifetime = configuration.uploadCodeLifetimeSeconds
+        if body.readableBytes > 0 {
+            guard let parsed = try? JSONDecoder().decode(CodeRequest.self, from: Data(body.readableBytesView)) else {
+                throw APIError(.badRequest, "invalid_json", "The body must be empty or a JSON object such as {\"expiresInSeconds\": 86400}.")
+            }
+            if let requested = parsed.expiresInSeconds {
+                guard (60...configuration.uploadCodeLifetimeSeconds).contains(requested) else {
+                    throw APIError(
+                        .unprocessableContent, "invalid_expiry",
+                        "expiresInSeconds must be between 60 and \(configuration.uploadCodeLifetimeSeconds).")
+                }
+                lifetime = requested
+            }
+        }
+        let now = clock.now()
+        let code = UploadCode.generate()
+        try await store.recordIssuedCode(code, authority: authority.name, issuedAt: now, expiresAt: now + lifetime)
+        context.logger.info("upload code issued", metadata: ["authority": "\(authority.name)", "expiresAt": "\(now + lifetime)"])
+        return try json(.created, IssuedCode(code: code.display, expiresAt: now + lifetime, authority: authority.name))
+    }
+
+    // MARK: Histories
+
+    private func appendHistory(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let address = clientAddress(request, context)
+        try refuseIfLimited(address)
+        let credential = try await authenticateSubmitter(request, address: address, context)
+        guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/json") else {
+            throw APIError(.unsupportedMediaType, "unsupported_media_type", "Send the history as `Content-Type: application/json`.")
+        }
+        let idempotencyKeyText = try idempotencyKey(request)
+        let bodyData = Data(try await readBody(request, limit: configuration.maxRequestBodyBytes).readableBytesView)
+        let history: SubmittedHistory
+        do {
+            history = try JSONDecoder().decode(SubmittedHistory.self, from: bodyData)
+        } catch {
+            throw APIError(.badRequest, "invalid_json", "The body is not a history: \(Self.describe(error)).")
+        }
+        let now = clock.now()
+        let entries: [PositiveListEntry]
+        do {
+            entries = try rules.validate(history, now: now)
+        } catch {
+            throw APIError(.unprocessableContent, error.code, error.detail)
+        }
+        let idempotencyKey = idempotencyKeyText.map {
+            IdempotencyKey(key: $0, requestDigest: Array(SHA256.hash(data: bodyData)))
+        }
+        let outcome = try await store.appendHistory(entries, credential: credential, idempotencyKey: idempotencyKey, now: now)
+        switch outcome {
+        case .stored(let receipt):
+            context.logger.info("history stored", metadata: [
+                "submission": "\(receipt.submission)", "received": "\(receipt.received)", "new": "\(receipt.stored)",
+                "viaUploadCode": "\(credential.isUploadCode)",
+            ])
+            return try json(.created, receipt)
+        case .replayed(let receipt):
+            context.logger.info("history request replayed", metadata: ["submission": "\(receipt.submission)"])
+            return try json(.ok, receipt, headers: [Self.replayedHeader: "true"])
+        case .refused(.idempotencyKeyReused):
+            throw APIError(
+                .unprocessableContent, "idempotency_key_reused",
+                "This Idempotency-Key was used with a different body; use a new key for a new request.")
+        case .refused(let refusal):
+            // The code was valid when checked above but not any more (used or expired by a
+            // concurrent request): the same answers as if it had been seen so.
+            fail(address, reason: "upload code refused at commit", context)
+            switch refusal {
+            case .expiredCode: throw APIError.expiredCode
+            case .usedCode: throw APIError.usedCode
+            default: throw APIError.unknownCode
+            }
+        }
+    }
+
+    /// Checks the credential before the body is read, so a guesser costs the server little.
+    private func authenticateSubmitter(
+        _ request: Request, address: String, _ context: PositiveListRequestContext
+    ) async throws -> SubmissionCredential {
+        let token = bearerToken(request)
+        let typedCode = request.headers[Self.uploadCodeHeader]
+        switch (token, typedCode) {
+        case (nil, nil):
+            throw APIError.missingCredentials
+        case (_?, _?):
+            throw APIError(.badRequest, "conflicting_credentials", "Send either an authority token or an upload code, not both.")
+        case (let token?, nil):
+            guard let authority = authorities.authenticate(token: token) else {
+                fail(address, reason: "invalid authority token", context)
+                throw APIError.invalidToken
+            }
+            return .authority(name: authority.name)
+        case (nil, let typed?):
+            guard let code = UploadCode(typed: typed) else {
+                fail(address, reason: "malformed upload code", context)
+                throw APIError.malformedCode
+            }
+            switch try await store.status(of: code, now: clock.now()) {
+            case .valid:
+                return .uploadCode(code)
+            case .alreadyUsed where request.headers[Self.idempotencyKeyHeader] != nil:
+                // Possibly a retry of the request that used it; the store replays or refuses.
+                return .uploadCode(code)
+            case .alreadyUsed:
+                fail(address, reason: "used upload code", context)
+                throw APIError.usedCode
+            case .expired:
+                fail(address, reason: "expired upload code", context)
+                throw APIError.expiredCode
+            case .unknown:
+                fail(address, reason: "unknown upload code", context)
+                throw APIError.unknownCode
+            }
+        }
+    }
+
+    // MARK: Helpers
+
+    private func refuseIfLimited(_ address: String) throws {
+        if let seconds = limiter.retryAfter(for: address) {
+            throw APIError(
+                .tooManyRequests, "too_many_attempts",
+                "Too many failed attempts from this address; wait \(seconds) seconds before trying again.",
+                headers: [.retryAfter: String(seconds)])
+        }
+    }
+
+    /// Logged with the address and the reason only: never the token or the code.
+    private func fail(_ address: String, reason: String, _ context: PositiveListRequestContext) {
+        limiter.recordFailure(for: address)
+        context.logger.warning("credential refused", metadata: ["client": "\(address)", "reason": "\(reason)"])
+    }
+
+    private func clientAddress(_ request: Request, _ context: PositiveListRequestContext) -> String {
+        if configuration.trustForwardedFor, let forwarded = request.headers[Self.forwardedForHeader],
+           let last = forwarded.split(separator: ",").last
+        {
+            return last.trimmingCharacters(in: .whitespaces)
+        }
+        return context.peerAddress ?? "unknown"
+    }
+
+    private func bearerToken(_ request: Request) -> String? {
+        guard let value = request.headers[.authorization] else { return nil }
+        let parts = value.split(separator: " ", maxSplits: 1)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else { return "" }
+        return String(parts[1]).trimmingCharacters(in: .whitespaces)
+    }
+
+    private func idempotencyKey(_ request: Request) throws -> String? {
+        guard let key = request.headers[Self.idempotencyKeyHeader] else { return nil }
+        guard (1...IdempotencyKey.maximumLength).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7e).contains($0) }) else {
+            throw APIError(
+                .badRequest, "invalid_idempotency_key",
+                "Idempotency-Key must be 1 to \(IdempotencyKey.maximumLength) visible ASCII characters, such as a UUID.")
+        }
+        return key
+    }
+
+    /// Refuses a body over `limit` from its Content-Length before reading any of it, and a
+    /// chunked one as soon as it passes the limit.
+    private func readBody(_ request: Request, limit: Int) async throws -> ByteBuffer {
+        let tooLarge = APIError(.contentTooLarge, "body_too_large", "The request body is larger than \(limit) bytes; send a smaller history.")
+        if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { throw tooLarge }
+        do {
+            return try await request.body.collect(upTo: limit)
+        } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
+            throw tooLarge
+        }
+    }
+
+    private func json(_ status: HTTPResponse.Status, _ value: some Encodable, headers: HTTPFields = [:]) throws -> Response {
+        var headers = headers
+        headers[.contentType] = "application/json"
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
+    }
+
+    private static func describe(_ error: any Error) -> String {
+        switch error {
+        case DecodingError.keyNotFound(let key, let context):
+            return ((context.codingPath + [key]).map(\.stringValue).joined(separator: ".")) + " is missing"
+        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
+            return context.codingPath.map(\.stringValue).joined(separator: ".") + " has the wrong type"
+        default:
+            return "it is not valid JSON of the form {\"ids\": [{\"id\": \"…\", \"validFrom\": …, \"validUntil\": …}]}"
+        }
+    }
+}

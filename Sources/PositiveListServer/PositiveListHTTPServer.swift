@@ -1,0 +1,52 @@
+import Foundation
+import Hummingbird
+import IDRotation
+import Logging
+import ServiceLifecycle
+
+/// Everything one running server shares: its settings, its database, its publisher.
+public struct ServerComponents: Sendable {
+    public let configuration: ServerConfiguration
+    public let store: ServerStore
+    public let publisher: Publisher
+    public let directory: PublishedDirectory
+    public let clock: any WallClock
+
+    public init(configuration: ServerConfiguration, store: ServerStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock) {
+        self.configuration = configuration
+        self.store = store
+        self.publisher = publisher
+        self.directory = directory
+        self.clock = clock
+    }
+}
+
+/// Builds the Hummingbird application: the submission API, the published files and `/healthz`.
+public enum PositiveListHTTPServer {
+    public static func makeApplication(
+        _ components: ServerComponents, address: BindAddress, logger: Logger, publishOnSchedule: Bool = true
+    ) -> some ApplicationProtocol {
+        let router = Router(context: PositiveListRequestContext.self)
+        SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock)
+            .addRoutes(to: router)
+        PublishedFileServer(directory: components.directory, indexMaxAgeSeconds: components.configuration.indexMaxAgeSeconds)
+            .addRoutes(to: router)
+        router.get("healthz") { _, _ in
+            // A database that cannot be read makes this throw; the error responder answers 503.
+            _ = try await components.store.summary(now: components.clock.now())
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}")))
+        }
+        var services: [any Service] = []
+        if publishOnSchedule {
+            services.append(PublishScheduler(
+                publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds), logger: logger))
+        }
+        return Application(
+            responder: JSONErrorResponder(wrapped: router.buildResponder()),
+            configuration: ApplicationConfiguration(address: address, serverName: nil),
+            services: services,
+            logger: logger)
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Durable whole-file replacement: write a temporary file beside the target, fsync it, rename
+/// it over the target, fsync the directory. A reader (or a crash) sees the old file or the new
+/// one, never a mix.
+enum AtomicFile {
+    static let temporaryPrefix = ".tmp-"
+
+    /// `beforeRename` runs after the temporary file is durable and before it replaces the
+    /// target: the publisher's fault injection uses it to prove that a crash there is harmless.
+    static func write(
+        _ bytes: [UInt8], to path: String, mode: mode_t = 0o644, beforeRename: () throws -> Void = {}
+    ) throws(FileWriteError) {
+        let directory = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        let temporary = directory + "/" + temporaryPrefix + name + "-" + UUID().uuidString
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+        guard descriptor >= 0 else { throw .cannotCreate(path: temporary, reason: lastError()) }
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { buffer in
+                Glibc.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+            }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else {
+                let reason = lastError()
+                close(descriptor)
+                unlink(temporary)
+                throw .cannotWrite(path: temporary, reason: reason)
+            }
+            written += result
+        }
+        // The mode passed to open() is narrowed by the umask; published files must be readable
+        // by the web server's user whatever the umask of whoever ran `publish`.
+        fchmod(descriptor, mode)
+        guard fsync(descriptor) == 0 else {
+            let reason = lastError()
+            close(descriptor)
+            unlink(temporary)
+            throw .cannotWrite(path: temporary, reason: reason)
+        }
+        close(descriptor)
+        do {
+            try beforeRename()
+        } catch {
+            // Left in place on purpose: a real crash would leave it too, and the next
+            // publication removes stale temporary files.
+            throw .interrupted(path: temporary)
+        }
+        guard rename(temporary, path) == 0 else {
+            let reason = lastError()
+            unlink(temporary)
+            throw .cannotWrite(path: path, reason: reason)
+        }
+        try syncDirectory(directory)
+    }
+
+    static func syncDirectory(_ directory: String) throws(FileWriteError) {
+        let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .cannotWrite(path: directory, reason: lastError()) }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else { throw .cannotWrite(path: directory, reason: lastError()) }
+    }
+
+    static func lastError() -> String { String(cString: strerror(errno)) }
+}
+
+public enum FileWriteError: Error, Sendable, Equatable, CustomStringConvertible {
+    case cannotCreate(path: String, reason: String)
+    case cannotWrite(path: String, reason: String)
+    case interrupted(path: String)
+
+    public var description: String {
+        switch self {
+        case .cannotCreate(let path, let reason):
+            return "Cannot create \(path) (\(reason)); check the directory's permissions and free space."
+        case .cannotWrite(let path, let reason):
+            return "Cannot write \(path) (\(reason)); check free space and permissions, then publish again."
+        case .interrupted(let path):
+            return "Writing \(path) was interrupted before it replaced the previous file; publish again."
+        }
+    }
+}

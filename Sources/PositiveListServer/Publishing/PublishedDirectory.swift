@@ -1,0 +1,77 @@
+import Foundation
+import PositiveListFormat
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The directory of published files: `index.tpli` and `batches/N.tplb`, self-contained, so any
+/// static web server or CDN can serve it as it is.
+public struct PublishedDirectory: Sendable {
+    public let path: String
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    public var indexPath: String { path + "/" + PositiveListIndex.relativePath }
+    public var batchesPath: String { path + "/batches" }
+
+    public func batchPath(number: UInt64) -> String { path + "/" + PositiveListBatch.relativePath(number: number) }
+
+    /// Creates the directory tree, world-readable so a web server's user can serve it.
+    public func prepare() throws(FileWriteError) {
+        for directory in [path, batchesPath] {
+            var isDirectory: ObjCBool = false
+            if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
+                guard isDirectory.boolValue else { throw .cannotCreate(path: directory, reason: "a file of that name is in the way") }
+                continue
+            }
+            guard mkdir(directory, 0o755) == 0 || errno == EEXIST else {
+                throw .cannotCreate(path: directory, reason: AtomicFile.lastError())
+            }
+            chmod(directory, 0o755)
+        }
+    }
+
+    /// Batch numbers of the `N.tplb` files present.
+    func batchFileNumbers() -> [UInt64] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: batchesPath)) ?? []
+        return names.compactMap { name in
+            guard name.hasSuffix(".tplb") else { return nil }
+            return UInt64(name.dropLast(5))
+        }
+    }
+
+    /// Removes temporary files a crashed writer left behind.
+    func removeStaleTemporaryFiles() {
+        for directory in [path, batchesPath] {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+            for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
+                unlink(directory + "/" + name)
+            }
+        }
+    }
+}
+
+/// An exclusive lock on the data directory's `publish.lock`, held while publishing, so the
+/// schedule inside `serve` and a `tracer-server publish` run never interleave.
+final class PublishLock {
+    private let descriptor: Int32
+
+    init(path: String) throws(FileWriteError) {
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .cannotCreate(path: path, reason: AtomicFile.lastError()) }
+        while flock(descriptor, LOCK_EX) != 0 {
+            guard errno == EINTR else {
+                let reason = AtomicFile.lastError()
+                close(descriptor)
+                throw .cannotWrite(path: path, reason: "cannot lock it: " + reason)
+            }
+        }
+    }
+
+    deinit {
+        flock(descriptor, LOCK_UN)
+        close(descriptor)
+    }
+}

@@ -1,0 +1,187 @@
+import Crypto
+import Foundation
+import IDRotation
+import Logging
+import PositiveListFormat
+
+/// The steps of a publication at which a test may inject a crash.
+public enum PublishStep: String, Sendable, CaseIterable {
+    case batchFileWritten
+    case batchRecorded
+    case indexTemporaryFileWritten
+    case indexReplaced
+}
+
+/// What one publication did.
+public struct PublishReport: Sendable, Equatable {
+    public var newBatch: BatchRecord?
+    public var expiredBatches: [UInt64] = []
+    public var indexGeneration: UInt64?
+    public var liveBatches: Int = 0
+}
+
+public enum PublishError: Error, Sendable, CustomStringConvertible {
+    case store(ServerStoreError)
+    case file(FileWriteError)
+    case signing(String)
+    case concurrentPublisher
+    case injectedFault(PublishStep)
+
+    public var description: String {
+        switch self {
+        case .store(let error): return error.description
+        case .file(let error): return error.description
+        case .signing(let detail): return "Signing failed (\(detail)); check the signing key with `tracer-server status`."
+        case .concurrentPublisher: return "Another publisher recorded a batch at the same time; publish again."
+        case .injectedFault(let step): return "Publication stopped after step \(step.rawValue) (injected fault)."
+        }
+    }
+}
+
+/// Cuts batches from newly accepted ids, expires old batches and rewrites the signed index.
+///
+/// Order of the steps, and why a crash anywhere leaves a valid directory:
+/// 1. the new batch file is written atomically; until step 2 it is an orphan no index names;
+/// 2. the batch is recorded in the database (the ids now belong to it);
+/// 3. batches whose ids all passed retention are marked expired;
+/// 4. the index is rebuilt from the database and replaced atomically;
+/// 5. files no index names any more (expired batches, orphans, temporaries) are deleted.
+/// A crash before 4 leaves the previous index, which still names only files that exist (nothing
+/// is deleted before 5); the next run redoes what is missing, because 4 compares the index on
+/// disk with the database rather than trusting that the previous run finished.
+public actor Publisher {
+    public typealias FaultInjection = @Sendable (PublishStep) throws -> Void
+
+    private let store: ServerStore
+    private let directory: PublishedDirectory
+    private let lockPath: String
+    private let signingKey: Curve25519.Signing.PrivateKey
+    private let retentionSeconds: Int64
+    private let clock: any WallClock
+    private let logger: Logger
+    private let faultInjection: FaultInjection?
+
+    public init(
+        store: ServerStore, directory: PublishedDirectory, lockPath: String, signingKey: Curve25519.Signing.PrivateKey,
+        retentionSeconds: Int64, clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil
+    ) {
+        self.store = store
+        self.directory = directory
+        self.lockPath = lockPath
+        self.signingKey = signingKey
+        self.retentionSeconds = retentionSeconds
+        self.clock = clock
+        self.logger = logger
+        self.faultInjection = faultInjection
+    }
+
+    public var publicKey: PositiveListPublicKey { PositiveListPublicKey(signingKey.publicKey) }
+
+    @discardableResult
+    public func publish() async throws(PublishError) -> PublishReport {
+        do {
+            try directory.prepare()
+            let lock = try PublishLock(path: lockPath)
+            defer { withExtendedLifetime(lock) {} }
+            return try await publishHoldingLock()
+        } catch let error as PublishError {
+            logger.error("publication failed", metadata: ["reason": "\(error)"])
+            throw error
+        } catch let error as FileWriteError {
+            logger.error("publication failed", metadata: ["reason": "\(error)"])
+            throw .file(error)
+        } catch {
+            logger.error("publication failed", metadata: ["reason": "\(error)"])
+            throw .signing(String(describing: error))
+        }
+    }
+
+    private func publishHoldingLock() async throws(PublishError) -> PublishReport {
+        let now = clock.now()
+        let cutoff = now - retentionSeconds
+        var report = PublishReport()
+        do {
+            let pending = try await store.pendingEntries(endingAfter: cutoff)
+            if !pending.entries.isEmpty {
+                report.newBatch = try await cutBatch(pending, now: now)
+            } else if pending.lastSubmission > pending.afterSubmission {
+                try await store.skipExpiredPending(through: pending.lastSubmission)
+            }
+            report.expiredBatches = try await store.expireBatches(endingBy: cutoff, now: now)
+            let live = try await store.liveBatches()
+            report.liveBatches = live.count
+            report.indexGeneration = try await replaceIndexIfStale(live: live, now: now)
+            removeUnlistedFiles(live: live)
+            try await store.purge(idsEndingBefore: cutoff, now: now)
+        } catch let error as ServerStoreError {
+            throw .store(error)
+        } catch let error as PublishError {
+            throw error
+        } catch let error as FileWriteError {
+            throw .file(error)
+        } catch {
+            // What remains is swift-crypto refusing to sign, or the encoder refusing entries.
+            throw .signing(String(describing: error))
+        }
+        logger.info("published", metadata: [
+            "batch": "\(report.newBatch.map { String($0.number) } ?? "none")",
+            "ids": "\(report.newBatch?.idCount ?? 0)",
+            "expiredBatches": "\(report.expiredBatches.count)",
+            "liveBatches": "\(report.liveBatches)",
+            "indexGeneration": "\(report.indexGeneration.map(String.init) ?? "unchanged")",
+        ])
+        return report
+    }
+
+    private func cutBatch(_ pending: PendingEntries, now: UnixSeconds) async throws -> BatchRecord {
+        let number = try await store.nextBatchNumber()
+        let file = try PositiveListBatch.encode(number: number, entries: pending.entries, signingKey: signingKey)
+        try AtomicFile.write(file, to: directory.batchPath(number: number))
+        try inject(.batchFileWritten)
+        let record = BatchRecord(
+            number: number, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
+            sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
+            publishedAt: now)
+        guard try await store.recordBatch(record, expectedWatermark: pending.afterSubmission) else {
+            throw PublishError.concurrentPublisher
+        }
+        try inject(.batchRecorded)
+        return record
+    }
+
+    /// Rewrites the index when the one on disk does not list exactly the live batches (or does
+    /// not verify); returns the new generation, or nil when the index was already right.
+    private func replaceIndexIfStale(live: [BatchRecord], now: UnixSeconds) async throws -> UInt64? {
+        let listings = live.map(\.listing)
+        if let bytes = FileManager.default.contents(atPath: directory.indexPath),
+           let current = try? PositiveListIndex(verifying: Array(bytes), publicKey: publicKey),
+           current.batches == listings
+        {
+            return nil
+        }
+        let generation = try await store.claimIndexGeneration()
+        let index = PositiveListIndex(generation: generation, publishedAt: now, batches: listings)
+        try AtomicFile.write(try index.encode(signingKey: signingKey), to: directory.indexPath) {
+            try inject(.indexTemporaryFileWritten)
+        }
+        try inject(.indexReplaced)
+        return generation
+    }
+
+    /// Deletes batch files that the index no longer names, after the index stopped naming them.
+    private func removeUnlistedFiles(live: [BatchRecord]) {
+        let listed = Set(live.map(\.number))
+        for number in directory.batchFileNumbers() where !listed.contains(number) {
+            unlink(directory.batchPath(number: number))
+        }
+        directory.removeStaleTemporaryFiles()
+    }
+
+    private func inject(_ step: PublishStep) throws {
+        do {
+            try faultInjection?(step)
+        } catch {
+            throw PublishError.injectedFault(step)
+        }
+    }
+}

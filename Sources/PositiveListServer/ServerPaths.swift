@@ -1,0 +1,15 @@
+/// Where the server keeps its files inside its data directory.
+public struct ServerPaths: Sendable {
+    public let dataDirectory: String
+
+    public init(dataDirectory: String) {
+        self.dataDirectory = dataDirectory
+    }
+
+    public var database: String { dataDirectory + "/server.db" }
+    public var signingKey: String { dataDirectory + "/signing-key" }
+    public var configuration: String { dataDirectory + "/config.json" }
+    public var publishLock: String { dataDirectory + "/publish.lock" }
+    /// What nginx or a CDN serves; world-readable, holds nothing secret.
+    public var published: PublishedDirectory { PublishedDirectory(path: dataDirectory + "/public") }
+}

@@ -1,0 +1,81 @@
+import GRDB
+
+/// The server database's schema as ordered migrations; a released step never changes.
+enum ServerSchema {
+    /// "TRPS": marks the file as a Tracer positive list server database.
+    static let applicationID: Int32 = 0x5452_5053
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: submissions, upload codes, batches") { db in
+            try db.execute(sql: "PRAGMA application_id = \(applicationID)")
+            try db.execute(sql: """
+                -- One row per accepted history: who sent it and how, for the authority's audit.
+                CREATE TABLE submissions (
+                    number INTEGER PRIMARY KEY AUTOINCREMENT,
+                    authority TEXT NOT NULL,
+                    via_upload_code INTEGER NOT NULL,
+                    received_at INTEGER NOT NULL,
+                    id_count INTEGER NOT NULL,
+                    new_id_count INTEGER NOT NULL
+                );
+
+                -- Each id once, keyed by its own value: the id is the rowid, so the table is a
+                -- single B-tree and a duplicate costs one lookup. Submission numbers only grow
+                -- (AUTOINCREMENT never reuses one), so "rows of submissions after the last
+                -- batch's" is exactly what the next batch publishes, with no published flag to
+                -- update.
+                CREATE TABLE submitted_ids (
+                    id INTEGER NOT NULL PRIMARY KEY,
+                    valid_from INTEGER NOT NULL,
+                    valid_until INTEGER NOT NULL,
+                    submission INTEGER NOT NULL REFERENCES submissions(number),
+                    CHECK (valid_until > valid_from)
+                );
+                -- Covering, so that reading what the next batch publishes is one sequential
+                -- scan of the newest index entries, not a random lookup per id.
+                CREATE INDEX submitted_ids_by_submission ON submitted_ids(submission, id, valid_from, valid_until);
+
+                -- Codes are kept only as SHA-256 digests.
+                CREATE TABLE upload_codes (
+                    digest BLOB NOT NULL PRIMARY KEY,
+                    authority TEXT NOT NULL,
+                    issued_at INTEGER NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    used_at INTEGER
+                ) WITHOUT ROWID;
+
+                -- A repeated request with the same Idempotency-Key (per credential) answers
+                -- with the submission it created the first time.
+                CREATE TABLE idempotency_keys (
+                    scope TEXT NOT NULL,
+                    key TEXT NOT NULL,
+                    request_digest BLOB NOT NULL,
+                    submission INTEGER NOT NULL REFERENCES submissions(number),
+                    created_at INTEGER NOT NULL,
+                    PRIMARY KEY (scope, key)
+                ) WITHOUT ROWID;
+
+                -- Published batches. Expired ones keep their row (expired_at set) so a batch
+                -- number is never used twice.
+                CREATE TABLE batches (
+                    number INTEGER PRIMARY KEY,
+                    range_start INTEGER NOT NULL,
+                    range_end INTEGER NOT NULL,
+                    byte_count INTEGER NOT NULL,
+                    sha256 BLOB NOT NULL,
+                    id_count INTEGER NOT NULL,
+                    last_submission INTEGER NOT NULL,
+                    published_at INTEGER NOT NULL,
+                    expired_at INTEGER
+                );
+
+                CREATE TABLE server_state (
+                    key TEXT NOT NULL PRIMARY KEY,
+                    value
+                ) WITHOUT ROWID;
+                """)
+        }
+        return migrator
+    }
+}

@@ -1,0 +1,150 @@
+import Foundation
+import GRDB
+import IDRotation
+import PositiveListFormat
+
+/// Ids accepted since the last batch, sorted by id, and the sequence number that closes them.
+public struct PendingEntries: Sendable {
+    public let entries: [PositiveListEntry]
+    /// Submissions up to this number were published (or skipped) before.
+    public let afterSubmission: Int64
+    /// The newest submission these entries come from: the next batch's watermark.
+    public let lastSubmission: Int64
+}
+
+/// A published batch as the database records it.
+public struct BatchRecord: Sendable, Equatable {
+    public let number: UInt64
+    public let timeRange: PublishedTimeRange
+    public let byteCount: Int
+    public let sha256: [UInt8]
+    public let idCount: Int
+    public let lastSubmission: Int64
+    public let publishedAt: UnixSeconds
+
+    public var listing: PositiveListIndex.BatchListing {
+        PositiveListIndex.BatchListing(number: number, timeRange: timeRange, byteCount: byteCount, sha256: sha256)
+    }
+}
+
+/// Counts for `tracer-server status`.
+public struct StoreSummary: Sendable, Equatable {
+    public let submissions: Int
+    public let storedIDs: Int
+    public let unpublishedIDs: Int
+    public let liveBatches: Int
+    public let lastPublishedAt: UnixSeconds?
+    public let openUploadCodes: Int
+}
+
+extension ServerStore {
+    static let indexGenerationKey = "index_generation"
+
+    /// Ids after the last batch whose windows end after `cutoff`, sorted by id.
+    public func pendingEntries(endingAfter cutoff: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
+        try await read { db in
+            let watermark = try Self.watermark(db)
+            var entries: [PositiveListEntry] = []
+            var lastSubmission = watermark
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT submission, id, valid_from, valid_until FROM submitted_ids WHERE submission > ?", arguments: [watermark])
+            while let row = try rows.next() {
+                let submission: Int64 = row[0]
+                lastSubmission = max(lastSubmission, submission)
+                let validUntil: Int64 = row[3]
+                guard validUntil > cutoff else { continue }
+                entries.append(PositiveListEntry(id: UserID(databaseValue: row[1]), validFrom: row[2], validUntil: validUntil))
+            }
+            entries.sort { $0.id < $1.id }
+            return PendingEntries(entries: entries, afterSubmission: watermark, lastSubmission: lastSubmission)
+        }
+    }
+
+    public func nextBatchNumber() async throws(ServerStoreError) -> UInt64 {
+        try await read { db in UInt64(try Int64.fetchOne(db, sql: "SELECT max(number) FROM batches") ?? 0) + 1 }
+    }
+
+    /// Records a batch whose file is already on disk. Refuses (returns false) when another
+    /// publisher recorded a batch meanwhile, so two publishers can never both claim the same ids.
+    public func recordBatch(_ batch: BatchRecord, expectedWatermark: Int64) async throws(ServerStoreError) -> Bool {
+        try await write { db in
+            guard try Self.watermark(db) == expectedWatermark,
+                  try Int64.fetchOne(db, sql: "SELECT count(*) FROM batches WHERE number >= ?", arguments: [Int64(batch.number)]) == 0
+            else { return false }
+            try db.execute(
+                sql: """
+                    INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at)
+                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                    """,
+                arguments: [
+                    Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
+                    batch.idCount, batch.lastSubmission, batch.publishedAt,
+                ])
+            return true
+        }
+    }
+
+    /// Moves the watermark past ids that expired before they could be published, so they are
+    /// not read again by every later publication.
+    public func skipExpiredPending(through lastSubmission: Int64) async throws(ServerStoreError) {
+        try await write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES ('skipped_through', ?)", arguments: [lastSubmission])
+        }
+    }
+
+    /// Marks live batches whose every window ended by `cutoff` as expired; returns their numbers.
+    public func expireBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64] {
+        try await write { db in
+            let numbers = try Int64.fetchAll(
+                db, sql: "SELECT number FROM batches WHERE expired_at IS NULL AND range_end <= ? ORDER BY number", arguments: [cutoff])
+            try db.execute(sql: "UPDATE batches SET expired_at = ? WHERE expired_at IS NULL AND range_end <= ?", arguments: [now, cutoff])
+            return numbers.map { UInt64($0) }
+        }
+    }
+
+    public func liveBatches() async throws(ServerStoreError) -> [BatchRecord] {
+        try await read { db in
+            try Row.fetchAll(db, sql: """
+                SELECT number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at
+                FROM batches WHERE expired_at IS NULL ORDER BY number
+                """).map { row in
+                let digest: Data = row[4]
+                return BatchRecord(
+                    number: UInt64(row[0] as Int64), timeRange: PublishedTimeRange(start: row[1], end: row[2]),
+                    byteCount: row[3], sha256: Array(digest), idCount: row[5], lastSubmission: row[6], publishedAt: row[7])
+            }
+        }
+    }
+
+    /// The next index generation, recorded before the index is written so a generation number
+    /// is never reused even if the write then fails.
+    public func claimIndexGeneration() async throws(ServerStoreError) -> UInt64 {
+        try await write { db in
+            let current = try Int64.fetchOne(db, sql: "SELECT value FROM server_state WHERE key = ?", arguments: [Self.indexGenerationKey]) ?? 0
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES (?, ?)", arguments: [Self.indexGenerationKey, current + 1])
+            return UInt64(current + 1)
+        }
+    }
+
+    public func summary(now: UnixSeconds) async throws(ServerStoreError) -> StoreSummary {
+        try await read { db in
+            let watermark = try Self.watermark(db)
+            return StoreSummary(
+                submissions: try Int.fetchOne(db, sql: "SELECT count(*) FROM submissions") ?? 0,
+                storedIDs: try Int.fetchOne(db, sql: "SELECT count(*) FROM submitted_ids") ?? 0,
+                unpublishedIDs: try Int.fetchOne(db, sql: "SELECT count(*) FROM submitted_ids WHERE submission > ?", arguments: [watermark]) ?? 0,
+                liveBatches: try Int.fetchOne(db, sql: "SELECT count(*) FROM batches WHERE expired_at IS NULL") ?? 0,
+                lastPublishedAt: try Int64.fetchOne(db, sql: "SELECT max(published_at) FROM batches"),
+                openUploadCodes: try Int.fetchOne(
+                    db, sql: "SELECT count(*) FROM upload_codes WHERE used_at IS NULL AND expires_at > ?", arguments: [now]) ?? 0)
+        }
+    }
+
+    /// The newest submission already published (or skipped as expired).
+    static func watermark(_ db: Database) throws -> Int64 {
+        let published = try Int64.fetchOne(db, sql: "SELECT max(last_submission) FROM batches") ?? 0
+        let skipped = try Int64.fetchOne(db, sql: "SELECT value FROM server_state WHERE key = 'skipped_through'") ?? 0
+        return max(published, skipped)
+    }
+}

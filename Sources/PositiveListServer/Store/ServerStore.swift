@@ -1,0 +1,83 @@
+import Foundation
+import GRDB
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The server's SQLite database: submissions, upload codes, idempotency keys and the record of
+/// published batches.
+///
+/// Same conventions as the node's store: file mode 0600, WAL (the HTTP server, `publish` and
+/// `append` can run at once), a busy timeout, and versioned migrations. Every method is async
+/// and runs on GRDB's serial writer, never on an event loop thread.
+public final class ServerStore: Sendable {
+    public let path: String
+    let queue: DatabaseQueue
+
+    public static func open(path: String) throws(ServerStoreError) -> ServerStore {
+        if FileManager.default.fileExists(atPath: path) {
+            try refuseForeignFile(at: path)
+        }
+        let descriptor = Glibc.open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
+            throw .cannotCreateFile(path: path, reason: String(cString: strerror(errno)))
+        }
+        fchmod(descriptor, 0o600)
+        close(descriptor)
+        var configuration = Configuration()
+        configuration.journalMode = .wal
+        configuration.busyMode = .timeout(5)
+        configuration.label = "tracer-server.store"
+        configuration.prepareDatabase { db in
+            // Ids are random, so each upload touches leaf pages all over the id index; a
+            // 64 MiB page cache keeps 28 days of ids (about 60 MB at a million ids) in memory
+            // instead of re-reading them from the OS for every upload.
+            try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536")
+        }
+        do {
+            let queue = try DatabaseQueue(path: path, configuration: configuration)
+            try ServerSchema.migrator.migrate(queue)
+            return ServerStore(path: path, queue: queue)
+        } catch {
+            throw ServerStoreError(error, path: path)
+        }
+    }
+
+    private init(path: String, queue: DatabaseQueue) {
+        self.path = path
+        self.queue = queue
+    }
+
+    /// Refuses, before writing anything, a file that is another program's database or one from
+    /// a newer server.
+    private static func refuseForeignFile(at path: String) throws(ServerStoreError) {
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        do {
+            let probe = try DatabaseQueue(path: path, configuration: configuration)
+            defer { try? probe.close() }
+            try probe.read { db in
+                let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
+                let objectCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
+                if objectCount == 0 && applicationID == 0 { return }
+                guard applicationID == ServerSchema.applicationID else {
+                    throw ServerStoreError.notAServerDatabase(path: path)
+                }
+                let migrator = ServerSchema.migrator
+                let unknown = try migrator.appliedIdentifiers(db).subtracting(migrator.migrations)
+                if !unknown.isEmpty { throw ServerStoreError.newerSchema(path: path, unknownMigrations: unknown.sorted()) }
+            }
+        } catch {
+            throw ServerStoreError(error, path: path)
+        }
+    }
+
+    func read<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ServerStoreError) -> T {
+        do { return try await queue.read(body) } catch { throw ServerStoreError(error, path: path) }
+    }
+
+    func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ServerStoreError) -> T {
+        do { return try await queue.write(body) } catch { throw ServerStoreError(error, path: path) }
+    }
+}

@@ -1,0 +1,51 @@
+import GRDB
+
+/// Failures of the server's database, each with what the operator can do next.
+public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
+    case cannotCreateFile(path: String, reason: String)
+    case notAServerDatabase(path: String)
+    case newerSchema(path: String, unknownMigrations: [String])
+    case busy(path: String)
+    case readOnly(path: String)
+    case diskFull(path: String)
+    case sqlite(path: String, detail: String)
+
+    public var description: String {
+        switch self {
+        case .cannotCreateFile(let path, let reason):
+            return "Cannot create the server database \(path) (\(reason)); check the data directory's permissions or choose another with --data-dir."
+        case .notAServerDatabase(let path):
+            return "The file \(path) is not a tracer-server database; point --data-dir at the server's data directory or at a new one."
+        case .newerSchema(let path, let unknown):
+            return "The database \(path) was written by a newer tracer-server (unknown schema steps: \(unknown.joined(separator: ", "))); upgrade tracer-server. Nothing was changed."
+        case .busy(let path):
+            return "The database \(path) stayed locked by another process; try again, or stop the other tracer-server using it."
+        case .readOnly(let path):
+            return "The database \(path) cannot be written; check the file's and directory's permissions."
+        case .diskFull(let path):
+            return "The disk holding \(path) is full; free some space and try again. Nothing was stored."
+        case .sqlite(let path, let detail):
+            return "The database \(path) could not be used (\(detail)); check the file and try again."
+        }
+    }
+
+    init(_ error: any Error, path: String) {
+        if let storeError = error as? ServerStoreError {
+            self = storeError
+            return
+        }
+        guard let databaseError = error as? DatabaseError else {
+            self = .sqlite(path: path, detail: String(describing: error))
+            return
+        }
+        let detail = databaseError.message ?? "SQLite error \(databaseError.resultCode.rawValue)"
+        switch databaseError.resultCode {
+        case .SQLITE_NOTADB: self = .notAServerDatabase(path: path)
+        case .SQLITE_BUSY, .SQLITE_LOCKED: self = .busy(path: path)
+        case .SQLITE_READONLY, .SQLITE_PERM: self = .readOnly(path: path)
+        case .SQLITE_FULL: self = .diskFull(path: path)
+        case .SQLITE_CANTOPEN: self = .cannotCreateFile(path: path, reason: detail)
+        default: self = .sqlite(path: path, detail: detail)
+        }
+    }
+}

@@ -1,0 +1,175 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import Hummingbird
+import IDRotation
+import Logging
+import PositiveListFormat
+import PositiveListServer
+
+struct Serve: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Runs the HTTP API and serves the published files; publishes on the configured schedule.",
+        discussion: "Stops gracefully on SIGTERM or SIGINT: requests in flight complete. Put TLS in a reverse proxy in front (see deploy/nginx).")
+
+    @OptionGroup var location: LocationOptions
+
+    @Option(name: .customLong("bind"), help: "HOST:PORT to listen on (env TRACER_SERVER_BIND).")
+    var bind: String?
+
+    func run() async throws {
+        let text = bind ?? ProcessInfo.processInfo.environment["TRACER_SERVER_BIND"] ?? "127.0.0.1:8080"
+        guard let colon = text.lastIndex(of: ":"), let port = Int(text[text.index(after: colon)...]), (0...65_535).contains(port) else {
+            throw CommandFailure.invalidBind(text)
+        }
+        let host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+        let logger = Logger(label: "tracer-server")
+        let configuration = try location.loadConfiguration()
+        let store = try location.openStore()
+        let publisher = try location.makePublisher(store: store, configuration: configuration, logger: logger)
+        try location.paths.published.prepare()
+        let components = ServerComponents(
+            configuration: configuration, store: store, publisher: publisher, directory: location.paths.published, clock: SystemWallClock())
+        let application = PositiveListHTTPServer.makeApplication(components, address: .hostname(host, port: port), logger: logger)
+        do {
+            try await application.runService()
+        } catch {
+            throw CommandFailure.serverFailed(String(describing: error))
+        }
+    }
+}
+
+struct Keygen: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Creates the Ed25519 signing key (mode 0600) and prints its public key for node configuration.",
+        discussion: "Refuses to replace an existing key.")
+
+    @OptionGroup var location: LocationOptions
+
+    func run() async throws {
+        try location.prepareDataDirectory()
+        let key = try SigningKeyFile.create(at: location.resolvedKeyPath)
+        print(PositiveListPublicKey(key.publicKey).base64)
+        FileHandle.standardError.write(Data("Signing key written to \(location.resolvedKeyPath); give nodes the public key above.\n".utf8))
+    }
+}
+
+struct Append: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Appends an id history from a JSON file, as the given authority, without going through HTTP.",
+        discussion: #"The file holds {"ids": [{"id": "16 hex digits", "validFrom": UNIX_SECONDS, "validUntil": UNIX_SECONDS}, ...]}, checked by the same rules as POST /v1/histories."#)
+
+    @OptionGroup var location: LocationOptions
+
+    @Option(help: "The authority appending (a name from the configuration).")
+    var authority: String
+
+    @Argument(help: "The history file.")
+    var file: String
+
+    func run() async throws {
+        let configuration = try location.loadConfiguration()
+        let registry = AuthorityRegistry(configuration.authorities)
+        guard registry.authority(named: authority) != nil else {
+            throw CommandFailure.unknownAuthority(authority, known: registry.names)
+        }
+        guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure.unreadableHistory(path: file) }
+        let history: SubmittedHistory
+        do {
+            history = try JSONDecoder().decode(SubmittedHistory.self, from: data)
+        } catch {
+            throw CommandFailure.invalidHistoryFile(path: file, detail: "\(error)")
+        }
+        let now = SystemWallClock().now()
+        let entries: [PositiveListEntry]
+        do {
+            entries = try HistoryRules(configuration).validate(history, now: now)
+        } catch {
+            throw CommandFailure.rejectedHistory(path: file, detail: error.detail)
+        }
+        let store = try location.openStore()
+        let outcome = try await store.appendHistory(entries, credential: .authority(name: authority), idempotencyKey: nil, now: now)
+        guard case .stored(let receipt) = outcome else {
+            throw CommandFailure.rejectedHistory(path: file, detail: "\(outcome)")
+        }
+        print("Stored \(receipt.stored) new ids of \(receipt.received) as submission \(receipt.submission); they appear in the next batch (`tracer-server publish`).")
+    }
+}
+
+struct IssueCode: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "issue-code", abstract: "Issues a one-time upload code for a diagnosed person.")
+
+    @OptionGroup var location: LocationOptions
+
+    @Option(help: "The issuing authority (a name from the configuration).")
+    var authority: String
+
+    @Option(name: .customLong("expires-in"), help: "Seconds until the code expires (default: the configured lifetime, 24 hours).")
+    var expiresIn: Int64?
+
+    func run() async throws {
+        let configuration = try location.loadConfiguration()
+        let registry = AuthorityRegistry(configuration.authorities)
+        guard registry.authority(named: authority) != nil else {
+            throw CommandFailure.unknownAuthority(authority, known: registry.names)
+        }
+        let lifetime = expiresIn ?? configuration.uploadCodeLifetimeSeconds
+        guard (60...configuration.uploadCodeLifetimeSeconds).contains(lifetime) else {
+            throw ValidationError("--expires-in must be between 60 and \(configuration.uploadCodeLifetimeSeconds) seconds.")
+        }
+        let store = try location.openStore()
+        let now = SystemWallClock().now()
+        let code = UploadCode.generate()
+        try await store.recordIssuedCode(code, authority: authority, issuedAt: now, expiresAt: now + lifetime)
+        print(code.display)
+        FileHandle.standardError.write(Data("Valid once, until \((now + lifetime).utcText).\n".utf8))
+    }
+}
+
+struct Publish: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Cuts a batch from ids accepted since the last one, expires old batches and rewrites the signed index now.")
+
+    @OptionGroup var location: LocationOptions
+
+    func run() async throws {
+        let configuration = try location.loadConfiguration()
+        let store = try location.openStore()
+        let publisher = try location.makePublisher(store: store, configuration: configuration, logger: Logger(label: "tracer-server"))
+        let report = try await publisher.publish()
+        if let batch = report.newBatch {
+            print("Published batch \(batch.number) with \(batch.idCount) ids (\(batch.byteCount) bytes).")
+        } else {
+            print("No new ids to publish.")
+        }
+        if !report.expiredBatches.isEmpty {
+            print("Removed expired batches: \(report.expiredBatches.map(String.init).joined(separator: ", ")).")
+        }
+        print("Index lists \(report.liveBatches) batches\(report.indexGeneration.map { " (generation \($0))" } ?? " (unchanged)").")
+    }
+}
+
+struct Status: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(abstract: "Shows the server's data: submissions, unpublished ids, batches, open codes, public key.")
+
+    @OptionGroup var location: LocationOptions
+
+    func run() async throws {
+        let store = try location.openStore()
+        let summary = try await store.summary(now: SystemWallClock().now())
+        print("Data directory:    \(location.paths.dataDirectory)")
+        print("Published files:   \(location.paths.published.path)")
+        if let key = try? SigningKeyFile.load(from: location.resolvedKeyPath) {
+            print("Public key:        \(PositiveListPublicKey(key.publicKey).base64)")
+        } else {
+            print("Public key:        none yet (run `tracer-server keygen`)")
+        }
+        print("Submissions:       \(summary.submissions)")
+        print("Stored ids:        \(summary.storedIDs)")
+        print("Unpublished ids:   \(summary.unpublishedIDs)")
+        print("Live batches:      \(summary.liveBatches)")
+        print("Last publication:  \(summary.lastPublishedAt?.utcText ?? "never")")
+        print("Open upload codes: \(summary.openUploadCodes)")
+    }
+}

@@ -1,0 +1,89 @@
+import ArgumentParser
+import Crypto
+import Foundation
+import IDRotation
+import Logging
+import PositiveListFormat
+import PositiveListServer
+
+struct TracerServerCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tracer-server",
+        abstract: "The positive list server: health authorities append diagnosed id histories; the server publishes them as signed static files.",
+        discussion: """
+            Files live in the data directory (--data-dir, $TRACER_SERVER_DATA_DIR, else \
+            $XDG_DATA_HOME/tracer-server or ~/.local/share/tracer-server): server.db, signing-key, \
+            config.json and public/, the directory to serve.
+            """,
+        subcommands: [Serve.self, Keygen.self, Append.self, IssueCode.self, Publish.self, Status.self])
+}
+
+/// Where the server's files are; shared by every subcommand.
+struct LocationOptions: ParsableArguments {
+    @Option(name: .customLong("data-dir"), help: "The server's data directory (env TRACER_SERVER_DATA_DIR).")
+    var dataDirectory: String?
+
+    @Option(name: .customLong("config"), help: "The JSON configuration file (env TRACER_SERVER_CONFIG; default DATA_DIR/config.json).")
+    var configurationPath: String?
+
+    @Option(name: .customLong("key"), help: "The Ed25519 signing key file (env TRACER_SERVER_KEY; default DATA_DIR/signing-key).")
+    var keyPath: String?
+
+    private var environment: [String: String] { ProcessInfo.processInfo.environment }
+
+    var paths: ServerPaths {
+        if let dataDirectory = dataDirectory ?? environment["TRACER_SERVER_DATA_DIR"], !dataDirectory.isEmpty {
+            return ServerPaths(dataDirectory: Self.absolute(dataDirectory))
+        }
+        if let dataHome = environment["XDG_DATA_HOME"], dataHome.hasPrefix("/") {
+            return ServerPaths(dataDirectory: dataHome + "/tracer-server")
+        }
+        return ServerPaths(dataDirectory: (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share/tracer-server")
+    }
+
+    var resolvedConfigurationPath: String {
+        (configurationPath ?? environment["TRACER_SERVER_CONFIG"]).map(Self.absolute) ?? paths.configuration
+    }
+
+    var resolvedKeyPath: String {
+        (keyPath ?? environment["TRACER_SERVER_KEY"]).map(Self.absolute) ?? paths.signingKey
+    }
+
+    /// Creates the data directory if needed. It is not made private: its public/ must stay
+    /// reachable by the web server's user; the secrets in it are 0600 files.
+    func prepareDataDirectory() throws {
+        let path = paths.dataDirectory
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        } catch {
+            throw CommandFailure.cannotCreateDirectory(path: path, reason: (error as NSError).localizedDescription)
+        }
+    }
+
+    func loadConfiguration() throws -> ServerConfiguration {
+        try ServerConfiguration.load(path: resolvedConfigurationPath)
+    }
+
+    func openStore() throws -> ServerStore {
+        try prepareDataDirectory()
+        return try ServerStore.open(path: paths.database)
+    }
+
+    func makePublisher(store: ServerStore, configuration: ServerConfiguration, logger: Logger) throws -> Publisher {
+        let key = try SigningKeyFile.load(from: resolvedKeyPath)
+        return Publisher(
+            store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,
+            retentionSeconds: configuration.retentionSeconds, clock: SystemWallClock(), logger: logger)
+    }
+
+    private static func absolute(_ path: String) -> String {
+        path.hasPrefix("/") ? path : FileManager.default.currentDirectoryPath + "/" + path
+    }
+}
+
+extension UnixSeconds {
+    var utcText: String {
+        let formatter = ISO8601DateFormatter()
+        return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(self)))
+    }
+}

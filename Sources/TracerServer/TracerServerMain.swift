@@ -1,0 +1,90 @@
+import ArgumentParser
+import Foundation
+import Logging
+import PositiveListFormat
+import PositiveListServer
+
+/// Runs `tracer-server` with the project's exit codes: 0 success, 1 a failure the operator can
+/// act on (one sentence on stderr), 2 a usage mistake.
+@main
+enum TracerServerMain {
+    static func main() async {
+        LoggingSystem.bootstrap { label in
+            var handler = StreamLogHandler.standardError(label: label)
+            handler.logLevel = ProcessInfo.processInfo.environment["TRACER_SERVER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
+            return handler
+        }
+        var command: any ParsableCommand
+        do {
+            command = try TracerServerCommand.parseAsRoot(Array(CommandLine.arguments.dropFirst()))
+        } catch {
+            exitForParseFailure(error)
+        }
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let exit as ExitCode {
+            Foundation.exit(exit.rawValue)
+        } catch let error as CleanExit {
+            TracerServerCommand.exit(withError: error)
+        } catch let error as ValidationError {
+            exitForParseFailure(error)
+        } catch let error as any CustomStringConvertible & Error where OperatorMessage.isKnown(error) {
+            FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+            Foundation.exit(1)
+        } catch {
+            exitForParseFailure(error)
+        }
+    }
+
+    private static func exitForParseFailure(_ error: any Error) -> Never {
+        let message = TracerServerCommand.fullMessage(for: error)
+        if TracerServerCommand.exitCode(for: error) == .success {
+            print(message)
+            Foundation.exit(0)
+        }
+        FileHandle.standardError.write(Data((message.isEmpty ? "" : message + "\n").utf8))
+        Foundation.exit(2)
+    }
+}
+
+/// The errors that already carry a sentence for the operator.
+enum OperatorMessage {
+    static func isKnown(_ error: any Error) -> Bool {
+        error is CommandFailure || error is ConfigurationError || error is ServerStoreError || error is SigningKeyError
+            || error is PublishError || error is FileWriteError || error is PositiveListFormatError
+    }
+}
+
+/// A command's own failures, each saying what to do next.
+enum CommandFailure: Error, CustomStringConvertible {
+    case unknownAuthority(String, known: [String])
+    case unreadableHistory(path: String)
+    case invalidHistoryFile(path: String, detail: String)
+    case rejectedHistory(path: String, detail: String)
+    case invalidBind(String)
+    case cannotCreateDirectory(path: String, reason: String)
+    case serverFailed(String)
+
+    var description: String {
+        switch self {
+        case .unknownAuthority(let name, let known):
+            return "No authority named \"\(name)\" in the configuration (known: \(known.joined(separator: ", "))); use one of those names with --authority."
+        case .unreadableHistory(let path):
+            return "Cannot read the history file \(path); check the path."
+        case .invalidHistoryFile(let path, let detail):
+            return "The file \(path) is not a history (\(detail)); it must be JSON like {\"ids\": [{\"id\": \"0123456789abcdef\", \"validFrom\": 1700000000, \"validUntil\": 1700000900}]}."
+        case .rejectedHistory(let path, let detail):
+            return "The history in \(path) was refused and nothing was stored: \(detail)"
+        case .invalidBind(let text):
+            return "\"\(text)\" is not an address to listen on; use HOST:PORT, for example 127.0.0.1:8080."
+        case .cannotCreateDirectory(let path, let reason):
+            return "Cannot create the data directory \(path) (\(reason)); check permissions or choose another with --data-dir."
+        case .serverFailed(let detail):
+            return "The server stopped with an error (\(detail)); check that the address is free and try again."
+        }
+    }
+}

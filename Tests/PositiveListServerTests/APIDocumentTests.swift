@@ -1,0 +1,87 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import PositiveListServer
+import Testing
+
+/// docs/openapi.yaml must stay true: the error codes it lists are exactly those the server's
+/// source can produce, and every path and method it documents is routed.
+@Suite struct APIDocumentTests {
+    static let root = NginxInstance.repositoryRoot
+
+    static func documentedErrorCodes() throws -> Set<String> {
+        let text = try String(contentsOfFile: root + "/docs/openapi.yaml", encoding: .utf8)
+        let lines = text.components(separatedBy: "\n")
+        let start = try #require(lines.firstIndex { $0.contains("description: A stable, machine-readable code.") })
+        var codes: Set<String> = []
+        for line in lines[(start + 1)...] {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if trimmed == "enum:" { continue }
+            guard trimmed.hasPrefix("- ") else { break }
+            codes.insert(String(trimmed.dropFirst(2)))
+        }
+        return codes
+    }
+
+    static func errorCodesInSource() throws -> Set<String> {
+        let directory = root + "/Sources/PositiveListServer"
+        let files = try #require(FileManager.default.enumerator(atPath: directory)).compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
+        // `APIError(.status, "code", ...)` and HistoryRejection's `return "code"`.
+        let patterns = [#"APIError\(\s*\.?[A-Za-z]*\.?[A-Za-z]+,\s*"([a-z_]+)""#, #"return "([a-z]+_[a-z_]+)""#]
+        var codes: Set<String> = []
+        for file in files {
+            let source = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+            for pattern in patterns {
+                let regex = try NSRegularExpression(pattern: pattern)
+                for match in regex.matches(in: source, range: NSRange(source.startIndex..., in: source)) {
+                    codes.insert(String(source[Range(match.range(at: 1), in: source)!]))
+                }
+            }
+        }
+        return codes
+    }
+
+    @Test func documentedErrorCodesAreExactlyTheServersOwn() throws {
+        let documented = try Self.documentedErrorCodes()
+        let produced = try Self.errorCodesInSource()
+        #expect(produced.count > 15, "the source scan found too few codes: \(produced.sorted())")
+        #expect(produced.subtracting(documented).isEmpty, "undocumented: \(produced.subtracting(documented).sorted())")
+        #expect(documented.subtracting(produced).isEmpty, "documented but never produced: \(documented.subtracting(produced).sorted())")
+    }
+
+    @Test func everyDocumentedOperationIsRouted() async throws {
+        let text = try String(contentsOfFile: Self.root + "/docs/openapi.yaml", encoding: .utf8)
+        var operations: [(path: String, method: String)] = []
+        var currentPath: String?
+        var inPaths = false
+        for line in text.components(separatedBy: "\n") {
+            if line == "paths:" { inPaths = true; continue }
+            guard inPaths else { continue }
+            if line.hasPrefix("  /"), line.hasSuffix(":") {
+                currentPath = String(line.dropFirst(2).dropLast())
+            } else if let currentPath, let method = ["get", "head", "post"].first(where: { line == "    \($0):" }) {
+                operations.append((currentPath, method))
+            }
+        }
+        #expect(operations.count == 7, "\(operations)")
+
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let entries = try HistoryRules(fixture.configuration)
+            .validate(SubmittedHistory(ids: Histories.entries(count: 3, endingAt: fixture.clock.now())), now: fixture.clock.now())
+        _ = try await fixture.store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
+        try await fixture.makePublisher().publish()
+        let documented = operations
+        try await fixture.withServer { client in
+            for operation in documented {
+                let path = operation.path.replacingOccurrences(of: "{file}", with: "1.tplb")
+                let method = HTTPRequest.Method(rawValue: operation.method.uppercased())!
+                let response = try await client.send(path, method)
+                // Without credentials the API answers 401, the files 200: never "no such route".
+                let expected: HTTPResponse.Status = path.hasPrefix("/v1/") ? .unauthorized : .ok
+                #expect(response.status == expected, "\(operation.method) \(operation.path)")
+            }
+        }
+    }
+}

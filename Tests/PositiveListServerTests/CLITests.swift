@@ -1,0 +1,122 @@
+import Foundation
+import IDRotation
+import PositiveListFormat
+import PositiveListServer
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+@Suite struct CLITests {
+    /// A fixture whose data directory has no key yet, as on a new server.
+    func freshFixture() throws -> ServerFixture {
+        let fixture = try ServerFixture()
+        try FileManager.default.removeItem(atPath: fixture.paths.signingKey)
+        return fixture
+    }
+
+    @Test func keygenWritesAPrivateKeyPrintsThePublicKeyAndRefusesToOverwrite() throws {
+        let fixture = try freshFixture()
+        defer { fixture.remove() }
+        let first = try ServerCLI.run(["keygen"], fixture: fixture)
+        #expect(first.exitCode == 0, "\(first)")
+        let printed = try PositiveListPublicKey(base64: first.stdout)
+        let key = try SigningKeyFile.load(from: fixture.paths.signingKey)
+        #expect(PositiveListPublicKey(key.publicKey) == printed)
+        let mode = try FileManager.default.attributesOfItem(atPath: fixture.paths.signingKey)[.posixPermissions] as? Int
+        #expect(mode == 0o600)
+
+        let second = try ServerCLI.run(["keygen"], fixture: fixture)
+        #expect(second.exitCode == 1)
+        #expect(second.stderr.contains("already exists"))
+        #expect(PositiveListPublicKey(try SigningKeyFile.load(from: fixture.paths.signingKey).publicKey) == printed)
+    }
+
+    @Test func anAuthorityWorksOfflineWithAppendIssueCodePublishAndStatus() throws {
+        let fixture = try freshFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration()
+        let keygen = try ServerCLI.run(["keygen"], fixture: fixture)
+        let publicKey = try PositiveListPublicKey(base64: keygen.stdout)
+
+        let now = SystemWallClock().now()
+        let history = fixture.paths.dataDirectory + "/history.json"
+        try JSONEncoder().encode(SubmittedHistory(ids: Histories.entries(count: 96, endingAt: now - 900))).write(to: URL(fileURLWithPath: history))
+        let append = try ServerCLI.run(["append", "--authority", "Health Authority A", history], fixture: fixture)
+        #expect(append.exitCode == 0, "\(append)")
+        #expect(append.stdout.contains("Stored 96 new ids"))
+
+        let code = try ServerCLI.run(["issue-code", "--authority", "Health Authority B"], fixture: fixture)
+        #expect(code.exitCode == 0, "\(code)")
+        #expect(UploadCode(typed: code.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) != nil)
+
+        let publish = try ServerCLI.run(["publish"], fixture: fixture)
+        #expect(publish.exitCode == 0, "\(publish)")
+        #expect(publish.stdout.contains("Published batch 1 with 96 ids"))
+        let index = try PositiveListIndex(verifying: Array(try #require(FileManager.default.contents(atPath: fixture.paths.published.indexPath))), publicKey: publicKey)
+        #expect(index.batches.map(\.number) == [1])
+        let batchFile = try #require(FileManager.default.contents(atPath: fixture.paths.published.batchPath(number: 1)))
+        #expect(try PositiveListBatch(verifying: Array(batchFile), listedAs: index.batches[0], publicKey: publicKey).count == 96)
+
+        let status = try ServerCLI.run(["status"], fixture: fixture)
+        #expect(status.exitCode == 0, "\(status)")
+        #expect(status.stdout.contains("Live batches:      1"))
+        #expect(status.stdout.contains("Open upload codes: 1"))
+        #expect(status.stdout.contains(publicKey.base64))
+        // Neither the ids nor the code reach the logs.
+        let everything = append.stderr + code.stderr + publish.stderr + status.stderr
+        #expect(!everything.contains(Histories.entries(count: 1, endingAt: now - 900)[0].id))
+    }
+
+    @Test func mistakesGetOneSentenceAndTheRightExitCode() throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let noConfig = try ServerCLI.run(["issue-code", "--authority", "X"], fixture: fixture)
+        #expect(noConfig.exitCode == 1)
+        #expect(noConfig.stderr.contains("Cannot read the configuration file"))
+
+        try fixture.writeConfiguration()
+        let unknown = try ServerCLI.run(["issue-code", "--authority", "Nobody"], fixture: fixture)
+        #expect(unknown.exitCode == 1)
+        #expect(unknown.stderr.contains("No authority named \"Nobody\""))
+
+        let badFile = fixture.paths.dataDirectory + "/bad.json"
+        try Data("{\"ids\": []}".utf8).write(to: URL(fileURLWithPath: badFile))
+        let refused = try ServerCLI.run(["append", "--authority", "Health Authority A", badFile], fixture: fixture)
+        #expect(refused.exitCode == 1)
+        #expect(refused.stderr.contains("nothing was stored"))
+
+        let usage = try ServerCLI.run(["serve", "--no-such-flag"], fixture: fixture)
+        #expect(usage.exitCode == 2)
+    }
+
+    @Test func serveAnswersAndStopsCleanlyOnSIGTERM() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration()
+        let port = try Ports.free()
+        let errors = Pipe()
+        let process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(port)"], fixture: fixture, stderr: errors)
+        do {
+            try await Ports.waitUntilListening(port, orExit: process)
+        } catch {
+            process.terminate()
+            throw error
+        }
+        // The scheduler publishes at start, so the index exists.
+        var index: [UInt8]?
+        for _ in 0..<100 where index == nil {
+            index = FileManager.default.contents(atPath: fixture.paths.published.indexPath).map(Array.init)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let published = try PositiveListIndex(verifying: try #require(index), publicKey: fixture.publicKey)
+        #expect(published.batches.isEmpty)
+
+        kill(process.processIdentifier, SIGTERM)
+        process.waitUntilExit()
+        #expect(process.terminationReason == .exit)
+        #expect(process.terminationStatus == 0)
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        #expect(log.contains("Server started"))
+    }
+}

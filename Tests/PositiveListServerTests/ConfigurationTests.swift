@@ -1,0 +1,79 @@
+import Crypto
+import Foundation
+@testable import PositiveListServer
+import Testing
+
+@Suite struct ConfigurationTests {
+    func parse(_ text: String) throws(ConfigurationError) -> ServerConfiguration {
+        try ServerConfiguration.parse(Data(text.utf8), path: "config.json")
+    }
+
+    @Test func defaultsFollowTheIssue() throws {
+        let configuration = try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}]}"#)
+        #expect(configuration.retentionDays == 28)
+        #expect(configuration.maxIDsPerHistory >= 28 * 96)
+        #expect(configuration.uploadCodeLifetimeSeconds == 86_400)
+        #expect(configuration.publishIntervalSeconds == 3_600)
+        #expect(configuration.failedAttemptsPerMinute == 10)
+    }
+
+    @Test func tokensMayBeGivenAsDigestsAndAreKeptOnlyAsDigests() throws {
+        let token = "a-long-random-token-for-authority-b"
+        let digest = SHA256.hash(data: Array(token.utf8)).map { String(format: "%02x", $0) }.joined()
+        let configuration = try parse("""
+            {"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}, {"name": "B", "tokenSHA256": "\(digest)"}],
+             "maxIDsPerHistory": 100}
+            """)
+        let registry = AuthorityRegistry(configuration.authorities)
+        #expect(registry.authenticate(token: token)?.name == "B")
+        #expect(registry.authenticate(token: "0123456789abcdef0123456789")?.name == "A")
+        #expect(registry.authenticate(token: "0123456789abcdef012345678") == nil)
+        #expect(registry.authenticate(token: "") == nil)
+        #expect(configuration.maxIDsPerHistory == 100)
+    }
+
+    @Test func mistakesAreRefusedWithTheirReason() {
+        #expect(throws: ConfigurationError.notJSONObject(path: "config.json")) { try parse("[1]") }
+        #expect(throws: ConfigurationError.noAuthorities(path: "config.json")) { try parse(#"{"authorities": []}"#) }
+        #expect(throws: ConfigurationError.unknownSetting(path: "config.json", name: "retentionDay")) {
+            try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "retentionDay": 3}"#)
+        }
+        #expect(throws: ConfigurationError.weakToken(path: "config.json", authority: "A", minimumLength: 24)) {
+            try parse(#"{"authorities": [{"name": "A", "token": "short"}]}"#)
+        }
+        #expect(throws: ConfigurationError.duplicateAuthority(path: "config.json", name: "A")) {
+            try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}, {"name": "A", "token": "0123456789abcdef0123456789x"}]}"#)
+        }
+        #expect(throws: ConfigurationError.self) {
+            try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "retentionDays": 29}"#)
+        }
+        #expect(throws: ConfigurationError.unreadable(path: "/nonexistent/config.json")) {
+            try ServerConfiguration.load(path: "/nonexistent/config.json")
+        }
+    }
+}
+
+@Suite struct UploadCodeTests {
+    @Test func codesUseOnlyUnambiguousCharactersAndAreLongEnough() {
+        for _ in 0..<200 {
+            let code = UploadCode.generate()
+            #expect(code.canonical.count >= 10)
+            #expect(!code.canonical.contains { "0O1IlL".contains($0) })
+            #expect(code.display.count == 14)
+            #expect(UploadCode(typed: code.display) == code)
+            #expect(UploadCode(typed: code.display.lowercased().replacingOccurrences(of: "-", with: " ")) == code)
+        }
+    }
+
+    @Test func typedTextThatCannotBeACodeIsRefused() {
+        #expect(UploadCode(typed: "ABCD-EFGH-JKM") == nil)
+        #expect(UploadCode(typed: "ABCD-EFGH-JKM0") == nil)
+        #expect(UploadCode(typed: "") == nil)
+    }
+
+    @Test func codesNeverAppearInTheirDescription() {
+        let code = UploadCode.generate()
+        #expect(!"\(code)".contains(code.canonical))
+        #expect("\(code)".hasPrefix("code#"))
+    }
+}

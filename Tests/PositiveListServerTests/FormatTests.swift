@@ -1,0 +1,120 @@
+import Crypto
+import Foundation
+import IDRotation
+import PositiveListFormat
+import Testing
+
+@Suite struct FormatTests {
+    let key = Curve25519.Signing.PrivateKey()
+    var publicKey: PositiveListPublicKey { PositiveListPublicKey(key.publicKey) }
+
+    func sortedEntries(_ count: Int, seed: UInt64 = 7) -> [PositiveListEntry] {
+        var generator = SeededGenerator(seed: seed)
+        return (0..<count).map { position in
+            let from = UnixSeconds(1_800_000_000 + position * 900)
+            return PositiveListEntry(id: UserID.random(using: &generator), validFrom: from, validUntil: from + 900)
+        }.sorted { $0.id < $1.id }
+    }
+
+    @Test func batchRoundTripsWithSortedEntriesAndTimeRange() throws {
+        let entries = sortedEntries(500)
+        let file = try PositiveListBatch.encode(number: 42, entries: entries, signingKey: key)
+        #expect(file.count == PositiveListBatch.headerByteCount + 500 * 16 + 64)
+        let batch = try PositiveListBatch(verifying: file, publicKey: publicKey)
+        #expect(batch.number == 42)
+        #expect(batch.count == 500)
+        #expect(batch.entries == entries)
+        #expect(batch.timeRange == PublishedTimeRange(start: 1_800_000_000, end: 1_800_000_000 + 500 * 900))
+        #expect(batch.entry(for: entries[321].id) == entries[321])
+        #expect(batch.entry(for: UserID(rawValue: 12345)) == nil)
+    }
+
+    @Test func overheadOfAHistorySizedBatchIsUnderTwoPercent() throws {
+        let entries = sortedEntries(2_688)
+        let file = try PositiveListBatch.encode(number: 1, entries: entries, signingKey: key)
+        let payload = entries.count * PositiveListBatch.entryByteCount
+        #expect(Double(file.count - payload) / Double(payload) < 0.02)
+    }
+
+    @Test func everyFlippedByteOfABatchFailsVerification() throws {
+        let file = try PositiveListBatch.encode(number: 3, entries: sortedEntries(4), signingKey: key)
+        for position in file.indices {
+            var altered = file
+            altered[position] ^= 0x01
+            #expect(throws: PositiveListFormatError.self, "byte \(position)") {
+                try PositiveListBatch(verifying: altered, publicKey: publicKey)
+            }
+        }
+    }
+
+    @Test func everyFlippedByteOfAnIndexFailsVerification() throws {
+        let index = PositiveListIndex(generation: 9, publishedAt: 1_800_000_000, batches: [
+            .init(number: 1, timeRange: .init(start: 10, end: 20), byteCount: 184, sha256: Array(repeating: 7, count: 32)),
+            .init(number: 2, timeRange: .init(start: 20, end: 30), byteCount: 200, sha256: Array(repeating: 9, count: 32)),
+        ])
+        let file = try index.encode(signingKey: key)
+        #expect(try PositiveListIndex(verifying: file, publicKey: publicKey) == index)
+        for position in file.indices {
+            var altered = file
+            altered[position] ^= 0x80
+            #expect(throws: PositiveListFormatError.self, "byte \(position)") {
+                try PositiveListIndex(verifying: altered, publicKey: publicKey)
+            }
+        }
+    }
+
+    @Test func anotherServersKeyDoesNotVerify() throws {
+        let file = try PositiveListBatch.encode(number: 1, entries: sortedEntries(3), signingKey: key)
+        let stranger = PositiveListPublicKey(Curve25519.Signing.PrivateKey().publicKey)
+        #expect(throws: PositiveListFormatError.badSignature(.batch)) { try PositiveListBatch(verifying: file, publicKey: stranger) }
+    }
+
+    @Test func truncatedAndForeignFilesAreRefused() throws {
+        let file = try PositiveListBatch.encode(number: 1, entries: sortedEntries(3), signingKey: key)
+        #expect(throws: PositiveListFormatError.truncated(.batch, byteCount: 50)) {
+            try PositiveListBatch(verifying: Array(file.prefix(50)), publicKey: publicKey)
+        }
+        // Signed by the right key but not a batch: refused by its magic.
+        var body = Array(file.dropLast(SignedFile.signatureByteCount))
+        body.replaceSubrange(0..<4, with: PositiveListIndex.magic)
+        #expect(throws: PositiveListFormatError.wrongMagic(.batch)) {
+            try PositiveListBatch(verifying: try SignedFile.sign(body, with: key), publicKey: publicKey)
+        }
+        body.replaceSubrange(0..<4, with: PositiveListBatch.magic)
+        body[4] = 2
+        #expect(throws: PositiveListFormatError.unsupportedVersion(.batch, version: 2)) {
+            try PositiveListBatch(verifying: try SignedFile.sign(body, with: key), publicKey: publicKey)
+        }
+    }
+
+    @Test func batchMustMatchItsIndexListing() throws {
+        let file = try PositiveListBatch.encode(number: 5, entries: sortedEntries(3), signingKey: key)
+        let digest = Array(SHA256.hash(data: file))
+        let range = PublishedTimeRange(start: 0, end: 1)
+        #expect(throws: PositiveListFormatError.digestMismatch(batchNumber: 5)) {
+            try PositiveListBatch(verifying: file, listedAs: .init(number: 5, timeRange: range, byteCount: file.count, sha256: Array(repeating: 0, count: 32)), publicKey: publicKey)
+        }
+        #expect(throws: PositiveListFormatError.batchNumberMismatch(expected: 6, actual: 5)) {
+            try PositiveListBatch(verifying: file, listedAs: .init(number: 6, timeRange: range, byteCount: file.count, sha256: digest), publicKey: publicKey)
+        }
+        #expect(throws: PositiveListFormatError.lengthMismatch(.batch, expected: 1, actual: file.count)) {
+            try PositiveListBatch(verifying: file, listedAs: .init(number: 5, timeRange: range, byteCount: 1, sha256: digest), publicKey: publicKey)
+        }
+    }
+
+    @Test func encoderRefusesUnsortedOrDuplicateIds() throws {
+        let entries = sortedEntries(3)
+        #expect(throws: PositiveListFormatError.entriesNotSorted(position: 1)) {
+            try PositiveListBatch.encode(number: 1, entries: [entries[1], entries[0]], signingKey: key)
+        }
+        #expect(throws: PositiveListFormatError.entriesNotSorted(position: 1)) {
+            try PositiveListBatch.encode(number: 1, entries: [entries[0], entries[0]], signingKey: key)
+        }
+    }
+
+    @Test func publicKeyTextRoundTripsAndRejectsGarbage() throws {
+        #expect(try PositiveListPublicKey(base64: publicKey.base64) == publicKey)
+        #expect(throws: PositiveListFormatError.invalidPublicKey) { try PositiveListPublicKey(base64: "not a key") }
+        #expect(throws: PositiveListFormatError.invalidPublicKey) { try PositiveListPublicKey(base64: Data([1, 2, 3]).base64EncodedString()) }
+    }
+}

@@ -1,0 +1,168 @@
+import Crypto
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import IDRotation
+import PositiveListFormat
+@testable import PositiveListServer
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// nginx from Debian's package, started by the test over a scratch copy of
+/// deploy/nginx/tracer-server.conf, with its pid file, logs and temporary files in a scratch
+/// directory. Missing nginx fails the test: CI installs it through scripts/setup.
+final class NginxInstance {
+    static let binary = "/usr/sbin/nginx"
+
+    let port: Int
+    let prefix: String
+    private let process: Process
+    private let errors: Pipe
+
+    init(publishedDirectory: String, upstreamPort: Int) async throws {
+        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
+            throw HarnessFailure(description: "nginx is not installed at \(Self.binary); install it with `apt-get install nginx` (scripts/setup does this).")
+        }
+        prefix = NSTemporaryDirectory() + "/tracer-nginx-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
+        port = try Ports.free()
+        let example = try String(contentsOfFile: Self.repositoryRoot + "/deploy/nginx/tracer-server.conf", encoding: .utf8)
+        let replacements = [
+            ("listen 127.0.0.1:8081;", "listen 127.0.0.1:\(port);"),
+            ("root /var/lib/tracer-server/public;", "root \(publishedDirectory);"),
+            ("http://127.0.0.1:8080", "http://127.0.0.1:\(upstreamPort)"),
+        ]
+        var server = example
+        for (original, replacement) in replacements {
+            guard server.contains(original) else {
+                throw HarnessFailure(description: "deploy/nginx/tracer-server.conf no longer contains `\(original)`; update this test with it.")
+            }
+            server = server.replacingOccurrences(of: original, with: replacement)
+        }
+        try server.write(toFile: prefix + "/tracer-server.conf", atomically: true, encoding: .utf8)
+        // Run as root, nginx's workers switch to an unprivileged user (Debian has no group
+        // "nobody"), which also proves the published files are readable by others.
+        let user = geteuid() == 0 ? "user nobody nogroup;" : ""
+        let main = """
+            \(user)
+            daemon off;
+            master_process on;
+            worker_processes 1;
+            pid \(prefix)/nginx.pid;
+            error_log stderr warn;
+            events { worker_connections 1024; }
+            http {
+                access_log off;
+                client_body_temp_path \(prefix)/client_body;
+                proxy_temp_path \(prefix)/proxy;
+                fastcgi_temp_path \(prefix)/fastcgi;
+                uwsgi_temp_path \(prefix)/uwsgi;
+                scgi_temp_path \(prefix)/scgi;
+                include \(prefix)/tracer-server.conf;
+            }
+            """
+        try main.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
+        chmod(prefix, 0o755)
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf", "-e", "stderr"]
+        errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        do {
+            try await Ports.waitUntilListening(port, orExit: process)
+        } catch {
+            stop()
+            let output = String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
+            throw HarnessFailure(description: "nginx did not start: \(error)\n\(output)")
+        }
+    }
+
+    /// SIGQUIT: nginx's graceful stop.
+    func stop() {
+        if process.isRunning {
+            kill(process.processIdentifier, SIGQUIT)
+            process.waitUntilExit()
+        }
+        try? FileManager.default.removeItem(atPath: prefix)
+    }
+
+    static let repositoryRoot: String = {
+        var url = URL(fileURLWithPath: #filePath)
+        while url.pathComponents.count > 1 {
+            url.deleteLastPathComponent()
+            if FileManager.default.fileExists(atPath: url.path + "/Package.swift") { return url.path }
+        }
+        return FileManager.default.currentDirectoryPath
+    }()
+
+    func get(_ path: String, headers: HTTPFields = [:]) async throws -> TestClient.Response {
+        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in
+            try await client.execute(TestClient.Request(path, method: .get, authority: "127.0.0.1", headers: headers))
+        }
+    }
+
+    func send(_ request: TestClient.Request) async throws -> TestClient.Response {
+        try await TestClient.withClient(host: "127.0.0.1", port: port) { client in try await client.execute(request) }
+    }
+}
+
+@Suite(.serialized) struct NginxTests {
+    @Test func nginxServesThePublishedDirectoryUnchangedAndNodesVerifyIt() async throws {
+        let fixture = try ServerFixture { $0.trustForwardedFor = true }
+        defer { fixture.remove() }
+        for seed in 1...2 {
+            let entries = try HistoryRules(fixture.configuration)
+                .validate(SubmittedHistory(ids: Histories.entries(count: 500, endingAt: fixture.clock.now(), seed: UInt64(seed))), now: fixture.clock.now())
+            _ = try await fixture.store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
+            try await fixture.makePublisher().publish()
+            fixture.clock.advance(by: 3_600)
+        }
+
+        try await fixture.withServer { apiClient in
+            let nginx = try await NginxInstance(publishedDirectory: fixture.paths.published.path, upstreamPort: try #require(apiClient.port))
+            defer { nginx.stop() }
+
+            var node = NodeFetcher(publicKey: fixture.publicKey)
+            let throughNginx: (String, HTTPFields) async throws -> (HTTPResponse.Status, HTTPFields, [UInt8]) = { path, headers in
+                let response = try await nginx.get(path, headers: headers)
+                return (response.status, response.headers, response.body.map { Array($0.readableBytesView) } ?? [])
+            }
+            #expect(try await node.check(throughNginx) == [1, 2])
+            #expect(node.batches.values.reduce(0) { $0 + $1.count } == 1_000)
+            // Up to date: nginx answers the conditional request with 304.
+            node.requests = []
+            #expect(try await node.check(throughNginx) == [])
+
+            let index = try await nginx.get("/index.tpli")
+            #expect(index.headers[.cacheControl] == "public, max-age=60")
+            let batch = try await nginx.get("/batches/1.tplb")
+            #expect(batch.headers[.cacheControl] == "public, max-age=31536000, immutable")
+            let tag = try #require(batch.headers[.eTag])
+            let revalidated = try await nginx.get("/batches/1.tplb", headers: [.ifNoneMatch: tag])
+            #expect(revalidated.status == .notModified)
+
+            // The same bytes as tracer-server itself serves.
+            let direct = try await apiClient.send("/batches/2.tplb", .get)
+            let proxied = try await nginx.get("/batches/2.tplb")
+            #expect(proxied.body.map { Array($0.readableBytesView) } == direct.bytes)
+
+            // Nothing but the published files: no listings, no temporary files.
+            #expect(FileManager.default.createFile(atPath: fixture.paths.published.batchesPath + "/.tmp-index.tpli-x", contents: Data([1])))
+            for path in ["/", "/batches/", "/batches/.tmp-index.tpli-x", "/server.db"] {
+                #expect(try await nginx.get(path).status == .notFound, "\(path)")
+            }
+
+            // The API through the proxy: health, and an upload whose client address comes from
+            // X-Forwarded-For as nginx sets it.
+            #expect(try await nginx.get("/healthz").status == .ok)
+            let upload = try await nginx.send(TestClient.Request(
+                "/v1/histories", method: .post, authority: "127.0.0.1", headers: .authority(),
+                body: Histories.body(Histories.entries(count: 3, endingAt: fixture.clock.now(), seed: 9))))
+            #expect(upload.status == .created)
+        }
+    }
+}

@@ -1,0 +1,189 @@
+import Crypto
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import IDRotation
+import Logging
+import PositiveListFormat
+@testable import PositiveListServer
+import Synchronization
+import Testing
+
+/// A wall clock the test moves by hand.
+final class ManualClock: WallClock {
+    private let current: Mutex<UnixSeconds>
+
+    init(_ start: UnixSeconds) { current = Mutex(start) }
+
+    func now() -> UnixSeconds { current.withLock { $0 } }
+    func advance(by seconds: UnixSeconds) { current.withLock { $0 += seconds } }
+    func sleep(until time: UnixSeconds) async throws {
+        while now() < time { try await Task.sleep(for: .milliseconds(5)) }
+    }
+}
+
+/// Collects log records so tests can check what was (and was not) logged.
+final class LogCapture: Sendable {
+    private let lines = Mutex<[String]>([])
+
+    var all: [String] { lines.withLock { $0 } }
+
+    var logger: Logger {
+        Logger(label: "test") { _ in CapturingHandler(capture: self) }
+    }
+
+    fileprivate func append(_ line: String) { lines.withLock { $0.append(line) } }
+
+    private struct CapturingHandler: LogHandler {
+        let capture: LogCapture
+        var metadata: Logger.Metadata = [:]
+        var logLevel: Logger.Level = .trace
+
+        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+            get { metadata[key] }
+            set { metadata[key] = newValue }
+        }
+
+        func log(event: LogEvent) {
+            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
+            capture.append("\(event.level) \(event.message) \(merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
+        }
+    }
+}
+
+/// A scratch server: data directory, configuration, store, signing key and a manual clock.
+/// Every test gets its own, removed with `defer { fixture.remove() }`.
+struct ServerFixture: Sendable {
+    static let start: UnixSeconds = 1_800_000_000
+    static let authorityToken = "authority-token-0123456789abcdef"
+    static let otherAuthorityToken = "second-authority-token-9876543210"
+
+    let paths: ServerPaths
+    let clock: ManualClock
+    let configuration: ServerConfiguration
+    let store: ServerStore
+    let signingKeyBytes: [UInt8]
+    let publicKey: PositiveListPublicKey
+    let logs = LogCapture()
+
+    init(adjust: (inout ServerConfiguration) -> Void = { _ in }) throws {
+        let root = NSTemporaryDirectory() + "/tracer-server-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: root, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        paths = ServerPaths(dataDirectory: root)
+        clock = ManualClock(Self.start)
+        var configuration = ServerConfiguration(authorities: [
+            AuthorityConfiguration(name: "Health Authority A", token: Self.authorityToken),
+            AuthorityConfiguration(name: "Health Authority B", token: Self.otherAuthorityToken),
+        ])
+        adjust(&configuration)
+        self.configuration = configuration
+        store = try ServerStore.open(path: paths.database)
+        let key = try SigningKeyFile.create(at: paths.signingKey)
+        signingKeyBytes = Array(key.rawRepresentation)
+        publicKey = PositiveListPublicKey(key.publicKey)
+        try paths.published.prepare()
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: paths.dataDirectory) }
+
+    var signingKey: Curve25519.Signing.PrivateKey { try! Curve25519.Signing.PrivateKey(rawRepresentation: signingKeyBytes) }
+
+    func makePublisher(faultInjection: Publisher.FaultInjection? = nil) -> Publisher {
+        Publisher(
+            store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: signingKey,
+            retentionSeconds: configuration.retentionSeconds, clock: clock, logger: logs.logger, faultInjection: faultInjection)
+    }
+
+    var components: ServerComponents {
+        ServerComponents(configuration: configuration, store: store, publisher: makePublisher(), directory: paths.published, clock: clock)
+    }
+
+    /// Runs `body` against the real server listening on 127.0.0.1 with an ephemeral port.
+    func withServer<Value: Sendable>(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
+        let application = PositiveListHTTPServer.makeApplication(
+            components, address: .hostname("127.0.0.1", port: 0), logger: logs.logger, publishOnSchedule: false)
+        return try await application.test(.live) { client in try await body(client) }
+    }
+
+    /// The published index, verified with the server's public key.
+    func verifiedIndex() throws -> PositiveListIndex {
+        let bytes = try #require(FileManager.default.contents(atPath: paths.published.indexPath), "the index file is missing")
+        return try PositiveListIndex(verifying: Array(bytes), publicKey: publicKey)
+    }
+
+    /// Every batch the index lists, checked against its listing and signature.
+    func verifiedBatches() throws -> [PositiveListBatch] {
+        try verifiedIndex().batches.map { listing in
+            let bytes = try #require(FileManager.default.contents(atPath: paths.published.batchPath(number: listing.number)))
+            return try PositiveListBatch(verifying: Array(bytes), listedAs: listing, publicKey: publicKey)
+        }
+    }
+}
+
+/// Histories shaped like a node's: consecutive 15-minute windows ending at `end`.
+enum Histories {
+    static func entries(count: Int, endingAt end: UnixSeconds, seed: UInt64 = 1) -> [SubmittedEntry] {
+        var generator = SeededGenerator(seed: seed)
+        return (0..<count).map { position in
+            let until = end - UnixSeconds(position) * 900
+            return SubmittedEntry(id: UserID.random(using: &generator).hex, validFrom: until - 900, validUntil: until)
+        }
+    }
+
+    static func body(_ entries: [SubmittedEntry]) -> ByteBuffer {
+        ByteBuffer(bytes: try! JSONEncoder().encode(SubmittedHistory(ids: entries)))
+    }
+}
+
+/// SplitMix64: reproducible ids for tests.
+struct SeededGenerator: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var value = state
+        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
+        return value ^ (value >> 31)
+    }
+}
+
+extension TestClientProtocol {
+    /// Sends a request and returns the whole response.
+    func send(_ uri: String, _ method: HTTPRequest.Method, headers: HTTPFields = [:], body: ByteBuffer? = nil) async throws -> TestResponse {
+        try await execute(uri: uri, method: method, headers: headers, body: body) { $0 }
+    }
+}
+
+extension TestResponse {
+    /// The `error` and `detail` of a JSON error body.
+    var apiError: (error: String, detail: String)? {
+        guard let object = try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: String],
+              let error = object["error"], let detail = object["detail"]
+        else { return nil }
+        return (error, detail)
+    }
+
+    var json: [String: Any] {
+        (try? JSONSerialization.jsonObject(with: Data(body.readableBytesView)) as? [String: Any]) ?? [:]
+    }
+
+    var bytes: [UInt8] { Array(body.readableBytesView) }
+}
+
+extension HTTPFields {
+    static func authority(_ token: String = ServerFixture.authorityToken) -> HTTPFields {
+        [.authorization: "Bearer " + token, .contentType: "application/json"]
+    }
+
+    static func uploadCode(_ code: String) -> HTTPFields {
+        [HTTPField.Name("Upload-Code")!: code, .contentType: "application/json"]
+    }
+
+    func adding(_ name: String, _ value: String) -> HTTPFields {
+        var copy = self
+        copy[HTTPField.Name(name)!] = value
+        return copy
+    }
+}
