@@ -42,13 +42,22 @@ final class BumbleVirtualLink {
     }
 
     static func launch(controllers: Int) async throws -> BumbleVirtualLink {
+        try await launch(arguments: [String(controllers)], expecting: controllers)
+    }
+
+    /// A link whose controllers listen on these ports, for a test that restarts the "radio".
+    static func launch(ports: [UInt16]) async throws -> BumbleVirtualLink {
+        try await launch(arguments: ports.map(String.init), expecting: ports.count)
+    }
+
+    private static func launch(arguments: [String], expecting controllers: Int) async throws -> BumbleVirtualLink {
         let candidates = [ProcessInfo.processInfo.environment[pythonEnvironmentVariable], defaultPython].compactMap { $0 }
         guard let python = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw LaunchError.pythonMissing(candidates.joined(separator: " or "))
         }
         let process = Process()
         process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [launcherScript, String(controllers)]
+        process.arguments = [launcherScript] + arguments
         let input = Pipe()
         let output = Pipe()
         process.standardInput = input

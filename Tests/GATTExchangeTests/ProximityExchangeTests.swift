@@ -16,18 +16,25 @@ struct ProximityExchangeTests {
         let rotator: IDRotator
         let task: Task<Void, Never>
 
-        static func start(port: UInt16, schedule: RotationSchedule, clock: any WallClock) throws -> Node {
+        static func start(
+            port: UInt16, schedule: RotationSchedule, clock: any WallClock,
+            configure: (inout ExchangeConfiguration) -> Void = { _ in },
+            openTransport: @escaping @Sendable (TransportSpec) throws(HCITransportError) -> any HCITransport = {
+                spec throws(HCITransportError) in try openHCITransport(spec)
+            }
+        ) throws -> Node {
             let directory = NSTemporaryDirectory() + "tracer-exchange-" + UUID().uuidString
             let store = try NodeStore.open(StoreLocation(path: directory + "/node.db", source: .flag, ownsDirectory: true))
             let log = EncounterLog(store: store)
             let rotator = IDRotator(schedule: schedule, history: store, clock: clock)
             var configuration = ExchangeConfiguration()
             configuration.scanOffTime = .zero
+            configure(&configuration)
             var logger = Logger(label: "tracer.exchange.\(port)")
             logger.logLevel = ProcessInfo.processInfo.environment["TRACER_TEST_DEBUG"] == nil ? .warning : .trace
             let session = ExchangeSession(
                 transport: .tcp(host: "127.0.0.1", port: port), rotator: rotator, sink: log, configuration: configuration,
-                logger: logger)
+                logger: logger, openTransport: openTransport)
             let task = Task { await ExchangeSupervisor(session: session).run() }
             return Node(directory: directory, store: store, log: log, rotator: rotator, task: task)
         }

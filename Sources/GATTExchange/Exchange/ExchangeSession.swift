@@ -10,15 +10,21 @@ public struct ExchangeSession: Sendable {
     public let sink: any EncounterSink
     public let configuration: ExchangeConfiguration
     public let logger: Logger
+    /// Opens the transport; tests wrap it to record the HCI traffic.
+    public let openTransport: @Sendable (TransportSpec) throws(HCITransportError) -> any HCITransport
 
     public init(transport: TransportSpec, rotator: IDRotator, sink: any EncounterSink,
                 configuration: ExchangeConfiguration = ExchangeConfiguration(),
-                logger: Logger = Logger(label: "tracer.exchange")) {
+                logger: Logger = Logger(label: "tracer.exchange"),
+                openTransport: @escaping @Sendable (TransportSpec) throws(HCITransportError) -> any HCITransport = {
+                    spec throws(HCITransportError) in try openHCITransport(spec)
+                }) {
         self.transport = transport
         self.rotator = rotator
         self.sink = sink
         self.configuration = configuration
         self.logger = logger
+        self.openTransport = openTransport
     }
 
     public enum Failure: Error, Sendable, CustomStringConvertible {
@@ -42,7 +48,7 @@ public struct ExchangeSession: Sendable {
         let (writes, writesContinuation) = AsyncStream.makeStream(of: PeerWriteEvent.self, bufferingPolicy: .bufferingNewest(256))
         defer { writesContinuation.finish() }
         let hciTransport: any HCITransport
-        do { hciTransport = try openHCITransport(transport) } catch { throw .transport(error) }
+        do { hciTransport = try openTransport(transport) } catch { throw .transport(error) }
         let host: LEHost
         do {
             host = try await LEHost.open(
