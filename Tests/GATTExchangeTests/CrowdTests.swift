@@ -1,0 +1,63 @@
+import Foundation
+import IDRotation
+import Testing
+@testable import GATTExchange
+
+/// Ten Tracer nodes and five Bumble peripherals (phone stand-ins) on one virtual link.
+@Suite(.serialized, .timeLimit(.minutes(3)))
+struct CrowdTests {
+    @Test func everyNodeLogsEveryPeerInTheWindow() async throws {
+        let nodeCount = 10
+        let phoneIDs = (1...5).map { String(repeating: String(format: "%02x", 0xd0 + $0), count: 8) }
+        let link = try await BumbleVirtualLink.launch(controllers: nodeCount + phoneIDs.count)
+        defer { link.stop() }
+        let clock = ProximityExchangeTests.FrozenClock(time: SystemWallClock().now())
+        var nodes: [ProximityExchangeTests.Node] = []
+        for index in 0..<nodeCount {
+            nodes.append(try .start(port: link.ports[index], schedule: try RotationSchedule(), clock: clock))
+        }
+        var phones: [BumblePeer] = []
+        for (offset, id) in phoneIDs.enumerated() {
+            phones.append(try BumblePeer.start("tracer_peripheral.py", [
+                "--transport", "tcp-client:127.0.0.1:\(link.ports[nodeCount + offset])", "--id", id,
+                "--address", String(format: "C0:00:00:00:0B:%02X", offset + 1), "--connections", "1000", "--timeout", "150",
+            ]))
+        }
+        defer { phones.forEach { $0.stop() } }
+
+        var expected: [[UserID]] = []
+        let nodeIDs = try await nodes.asyncMap { try await $0.rotator.currentID().id }
+        let phoneUserIDs = try phoneIDs.map { try UserID(hex: $0) }
+        for index in 0..<nodeCount {
+            expected.append(nodeIDs.enumerated().filter { $0.offset != index }.map(\.element) + phoneUserIDs)
+        }
+        let started = ContinuousClock.now
+        let everyoneMet = try await ProximityExchangeTests.waitUntil(timeout: .seconds(90)) {
+            for (node, peers) in zip(nodes, expected) {
+                let met = Set(try await node.encounters().map(\.peer))
+                if !met.isSuperset(of: peers) { return false }
+            }
+            return true
+        }
+        let elapsed = ContinuousClock.now - started
+        for (index, (node, peers)) in zip(nodes, expected).enumerated() {
+            let encounters = try await node.encounters()
+            let met = Set(encounters.map(\.peer))
+            #expect(met.isSuperset(of: peers), "node \(index) missed \(Set(peers).subtracting(met).count) peer(s)")
+            #expect(met.isSubset(of: Set(peers)), "node \(index) logged an id nobody had")
+            // One row per peer id in the window, however many sightings.
+            #expect(encounters.count == met.count)
+        }
+        #expect(everyoneMet)
+        print("crowd of \(nodeCount) nodes and \(phoneIDs.count) phones: everyone met in \(elapsed)")
+        for node in nodes { await node.stop() }
+    }
+}
+
+extension Array {
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
+}
