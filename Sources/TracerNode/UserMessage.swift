@@ -26,6 +26,7 @@ enum UserMessage {
 enum CommandFailure: Error, CustomStringConvertible {
     case needsConfirmation(String)
     case cannotWriteOutput(path: String, reason: String)
+    case badTransport(String)
 
     var description: String {
         switch self {
@@ -33,6 +34,8 @@ enum CommandFailure: Error, CustomStringConvertible {
             return "\(what) needs confirmation, and there is no terminal to ask on; add --yes to go ahead."
         case .cannotWriteOutput(let path, let reason):
             return "Cannot write \(path) (\(reason)); choose another file or check the directory's permissions."
+        case .badTransport(let detail):
+            return "\(detail.capitalizingFirst)."
         }
     }
 }

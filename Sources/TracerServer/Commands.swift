@@ -50,7 +50,7 @@ struct Keygen: AsyncParsableCommand {
         try location.prepareDataDirectory()
         let key = try SigningKeyFile.create(at: location.resolvedKeyPath)
         print(PositiveListPublicKey(key.publicKey).base64)
-        FileHandle.standardError.write(Data("Signing key written to \(location.resolvedKeyPath); give nodes the public key above.\n".utf8))
+        FileHandle.standardError.write(Data("Signing key written to \(location.resolvedKeyPath); nodes need its public key, printed on standard output.\n".utf8))
     }
 }
 

@@ -12,7 +12,7 @@ struct Tracer: AsyncParsableCommand {
             """,
         version: Tracer.version,
         subcommands: [
-            IDsCommand.self, EncountersCommand.self, ExportCommand.self, ForgetCommand.self,
+            RunCommand.self, IDsCommand.self, EncountersCommand.self, ExportCommand.self, ForgetCommand.self,
             PurgeCommand.self, VersionCommand.self,
         ]
     )

@@ -1,0 +1,35 @@
+import Foundation
+import GATTExchange
+import IDRotation
+import Logging
+
+/// The running node: composes id rotation, the BLE exchange, the encounter log and retention.
+/// It holds no logic of its own beyond starting the parts together and stopping them in order.
+struct NodeService {
+    let store: NodeStore
+    let transport: TransportSpec
+    let schedule: RotationSchedule
+    let retention: RetentionPolicy
+    let exchange: ExchangeConfiguration
+    let logger: Logger
+
+    /// Runs until the task is cancelled (SIGINT/SIGTERM), then flushes the log.
+    func run() async {
+        let log = EncounterLog(store: store, logger: logger)
+        let rotator = IDRotator(schedule: schedule, history: store, logger: logger)
+        let session = ExchangeSession(transport: transport, rotator: rotator, sink: log, configuration: exchange, logger: logger)
+        logger.info("node starting", metadata: ["transport": "\(transport)", "database": "\(store.location.path)"])
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { await log.runPeriodicFlush() }
+            group.addTask { await store.purgePeriodically(policy: retention, logger: logger) }
+            group.addTask { await ExchangeSupervisor(session: session).run() }
+            await group.waitForAll()
+        }
+        do {
+            try await log.flush()
+        } catch {
+            logger.error("could not write the last sightings", metadata: ["error": "\(error)"])
+        }
+        logger.info("node stopped")
+    }
+}
