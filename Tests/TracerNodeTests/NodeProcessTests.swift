@@ -1,0 +1,99 @@
+import Foundation
+import IDRotation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TracerNodeTests {
+    /// Two `tracer run` processes on Bumble virtual controllers meet, and stop cleanly on SIGTERM.
+    @Suite struct NodeProcesses {
+        /// Bumble's virtual link launcher, kept running while its stdin stays open.
+        final class VirtualLink {
+            let process = Process()
+            let input = Pipe()
+            let ports: [UInt16]
+
+            init(controllers: Int) throws {
+                let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                    .deletingLastPathComponent()
+                let python = ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
+                    ?? root.appendingPathComponent(".venv-bumble/bin/python").path
+                guard FileManager.default.isExecutableFile(atPath: python) else {
+                    throw HarnessFailure(description: "no Python with Bumble at \(python): run ./scripts/setup")
+                }
+                let output = Pipe()
+                process.executableURL = URL(fileURLWithPath: python)
+                process.arguments = [root.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path, "\(controllers)"]
+                process.standardInput = input
+                process.standardOutput = output
+                process.standardError = FileHandle.nullDevice
+                try process.run()
+                var line: [UInt8] = []
+                while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
+                    line.append(byte)
+                }
+                let words = String(decoding: line, as: UTF8.self).split(separator: " ")
+                guard words.first == "READY" else { throw HarnessFailure(description: "virtual link said \(words)") }
+                ports = words.dropFirst().compactMap { UInt16($0) }
+            }
+
+            func stop() {
+                process.terminate()
+                try? input.fileHandleForWriting.close()
+                process.waitUntilExit()
+            }
+        }
+
+        @Test(.timeLimit(.minutes(1)))
+        func twoNodeProcessesMeetAndStopOnSIGTERM() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let link = try VirtualLink(controllers: 2)
+            defer { link.stop() }
+            let tracer = try Products.path(of: "tracer")
+            let nodes = try link.ports.enumerated().map { index, port in
+                try StreamingProcess(tracer, [
+                    "run", "--db", scratch.file("node\(index).db"), "--transport", "tcp:127.0.0.1:\(port)",
+                    "--continuous-scan", "--log-level", "error",
+                ], home: scratch.path)
+            }
+            func peers(of index: Int) throws -> Set<UserID> {
+                guard Check.exists(scratch.file("node\(index).db")) else { return [] }
+                return Set(try Check.openStore(scratch.file("node\(index).db")).encounters().map(\.peer))
+            }
+            func ownIDs(of index: Int) throws -> Set<UserID> {
+                guard Check.exists(scratch.file("node\(index).db")) else { return [] }
+                return Set(try Check.openStore(scratch.file("node\(index).db")).ownIDs().map(\.id))
+            }
+            let deadline = ContinuousClock.now + .seconds(20)
+            var met = false
+            while ContinuousClock.now < deadline && !met {
+                usleep(250_000)
+                met = try !peers(of: 0).isDisjoint(with: ownIDs(of: 1)) && !peers(of: 1).isDisjoint(with: ownIDs(of: 0))
+            }
+            #expect(met, "the two node processes did not log each other within 20 s")
+
+            for node in nodes { kill(node.pid, SIGTERM) }
+            for (index, node) in nodes.enumerated() {
+                let exit = node.waitForExit(timeout: .seconds(5))
+                #expect(exit?.status == 0 && exit?.signaled == false, "node \(index) did not exit 0 within 5 s of SIGTERM: \(String(describing: exit))")
+            }
+            // What was logged survived the stop, and each side logged only ids the other had.
+            #expect(try peers(of: 0).isSubset(of: ownIDs(of: 1)))
+            #expect(try peers(of: 1).isSubset(of: ownIDs(of: 0)))
+            #expect(try Check.openStore(scratch.file("node0.db")).integrityCheck() == ["ok"])
+        }
+
+        @Test func runRejectsABadTransportInOneSentence() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let result = try Products.tracer(["run", "--transport", "bluetooth-please", "--db", scratch.file("n.db")], home: scratch.path)
+            #expect(result.exitCode == 1)
+            #expect(result.stderr.contains("expected one of tcp:HOST:PORT"))
+            #expect(result.stderr.split(separator: "\n").count == 1)
+            let missing = try Products.tracer(["run"], home: scratch.path)
+            #expect(missing.exitCode == 2)
+        }
+    }
+}
