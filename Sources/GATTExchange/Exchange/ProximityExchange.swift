@@ -249,13 +249,12 @@ public actor ProximityExchange {
             candidates[connection.peerAddress] = nil
             Task { [host, configuration] in
                 // Closed after a fixed lifetime whatever the peer does: holding a link blocks no one for long.
-                _ = await withTaskGroup(of: Void.self) { group in
-                    group.addTask { _ = await connection.disconnected() }
-                    group.addTask { try? await Task.sleep(for: configuration.incomingLinkLifetime) }
-                    await group.next()
-                    group.cancelAll()
+                let lifetime = Task {
+                    guard (try? await Task.sleep(for: configuration.incomingLinkLifetime)) != nil else { return }
+                    if connection.isConnected { await host.disconnect(connection) }
                 }
-                if connection.isConnected { await host.disconnect(connection) }
+                _ = await connection.disconnected()
+                lifetime.cancel()
                 await self.incomingClosed(from: connection.peerAddress)
             }
         }
