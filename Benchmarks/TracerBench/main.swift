@@ -8,7 +8,7 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 
-// Usage: swift run -c release TracerBench [store | link [ROUNDS] | server]
+// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -22,11 +22,15 @@ case "link":
     // Run from the repository root: it starts Bumble from .venv-bumble and Tests/Support/bumble.
     let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 50
     try await LinkBenchmark(repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds).run()
+case "exchange":
+    // Run from the repository root, like "link".
+    let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 50
+    try await ExchangeBenchmark(repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds).run()
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, server\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server\n".utf8))
     exit(2)
 }
 

@@ -1,0 +1,130 @@
+import Foundation
+import GATTExchange
+import IDRotation
+
+/// From a peer's first advertisement to both sides having logged each other, median of N rounds:
+/// two of our nodes (one rotates to a new id and address each round, as if a new person walked
+/// in) against two Bumble devices doing the same exchange, on one virtual link in the same run.
+struct ExchangeBenchmark {
+    let repository: URL
+    let rounds: Int
+
+    var python: String {
+        ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
+            ?? repository.appendingPathComponent(".venv-bumble/bin/python").path
+    }
+
+    func run() async throws {
+        say("# Exchange benchmark: first advertisement to both sides logged (\(Date()))")
+        let link = try ChildProcess.start(python, [repository.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path, "4"])
+        defer { link.stop() }
+        let ready = try link.readLine(timeout: 20)
+        let ports = ready.split(separator: " ").dropFirst().compactMap { UInt16($0) }
+        guard ready.hasPrefix("READY"), ports.count == 4 else { throw BenchmarkError("virtual link said: \(ready)") }
+
+        let ours = try await ourRounds(ports[0], ports[1])
+        let bumble = try bumbleRounds(peripheralPort: ports[2], centralPort: ports[3])
+        let ourMedian = median(ours), bumbleMedian = median(bumble)
+        say(String(format: "ours:   median %.1f ms, p90 %.1f ms over %d rounds", ourMedian, percentile(ours, 0.9), ours.count))
+        say(String(format: "bumble: median %.1f ms, p90 %.1f ms over %d rounds", bumbleMedian, percentile(bumble, 0.9), bumble.count))
+        say(String(format: "ratio ours/bumble (medians): %.2fx (target <= 1.2x)", ourMedian / bumbleMedian))
+    }
+
+    /// Records which (peer, our window) pairs were logged.
+    actor RecordingSink: EncounterSink {
+        private var logged: Set<String> = []
+        func record(_ sighting: Sighting) { logged.insert("\(sighting.peer.rawValue)/\(sighting.ownWindowStart)") }
+        func has(_ peer: UserID, window: UnixSeconds) -> Bool { logged.contains("\(peer.rawValue)/\(window)") }
+    }
+
+    struct Node {
+        let host: LEHost
+        let exchange: ProximityExchange
+        let sink: RecordingSink
+
+        static func open(port: UInt16) async throws -> Node {
+            var configuration = ExchangeConfiguration()
+            configuration.scanOffTime = .zero
+            // The same advertising interval as the Bumble peripheral (0x00A0), for a like-for-like wait.
+            configuration.radio.advertisingInterval = 0x00A0
+            let identity = AdvertisedIdentity()
+            let (writes, continuation) = AsyncStream.makeStream(of: PeerWriteEvent.self)
+            let host = try await LEHost.open(
+                transport: try openHCITransport(.tcp(host: "127.0.0.1", port: port)),
+                databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: continuation),
+                configuration: configuration.radio)
+            let sink = RecordingSink()
+            let exchange = ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: sink, configuration: configuration)
+            return Node(host: host, exchange: exchange, sink: sink)
+        }
+    }
+
+    private func ourRounds(_ portA: UInt16, _ portB: UInt16) async throws -> [Double] {
+        let a = try await Node.open(port: portA)
+        let b = try await Node.open(port: portB)
+        let ownA = OwnID(id: .random(), window: IDWindow(start: 0, end: 1_000_000))
+        await a.exchange.rotate(to: ownA)
+        try await a.exchange.start()
+        var times: [Double] = []
+        let clock = ContinuousClock()
+        for round in 0..<rounds {
+            let window = IDWindow(start: UnixSeconds(round + 1) * 1_000, end: UnixSeconds(round + 2) * 1_000)
+            let ownB = OwnID(id: .random(), window: window)
+            await b.exchange.rotate(to: ownB)
+            if round == 0 { try await b.exchange.start() }
+            // Advertising from B's new address has just resumed: a newcomer's first advertisement.
+            let started = clock.now
+            while true {
+                let aLoggedB = await a.sink.has(ownB.id, window: ownA.window.start)
+                let bLoggedA = await b.sink.has(ownA.id, window: window.start)
+                if aLoggedB && bLoggedA { break }
+                if clock.now - started > .seconds(15) { throw BenchmarkError("round \(round): no exchange within 15 s") }
+                try await Task.sleep(for: .milliseconds(2))
+            }
+            times.append(milliseconds(clock.now - started))
+        }
+        await a.exchange.stop()
+        await b.exchange.stop()
+        await a.host.close()
+        await b.host.close()
+        return times
+    }
+
+    /// Bumble's peripheral advertises; each round a fresh Bumble central scans, connects, discovers,
+    /// reads the id and writes its own. Time = scan start to the first write's response, the
+    /// moment both sides have logged each other (the peripheral records the write on arrival).
+    private func bumbleRounds(peripheralPort: UInt16, centralPort: UInt16) throws -> [Double] {
+        let script = { (name: String) in repository.appendingPathComponent("Tests/Support/bumble/\(name)").path }
+        let peripheral = try ChildProcess.start(python, [
+            script("tracer_peripheral.py"), "--transport", "tcp-client:127.0.0.1:\(peripheralPort)",
+            "--connections", String(rounds), "--timeout", String(rounds * 10),
+        ])
+        defer { peripheral.stop() }
+        var times: [Double] = []
+        for round in 0..<rounds {
+            let central = try ChildProcess.start(python, [
+                script("tracer_central.py"), "--transport", "tcp-client:127.0.0.1:\(centralPort)", "--timeout", "20",
+            ])
+            let output = try central.readAll(timeout: 30)
+            guard let json = try JSONSerialization.jsonObject(with: Data(output.utf8)) as? [String: Any],
+                  let timings = json["timings_ms"] as? [String: Any]
+            else { throw BenchmarkError("round \(round): Bumble central printed \(output.prefix(300))") }
+            let phases = ["scan_to_connected", "discovery", "read", "write"].compactMap { timings[$0] as? Double }
+            guard phases.count == 4 else { throw BenchmarkError("round \(round): timings \(timings)") }
+            times.append(phases.reduce(0, +))
+        }
+        return times
+    }
+
+    private func median(_ values: [Double]) -> Double { percentile(values, 0.5) }
+
+    private func percentile(_ values: [Double], _ fraction: Double) -> Double {
+        let sorted = values.sorted()
+        guard !sorted.isEmpty else { return .nan }
+        return sorted[min(sorted.count - 1, Int((Double(sorted.count - 1) * fraction).rounded()))]
+    }
+
+    private func milliseconds(_ duration: Duration) -> Double {
+        Double(duration.components.seconds) * 1000 + Double(duration.components.attoseconds) / 1e15
+    }
+}
