@@ -102,7 +102,7 @@ public actor ProximityExchange {
         }
         identity.set(ownID)
         logger.info("rotated", metadata: ["id": "\(ownID.id)", "until": "\(ownID.window.end)"])
-        if wasAdvertising || tasks.isEmpty == false {
+        if wasAdvertising || !tasks.isEmpty {
             do {
                 try await host.startAdvertising(TracerService.advertisingData(txPower: configuration.txPower))
             } catch {

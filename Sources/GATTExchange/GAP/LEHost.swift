@@ -32,6 +32,8 @@ public actor LEHost {
     private var scanContinuation: AsyncStream<AdvertisementSighting>.Continuation?
     private var advertisement: LegacyAdvertisingPayload?
     private var lost = false
+    private var resumeRequested = false
+    private var resumeRunning = false
     private var lossWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     private var lossWaiterCount = 0
 
@@ -299,7 +301,7 @@ public actor LEHost {
             connection.markDisconnected(reason: event.reason)
             await connection.bearer.close()
             logger.debug("disconnected", metadata: ["link": "\(connection)", "reason": "\(event.reason)"])
-            await resumeAdvertising()
+            requestAdvertisingResume()
         case .hardwareError(let code):
             logger.error("controller reported a hardware error", metadata: ["code": "\(code)"])
         default:
@@ -329,7 +331,7 @@ public actor LEHost {
         }
         if role == .peripheral {
             incomingContinuation.yield(connection)
-            await resumeAdvertising()
+            requestAdvertisingResume()
         }
     }
 
@@ -359,17 +361,31 @@ public actor LEHost {
         return connection
     }
 
+    /// Asks for advertising to be re-enabled, off the event path: the event loop must keep up with
+    /// the controller (a lagging loop hands a new link's L2CAP channel to an older link that had the
+    /// same handle), and a flood of connections needs only one re-enable, not two commands each.
+    private func requestAdvertisingResume() {
+        guard advertisement != nil else { return }
+        resumeRequested = true
+        guard !resumeRunning else { return }
+        resumeRunning = true
+        Task { await self.resumeAdvertising() }
+    }
+
     private func resumeAdvertising() async {
-        guard let advertisement else { return }
-        do {
-            try await hci.send(LESetAdvertisingData(advertisement))
-            try await hci.send(LESetAdvertisingEnable(true))
-        } catch HCIError.commandFailed(_, .commandDisallowed) {
-            // Already advertising: nothing to do.
-        } catch where advertisement != nil && !lost {
-            logger.warning("could not resume advertising", metadata: ["error": "\(error)"])
-        } catch {
-            // Closing or lost: nothing to resume.
+        defer { resumeRunning = false }
+        while resumeRequested {
+            resumeRequested = false
+            guard advertisement != nil else { return }
+            do {
+                try await hci.send(LESetAdvertisingEnable(true))
+            } catch HCIError.commandFailed(_, .commandDisallowed) {
+                // Already advertising: nothing to do.
+            } catch where advertisement != nil && !lost {
+                logger.warning("could not resume advertising", metadata: ["error": "\(error)"])
+            } catch {
+                return  // closing or lost
+            }
         }
     }
 
