@@ -23,6 +23,55 @@ extension ByteWriter {
     }
 }
 
+/// The PDUs laid out as opcode, attribute handle, value (Write Request and Command, Handle Value
+/// Notification and Indication): one codec for all of them.
+public protocol ATTHandleValuePDU: ATTPDUCodable {
+    var handle: UInt16 { get }
+    var value: [UInt8] { get }
+    init(handle: UInt16, value: [UInt8])
+}
+
+extension ATTHandleValuePDU {
+    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
+        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
+        let handle = try reader.readUInt16("attribute handle")
+        self.init(handle: handle, value: reader.readRemaining())
+    }
+
+    public func encode() -> [UInt8] {
+        var writer = ByteWriter(opcode: Self.opcode, capacity: 3 + value.count)
+        writer.write(handle)
+        writer.write(contentsOf: value)
+        return writer.bytes
+    }
+}
+
+/// Prepare Write Request and its response share one layout (the response echoes the request):
+/// opcode, attribute handle, value offset, part of the value.
+public protocol ATTPreparedWritePDU: ATTPDUCodable {
+    var handle: UInt16 { get }
+    var offset: UInt16 { get }
+    var partOfValue: [UInt8] { get }
+    init(handle: UInt16, offset: UInt16, partOfValue: [UInt8])
+}
+
+extension ATTPreparedWritePDU {
+    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
+        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
+        let handle = try reader.readUInt16("attribute handle")
+        let offset = try reader.readUInt16("value offset")
+        self.init(handle: handle, offset: offset, partOfValue: reader.readRemaining())
+    }
+
+    public func encode() -> [UInt8] {
+        var writer = ByteWriter(opcode: Self.opcode, capacity: 5 + partOfValue.count)
+        writer.write(handle)
+        writer.write(offset)
+        writer.write(contentsOf: partOfValue)
+        return writer.bytes
+    }
+}
+
 /// A handle range for the requests that search part of the attribute database.
 public struct ATTHandleRange: Sendable, Hashable {
     public var start: UInt16

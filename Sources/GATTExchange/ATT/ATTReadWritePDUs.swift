@@ -72,7 +72,7 @@ public struct ATTReadBlobResponse: ATTPDUCodable {
     public func encode() -> [UInt8] { [Self.opcode.rawValue] + partOfValue }
 }
 
-public struct ATTWriteRequest: ATTPDUCodable {
+public struct ATTWriteRequest: ATTHandleValuePDU {
     public static let opcode = ATTOpcode.writeRequest
     public var handle: UInt16
     public var value: [UInt8]
@@ -80,19 +80,6 @@ public struct ATTWriteRequest: ATTPDUCodable {
     public init(handle: UInt16, value: [UInt8]) {
         self.handle = handle
         self.value = value
-    }
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        handle = try reader.readUInt16("attribute handle")
-        value = reader.readRemaining()
-    }
-
-    public func encode() -> [UInt8] {
-        var writer = ByteWriter(opcode: Self.opcode, capacity: 3 + value.count)
-        writer.write(handle)
-        writer.write(contentsOf: value)
-        return writer.bytes
     }
 }
 
@@ -109,7 +96,7 @@ public struct ATTWriteResponse: ATTPDUCodable {
     public func encode() -> [UInt8] { [Self.opcode.rawValue] }
 }
 
-public struct ATTWriteCommand: ATTPDUCodable {
+public struct ATTWriteCommand: ATTHandleValuePDU {
     public static let opcode = ATTOpcode.writeCommand
     public var handle: UInt16
     public var value: [UInt8]
@@ -118,23 +105,9 @@ public struct ATTWriteCommand: ATTPDUCodable {
         self.handle = handle
         self.value = value
     }
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        handle = try reader.readUInt16("attribute handle")
-        value = reader.readRemaining()
-    }
-
-    public func encode() -> [UInt8] {
-        var writer = ByteWriter(opcode: Self.opcode, capacity: 3 + value.count)
-        writer.write(handle)
-        writer.write(contentsOf: value)
-        return writer.bytes
-    }
 }
 
-/// Prepare Write Request and its response share one layout: the response echoes the request.
-public struct ATTPrepareWriteRequest: ATTPDUCodable {
+public struct ATTPrepareWriteRequest: ATTPreparedWritePDU {
     public static let opcode = ATTOpcode.prepareWriteRequest
     public var handle: UInt16
     public var offset: UInt16
@@ -145,24 +118,9 @@ public struct ATTPrepareWriteRequest: ATTPDUCodable {
         self.offset = offset
         self.partOfValue = partOfValue
     }
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        handle = try reader.readUInt16("attribute handle")
-        offset = try reader.readUInt16("value offset")
-        partOfValue = reader.readRemaining()
-    }
-
-    public func encode() -> [UInt8] {
-        var writer = ByteWriter(opcode: Self.opcode, capacity: 5 + partOfValue.count)
-        writer.write(handle)
-        writer.write(offset)
-        writer.write(contentsOf: partOfValue)
-        return writer.bytes
-    }
 }
 
-public struct ATTPrepareWriteResponse: ATTPDUCodable {
+public struct ATTPrepareWriteResponse: ATTPreparedWritePDU {
     public static let opcode = ATTOpcode.prepareWriteResponse
     public var handle: UInt16
     public var offset: UInt16
@@ -172,21 +130,6 @@ public struct ATTPrepareWriteResponse: ATTPDUCodable {
         self.handle = handle
         self.offset = offset
         self.partOfValue = partOfValue
-    }
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        handle = try reader.readUInt16("attribute handle")
-        offset = try reader.readUInt16("value offset")
-        partOfValue = reader.readRemaining()
-    }
-
-    public func encode() -> [UInt8] {
-        var writer = ByteWriter(opcode: Self.opcode, capacity: 5 + partOfValue.count)
-        writer.write(handle)
-        writer.write(offset)
-        writer.write(contentsOf: partOfValue)
-        return writer.bytes
     }
 }
 

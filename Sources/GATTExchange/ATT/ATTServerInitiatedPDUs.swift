@@ -1,6 +1,6 @@
 // Values the server pushes to the client (Core Spec Vol 3 Part F 3.4.7).
 
-public struct ATTHandleValueNotification: ATTPDUCodable {
+public struct ATTHandleValueNotification: ATTHandleValuePDU {
     public static let opcode = ATTOpcode.handleValueNotification
     public var handle: UInt16
     public var value: [UInt8]
@@ -9,22 +9,9 @@ public struct ATTHandleValueNotification: ATTPDUCodable {
         self.handle = handle
         self.value = value
     }
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        handle = try reader.readUInt16("attribute handle")
-        value = reader.readRemaining()
-    }
-
-    public func encode() -> [UInt8] {
-        var writer = ByteWriter(opcode: Self.opcode, capacity: 3 + value.count)
-        writer.write(handle)
-        writer.write(contentsOf: value)
-        return writer.bytes
-    }
 }
 
-public struct ATTHandleValueIndication: ATTPDUCodable {
+public struct ATTHandleValueIndication: ATTHandleValuePDU {
     public static let opcode = ATTOpcode.handleValueIndication
     public var handle: UInt16
     public var value: [UInt8]
@@ -32,19 +19,6 @@ public struct ATTHandleValueIndication: ATTPDUCodable {
     public init(handle: UInt16, value: [UInt8]) {
         self.handle = handle
         self.value = value
-    }
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        handle = try reader.readUInt16("attribute handle")
-        value = reader.readRemaining()
-    }
-
-    public func encode() -> [UInt8] {
-        var writer = ByteWriter(opcode: Self.opcode, capacity: 3 + value.count)
-        writer.write(handle)
-        writer.write(contentsOf: value)
-        return writer.bytes
     }
 }
 
