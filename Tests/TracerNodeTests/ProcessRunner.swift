@@ -126,8 +126,8 @@ enum Products {
         try FileManager.default.createDirectory(atPath: captureDirectory, withIntermediateDirectories: true)
         let stem = captureDirectory + "/" + UUID().uuidString
         let outPath = stem + ".out", errPath = stem + ".err"
-        FileManager.default.createFile(atPath: outPath, contents: nil)
-        FileManager.default.createFile(atPath: errPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: outPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: errPath, contents: nil)
         defer {
             unlink(outPath)
             unlink(errPath)

@@ -187,19 +187,14 @@ extension StoreError {
             self = storeError
             return
         }
-        guard let databaseError = error as? DatabaseError else {
-            self = .sqlite(path: path, detail: String(describing: error))
-            return
-        }
-        let detail = databaseError.message ?? "SQLite error \(databaseError.resultCode.rawValue)"
-        switch databaseError.resultCode {
-        case .SQLITE_NOTADB: self = .notATracerDatabase(path: path)
-        case .SQLITE_BUSY, .SQLITE_LOCKED: self = .busy(path: path)
-        case .SQLITE_READONLY, .SQLITE_PERM: self = .readOnly(path: path)
-        case .SQLITE_FULL: self = .diskFull(path: path)
-        case .SQLITE_CORRUPT: self = .damaged(path: path, detail: detail)
-        case .SQLITE_CANTOPEN: self = .cannotCreateFile(path: path, reason: detail)
-        default: self = .sqlite(path: path, detail: detail)
+        switch SQLiteFailure(error) {
+        case .notADatabase: self = .notATracerDatabase(path: path)
+        case .busy: self = .busy(path: path)
+        case .readOnly: self = .readOnly(path: path)
+        case .diskFull: self = .diskFull(path: path)
+        case .damaged(let detail): self = .damaged(path: path, detail: detail)
+        case .cannotOpen(let detail): self = .cannotCreateFile(path: path, reason: detail)
+        case .other(let detail): self = .sqlite(path: path, detail: detail)
         }
     }
 }

@@ -1,4 +1,5 @@
 import GRDB
+import IDRotation
 
 /// Failures of the server's database, each with what the operator can do next.
 public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
@@ -34,18 +35,13 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
             self = storeError
             return
         }
-        guard let databaseError = error as? DatabaseError else {
-            self = .sqlite(path: path, detail: String(describing: error))
-            return
-        }
-        let detail = databaseError.message ?? "SQLite error \(databaseError.resultCode.rawValue)"
-        switch databaseError.resultCode {
-        case .SQLITE_NOTADB: self = .notAServerDatabase(path: path)
-        case .SQLITE_BUSY, .SQLITE_LOCKED: self = .busy(path: path)
-        case .SQLITE_READONLY, .SQLITE_PERM: self = .readOnly(path: path)
-        case .SQLITE_FULL: self = .diskFull(path: path)
-        case .SQLITE_CANTOPEN: self = .cannotCreateFile(path: path, reason: detail)
-        default: self = .sqlite(path: path, detail: detail)
+        switch SQLiteFailure(error) {
+        case .notADatabase: self = .notAServerDatabase(path: path)
+        case .busy: self = .busy(path: path)
+        case .readOnly: self = .readOnly(path: path)
+        case .diskFull: self = .diskFull(path: path)
+        case .cannotOpen(let detail): self = .cannotCreateFile(path: path, reason: detail)
+        case .damaged(let detail), .other(let detail): self = .sqlite(path: path, detail: detail)
         }
     }
 }
