@@ -42,7 +42,17 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        .target(name: "Matching", dependencies: ["IDRotation"]),
+        // libcurl, through typed wrappers of its variadic setters (Debian: libcurl4-openssl-dev).
+        .target(name: "CCurl", path: "Sources/CCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // Fetching and verifying the positive list, and matching it against the store, locally.
+        .target(
+            name: "Matching",
+            dependencies: [
+                "IDRotation", "PositiveListFormat", "CCurl",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The published positive list's binary format (batches, index, Ed25519 signatures):
         // written by the server, read and verified by nodes, so it depends on no server code.
         .target(
@@ -72,7 +82,7 @@ let package = Package(
         .executableTarget(
             name: "TracerNode",
             dependencies: [
-                "IDRotation", "GATTExchange", "Matching",
+                "IDRotation", "GATTExchange", "Matching", "PositiveListFormat",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -106,6 +116,13 @@ let package = Package(
             dependencies: ["GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation"]),
+        .testTarget(
+            name: "MatchingTests",
+            dependencies: [
+                "Matching", "IDRotation", "PositiveListFormat",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(
             name: "PositiveListServerTests",
             dependencies: [
