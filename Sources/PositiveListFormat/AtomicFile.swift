@@ -5,18 +5,37 @@ import Glibc
 
 /// Durable whole-file replacement: write a temporary file beside the target, fsync it, rename
 /// it over the target, fsync the directory. A reader (or a crash) sees the old file or the new
-/// one, never a mix.
-enum AtomicFile {
-    static let temporaryPrefix = ".tmp-"
+/// one, never a mix. Shared by the server (publishing) and the node (its list cache).
+public enum AtomicFile {
+    public static let temporaryPrefix = ".tmp-"
+
+    /// A fresh temporary path beside `path`, for a caller that fills the file itself (a download)
+    /// and then calls `install(_:at:)`.
+    public static func temporaryPath(for path: String) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        let name = (path as NSString).lastPathComponent
+        return directory + "/" + temporaryPrefix + name + "-" + UUID().uuidString
+    }
+
+    /// Makes a complete temporary file durable and renames it over `path`.
+    public static func install(_ temporary: String, at path: String) throws(FileWriteError) {
+        let descriptor = open(temporary, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw .cannotWrite(path: temporary, reason: lastError()) }
+        let synced = fsync(descriptor) == 0
+        let reason = lastError()
+        close(descriptor)
+        guard synced else { throw .cannotWrite(path: temporary, reason: reason) }
+        guard rename(temporary, path) == 0 else { throw .cannotWrite(path: path, reason: lastError()) }
+        try syncDirectory((path as NSString).deletingLastPathComponent)
+    }
 
     /// `beforeRename` runs after the temporary file is durable and before it replaces the
     /// target: the publisher's fault injection uses it to prove that a crash there is harmless.
-    static func write(
+    public static func write(
         _ bytes: [UInt8], to path: String, mode: mode_t = 0o644, beforeRename: () throws -> Void = {}
     ) throws(FileWriteError) {
         let directory = (path as NSString).deletingLastPathComponent
-        let name = (path as NSString).lastPathComponent
-        let temporary = directory + "/" + temporaryPrefix + name + "-" + UUID().uuidString
+        let temporary = temporaryPath(for: path)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
         guard descriptor >= 0 else { throw .cannotCreate(path: temporary, reason: lastError()) }
         var written = 0
@@ -46,8 +65,8 @@ enum AtomicFile {
         do {
             try beforeRename()
         } catch {
-            // Left in place on purpose: a real crash would leave it too, and the next
-            // publication removes stale temporary files.
+            // Left in place on purpose: a real crash would leave it too, and the writer's next
+            // run removes stale temporary files.
             throw .interrupted(path: temporary)
         }
         guard rename(temporary, path) == 0 else {
@@ -58,14 +77,14 @@ enum AtomicFile {
         try syncDirectory(directory)
     }
 
-    static func syncDirectory(_ directory: String) throws(FileWriteError) {
+    public static func syncDirectory(_ directory: String) throws(FileWriteError) {
         let descriptor = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .cannotWrite(path: directory, reason: lastError()) }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else { throw .cannotWrite(path: directory, reason: lastError()) }
     }
 
-    static func lastError() -> String { String(cString: strerror(errno)) }
+    public static func lastError() -> String { String(cString: strerror(errno)) }
 }
 
 public enum FileWriteError: Error, Sendable, Equatable, CustomStringConvertible {
@@ -78,9 +97,9 @@ public enum FileWriteError: Error, Sendable, Equatable, CustomStringConvertible 
         case .cannotCreate(let path, let reason):
             return "Cannot create \(path) (\(reason)); check the directory's permissions and free space."
         case .cannotWrite(let path, let reason):
-            return "Cannot write \(path) (\(reason)); check free space and permissions, then publish again."
+            return "Cannot write \(path) (\(reason)); check free space and permissions, then try again."
         case .interrupted(let path):
-            return "Writing \(path) was interrupted before it replaced the previous file; publish again."
+            return "Writing \(path) was interrupted before it replaced the previous file; try again."
         }
     }
 }

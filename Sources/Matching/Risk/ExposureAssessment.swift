@@ -1,0 +1,87 @@
+import Foundation
+import IDRotation
+
+/// The exposure found in one day (UTC) of encounters with diagnosed ids.
+public struct ExposureDay: Sendable, Equatable, Codable {
+    /// The day as YYYY-MM-DD, UTC.
+    public var day: String
+    public var dayStart: UnixSeconds
+    /// Distinct diagnosed ids met that day.
+    public var diagnosedIDs: Int
+    /// Contact minutes by proximity bucket, before weighting.
+    public var minutes: [RiskModel.Proximity: Double]
+    public var weightedMinutes: Double
+    public var level: RiskLevel
+
+    public var totalMinutes: Double { minutes.values.reduce(0, +) }
+
+    /// The bucket holding most of the day's contact time.
+    public var closest: RiskModel.Proximity? {
+        for proximity in [RiskModel.Proximity.near, .medium, .far, .unknown] where (minutes[proximity] ?? 0) > 0 {
+            return proximity
+        }
+        return nil
+    }
+}
+
+/// The result of scoring matches with a risk model: per day, and overall.
+public struct ExposureAssessment: Sendable, Equatable, Codable {
+    public var days: [ExposureDay]
+    public var level: RiskLevel
+
+    /// Days whose level is low or high.
+    public var exposureDays: [ExposureDay] { days.filter { $0.level > .none } }
+
+    public init(matches: [ExposureMatch], model: RiskModel) {
+        // The same encounter can be matched twice when an id is listed in two batches.
+        var seen = Set<EncounterKey>()
+        var byDay: [UnixSeconds: (ids: Set<UserID>, minutes: [RiskModel.Proximity: Double])] = [:]
+        for match in matches {
+            let encounter = match.encounter
+            guard seen.insert(EncounterKey(peer: encounter.peer, ownWindowStart: encounter.ownWindowStart)).inserted else { continue }
+            let dayStart = encounter.firstSeen - encounter.firstSeen.modulo(UnixSeconds.secondsPerDay)
+            let minutes = Double(model.contactSeconds(of: encounter)) / 60
+            var day = byDay[dayStart] ?? (ids: [], minutes: [:])
+            day.ids.insert(encounter.peer)
+            day.minutes[model.proximity(of: encounter), default: 0] += minutes
+            byDay[dayStart] = day
+        }
+        days = byDay.keys.sorted().map { dayStart in
+            let day = byDay[dayStart]!
+            let weighted = day.minutes.reduce(0) { $0 + $1.value * model.weight(of: $1.key) }
+            return ExposureDay(
+                day: Self.dayName(dayStart), dayStart: dayStart, diagnosedIDs: day.ids.count, minutes: day.minutes,
+                weightedMinutes: weighted, level: model.level(weightedMinutes: weighted))
+        }
+        level = days.map(\.level).max() ?? .none
+    }
+
+    private struct EncounterKey: Hashable {
+        var peer: UserID
+        var ownWindowStart: UnixSeconds
+    }
+
+    static func dayName(_ dayStart: UnixSeconds) -> String {
+        let days = dayStart / UnixSeconds.secondsPerDay
+        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), so no calendar or
+        // time zone setting can shift a day.
+        let shifted = days + 719_468
+        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
+        let dayOfEra = shifted - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthPrime = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
+        let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        return String(format: "%04lld-%02lld-%02lld", year, month, day)
+    }
+}
+
+extension Int64 {
+    /// The remainder with the sign of the divisor, so days before 1970 still start at midnight.
+    func modulo(_ divisor: Int64) -> Int64 {
+        let remainder = self % divisor
+        return remainder < 0 ? remainder + divisor : remainder
+    }
+}

@@ -1,0 +1,117 @@
+import IDRotation
+
+/// How contact with diagnosed ids becomes a risk level, after the Exposure Notification model:
+/// minutes of contact, weighted by how strong the signal was, summed per day, against thresholds.
+/// docs/risk-model.md explains the defaults and the limits of signal strength as a proxy for
+/// distance.
+public struct RiskModel: Sendable, Equatable, Codable {
+    /// Attenuation (TX power minus RSSI) below this is "near".
+    public var nearAttenuation: Int
+    /// Attenuation above this is "far"; between the two, "medium".
+    public var farAttenuation: Int
+    public var nearWeight: Double
+    public var mediumWeight: Double
+    public var farWeight: Double
+    /// Weight of contact whose signal strength was never measured (the exchange still proves
+    /// the two devices were within radio range).
+    public var unknownWeight: Double
+    /// Weighted minutes in one day from which the day counts as a low-risk exposure.
+    public var lowMinutes: Double
+    /// Weighted minutes in one day from which the day counts as a high-risk exposure.
+    public var highMinutes: Double
+    /// TX power assumed for a peer that did not advertise one, in dBm.
+    public var assumedTxPower: Int
+    /// The time one sighting stands for: the scan cycle, since a node hears a nearby peer once
+    /// per cycle. An encounter lasts from its first to its last sighting plus one such period.
+    public var samplingPeriodSeconds: Int
+
+    public static let standard = RiskModel(
+        nearAttenuation: 55, farAttenuation: 70, nearWeight: 1.0, mediumWeight: 0.5, farWeight: 0.0,
+        unknownWeight: 0.5, lowMinutes: 5, highMinutes: 15, assumedTxPower: 0, samplingPeriodSeconds: 60)
+
+    public init(
+        nearAttenuation: Int, farAttenuation: Int, nearWeight: Double, mediumWeight: Double, farWeight: Double,
+        unknownWeight: Double, lowMinutes: Double, highMinutes: Double, assumedTxPower: Int, samplingPeriodSeconds: Int
+    ) {
+        self.nearAttenuation = nearAttenuation
+        self.farAttenuation = farAttenuation
+        self.nearWeight = nearWeight
+        self.mediumWeight = mediumWeight
+        self.farWeight = farWeight
+        self.unknownWeight = unknownWeight
+        self.lowMinutes = lowMinutes
+        self.highMinutes = highMinutes
+        self.assumedTxPower = assumedTxPower
+        self.samplingPeriodSeconds = samplingPeriodSeconds
+    }
+
+    public enum Proximity: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable {
+        case near, medium, far, unknown
+    }
+
+    public func proximity(of encounter: Encounter) -> Proximity {
+        guard let attenuation = attenuation(of: encounter) else { return .unknown }
+        if attenuation < nearAttenuation { return .near }
+        if attenuation <= farAttenuation { return .medium }
+        return .far
+    }
+
+    /// TX power minus the mean RSSI we measured; when we measured none, the RSSI the peer
+    /// reported for us stands in (the radio path is the same both ways).
+    public func attenuation(of encounter: Encounter) -> Int? {
+        let txPower = Int(encounter.txPower ?? Int8(clamping: assumedTxPower))
+        if encounter.rssiCount > 0 {
+            let mean = (Double(encounter.rssiSum) / Double(encounter.rssiCount)).rounded()
+            return txPower - Int(mean)
+        }
+        if let reported = encounter.reportedRSSI { return txPower - Int(reported) }
+        return nil
+    }
+
+    public func weight(of proximity: Proximity) -> Double {
+        switch proximity {
+        case .near: nearWeight
+        case .medium: mediumWeight
+        case .far: farWeight
+        case .unknown: unknownWeight
+        }
+    }
+
+    /// Contact time an encounter stands for, in seconds.
+    public func contactSeconds(of encounter: Encounter) -> Int64 {
+        max(0, encounter.lastSeen - encounter.firstSeen) + Int64(samplingPeriodSeconds)
+    }
+
+    public func level(weightedMinutes: Double) -> RiskLevel {
+        if weightedMinutes >= highMinutes { return .high }
+        if weightedMinutes >= lowMinutes { return .low }
+        return .none
+    }
+
+    /// Why these values cannot be used, or nil.
+    public var problem: String? {
+        if farAttenuation <= nearAttenuation { return "risk.far_attenuation must be greater than risk.near_attenuation" }
+        for (name, weight) in [("near", nearWeight), ("medium", mediumWeight), ("far", farWeight), ("unknown", unknownWeight)]
+        where !(0...1).contains(weight) {
+            return "risk.\(name)_weight must be between 0 and 1"
+        }
+        if !(lowMinutes > 0) { return "risk.low_minutes must be greater than 0" }
+        if !(highMinutes >= lowMinutes) { return "risk.high_minutes must be at least risk.low_minutes" }
+        if samplingPeriodSeconds < 0 { return "the sampling period cannot be negative" }
+        return nil
+    }
+}
+
+public enum RiskLevel: String, Sendable, Codable, Comparable {
+    case none, low, high
+
+    public static func < (lhs: RiskLevel, rhs: RiskLevel) -> Bool { lhs.rank < rhs.rank }
+
+    private var rank: Int {
+        switch self {
+        case .none: 0
+        case .low: 1
+        case .high: 2
+        }
+    }
+}

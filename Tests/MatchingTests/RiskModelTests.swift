@@ -1,0 +1,91 @@
+import IDRotation
+import Testing
+@testable import Matching
+
+extension MatchingTests {
+    @Suite struct RiskModelTests {
+        let day: UnixSeconds = 1_795_305_600  // 2026-11-22T00:00:00Z
+        let model = RiskModel.standard
+
+        @Test func attenuationBucketsFollowTheExposureNotificationDefaults() {
+            // Attenuation = TX power − mean RSSI: 0 − (−54) = 54 dB is near, 55 and 70 medium, 71 far.
+            #expect(model.proximity(of: encounter(1, from: day, to: day, rssi: -54, txPower: 0)) == .near)
+            #expect(model.proximity(of: encounter(1, from: day, to: day, rssi: -55, txPower: 0)) == .medium)
+            #expect(model.proximity(of: encounter(1, from: day, to: day, rssi: -70, txPower: 0)) == .medium)
+            #expect(model.proximity(of: encounter(1, from: day, to: day, rssi: -71, txPower: 0)) == .far)
+            // A peer advertising +8 dBm heard at −60 dBm: 68 dB, medium.
+            #expect(model.attenuation(of: encounter(1, from: day, to: day, rssi: -60, txPower: 8)) == 68)
+            // No TX power advertised: the model's assumption (0 dBm) stands in.
+            #expect(model.attenuation(of: encounter(1, from: day, to: day, rssi: -60, txPower: nil)) == 60)
+            // We measured nothing, the peer reported what it heard of us.
+            #expect(model.attenuation(of: encounter(1, from: day, to: day, rssi: nil, txPower: 0, reportedRSSI: -40)) == 40)
+            #expect(model.proximity(of: encounter(1, from: day, to: day, rssi: nil, txPower: 0)) == .unknown)
+        }
+
+        @Test func theMeanRSSIOfAllSightingsDecides() {
+            var value = encounter(1, from: day, to: day + 60, rssi: -40)
+            value.rssiSum = -40 + -80
+            value.rssiCount = 2
+            #expect(model.attenuation(of: value) == 60)
+        }
+
+        @Test func contactTimeRunsFromFirstToLastSightingPlusOneScanCycle() {
+            #expect(model.contactSeconds(of: encounter(1, from: day, to: day)) == 60)
+            #expect(model.contactSeconds(of: encounter(1, from: day, to: day + 600)) == 660)
+        }
+
+        @Test func daysAreScoredSeparatelyWithWeights() {
+            let near = encounter(1, from: day + 3_600, to: day + 3_600 + 840, rssi: -50)         // 15 min near
+            let medium = encounter(2, from: day + 7_200, to: day + 7_200 + 540, rssi: -60)       // 10 min medium → 5
+            let far = encounter(3, from: day + 86_400 + 100, to: day + 86_400 + 1_300, rssi: -90) // 21 min far → 0
+            let nextDayNear = encounter(4, from: day + 86_400 + 5_000, to: day + 86_400 + 5_360, rssi: -45) // 7 min → 7
+            let matches = [near, medium, far, nextDayNear].map {
+                ExposureMatch(encounter: $0, listed: listed($0.peer.rawValue, from: day, to: day + 200_000))
+            }
+            let assessment = ExposureAssessment(matches: matches, model: model)
+
+            #expect(assessment.days.map(\.day) == ["2026-11-22", "2026-11-23"])
+            #expect(assessment.days[0].weightedMinutes == 20)
+            #expect(assessment.days[0].level == .high)
+            #expect(assessment.days[0].diagnosedIDs == 2)
+            #expect(assessment.days[0].closest == .near)
+            #expect(assessment.days[1].weightedMinutes == 7)
+            #expect(assessment.days[1].minutes[.far] == 21)
+            #expect(assessment.days[1].level == .low)
+            #expect(assessment.level == .high)
+        }
+
+        @Test func briefOrDistantContactStaysBelowTheThreshold() {
+            let brief = encounter(1, from: day, to: day + 60, rssi: -50)  // 2 min near
+            let assessment = ExposureAssessment(
+                matches: [ExposureMatch(encounter: brief, listed: listed(1, from: day, to: day + 900))], model: model)
+            #expect(assessment.level == .none)
+            #expect(assessment.days.count == 1)
+            #expect(assessment.exposureDays.isEmpty)
+        }
+
+        @Test func anEncounterMatchedTwiceCountsOnce() {
+            let met = encounter(1, from: day, to: day + 840, rssi: -50)
+            let match = ExposureMatch(encounter: met, listed: listed(1, from: day, to: day + 900))
+            #expect(ExposureAssessment(matches: [match, match], model: model).days[0].weightedMinutes == 15)
+        }
+
+        @Test func civilDatesAreComputedInUTC() {
+            #expect(ExposureAssessment.dayName(0) == "1970-01-01")
+            #expect(ExposureAssessment.dayName(951_782_400) == "2000-02-29")
+            #expect(ExposureAssessment.dayName(1_795_305_600) == "2026-11-22")
+            #expect(ExposureAssessment.dayName(4_107_542_400) == "2100-03-01")
+            #expect(ExposureAssessment.dayName(-86_400) == "1969-12-31")
+        }
+
+        @Test func badSettingsAreNamed() {
+            var model = RiskModel.standard
+            #expect(model.problem == nil)
+            model.farAttenuation = 50
+            #expect(model.problem?.contains("far_attenuation") == true)
+            model = .standard
+            model.highMinutes = 1
+            #expect(model.problem?.contains("high_minutes") == true)
+        }
+    }
+}
