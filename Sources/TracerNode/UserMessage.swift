@@ -5,12 +5,13 @@ import IDRotation
 enum UserMessage {
     static func isKnown(_ error: any Error) -> Bool {
         error is CommandFailure || error is StoreError || error is RotationScheduleError || error is UserIDError
-            || error is CocoaError
+            || error is CocoaError || error is ConfigurationError
     }
 
     static func describe(_ error: any Error) -> String {
         switch error {
         case let error as CommandFailure: return error.description
+        case let error as ConfigurationError: return error.description
         case let error as StoreError: return error.description
         case let error as RotationScheduleError: return error.description.capitalizingFirst + "."
         case let error as UserIDError: return error.description.capitalizingFirst + "."

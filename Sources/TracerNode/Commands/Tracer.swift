@@ -14,6 +14,7 @@ struct Tracer: AsyncParsableCommand {
         subcommands: [
             RunCommand.self, IDsCommand.self, EncountersCommand.self, ExportCommand.self, ForgetCommand.self,
             PurgeCommand.self, VersionCommand.self,
+            ConfigCommand.self,
         ]
     )
 }
