@@ -16,6 +16,7 @@ struct NodeSettings: Equatable, Sendable {
         var lowMinutes: Double = 0
         var highMinutes: Double = 0
         var assumedTxPower: Int64 = 0
+        var samplingPeriod: Int64 = 0
     }
 
     // [node]
@@ -33,6 +34,8 @@ struct NodeSettings: Equatable, Sendable {
     var serverPublicKey: Data?
     /// In curl's CURLOPT_PINNEDPUBLICKEY form: "sha256//BASE64[;sha256//BASE64…]".
     var serverPinnedKey: String?
+    /// The base of each request's overall timeout, in seconds.
+    var serverTimeout: Int64 = 0
     // [check]
     var cacheDirectory: String = ""
     var checkInterval: Int64 = 0

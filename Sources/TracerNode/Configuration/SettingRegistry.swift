@@ -66,6 +66,10 @@ enum SettingRegistry {
             env: "TRACER_SERVER_PINNED_KEY", flag: "--pinned-key",
             help: "SHA-256 hashes of the server's TLS public key to accept, as sha256//BASE64[;sha256//…].",
             convert: { $0 }),
+        .integer(
+            "server.timeout", \.serverTimeout, .integer(minimum: 1, maximum: 600, unit: "seconds"),
+            default: 30, env: "TRACER_SERVER_TIMEOUT", flag: "--server-timeout",
+            help: "Seconds one request may take, plus time for the expected size at 32 KiB/s; failed requests are retried 3 times."),
     ]
 
     private static let check: [SettingDefinition] = [
@@ -121,6 +125,10 @@ enum SettingRegistry {
             "risk.assumed_tx_power", \.risk.assumedTxPower, .integer(minimum: -40, maximum: 20, unit: "dBm"),
             default: 0, env: "TRACER_RISK_ASSUMED_TX_POWER", flag: nil,
             help: "Transmit power assumed for peers that do not advertise theirs."),
+        .integer(
+            "risk.sampling_period", \.risk.samplingPeriod, .integer(minimum: 0, maximum: 3_600, unit: "seconds"),
+            default: 60, env: "TRACER_RISK_SAMPLING_PERIOD", flag: nil,
+            help: "Contact time one sighting stands for: the scan cycle (60 s by default, 10 s of scanning a minute)."),
     ]
 
     static let constraints: [SettingConstraint] = [
