@@ -8,7 +8,7 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 
-// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server]
+// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -29,8 +29,15 @@ case "exchange":
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
+case "crowd":
+    // Run from the repository root, like "link"; builds: swift build -c release --product tracer --product TracerBench.
+    let minutes = arguments.dropFirst().first.flatMap { Double($0) } ?? 10
+    let nodes = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 10
+    try await CrowdBenchmark(
+        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), directory: directory, nodes: nodes, minutes: minutes
+    ).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd\n".utf8))
     exit(2)
 }
 
