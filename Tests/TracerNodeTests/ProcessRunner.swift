@@ -207,7 +207,8 @@ final class StreamingProcess {
     private let buffer = LineBuffer()
     let pid: Int32
 
-    init(_ executable: String, _ arguments: [String], home: String) throws {
+    /// `standardErrorPath`: a file that receives the child's stderr (its logs), else the test's own.
+    init(_ executable: String, _ arguments: [String], home: String, standardErrorPath: String? = nil) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -216,7 +217,12 @@ final class StreamingProcess {
         process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/null"))
         let pipe = Pipe()
         process.standardOutput = pipe
-        process.standardError = FileHandle.standardError
+        if let standardErrorPath {
+            _ = FileManager.default.createFile(atPath: standardErrorPath, contents: nil)
+            process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: standardErrorPath))
+        } else {
+            process.standardError = FileHandle.standardError
+        }
         try process.run()
         self.process = process
         pid = process.processIdentifier

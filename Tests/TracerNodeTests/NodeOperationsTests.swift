@@ -1,0 +1,149 @@
+import Foundation
+import IDRotation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TracerNodeTests {
+    /// `tracer run` as an operator meets it: JSON logs without secrets, SIGHUP, `status`, `doctor`.
+    @Suite struct NodeOperations {
+        typealias VirtualLink = NodeProcesses.VirtualLink
+
+        /// Starts `tracer run` on a controller of `link`, logging to `scratch/nodeN.log`.
+        func startNode(_ index: Int, port: UInt16, scratch: Scratch, extra: [String] = []) throws -> StreamingProcess {
+            try StreamingProcess(try Products.path(of: "tracer"), [
+                "run", "--db", scratch.file("node\(index).db"), "--transport", "tcp:127.0.0.1:\(port)", "--continuous-scan",
+            ] + extra, home: scratch.path, standardErrorPath: scratch.file("node\(index).log"))
+        }
+
+        func log(_ index: Int, _ scratch: Scratch) -> String {
+            (try? String(contentsOfFile: scratch.file("node\(index).log"), encoding: .utf8)) ?? ""
+        }
+
+        func waitUntil(_ timeout: Duration, _ condition: () throws -> Bool) rethrows -> Bool {
+            let deadline = ContinuousClock.now + timeout
+            while ContinuousClock.now < deadline {
+                if try condition() { return true }
+                usleep(200_000)
+            }
+            return try condition()
+        }
+
+        func met(_ scratch: Scratch) throws -> Bool {
+            let stores = try (0..<2).map { index -> NodeStore? in
+                Check.exists(scratch.file("node\(index).db")) ? try Check.openStore(scratch.file("node\(index).db")) : nil
+            }
+            guard let first = stores[0], let second = stores[1] else { return false }
+            let firstMetSecond = !Set(try first.encounters().map(\.peer)).isDisjoint(with: try second.ownIDs().map(\.id))
+            let secondMetFirst = !Set(try second.encounters().map(\.peer)).isDisjoint(with: try first.ownIDs().map(\.id))
+            return firstMetSecond && secondMetFirst
+        }
+
+        @Test(.timeLimit(.minutes(1)))
+        func traceLogsAreJSONAndHoldNoFullIDsOrKeys() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let link = try VirtualLink(controllers: 2)
+            defer { link.stop() }
+            // A configured list server that is down: the check's failure is logged too.
+            let key = "9/KodLPmigTO0r09FOuQcN/BkTLmmJhbx/ywyJlMEiE="
+            let extra = ["--log-level", "trace", "--log-format", "json", "--server", "http://127.0.0.1:9/",
+                         "--server-key", key, "--check-jitter", "0", "--server-timeout", "1"]
+            let nodes = try link.ports.enumerated().map { try startNode($0, port: $1, scratch: scratch, extra: extra) }
+            defer { nodes.forEach { $0.killHard() } }
+            #expect(try waitUntil(.seconds(20)) { try met(scratch) }, "the nodes did not meet within 20 s")
+            #expect(waitUntil(.seconds(15)) { log(0, scratch).contains("exposure check failed") })
+            for node in nodes { kill(node.pid, SIGTERM) }
+            for node in nodes { #expect(node.waitForExit(timeout: .seconds(5))?.status == 0) }
+
+            var everyID: Set<String> = []
+            for index in 0..<2 {
+                let store = try Check.openStore(scratch.file("node\(index).db"))
+                everyID.formUnion(try store.ownIDs().map(\.id.hex))
+                everyID.formUnion(try store.encounters().map(\.peer.hex))
+            }
+            #expect(everyID.count >= 2)
+            for index in 0..<2 {
+                let text = log(index, scratch)
+                let lines = text.split(separator: "\n")
+                #expect(lines.count > 5, "trace level logs the start, the rotation, the exchange and the check")
+                for line in lines {
+                    let object = try Check.json(String(line))
+                    #expect(object["time"] is String && object["level"] is String && object["message"] is String, "\(line)")
+                }
+                #expect(Check.fullHexIDs(in: text).isDisjoint(with: everyID), "a full id reached node \(index)'s log")
+                #expect(!text.contains(key), "the server key reached node \(index)'s log")
+            }
+        }
+
+        @Test(.timeLimit(.minutes(1)))
+        func sighupReloadsTheConfigurationAndKeepsItWhenTheFileIsBroken() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let link = try VirtualLink(controllers: 1)
+            defer { link.stop() }
+            let config = scratch.file("tracer.toml")
+            try "[log]\nlevel = \"warning\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            let node = try startNode(0, port: link.ports[0], scratch: scratch, extra: ["--config", config, "--rotation-interval", "5"])
+            defer { node.killHard() }
+            #expect(waitUntil(.seconds(10)) { Check.exists(scratch.file("node0.db-status.json")) })
+            usleep(6_000_000)  // at least one rotation, which logs at info level: not shown at warning
+            #expect(!log(0, scratch).contains("rotated"))
+
+            try "[log]\nlevel = \"warning\"\nbogus = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+            kill(node.pid, SIGHUP)
+            #expect(waitUntil(.seconds(5)) { log(0, scratch).contains("configuration not reloaded") })
+            #expect(log(0, scratch).contains("bogus"))
+
+            try "[log]\nlevel = \"info\"\n".write(toFile: config, atomically: true, encoding: .utf8)
+            kill(node.pid, SIGHUP)
+            #expect(waitUntil(.seconds(5)) { log(0, scratch).contains("configuration reloaded") })
+            #expect(waitUntil(.seconds(8)) { log(0, scratch).contains("rotated") }, "info lines after the reload")
+            #expect(node.isRunning)
+            kill(node.pid, SIGTERM)
+            #expect(node.waitForExit(timeout: .seconds(5))?.status == 0)
+        }
+
+        @Test(.timeLimit(.minutes(1)))
+        func statusAndDoctorSeeTheRunningNode() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let link = try VirtualLink(controllers: 2)
+            defer { link.stop() }
+            let database = scratch.file("node0.db")
+            let node = try startNode(0, port: link.ports[0], scratch: scratch)
+            defer { node.killHard() }
+            #expect(waitUntil(.seconds(10)) {
+                (try? Products.tracer(["status", "--db", database], home: scratch.path))?.stdout.contains("Node:           running") == true
+            })
+            let running = try Products.tracer(["status", "--db", database], home: scratch.path)
+            #expect(running.exitCode == 0)
+            #expect(running.stdout.contains("Controller:     F0:00:00:00:00:01"), "\(running)")
+            #expect(running.stdout.contains("Latest own id:  id#"), "\(running)")
+
+            // While the node holds its controller, doctor leaves the radio alone.
+            let busy = try Products.tracer(["doctor", "--db", database, "--transport", "tcp:127.0.0.1:\(link.ports[0])"], home: scratch.path)
+            #expect(busy.stdout.contains("[skip] transport: a running node"), "\(busy)")
+            #expect(busy.stdout.contains("[ ok ] store:"), "\(busy)")
+
+            kill(node.pid, SIGTERM)
+            #expect(node.waitForExit(timeout: .seconds(5))?.status == 0)
+            let stopped = try Products.tracer(["status", "--db", database, "--json"], home: scratch.path)
+            let status = try Check.json(stopped.stdout)
+            #expect(status["nodeRunning"] as? Bool == false)
+            #expect((status["node"] as? [String: Any])?["state"] as? String == "stopped")
+
+            // The free controller passes every radio check; a port with nothing behind it fails with a fix.
+            let healthy = try Products.tracer(["doctor", "--db", database, "--transport", "tcp:127.0.0.1:\(link.ports[1])"], home: scratch.path)
+            #expect(healthy.exitCode == 0, "\(healthy)")
+            for check in ["transport", "controller", "advertising", "scanning", "store", "clock"] {
+                #expect(healthy.stdout.contains("[ ok ] \(check):"), "\(check): \(healthy)")
+            }
+            let broken = try Products.tracer(["doctor", "--db", database, "--transport", "tcp:127.0.0.1:9"], home: scratch.path)
+            #expect(broken.exitCode == 1)
+            #expect(broken.stdout.contains("[FAIL] transport"), "\(broken)")
+            #expect(broken.stdout.contains("fix: "), "\(broken)")
+        }
+    }
+}
