@@ -54,10 +54,10 @@ extension TracerNodeTests {
 
         static let allKeys = [
             "node.transport", "node.database", "node.rotation_interval", "node.rotation_jitter", "node.continuous_scan",
-            "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "check.cache_dir",
+            "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
             "check.interval", "check.jitter", "check.on_exposure", "check.clock_skew", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
-            "risk.high_minutes", "risk.assumed_tx_power",
+            "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period",
         ]
 
         /// JSON values compare by type: JSONSerialization gives NSNumber for both numbers and booleans.
