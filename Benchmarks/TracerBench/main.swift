@@ -8,7 +8,7 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 
-// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server]
+// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | match [IDS] [ENCOUNTERS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -29,8 +29,17 @@ case "exchange":
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
+case "match":
+    // Run from the repository root: it runs Benchmarks/baselines/*.py, and `tracer check` from
+    // the build folder it runs from (`swift build -c release --product tracer --product TracerBench`).
+    let ids = arguments.dropFirst().first.flatMap { Int($0) } ?? 10_000_000
+    let encounters = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 100_000
+    try MatchBenchmark(
+        directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+        listedIDCount: ids, encounterCount: encounters
+    ).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, match\n".utf8))
     exit(2)
 }
 
