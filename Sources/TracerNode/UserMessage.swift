@@ -1,16 +1,27 @@
 import Foundation
 import IDRotation
+import Matching
+import PositiveListFormat
 
 /// Turns any error into the one plain sentence the user sees.
 enum UserMessage {
     static func isKnown(_ error: any Error) -> Bool {
         error is CommandFailure || error is StoreError || error is RotationScheduleError || error is UserIDError
-            || error is CocoaError
+            || error is CocoaError || error is ConfigurationError || error is ExposureCheckError
+            || error is ListUpdateError || error is ReportError || error is MatchingError || error is HTTPClientError
+            || error is PositiveListFormatError
     }
 
     static func describe(_ error: any Error) -> String {
         switch error {
         case let error as CommandFailure: return error.description
+        case let error as ConfigurationError: return error.description
+        case let error as ExposureCheckError: return error.description
+        case let error as ListUpdateError: return error.description
+        case let error as ReportError: return error.description
+        case let error as MatchingError: return error.description
+        case let error as HTTPClientError: return error.description
+        case let error as PositiveListFormatError: return error.description.capitalizingFirst + "."
         case let error as StoreError: return error.description
         case let error as RotationScheduleError: return error.description.capitalizingFirst + "."
         case let error as UserIDError: return error.description.capitalizingFirst + "."
@@ -27,6 +38,14 @@ enum CommandFailure: Error, CustomStringConvertible {
     case needsConfirmation(String)
     case cannotWriteOutput(path: String, reason: String)
     case badTransport(String)
+    case missingSetting(RequiredSetting)
+    case noDatabaseToCheck
+    case noHistoryToReport
+
+    /// Settings without a default that some commands cannot do without.
+    enum RequiredSetting {
+        case transport, serverURL, serverPublicKey
+    }
 
     var description: String {
         switch self {
@@ -36,6 +55,16 @@ enum CommandFailure: Error, CustomStringConvertible {
             return "Cannot write \(path) (\(reason)); choose another file or check the directory's permissions."
         case .badTransport(let detail):
             return "\(detail.capitalizingFirst)."
+        case .missingSetting(.transport):
+            return "No Bluetooth controller is configured; give --transport (for example hci0), or set node.transport in tracer.toml or TRACER_TRANSPORT."
+        case .missingSetting(.serverURL):
+            return "No positive list server is configured; give --server URL, or set server.url in tracer.toml or TRACER_SERVER_URL."
+        case .missingSetting(.serverPublicKey):
+            return "The list server's public key is not configured; give --server-key with the key your health authority publishes, or set server.public_key in tracer.toml or TRACER_SERVER_PUBLIC_KEY."
+        case .noDatabaseToCheck:
+            return "This node has no data yet, so there are no encounters to check; run `tracer run` first."
+        case .noHistoryToReport:
+            return "This node has no data yet, so there are no ids to report; nothing was uploaded."
         }
     }
 }

@@ -8,56 +8,62 @@ import Logging
 struct RunCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "run",
-        abstract: "Run the node: rotate ids, advertise and scan over Bluetooth LE, log encounters.",
+        abstract: "Run the node: rotate ids, advertise and scan over Bluetooth LE, log encounters, check the list.",
         discussion: """
             The transport names the Bluetooth controller: hci0 (a Linux adapter through the HCI user \
             channel; it must be down and not held by bluetoothd), serial:/dev/ttyACM0[,BAUD] (a UART \
             controller), or tcp:HOST:PORT / unix:PATH (H4 over a socket, for example a Bumble virtual \
-            controller). Stops cleanly on SIGINT or SIGTERM.
+            controller). With a positive list server configured, the node also checks the list every \
+            check.interval seconds (plus a random delay of up to check.jitter). Every option is also a \
+            setting of the configuration file (see `tracer config`). Stops cleanly on SIGINT or \
+            SIGTERM; SIGHUP reloads the configuration.
             """)
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var store: StoreOptions
-    @Option(help: ArgumentHelp("The Bluetooth controller: hci0, serial:DEVICE[,BAUD], tcp:HOST:PORT or unix:PATH.", valueName: "transport"))
-    var transport: String
-    @Option(help: ArgumentHelp("Seconds between id rotations (5-86400).", valueName: "seconds"))
-    var rotationInterval: Int64 = RotationSchedule.defaultInterval
-    @Option(help: ArgumentHelp("Largest random delay of a rotation after its boundary, in seconds.", valueName: "seconds"))
-    var rotationJitter: Int64 = 0
-    @Flag(help: "Scan without pause instead of 10 s bursts every minute (for demos and tests; costs battery).")
+    @OptionGroup var server: ListServerOptions
+    @Option(help: ArgumentHelp("The Bluetooth controller: hci0, serial:DEVICE[,BAUD], tcp:HOST:PORT or unix:PATH (node.transport).", valueName: "transport"))
+    var transport: String?
+    @Option(help: ArgumentHelp("Seconds between id rotations, 5-86400 (node.rotation_interval).", valueName: "seconds"))
+    var rotationInterval: String?
+    @Option(help: ArgumentHelp("Largest random delay of a rotation after its boundary, in seconds (node.rotation_jitter).", valueName: "seconds"))
+    var rotationJitter: String?
+    @Flag(help: "Scan without pause instead of 10 s bursts every minute (node.continuous_scan; for demos and tests, costs battery).")
     var continuousScan = false
-    @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error.", valueName: "level"))
-    var logLevel: String = "info"
+    @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error (log.level).", valueName: "level"))
+    var logLevel: String?
+    @Option(help: ArgumentHelp("Log lines as text or json (log.format).", valueName: "format"))
+    var logFormat: String?
+    @Option(help: ArgumentHelp("Seconds between positive list checks, at least 60 (check.interval).", valueName: "seconds"))
+    var checkInterval: String?
+    @Option(help: ArgumentHelp("Largest random delay added to each check, in seconds (check.jitter).", valueName: "seconds"))
+    var checkJitter: String?
+    @Option(name: .customLong("on-exposure"), help: ArgumentHelp("A shell command to run when a check finds a new exposure (check.on_exposure).", valueName: "command"))
+    var onExposure: String?
 
-    func validate() throws {
-        guard Logger.Level(rawValue: logLevel) != nil else {
-            throw ValidationError("--log-level must be one of trace, debug, info, notice, warning, error.")
-        }
+    /// The setting flags given on the command line, by setting key; the rest come from the
+    /// environment, the configuration file or defaults.
+    var settingFlags: [String: String] {
+        var flags = server.settingFlags
+        flags["node.database"] = store.db
+        flags["node.transport"] = transport
+        flags["node.rotation_interval"] = rotationInterval
+        flags["node.rotation_jitter"] = rotationJitter
+        if continuousScan { flags["node.continuous_scan"] = "true" }
+        flags["log.level"] = logLevel
+        flags["log.format"] = logFormat
+        flags["check.interval"] = checkInterval
+        flags["check.jitter"] = checkJitter
+        flags["check.on_exposure"] = onExposure
+        return flags
     }
 
     func run() async throws {
-        let spec: TransportSpec
-        do { spec = try TransportSpec(parsing: transport) } catch { throw CommandFailure.badTransport("\(error)") }
-        let schedule = try RotationSchedule(intervalSeconds: rotationInterval, jitterSeconds: rotationJitter)
-        let opened = try store.open()
-        LoggingSystem.bootstrap { label in
-            var handler = StreamLogHandler.standardError(label: label)
-            handler.logLevel = Logger.Level(rawValue: logLevel) ?? .info
-            return handler
+        let resolved = try config.resolve(flags: settingFlags)
+        let node = try RunningNode(resolved: resolved)
+        let levelControl = NodeLogging.bootstrap(format: resolved.settings.logFormat, level: resolved.settings.logLevel)
+        await node.run(levelControl: levelControl) { [config, settingFlags] in
+            try config.resolve(flags: settingFlags)
         }
-        var exchange = ExchangeConfiguration()
-        if continuousScan { exchange.scanOffTime = .zero }
-        let service = NodeService(
-            store: opened, transport: spec, schedule: schedule, retention: .standard, exchange: exchange,
-            logger: Logger(label: "tracer.node"))
-        let task = Task { await service.run() }
-        let signals = [SIGINT, SIGTERM].map { number -> any DispatchSourceSignal in
-            signal(number, SIG_IGN)
-            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-            source.setEventHandler { task.cancel() }
-            source.resume()
-            return source
-        }
-        await task.value
-        signals.forEach { $0.cancel() }
     }
 }

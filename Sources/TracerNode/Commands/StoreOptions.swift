@@ -23,7 +23,10 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the store if it exists; reading commands do not create an empty database.
     func openExisting() throws -> NodeStore? {
-        let location = try location()
+        try Self.openExisting(try location())
+    }
+
+    static func openExisting(_ location: StoreLocation) throws -> NodeStore? {
         guard location.exists else {
             FileHandle.standardError.write(Data("No Tracer data yet: there is no database at \(location.path).\n".utf8))
             return nil

@@ -1,0 +1,23 @@
+import IDRotation
+
+public enum ExposureCheckError: Error, Sendable, CustomStringConvertible {
+    /// No verified list is held, so no statement about exposure can be made.
+    case noVerifiedList(updateFailure: ListUpdateError?, offline: Bool)
+    case store(StoreError)
+    case cache(MatchingError)
+
+    public var description: String {
+        switch self {
+        case .noVerifiedList(let failure?, _):
+            return "Could not get a verified positive list, and there is no earlier one to check against: \(failure) No exposure check was done."
+        case .noVerifiedList(nil, true):
+            return "There is no downloaded positive list yet; run `tracer check` without --offline once."
+        case .noVerifiedList(nil, false):
+            return "There is no verified positive list; run `tracer check` again."
+        case .store(let error):
+            return error.description
+        case .cache(let error):
+            return error.description
+        }
+    }
+}

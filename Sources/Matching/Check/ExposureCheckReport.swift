@@ -1,0 +1,32 @@
+import IDRotation
+
+/// Everything one exposure check found, as printed by `tracer check --json` and kept in the
+/// store so `tracer status` can show the last result.
+public struct ExposureCheckReport: Codable, Sendable, Equatable {
+    public struct ListStatus: Codable, Sendable, Equatable {
+        /// When the server last confirmed the list used (nil: never).
+        public var lastUpdated: UnixSeconds?
+        public var generation: UInt64
+        public var publishedAt: UnixSeconds
+        public var batches: Int
+        /// Why this check could not update the list, when it could not; the check then used the
+        /// last verified list.
+        public var updateFailure: String?
+        /// True when the check was asked not to contact the server.
+        public var offline: Bool
+    }
+
+    public var checkedAt: UnixSeconds
+    public var list: ListStatus
+    public var idsChecked: Int
+    public var encountersChecked: Int
+    public var matchedIDs: Int
+    public var idsSeenOutsideTheirWindow: Int
+    public var assessment: ExposureAssessment
+    /// True when this check found a day at a higher level than any check before it notified.
+    public var newExposure: Bool
+
+    public var exposureFound: Bool { assessment.level > .none }
+    /// True when the list could have missed newer diagnoses.
+    public var listIsStale: Bool { list.updateFailure != nil }
+}

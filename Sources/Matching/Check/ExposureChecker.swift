@@ -1,0 +1,103 @@
+import Foundation
+import IDRotation
+import PositiveListFormat
+
+/// One exposure check: update the list (unless offline), match it against the encounters of the
+/// retention period, score the matches, and remember the result.
+///
+/// A failed update does not stop the check when an earlier verified list is held: the report
+/// then says the list is stale and since when, and the caller must not present "no exposure"
+/// as final. With no verified list at all there is no result.
+public struct ExposureChecker: Sendable {
+    public let store: NodeStore
+    public let cache: PositiveListCache
+    public let publicKey: PositiveListPublicKey
+    /// nil for an offline check.
+    public let updater: PositiveListUpdater?
+    public let model: RiskModel
+    public let clockSkewTolerance: UnixSeconds
+    public let retention: RetentionPolicy
+    let clock: any WallClock
+
+    static let lastReportKey = "exposure.last_check"
+    static let notifiedKey = "exposure.notified"
+
+    public init(
+        store: NodeStore, cache: PositiveListCache, publicKey: PositiveListPublicKey, updater: PositiveListUpdater?,
+        model: RiskModel = .standard, clockSkewTolerance: UnixSeconds = PositiveListMatcher.defaultClockSkewTolerance,
+        retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock()
+    ) {
+        self.store = store
+        self.cache = cache
+        self.publicKey = publicKey
+        self.updater = updater
+        self.model = model
+        self.clockSkewTolerance = clockSkewTolerance
+        self.retention = retention
+        self.clock = clock
+    }
+
+    public func check(progress: (@Sendable (ListDownloadProgress) -> Void)? = nil) async throws(ExposureCheckError) -> ExposureCheckReport {
+        var updateFailure: ListUpdateError?
+        if let updater {
+            do { _ = try await updater.update(progress: progress) } catch { updateFailure = error }
+        }
+        guard let index = cache.index(publicKey: publicKey) else {
+            throw .noVerifiedList(updateFailure: updateFailure, offline: updater == nil)
+        }
+        let now = clock.now()
+        let encounters: [Encounter]
+        do { encounters = try store.encounters(since: retention.encounterCutoff(now: now)) } catch { throw .store(error) }
+        let matcher = PositiveListMatcher(encounters: encounters, clockSkewTolerance: clockSkewTolerance)
+        let outcome: MatchOutcome
+        do { outcome = try matcher.match(try cache.batches(of: index)) } catch { throw .cache(error) }
+        let assessment = ExposureAssessment(matches: outcome.matches, model: model)
+
+        let notified = notifiedLevels()
+        let newExposure = assessment.exposureDays.contains { $0.level > (notified[$0.day] ?? .none) }
+        let report = ExposureCheckReport(
+            checkedAt: now,
+            list: .init(
+                lastUpdated: cache.state.lastUpdated, generation: index.generation, publishedAt: index.publishedAt,
+                batches: index.batches.count, updateFailure: updateFailure?.description, offline: updater == nil),
+            idsChecked: outcome.idsChecked, encountersChecked: encounters.count,
+            matchedIDs: Set(outcome.matches.map(\.encounter.peer)).count,
+            idsSeenOutsideTheirWindow: outcome.idsSeenOutsideTheirWindow, assessment: assessment, newExposure: newExposure)
+        do { try store.setStateValue(try Self.json(report), forKey: Self.lastReportKey) } catch let error as StoreError {
+            throw .store(error)
+        } catch {
+            // Encoding a plain value type cannot fail; nothing to keep if it did.
+        }
+        return report
+    }
+
+    /// Records that the user was told about `report`'s exposure days, so the next check does
+    /// not notify them again unless a day's level rises.
+    public func markNotified(_ report: ExposureCheckReport) throws(StoreError) {
+        var levels = notifiedLevels()
+        for day in report.assessment.exposureDays { levels[day.day] = max(levels[day.day] ?? .none, day.level) }
+        // Forget days that left the retention period with the encounters they came from.
+        let oldest = ExposureAssessment.dayName(retention.encounterCutoff(now: clock.now()))
+        levels = levels.filter { $0.key >= oldest }
+        guard let text = try? Self.json(levels) else { return }
+        try store.setStateValue(text, forKey: Self.notifiedKey)
+    }
+
+    public static func lastReport(in store: NodeStore) throws(StoreError) -> ExposureCheckReport? {
+        guard let text = try store.stateValue(forKey: lastReportKey) else { return nil }
+        return try? JSONDecoder().decode(ExposureCheckReport.self, from: Data(text.utf8))
+    }
+
+    private func notifiedLevels() -> [String: RiskLevel] {
+        guard let text = try? store.stateValue(forKey: Self.notifiedKey),
+              let levels = try? JSONDecoder().decode([String: RiskLevel].self, from: Data(text.utf8))
+        else { return [:] }
+        return levels
+    }
+
+    static func json<Value: Encodable>(_ value: Value) throws -> String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return String(decoding: try encoder.encode(value), as: UTF8.self)
+    }
+}

@@ -1,0 +1,22 @@
+import CCurl
+
+/// The request's headers as the curl_slist libcurl reads during the transfer; freed with this
+/// object, which the transfer keeps alive until curl_easy_perform returns.
+final class CurlHeaderList {
+    private(set) var list: UnsafeMutablePointer<curl_slist>?
+
+    init(_ fields: [HTTPHeaderField]) {
+        // An empty "Expect:" stops libcurl from waiting for "100 Continue" before a large POST body.
+        for line in fields.map(Self.line(for:)) + ["Expect:"] {
+            guard let extended = curl_slist_append(list, line) else { continue }
+            list = extended
+        }
+    }
+
+    deinit { curl_slist_free_all(list) }
+
+    /// "Name: value"; "Name;" sends an empty value ("Name:" would remove the header instead).
+    private static func line(for field: HTTPHeaderField) -> String {
+        field.value.isEmpty ? "\(field.name);" : "\(field.name): \(field.value)"
+    }
+}

@@ -1,0 +1,154 @@
+import CCurl
+import Foundation
+
+/// One attempt of a request: a libcurl easy handle performed on a thread of its own.
+struct CurlTransfer: Sendable {
+    let request: HTTPRequest
+    let configuration: HTTPClientConfiguration
+    let destination: ResponseBodyDestination
+    let progress: (@Sendable (DownloadProgress) -> Void)?
+
+    /// curl_easy_perform blocks for the whole transfer, so it runs on a new thread rather than
+    /// holding one of the few threads of Swift's cooperative pool. Cancelling the task aborts it
+    /// at libcurl's next progress callback (at least once a second, even when stalled).
+    func runOnOwnThread() async -> Result<HTTPResponse, TransferFailure> {
+        let cancellation = CancellationFlag()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let thread = Thread { continuation.resume(returning: run(cancellation: cancellation)) }
+                thread.name = "tracer-curl"
+                thread.start()
+            }
+        } onCancel: {
+            cancellation.cancel()
+        }
+    }
+
+    /// Blocks until the attempt ends.
+    func run(cancellation: CancellationFlag) -> Result<HTTPResponse, TransferFailure> {
+        guard LibCurl.isInitialized, let handle = curl_easy_init() else {
+            return .failure(.transfer(reason: "libcurl could not be initialized", isRetryable: false))
+        }
+        defer { curl_easy_cleanup(handle) }
+        let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
+        defer { errorBuffer.deallocate() }
+        errorBuffer.initialize(to: 0)
+
+        let context = CurlTransferContext(handle: handle, destination: destination, cancellation: cancellation, progress: progress)
+        let headerList = CurlHeaderList(request.headers)
+        var options = CurlOptionSetter(handle: handle)
+        options.set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
+        configure(&options, headerList: headerList)
+        let userdata = Unmanaged.passUnretained(context).toOpaque()
+        installCallbacks(on: &options, userdata: userdata)
+
+        let code: CURLcode
+        if let failure = options.firstFailure {
+            code = failure
+        } else {
+            code = withExtendedLifetime((context, headerList)) { curl_easy_perform(handle) }
+        }
+        let message = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        return outcome(code: code, message: message, context: context)
+    }
+
+    private func configure(_ options: inout CurlOptionSetter, headerList: CurlHeaderList) {
+        let overallTimeout = configuration.overallTimeout(expectedByteCount: request.expectedByteCount)
+        options.set(CURLOPT_URL, request.url)
+        // Signals are process-wide; without this, libcurl's timeouts use SIGALRM across threads.
+        options.set(CURLOPT_NOSIGNAL, 1)
+        options.set(CURLOPT_PROTOCOLS_STR, "http,https")
+        options.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
+        options.set(CURLOPT_FOLLOWLOCATION, 1)
+        options.set(CURLOPT_MAXREDIRS, configuration.maxRedirects)
+        options.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(configuration.connectTimeout.wholeMilliseconds)))
+        options.set(CURLOPT_TIMEOUT_MS, max(1, Int(overallTimeout.wholeMilliseconds)))
+        options.set(CURLOPT_LOW_SPEED_LIMIT, configuration.minimumTransferRate)
+        options.set(CURLOPT_LOW_SPEED_TIME, Int((configuration.lowSpeedTime.wholeMilliseconds + 999) / 1000))
+        options.set(CURLOPT_USERAGENT, configuration.userAgent)
+        options.set(CURLOPT_HTTPHEADER, list: headerList.list)
+        if let pinnedPublicKey = configuration.pinnedPublicKey { options.set(CURLOPT_PINNEDPUBLICKEY, pinnedPublicKey) }
+        if let caBundlePath = configuration.caBundlePath { options.set(CURLOPT_CAINFO, caBundlePath) }
+        if case .memory(let limit) = destination {
+            // Refuses an announced Content-Length over the limit before any body arrives.
+            options.set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(limit))
+        }
+        switch request.method {
+        case .get: options.set(CURLOPT_HTTPGET, 1)
+        case .post: options.setPostBody(request.body)
+        }
+        // Proxies are deliberately not configured: libcurl reads http_proxy, https_proxy and
+        // no_proxy from the environment itself.
+    }
+
+    private func installCallbacks(on options: inout CurlOptionSetter, userdata: UnsafeMutableRawPointer) {
+        options.record(tracer_curl_setopt_write_function(options.handle) { buffer, size, count, userdata in
+            let context = Unmanaged<CurlTransferContext>.fromOpaque(userdata!).takeUnretainedValue()
+            let byteCount = size * count
+            let chunk = UnsafeBufferPointer(start: UnsafeRawPointer(buffer)?.assumingMemoryBound(to: UInt8.self), count: byteCount)
+            return context.receive(chunk) ? byteCount : 0
+        })
+        options.set(CURLOPT_WRITEDATA, pointer: userdata)
+        options.record(tracer_curl_setopt_header_function(options.handle) { buffer, size, count, userdata in
+            let context = Unmanaged<CurlTransferContext>.fromOpaque(userdata!).takeUnretainedValue()
+            let byteCount = size * count
+            context.headers.consume(line: UnsafeBufferPointer(start: UnsafeRawPointer(buffer)?.assumingMemoryBound(to: UInt8.self), count: byteCount))
+            return byteCount
+        })
+        options.set(CURLOPT_HEADERDATA, pointer: userdata)
+        options.set(CURLOPT_NOPROGRESS, 0)
+        options.record(tracer_curl_setopt_xferinfo_function(options.handle) { userdata, downloadTotal, _, _, _ in
+            let context = Unmanaged<CurlTransferContext>.fromOpaque(userdata!).takeUnretainedValue()
+            return context.progressed(downloadTotal: Int64(downloadTotal)) ? 0 : 1
+        })
+        options.set(CURLOPT_XFERINFODATA, pointer: userdata)
+    }
+
+    private func outcome(code: CURLcode, message: String, context: CurlTransferContext) -> Result<HTTPResponse, TransferFailure> {
+        let completed = code == CURLE_OK || (code == CURLE_WRITE_ERROR && context.stopReason == .errorBodyComplete)
+        guard completed, !context.cancellation.isCancelled else {
+            if case .file(let path, _) = destination {
+                context.abandonFile()
+                removeDownloadFile(atPath: path)
+            }
+            return .failure(failure(code: code, message: message, context: context))
+        }
+        let response = HTTPResponse(status: context.responseStatus(), headers: context.headers.fields, body: context.body)
+        if case .file(let path, _) = destination {
+            guard response.isSuccess else {
+                removeDownloadFile(atPath: path)
+                return .success(response)
+            }
+            do throws(BodyStopReason) {
+                try context.finishFile(at: path)
+            } catch {
+                removeDownloadFile(atPath: path)
+                if case .cannotWrite(let reason) = error { return .failure(.cannotWriteFile(path: path, reason: reason)) }
+            }
+            context.reportCompletion()
+        }
+        return .success(response)
+    }
+
+    private func failure(code: CURLcode, message: String, context: CurlTransferContext) -> TransferFailure {
+        if context.cancellation.isCancelled { return .cancelled }
+        switch context.stopReason {
+        case .tooLarge(let limit): return .tooLarge(limit: limit)
+        case .cannotWrite(let reason):
+            if case .file(let path, _) = destination { return .cannotWriteFile(path: path, reason: reason) }
+        case .cancelled: return .cancelled
+        case .errorBodyComplete, nil: break
+        }
+        if code == CURLE_FILESIZE_EXCEEDED, case .memory(let limit) = destination { return .tooLarge(limit: limit) }
+        var redirects = 0
+        _ = tracer_curl_getinfo_long(context.handle, CURLINFO_REDIRECT_COUNT, &redirects)
+        if code == CURLE_COULDNT_CONNECT {
+            // The system's reason ("connection refused") says more than libcurl's "Couldn't connect to server".
+            var systemError = 0
+            if tracer_curl_getinfo_long(context.handle, CURLINFO_OS_ERRNO, &systemError) == CURLE_OK, systemError != 0 {
+                return .cannotConnect(reason: String(cString: strerror(Int32(truncatingIfNeeded: systemError))).lowercased())
+            }
+        }
+        return TransferFailure(code: code, message: message, wasRedirected: redirects > 0)
+    }
+}

@@ -1,0 +1,32 @@
+import PositiveListFormat
+
+/// Why the positive list could not be brought up to date. The previous good list, if any, is
+/// left as it was.
+public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible {
+    case network(HTTPClientError)
+    /// The server answered with a status that is not the list (404, 403, an HTML error page…).
+    case unexpectedStatus(url: String, status: Int)
+    /// A downloaded file failed verification: altered, truncated, signed by another key, garbage.
+    case notVerified(url: String, PositiveListFormatError)
+    /// The server offered an index older than one already accepted: a replay, or a rollback.
+    case olderIndex(offered: UInt64, held: UInt64)
+    case cannotWriteCache(path: String, reason: String)
+    case cancelled
+
+    public var description: String {
+        switch self {
+        case .network(let error):
+            return error.description
+        case .unexpectedStatus(let url, let status):
+            return "The server answered \(url) with HTTP \(status) instead of the list; check the server address."
+        case .notVerified(let url, let error):
+            return "The file from \(url) failed verification: \(error)."
+        case .olderIndex(let offered, let held):
+            return "The server offered an older list (generation \(offered)) than the one already held (\(held)); it may be replaying old files. Try again later or ask the list's operator."
+        case .cannotWriteCache(let path, let reason):
+            return "Cannot write the list cache at \(path) (\(reason)); check free space and permissions, or choose another place with --cache-dir."
+        case .cancelled:
+            return "The list update was interrupted."
+        }
+    }
+}

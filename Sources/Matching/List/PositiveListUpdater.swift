@@ -1,0 +1,142 @@
+import Foundation
+import IDRotation
+import PositiveListFormat
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a positive list is published and the key its files must be signed with.
+public struct PositiveListSource: Sendable, Equatable {
+    /// The directory URL that holds `index.tpli` and `batches/`, e.g. `https://list.example.org/`.
+    public let baseURL: String
+    public let publicKey: PositiveListPublicKey
+
+    public init(baseURL: String, publicKey: PositiveListPublicKey) {
+        self.baseURL = baseURL.hasSuffix("/") ? String(baseURL.dropLast()) : baseURL
+        self.publicKey = publicKey
+    }
+
+    func url(of relativePath: String) -> String { baseURL + "/" + relativePath }
+}
+
+/// What an update did.
+public struct ListUpdate: Sendable, Equatable {
+    public var index: PositiveListIndex
+    /// False when the server confirmed the held index (304) or sent the same one again.
+    public var changed: Bool
+    public var downloadedBatches: Int
+    public var downloadedBytes: Int
+}
+
+/// Progress over all the batch files one update downloads.
+public struct ListDownloadProgress: Sendable, Equatable {
+    public var receivedBytes: Int64
+    public var totalBytes: Int64
+}
+
+/// Brings the cache up to date with the server, incrementally: a conditional request for the
+/// index, then only the batches not held yet, each verified (size, SHA-256 from the index, its
+/// own signature, its entries) before it enters the cache.
+public struct PositiveListUpdater: Sendable {
+    public let source: PositiveListSource
+    public let cache: PositiveListCache
+    let http: any HTTPTransferring
+    let clock: any WallClock
+
+    public init(source: PositiveListSource, cache: PositiveListCache, http: any HTTPTransferring, clock: any WallClock = SystemWallClock()) {
+        self.source = source
+        self.cache = cache
+        self.http = http
+        self.clock = clock
+    }
+
+    /// Updates the cache; on failure records why (for `tracer status`) and rethrows.
+    public func update(progress: (@Sendable (ListDownloadProgress) -> Void)? = nil) async throws(ListUpdateError) -> ListUpdate {
+        try await cache.withLock { () async throws(ListUpdateError) -> ListUpdate in
+            var state = cache.state
+            state.lastAttempt = clock.now()
+            do throws(ListUpdateError) {
+                let update = try await updateHoldingLock(progress: progress)
+                state.lastUpdated = clock.now()
+                state.lastFailure = nil
+                try cache.saveState(state)
+                return update
+            } catch {
+                state.lastFailure = error.description
+                try? cache.saveState(state)
+                throw error
+            }
+        }
+    }
+
+    private func updateHoldingLock(progress: (@Sendable (ListDownloadProgress) -> Void)?) async throws(ListUpdateError) -> ListUpdate {
+        let held = cache.index(publicKey: source.publicKey)
+        let indexURL = source.url(of: PositiveListIndex.relativePath)
+        var headers: [HTTPHeaderField] = []
+        // Only an index that still verifies may be confirmed by a 304: after a key change or a
+        // damaged cache the node must download everything again.
+        if held != nil, let etag = cache.etag { headers.append(HTTPHeaderField(name: "If-None-Match", value: etag)) }
+        let response = try await send(HTTPRequest(url: indexURL, headers: headers))
+        let index: PositiveListIndex
+        if response.status == 304, let held {
+            index = held
+        } else {
+            guard response.status == 200 else { throw .unexpectedStatus(url: indexURL, status: response.status) }
+            do { index = try PositiveListIndex(verifying: response.body, publicKey: source.publicKey) } catch {
+                throw .notVerified(url: indexURL, error)
+            }
+            if let held, index.generation < held.generation {
+                throw .olderIndex(offered: index.generation, held: held.generation)
+            }
+        }
+
+        // A 304 confirms the index, not the files: a batch lost from the cache is fetched again.
+        let missing = index.batches.filter { !cache.holds($0) }
+        let total = Int64(missing.reduce(0) { $0 + $1.byteCount })
+        var done: Int64 = 0
+        for listing in missing {
+            let before = done
+            try await download(listing) { received in progress?(ListDownloadProgress(receivedBytes: before + received, totalBytes: total)) }
+            done += Int64(listing.byteCount)
+        }
+        if response.status == 200 {
+            // Only now that every batch it names is held may the new index replace the old one.
+            try cache.installIndex(response.body, etag: response.header("etag"))
+            cache.removeFiles(notListedIn: index)
+        }
+        return ListUpdate(index: index, changed: index != held, downloadedBatches: missing.count, downloadedBytes: Int(done))
+    }
+
+    private func download(_ listing: PositiveListIndex.BatchListing, progress: @escaping @Sendable (Int64) -> Void) async throws(ListUpdateError) {
+        let url = source.url(of: listing.relativePath)
+        let temporary = AtomicFile.temporaryPath(for: cache.batchPath(listing.number))
+        defer { unlink(temporary) }
+        let response: HTTPResponse
+        do {
+            response = try await http.download(
+                HTTPRequest(url: url, expectedByteCount: listing.byteCount), to: temporary,
+                progress: { progress($0.receivedBytes) })
+        } catch {
+            throw Self.listError(error)
+        }
+        guard response.status == 200 else { throw .unexpectedStatus(url: url, status: response.status) }
+        guard let file = FileManager.default.contents(atPath: temporary) else {
+            throw .cannotWriteCache(path: temporary, reason: "the downloaded file cannot be read back")
+        }
+        do {
+            _ = try PositiveListBatch(verifying: Array(file), listedAs: listing, publicKey: source.publicKey)
+        } catch {
+            throw .notVerified(url: url, error)
+        }
+        try cache.installBatch(from: temporary, number: listing.number)
+    }
+
+    private func send(_ request: HTTPRequest) async throws(ListUpdateError) -> HTTPResponse {
+        do { return try await http.perform(request) } catch { throw Self.listError(error) }
+    }
+
+    private static func listError(_ error: HTTPClientError) -> ListUpdateError {
+        if case .cancelled = error { return .cancelled }
+        return .network(error)
+    }
+}

@@ -1,0 +1,159 @@
+import ArgumentParser
+import Foundation
+import IDRotation
+import Matching
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct CheckCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "check",
+        abstract: "Fetch the positive list and check it against your encounters, on this machine.",
+        discussion: """
+            Downloads what is new in the signed positive list (unless --offline), verifies it, and \
+            matches it against the encounters of the last 28 days. Nothing about whom you met leaves \
+            this machine. Exit codes: 0 no exposure found, 3 exposure found, 1 error (for example the \
+            list could not be verified, or could not be updated and it found nothing in the old one), \
+            2 usage error. docs/risk-model.md explains how contact becomes a risk level.
+            """)
+
+    static let exposureExitCode: Int32 = 3
+
+    @OptionGroup var config: ConfigOptions
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var server: ListServerOptions
+    @Flag(help: "Use the list already downloaded; do not contact the server.") var offline = false
+    @Flag(help: "Print the result as JSON.") var json = false
+    @Flag(help: "No progress bar.") var quiet = false
+    @Option(name: .customLong("on-exposure"), help: ArgumentHelp(
+        "A shell command to run when a new exposure is found (check.on_exposure); see `tracer check --help`.",
+        discussion: "It gets TRACER_RISK, TRACER_EXPOSURE_DAYS, TRACER_WEIGHTED_MINUTES and the JSON report on stdin.",
+        valueName: "command"))
+    var onExposure: String?
+
+    func run() async throws {
+        var flags = server.settingFlags
+        flags["node.database"] = store.db
+        flags["check.on_exposure"] = onExposure
+        let resolved = try config.resolve(flags: flags)
+        let settings = resolved.settings
+        let parts = MatchingParts(settings: settings)
+        guard let opened = try StoreOptions.openExisting(resolved.storeLocation) else {
+            throw CommandFailure.noDatabaseToCheck
+        }
+        let checker = try parts.checker(store: opened, offline: offline)
+        let progress = (quiet || json) ? nil : TerminalProgress(label: "Downloading the positive list")
+        let report: ExposureCheckReport
+        do {
+            var onProgress: (@Sendable (ListDownloadProgress) -> Void)?
+            if let progress {
+                onProgress = { (update: ListDownloadProgress) in progress.update(update.receivedBytes, of: update.totalBytes) }
+            }
+            report = try await checker.check(progress: onProgress)
+        } catch {
+            progress?.finish()
+            throw error
+        }
+        progress?.finish()
+
+        if json { try Output.printJSON(report) } else { print(CheckReportText(report: report).render()) }
+        if report.newExposure { try await notify(report, checker: checker, hookCommand: settings.onExposure) }
+        if report.exposureFound { throw ExitCode(Self.exposureExitCode) }
+        // Never a plain "no exposure" on a list that could not be brought up to date.
+        if report.listIsStale { throw ExitCode.failure }
+    }
+
+    private func notify(_ report: ExposureCheckReport, checker: ExposureChecker, hookCommand: String?) async throws {
+        guard let hookCommand else {
+            // The printed result was the notification.
+            try checker.markNotified(report)
+            return
+        }
+        switch await ExposureHook(command: hookCommand).run(for: report) {
+        case .succeeded:
+            try checker.markNotified(report)
+        case .failed(let status):
+            Output.standardError("Warning: the --on-exposure command exited with status \(status); it will run again at the next check.")
+        case .timedOut:
+            Output.standardError("Warning: the --on-exposure command did not finish within 60 s and was stopped; it will run again at the next check.")
+        case .couldNotStart(let reason):
+            Output.standardError("Warning: the --on-exposure command could not start (\(reason)); fix it, it will run again at the next check.")
+        }
+    }
+}
+
+/// The plain-language result of a check.
+struct CheckReportText {
+    let report: ExposureCheckReport
+    var now: UnixSeconds = SystemWallClock().now()
+
+    func render() -> String {
+        var lines = [listLine()]
+        if let failure = report.list.updateFailure {
+            lines.append("Warning: the list could not be updated: \(failure)")
+            lines.append("This check used the list \(confirmedPhrase()); diagnoses published since then are not included.")
+        }
+        let assessment = report.assessment
+        if assessment.level == .none {
+            if report.listIsStale {
+                lines.append("No exposure found in that older list. Run `tracer check` again when the server can be reached.")
+            } else {
+                lines.append("No exposure found in the last 28 days.")
+            }
+            let brief = assessment.days.filter { $0.level == .none }
+            if !brief.isEmpty {
+                lines.append("(Brief or distant contact with diagnosed ids on \(brief.map(\.day).joined(separator: ", ")), below the risk threshold.)")
+            }
+            return lines.joined(separator: "\n")
+        }
+        lines.append("")
+        lines.append("Exposure found: \(assessment.level == .high ? "HIGH" : "low") risk.")
+        for day in assessment.days where day.level > .none {
+            let ids = day.diagnosedIDs == 1 ? "1 diagnosed id" : "\(day.diagnosedIDs) diagnosed ids"
+            lines.append("  \(day.day): \(minutes(day.totalMinutes)) of contact with \(ids): \(closeness(day)); \(day.level.rawValue) risk")
+        }
+        lines.append("")
+        lines.append("""
+            What to do now: follow your health authority's advice for contacts of a confirmed case, \
+            for example watch for symptoms, get tested, and limit close contact with others until \
+            then. This result was computed on this machine and has not been shared with anyone.
+            """)
+        return lines.joined(separator: "\n")
+    }
+
+    private func listLine() -> String {
+        let list = report.list
+        let updated = list.lastUpdated.map { "updated \(Output.localTime($0)) (\(age($0)))" } ?? "never confirmed with the server"
+        return "Positive list \(updated): \(report.idsChecked) ids checked against \(report.encountersChecked) encounters of the last 28 days."
+    }
+
+    private func confirmedPhrase() -> String {
+        guard let updated = report.list.lastUpdated else { return "published at \(Output.localTime(report.list.publishedAt))" }
+        return "last confirmed \(Output.localTime(updated)), \(age(updated))"
+    }
+
+    private func age(_ time: UnixSeconds) -> String {
+        let seconds = max(0, now - time)
+        return seconds < 60 ? "just now" : Output.duration(seconds) + " ago"
+    }
+
+    private func minutes(_ value: Double) -> String {
+        let rounded = Int(value.rounded())
+        return rounded == 1 ? "1 minute" : "\(rounded) minutes"
+    }
+
+    private func closeness(_ day: ExposureDay) -> String {
+        let parts = RiskModel.Proximity.allCases.compactMap { proximity -> String? in
+            guard let value = day.minutes[proximity], value > 0 else { return nil }
+            let label = switch proximity {
+            case .near: "close (strong signal)"
+            case .medium: "at medium range"
+            case .far: "far (weak signal)"
+            case .unknown: "at unmeasured range"
+            }
+            return "\(minutes(value)) \(label)"
+        }
+        return parts.joined(separator: ", ")
+    }
+}

@@ -1,0 +1,78 @@
+import ArgumentParser
+import Foundation
+import IDRotation
+import Matching
+
+struct StatusCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "status",
+        abstract: "Show the node's data, the positive list's age and the last check's result.")
+
+    @OptionGroup var config: ConfigOptions
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var server: ListServerOptions
+    @Flag(help: "Print the status as JSON.") var json = false
+
+    struct Status: Encodable {
+        var database: String
+        var ownIDs: Int
+        var encounters: Int
+        var distinctPeers: Int
+        var currentIDTag: String?
+        var currentWindowEnd: UnixSeconds?
+        var listCache: String
+        var listLastUpdated: UnixSeconds?
+        var listLastFailure: String?
+        var lastCheck: ExposureCheckReport?
+        var reports: [ReportReceipt]
+    }
+
+    func run() async throws {
+        var flags = server.settingFlags
+        flags["node.database"] = store.db
+        let resolved = try config.resolve(flags: flags)
+        let settings = resolved.settings
+        let location = resolved.storeLocation
+        guard let opened = try StoreOptions.openExisting(location) else { return }
+        let counts = try opened.counts()
+        let current = try opened.latestOwnID()
+        let cache = MatchingParts(settings: settings).cache
+        let cacheState = cache.state
+        let status = Status(
+            database: location.path, ownIDs: counts.ownIDs, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
+            currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
+            listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
+            lastCheck: try ExposureChecker.lastReport(in: opened), reports: HistoryReporter.receipts(in: opened))
+        if json {
+            try Output.printJSON(status)
+            return
+        }
+        print(render(status))
+    }
+
+    private func render(_ status: Status) -> String {
+        let now = SystemWallClock().now()
+        func ago(_ time: UnixSeconds) -> String { "\(Output.localTime(time)) (\(Output.duration(max(0, now - time))) ago)" }
+        var lines = [
+            "Database:       \(status.database)",
+            "Data kept:      \(status.ownIDs) own ids, \(status.encounters) encounters with \(status.distinctPeers) peer ids",
+        ]
+        if let tag = status.currentIDTag, let end = status.currentWindowEnd {
+            lines.append("Latest own id:  \(tag), \(end > now ? "in use until \(Output.localTime(end))" : "window ended \(ago(end))")")
+        }
+        lines.append("Positive list:  " + (status.listLastUpdated.map { "last updated \(ago($0))" } ?? "never downloaded"))
+        if let failure = status.listLastFailure { lines.append("                last update failed: \(failure)") }
+        if let check = status.lastCheck {
+            let result = check.exposureFound
+                ? "exposure found (\(check.assessment.level.rawValue) risk) on \(check.assessment.exposureDays.map(\.day).joined(separator: ", "))"
+                : "no exposure found" + (check.listIsStale ? " (in a list that could not be updated)" : "")
+            lines.append("Last check:     \(ago(check.checkedAt)): \(result), \(check.idsChecked) ids checked")
+        } else {
+            lines.append("Last check:     never; run `tracer check`")
+        }
+        if let last = status.reports.last {
+            lines.append("Reported:       \(last.ids) own ids at \(Output.localTime(last.reportedAt))")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

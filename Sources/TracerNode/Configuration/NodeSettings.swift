@@ -1,0 +1,65 @@
+import Foundation
+import Logging
+
+/// The node's effective configuration, typed. Build it with `NodeSettings.resolve`; the initial
+/// values below are placeholders, since every setting with a default gets it from
+/// `SettingRegistry` (the one place defaults are written down).
+struct NodeSettings: Equatable, Sendable {
+    enum LogFormat: String, Sendable { case text, json }
+
+    struct Risk: Equatable, Sendable {
+        var nearAttenuation: Int64 = 0
+        var farAttenuation: Int64 = 0
+        var nearWeight: Double = 0
+        var mediumWeight: Double = 0
+        var farWeight: Double = 0
+        var lowMinutes: Double = 0
+        var highMinutes: Double = 0
+        var assumedTxPower: Int64 = 0
+        var samplingPeriod: Int64 = 0
+    }
+
+    // [node]
+    var transport: String?
+    var database: String = ""
+    var rotationInterval: Int64 = 0
+    var rotationJitter: Int64 = 0
+    var continuousScan = false
+    // [log]
+    var logLevel: Logger.Level = .info
+    var logFormat: LogFormat = .text
+    // [server]
+    var serverURL: URL?
+    /// The raw 32-byte Ed25519 public key that signs the positive list.
+    var serverPublicKey: Data?
+    /// In curl's CURLOPT_PINNEDPUBLICKEY form: "sha256//BASE64[;sha256//BASE64…]".
+    var serverPinnedKey: String?
+    /// The base of each request's overall timeout, in seconds.
+    var serverTimeout: Int64 = 0
+    // [check]
+    var cacheDirectory: String = ""
+    var checkInterval: Int64 = 0
+    var checkJitter: Int64 = 0
+    /// A shell command run when an exposure is found.
+    var onExposure: String?
+    var clockSkew: Int64 = 0
+    // [risk]
+    var risk = Risk()
+}
+
+/// The settings plus, for each key, its value and where that came from.
+struct ResolvedSettings: Sendable {
+    struct Entry: Sendable {
+        var definition: SettingDefinition
+        /// Nil for a setting without a default that nothing set.
+        var value: SettingValue?
+        var source: SettingSource
+    }
+
+    var settings: NodeSettings
+    /// Every setting, in the registry's order.
+    var entries: [Entry]
+    var configFile: ConfigFileLocation
+
+    func source(of key: String) -> SettingSource? { entries.first { $0.definition.key == key }?.source }
+}

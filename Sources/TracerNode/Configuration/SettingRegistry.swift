@@ -1,0 +1,212 @@
+import Foundation
+import GATTExchange
+import IDRotation
+import Logging
+
+/// Every setting the node reads. Adding a setting is one entry here plus its `NodeSettings`
+/// property; the file reader, environment, flags and `tracer config` all follow this table.
+enum SettingRegistry {
+    static let all: [SettingDefinition] = node + log + server + check + risk
+
+    static func definition(_ key: String) -> SettingDefinition? { all.first { $0.key == key } }
+
+    static let sections: Set<String> = Set(all.map(\.section))
+
+    private static let node: [SettingDefinition] = [
+        .text(
+            "node.transport", \.transport,
+            .text(describe: "a transport: \(TransportSpec.acceptedForms)", problem: TextRules.transport),
+            env: "TRACER_TRANSPORT", flag: "--transport",
+            help: "The Bluetooth controller: hci0, serial:DEVICE[,BAUD], tcp:HOST:PORT or unix:PATH.",
+            convert: { $0 }),
+        .text(
+            "node.database", \.database, .path, default: .computed(Defaults.database),
+            env: StoreLocation.environmentVariable, flag: "--db",
+            help: "The node's database file.", convert: { $0 }),
+        .integer(
+            "node.rotation_interval", \.rotationInterval, .integer(minimum: 5, maximum: 86_400, unit: "seconds"),
+            default: RotationSchedule.defaultInterval, env: "TRACER_ROTATION_INTERVAL", flag: "--rotation-interval",
+            help: "Seconds between id rotations."),
+        .integer(
+            "node.rotation_jitter", \.rotationJitter, .integer(minimum: 0, unit: "seconds"),
+            default: 0, env: "TRACER_ROTATION_JITTER", flag: "--rotation-jitter",
+            help: "Largest random delay of a rotation after its boundary, in seconds; less than half the interval."),
+        .boolean(
+            "node.continuous_scan", \.continuousScan, default: false,
+            env: "TRACER_CONTINUOUS_SCAN", flag: "--continuous-scan",
+            help: "Scan without pause instead of 10 s bursts every minute (costs battery)."),
+    ]
+
+    private static let log: [SettingDefinition] = [
+        .text(
+            "log.level", \.logLevel, .choice(["trace", "debug", "info", "notice", "warning", "error"]),
+            default: .value(.text("info")), env: "TRACER_LOG_LEVEL", flag: "--log-level",
+            help: "How much to log.", convert: { Logger.Level(rawValue: $0) ?? .info }),
+        .text(
+            "log.format", \.logFormat, .choice(["text", "json"]),
+            default: .value(.text("text")), env: "TRACER_LOG_FORMAT", flag: "--log-format",
+            help: "Log lines as text for people or JSON for machines.",
+            convert: { NodeSettings.LogFormat(rawValue: $0) ?? .text }),
+    ]
+
+    private static let server: [SettingDefinition] = [
+        .text(
+            "server.url", \.serverURL, .text(describe: "an http or https URL", problem: TextRules.httpURL),
+            env: "TRACER_SERVER_URL", flag: "--server",
+            help: "The positive list server.", convert: { URL(string: $0) }),
+        .text(
+            "server.public_key", \.serverPublicKey,
+            .text(describe: "the base64 of a 32-byte Ed25519 public key", problem: TextRules.ed25519PublicKey),
+            env: "TRACER_SERVER_PUBLIC_KEY", flag: "--server-key",
+            help: "The server's Ed25519 public key (base64), which must have signed the positive list.",
+            convert: { Data(base64Encoded: $0) }),
+        .text(
+            "server.pinned_key", \.serverPinnedKey,
+            .text(describe: "sha256//BASE64, or several joined with ;", problem: TextRules.pinnedKeys),
+            env: "TRACER_SERVER_PINNED_KEY", flag: "--pinned-key",
+            help: "SHA-256 hashes of the server's TLS public key to accept, as sha256//BASE64[;sha256//…].",
+            convert: { $0 }),
+        .integer(
+            "server.timeout", \.serverTimeout, .integer(minimum: 1, maximum: 600, unit: "seconds"),
+            default: 30, env: "TRACER_SERVER_TIMEOUT", flag: "--server-timeout",
+            help: "Seconds one request may take, plus time for the expected size at 32 KiB/s; failed requests are retried 3 times."),
+    ]
+
+    private static let check: [SettingDefinition] = [
+        .text(
+            "check.cache_dir", \.cacheDirectory, .path, default: .computed(Defaults.cacheDirectory),
+            env: "TRACER_CACHE_DIR", flag: "--cache-dir",
+            help: "Where downloaded positive lists are kept.", convert: { $0 }),
+        .integer(
+            "check.interval", \.checkInterval, .integer(minimum: 60, unit: "seconds"),
+            default: 21_600, env: "TRACER_CHECK_INTERVAL", flag: "--check-interval",
+            help: "Seconds between checks of the positive list."),
+        .integer(
+            "check.jitter", \.checkJitter, .integer(minimum: 0, unit: "seconds"),
+            default: 3_600, env: "TRACER_CHECK_JITTER", flag: "--check-jitter",
+            help: "Largest random delay added to each check, in seconds."),
+        .text(
+            "check.on_exposure", \.onExposure, .text(describe: "a shell command", problem: { _ in nil }),
+            env: "TRACER_ON_EXPOSURE", flag: "--on-exposure",
+            help: "A shell command to run when an exposure is found.", convert: { $0 }),
+        .integer(
+            "check.clock_skew", \.clockSkew, .integer(minimum: 0, maximum: 3_600, unit: "seconds"),
+            default: 300, env: "TRACER_CLOCK_SKEW", flag: nil,
+            help: "How far, in seconds, the server's clock may be from ours."),
+    ]
+
+    private static let risk: [SettingDefinition] = [
+        .integer(
+            "risk.near_attenuation", \.risk.nearAttenuation, .integer(minimum: 0, maximum: 200, unit: "dB"),
+            default: 55, env: "TRACER_RISK_NEAR_ATTENUATION", flag: nil,
+            help: "Attenuation up to which a contact counts as near."),
+        .integer(
+            "risk.far_attenuation", \.risk.farAttenuation, .integer(minimum: 0, maximum: 200, unit: "dB"),
+            default: 70, env: "TRACER_RISK_FAR_ATTENUATION", flag: nil,
+            help: "Attenuation from which a contact counts as far; above near_attenuation."),
+        .number(
+            "risk.near_weight", \.risk.nearWeight, .number(minimum: 0, maximum: 1),
+            default: 1.0, env: "TRACER_RISK_NEAR_WEIGHT", flag: nil, help: "Weight of a near minute."),
+        .number(
+            "risk.medium_weight", \.risk.mediumWeight, .number(minimum: 0, maximum: 1),
+            default: 0.5, env: "TRACER_RISK_MEDIUM_WEIGHT", flag: nil, help: "Weight of a medium-distance minute."),
+        .number(
+            "risk.far_weight", \.risk.farWeight, .number(minimum: 0, maximum: 1),
+            default: 0.0, env: "TRACER_RISK_FAR_WEIGHT", flag: nil, help: "Weight of a far minute."),
+        .number(
+            "risk.low_minutes", \.risk.lowMinutes, .number(minimum: 0, minimumIncluded: false),
+            default: 5, env: "TRACER_RISK_LOW_MINUTES", flag: nil,
+            help: "Weighted minutes from which an exposure is reported as low risk."),
+        .number(
+            "risk.high_minutes", \.risk.highMinutes, .number(minimum: 0, minimumIncluded: false),
+            default: 15, env: "TRACER_RISK_HIGH_MINUTES", flag: nil,
+            help: "Weighted minutes from which an exposure is reported as high risk; at least low_minutes."),
+        .integer(
+            "risk.assumed_tx_power", \.risk.assumedTxPower, .integer(minimum: -40, maximum: 20, unit: "dBm"),
+            default: 0, env: "TRACER_RISK_ASSUMED_TX_POWER", flag: nil,
+            help: "Transmit power assumed for peers that do not advertise theirs."),
+        .integer(
+            "risk.sampling_period", \.risk.samplingPeriod, .integer(minimum: 0, maximum: 3_600, unit: "seconds"),
+            default: 60, env: "TRACER_RISK_SAMPLING_PERIOD", flag: nil,
+            help: "Contact time one sighting stands for: the scan cycle (60 s by default, 10 s of scanning a minute)."),
+    ]
+
+    static let constraints: [SettingConstraint] = [
+        SettingConstraint(blamed: "node.rotation_jitter", other: "node.rotation_interval") { settings in
+            settings.rotationJitter * 2 < settings.rotationInterval
+                ? nil
+                : "node.rotation_jitter (\(settings.rotationJitter) s) must be less than half of node.rotation_interval (\(settings.rotationInterval) s)"
+        },
+        SettingConstraint(blamed: "risk.far_attenuation", other: "risk.near_attenuation") { settings in
+            settings.risk.farAttenuation > settings.risk.nearAttenuation
+                ? nil
+                : "risk.far_attenuation (\(settings.risk.farAttenuation) dB) must be greater than risk.near_attenuation (\(settings.risk.nearAttenuation) dB)"
+        },
+        SettingConstraint(blamed: "risk.high_minutes", other: "risk.low_minutes") { settings in
+            settings.risk.highMinutes >= settings.risk.lowMinutes
+                ? nil
+                : "risk.high_minutes (\(SettingValue.number(settings.risk.highMinutes))) must be at least risk.low_minutes (\(SettingValue.number(settings.risk.lowMinutes)))"
+        },
+    ]
+}
+
+/// Checks of text settings; each returns nil for good text or the problem.
+private enum TextRules {
+    static func transport(_ text: String) -> String? {
+        do {
+            _ = try TransportSpec(parsing: text)
+            return nil
+        } catch {
+            return "must be one of \(TransportSpec.acceptedForms) (\(error.problem)), got \(text.quotedForMessage)"
+        }
+    }
+
+    static func httpURL(_ text: String) -> String? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            let host = url.host, !host.isEmpty
+        else { return "must be an http or https URL such as https://tracer.example.org, got \(text.quotedForMessage)" }
+        return nil
+    }
+
+    static func ed25519PublicKey(_ text: String) -> String? {
+        guard let key = Data(base64Encoded: text) else {
+            return "must be the base64 of a 32-byte Ed25519 public key, got \(text.quotedForMessage), which is not base64"
+        }
+        guard key.count == 32 else {
+            return "must be the base64 of a 32-byte Ed25519 public key, got \(key.count) bytes"
+        }
+        return nil
+    }
+
+    static func pinnedKeys(_ text: String) -> String? {
+        for pin in text.split(separator: ";", omittingEmptySubsequences: false) {
+            let trimmed = pin.trimmingCharacters(in: .whitespaces)
+            guard trimmed.hasPrefix("sha256//"), let hash = Data(base64Encoded: String(trimmed.dropFirst(8))), hash.count == 32
+            else {
+                return "must be sha256// followed by the base64 of a 32-byte SHA-256 hash, several joined with ;, got \(String(pin).quotedForMessage)"
+            }
+        }
+        return nil
+    }
+}
+
+/// Defaults that depend on where the user's directories are.
+private enum Defaults {
+    static func database(_ environment: [String: String]) -> (value: SettingValue, detail: String)? {
+        // TRACER_DB is this setting's own variable, handled before defaults; StoreLocation keeps
+        // the one rule for the default place.
+        var withoutVariable = environment
+        withoutVariable.removeValue(forKey: StoreLocation.environmentVariable)
+        guard let location = try? StoreLocation.resolve(flag: nil, environment: withoutVariable) else { return nil }
+        return (.text(location.path), location.source.rawValue)
+    }
+
+    static func cacheDirectory(_ environment: [String: String]) -> (value: SettingValue, detail: String)? {
+        // The XDG spec says a relative XDG_CACHE_HOME is invalid and must be ignored.
+        if let cacheHome = environment["XDG_CACHE_HOME"], cacheHome.hasPrefix("/") {
+            return (.text(cacheHome + "/tracer"), "$XDG_CACHE_HOME")
+        }
+        guard let home = environment["HOME"], home.hasPrefix("/") else { return nil }
+        return (.text(home + "/.cache/tracer"), "~/.cache")
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import IDRotation
+import Matching
+import PositiveListFormat
+
+/// Builds the matching parts a command needs from the effective settings; the one place where
+/// settings turn into a list source, a cache, an HTTP client and a risk model.
+struct MatchingParts {
+    let settings: NodeSettings
+
+    var cache: PositiveListCache { PositiveListCache(directory: settings.cacheDirectory) }
+
+    func publicKey() throws -> PositiveListPublicKey {
+        guard let raw = settings.serverPublicKey else { throw CommandFailure.missingSetting(.serverPublicKey) }
+        return try PositiveListPublicKey(base64: raw.base64EncodedString())
+    }
+
+    func serverURL() throws -> String {
+        guard let url = settings.serverURL else { throw CommandFailure.missingSetting(.serverURL) }
+        return url.absoluteString
+    }
+
+    func httpClient() -> CurlHTTPClient {
+        var configuration = HTTPClientConfiguration()
+        configuration.pinnedPublicKey = settings.serverPinnedKey
+        configuration.baseTimeout = .seconds(settings.serverTimeout)
+        return CurlHTTPClient(configuration: configuration)
+    }
+
+    var riskModel: RiskModel {
+        var model = RiskModel.standard
+        let risk = settings.risk
+        model.nearAttenuation = Int(risk.nearAttenuation)
+        model.farAttenuation = Int(risk.farAttenuation)
+        model.nearWeight = risk.nearWeight
+        model.mediumWeight = risk.mediumWeight
+        model.farWeight = risk.farWeight
+        model.lowMinutes = risk.lowMinutes
+        model.highMinutes = risk.highMinutes
+        model.assumedTxPower = Int(risk.assumedTxPower)
+        model.samplingPeriodSeconds = Int(risk.samplingPeriod)
+        return model
+    }
+
+    /// The checker for `store`; offline checks use the cache only and need no server URL.
+    func checker(store: NodeStore, offline: Bool) throws -> ExposureChecker {
+        let key = try publicKey()
+        let updater = offline
+            ? nil
+            : PositiveListUpdater(source: PositiveListSource(baseURL: try serverURL(), publicKey: key), cache: cache, http: httpClient())
+        return ExposureChecker(
+            store: store, cache: cache, publicKey: key, updater: updater, model: riskModel, clockSkewTolerance: settings.clockSkew)
+    }
+}

@@ -1,0 +1,127 @@
+import Foundation
+import Matching
+import Testing
+
+struct FixtureFailure: Error, CustomStringConvertible {
+    var description: String
+}
+
+/// Tests/Support/http_fixture.py, run as a child process for one test. It exits by itself when
+/// its stdin closes, so it cannot outlive a crashed test process.
+final class HTTPFixture {
+    let port: Int
+    let scheme: String
+    private let process = Process()
+    private let input = Pipe()
+
+    static let script = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Support/http_fixture.py").path
+
+    init(tls: SelfSignedCertificate? = nil) throws {
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Self.script] + (tls.map { ["--cert", $0.certificatePath, "--key", $0.keyPath] } ?? [])
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        scheme = tls == nil ? "http" : "https"
+
+        var firstLine = Data()
+        while !firstLine.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            firstLine.append(chunk)
+        }
+        guard let port = Int(String(decoding: firstLine, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            process.terminate()
+            throw FixtureFailure(description: "http_fixture.py did not print its port (got \(String(decoding: firstLine, as: UTF8.self).debugDescription))")
+        }
+        self.port = port
+    }
+
+    deinit {
+        try? input.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    func url(_ path: String, token: String) -> String { "\(scheme)://127.0.0.1:\(port)\(path)?t=\(token)" }
+
+    /// How many requests the fixture saw for `token`.
+    func requestCount(token: String, client: CurlHTTPClient = CurlHTTPClient()) async throws -> Int {
+        let response = try await client.perform(HTTPRequest(url: url("/count", token: token)))
+        guard let count = Int(String(decoding: response.body, as: UTF8.self)) else {
+            throw FixtureFailure(description: "unexpected /count answer \(response.status)")
+        }
+        return count
+    }
+}
+
+/// A key and self-signed certificate for 127.0.0.1, made with the openssl CLI.
+struct SelfSignedCertificate {
+    let directory: String
+    var certificatePath: String { directory + "/cert.pem" }
+    var keyPath: String { directory + "/key.pem" }
+    /// The certificate's key as CURLOPT_PINNEDPUBLICKEY wants it.
+    let pin: String
+
+    init(in directory: String) throws {
+        self.directory = directory
+        try Self.shell("""
+            openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+              -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout key.pem -out cert.pem
+            """, in: directory)
+        let pin = try Self.shell(
+            "openssl x509 -in cert.pem -pubkey -noout | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64",
+            in: directory)
+        self.pin = "sha256//" + pin.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    @discardableResult
+    private static func shell(_ command: String, in directory: String) throws -> String {
+        let process = Process()
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", command]
+        process.currentDirectoryURL = URL(fileURLWithPath: directory)
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw FixtureFailure(description: "`\(command)` failed with status \(process.terminationStatus); is openssl installed?")
+        }
+        return String(decoding: data, as: UTF8.self)
+    }
+}
+
+/// A directory for one test's files, removed with `defer { scratch.remove() }`.
+struct ScratchDirectory {
+    let path: String
+
+    init() throws {
+        path = NSTemporaryDirectory() + "/tracer-http-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    }
+
+    func file(_ name: String) -> String { path + "/" + name }
+
+    func remove() { try? FileManager.default.removeItem(atPath: path) }
+}
+
+/// A token unique to one test, so the fixture's request counts are the test's own.
+func uniqueToken() -> String { UUID().uuidString }
+
+/// The fixture's /bytes/N body.
+func fixtureBytes(_ count: Int) -> [UInt8] { (0..<count).map { UInt8($0 % 251) } }
+
+/// A client with short retry delays, so tests of retries take milliseconds.
+func quickClient(maxAttempts: Int = 3, configure: (inout HTTPClientConfiguration) -> Void = { _ in }) -> CurlHTTPClient {
+    var configuration = HTTPClientConfiguration(
+        connectTimeout: .seconds(2), baseTimeout: .seconds(10),
+        retry: RetryPolicy(maxAttempts: maxAttempts, initialDelay: .milliseconds(10), maxDelay: .milliseconds(40)))
+    configure(&configuration)
+    return CurlHTTPClient(configuration: configuration)
+}

@@ -1,0 +1,164 @@
+#!/usr/bin/env python3
+"""A local HTTP(S) server for the HTTP client's tests (python3 standard library only).
+
+Listens on 127.0.0.1 on a free port and prints that port as the first line of stdout. Exits when
+stdin closes, so it cannot outlive the test process that started it. With --cert and --key it
+serves HTTPS.
+
+Every route counts its requests under the query parameter `t` (a token unique to one test);
+GET /count?t=TOKEN answers with that count.
+
+  GET  /bytes/N              N bytes (byte i is i % 251), with Content-Length
+  GET  /status/CODE          that status, body "status CODE"
+  GET  /flaky/N              503 for the first N requests of the token, then 200 "recovered"
+  GET  /slow-headers/SECONDS sleeps, then 200 "slow"
+  GET  /stall/N              announces 2N bytes, sends N, then stalls for a minute
+  GET  /truncated/N          announces 2N bytes, sends N, then closes the connection
+  GET  /huge-length          announces 10^12 bytes, sends 10, closes
+  GET  /etag                 ETag "v1"; 304 when If-None-Match is "v1"
+  GET  /redirect/N           302 to /redirect/N-1; /redirect/0 answers 200 "arrived"
+  GET  /redirect-to?url=U    302 to U
+  GET  /headers              200 with repeated and padded headers
+  POST /echo                 the request body back; X-Echo-Method and X-Echo-Test-Header headers
+"""
+import argparse
+import collections
+import os
+import ssl
+import sys
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+counts = collections.Counter()
+counts_lock = threading.Lock()
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, format, *args):
+        pass
+
+    def parse(self):
+        parsed = urllib.parse.urlsplit(self.path)
+        query = urllib.parse.parse_qs(parsed.query)
+        token = query.get("t", [""])[0]
+        return parsed.path.strip("/").split("/"), query, token
+
+    def count(self, token):
+        with counts_lock:
+            counts[token] += 1
+            return counts[token]
+
+    def reply(self, status, body=b"", headers=()):
+        self.send_response(status)
+        for name, value in headers:
+            self.send_header(name, value)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if body and self.command != "HEAD":
+            self.wfile.write(body)
+
+    def do_GET(self):
+        parts, query, token = self.parse()
+        route = parts[0]
+        if route == "count":
+            with counts_lock:
+                value = counts[token]
+            return self.reply(200, str(value).encode())
+        seen = self.count(token)
+        if route == "bytes":
+            size = int(parts[1])
+            self.send_response(200)
+            self.send_header("Content-Length", str(size))
+            self.send_header("X-Fixture", "bytes")
+            self.end_headers()
+            chunk = bytes(i % 251 for i in range(251 * 64))
+            remaining = size
+            while remaining > 0:
+                piece = chunk[: min(len(chunk), remaining)]
+                self.wfile.write(piece)
+                remaining -= len(piece)
+        elif route == "status":
+            code = int(parts[1])
+            self.reply(code, b"status %d" % code)
+        elif route == "flaky":
+            if seen <= int(parts[1]):
+                self.reply(503, b"try later")
+            else:
+                self.reply(200, b"recovered")
+        elif route == "slow-headers":
+            time.sleep(float(parts[1]))
+            self.reply(200, b"slow")
+        elif route in ("stall", "truncated"):
+            size = int(parts[1])
+            self.send_response(200)
+            self.send_header("Content-Length", str(2 * size))
+            self.end_headers()
+            self.wfile.write(bytes(size))
+            self.wfile.flush()
+            if route == "stall":
+                time.sleep(60)
+            self.close_connection = True
+        elif route == "huge-length":
+            self.send_response(200)
+            self.send_header("Content-Length", str(10**12))
+            self.end_headers()
+            self.wfile.write(bytes(10))
+            self.close_connection = True
+        elif route == "etag":
+            if self.headers.get("If-None-Match") == '"v1"':
+                self.send_response(304)
+                self.send_header("ETag", '"v1"')
+                self.end_headers()
+            else:
+                self.reply(200, b"version 1", [("ETag", '"v1"')])
+        elif route == "redirect":
+            hops = int(parts[1])
+            if hops == 0:
+                self.reply(200, b"arrived")
+            else:
+                self.reply(302, b"", [("Location", "/redirect/%d?t=%s" % (hops - 1, token))])
+        elif route == "redirect-to":
+            self.reply(302, b"", [("Location", query["url"][0])])
+        elif route == "headers":
+            self.reply(200, b"headers", [("X-Repeated", "one"), ("X-Repeated", "two"), ("X-Padded", "  padded\t"), ("x-MiXeD", "Case")])
+        else:
+            self.reply(404, b"no such route")
+
+    def do_POST(self):
+        parts, _, token = self.parse()
+        self.count(token)
+        length = int(self.headers.get("Content-Length", "0"))
+        body = self.rfile.read(length)
+        if parts[0] == "echo":
+            self.reply(200, body, [("X-Echo-Method", "POST"), ("X-Echo-Test-Header", self.headers.get("X-Test", ""))])
+        else:
+            self.reply(404, b"no such route")
+
+
+def exit_when_stdin_closes():
+    sys.stdin.buffer.read()
+    os._exit(0)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--cert")
+    parser.add_argument("--key")
+    arguments = parser.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    if arguments.cert:
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(arguments.cert, arguments.key)
+        server.socket = context.wrap_socket(server.socket, server_side=True)
+    threading.Thread(target=exit_when_stdin_closes, daemon=True).start()
+    print(server.server_address[1], flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
