@@ -23,7 +23,7 @@ struct MatchBenchmark {
     static let plantedOutsideWindow = 100
     /// Our matcher and `tracer check` run this many times (they take a fraction of a second, so
     /// one run on a shared machine is noise); the median is reported.
-    static let repetitions = 3
+    static let repetitions = 5
     static let tolerance = PositiveListMatcher.defaultClockSkewTolerance
 
     func run() throws {

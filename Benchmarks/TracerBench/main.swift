@@ -31,7 +31,8 @@ case "server":
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
 case "match":
     // Run from the repository root: it runs Benchmarks/baselines/*.py, and `tracer check` from
-    // the build folder it runs from (`swift build -c release --product tracer --product TracerBench`).
+    // the folder this binary is in, so build both (`--product` builds one product per call):
+    // `swift build -c release --product tracer && swift build -c release --product TracerBench`.
     let ids = arguments.dropFirst().first.flatMap { Int($0) } ?? 10_000_000
     let encounters = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 100_000
     try MatchBenchmark(
