@@ -101,6 +101,14 @@ final class ChildProcess {
     private let process = Process()
     private let output = Pipe()
 
+    var pid: Int32 { process.processIdentifier }
+    var isRunning: Bool { process.isRunning }
+
+    /// Closes the child's stdin: the Bumble scripts stop when it closes.
+    func closeInput() {
+        try? (process.standardInput as? Pipe)?.fileHandleForWriting.close()
+    }
+
     static func start(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
         let child = ChildProcess()
         child.process.executableURL = URL(fileURLWithPath: executable)

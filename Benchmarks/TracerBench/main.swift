@@ -8,7 +8,8 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 
-// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | match [IDS] [ENCOUNTERS]]
+// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
+//        | match [IDS] [ENCOUNTERS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -29,6 +30,13 @@ case "exchange":
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
+case "crowd":
+    // Run from the repository root, like "link"; builds: swift build -c release --product tracer --product TracerBench.
+    let minutes = arguments.dropFirst().first.flatMap { Double($0) } ?? 10
+    let nodes = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 10
+    try await CrowdBenchmark(
+        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), directory: directory, nodes: nodes, minutes: minutes
+    ).run()
 case "match":
     // Run from the repository root: it runs Benchmarks/baselines/*.py, and `tracer check` from
     // the folder this binary is in, so build both (`--product` builds one product per call):
@@ -40,7 +48,7 @@ case "match":
         listedIDCount: ids, encounterCount: encounters
     ).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, match\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, match\n".utf8))
     exit(2)
 }
 

@@ -11,6 +11,7 @@ struct NodeService {
     let schedule: RotationSchedule
     let retention: RetentionPolicy
     let exchange: ExchangeConfiguration
+    let status: NodeStatusRecorder
     let logger: Logger
 
     /// Runs until the task is cancelled (SIGINT/SIGTERM), then flushes the log.
@@ -22,7 +23,12 @@ struct NodeService {
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await log.runPeriodicFlush() }
             group.addTask { await store.purgePeriodically(policy: retention, logger: logger) }
-            group.addTask { await ExchangeSupervisor(session: session).run() }
+            group.addTask { [status] in
+                await ExchangeSupervisor(session: session).run(
+                    onStart: { _, host in await status.started(host) },
+                    onSessionEnded: { failure in await status.sessionEnded("\(failure)") })
+            }
+            group.addTask { await status.runHeartbeat() }
             await group.waitForAll()
         }
         do {
@@ -30,6 +36,7 @@ struct NodeService {
         } catch {
             logger.error("could not write the last sightings", metadata: ["error": "\(error)"])
         }
+        await status.stopped()
         logger.info("node stopped")
     }
 }

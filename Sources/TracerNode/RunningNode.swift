@@ -30,7 +30,8 @@ actor RunningNode {
         var exchange = ExchangeConfiguration()
         if settings.continuousScan { exchange.scanOffTime = .zero }
         let service = NodeService(
-            store: store, transport: transport, schedule: schedule, retention: .standard, exchange: exchange, logger: logger)
+            store: store, transport: transport, schedule: schedule, retention: .standard, exchange: exchange,
+            status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport), logger: logger)
         let serviceTask = Task { await service.run() }
         startChecks()
 

@@ -105,17 +105,23 @@ public struct ExchangeSupervisor: Sendable {
 
     public init(session: ExchangeSession) { self.session = session }
 
-    public func run(onStart: @escaping @Sendable (ProximityExchange, LEHost) async -> Void = { _, _ in }) async {
+    /// `onSessionEnded` hears why each session ended before the supervisor waits to retry (for
+    /// the node's status file).
+    public func run(
+        onStart: @escaping @Sendable (ProximityExchange, LEHost) async -> Void = { _, _ in },
+        onSessionEnded: @escaping @Sendable (ExchangeSession.Failure) async -> Void = { _ in }
+    ) async {
         var backoff: Duration = .seconds(1)
         while !Task.isCancelled {
             let started = ContinuousClock.now
-            do {
+            do throws(ExchangeSession.Failure) {
                 try await session.run(onStart: onStart)
                 return
             } catch {
                 session.logger.warning("controller session ended; reconnecting", metadata: [
                     "error": "\(error)", "retryIn": "\(backoff)",
                 ])
+                await onSessionEnded(error)
             }
             if ContinuousClock.now - started > .seconds(60) { backoff = .seconds(1) }
             guard (try? await Task.sleep(for: backoff)) != nil else { return }

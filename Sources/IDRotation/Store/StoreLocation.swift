@@ -42,8 +42,12 @@ public struct StoreLocation: Sendable, Equatable {
 
     public var directory: String { (path as NSString).deletingLastPathComponent }
 
-    /// The database file and SQLite's companion files, which hold recent data too.
-    public var allFiles: [String] { [path, path + "-wal", path + "-shm"] }
+    /// The database file, SQLite's companion files, which hold recent data too, and the running
+    /// node's status file.
+    public var allFiles: [String] { [path, path + "-wal", path + "-shm", statusFilePath] }
+
+    /// Where `tracer run` describes its state for `tracer status` (transport, controller, errors).
+    public var statusFilePath: String { path + "-status.json" }
 
     public var exists: Bool { FileManager.default.fileExists(atPath: path) }
 

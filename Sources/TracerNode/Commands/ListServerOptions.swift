@@ -16,6 +16,9 @@ struct ListServerOptions: ParsableArguments {
     @Option(name: .customLong("cache-dir"), help: ArgumentHelp(
         "Where the downloaded list is kept (check.cache_dir).", valueName: "path"))
     var cacheDirectory: String?
+    @Option(name: .customLong("server-timeout"), help: ArgumentHelp(
+        "Seconds one request may take before it is retried, plus time for large files (server.timeout).", valueName: "seconds"))
+    var serverTimeout: String?
 
     var settingFlags: [String: String] {
         var flags: [String: String] = [:]
@@ -23,6 +26,7 @@ struct ListServerOptions: ParsableArguments {
         flags["server.public_key"] = serverKey
         flags["server.pinned_key"] = pinnedKey
         flags["check.cache_dir"] = cacheDirectory
+        flags["server.timeout"] = serverTimeout
         return flags
     }
 }

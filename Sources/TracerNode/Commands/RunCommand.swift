@@ -60,8 +60,9 @@ struct RunCommand: AsyncParsableCommand {
 
     func run() async throws {
         let resolved = try config.resolve(flags: settingFlags)
-        let node = try RunningNode(resolved: resolved)
+        // Before any part creates its logger: a logger keeps the handler it was made with.
         let levelControl = NodeLogging.bootstrap(format: resolved.settings.logFormat, level: resolved.settings.logLevel)
+        let node = try RunningNode(resolved: resolved)
         await node.run(levelControl: levelControl) { [config, settingFlags] in
             try config.resolve(flags: settingFlags)
         }

@@ -14,6 +14,9 @@ struct StatusCommand: AsyncParsableCommand {
     @Flag(help: "Print the status as JSON.") var json = false
 
     struct Status: Encodable {
+        var node: NodeRuntimeStatus?
+        var nodeRunning: Bool
+        var peersMetToday: Int
         var database: String
         var ownIDs: Int
         var encounters: Int
@@ -38,7 +41,11 @@ struct StatusCommand: AsyncParsableCommand {
         let current = try opened.latestOwnID()
         let cache = MatchingParts(settings: settings).cache
         let cacheState = cache.state
+        let runtime = NodeRuntimeStatus.read(from: location.statusFilePath)
+        let startOfToday = UnixSeconds(Calendar.current.startOfDay(for: Date()).timeIntervalSince1970)
+        let peersToday = Set(try opened.encounters(since: startOfToday).map(\.peer)).count
         let status = Status(
+            node: runtime, nodeRunning: runtime?.processIsAlive ?? false, peersMetToday: peersToday,
             database: location.path, ownIDs: counts.ownIDs, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
             currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
             listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
@@ -53,8 +60,13 @@ struct StatusCommand: AsyncParsableCommand {
     private func render(_ status: Status) -> String {
         let now = SystemWallClock().now()
         func ago(_ time: UnixSeconds) -> String { "\(Output.localTime(time)) (\(Output.duration(max(0, now - time))) ago)" }
-        var lines = [
+        var lines = [nodeLine(status, ago: ago)]
+        if let controller = status.node?.controller, status.nodeRunning {
+            lines.append("Controller:     \(controller.address), HCI version \(controller.hciVersion), manufacturer \(controller.manufacturer)")
+        }
+        lines += [
             "Database:       \(status.database)",
+            "Met today:      \(status.peersMetToday) peer ids",
             "Data kept:      \(status.ownIDs) own ids, \(status.encounters) encounters with \(status.distinctPeers) peer ids",
         ]
         if let tag = status.currentIDTag, let end = status.currentWindowEnd {
@@ -74,5 +86,19 @@ struct StatusCommand: AsyncParsableCommand {
             lines.append("Reported:       \(last.ids) own ids at \(Output.localTime(last.reportedAt))")
         }
         return lines.joined(separator: "\n")
+    }
+
+    private func nodeLine(_ status: Status, ago: (UnixSeconds) -> String) -> String {
+        guard let node = status.node else { return "Node:           not running (no `tracer run` has used this database)" }
+        guard status.nodeRunning else {
+            return "Node:           not running (last seen \(ago(node.updatedAt)))"
+        }
+        switch node.state {
+        case .running: return "Node:           running since \(Output.localTime(node.startedAt)) on \(node.transport) (pid \(node.pid))"
+        case .starting: return "Node:           starting on \(node.transport) (pid \(node.pid))"
+        case .reconnecting:
+            return "Node:           reconnecting to \(node.transport) (pid \(node.pid)): \(node.lastError ?? "controller lost")"
+        case .stopped: return "Node:           stopped at \(Output.localTime(node.updatedAt))"
+        }
     }
 }

@@ -24,7 +24,7 @@ struct JSONLogHandler: LogHandler {
         var fields: [String: String] = [:]
         for (key, value) in metadata { fields[key] = "\(value)" }
         for (key, value) in event.metadata ?? [:] { fields[key] = "\(value)" }
-        fields["time"] = Date().formatted(.iso8601.year().month().day().time(includingFractionalSeconds: true))
+        fields["time"] = Date.ISO8601FormatStyle(includingFractionalSeconds: true).format(Date())
         fields["level"] = event.level.rawValue
         fields["logger"] = label
         fields["message"] = "\(event.message)"

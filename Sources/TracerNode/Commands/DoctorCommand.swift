@@ -1,0 +1,55 @@
+import ArgumentParser
+import Foundation
+
+struct DoctorCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "doctor",
+        abstract: "Check what the node needs and say how to fix what fails.",
+        discussion: """
+            Checks the configuration, the database (integrity check), the Bluetooth controller \
+            (transport, LE initialisation, advertising, scanning; skipped while `tracer run` holds it), \
+            the positive list server (reachable, list verifies with the configured key) and the clock. \
+            Exit code 0 when nothing failed, 1 otherwise.
+            """)
+
+    @OptionGroup var config: ConfigOptions
+    @OptionGroup var store: StoreOptions
+    @OptionGroup var server: ListServerOptions
+    @Option(help: ArgumentHelp("The Bluetooth controller to check (node.transport).", valueName: "transport"))
+    var transport: String?
+    @Flag(help: "Print the results as JSON.") var json = false
+
+    func run() async throws {
+        var flags = server.settingFlags
+        flags["node.database"] = store.db
+        flags["node.transport"] = transport
+        var results: [DoctorCheck]
+        do {
+            let resolved = try config.resolve(flags: flags)
+            let file = resolved.configFile.path.map { resolved.configFile.exists ? $0 : "\($0) (absent: defaults apply)" } ?? "none"
+            results = [.pass("configuration", file)]
+            let checks = DoctorChecks(resolved: resolved)
+            results.append(checks.store())
+            results += await checks.radio()
+            let (list, serverDate) = await checks.listServer()
+            results.append(list)
+            results.append(checks.clock(serverDate: serverDate))
+        } catch {
+            results = [.fail("configuration", UserMessage.describe(error), fix: "Fix the setting named above; `tracer config` shows every value and its source.")]
+        }
+        if json {
+            try Output.printJSON(results)
+        } else {
+            for result in results {
+                let mark = switch result.outcome {
+                case .pass: "[ ok ]"
+                case .fail: "[FAIL]"
+                case .skipped: "[skip]"
+                }
+                print("\(mark) \(result.name): \(result.detail)")
+                if let fix = result.fix { print("       fix: \(fix)") }
+            }
+        }
+        if results.contains(where: { $0.outcome == .fail }) { throw ExitCode.failure }
+    }
+}

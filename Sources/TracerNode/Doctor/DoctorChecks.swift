@@ -1,0 +1,137 @@
+import Foundation
+import GATTExchange
+import IDRotation
+import Logging
+import Matching
+
+/// The checks of `tracer doctor`, in the order a user would debug: settings, store, clock,
+/// radio, list server. Each returns a result instead of throwing, so one failure does not hide
+/// the others.
+struct DoctorChecks {
+    let resolved: ResolvedSettings
+    var settings: NodeSettings { resolved.settings }
+
+    func store() -> DoctorCheck {
+        let location = resolved.storeLocation
+        guard location.exists else {
+            return .skipped("store", "no database yet at \(location.path); `tracer run` creates it")
+        }
+        do {
+            let store = try NodeStore.open(location)
+            let problems = try store.integrityCheck().filter { $0 != "ok" }
+            guard problems.isEmpty else {
+                return .fail("store", "\(location.path) fails SQLite's integrity check: \(problems.prefix(3).joined(separator: "; "))",
+                             fix: "Keep a copy of the file, then `tracer export` what can be read and `tracer forget` to start afresh.")
+            }
+            return .pass("store", "\(location.path) opens and passes the integrity check")
+        } catch {
+            return .fail("store", UserMessage.describe(error), fix: "Check the path and its permissions, or choose another with --db.")
+        }
+    }
+
+    /// The local clock against plausible bounds and, when a server answered, against its Date header.
+    func clock(serverDate: Date?) -> DoctorCheck {
+        let now = Date()
+        // Earlier than this release cannot be right; ids and windows would be stamped wrongly.
+        let earliest = Date(timeIntervalSince1970: 1_767_225_600)  // 2026-01-01
+        guard now > earliest else {
+            return .fail("clock", "the system clock reads \(now), before this release", fix: "Set the clock (enable NTP: `timedatectl set-ntp true`).")
+        }
+        guard let serverDate else { return .pass("clock", "reads \(Output.isoTime(SystemWallClock().now())); no server time to compare with") }
+        let skew = now.timeIntervalSince(serverDate)
+        guard abs(skew) <= 120 else {
+            return .fail("clock", "differs from the list server's clock by \(Int(skew)) s",
+                         fix: "Enable time synchronisation (`timedatectl set-ntp true`); exposure matching allows only a few minutes of skew.")
+        }
+        return .pass("clock", "within \(Int(abs(skew).rounded())) s of the list server's clock")
+    }
+
+    /// Opens the controller, reads what it is, and starts and stops advertising and scanning,
+    /// unless a running node holds it.
+    func radio() async -> [DoctorCheck] {
+        guard let transportText = settings.transport else {
+            return [.fail("transport", "no transport configured", fix: "Set node.transport in tracer.toml, TRACER_TRANSPORT, or give --transport (for example hci0).")]
+        }
+        if let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.processIsAlive {
+            let state = "a running node (pid \(running.pid)) holds \(running.transport): \(running.state.rawValue)"
+            return [.skipped("transport", state + "; radio checks skipped")]
+        }
+        let spec: TransportSpec
+        do { spec = try TransportSpec(parsing: transportText) } catch {
+            return [.fail("transport", "\(error)", fix: "Use hci0, serial:DEVICE[,BAUD], tcp:HOST:PORT or unix:PATH.")]
+        }
+        let transport: any HCITransport
+        do { transport = try openHCITransport(spec) } catch {
+            return [.fail("transport", "\(spec): \(error)", fix: Self.transportFix(spec))]
+        }
+        var checks: [DoctorCheck] = [.pass("transport", "\(spec) opened")]
+        var logger = Logger(label: "tracer.doctor")
+        logger.logLevel = .critical
+        let host: LEHost
+        do {
+            host = try await LEHost.open(transport: transport, database: try GATTDatabase(services: []), logger: logger)
+        } catch {
+            checks.append(.fail("controller", "did not complete the LE initialisation: \(error)",
+                                fix: "Check that the device is a Bluetooth LE controller (4.0 or later) and not in use by bluetoothd or another program."))
+            return checks
+        }
+        let info = await host.controller
+        checks.append(.pass("controller", "\(info.publicAddress), HCI version \(info.version.hciVersion), manufacturer \(info.version.companyIdentifier); LE commands answered"))
+        do {
+            try await host.setRandomAddress(.randomNonResolvablePrivate())
+            try await host.startAdvertising(TracerService.advertisingData(txPower: 0))
+            try await host.stopAdvertising()
+            checks.append(.pass("advertising", "started and stopped"))
+        } catch {
+            checks.append(.fail("advertising", "\(error)", fix: "Another program may be advertising on this controller; stop it, or reset the adapter."))
+        }
+        do {
+            _ = try await host.startScanning()
+            try await host.stopScanning()
+            checks.append(.pass("scanning", "started and stopped"))
+        } catch {
+            checks.append(.fail("scanning", "\(error)", fix: "Another program may be scanning on this controller; stop it, or reset the adapter."))
+        }
+        await host.close()
+        return checks
+    }
+
+    /// Updates the list cache as `tracer check` would; returns the server's clock when it answered.
+    func listServer() async -> (DoctorCheck, Date?) {
+        let parts = MatchingParts(settings: settings)
+        guard settings.serverURL != nil else {
+            return (.skipped("list server", "no server.url configured; exposure checks are off"), nil)
+        }
+        do {
+            let url = try parts.serverURL()
+            let key = try parts.publicKey()
+            let http = parts.httpClient()
+            let serverDate = try? await http.perform(HTTPRequest(url: url + "/healthz")).header("date").flatMap(Self.httpDate)
+            let updater = PositiveListUpdater(source: PositiveListSource(baseURL: url, publicKey: key), cache: parts.cache, http: http)
+            let update = try await updater.update()
+            return (.pass("list server", "\(url) answered; the list verifies (generation \(update.index.generation), \(update.index.batches.count) batches)"), serverDate)
+        } catch {
+            return (.fail("list server", UserMessage.describe(error),
+                          fix: "Check server.url and server.public_key against what your health authority publishes, and the network."), nil)
+        }
+    }
+
+    private static func transportFix(_ spec: TransportSpec) -> String {
+        switch spec {
+        case .hciUserChannel:
+            "Bring the adapter down and stop bluetoothd (`sudo systemctl stop bluetooth; sudo btmgmt --index 0 power off`), and run with CAP_NET_ADMIN (`sudo setcap cap_net_admin+ep $(command -v tracer)`)."
+        case .serial:
+            "Check the device path, that you are in the dialout group, and the baud rate."
+        case .tcp, .unix:
+            "Check that the controller (for example a Bumble virtual controller) is running and listening there."
+        }
+    }
+
+    static func httpDate(_ text: String) -> Date? {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss zzz"
+        return formatter.date(from: text)
+    }
+}
