@@ -102,7 +102,8 @@ let package = Package(
         .executableTarget(
             name: "TracerBench",
             dependencies: [
-                "IDRotation", "GATTExchange", "PositiveListServer", "PositiveListFormat",
+                "IDRotation", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat",
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

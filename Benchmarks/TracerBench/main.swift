@@ -8,7 +8,8 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 
-// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]]
+// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
+//        | match [IDS] [ENCOUNTERS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -36,8 +37,18 @@ case "crowd":
     try await CrowdBenchmark(
         repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), directory: directory, nodes: nodes, minutes: minutes
     ).run()
+case "match":
+    // Run from the repository root: it runs Benchmarks/baselines/*.py, and `tracer check` from
+    // the folder this binary is in, so build both (`--product` builds one product per call):
+    // `swift build -c release --product tracer && swift build -c release --product TracerBench`.
+    let ids = arguments.dropFirst().first.flatMap { Int($0) } ?? 10_000_000
+    let encounters = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 100_000
+    try MatchBenchmark(
+        directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+        listedIDCount: ids, encounterCount: encounters
+    ).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, match\n".utf8))
     exit(2)
 }
 
