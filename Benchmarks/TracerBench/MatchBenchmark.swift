@@ -178,7 +178,7 @@ struct MatchBenchmark {
             let clock = ContinuousClock()
             let started = clock.now
             let store = try NodeStore.open(StoreLocation(path: data.databasePath, source: .flag, ownsDirectory: false))
-            let encounters = try store.encounters()
+            let encounters = try store.encounterTimes()
             let loaded = clock.now
             let outcome = try PositiveListMatcher(encounters: encounters).match(data.batches)
             let matched = clock.now
@@ -186,7 +186,7 @@ struct MatchBenchmark {
             guard outcome.idsChecked == data.listedIDCount else {
                 throw BenchmarkFailure("in-process: checked \(outcome.idsChecked) ids, the list has \(data.listedIDCount)")
             }
-            let matchedPeers = Set(outcome.matches.map(\.encounter.peer))
+            let matchedPeers = Set(outcome.matches.map(\.times.peer))
             guard outcome.matches.count == Self.plantedInsideWindow, matchedPeers == data.exposedPeers else {
                 throw BenchmarkFailure("in-process: \(outcome.matches.count) matches, \(matchedPeers.subtracting(data.exposedPeers).count) not planted; expected the \(Self.plantedInsideWindow) planted")
             }

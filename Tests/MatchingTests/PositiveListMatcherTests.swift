@@ -19,10 +19,10 @@ extension MatchingTests {
                 listed(0xC3, from: day, to: day + 900),
             ], in: directory.path)
 
-            let outcome = try PositiveListMatcher(encounters: [met, notListed]).match([batch])
+            let outcome = try PositiveListMatcher(encounters: [met, notListed].map(EncounterTimes.init)).match([batch])
 
             #expect(outcome.idsChecked == 2)
-            #expect(outcome.matches.map(\.encounter) == [met])
+            #expect(outcome.matches.map(\.times) == [EncounterTimes(met)])
             #expect(outcome.matches.first?.listed.validUntil == day + 900)
             #expect(outcome.idsSeenOutsideTheirWindow == 0)
         }
@@ -31,7 +31,7 @@ extension MatchingTests {
             // A replay: the id was published for the morning, someone broadcast it in the evening.
             let window = listed(0xA1, from: day + 3_600, to: day + 4_500)
             let replayed = encounter(0xA1, from: day + 40_000, to: day + 40_100)
-            let outcome = PositiveListMatcher(encounters: [replayed], clockSkewTolerance: 300).match([window])
+            let outcome = PositiveListMatcher(encounters: [EncounterTimes(replayed)], clockSkewTolerance: 300).match([window])
             #expect(outcome.matches.isEmpty)
             #expect(outcome.idsSeenOutsideTheirWindow == 1)
         }
@@ -43,7 +43,7 @@ extension MatchingTests {
             let justBefore = encounter(0xA1, from: day + 3_000, to: day + 3_300)
             let tooEarly = encounter(0xA1, from: day + 3_000, to: day + 3_299)
             for (encounter, matches) in [(justAfter, true), (tooLate, false), (justBefore, true), (tooEarly, false)] {
-                let outcome = PositiveListMatcher(encounters: [encounter], clockSkewTolerance: 300).match([window])
+                let outcome = PositiveListMatcher(encounters: [EncounterTimes(encounter)], clockSkewTolerance: 300).match([window])
                 #expect(outcome.matches.count == (matches ? 1 : 0), "encounter \(encounter.firstSeen - day)…\(encounter.lastSeen - day)")
             }
         }
@@ -53,14 +53,14 @@ extension MatchingTests {
             let first = encounter(0xA1, from: day + 850, to: day + 899)
             var second = encounter(0xA1, from: day + 900, to: day + 1_000)
             second.ownWindowStart = day + 900
-            let outcome = PositiveListMatcher(encounters: [second, first]).match([listed(0xA1, from: day + 800, to: day + 1_700)])
-            #expect(Set(outcome.matches.map(\.encounter)) == [first, second])
+            let outcome = PositiveListMatcher(encounters: [second, first].map(EncounterTimes.init)).match([listed(0xA1, from: day + 800, to: day + 1_700)])
+            #expect(Set(outcome.matches.map(\.times)) == [EncounterTimes(first), EncounterTimes(second)])
         }
 
         @Test func theIDZeroIsMatchedLikeAnyOther() {
             let zero = encounter(0, from: day, to: day + 10)
-            let outcome = PositiveListMatcher(encounters: [zero]).match([listed(0, from: day, to: day + 900), listed(1, from: day, to: day + 900)])
-            #expect(outcome.matches.map(\.encounter) == [zero])
+            let outcome = PositiveListMatcher(encounters: [EncounterTimes(zero)]).match([listed(0, from: day, to: day + 900), listed(1, from: day, to: day + 900)])
+            #expect(outcome.matches.map(\.times) == [EncounterTimes(zero)])
         }
 
         @Test func theTableAgreesWithASetOnRandomIDs() throws {
@@ -91,7 +91,7 @@ extension MatchingTests {
             let batch = try BatchSigner().writeBatch(number: 7, entries, in: directory.path)
             // The last entry of the file, past two full chunks.
             let lastID = UInt64(count - 1) * 3 + 1
-            let outcome = try PositiveListMatcher(encounters: [encounter(lastID, from: day + 1, to: day + 2)]).match([batch])
+            let outcome = try PositiveListMatcher(encounters: [EncounterTimes(encounter(lastID, from: day + 1, to: day + 2))]).match([batch])
             #expect(outcome.idsChecked == count)
             #expect(outcome.matches.count == 1)
         }
@@ -101,7 +101,7 @@ extension MatchingTests {
             defer { directory.remove() }
             let signer = BatchSigner()
             let batch = try signer.writeBatch(number: 3, (1...10).map { listed($0, from: day, to: day + 900) }, in: directory.path)
-            let matcher = PositiveListMatcher(encounters: [encounter(5, from: day, to: day + 1)])
+            let matcher = PositiveListMatcher(encounters: [EncounterTimes(encounter(5, from: day, to: day + 1))])
 
             let handle = try FileHandle(forUpdating: URL(fileURLWithPath: batch.path))
             try handle.truncate(atOffset: 100)

@@ -90,3 +90,56 @@ extension Encounter {
         self.learnedBy = LearnedBy(rawValue: row[11])
     }
 }
+
+/// When an encounter happened, and nothing else: what matching a positive list needs for each of
+/// possibly hundreds of thousands of rows. The rest of a row is read only for the few that match.
+public struct EncounterTimes: Sendable, Hashable {
+    public var peer: UserID
+    public var ownWindowStart: UnixSeconds
+    public var firstSeen: UnixSeconds
+    public var lastSeen: UnixSeconds
+
+    public init(peer: UserID, ownWindowStart: UnixSeconds, firstSeen: UnixSeconds, lastSeen: UnixSeconds) {
+        self.peer = peer
+        self.ownWindowStart = ownWindowStart
+        self.firstSeen = firstSeen
+        self.lastSeen = lastSeen
+    }
+
+    public init(_ encounter: Encounter) {
+        self.init(peer: encounter.peer, ownWindowStart: encounter.ownWindowStart, firstSeen: encounter.firstSeen, lastSeen: encounter.lastSeen)
+    }
+}
+
+extension NodeStore {
+    /// The times of every encounter last seen at or after `since`, in no particular order,
+    /// read through a cursor so that no intermediate row objects pile up.
+    public func encounterTimes(since: UnixSeconds = .min) throws(StoreError) -> [EncounterTimes] {
+        try read { db in
+            var times: [EncounterTimes] = []
+            times.reserveCapacity(try Int.fetchOne(db, sql: "SELECT count(*) FROM encounters WHERE last_seen >= ?", arguments: [since]) ?? 0)
+            let cursor = try Row.fetchCursor(
+                db, sql: "SELECT peer_id, own_window_start, first_seen, last_seen FROM encounters WHERE last_seen >= ?",
+                arguments: [since])
+            while let row = try cursor.next() {
+                times.append(EncounterTimes(
+                    peer: UserID(databaseValue: row[0]), ownWindowStart: row[1], firstSeen: row[2], lastSeen: row[3]))
+            }
+            return times
+        }
+    }
+
+    /// The whole rows of the given encounters (by their key); missing ones are left out.
+    public func encounters(at keys: [EncounterTimes]) throws(StoreError) -> [Encounter] {
+        try read { db in
+            let statement = try db.cachedStatement(sql: """
+                SELECT peer_id, own_window_start, first_seen, last_seen, sightings, rssi_min, rssi_max,
+                    rssi_sum, rssi_count, tx_power, reported_rssi, learned_by
+                FROM encounters WHERE own_window_start = ? AND peer_id = ?
+                """)
+            return try keys.compactMap { key in
+                try Row.fetchOne(statement, arguments: [key.ownWindowStart, key.peer.databaseValue]).map(Encounter.init(row:))
+            }
+        }
+    }
+}

@@ -46,12 +46,14 @@ public struct ExposureChecker: Sendable {
             throw .noVerifiedList(updateFailure: updateFailure, offline: updater == nil)
         }
         let now = clock.now()
-        let encounters: [Encounter]
-        do { encounters = try store.encounters(since: retention.encounterCutoff(now: now)) } catch { throw .store(error) }
+        let encounters: [EncounterTimes]
+        do { encounters = try store.encounterTimes(since: retention.encounterCutoff(now: now)) } catch { throw .store(error) }
         let matcher = PositiveListMatcher(encounters: encounters, clockSkewTolerance: clockSkewTolerance)
         let outcome: MatchOutcome
         do { outcome = try matcher.match(try cache.batches(of: index)) } catch { throw .cache(error) }
-        let assessment = ExposureAssessment(matches: outcome.matches, model: model)
+        let matches: [ExposureMatch]
+        do { matches = try fullMatches(outcome.matches) } catch { throw .store(error) }
+        let assessment = ExposureAssessment(matches: matches, model: model)
 
         let notified = notifiedLevels()
         let newExposure = assessment.exposureDays.contains { $0.level > (notified[$0.day] ?? .none) }
@@ -61,7 +63,7 @@ public struct ExposureChecker: Sendable {
                 lastUpdated: cache.state.lastUpdated, generation: index.generation, publishedAt: index.publishedAt,
                 batches: index.batches.count, updateFailure: updateFailure?.description, offline: updater == nil),
             idsChecked: outcome.idsChecked, encountersChecked: encounters.count,
-            matchedIDs: Set(outcome.matches.map(\.encounter.peer)).count,
+            matchedIDs: Set(outcome.matches.map(\.times.peer)).count,
             idsSeenOutsideTheirWindow: outcome.idsSeenOutsideTheirWindow, assessment: assessment, newExposure: newExposure)
         do { try store.setStateValue(try Self.json(report), forKey: Self.lastReportKey) } catch let error as StoreError {
             throw .store(error)
@@ -69,6 +71,20 @@ public struct ExposureChecker: Sendable {
             // Encoding a plain value type cannot fail; nothing to keep if it did.
         }
         return report
+    }
+
+    /// Reads the whole rows (signal strength, TX power) of the matched encounters only.
+    private func fullMatches(_ matches: [TimedMatch]) throws(StoreError) -> [ExposureMatch] {
+        struct Key: Hashable {
+            var peer: UserID
+            var ownWindowStart: UnixSeconds
+        }
+        // Keyed without the times: a running node may have extended the row since it was read.
+        let rows = try store.encounters(at: matches.map(\.times))
+        let byKey = Dictionary(rows.map { (Key(peer: $0.peer, ownWindowStart: $0.ownWindowStart), $0) }, uniquingKeysWith: { first, _ in first })
+        return matches.compactMap { match in
+            byKey[Key(peer: match.times.peer, ownWindowStart: match.times.ownWindowStart)].map { ExposureMatch(encounter: $0, listed: match.listed) }
+        }
     }
 
     /// Records that the user was told about `report`'s exposure days, so the next check does

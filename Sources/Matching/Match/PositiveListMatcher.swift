@@ -5,10 +5,21 @@ import PositiveListFormat
 public struct ExposureMatch: Sendable, Hashable {
     public let encounter: Encounter
     public let listed: PositiveListEntry
+
+    public init(encounter: Encounter, listed: PositiveListEntry) {
+        self.encounter = encounter
+        self.listed = listed
+    }
+}
+
+/// An encounter whose times fit a listed id's window; the caller reads the rest of its row.
+public struct TimedMatch: Sendable, Hashable {
+    public let times: EncounterTimes
+    public let listed: PositiveListEntry
 }
 
 public struct MatchOutcome: Sendable {
-    public var matches: [ExposureMatch]
+    public var matches: [TimedMatch]
     /// Listed ids probed against the node's encounters.
     public var idsChecked: Int
     /// Listed ids that the node met, but outside their validity window (replays, or clocks far
@@ -25,12 +36,12 @@ public struct MatchOutcome: Sendable {
 public struct PositiveListMatcher: Sendable {
     public static let defaultClockSkewTolerance: UnixSeconds = 300
 
-    /// Encounters sorted by peer id, so that one table value (the first index) reaches every
+    /// Encounter times sorted by peer id, so that one table value (the first index) reaches every
     /// encounter with that id.
-    private let encounters: [Encounter]
+    private let encounters: [EncounterTimes]
     private let clockSkewTolerance: UnixSeconds
 
-    public init(encounters: [Encounter], clockSkewTolerance: UnixSeconds = Self.defaultClockSkewTolerance) {
+    public init(encounters: [EncounterTimes], clockSkewTolerance: UnixSeconds = Self.defaultClockSkewTolerance) {
         self.encounters = encounters.sorted { ($0.peer, $0.firstSeen) < ($1.peer, $1.firstSeen) }
         self.clockSkewTolerance = clockSkewTolerance
     }
@@ -97,7 +108,7 @@ public struct PositiveListMatcher: Sendable {
             if encounter.lastSeen >= entry.validFrom - clockSkewTolerance
                 && encounter.firstSeen <= entry.validUntil + clockSkewTolerance
             {
-                outcome.matches.append(ExposureMatch(encounter: encounter, listed: entry))
+                outcome.matches.append(TimedMatch(times: encounter, listed: entry))
                 matchedAny = true
             }
             index += 1
