@@ -32,16 +32,13 @@ public struct ExposureHook: Sendable {
         environment["TRACER_EXPOSURE_DAYS"] = days.map(\.day).joined(separator: ",")
         environment["TRACER_WEIGHTED_MINUTES"] = String(Int((days.map(\.weightedMinutes).max() ?? 0).rounded()))
         process.environment = environment
-        let input = Pipe()
+        let input: FileHandle
+        do { input = try Self.inputFile(for: report) } catch { return .couldNotStart("cannot write its input: \(error)") }
+        defer { try? input.close() }
         process.standardInput = input
         let finished = AsyncStream<Int32>.makeStream()
         process.terminationHandler = { finished.continuation.yield($0.terminationStatus); finished.continuation.finish() }
         do { try process.run() } catch { return .couldNotStart("\(error)") }
-        if let json = try? ExposureChecker.json(report) {
-            // A hook that does not read its input must not block the check.
-            try? input.fileHandleForWriting.write(contentsOf: Data((json + "\n").utf8))
-        }
-        try? input.fileHandleForWriting.close()
 
         let status = await withTaskGroup(of: Int32?.self) { group in
             group.addTask { await finished.stream.first { _ in true } }
@@ -58,5 +55,18 @@ public struct ExposureHook: Sendable {
             return .timedOut
         }
         return status == 0 ? .succeeded : .failed(status: status)
+    }
+
+    /// The report as the hook's stdin: a file (0600, already unlinked), not a pipe, so a hook
+    /// that exits without reading it cannot kill the check with SIGPIPE, and one that does not
+    /// read it cannot block the check.
+    private static func inputFile(for report: ExposureCheckReport) throws -> FileHandle {
+        let path = NSTemporaryDirectory() + "/tracer-exposure-\(UUID().uuidString).json"
+        let json = (try? ExposureChecker.json(report)).map { $0 + "\n" } ?? ""
+        guard FileManager.default.createFile(atPath: path, contents: Data(json.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
+        }
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        return try FileHandle(forReadingFrom: URL(fileURLWithPath: path))
     }
 }

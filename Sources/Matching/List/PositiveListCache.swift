@@ -83,6 +83,12 @@ public struct PositiveListCache: Sendable {
         }
     }
 
+    /// Removes the index and its ETag (the batch files stay, to be verified before any reuse).
+    func removeIndex() {
+        unlink(indexPath)
+        unlink(etagPath)
+    }
+
     /// Removes batches the index no longer lists and temporary files left by an interrupted run.
     func removeFiles(notListedIn index: PositiveListIndex) {
         let listed = Set(index.batches.map { "\($0.number).tplb" })

@@ -88,10 +88,13 @@ public struct PositiveListUpdater: Sendable {
             if let held, index.generation < held.generation {
                 throw .olderIndex(offered: index.generation, held: held.generation)
             }
+            // A verified index while the held one does not verify: the node now follows another
+            // list (another key). The old index must not survive to name batches of this one.
+            if held == nil { cache.removeIndex() }
         }
 
         // A 304 confirms the index, not the files: a batch lost from the cache is fetched again.
-        let missing = index.batches.filter { !cache.holds($0) }
+        let missing = index.batches.filter { !holds($0, vouchedForBy: held) }
         let total = Int64(missing.reduce(0) { $0 + $1.byteCount })
         var done: Int64 = 0
         for listing in missing {
@@ -105,6 +108,17 @@ public struct PositiveListUpdater: Sendable {
             cache.removeFiles(notListedIn: index)
         }
         return ListUpdate(index: index, changed: index != held, downloadedBatches: missing.count, downloadedBytes: Int(done))
+    }
+
+    /// True when the cache holds the batch `listing` names. A file the held verified index lists
+    /// the same way is that batch; any other file of that name (left by an interrupted update, or
+    /// by another list: another server, another key) counts only if it verifies against the
+    /// listing, so a same-sized batch of another list is never matched as this one.
+    private func holds(_ listing: PositiveListIndex.BatchListing, vouchedForBy held: PositiveListIndex?) -> Bool {
+        guard cache.holds(listing) else { return false }
+        if held?.batches.contains(listing) == true { return true }
+        guard let file = FileManager.default.contents(atPath: cache.batchPath(listing.number)) else { return false }
+        return (try? PositiveListBatch(verifying: Array(file), listedAs: listing, publicKey: source.publicKey)) != nil
     }
 
     private func download(_ listing: PositiveListIndex.BatchListing, progress: @escaping @Sendable (Int64) -> Void) async throws(ListUpdateError) {

@@ -1,0 +1,625 @@
+import Foundation
+import IDRotation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TracerNodeTests {
+    /// `tracer report` and `tracer check` against a real `tracer-server`: the whole cycle from an
+    /// authority's upload code to a node finding its exposure, the window rule, incremental list
+    /// updates, and what a node does when the list cannot be updated.
+    @Suite struct ExposureCheckCycleTests {
+        /// A published positive list: a running server, and node A's own ids of the last two days
+        /// reported with an upload code and published as batch 1. Times are relative to now;
+        /// the contacts happen the day before yesterday (`day1`) and yesterday (`day2`), UTC, so
+        /// their days are known whatever the time of day.
+        final class World {
+            let scratch: Scratch
+            let server: ListServerProcess
+            let now: UnixSeconds
+            let day1: UnixSeconds
+            let day2: UnixSeconds
+            /// Node A's own ids, one per hour from the start of day1.
+            let reporterIDs: [OwnID]
+            /// The upload code A used.
+            let reporterCode: String
+
+            static let hour: UnixSeconds = 3_600
+            static let minute: UnixSeconds = 60
+
+            init(scratch: Scratch, server: ListServerProcess) throws {
+                self.scratch = scratch
+                self.server = server
+                now = UnixSeconds(Date().timeIntervalSince1970)
+                day2 = now - now % 86_400 - 86_400
+                day1 = day2 - 86_400
+                reporterIDs = NodeFixture.hourlyIDs(from: day1, until: now)
+                reporterCode = try server.issueCode()
+                try NodeFixture.makeStore(db("a"), ownIDs: reporterIDs)
+                let report = try tracer(["report", "--db", db("a"), "--server", server.url, "--code", reporterCode, "--yes"])
+                try #require(report.exitCode == 0, "tracer report failed: \(report)")
+                #expect(report.stdout.contains("Uploaded \(reporterIDs.count) ids (\(reporterIDs.count) new to the server)"), "\(report)")
+                let published = try server.publish()
+                try #require(published.contains("Published batch 1 with \(reporterIDs.count) ids"), "\(published)")
+            }
+
+            func db(_ node: String) -> String { scratch.file(node + ".db") }
+            func cache(_ node: String) -> String { scratch.file(node + "-cache") }
+
+            /// Node A's id for the window holding `time`.
+            func reporterID(at time: UnixSeconds) -> UserID {
+                reporterIDs.first { $0.window.contains(time) }!.id
+            }
+
+            func tracer(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> ProcessResult {
+                try Products.tracer(
+                    arguments, home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")], timeout: timeout)
+            }
+
+            /// `tracer check` of `node` (its store and its own cache directory) against the server.
+            func check(_ node: String, _ extra: [String] = [], server url: String? = nil, key: String? = nil) throws -> ProcessResult {
+                try tracer([
+                    "check", "--db", db(node), "--cache-dir", cache(node),
+                    "--server", url ?? server.url, "--server-key", key ?? server.publicKey,
+                ] + extra)
+            }
+
+            /// `tracer check --json`, requiring `exitCode`, and its report.
+            func checkJSON(_ node: String, _ extra: [String] = [], expecting exitCode: Int32) throws -> CheckReport {
+                let result = try check(node, ["--json"] + extra)
+                try #require(result.exitCode == exitCode && !result.signaled, "\(result)")
+                do {
+                    return try JSONDecoder().decode(CheckReport.self, from: Data(result.stdout.utf8))
+                } catch {
+                    throw HarnessFailure(description: "not an ExposureCheckReport (\(error)): \(result)")
+                }
+            }
+
+            func cacheState(_ node: String) throws -> CacheState {
+                try JSONDecoder().decode(CacheState.self, from: Check.bytes(cache(node) + "/state.json"))
+            }
+
+            /// Another diagnosed person: a node with its own hourly ids since day1, reported with a
+            /// fresh code. Returns its ids.
+            @discardableResult
+            func reportAnother(_ node: String) throws -> [OwnID] {
+                let ids = NodeFixture.hourlyIDs(from: day1, until: now)
+                try NodeFixture.makeStore(db(node), ownIDs: ids)
+                let report = try tracer(["report", "--db", db(node), "--server", server.url, "--code", try server.issueCode(), "--yes"])
+                try #require(report.exitCode == 0, "tracer report failed: \(report)")
+                return ids
+            }
+
+            /// Node B's encounters with A, one per proximity bucket, with known minutes:
+            /// day1: 20 min near (weight 1) + 10 min medium (weight 0.5) = 25 weighted: high;
+            /// day2: 8 min far (weight 0) + 12 min unmeasured (weight 0.5) = 6 weighted: low.
+            /// Plus one encounter with someone who was not diagnosed.
+            var exposedEncounters: [EncounterSpec] {
+                let (h, m) = (Self.hour, Self.minute)
+                return [
+                    // 10:05 to 10:24 is 19 min, + 1 sampling period = 20 min; 0 - (-50) = 50 dB: near.
+                    EncounterSpec(
+                        peer: reporterID(at: day1 + 10 * h), times: [day1 + 10 * h + 5 * m, day1 + 10 * h + 15 * m, day1 + 10 * h + 24 * m],
+                        rssi: [-48, -50, -52]),
+                    // 9 + 1 = 10 min; no TX power advertised, 0 dBm assumed: 62 dB, medium.
+                    EncounterSpec(peer: reporterID(at: day1 + 14 * h), times: [day1 + 14 * h + 10 * m, day1 + 14 * h + 19 * m], rssi: [-60, -64]),
+                    // 7 + 1 = 8 min; -4 - (-80) = 76 dB: far.
+                    EncounterSpec(
+                        peer: reporterID(at: day2 + 9 * h), times: [day2 + 9 * h + 30 * m, day2 + 9 * h + 37 * m], rssi: [-80, -80], txPower: -4),
+                    // 11 + 1 = 12 min, no RSSI measured either way: unknown.
+                    EncounterSpec(peer: reporterID(at: day2 + 16 * h), times: [day2 + 16 * h + 20 * m, day2 + 16 * h + 31 * m]),
+                    EncounterSpec(peer: .random(), times: [day2 + 11 * h, day2 + 11 * h + 30 * m], rssi: [-40, -40]),
+                ]
+            }
+
+            /// Long, close contact with people who were not diagnosed.
+            var unexposedEncounters: [EncounterSpec] {
+                [
+                    EncounterSpec(peer: .random(), times: [day1 + 10 * Self.hour, day1 + 10 * Self.hour + 40 * Self.minute], rssi: [-40, -42]),
+                    EncounterSpec(peer: .random(), times: [day2 + 15 * Self.hour, day2 + 15 * Self.hour + 20 * Self.minute], rssi: [-45]),
+                ]
+            }
+        }
+
+        /// Runs `body` with a fresh world; stops the server and removes the scratch directory after.
+        static func withWorld(_ body: (World) throws -> Void) throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let server = try ListServerProcess(scratch: scratch)
+            defer { server.stop() }
+            try body(try World(scratch: scratch, server: server))
+        }
+
+        static func dayName(_ dayStart: UnixSeconds) -> String {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "UTC")
+            formatter.dateFormat = "yyyy-MM-dd"
+            return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(dayStart)))
+        }
+
+        /// `tracer check --json` as docs describe it (ExposureCheckReport), decoded independently
+        /// of the Matching module, so a change of the format shows here.
+        struct CheckReport: Decodable {
+            struct List: Decodable {
+                var lastUpdated: Int64?
+                var generation: UInt64
+                var publishedAt: Int64
+                var batches: Int
+                var updateFailure: String?
+                var offline: Bool
+            }
+
+            struct Day: Decodable {
+                var day: String
+                var dayStart: Int64
+                var diagnosedIDs: Int
+                var minutes: [String: Double]
+                var weightedMinutes: Double
+                var level: String
+            }
+
+            struct Assessment: Decodable {
+                var days: [Day]
+                var level: String
+            }
+
+            var checkedAt: Int64
+            var list: List
+            var idsChecked: Int
+            var encountersChecked: Int
+            var matchedIDs: Int
+            var idsSeenOutsideTheirWindow: Int
+            var assessment: Assessment
+            var newExposure: Bool
+
+            var days: [Day] { assessment.days }
+        }
+
+        /// CACHEDIR/state.json.
+        struct CacheState: Decodable {
+            var lastUpdated: Int64?
+            var lastAttempt: Int64?
+            var lastFailure: String?
+        }
+
+        // MARK: The cycle
+
+        @Test(.timeLimit(.minutes(2)))
+        func reportPublishAndCheckFindsTheExposureOnce() throws {
+            try Self.withWorld { world in
+                try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
+                try NodeFixture.makeStore(world.db("c"), encounters: world.unexposedEncounters)
+                let counter = world.scratch.file("notifications")
+                let hook = ["--on-exposure", "echo \"$TRACER_RISK $TRACER_EXPOSURE_DAYS\" >> '\(counter)'"]
+                let (day1, day2) = (Self.dayName(world.day1), Self.dayName(world.day2))
+
+                // B met four of A's ids while they were valid.
+                let first = try world.checkJSON("b", hook, expecting: 3)
+                #expect(first.idsChecked == world.reporterIDs.count)
+                #expect(first.encountersChecked == 5)
+                #expect(first.matchedIDs == 4)
+                #expect(first.idsSeenOutsideTheirWindow == 0)
+                #expect(first.newExposure)
+                #expect(first.assessment.level == "high")
+                #expect(first.list.batches == 1)
+                #expect(first.list.updateFailure == nil)
+                #expect(!first.list.offline)
+                #expect(first.list.lastUpdated.map { abs($0 - world.now) < 120 } == true)
+
+                let days = first.days
+                try #require(days.count == 2, "\(days)")
+                #expect(days[0].day == day1)
+                #expect(days[0].dayStart == world.day1)
+                #expect(days[0].diagnosedIDs == 2)
+                #expect(days[0].minutes == ["near": 20, "medium": 10])
+                #expect(days[0].weightedMinutes == 25)
+                #expect(days[0].level == "high")
+                #expect(days[1].day == day2)
+                #expect(days[1].dayStart == world.day2)
+                #expect(days[1].diagnosedIDs == 2)
+                #expect(days[1].minutes == ["far": 8, "unknown": 12])
+                #expect(days[1].weightedMinutes == 6)
+                #expect(days[1].level == "low")
+
+                // C met only people who were not diagnosed.
+                let clean = try world.check("c", ["--quiet"])
+                #expect(clean.exitCode == 0, "\(clean)")
+                #expect(clean.stdout.contains("No exposure found in the last 28 days."), "\(clean)")
+                #expect(!clean.stdout.contains("Exposure found"), "\(clean)")
+                #expect(!clean.stdout.contains("could not be updated"), "\(clean)")
+
+                // A second check still finds the exposure but does not notify again.
+                let second = try world.checkJSON("b", hook, expecting: 3)
+                #expect(!second.newExposure)
+                #expect(second.matchedIDs == 4)
+                #expect(second.days.map(\.level) == ["high", "low"])
+                let notifications = try String(contentsOfFile: counter, encoding: .utf8)
+                #expect(notifications == "high \(day1),\(day2)\n", "the hook must run exactly once: \(notifications.debugDescription)")
+
+                // The plain output says the same in words.
+                let plain = try world.check("b", ["--quiet"])
+                #expect(plain.exitCode == 3, "\(plain)")
+                #expect(plain.stdout.contains("Exposure found: HIGH risk."), "\(plain)")
+                #expect(plain.stdout.contains("\(day1): 30 minutes of contact with 2 diagnosed ids"), "\(plain)")
+                #expect(plain.stdout.contains("\(day2): 20 minutes of contact with 2 diagnosed ids"), "\(plain)")
+            }
+        }
+
+        /// The --on-exposure hook gets the report on its stdin, but need not read it: a hook that
+        /// exits at once must not take the check down with it (SIGPIPE). A failing hook is run
+        /// again at the next check, so each of these checks runs it.
+        @Test(.timeLimit(.minutes(2)))
+        func exposureHookThatIgnoresItsInput() throws {
+            try Self.withWorld { world in
+                try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
+                for _ in 0..<12 {
+                    let result = try world.check("b", ["--quiet", "--on-exposure", "exit 7"])
+                    #expect(result.exitCode == 3 && !result.signaled, "\(result)")
+                    #expect(result.stdout.contains("Exposure found: HIGH risk."), "\(result)")
+                    #expect(result.stderr.contains("exited with status 7"), "\(result)")
+                }
+                // A hook that reads it gets the whole report.
+                let input = world.scratch.file("hook-input.json")
+                let result = try world.check("b", ["--quiet", "--on-exposure", "cat > '\(input)'"])
+                #expect(result.exitCode == 3 && !result.signaled, "\(result)")
+                let report = try JSONDecoder().decode(CheckReport.self, from: Check.bytes(input))
+                #expect(report.matchedIDs == 4)
+                #expect(report.newExposure)
+                #expect(report.assessment.level == "high")
+            }
+        }
+
+        /// An id counts only while it was valid (widened by the 300 s clock-skew tolerance): one
+        /// seen hours later, or just past the tolerance, is a replay, never an exposure.
+        @Test(.timeLimit(.minutes(2)))
+        func idsSeenOutsideTheirWindowDoNotMatch() throws {
+            try Self.withWorld { world in
+                let (h, m) = (World.hour, World.minute)
+                // A's id of day2 12:00-13:00, heard 5 hours later for 30 minutes, very close.
+                let replayed = world.reporterID(at: world.day2 + 12 * h)
+                try NodeFixture.makeStore(world.db("d"), encounters: [
+                    EncounterSpec(peer: replayed, times: [world.day2 + 18 * h, world.day2 + 18 * h + 30 * m], rssi: [-40, -40]),
+                ])
+                // A's id of day2 20:00-21:00: first heard 4 minutes after its end (inside the
+                // tolerance) for E, 6 minutes after (outside) for F.
+                let late = world.reporterID(at: world.day2 + 20 * h)
+                try NodeFixture.makeStore(world.db("e"), encounters: [
+                    EncounterSpec(peer: late, times: [world.day2 + 21 * h + 4 * m, world.day2 + 21 * h + 10 * m], rssi: [-45, -45]),
+                ])
+                try NodeFixture.makeStore(world.db("f"), encounters: [
+                    EncounterSpec(peer: late, times: [world.day2 + 21 * h + 6 * m, world.day2 + 21 * h + 40 * m], rssi: [-45, -45]),
+                ])
+
+                let d = try world.checkJSON("d", expecting: 0)
+                #expect(d.matchedIDs == 0)
+                #expect(d.idsSeenOutsideTheirWindow == 1)
+                #expect(d.days.isEmpty)
+                #expect(d.assessment.level == "none")
+
+                let e = try world.checkJSON("e", expecting: 3)
+                #expect(e.matchedIDs == 1)
+                #expect(e.idsSeenOutsideTheirWindow == 0)
+                #expect(e.days.first?.weightedMinutes == 7)
+                #expect(e.days.first?.day == Self.dayName(world.day2))
+
+                let f = try world.checkJSON("f", expecting: 0)
+                #expect(f.matchedIDs == 0)
+                #expect(f.idsSeenOutsideTheirWindow == 1)
+            }
+        }
+
+        // MARK: Reports the server refuses
+
+        @Test(.timeLimit(.minutes(2)))
+        func refusedCodesUploadNothing() throws {
+            try Self.withWorld { world in
+                let ids = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
+                try NodeFixture.makeStore(world.db("a2"), ownIDs: ids)
+                func report(_ code: String) throws -> ProcessResult {
+                    try world.tracer(["report", "--db", world.db("a2"), "--server", world.server.url, "--code", code, "--yes"])
+                }
+
+                // A code no authority issued.
+                let wrong = try report("ABCD-EFGH-JKMN")
+                #expect(wrong.exitCode == 1, "\(wrong)")
+                #expect(wrong.stderr.contains("refused the upload code"), "\(wrong)")
+                #expect(wrong.stderr.contains("not a valid code"), "\(wrong)")
+                #expect(wrong.stderr.contains("Nothing was uploaded"), "\(wrong)")
+                #expect(!wrong.stdout.contains("Uploaded"), "\(wrong)")
+
+                // Not a code at all.
+                let garbage = try report("hello")
+                #expect(garbage.exitCode == 1, "\(garbage)")
+                #expect(garbage.stderr.contains("refused the upload code"), "\(garbage)")
+
+                // The code A used cannot be used again.
+                let used = try report(world.reporterCode)
+                #expect(used.exitCode == 1, "\(used)")
+                #expect(used.stderr.contains("already used"), "\(used)")
+                #expect(used.stderr.contains("Nothing was uploaded"), "\(used)")
+
+                // None of A2's ids reached the server.
+                let published = try world.server.publish()
+                #expect(published.contains("No new ids to publish."), "\(published)")
+            }
+        }
+
+        // MARK: Incremental updates
+
+        @Test(.timeLimit(.minutes(2)))
+        func laterChecksDownloadOnlyWhatIsNew() throws {
+            try Self.withWorld { world in
+                let (h, m) = (World.hour, World.minute)
+                let secondIDs = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
+                try NodeFixture.makeStore(world.db("b"), encounters: [
+                    EncounterSpec(peer: world.reporterID(at: world.day1 + 10 * h), times: [world.day1 + 10 * h + 5 * m, world.day1 + 10 * h + 15 * m], rssi: [-50, -50]),
+                    EncounterSpec(
+                        peer: secondIDs.first { $0.window.contains(world.day2 + 8 * h) }!.id,
+                        times: [world.day2 + 8 * h + 10 * m, world.day2 + 8 * h + 25 * m], rssi: [-50, -50]),
+                ])
+                let cache = world.cache("b")
+
+                let first = try world.checkJSON("b", expecting: 3)
+                #expect(first.matchedIDs == 1)
+                #expect(first.list.batches == 1)
+                let batch1 = cache + "/batches/1.tplb"
+                let batch1Identity = try #require(NodeFixture.identity(batch1), "batch 1 is not in the cache")
+                let firstETag = try String(contentsOfFile: cache + "/index.etag", encoding: .utf8)
+                #expect(!firstETag.isEmpty)
+
+                // A second diagnosis, published as batch 2.
+                try NodeFixture.makeStore(world.db("a2"), ownIDs: secondIDs)
+                let report = try world.tracer(["report", "--db", world.db("a2"), "--server", world.server.url, "--code", try world.server.issueCode(), "--yes"])
+                try #require(report.exitCode == 0, "\(report)")
+                #expect(try world.server.publish().contains("Published batch 2"))
+
+                let second = try world.checkJSON("b", expecting: 3)
+                #expect(second.matchedIDs == 2)
+                #expect(second.idsChecked == world.reporterIDs.count + secondIDs.count)
+                #expect(second.list.batches == 2)
+                #expect(second.list.generation > first.list.generation)
+                #expect(NodeFixture.identity(batch1) == batch1Identity, "batch 1 must not be downloaded again")
+                #expect(FileManager.default.contents(atPath: cache + "/batches/2.tplb") == FileManager.default.contents(atPath: world.server.publishedBatch(2)))
+                let secondETag = try String(contentsOfFile: cache + "/index.etag", encoding: .utf8)
+                #expect(secondETag != firstETag)
+                let indexIdentity = NodeFixture.identity(cache + "/index.tpli")
+                let secondUpdated = try #require(try world.cacheState("b").lastUpdated)
+
+                // Nothing new: the server answers 304, the index file is not rewritten, and the
+                // list counts as confirmed now.
+                sleep(1)
+                let third = try world.checkJSON("b", expecting: 3)
+                #expect(third.list.updateFailure == nil)
+                #expect(third.list.generation == second.list.generation)
+                #expect(try String(contentsOfFile: cache + "/index.etag", encoding: .utf8) == secondETag)
+                #expect(NodeFixture.identity(cache + "/index.tpli") == indexIdentity, "a 304 must leave the index file alone")
+                #expect(NodeFixture.identity(batch1) == batch1Identity)
+                let thirdState = try world.cacheState("b")
+                #expect(try #require(thirdState.lastUpdated) > secondUpdated)
+                #expect(thirdState.lastFailure == nil)
+            }
+        }
+
+        // MARK: When the list cannot be updated
+
+        enum ListFailure: String, CaseIterable, Sendable {
+            case badIndexSignature, truncatedIndex, tamperedBatch, serverDown, serverErrors, slowServer
+        }
+
+        /// After a good list is cached, the update fails: the node says so and since when, uses
+        /// the old list (exposure in it still counts; "no exposure" is not final: exit 1), and
+        /// keeps the old list whole.
+        @Test(.timeLimit(.minutes(2)), arguments: ListFailure.allCases)
+        func failedUpdateKeepsTheVerifiedList(_ failure: ListFailure) throws {
+            try Self.withWorld { world in
+                try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
+                try NodeFixture.makeStore(world.db("c"), encounters: world.unexposedEncounters)
+                _ = try world.checkJSON("b", expecting: 3)
+                _ = try world.checkJSON("c", expecting: 0)
+                let goodB = NodeFixture.listFiles(in: world.cache("b"))
+                let goodC = NodeFixture.listFiles(in: world.cache("c"))
+                #expect(goodC["batches/1.tplb"] != nil && goodC["index.tpli"] != nil)
+
+                var fixture: HTTPFixtureProcess?
+                defer { fixture?.stop() }
+                var url = world.server.url
+                var extra = ["--quiet"]
+                var reason: String
+                switch failure {
+                case .badIndexSignature, .truncatedIndex:
+                    var bytes = [UInt8](try Check.bytes(world.server.publishedIndex))
+                    if failure == .badIndexSignature {
+                        bytes[bytes.count - 1] ^= 0x01
+                    } else {
+                        bytes.removeLast(bytes.count / 2)
+                    }
+                    try Data(bytes).write(to: URL(fileURLWithPath: world.server.publishedIndex), options: .atomic)
+                    reason = "index.tpli failed verification"
+                case .tamperedBatch:
+                    try world.reportAnother("a2")
+                    #expect(try world.server.publish().contains("Published batch 2"))
+                    var bytes = [UInt8](try Check.bytes(world.server.publishedBatch(2)))
+                    bytes[45] ^= 0x01
+                    try Data(bytes).write(to: URL(fileURLWithPath: world.server.publishedBatch(2)), options: .atomic)
+                    reason = "batches/2.tplb failed verification"
+                case .serverDown:
+                    world.server.stop()
+                    reason = "Could not connect"
+                case .serverErrors:
+                    fixture = try HTTPFixtureProcess()
+                    url = fixture!.url("/status/500")
+                    reason = "HTTP status 500"
+                case .slowServer:
+                    fixture = try HTTPFixtureProcess()
+                    url = fixture!.url("/slow-headers/3")
+                    let config = world.scratch.file("slow.toml")
+                    try "[server]\ntimeout = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
+                    extra += ["--config", config]
+                    reason = "timed out"
+                }
+
+                let started = ContinuousClock.now
+                let c = try world.check("c", extra, server: url)
+                let elapsed = ContinuousClock.now - started
+                #expect(c.exitCode == 1, "no exposure in a list that could not be updated is not a result: \(c)")
+                #expect(c.stdout.contains("could not be updated"), "\(c)")
+                #expect(c.stdout.contains(reason), "\(c)")
+                #expect(c.stdout.contains("last confirmed"), "\(c)")
+                #expect(c.stdout.contains("No exposure found in that older list"), "\(c)")
+                #expect(!c.stdout.contains("No exposure found in the last 28 days"), "\(c)")
+                if failure == .slowServer {
+                    #expect(elapsed < .seconds(12), "4 attempts of 1 s and their backoff took \(elapsed)")
+                }
+                if failure == .serverErrors {
+                    // Every attempt reached the fixture: 4 in all.
+                    let count = try Products.run("/usr/bin/curl", ["-sS", fixture!.url("/count")], home: world.scratch.path)
+                    #expect(count.stdout == "4", "\(count)")
+                }
+
+                // An exposure in the old list still counts, with the same warning.
+                if [.badIndexSignature, .truncatedIndex, .tamperedBatch].contains(failure) {
+                    let b = try world.check("b", extra, server: url)
+                    #expect(b.exitCode == 3, "\(b)")
+                    #expect(b.stdout.contains("could not be updated"), "\(b)")
+                    #expect(b.stdout.contains("last confirmed"), "\(b)")
+                    #expect(b.stdout.contains("Exposure found: HIGH risk."), "\(b)")
+                    #expect(NodeFixture.listFiles(in: world.cache("b")) == goodB, "B's cached list changed")
+
+                    let json = try world.checkJSON("b", extra, expecting: 3)
+                    #expect(json.list.updateFailure?.contains(reason) == true, "\(json)")
+                    #expect(json.newExposure == false)
+                }
+
+                // The cached list is whole, and still usable offline.
+                #expect(NodeFixture.listFiles(in: world.cache("c")) == goodC, "C's cached list changed")
+                let state = try world.cacheState("c")
+                #expect(state.lastFailure?.contains(reason) == true, "\(state)")
+                let offline = try world.check("c", ["--offline", "--quiet"])
+                #expect(offline.exitCode == 0, "\(offline)")
+                #expect(offline.stdout.contains("No exposure found in the last 28 days."), "\(offline)")
+                let offlineB = try world.check("b", ["--offline", "--json"])
+                #expect(offlineB.exitCode == 3, "\(offlineB)")
+            }
+        }
+
+        /// A node configured with another key must not trust the list it cached with the right
+        /// one, nor anything the server sends.
+        @Test(.timeLimit(.minutes(2)))
+        func anotherKeyDoesNotTrustTheCachedList() throws {
+            try Self.withWorld { world in
+                try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
+                _ = try world.checkJSON("b", expecting: 3)
+                let good = NodeFixture.listFiles(in: world.cache("b"))
+
+                let otherKey = try ListServerProcess.otherPublicKey(scratch: world.scratch)
+                #expect(otherKey != world.server.publicKey)
+                let result = try world.check("b", ["--quiet"], key: otherKey)
+                #expect(result.exitCode == 1, "\(result)")
+                #expect(result.stderr.contains("Could not get a verified positive list"), "\(result)")
+                #expect(result.stderr.contains("no earlier one"), "\(result)")
+                #expect(!result.stdout.contains("Exposure found"), "\(result)")
+                #expect(!result.stdout.contains("No exposure found"), "\(result)")
+
+                let offline = try world.check("b", ["--offline", "--quiet"], key: otherKey)
+                #expect(offline.exitCode == 1, "\(offline)")
+                #expect(!offline.stdout.contains("xposure found"), "\(offline)")
+
+                // The list cached with the right key is untouched and still verifies with it.
+                #expect(NodeFixture.listFiles(in: world.cache("b")) == good)
+                let right = try world.check("b", ["--offline", "--quiet"])
+                #expect(right.exitCode == 3, "\(right)")
+            }
+        }
+
+        /// A node moved to another server (another key) must not keep batches of the old list,
+        /// even where a batch of the new one has the same number and size: everything it matches
+        /// against must be signed with the key it is configured with, also after a move that
+        /// failed half-way, and after moving back.
+        @Test(.timeLimit(.minutes(2)))
+        func anotherServersListReplacesTheCachedOneWhole() throws {
+            try Self.withWorld { world in
+                try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
+                _ = try world.checkJSON("b", expecting: 3)
+                let firstBatch = try Check.bytes(world.server.publishedBatch(1))
+
+                // Another server, whose batch 1 holds as many ids (so as many bytes), none of
+                // them A's, and whose batch 2 is damaged at first.
+                let other = try ListServerProcess(scratch: world.scratch, name: "other-server")
+                defer { other.stop() }
+                for name in ["z1", "z2"] {
+                    let ids = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
+                    try NodeFixture.makeStore(world.db(name), ownIDs: ids)
+                    let reported = try world.tracer(["report", "--db", world.db(name), "--server", other.url, "--code", try other.issueCode(), "--yes"])
+                    try #require(reported.exitCode == 0, "\(reported)")
+                    try #require(try other.publish().contains("Published batch"))
+                }
+                let otherBatch = try Check.bytes(other.publishedBatch(1))
+                #expect(otherBatch.count == firstBatch.count)
+                let otherBatch2 = try Check.bytes(other.publishedBatch(2))
+                var damaged = [UInt8](otherBatch2)
+                damaged[45] ^= 0x01
+                try Data(damaged).write(to: URL(fileURLWithPath: other.publishedBatch(2)), options: .atomic)
+
+                func check(_ server: ListServerProcess, _ extra: [String] = []) throws -> ProcessResult {
+                    try world.check("b", ["--json"] + extra, server: server.url, key: server.publicKey)
+                }
+                func matched(_ result: ProcessResult) -> Int? {
+                    (try? JSONDecoder().decode(CheckReport.self, from: Data(result.stdout.utf8)))?.matchedIDs
+                }
+
+                // The move fails half-way: no list of the new key is complete, and the old list,
+                // of another key, is not one to fall back on.
+                let halfway = try check(other)
+                #expect(halfway.exitCode == 1, "\(halfway)")
+                #expect(halfway.stderr.contains("no earlier one"), "\(halfway)")
+                let back = try check(world.server, ["--offline"])
+                #expect(back.exitCode == 1, "the old index must not name the other list's batch 1 now in the cache: \(back)")
+
+                try otherBatch2.write(to: URL(fileURLWithPath: other.publishedBatch(2)), options: .atomic)
+                let moved = try check(other)
+                #expect(moved.exitCode == 0, "A's ids are not in the other server's list: \(moved)")
+                #expect(matched(moved) == 0, "\(moved)")
+                #expect(try Check.bytes(world.cache("b") + "/batches/1.tplb") == otherBatch, "the old server's batch 1 was kept")
+
+                let returned = try check(world.server)
+                #expect(returned.exitCode == 3, "\(returned)")
+                #expect(matched(returned) == 4, "\(returned)")
+                #expect(try Check.bytes(world.cache("b") + "/batches/1.tplb") == firstBatch)
+            }
+        }
+
+        /// With no list ever downloaded, a failed update is an error, never "no exposure".
+        @Test(.timeLimit(.minutes(1)))
+        func failedFirstUpdateClaimsNothing() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let nothingListening = "http://127.0.0.1:\(try FreePort.find())"
+            try NodeFixture.makeStore(scratch.file("n.db"), encounters: [
+                EncounterSpec(peer: .random(), times: [UnixSeconds(Date().timeIntervalSince1970) - 3_600], rssi: [-50]),
+            ])
+            // A real key: nothing will be verified with it anyway.
+            let key = try ListServerProcess.otherPublicKey(scratch: scratch)
+            let result = try Products.tracer(
+                ["check", "--quiet", "--db", scratch.file("n.db"), "--cache-dir", scratch.file("cache"),
+                 "--server", nothingListening, "--server-key", key],
+                home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")])
+            #expect(result.exitCode == 1, "\(result)")
+            #expect(result.stderr.contains("no earlier one"), "\(result)")
+            #expect(result.stderr.contains("Could not connect"), "\(result)")
+            #expect(!result.stdout.contains("xposure"), "\(result)")
+            #expect(!Check.exists(scratch.file("cache/index.tpli")))
+        }
+    }
+}
+
+extension ListServerProcess {
+    /// The public key of a second, unrelated signing key (a server that is not the node's).
+    static func otherPublicKey(scratch: Scratch) throws -> String {
+        let directory = scratch.file("other-server-" + UUID().uuidString)
+        let keygen = try Products.run(try Products.path(of: "tracer-server"), ["keygen", "--data-dir", directory], home: scratch.path)
+        guard keygen.exitCode == 0 else { throw HarnessFailure(description: "tracer-server keygen failed: \(keygen)") }
+        return keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}

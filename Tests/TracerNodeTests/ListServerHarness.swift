@@ -1,0 +1,232 @@
+import Foundation
+import IDRotation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `tracer-server` for one test: a fresh data directory in the test's scratch directory,
+/// a fresh signing key, one authority, `serve` on a free port of 127.0.0.1. Tests stop it with
+/// `defer { server.stop() }`.
+final class ListServerProcess {
+    let dataDirectory: String
+    let publicKey: String
+    let token: String
+    let port: Int
+    private let home: String
+    private var process: Process?
+
+    var url: String { "http://127.0.0.1:\(port)" }
+    var publishedIndex: String { dataDirectory + "/public/index.tpli" }
+    func publishedBatch(_ number: Int) -> String { dataDirectory + "/public/batches/\(number).tplb" }
+
+    init(scratch: Scratch, name: String = "server") throws {
+        home = scratch.path
+        dataDirectory = scratch.file(name)
+        try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
+        token = "test-authority-token-" + UUID().uuidString
+        try #"{"authorities": [{"name": "Test Health Authority", "token": "\#(token)"}]}"#
+            .write(toFile: dataDirectory + "/config.json", atomically: true, encoding: .utf8)
+        let keygen = try Products.run(try Products.path(of: "tracer-server"), ["keygen", "--data-dir", dataDirectory], home: home)
+        guard keygen.exitCode == 0 else { throw HarnessFailure(description: "tracer-server keygen failed: \(keygen)") }
+        publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+        port = try FreePort.find()
+        try start()
+    }
+
+    deinit { stop() }
+
+    /// Starts `serve` and waits until it listens and has published its first (empty) index.
+    func start() throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try Products.path(of: "tracer-server"))
+        process.arguments = ["serve", "--data-dir", dataDirectory, "--bind", "127.0.0.1:\(port)"]
+        process.environment = Products.environment(home: home)
+        process.standardInput = FileHandle.nullDevice
+        let log = home + "/server-\(UUID().uuidString).log"
+        _ = FileManager.default.createFile(atPath: log, contents: nil)
+        let handle = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
+        process.standardOutput = handle
+        process.standardError = handle
+        try process.run()
+        try? handle.close()
+        self.process = process
+        let deadline = ContinuousClock.now + .seconds(20)
+        while !(FreePort.isListening(port) && FileManager.default.fileExists(atPath: publishedIndex)) {
+            guard process.isRunning else {
+                let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
+                throw HarnessFailure(description: "tracer-server serve exited with \(process.terminationStatus): \(text.suffix(2000))")
+            }
+            guard ContinuousClock.now < deadline else {
+                stop()
+                throw HarnessFailure(description: "tracer-server did not listen on \(port) within 20 s")
+            }
+            usleep(20_000)
+        }
+    }
+
+    /// SIGTERM, then SIGKILL if it has not stopped within 5 s; waits for it either way.
+    func stop() {
+        guard let process else { return }
+        self.process = nil
+        guard process.isRunning else { return }
+        kill(process.processIdentifier, SIGTERM)
+        let deadline = ContinuousClock.now + .seconds(5)
+        while process.isRunning && ContinuousClock.now < deadline { usleep(5_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+    }
+
+    /// What a health authority does: `POST /v1/codes` with its bearer token.
+    func issueCode() throws -> String {
+        let result = try Products.run(
+            "/usr/bin/curl",
+            ["-sS", "--fail-with-body", "-X", "POST", "-H", "Authorization: Bearer \(token)", url + "/v1/codes"], home: home)
+        guard result.exitCode == 0 else { throw HarnessFailure(description: "POST /v1/codes failed: \(result)") }
+        let answer = try Check.json(result.stdout)
+        return try #require(answer["code"] as? String, "no code in \(result.stdout)")
+    }
+
+    /// `tracer-server publish`; returns its stdout.
+    @discardableResult
+    func publish() throws -> String {
+        let result = try Products.run(try Products.path(of: "tracer-server"), ["publish", "--data-dir", dataDirectory], home: home)
+        guard result.exitCode == 0 else { throw HarnessFailure(description: "tracer-server publish failed: \(result)") }
+        return result.stdout
+    }
+}
+
+/// Tests/Support/http_fixture.py as a child process: 500s, slow answers. It exits by itself when
+/// its stdin closes, so it cannot outlive the test process.
+final class HTTPFixtureProcess {
+    let port: Int
+    private let process = Process()
+    private let input = Pipe()
+
+    static let script = URL(fileURLWithPath: #filePath)
+        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Support/http_fixture.py").path
+
+    init() throws {
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", Self.script]
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var firstLine = Data()
+        while !firstLine.contains(UInt8(ascii: "\n")) {
+            let chunk = output.fileHandleForReading.availableData
+            if chunk.isEmpty { break }
+            firstLine.append(chunk)
+        }
+        guard let port = Int(String(decoding: firstLine, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
+            process.terminate()
+            throw HarnessFailure(description: "http_fixture.py did not print its port")
+        }
+        self.port = port
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        try? input.fileHandleForWriting.close()
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+    }
+
+    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
+}
+
+enum FreePort {
+    /// A TCP port free on 127.0.0.1 right now.
+    static func find() throws -> Int {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = 0
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let bound = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
+                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
+            }
+        }
+        guard bound else { throw HarnessFailure(description: "cannot find a free port on 127.0.0.1") }
+        return Int(UInt16(bigEndian: address.sin_port))
+    }
+
+    static func isListening(_ port: Int) -> Bool {
+        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(descriptor) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        return withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+    }
+}
+
+/// One encounter to put in a node's store: a peer id seen at these times, all within one of
+/// the node's own windows.
+struct EncounterSpec {
+    var peer: UserID
+    var ownWindowStart: UnixSeconds
+    var times: [UnixSeconds]
+    var rssi: [Int8?]
+    var txPower: Int8? = nil
+
+    init(peer: UserID, times: [UnixSeconds], rssi: [Int8?]? = nil, txPower: Int8? = nil) {
+        self.peer = peer
+        self.ownWindowStart = times[0] - times[0] % 3_600
+        self.times = times
+        self.rssi = rssi ?? times.map { _ in nil }
+        self.txPower = txPower
+    }
+}
+
+enum NodeFixture {
+    /// A store holding these own ids (the node that may report).
+    static func makeStore(_ path: String, ownIDs: [OwnID] = [], encounters: [EncounterSpec] = []) throws {
+        let store = try Check.openStore(path)
+        for ownID in ownIDs { try store.recordOwnID(ownID) }
+        var batch = SightingBatch()
+        for encounter in encounters {
+            for (time, rssi) in zip(encounter.times, encounter.rssi) {
+                batch.add(Sighting(
+                    peer: encounter.peer, ownWindowStart: encounter.ownWindowStart, time: time, rssi: rssi,
+                    txPower: encounter.txPower, learnedBy: .read))
+            }
+        }
+        if !batch.isEmpty { try store.write(batch) }
+    }
+
+    /// Back-to-back one-hour windows with fresh ids, from `start` until the last one that has ended by `end`.
+    static func hourlyIDs(from start: UnixSeconds, until end: UnixSeconds) -> [OwnID] {
+        stride(from: start, through: end - 3_600, by: 3_600).map {
+            OwnID(id: UserID.random(), window: IDWindow(start: $0, end: $0 + 3_600))
+        }
+    }
+
+    /// The file's inode and modification time, to tell an untouched file from a rewritten one.
+    static func identity(_ path: String) -> String? {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return nil }
+        return "\(status.st_ino)/\(status.st_mtim.tv_sec).\(status.st_mtim.tv_nsec)/\(status.st_size)"
+    }
+
+    /// The list files of a cache directory (not state.json, which records every attempt), by name.
+    static func listFiles(in cache: String) -> [String: Data] {
+        var files: [String: Data] = [:]
+        for name in ["index.tpli", "index.etag"] {
+            files[name] = FileManager.default.contents(atPath: cache + "/" + name)
+        }
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: cache + "/batches")) ?? [] {
+            files["batches/" + name] = FileManager.default.contents(atPath: cache + "/batches/" + name)
+        }
+        return files
+    }
+}
