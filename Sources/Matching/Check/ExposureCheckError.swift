@@ -3,6 +3,8 @@ import IDRotation
 public enum ExposureCheckError: Error, Sendable, CustomStringConvertible {
     /// No verified list is held, so no statement about exposure can be made.
     case noVerifiedList(updateFailure: ListUpdateError?, offline: Bool)
+    /// Offline, with a downloaded list that the configured key did not sign (the key changed).
+    case cachedListNotTrusted
     case store(StoreError)
     case cache(MatchingError)
 
@@ -10,6 +12,8 @@ public enum ExposureCheckError: Error, Sendable, CustomStringConvertible {
         switch self {
         case .noVerifiedList(let failure?, _):
             return "Could not get a verified positive list, and there is no earlier one to check against: \(failure) No exposure check was done."
+        case .cachedListNotTrusted:
+            return "The downloaded positive list does not verify with the configured public key (server.public_key); run `tracer check` without --offline to download the list signed with that key."
         case .noVerifiedList(nil, true):
             return "There is no downloaded positive list yet; run `tracer check` without --offline once."
         case .noVerifiedList(nil, false):

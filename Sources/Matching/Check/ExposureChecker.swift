@@ -43,6 +43,7 @@ public struct ExposureChecker: Sendable {
             do { _ = try await updater.update(progress: progress) } catch { updateFailure = error }
         }
         guard let index = cache.index(publicKey: publicKey) else {
+            if updater == nil && FileManager.default.fileExists(atPath: cache.indexPath) { throw .cachedListNotTrusted }
             throw .noVerifiedList(updateFailure: updateFailure, offline: updater == nil)
         }
         let now = clock.now()
