@@ -25,7 +25,7 @@ struct CrowdBenchmark {
         let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tracer").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
-            throw BenchmarkError("build tracer next to TracerBench first: swift build -c release --product tracer --product TracerBench")
+            throw BenchmarkError("build tracer next to TracerBench first: swift build -c release --product tracer && swift build -c release --product TracerBench")
         }
         say("# Crowd benchmark: \(nodes) tracer run nodes + 1 Bumble duty-cycle device, one virtual link, \(minutes) min (\(Date()))")
         let link = try ChildProcess.start(python, [repository.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path, "\(nodes + 1)"])

@@ -31,7 +31,7 @@ case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
 case "crowd":
-    // Run from the repository root, like "link"; builds: swift build -c release --product tracer --product TracerBench.
+    // Run from the repository root, like "link"; build both first: swift build -c release --product tracer, then --product TracerBench.
     let minutes = arguments.dropFirst().first.flatMap { Double($0) } ?? 10
     let nodes = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 10
     try await CrowdBenchmark(
