@@ -65,6 +65,7 @@ struct CrowdBenchmark {
         let wall = Date().timeIntervalSince(start)
         let endCPU = (runs + [bumble, link]).map { ProcessFigures.cpuSeconds($0.pid) }
         let peaks = (runs + [bumble]).map { ProcessFigures.peakResidentBytes($0.pid) }
+        let shares = (runs + [bumble]).map { ProcessFigures.memoryShares($0.pid) }
         let endTime = SystemWallClock().now()
         runs.forEach { $0.stop() }
         bumble.closeInput()
@@ -73,14 +74,18 @@ struct CrowdBenchmark {
         let cpu = zip(startCPU, endCPU).map { ($1 - $0) / wall * 100 }
         let growth = zip(startStoreBytes, databases.map(ProcessFigures.storeBytes)).map { $1 - $0 }
         say("")
-        say("node  cpu % of a core  peak RSS MB  store growth KB")
+        // RSS counts every shared library page the process touched, although ten nodes share one
+        // copy; PSS divides shared pages among their users, private memory is the node's alone.
+        say("node  cpu % of a core  peak RSS MB  PSS MB  private MB  store growth KB")
         for index in 0..<nodes {
-            say(String(format: "%4d  %15.2f  %11.1f  %15.1f", index, cpu[index], Double(peaks[index]) / 1_048_576, Double(growth[index]) / 1024))
+            say(String(format: "%4d  %15.2f  %11.1f  %6.1f  %10.1f  %15.1f", index, cpu[index], Double(peaks[index]) / 1_048_576,
+                       shares[index].pss / 1024, shares[index].private / 1024, Double(growth[index]) / 1024))
         }
         let nodeCPU = cpu.prefix(nodes)
         let averageCPU = nodeCPU.reduce(0, +) / Double(nodes)
-        say(String(format: "nodes: mean CPU %.2f %% of a core (max %.2f %%, target < 5 %%), max peak RSS %.1f MB (target < 30 MB)",
-                   averageCPU, nodeCPU.max() ?? 0, Double(peaks.prefix(nodes).max() ?? 0) / 1_048_576))
+        say(String(format: "nodes: mean CPU %.2f %% of a core (max %.2f %%, target < 5 %%); max peak RSS %.1f MB, max PSS %.1f MB, max private %.1f MB (target < 30 MB)",
+                   averageCPU, nodeCPU.max() ?? 0, Double(peaks.prefix(nodes).max() ?? 0) / 1_048_576,
+                   (shares.prefix(nodes).map(\.pss).max() ?? 0) / 1024, (shares.prefix(nodes).map(\.private).max() ?? 0) / 1024))
         say(String(format: "bumble duty-cycle device: CPU %.2f %% of a core, peak RSS %.1f MB; ratio node/bumble CPU %.2fx",
                    cpu[nodes], Double(peaks[nodes]) / 1_048_576, averageCPU / max(cpu[nodes], 0.001)))
         say(String(format: "virtual link (all %d Bumble controllers, not part of any node): CPU %.1f %% of a core", nodes + 1, cpu[nodes + 1]))
@@ -126,6 +131,16 @@ enum ProcessFigures {
               let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
         else { return 0 }
         return kilobytes * 1024
+    }
+
+    /// Proportional and private resident memory in kB, from /proc/PID/smaps_rollup.
+    static func memoryShares(_ pid: Int32) -> (pss: Double, private: Double) {
+        guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) else { return (0, 0) }
+        func field(_ name: String) -> Double {
+            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
+            return Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        return (field("Pss"), field("Private_Clean") + field("Private_Dirty"))
     }
 
     static func storeBytes(_ path: String) -> Int {

@@ -8,7 +8,11 @@ import IDRotation
 /// probe of an id we never met with one load; only the ~1 in 16 that pass it probe the slot
 /// table. The hash multiplies by an odd constant drawn at random for every table, so peers who
 /// choose their ids cannot make them collide on purpose.
-final class PeerIDTable {
+///
+/// `@unchecked Sendable` is safe: every stored property is a `let`, and the memory behind the
+/// pointers is written only in `init`, before the table can be shared, and freed only in `deinit`,
+/// after the last reference is gone; the threads that share it only read.
+final class PeerIDTable: @unchecked Sendable {
     /// Number of distinct ids held.
     let count: Int
     private let multiplier: UInt64

@@ -1,5 +1,8 @@
+import Dispatch
+import Foundation
 import IDRotation
 import PositiveListFormat
+import Synchronization
 
 /// A listed id that this node met while the id was valid.
 public struct ExposureMatch: Sendable, Hashable {
@@ -48,18 +51,41 @@ public struct PositiveListMatcher: Sendable {
 
     public var encounterCount: Int { encounters.count }
 
-    /// Streams each batch file (verified when it entered the cache) through the table.
+    /// Streams each batch file (verified when it entered the cache) through the table, one batch
+    /// per processor at a time: batches are independent and the table is only read.
     public func match(_ batches: [CachedBatch]) throws(MatchingError) -> MatchOutcome {
         let table = makeTable()
-        var outcome = MatchOutcome(matches: [], idsChecked: 0, idsSeenOutsideTheirWindow: 0)
-        for batch in batches {
-            let reader = BatchFileReader(path: batch.path, expectedNumber: batch.number)
-            try reader.forEachChunk { chunk in
-                outcome.idsChecked += chunk.count / PositiveListBatch.entryByteCount
-                probe(chunk, in: table, into: &outcome)
+        let workers = max(1, min(batches.count, ProcessInfo.processInfo.activeProcessorCount))
+        let nextBatch = Atomic<Int>(0)
+        let results = Mutex<[Result<MatchOutcome, MatchingError>]>([])
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            var outcome = MatchOutcome(matches: [], idsChecked: 0, idsSeenOutsideTheirWindow: 0)
+            while true {
+                let index = nextBatch.add(1, ordering: .relaxed).oldValue
+                guard index < batches.count else { break }
+                let batch = batches[index]
+                do throws(MatchingError) {
+                    try BatchFileReader(path: batch.path, expectedNumber: batch.number).forEachChunk { chunk in
+                        outcome.idsChecked += chunk.count / PositiveListBatch.entryByteCount
+                        probe(chunk, in: table, into: &outcome)
+                    }
+                } catch {
+                    // Stop the other workers too: a partial result must not be mistaken for a whole one.
+                    nextBatch.store(batches.count, ordering: .relaxed)
+                    results.withLock { $0.append(.failure(error)) }
+                    return
+                }
             }
+            results.withLock { $0.append(.success(outcome)) }
         }
-        return outcome
+        var total = MatchOutcome(matches: [], idsChecked: 0, idsSeenOutsideTheirWindow: 0)
+        for result in results.withLock({ $0 }) {
+            let outcome = try result.get()
+            total.matches += outcome.matches
+            total.idsChecked += outcome.idsChecked
+            total.idsSeenOutsideTheirWindow += outcome.idsSeenOutsideTheirWindow
+        }
+        return total
     }
 
     /// Matches entries already in memory (a downloaded batch, tests).
