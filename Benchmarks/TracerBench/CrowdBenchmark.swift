@@ -54,8 +54,13 @@ struct CrowdBenchmark {
         let startTime = SystemWallClock().now()
         let end = start.addingTimeInterval(minutes * 60)
         var lastReport = start
+        var fullMesh: TimeInterval?
         while Date() < end {
-            try await Task.sleep(for: .seconds(5))
+            try await Task.sleep(for: .seconds(fullMesh == nil ? 1 : 5))
+            if fullMesh == nil, try everyNodeLoggedEveryOther(databases) {
+                fullMesh = Date().timeIntervalSince(start)
+                say(String(format: "  every node has logged every other after %.1f s", fullMesh!))
+            }
             if Date().timeIntervalSince(lastReport) >= 60 {
                 lastReport = Date()
                 say(String(format: "  %.0f s elapsed", Date().timeIntervalSince(start)))
@@ -89,7 +94,22 @@ struct CrowdBenchmark {
         say(String(format: "bumble duty-cycle device: CPU %.2f %% of a core, peak RSS %.1f MB; ratio node/bumble CPU %.2fx",
                    cpu[nodes], Double(peaks[nodes]) / 1_048_576, averageCPU / max(cpu[nodes], 0.001)))
         say(String(format: "virtual link (all %d Bumble controllers, not part of any node): CPU %.1f %% of a core", nodes + 1, cpu[nodes + 1]))
+        say(fullMesh.map { String(format: "time until every node had logged every other: %.1f s", $0) }
+            ?? "not every node logged every other during the run")
         try exchangesPerWindow(databases, from: startTime, to: endTime)
+    }
+
+    /// True when each node's store holds an exchange with every other node (any of their ids).
+    private func everyNodeLoggedEveryOther(_ databases: [String]) throws -> Bool {
+        for database in databases {
+            guard FileManager.default.fileExists(atPath: database) else { return false }
+            let store = try NodeStore.open(StoreLocation(path: database, source: .flag, ownsDirectory: false))
+            // Ids rotate in step on every node, so within one of our windows each other node has one
+            // id: the mesh is complete for this node when some window holds all of them.
+            let byWindow = Dictionary(grouping: try store.encounters().filter { !$0.learnedBy.isEmpty }, by: \.ownWindowStart)
+            if (byWindow.values.map { Set($0.map(\.peer)).count }.max() ?? 0) < nodes - 1 { return false }
+        }
+        return true
     }
 
     /// For every window of a node's own id that lies wholly inside the run, how many of the other
