@@ -22,12 +22,16 @@ struct CrowdBenchmark {
     }
 
     func run() async throws {
-        let binary = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        // TRACER_BINARY measures another build of the node, for example one linked with
+        // --static-swift-stdlib, as a deployment would use.
+        let binary = ProcessInfo.processInfo.environment["TRACER_BINARY"]
+            ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tracer").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw BenchmarkError("build tracer next to TracerBench first: swift build -c release --product tracer && swift build -c release --product TracerBench")
         }
         say("# Crowd benchmark: \(nodes) tracer run nodes + 1 Bumble duty-cycle device, one virtual link, \(minutes) min (\(Date()))")
+        say("node binary: \(binary)")
         let link = try ChildProcess.start(python, [repository.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path, "\(nodes + 1)"])
         defer { link.stop() }
         let ready = try link.readLine(timeout: 30)
