@@ -8,8 +8,6 @@ import Glibc
 extension TracerNodeTests {
     /// `tracer run` as an operator meets it: JSON logs without secrets, SIGHUP, `status`, `doctor`.
     @Suite struct NodeOperations {
-        typealias VirtualLink = NodeProcesses.VirtualLink
-
         /// Starts `tracer run` on a controller of `link`, logging to `scratch/nodeN.log`.
         func startNode(_ index: Int, port: UInt16, scratch: Scratch, extra: [String] = []) throws -> StreamingProcess {
             try StreamingProcess(try Products.path(of: "tracer"), [

@@ -8,43 +8,6 @@ import Glibc
 extension TracerNodeTests {
     /// Two `tracer run` processes on Bumble virtual controllers meet, and stop cleanly on SIGTERM.
     @Suite struct NodeProcesses {
-        /// Bumble's virtual link launcher, kept running while its stdin stays open.
-        final class VirtualLink {
-            let process = Process()
-            let input = Pipe()
-            let ports: [UInt16]
-
-            init(controllers: Int) throws {
-                let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                    .deletingLastPathComponent()
-                let python = ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
-                    ?? root.appendingPathComponent(".venv-bumble/bin/python").path
-                guard FileManager.default.isExecutableFile(atPath: python) else {
-                    throw HarnessFailure(description: "no Python with Bumble at \(python): run ./scripts/setup")
-                }
-                let output = Pipe()
-                process.executableURL = URL(fileURLWithPath: python)
-                process.arguments = [root.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path, "\(controllers)"]
-                process.standardInput = input
-                process.standardOutput = output
-                process.standardError = FileHandle.nullDevice
-                try process.run()
-                var line: [UInt8] = []
-                while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
-                    line.append(byte)
-                }
-                let words = String(decoding: line, as: UTF8.self).split(separator: " ")
-                guard words.first == "READY" else { throw HarnessFailure(description: "virtual link said \(words)") }
-                ports = words.dropFirst().compactMap { UInt16($0) }
-            }
-
-            func stop() {
-                process.terminate()
-                try? input.fileHandleForWriting.close()
-                process.waitUntilExit()
-            }
-        }
-
         @Test(.timeLimit(.minutes(1)))
         func twoNodeProcessesMeetAndStopOnSIGTERM() throws {
             let scratch = try Scratch()

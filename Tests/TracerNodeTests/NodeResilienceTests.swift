@@ -85,57 +85,6 @@ extension TracerNodeTests {
             }
         }
 
-        /// Bumble's virtual link (Tests/Support/bumble/virtual_link.py) on given or free ports: the
-        /// "controller process" of the nodes. With fixed ports a killed link can come back where
-        /// the nodes look for it.
-        final class Radio {
-            let process = Process()
-            let input = Pipe()
-            let ports: [UInt16]
-
-            init(ports requested: [UInt16]? = nil) throws {
-                let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-                    .deletingLastPathComponent()
-                let python = ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
-                    ?? root.appendingPathComponent(".venv-bumble/bin/python").path
-                guard FileManager.default.isExecutableFile(atPath: python) else {
-                    throw HarnessFailure(description: "no Python with Bumble at \(python): run ./scripts/setup")
-                }
-                let output = Pipe()
-                process.executableURL = URL(fileURLWithPath: python)
-                process.arguments = [root.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path]
-                    + (requested.map { $0.map(String.init) } ?? ["2"])
-                process.standardInput = input
-                process.standardOutput = output
-                process.standardError = FileHandle.nullDevice
-                try process.run()
-                var line: [UInt8] = []
-                while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
-                    line.append(byte)
-                }
-                let words = String(decoding: line, as: UTF8.self).split(separator: " ")
-                guard words.first == "READY" else {
-                    if process.isRunning { process.terminate() }
-                    try? input.fileHandleForWriting.close()
-                    process.waitUntilExit()
-                    throw HarnessFailure(description: "virtual link said \(words) (ports \(String(describing: requested)))")
-                }
-                ports = words.dropFirst().compactMap { UInt16($0) }
-            }
-
-            /// The controller process dies: no goodbye to the nodes.
-            func killHard() {
-                kill(process.processIdentifier, SIGKILL)
-                process.waitUntilExit()
-            }
-
-            func stop() {
-                if process.isRunning { process.terminate() }
-                try? input.fileHandleForWriting.close()
-                process.waitUntilExit()
-            }
-        }
-
         /// The arguments of a `tracer run` on `port` that scans continuously and logs JSON.
         static func runArguments(_ database: String, port: UInt16, level: String = "info", extra: [String] = []) -> [String] {
             ["run", "--db", database, "--transport", "tcp:127.0.0.1:\(port)", "--continuous-scan",
@@ -217,7 +166,11 @@ extension TracerNodeTests {
         func killNineDuringABusyExchangeTwentyTimes() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let radio = try Radio()
+            // Each run of B gets a controller of its own. A real controller is reset by the next
+            // host (HCI Reset) and forgets the killed host's links; Bumble's virtual controller does
+            // not implement that reset, and a link left over from the killed run can then keep the
+            // two from ever connecting again (seen once in about 26 runs).
+            let radio = try VirtualLink(controllers: 1 + Self.kills)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
             let dbA = scratch.file("a.db"), dbB = scratch.file("b.db")
@@ -243,7 +196,7 @@ extension TracerNodeTests {
             for cycle in 1...Self.kills {
                 let bStart = Self.now()
                 let startSecond = Int64(bStart.rounded(.down))
-                let b = try LoggedProcess(tracer, Self.runArguments(dbB, port: radio.ports[1]), home: scratch.path)
+                let b = try LoggedProcess(tracer, Self.runArguments(dbB, port: radio.ports[cycle]), home: scratch.path)
                 defer { b.ensureStopped() }
 
                 // B logged A and A logged B in this run: rows updated by sightings after B started
@@ -355,7 +308,7 @@ extension TracerNodeTests {
         func nodesReconnectWhenTheControllerProcessDiesAndComesBack() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            var radio = try Radio()
+            var radio = try VirtualLink()
             defer { radio.stop() }
             let ports = radio.ports
             let tracer = try Products.path(of: "tracer")
@@ -396,7 +349,7 @@ extension TracerNodeTests {
 
             let restartSecond = Int64(Self.now().rounded(.down))
             radio.stop()
-            radio = try Radio(ports: ports)
+            radio = try VirtualLink(ports: ports)
             let restarted = ContinuousClock.now
             let again = try Self.waitUntil(.seconds(45), every: .milliseconds(500)) {
                 lastState = try states()
@@ -475,7 +428,7 @@ extension TracerNodeTests {
             try #require(!publicKey.isEmpty && !publicKey.contains(" "), "keygen printed \(keygen.stdout)")
             let port = try Self.freePort()
 
-            let radio = try Radio()
+            let radio = try VirtualLink()
             defer { radio.stop() }
             let dbA = scratch.file("a.db"), dbB = scratch.file("b.db")
             let a = try LoggedProcess(tracer, Self.runArguments(dbA, port: radio.ports[0]), home: scratch.path)

@@ -319,3 +319,56 @@ enum Check {
         try NodeStore.open(StoreLocation(path: path, source: .flag, ownsDirectory: false))
     }
 }
+
+/// Bumble virtual controllers on one link (Tests/Support/bumble/virtual_link.py), kept running
+/// while its stdin stays open.
+final class VirtualLink {
+    let process = Process()
+    let input = Pipe()
+    let ports: [UInt16]
+
+    /// `controllers` on free ports, or the given `ports` (for a radio that must come back where it was).
+    init(controllers: Int = 2, ports requested: [UInt16]? = nil) throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let python = ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
+            ?? root.appendingPathComponent(".venv-bumble/bin/python").path
+        guard FileManager.default.isExecutableFile(atPath: python) else {
+            throw HarnessFailure(description: "no Python with Bumble at \(python): run ./scripts/setup")
+        }
+        let output = Pipe()
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = [root.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path]
+            + (requested.map { $0.map(String.init) } ?? ["\(controllers)"])
+        process.standardInput = input
+        process.standardOutput = output
+        process.standardError = FileHandle.nullDevice
+        try process.run()
+        var line: [UInt8] = []
+        while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
+            line.append(byte)
+        }
+        let words = String(decoding: line, as: UTF8.self).split(separator: " ")
+        guard words.first == "READY" else {
+            if process.isRunning { process.terminate() }
+            try? input.fileHandleForWriting.close()
+            process.waitUntilExit()
+            throw HarnessFailure(description: "virtual link said \(words) (ports \(String(describing: requested)))")
+        }
+        ports = words.dropFirst().compactMap { UInt16($0) }
+    }
+
+    /// The controller process dies: no goodbye to the nodes.
+    func killHard() {
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+    }
+
+    /// Closing stdin ends the launcher even when SIGTERM cannot reach Python's handler.
+    func stop() {
+        if process.isRunning { process.terminate() }
+        try? input.fileHandleForWriting.close()
+        process.waitUntilExit()
+    }
+}
+
