@@ -40,14 +40,14 @@ public struct StoreSummary: Sendable, Equatable {
 extension ServerStore {
     static let indexGenerationKey = "index_generation"
 
-    /// Ids after the last batch whose windows end after `cutoff`, sorted by id.
+    /// Pending ids after the last batch whose windows end after `cutoff`, sorted by id.
     public func pendingEntries(endingAfter cutoff: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
         try await read { db in
             let watermark = try Self.watermark(db)
             var entries: [PositiveListEntry] = []
             var lastSubmission = watermark
             let rows = try Row.fetchCursor(
-                db, sql: "SELECT submission, id, valid_from, valid_until FROM submitted_ids WHERE submission > ?", arguments: [watermark])
+                db, sql: "SELECT submission, id, valid_from, valid_until FROM pending_ids WHERE submission > ?", arguments: [watermark])
             while let row = try rows.next() {
                 let submission: Int64 = row[0]
                 lastSubmission = max(lastSubmission, submission)
@@ -92,6 +92,39 @@ extension ServerStore {
         }
     }
 
+    /// Moves the pending ids at or below the watermark (published in a batch, or skipped as
+    /// expired) into `published_ids`, in one transaction; returns how many moved.
+    ///
+    /// The ids arrive sorted, so the id table's pages are each written once however many ids
+    /// land on them: this is where the random writes that used to cost every upload are paid,
+    /// once per publication. Safe to run at any time and again: until it runs, published ids
+    /// wait in `pending_ids`, where uploads still find them and the watermark keeps them out of
+    /// the next batch.
+    @discardableResult
+    public func mergePublishedIDs() async throws(ServerStoreError) -> Int {
+        let pendingIDs = self.pendingIDs
+        return try await writeWithoutTransaction { db in
+            var merged = 0
+            defer { pendingIDs.invalidate() }
+            try db.inTransaction(.immediate) {
+                let watermark = try Self.watermark(db)
+                // OR IGNORE: appending keeps each id in one of the two tables, so nothing is
+                // ever ignored; should that fail, an id published twice does no harm, whereas a
+                // merge that fails stops every later publication.
+                try db.execute(
+                    sql: """
+                        INSERT OR IGNORE INTO published_ids (id, valid_until)
+                        SELECT id, valid_until FROM pending_ids WHERE submission <= ? ORDER BY id
+                        """,
+                    arguments: [watermark])
+                merged = db.changesCount
+                try db.execute(sql: "DELETE FROM pending_ids WHERE submission <= ?", arguments: [watermark])
+                return .commit
+            }
+            return merged
+        }
+    }
+
     /// Marks live batches whose every window ended by `cutoff` as expired; returns their numbers.
     public func expireBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64] {
         try await write { db in
@@ -132,8 +165,8 @@ extension ServerStore {
             let watermark = try Self.watermark(db)
             return StoreSummary(
                 submissions: try Int.fetchOne(db, sql: "SELECT count(*) FROM submissions") ?? 0,
-                storedIDs: try Int.fetchOne(db, sql: "SELECT count(*) FROM submitted_ids") ?? 0,
-                unpublishedIDs: try Int.fetchOne(db, sql: "SELECT count(*) FROM submitted_ids WHERE submission > ?", arguments: [watermark]) ?? 0,
+                storedIDs: try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM published_ids) + (SELECT count(*) FROM pending_ids)") ?? 0,
+                unpublishedIDs: try Int.fetchOne(db, sql: "SELECT count(*) FROM pending_ids WHERE submission > ?", arguments: [watermark]) ?? 0,
                 liveBatches: try Int.fetchOne(db, sql: "SELECT count(*) FROM batches WHERE expired_at IS NULL") ?? 0,
                 lastPublishedAt: try Int64.fetchOne(db, sql: "SELECT max(published_at) FROM batches"),
                 openUploadCodes: try Int.fetchOne(
