@@ -150,6 +150,30 @@ import Testing
         #expect(try publishedIDs(fixture).map(\.count) == [30])
     }
 
+    @Test func theMergeMovesOnlyIdsAtOrBelowTheWatermark() async throws {
+        // An upload that commits while a publication runs stays pending for the next batch.
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let published = Histories.entries(count: 20, endingAt: Self.now, seed: 1)
+        let arrivedMeanwhile = Histories.entries(count: 8, endingAt: Self.now, seed: 2)
+        #expect(try await append(published, to: fixture.store, fixture) == 20)
+        let pending = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
+        #expect(try await append(arrivedMeanwhile, to: fixture.store, fixture) == 8)
+        try await fixture.store.skipExpiredPending(through: pending.lastSubmission)
+        #expect(try await fixture.store.mergePublishedIDs() == 20)
+
+        #expect(try await pendingRowCount(fixture.store) == 8)
+        let summary = try await fixture.store.summary(now: Self.now)
+        #expect(summary.storedIDs == 28)
+        #expect(summary.unpublishedIDs == 8)
+        #expect(try await append(published + arrivedMeanwhile, to: fixture.store, fixture) == 0)
+        // Merging again changes nothing.
+        #expect(try await fixture.store.mergePublishedIDs() == 0)
+        #expect(try await pendingRowCount(fixture.store) == 8)
+        let next = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
+        #expect(next.entries.map(\.id.hex).sorted() == arrivedMeanwhile.map(\.id).sorted())
+    }
+
     @Test func anotherProcessAppendingOrPublishingIsSeen() async throws {
         // The server and a `tracer-server append` or `publish` process: two connections, each
         // with its own pending-id set.

@@ -78,14 +78,16 @@ enum ServerSchema {
         }
         migrator.registerMigration("v2: pending ids in arrival order, published ids keyed by value") { db in
             try db.execute(sql: """
-                -- Ids accepted since the last batch, in arrival order. Keyed by (submission, id)
-                -- because submission numbers only grow and each upload inserts its ids sorted:
-                -- every insert appends to the end of the B-tree, so an upload writes a few new
-                -- pages whatever the size of the store. The watermark of the batches (see
-                -- ServerStore.watermark) splits the table: rows at or below it are published and
-                -- wait to be merged into published_ids. There is no index on id: keeping one up
-                -- to date cost a random page write per id, the cost this table exists to avoid;
-                -- "is this id pending?" is answered from memory (PendingIDCache). No foreign key
+                -- Ids accepted since the last batch, in arrival order: rows go in rowid order,
+                -- so every insert appends to the end of the table's B-tree and an upload writes a
+                -- few new pages, whatever the size of the store. (A (submission, id) primary key
+                -- appends too, but its uniqueness check costs a second search per row.) The
+                -- watermark of the batches (see ServerStore.watermark) splits the table: rows at
+                -- or below it are published and wait to be merged into published_ids. There is
+                -- no index on id: keeping one up to date cost a random page write per id, the
+                -- cost this table exists to avoid; "is this id pending?" is answered from memory
+                -- (PendingIDCache). Nor on submission: the table holds about one publication
+                -- interval of uploads, which publication reads whole anyway. No foreign key
                 -- either: checking it would cost a lookup per id, and the submission row is
                 -- written by the same transaction.
                 CREATE TABLE pending_ids (
@@ -93,9 +95,8 @@ enum ServerSchema {
                     id INTEGER NOT NULL,
                     valid_from INTEGER NOT NULL,
                     valid_until INTEGER NOT NULL,
-                    CHECK (valid_until > valid_from),
-                    PRIMARY KEY (submission, id)
-                ) WITHOUT ROWID;
+                    CHECK (valid_until > valid_from)
+                );
 
                 -- Each published id once, keyed by its own value (the rowid), so "was this id
                 -- accepted before?" is one lookup. Filled at publication, sorted, in one pass.

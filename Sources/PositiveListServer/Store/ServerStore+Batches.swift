@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import GRDBSQLite
 import IDRotation
 import PositiveListFormat
 
@@ -46,15 +47,27 @@ extension ServerStore {
             let watermark = try Self.watermark(db)
             var entries: [PositiveListEntry] = []
             var lastSubmission = watermark
-            let rows = try Row.fetchCursor(
-                db, sql: "SELECT submission, id, valid_from, valid_until FROM pending_ids WHERE submission > ?", arguments: [watermark])
-            while let row = try rows.next() {
-                let submission: Int64 = row[0]
-                lastSubmission = max(lastSubmission, submission)
-                let validUntil: Int64 = row[3]
-                guard validUntil > cutoff else { continue }
-                entries.append(PositiveListEntry(id: UserID(databaseValue: row[1]), validFrom: row[2], validUntil: validUntil))
+            // Read through SQLite's C interface: a batch of a million ids made GRDB's Row a
+            // third of the publication's time.
+            let statement = try db.makeStatement(
+                sql: "SELECT submission, id, valid_from, valid_until FROM pending_ids WHERE submission > ?")
+            let handle = statement.sqliteStatement
+            sqlite3_bind_int64(handle, 1, watermark)
+            var code = sqlite3_step(handle)
+            while code == SQLITE_ROW {
+                lastSubmission = max(lastSubmission, sqlite3_column_int64(handle, 0))
+                let validUntil = sqlite3_column_int64(handle, 3)
+                if validUntil > cutoff {
+                    entries.append(PositiveListEntry(
+                        id: UserID(databaseValue: sqlite3_column_int64(handle, 1)), validFrom: sqlite3_column_int64(handle, 2),
+                        validUntil: validUntil))
+                }
+                code = sqlite3_step(handle)
             }
+            guard code == SQLITE_DONE else {
+                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
+            }
+            // Each submission's rows come sorted; the sort merges those runs.
             entries.sort { $0.id < $1.id }
             return PendingEntries(entries: entries, afterSubmission: watermark, lastSubmission: lastSubmission)
         }
@@ -118,7 +131,14 @@ extension ServerStore {
                         """,
                     arguments: [watermark])
                 merged = db.changesCount
-                try db.execute(sql: "DELETE FROM pending_ids WHERE submission <= ?", arguments: [watermark])
+                let newestPending = try Int64.fetchOne(db, sql: "SELECT max(submission) FROM pending_ids") ?? 0
+                if newestPending <= watermark {
+                    // Usually nothing arrived during the publication: without a WHERE clause,
+                    // SQLite drops the table's pages instead of deleting row by row.
+                    try db.execute(sql: "DELETE FROM pending_ids")
+                } else {
+                    try db.execute(sql: "DELETE FROM pending_ids WHERE submission <= ?", arguments: [watermark])
+                }
                 return .commit
             }
             return merged

@@ -134,8 +134,11 @@ extension ServerStore {
         return (.stored(SubmissionReceipt(submission: submission, received: entries.count, stored: appended.count)), appended)
     }
 
-    /// Appends the ids that are new to the server to `pending_ids`, in id order (so that the
-    /// rows of one submission append to the end of the table), and returns them.
+    /// Appends the ids that are new to the server to `pending_ids` and returns them.
+    ///
+    /// In id order: repeats within the history become neighbours, the lookups in
+    /// `published_ids` walk its pages in order, and publication finds each submission's rows
+    /// already sorted.
     ///
     /// One statement per id both looks the id up in `published_ids` and inserts it when absent.
     /// It binds through SQLite's C interface: a 2,688-id history is the common case, and boxing
