@@ -60,7 +60,8 @@ extension SubmittedHistory {
 /// id (wrong length, not hex) is left to ``HistoryRules`` to refuse as `invalid_id` with its
 /// position. It is stricter where RFC 8259 is: no trailing commas, no raw control characters
 /// or invalid UTF-8 in strings, no repeated member names (which one would count would be
-/// ambiguous).
+/// ambiguous); and a time must denote an integer exactly (`JSONDecoder` went through Double and
+/// read 1.0000000000000001 as 1).
 ///
 /// Hostile input only ever produces a ``HistoryDecodingError``: every read checks the end of
 /// the buffer, integers are checked for overflow, exponents are bounded, and skipped values
