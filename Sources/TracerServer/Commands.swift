@@ -76,9 +76,9 @@ struct Append: AsyncParsableCommand {
         guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure.unreadableHistory(path: file) }
         let history: SubmittedHistory
         do {
-            history = try JSONDecoder().decode(SubmittedHistory.self, from: data)
+            history = try SubmittedHistory(json: data)
         } catch {
-            throw CommandFailure.invalidHistoryFile(path: file, detail: "\(error)")
+            throw CommandFailure.invalidHistoryFile(path: file, detail: error.detail)
         }
         let now = SystemWallClock().now()
         let entries: [PositiveListEntry]

@@ -90,9 +90,9 @@ struct SubmissionAPI: Sendable {
         let bodyData = Data(try await readBody(request, limit: configuration.maxRequestBodyBytes).readableBytesView)
         let history: SubmittedHistory
         do {
-            history = try JSONDecoder().decode(SubmittedHistory.self, from: bodyData)
+            history = try SubmittedHistory(json: bodyData)
         } catch {
-            throw APIError(.badRequest, "invalid_json", "The body is not a history: \(Self.describe(error)).")
+            throw APIError(.badRequest, "invalid_json", "The body is not a history: \(error.detail).")
         }
         let now = clock.now()
         let entries: [PositiveListEntry]
@@ -233,16 +233,5 @@ struct SubmissionAPI: Sendable {
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys
         return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(value))))
-    }
-
-    private static func describe(_ error: any Error) -> String {
-        switch error {
-        case DecodingError.keyNotFound(let key, let context):
-            return ((context.codingPath + [key]).map(\.stringValue).joined(separator: ".")) + " is missing"
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context):
-            return context.codingPath.map(\.stringValue).joined(separator: ".") + " has the wrong type"
-        default:
-            return "it is not valid JSON of the form {\"ids\": [{\"id\": \"…\", \"validFrom\": …, \"validUntil\": …}]}"
-        }
     }
 }

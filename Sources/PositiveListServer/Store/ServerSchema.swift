@@ -76,6 +76,51 @@ enum ServerSchema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v2: pending ids in arrival order, published ids keyed by value") { db in
+            try db.execute(sql: """
+                -- Ids accepted since the last batch, in arrival order: rows go in rowid order,
+                -- so every insert appends to the end of the table's B-tree and an upload writes a
+                -- few new pages, whatever the size of the store. (A (submission, id) primary key
+                -- appends too, but its uniqueness check costs a second search per row.) The
+                -- watermark of the batches (see ServerStore.watermark) splits the table: rows at
+                -- or below it are published and wait to be merged into published_ids. There is
+                -- no index on id: keeping one up to date cost a random page write per id, the
+                -- cost this table exists to avoid; "is this id pending?" is answered from memory
+                -- (PendingIDCache). Nor on submission: the table holds about one publication
+                -- interval of uploads, which publication reads whole anyway. No foreign key
+                -- either: checking it would cost a lookup per id, and the submission row is
+                -- written by the same transaction.
+                CREATE TABLE pending_ids (
+                    submission INTEGER NOT NULL,
+                    id INTEGER NOT NULL,
+                    valid_from INTEGER NOT NULL,
+                    valid_until INTEGER NOT NULL,
+                    CHECK (valid_until > valid_from)
+                );
+
+                -- Each published id once, keyed by its own value (the rowid), so "was this id
+                -- accepted before?" is one lookup. Filled at publication, sorted, in one pass.
+                -- It keeps only what retention needs: an id's window is in its batch file, and
+                -- which upload it came from is forgotten once it is published.
+                CREATE TABLE published_ids (
+                    id INTEGER NOT NULL PRIMARY KEY,
+                    valid_until INTEGER NOT NULL
+                );
+
+                -- The v1 table held both: rows after the watermark were the unpublished ones.
+                CREATE TEMPORARY TABLE v1_watermark AS SELECT max(
+                    coalesce((SELECT max(last_submission) FROM batches), 0),
+                    coalesce((SELECT value FROM server_state WHERE key = 'skipped_through'), 0)) AS submission;
+                INSERT INTO pending_ids (submission, id, valid_from, valid_until)
+                    SELECT submission, id, valid_from, valid_until FROM submitted_ids
+                    WHERE submission > (SELECT submission FROM v1_watermark) ORDER BY submission, id;
+                INSERT INTO published_ids (id, valid_until)
+                    SELECT id, valid_until FROM submitted_ids
+                    WHERE submission <= (SELECT submission FROM v1_watermark) ORDER BY id;
+                DROP TABLE v1_watermark;
+                DROP TABLE submitted_ids;
+                """)
+        }
         return migrator
     }
 }

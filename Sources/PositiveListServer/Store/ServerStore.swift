@@ -13,6 +13,7 @@ import Glibc
 public final class ServerStore: Sendable {
     public let path: String
     let queue: DatabaseQueue
+    let pendingIDs = PendingIDCache()
 
     public static func open(path: String) throws(ServerStoreError) -> ServerStore {
         if FileManager.default.fileExists(atPath: path) {
@@ -29,9 +30,9 @@ public final class ServerStore: Sendable {
         configuration.busyMode = .timeout(5)
         configuration.label = "tracer-server.store"
         configuration.prepareDatabase { db in
-            // Ids are random, so each upload touches leaf pages all over the id index; a
-            // 64 MiB page cache keeps 28 days of ids (about 60 MB at a million ids) in memory
-            // instead of re-reading them from the OS for every upload.
+            // Ids are random, so each upload looks up leaf pages all over the id table; a
+            // 64 MiB page cache keeps 28 days of ids in memory instead of re-reading them from
+            // the OS for every upload.
             try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536")
         }
         do {
@@ -79,5 +80,11 @@ public final class ServerStore: Sendable {
 
     func write<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ServerStoreError) -> T {
         do { return try await queue.write(body) } catch { throw ServerStoreError(error, path: path) }
+    }
+
+    /// For a write that must act once its transaction committed, still before any other write
+    /// runs; `body` opens the transaction itself.
+    func writeWithoutTransaction<T: Sendable>(_ body: @escaping @Sendable (Database) throws -> T) async throws(ServerStoreError) -> T {
+        do { return try await queue.writeWithoutTransaction(body) } catch { throw ServerStoreError(error, path: path) }
     }
 }

@@ -1,0 +1,278 @@
+import Foundation
+import GRDB
+import IDRotation
+import PositiveListFormat
+@testable import PositiveListServer
+import Testing
+
+/// Appending into the pending table and merging it into the id table at publication: "stored
+/// once" across both tables, the receipts' counts, and crashes between the steps.
+@Suite struct PendingIDsTests {
+    static let now = ServerFixture.start
+
+    func entries(_ fixture: ServerFixture, _ submitted: [SubmittedEntry]) throws -> [PositiveListEntry] {
+        try HistoryRules(fixture.configuration).validate(SubmittedHistory(ids: submitted), now: fixture.clock.now())
+    }
+
+    /// Appends and returns the receipt's `stored` count.
+    func append(_ submitted: [SubmittedEntry], to store: ServerStore, _ fixture: ServerFixture) async throws -> Int {
+        let outcome = try await store.appendHistory(
+            try entries(fixture, submitted), credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
+        guard case .stored(let receipt) = outcome else {
+            Issue.record("not stored: \(outcome)")
+            return -1
+        }
+        #expect(receipt.received == submitted.count)
+        return receipt.stored
+    }
+
+    /// Every id of every live batch, in batch order.
+    func publishedIDs(_ fixture: ServerFixture) throws -> [[String]] {
+        try fixture.verifiedBatches().map { $0.entries.map(\.id.hex) }
+    }
+
+    func pendingRowCount(_ store: ServerStore) async throws -> Int {
+        try await store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM pending_ids") ?? 0 }
+    }
+
+    @Test func idsAlreadyPendingOrPublishedAreNotStoredAgain() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let first = Histories.entries(count: 100, endingAt: Self.now, seed: 1)
+        let second = Histories.entries(count: 20, endingAt: Self.now, seed: 2)
+        let third = Histories.entries(count: 5, endingAt: Self.now, seed: 3)
+
+        #expect(try await append(first, to: fixture.store, fixture) == 100)
+        // 50 ids still pending, 20 new, and one of the new ones twice in the same upload.
+        #expect(try await append(Array(first.prefix(50)) + second + [second[7]], to: fixture.store, fixture) == 20)
+        try await fixture.makePublisher().publish()
+
+        // Now those 120 are published: 30 of the first, 10 of the second, 5 new.
+        #expect(try await append(Array(first.suffix(30)) + Array(second.prefix(10)) + third, to: fixture.store, fixture) == 5)
+        let summary = try await fixture.store.summary(now: Self.now)
+        #expect(summary.storedIDs == 125)
+        #expect(summary.unpublishedIDs == 5)
+        try await fixture.makePublisher().publish()
+
+        // Each id in exactly one batch.
+        let batches = try publishedIDs(fixture)
+        #expect(batches.map(\.count) == [120, 5])
+        #expect(Set(batches.joined()) == Set((first + second + third).map(\.id)))
+        #expect(batches.joined().count == 125)
+        // And nothing is left pending once published.
+        #expect(try await pendingRowCount(fixture.store) == 0)
+        #expect(try await append(first + second + third, to: fixture.store, fixture) == 0)
+        #expect(try await fixture.makePublisher().publish().newBatch == nil)
+    }
+
+    @Test func aRepeatedIdKeepsItsFirstWindowInTheUpload() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        var history = Histories.entries(count: 3, endingAt: Self.now)
+        var later = history[1]
+        later.validFrom += 60
+        later.validUntil += 60
+        history.append(later)
+        #expect(try await append(history, to: fixture.store, fixture) == 3)
+        try await fixture.makePublisher().publish()
+        let batch = try #require(try fixture.verifiedBatches().first)
+        let entry = try #require(batch.entries.first { $0.id.hex == history[1].id })
+        #expect(entry.validFrom == history[1].validFrom)
+    }
+
+    @Test func uploadsArrivingBetweenPublicationsEachPublishOnce() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let publisher = fixture.makePublisher()
+        var accepted: Set<String> = []
+        for round in 0..<6 {
+            // Each round overlaps the previous one by half.
+            let history = Histories.entries(count: 200, endingAt: Self.now, seed: UInt64(round / 2))
+                + Histories.entries(count: 100, endingAt: Self.now, seed: UInt64(100 + round))
+            let expectedNew = Set(history.map(\.id)).subtracting(accepted).count
+            #expect(try await append(history, to: fixture.store, fixture) == expectedNew)
+            accepted.formUnion(history.map(\.id))
+            if round % 2 == 1 { try await publisher.publish() }
+        }
+        let published = try publishedIDs(fixture).joined()
+        #expect(published.count == accepted.count)
+        #expect(Set(published) == accepted)
+        #expect(try await fixture.store.summary(now: Self.now).storedIDs == accepted.count)
+    }
+
+    @Test func aCrashBetweenRecordingABatchAndMergingItsIdsIsSafe() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let first = Histories.entries(count: 40, endingAt: Self.now, seed: 1)
+        #expect(try await append(first, to: fixture.store, fixture) == 40)
+        let crashing = fixture.makePublisher { step in
+            if step == .batchRecorded { throw CancellationError() }
+        }
+        await #expect(throws: PublishError.self) { try await crashing.publish() }
+
+        // Batch 1 owns the 40 ids, which still wait in the pending table.
+        #expect(try await pendingRowCount(fixture.store) == 40)
+        var summary = try await fixture.store.summary(now: Self.now)
+        #expect(summary.storedIDs == 40)
+        #expect(summary.unpublishedIDs == 0)
+
+        // An upload meanwhile still finds them, here through a restarted server's store.
+        let restarted = try ServerStore.open(path: fixture.paths.database)
+        let second = Histories.entries(count: 10, endingAt: Self.now, seed: 2)
+        #expect(try await append(Array(first.prefix(20)) + second, to: restarted, fixture) == 10)
+
+        // The next publication merges batch 1's ids and publishes only the 10 new ones.
+        let report = try await fixture.makePublisher().publish()
+        #expect(report.newBatch?.number == 2)
+        #expect(report.newBatch?.idCount == 10)
+        #expect(try publishedIDs(fixture).map(\.count) == [40, 10])
+        #expect(try await pendingRowCount(fixture.store) == 0)
+        summary = try await restarted.summary(now: Self.now)
+        #expect(summary.storedIDs == 50)
+        #expect(summary.unpublishedIDs == 0)
+        #expect(try await append(first + second, to: restarted, fixture) == 0)
+        #expect(try await append(first + second, to: fixture.store, fixture) == 0)
+    }
+
+    @Test func aCrashAfterMergingIsFinishedByTheNextRun() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let history = Histories.entries(count: 30, endingAt: Self.now)
+        #expect(try await append(history, to: fixture.store, fixture) == 30)
+        let crashing = fixture.makePublisher { step in
+            if step == .publishedIDsMerged { throw CancellationError() }
+        }
+        await #expect(throws: PublishError.self) { try await crashing.publish() }
+        #expect(try await pendingRowCount(fixture.store) == 0)
+        #expect(try await append(history, to: fixture.store, fixture) == 0)
+        // The index did not list batch 1 yet; the next run does, without a second batch.
+        try await fixture.makePublisher().publish()
+        #expect(try publishedIDs(fixture).map(\.count) == [30])
+    }
+
+    @Test func theMergeMovesOnlyIdsAtOrBelowTheWatermark() async throws {
+        // An upload that commits while a publication runs stays pending for the next batch.
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let published = Histories.entries(count: 20, endingAt: Self.now, seed: 1)
+        let arrivedMeanwhile = Histories.entries(count: 8, endingAt: Self.now, seed: 2)
+        #expect(try await append(published, to: fixture.store, fixture) == 20)
+        let pending = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
+        #expect(try await append(arrivedMeanwhile, to: fixture.store, fixture) == 8)
+        try await fixture.store.skipExpiredPending(through: pending.lastSubmission)
+        #expect(try await fixture.store.mergePublishedIDs() == 20)
+
+        #expect(try await pendingRowCount(fixture.store) == 8)
+        let summary = try await fixture.store.summary(now: Self.now)
+        #expect(summary.storedIDs == 28)
+        #expect(summary.unpublishedIDs == 8)
+        #expect(try await append(published + arrivedMeanwhile, to: fixture.store, fixture) == 0)
+        // Merging again changes nothing.
+        #expect(try await fixture.store.mergePublishedIDs() == 0)
+        #expect(try await pendingRowCount(fixture.store) == 8)
+        let next = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
+        #expect(next.entries.map(\.id.hex).sorted() == arrivedMeanwhile.map(\.id).sorted())
+    }
+
+    @Test func anotherProcessAppendingOrPublishingIsSeen() async throws {
+        // The server and a `tracer-server append` or `publish` process: two connections, each
+        // with its own pending-id set.
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let other = try ServerStore.open(path: fixture.paths.database)
+        let history = Histories.entries(count: 50, endingAt: Self.now)
+        // Load this connection's set first, so that it must notice the other's commit.
+        #expect(try await append(Histories.entries(count: 1, endingAt: Self.now, seed: 9), to: fixture.store, fixture) == 1)
+        #expect(try await append(history, to: other, fixture) == 50)
+        #expect(try await append(history, to: fixture.store, fixture) == 0)
+
+        // The other process publishes (and merges); this one still counts the ids as known.
+        let otherPublisher = Publisher(
+            store: other, directory: fixture.paths.published, lockPath: fixture.paths.publishLock, signingKey: fixture.signingKey,
+            retentionSeconds: fixture.configuration.retentionSeconds, clock: fixture.clock, logger: fixture.logs.logger)
+        try await otherPublisher.publish()
+        #expect(try await pendingRowCount(fixture.store) == 0)
+        let more = Histories.entries(count: 5, endingAt: Self.now, seed: 5)
+        #expect(try await append(history + more, to: fixture.store, fixture) == 5)
+        #expect(try await append(more, to: other, fixture) == 0)
+    }
+
+    @Test func idsPurgedAfterRetentionMayBeStoredAgain() async throws {
+        // The published id table forgets ids with their batches; the pending set must not
+        // keep refusing them.
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let old = Histories.entries(count: 10, endingAt: Self.now - 27 * 86_400)
+        #expect(try await append(old, to: fixture.store, fixture) == 10)
+        try await fixture.makePublisher().publish()
+        fixture.clock.advance(by: 2 * 86_400)
+        try await fixture.makePublisher().publish()
+        #expect(try await fixture.store.summary(now: fixture.clock.now()).storedIDs == 0)
+        // The same ids with current windows (a client replaying its ids) are new again.
+        let replayed = old.map { SubmittedEntry(id: $0.id, validFrom: fixture.clock.now() - 900, validUntil: fixture.clock.now()) }
+        #expect(try await append(replayed, to: fixture.store, fixture) == 10)
+    }
+
+    @Test func aFailedUploadLeavesNothingBehindInMemoryEither() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let history = Histories.entries(count: 25, endingAt: Self.now)
+        // Make the upload fail after its ids were inserted: the idempotency key is the last
+        // row the transaction writes.
+        try await fixture.store.write { db in
+            try db.execute(sql: """
+                CREATE TEMPORARY TRIGGER refuse_idempotency_keys BEFORE INSERT ON idempotency_keys
+                BEGIN SELECT RAISE(ABORT, 'injected failure'); END
+                """)
+        }
+        await #expect(throws: ServerStoreError.self) {
+            _ = try await fixture.store.appendHistory(
+                try entries(fixture, history), credential: .authority(name: "Health Authority A"),
+                idempotencyKey: IdempotencyKey(key: "k1", requestDigest: [1, 2, 3]), now: Self.now)
+        }
+        try await fixture.store.write { db in try db.execute(sql: "DROP TRIGGER temp.refuse_idempotency_keys") }
+        #expect(try await pendingRowCount(fixture.store) == 0)
+        #expect(try await append(history, to: fixture.store, fixture) == 25)
+    }
+
+    @Test func aVersion1DatabaseKeepsItsPublishedAndPendingIds() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        // A database as the first release left it: submissions 1 and 2 published in batch 1,
+        // submission 3 not yet.
+        let path = fixture.paths.dataDirectory + "/v1.sqlite"
+        let published = Histories.entries(count: 30, endingAt: Self.now, seed: 1)
+        let unpublished = Histories.entries(count: 7, endingAt: Self.now, seed: 2)
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try ServerSchema.migrator.migrate(queue, upTo: "v1: submissions, upload codes, batches")
+            try await queue.write { db in
+                for submission in 1...3 {
+                    try db.execute(
+                        sql: "INSERT INTO submissions (authority, via_upload_code, received_at, id_count, new_id_count) VALUES ('A', 0, ?, 0, 0)",
+                        arguments: [Self.now])
+                    let rows = submission == 3 ? unpublished : Array(published[(submission - 1) * 15..<submission * 15])
+                    for entry in rows {
+                        try db.execute(
+                            sql: "INSERT INTO submitted_ids (id, valid_from, valid_until, submission) VALUES (?, ?, ?, ?)",
+                            arguments: [try UserID(hex: entry.id).databaseValue, entry.validFrom, entry.validUntil, submission])
+                    }
+                }
+                try db.execute(sql: """
+                    INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at)
+                    VALUES (1, 0, 0, 0, x'00', 30, 2, 0)
+                    """)
+            }
+            try queue.close()
+        }
+
+        let store = try ServerStore.open(path: path)
+        let summary = try await store.summary(now: Self.now)
+        #expect(summary.storedIDs == 37)
+        #expect(summary.unpublishedIDs == 7)
+        #expect(try await append(published + unpublished, to: store, fixture) == 0)
+        let pending = try await store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
+        #expect(Set(pending.entries.map(\.id.hex)) == Set(unpublished.map(\.id)))
+        #expect(pending.lastSubmission == 3)
+    }
+}
