@@ -86,7 +86,10 @@ actor RunningNode {
         applied.rotationJitter = settings.rotationJitter
         applied.continuousScan = settings.continuousScan
         applied.logFormat = settings.logFormat
-        let checksChanged = applied != settings
+        // The log level is applied above without touching a check that may be under way.
+        var comparable = applied
+        comparable.logLevel = settings.logLevel
+        let checksChanged = comparable != settings
         settings = applied
         if checksChanged { startChecks() }
         logger.notice("configuration reloaded", metadata: [

@@ -197,6 +197,30 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: path))
     }
 
+    @Test func aDownloadLargerThanTheSizeTheIndexGivesIsRefused() async throws {
+        let fixture = try HTTPFixture()
+        let scratch = try ScratchDirectory()
+        defer { scratch.remove() }
+        let path = scratch.file("batch.bin")
+        let error = await #expect(throws: HTTPClientError.self) {
+            try await quickClient().download(
+                HTTPRequest(url: fixture.url("/bytes/50000", token: uniqueToken()), expectedByteCount: 1000), to: path)
+        }
+        #expect(error == .responseTooLarge(url: "http://127.0.0.1:\(fixture.port)/bytes/50000", limit: 1000))
+        #expect(!FileManager.default.fileExists(atPath: path))
+    }
+
+    @Test func aPostDoesNotFollowARedirect() async throws {
+        // A POST carries an upload code: it must not travel on to wherever a redirect points.
+        let fixture = try HTTPFixture()
+        let token = uniqueToken()
+        let target = fixture.url("/echo", token: token)
+        let response = try await quickClient().perform(HTTPRequest(
+            method: .post, url: fixture.url("/redirect-to", token: token) + "&url=" + target, body: Array("secret".utf8)))
+        #expect(response.status == 307)
+        #expect(try await fixture.requestCount(token: token) == 1)
+    }
+
     @Test func announcedBodyOverTheMemoryLimitIsRefusedWithoutRetrying() async throws {
         let fixture = try HTTPFixture()
         let token = uniqueToken()

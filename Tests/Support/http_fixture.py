@@ -20,6 +20,7 @@ GET /count?t=TOKEN answers with that count.
   GET  /redirect-to?url=U    302 to U
   GET  /headers              200 with repeated and padded headers
   POST /echo                 the request body back; X-Echo-Method and X-Echo-Test-Header headers
+  POST /redirect-to?url=U    307 to U (a POST must not follow it)
 """
 import argparse
 import collections
@@ -129,12 +130,14 @@ class Handler(BaseHTTPRequestHandler):
             self.reply(404, b"no such route")
 
     def do_POST(self):
-        parts, _, token = self.parse()
+        parts, query, token = self.parse()
         self.count(token)
         length = int(self.headers.get("Content-Length", "0"))
         body = self.rfile.read(length)
         if parts[0] == "echo":
             self.reply(200, body, [("X-Echo-Method", "POST"), ("X-Echo-Test-Header", self.headers.get("X-Test", ""))])
+        elif parts[0] == "redirect-to":
+            self.reply(307, b"", [("Location", query.get("url", ["/echo"])[0])])
         else:
             self.reply(404, b"no such route")
 

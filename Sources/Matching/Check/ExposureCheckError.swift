@@ -7,6 +7,8 @@ public enum ExposureCheckError: Error, Sendable, CustomStringConvertible {
     case cachedListNotTrusted
     case store(StoreError)
     case cache(MatchingError)
+    /// The check was interrupted (the node is stopping).
+    case cancelled
 
     public var description: String {
         switch self {
@@ -22,6 +24,8 @@ public enum ExposureCheckError: Error, Sendable, CustomStringConvertible {
             return error.description
         case .cache(let error):
             return error.description
+        case .cancelled:
+            return "The check was interrupted before it finished; nothing was recorded."
         }
     }
 }

@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import IDRotation
 import PositiveListFormat
@@ -38,23 +39,34 @@ public struct ExposureChecker: Sendable {
     }
 
     public func check(progress: (@Sendable (ListDownloadProgress) -> Void)? = nil) async throws(ExposureCheckError) -> ExposureCheckReport {
+        // Held through the match too: another process must not replace files while they are read.
+        let lock: CacheLock
+        do { lock = try await cache.lock() } catch {
+            if error == .cancelled { throw .cancelled }
+            throw .noVerifiedList(updateFailure: error, offline: updater == nil)
+        }
+        defer { lock.release() }
         var updateFailure: ListUpdateError?
         if let updater {
-            do { _ = try await updater.update(progress: progress) } catch { updateFailure = error }
+            do { _ = try await updater.update(progress: progress, holding: lock) } catch {
+                if error == .cancelled { throw .cancelled }
+                updateFailure = error
+            }
         }
         guard let index = cache.index(publicKey: publicKey) else {
             if updater == nil && FileManager.default.fileExists(atPath: cache.indexPath) { throw .cachedListNotTrusted }
             throw .noVerifiedList(updateFailure: updateFailure, offline: updater == nil)
         }
         let now = clock.now()
-        let encounters: [EncounterTimes]
-        do { encounters = try store.encounterTimes(since: retention.encounterCutoff(now: now)) } catch { throw .store(error) }
-        let matcher = PositiveListMatcher(encounters: encounters, clockSkewTolerance: clockSkewTolerance)
-        let outcome: MatchOutcome
-        do { outcome = try matcher.match(try cache.batches(of: index)) } catch { throw .cache(error) }
-        let matches: [ExposureMatch]
-        do { matches = try fullMatches(outcome.matches) } catch { throw .store(error) }
-        let assessment = ExposureAssessment(matches: matches, model: model)
+        let found: (outcome: MatchOutcome, encounterCount: Int, matches: [ExposureMatch])
+        do {
+            found = try await Self.offTheCooperativePool { [self, updateFailure] () throws(ExposureCheckError) in
+                try matchBlocking(index, since: retention.encounterCutoff(now: now), updateFailure: updateFailure)
+            }
+        } catch {
+            throw error
+        }
+        let assessment = ExposureAssessment(matches: found.matches, model: model)
 
         let notified = notifiedLevels()
         let newExposure = assessment.exposureDays.contains { $0.level > (notified[$0.day] ?? .none) }
@@ -63,15 +75,42 @@ public struct ExposureChecker: Sendable {
             list: .init(
                 lastUpdated: cache.state.lastUpdated, generation: index.generation, publishedAt: index.publishedAt,
                 batches: index.batches.count, updateFailure: updateFailure?.description, offline: updater == nil),
-            idsChecked: outcome.idsChecked, encountersChecked: encounters.count,
-            matchedIDs: Set(outcome.matches.map(\.times.peer)).count,
-            idsSeenOutsideTheirWindow: outcome.idsSeenOutsideTheirWindow, assessment: assessment, newExposure: newExposure)
-        do { try store.setStateValue(try Self.json(report), forKey: Self.lastReportKey) } catch let error as StoreError {
-            throw .store(error)
-        } catch {
-            // Encoding a plain value type cannot fail; nothing to keep if it did.
-        }
+            idsChecked: found.outcome.idsChecked, encountersChecked: found.encounterCount,
+            matchedIDs: Set(found.outcome.matches.map(\.times.peer)).count,
+            idsSeenOutsideTheirWindow: found.outcome.idsSeenOutsideTheirWindow, assessment: assessment, newExposure: newExposure)
+        // Best effort: the result is returned (and shown) even when the store cannot keep it.
+        if let text = try? Self.json(report) { try? store.setStateValue(text, forKey: Self.lastReportKey) }
         return report
+    }
+
+    /// Reads the encounters and streams the cached batches: synchronous work on every core, kept
+    /// off Swift's cooperative threads so the node's BLE tasks keep running meanwhile.
+    private func matchBlocking(
+        _ index: PositiveListIndex, since cutoff: UnixSeconds, updateFailure: ListUpdateError?
+    ) throws(ExposureCheckError) -> (outcome: MatchOutcome, encounterCount: Int, matches: [ExposureMatch]) {
+        let encounters: [EncounterTimes]
+        do { encounters = try store.encounterTimes(since: cutoff) } catch { throw .store(error) }
+        let matcher = PositiveListMatcher(encounters: encounters, clockSkewTolerance: clockSkewTolerance)
+        let outcome: MatchOutcome
+        do { outcome = try matcher.match(try cache.batches(of: index)) } catch {
+            // A batch missing after a failed update: the update's failure is the story to tell.
+            if let updateFailure { throw .noVerifiedList(updateFailure: updateFailure, offline: false) }
+            throw .cache(error)
+        }
+        do { return (outcome, encounters.count, try fullMatches(outcome.matches)) } catch { throw .store(error) }
+    }
+
+    private static func offTheCooperativePool<T: Sendable>(
+        _ work: @escaping @Sendable () throws(ExposureCheckError) -> T
+    ) async throws(ExposureCheckError) -> T {
+        let result: Result<T, ExposureCheckError> = await withCheckedContinuation { continuation in
+            DispatchQueue.global(qos: .utility).async {
+                do throws(ExposureCheckError) { continuation.resume(returning: .success(try work())) } catch {
+                    continuation.resume(returning: .failure(error))
+                }
+            }
+        }
+        return try result.get()
     }
 
     /// Reads the whole rows (signal strength, TX power) of the matched encounters only.

@@ -16,7 +16,9 @@ public final class CurlHTTPClient: HTTPTransferring {
     public func download(
         _ request: HTTPRequest, to path: String, progress: (@Sendable (DownloadProgress) -> Void)? = nil
     ) async throws(HTTPClientError) -> HTTPResponse {
-        try await send(request, into: .file(path: path, errorBodyLimit: configuration.maxErrorBodyBytes), progress: progress)
+        try await send(
+            request, into: .file(path: path, limit: request.expectedByteCount, errorBodyLimit: configuration.maxErrorBodyBytes),
+            progress: progress)
     }
 
     private func send(

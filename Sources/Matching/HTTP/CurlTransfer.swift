@@ -29,10 +29,13 @@ struct CurlTransfer: Sendable {
         guard LibCurl.isInitialized, let handle = curl_easy_init() else {
             return .failure(.transfer(reason: "libcurl could not be initialized", isRetryable: false))
         }
-        defer { curl_easy_cleanup(handle) }
+        // libcurl may write to the error buffer until cleanup, so it is freed after the handle.
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
-        defer { errorBuffer.deallocate() }
         errorBuffer.initialize(to: 0)
+        defer {
+            curl_easy_cleanup(handle)
+            errorBuffer.deallocate()
+        }
 
         let context = CurlTransferContext(handle: handle, destination: destination, cancellation: cancellation, progress: progress)
         let headerList = CurlHeaderList(request.headers)
@@ -58,9 +61,17 @@ struct CurlTransfer: Sendable {
         // Signals are process-wide; without this, libcurl's timeouts use SIGALRM across threads.
         options.set(CURLOPT_NOSIGNAL, 1)
         options.set(CURLOPT_PROTOCOLS_STR, "http,https")
-        options.set(CURLOPT_REDIR_PROTOCOLS_STR, "http,https")
-        options.set(CURLOPT_FOLLOWLOCATION, 1)
-        options.set(CURLOPT_MAXREDIRS, configuration.maxRedirects)
+        // Redirects only for downloads, whose content is signed: a POST carries an upload code,
+        // which libcurl would pass on to whatever host a redirect names. And never from https
+        // down to http, which would also escape the pinned key.
+        if request.method == .get {
+            let isHTTPS = request.url.lowercased().hasPrefix("https:")
+            options.set(CURLOPT_REDIR_PROTOCOLS_STR, isHTTPS ? "https" : "http,https")
+            options.set(CURLOPT_FOLLOWLOCATION, 1)
+            options.set(CURLOPT_MAXREDIRS, configuration.maxRedirects)
+        } else {
+            options.set(CURLOPT_FOLLOWLOCATION, 0)
+        }
         options.set(CURLOPT_CONNECTTIMEOUT_MS, max(1, Int(configuration.connectTimeout.wholeMilliseconds)))
         options.set(CURLOPT_TIMEOUT_MS, max(1, Int(overallTimeout.wholeMilliseconds)))
         options.set(CURLOPT_LOW_SPEED_LIMIT, configuration.minimumTransferRate)
@@ -72,6 +83,9 @@ struct CurlTransfer: Sendable {
         if case .memory(let limit) = destination {
             // Refuses an announced Content-Length over the limit before any body arrives.
             options.set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(limit))
+        } else if let expected = request.expectedByteCount {
+            // A download whose size the signed index gives must not fill the disk beyond it.
+            options.set(CURLOPT_MAXFILESIZE_LARGE, offset: curl_off_t(expected))
         }
         switch request.method {
         case .get: options.set(CURLOPT_HTTPGET, 1)
@@ -107,14 +121,14 @@ struct CurlTransfer: Sendable {
     private func outcome(code: CURLcode, message: String, context: CurlTransferContext) -> Result<HTTPResponse, TransferFailure> {
         let completed = code == CURLE_OK || (code == CURLE_WRITE_ERROR && context.stopReason == .errorBodyComplete)
         guard completed, !context.cancellation.isCancelled else {
-            if case .file(let path, _) = destination {
+            if case .file(let path, _, _) = destination {
                 context.abandonFile()
                 removeDownloadFile(atPath: path)
             }
             return .failure(failure(code: code, message: message, context: context))
         }
         let response = HTTPResponse(status: context.responseStatus(), headers: context.headers.fields, body: context.body)
-        if case .file(let path, _) = destination {
+        if case .file(let path, _, _) = destination {
             guard response.isSuccess else {
                 removeDownloadFile(atPath: path)
                 return .success(response)
@@ -135,11 +149,12 @@ struct CurlTransfer: Sendable {
         switch context.stopReason {
         case .tooLarge(let limit): return .tooLarge(limit: limit)
         case .cannotWrite(let reason):
-            if case .file(let path, _) = destination { return .cannotWriteFile(path: path, reason: reason) }
+            if case .file(let path, _, _) = destination { return .cannotWriteFile(path: path, reason: reason) }
         case .cancelled: return .cancelled
         case .errorBodyComplete, nil: break
         }
         if code == CURLE_FILESIZE_EXCEEDED, case .memory(let limit) = destination { return .tooLarge(limit: limit) }
+        if code == CURLE_FILESIZE_EXCEEDED, case .file(_, let limit?, _) = destination { return .tooLarge(limit: limit) }
         var redirects = 0
         _ = tracer_curl_getinfo_long(context.handle, CURLINFO_REDIRECT_COUNT, &redirects)
         if code == CURLE_COULDNT_CONNECT {

@@ -36,7 +36,7 @@ final class CurlTransferContext {
         case .memory(let limit):
             guard chunk.count <= limit - body.count else { return stop(.tooLarge(limit: limit)) }
             body.append(contentsOf: chunk)
-        case .file(let path, let errorBodyLimit):
+        case .file(let path, let limit, let errorBodyLimit):
             if file == nil && !isStoringErrorBody {
                 if (200..<300).contains(responseStatus()) {
                     do throws(BodyStopReason) { file = try DownloadFile(creatingOrTruncating: path) } catch { return stop(error) }
@@ -45,6 +45,8 @@ final class CurlTransferContext {
                 }
             }
             if let file {
+                // Without a Content-Length, libcurl cannot refuse an oversized body up front.
+                if let limit, bytesWrittenToFile + Int64(chunk.count) > Int64(limit) { return stop(.tooLarge(limit: limit)) }
                 do throws(BodyStopReason) { try file.append(chunk) } catch { return stop(error) }
                 bytesWrittenToFile += Int64(chunk.count)
             } else {

@@ -8,9 +8,9 @@ import Darwin
 enum ResponseBodyDestination: Sendable {
     /// The whole body in memory, at most `limit` bytes.
     case memory(limit: Int)
-    /// A 2xx body into the file at `path`; the first `errorBodyLimit` bytes of any other body
-    /// in memory.
-    case file(path: String, errorBodyLimit: Int)
+    /// A 2xx body into the file at `path`, at most `limit` bytes when given; the first
+    /// `errorBodyLimit` bytes of any other body in memory.
+    case file(path: String, limit: Int?, errorBodyLimit: Int)
 }
 
 /// Why the write callback stopped a transfer early.

@@ -74,10 +74,12 @@ public struct PositiveListCache: Sendable {
 
     func installIndex(_ bytes: [UInt8], etag: String?) throws(ListUpdateError) {
         do {
-            // The ETag first: an ETag naming a newer index than the one held only costs one full
-            // download; the other order could make a 304 confirm an index we do not hold.
-            try AtomicFile.write(Array((etag ?? "").utf8), to: etagPath, mode: 0o600)
+            // The index first, and the old ETag gone before it changes: a crash or a failed write
+            // must never leave a newer ETag beside an older index, or a 304 would confirm a list
+            // the node does not hold. An old or missing ETag only costs one full index download.
+            unlink(etagPath)
             try AtomicFile.write(bytes, to: indexPath, mode: 0o600)
+            if let etag { try AtomicFile.write(Array(etag.utf8), to: etagPath, mode: 0o600) }
         } catch {
             throw .cannotWriteCache(path: indexPath, reason: "\(error)")
         }
@@ -132,21 +134,43 @@ public struct PositiveListCache: Sendable {
         }
     }
 
-    /// Holds an exclusive lock on the cache for the duration of `body`, so that a scheduled check
-    /// in `tracer run` and a `tracer check` typed by the user never interleave their writes.
-    func withLock<T>(_ body: () async throws(ListUpdateError) -> T) async throws(ListUpdateError) -> T {
+    /// Takes the cache's exclusive lock, so that a scheduled check in `tracer run` and a
+    /// `tracer check` typed by the user never interleave: one updates while the other reads.
+    public func lock() async throws(ListUpdateError) -> CacheLock {
         try prepare()
         let path = directory + "/lock"
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else { throw .cannotWriteCache(path: path, reason: String(cString: strerror(errno))) }
-        defer { close(descriptor) }
         while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
             guard errno == EWOULDBLOCK || errno == EINTR else {
-                throw .cannotWriteCache(path: path, reason: String(cString: strerror(errno)))
+                let reason = String(cString: strerror(errno))
+                close(descriptor)
+                throw .cannotWriteCache(path: path, reason: reason)
             }
-            do { try await Task.sleep(for: .milliseconds(100)) } catch { throw .cancelled }
+            do { try await Task.sleep(for: .milliseconds(100)) } catch {
+                close(descriptor)
+                throw .cancelled
+            }
         }
-        defer { flock(descriptor, LOCK_UN) }
-        return try await body()
+        return CacheLock(descriptor: descriptor)
     }
 }
+
+/// The held lock of a `PositiveListCache`; released by `release()` or when it goes away.
+public final class CacheLock {
+    private var descriptor: Int32
+
+    init(descriptor: Int32) {
+        self.descriptor = descriptor
+    }
+
+    public func release() {
+        guard descriptor >= 0 else { return }
+        // Closing the descriptor drops the flock.
+        close(descriptor)
+        descriptor = -1
+    }
+
+    deinit { release() }
+}
+

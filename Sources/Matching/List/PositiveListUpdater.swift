@@ -50,22 +50,28 @@ public struct PositiveListUpdater: Sendable {
         self.clock = clock
     }
 
-    /// Updates the cache; on failure records why (for `tracer status`) and rethrows.
-    public func update(progress: (@Sendable (ListDownloadProgress) -> Void)? = nil) async throws(ListUpdateError) -> ListUpdate {
-        try await cache.withLock { () async throws(ListUpdateError) -> ListUpdate in
-            var state = cache.state
-            state.lastAttempt = clock.now()
-            do throws(ListUpdateError) {
-                let update = try await updateHoldingLock(progress: progress)
-                state.lastUpdated = clock.now()
-                state.lastFailure = nil
-                try cache.saveState(state)
-                return update
-            } catch {
+    /// Updates the cache; on failure records why (for `tracer status`) and rethrows. Takes the
+    /// cache's lock unless the caller holds it already (`holding`).
+    public func update(
+        progress: (@Sendable (ListDownloadProgress) -> Void)? = nil, holding heldLock: CacheLock? = nil
+    ) async throws(ListUpdateError) -> ListUpdate {
+        let ownLock = heldLock == nil ? try await cache.lock() : nil
+        defer { ownLock?.release() }
+        var state = cache.state
+        state.lastAttempt = clock.now()
+        do throws(ListUpdateError) {
+            let update = try await updateHoldingLock(progress: progress)
+            state.lastUpdated = clock.now()
+            state.lastFailure = nil
+            try cache.saveState(state)
+            return update
+        } catch {
+            // An interrupted update says nothing about the list; it is not recorded as a failure.
+            if error != .cancelled {
                 state.lastFailure = error.description
                 try? cache.saveState(state)
-                throw error
             }
+            throw error
         }
     }
 

@@ -54,7 +54,7 @@ public enum ReportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .unexpectedResponse(let url, let status):
             return "The server answered \(url) with HTTP \(status); check the server address. Nothing was uploaded."
         case .network(let error):
-            return "\(error) Nothing was uploaded; run the same command again to retry."
+            return "\(error) The upload may or may not have reached the server; run the same command again: the server recognizes a repeat and stores nothing twice."
         case .store(let detail):
             return detail
         }
@@ -73,8 +73,21 @@ public struct HistoryReporter: Sendable {
     let clock: any WallClock
     let retention: RetentionPolicy
 
-    static let pendingKeyKey = "report.pending_idempotency_key"
+    static let pendingKey = "report.pending"
     static let receiptsKey = "report.receipts"
+
+    /// An upload sent without a definite answer: repeated exactly, same key and same ids, so the
+    /// server can recognize it, even after the node's id history has moved on.
+    private struct PendingUpload: Codable {
+        struct Entry: Codable {
+            var id: String
+            var validFrom: UnixSeconds
+            var validUntil: UnixSeconds
+        }
+
+        var idempotencyKey: String
+        var ids: [Entry]
+    }
 
     public init(serverURL: String, store: NodeStore, http: any HTTPTransferring, retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock()) {
         self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
@@ -85,6 +98,12 @@ public struct HistoryReporter: Sendable {
     }
 
     public func pendingUpload() throws(ReportError) -> HistoryUpload {
+        if let pending = try storedPending() {
+            return HistoryUpload(ids: pending.ids.compactMap { entry in
+                guard let id = try? UserID(hex: entry.id), entry.validUntil > entry.validFrom else { return nil }
+                return OwnID(id: id, window: IDWindow(start: entry.validFrom, end: entry.validUntil))
+            })
+        }
         let now = clock.now()
         let cutoff = retention.ownIDCutoff(now: now)
         let ids: [OwnID]
@@ -94,7 +113,7 @@ public struct HistoryReporter: Sendable {
 
     public func upload(_ history: HistoryUpload, code: String) async throws(ReportError) -> ReportReceipt {
         guard let first = history.ids.first, let last = history.ids.last else { throw .nothingToReport }
-        let key = try idempotencyKey()
+        let key = try idempotencyKey(for: history)
         let url = serverURL + "/v1/histories"
         let response: HTTPResponse
         do {
@@ -118,10 +137,13 @@ public struct HistoryReporter: Sendable {
             try record(receipt)
             return receipt
         case 401:
+            // A definite no: nothing was stored, so the next attempt starts afresh.
+            try clearPending()
             throw .codeRefused(reason: Self.codeReason(answer?.error))
         case 429:
             throw .tooManyAttempts(retryAfterSeconds: response.header("retry-after").flatMap { Int($0) })
         case 400, 413, 422:
+            try clearPending()
             throw .historyRefused(detail: answer?.detail ?? "HTTP \(response.status)")
         default:
             throw .unexpectedResponse(url: url, status: response.status)
@@ -152,22 +174,34 @@ public struct HistoryReporter: Sendable {
         }
     }
 
-    private func idempotencyKey() throws(ReportError) -> String {
+    private func storedPending() throws(ReportError) -> PendingUpload? {
+        let text: String?
+        do { text = try store.stateValue(forKey: Self.pendingKey) } catch { throw .store(error.description) }
+        return text.flatMap { try? JSONDecoder().decode(PendingUpload.self, from: Data($0.utf8)) }
+    }
+
+    /// The key of the pending upload when `history` is that upload, else a new key kept with it.
+    private func idempotencyKey(for history: HistoryUpload) throws(ReportError) -> String {
+        let entries = history.ids.map { PendingUpload.Entry(id: $0.id.hex, validFrom: $0.window.start, validUntil: $0.window.end) }
+        if let pending = try storedPending(), pending.ids.map(\.id) == entries.map(\.id) { return pending.idempotencyKey }
+        let pending = PendingUpload(idempotencyKey: UUID().uuidString.lowercased(), ids: entries)
         do {
-            if let pending = try store.stateValue(forKey: Self.pendingKeyKey) { return pending }
-            let key = UUID().uuidString.lowercased()
-            try store.setStateValue(key, forKey: Self.pendingKeyKey)
-            return key
+            if let text = try? ExposureChecker.json(pending) { try store.setStateValue(text, forKey: Self.pendingKey) }
         } catch {
             throw .store(error.description)
         }
+        return pending.idempotencyKey
+    }
+
+    private func clearPending() throws(ReportError) {
+        do { try store.setStateValue(nil, forKey: Self.pendingKey) } catch { throw .store(error.description) }
     }
 
     private func record(_ receipt: ReportReceipt) throws(ReportError) {
         let receipts = Self.receipts(in: store) + [receipt]
         do {
             if let text = try? ExposureChecker.json(receipts) { try store.setStateValue(text, forKey: Self.receiptsKey) }
-            try store.setStateValue(nil, forKey: Self.pendingKeyKey)
+            try store.setStateValue(nil, forKey: Self.pendingKey)
         } catch {
             throw .store(error.description)
         }

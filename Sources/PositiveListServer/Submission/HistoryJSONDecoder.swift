@@ -221,13 +221,12 @@ struct HistoryJSONDecoder {
     /// The integer a number with a fraction or an exponent denotes (`1.7e9`, `100.0`), or nil
     /// when it has a non-zero fractional part or does not fit in Int64.
     private func exactInteger(_ number: ScannedNumber) -> Int64? {
-        var significand = Array(bytes[number.integerDigits]) + Array(bytes[number.fractionDigits])
-        var scale = number.exponent - number.fractionDigits.count
-        while let last = significand.last, last == ASCII.zero {
-            significand.removeLast()
-            scale += 1
-        }
-        while let first = significand.first, first == ASCII.zero { significand.removeFirst() }
+        let digits = Array(bytes[number.integerDigits]) + Array(bytes[number.fractionDigits])
+        // Slices, not removeFirst(): a body of a million leading zeros must stay linear.
+        let leading = digits.prefix { $0 == ASCII.zero }.count
+        let trailing = digits.dropFirst(leading).reversed().prefix { $0 == ASCII.zero }.count
+        let significand = digits[leading..<(digits.count - trailing)]
+        let scale = number.exponent - number.fractionDigits.count + trailing
         if significand.isEmpty { return 0 }
         // A negative scale leaves digits after the decimal point; 19 digits is Int64's width.
         guard scale >= 0, significand.count + scale <= 19 else { return nil }

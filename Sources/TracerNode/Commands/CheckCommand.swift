@@ -58,7 +58,12 @@ struct CheckCommand: AsyncParsableCommand {
         progress?.finish()
 
         if json { try Output.printJSON(report) } else { print(CheckReportText(report: report).render()) }
-        if report.newExposure { try await notify(report, checker: checker, hookCommand: settings.onExposure) }
+        if report.newExposure {
+            // The exposure's exit code must survive a store that cannot record the notification.
+            do { try await notify(report, checker: checker, hookCommand: settings.onExposure) } catch {
+                Output.standardError("Warning: could not record that this exposure was notified (\(UserMessage.describe(error))); the next check will notify it again.")
+            }
+        }
         if report.exposureFound { throw ExitCode(Self.exposureExitCode) }
         // Never a plain "no exposure" on a list that could not be brought up to date.
         if report.listIsStale { throw ExitCode.failure }

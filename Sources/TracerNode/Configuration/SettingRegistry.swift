@@ -28,7 +28,7 @@ enum SettingRegistry {
             default: RotationSchedule.defaultInterval, env: "TRACER_ROTATION_INTERVAL", flag: "--rotation-interval",
             help: "Seconds between id rotations."),
         .integer(
-            "node.rotation_jitter", \.rotationJitter, .integer(minimum: 0, unit: "seconds"),
+            "node.rotation_jitter", \.rotationJitter, .integer(minimum: 0, maximum: 43_200, unit: "seconds"),
             default: 0, env: "TRACER_ROTATION_JITTER", flag: "--rotation-jitter",
             help: "Largest random delay of a rotation after its boundary, in seconds; less than half the interval."),
         .boolean(
@@ -65,7 +65,10 @@ enum SettingRegistry {
             .text(describe: "sha256//BASE64, or several joined with ;", problem: TextRules.pinnedKeys),
             env: "TRACER_SERVER_PINNED_KEY", flag: "--pinned-key",
             help: "SHA-256 hashes of the server's TLS public key to accept, as sha256//BASE64[;sha256//…].",
-            convert: { $0 }),
+            convert: { text in
+                // libcurl splits pins only on exactly ";sha256//": drop the spaces the rule allows.
+                text.split(separator: ";").map { $0.trimmingCharacters(in: .whitespaces) }.joined(separator: ";")
+            }),
         .integer(
             "server.timeout", \.serverTimeout, .integer(minimum: 1, maximum: 600, unit: "seconds"),
             default: 30, env: "TRACER_SERVER_TIMEOUT", flag: "--server-timeout",
@@ -78,11 +81,11 @@ enum SettingRegistry {
             env: "TRACER_CACHE_DIR", flag: "--cache-dir",
             help: "Where downloaded positive lists are kept.", convert: { $0 }),
         .integer(
-            "check.interval", \.checkInterval, .integer(minimum: 60, unit: "seconds"),
+            "check.interval", \.checkInterval, .integer(minimum: 60, maximum: 2_419_200, unit: "seconds"),
             default: 21_600, env: "TRACER_CHECK_INTERVAL", flag: "--check-interval",
             help: "Seconds between checks of the positive list."),
         .integer(
-            "check.jitter", \.checkJitter, .integer(minimum: 0, unit: "seconds"),
+            "check.jitter", \.checkJitter, .integer(minimum: 0, maximum: 86_400, unit: "seconds"),
             default: 3_600, env: "TRACER_CHECK_JITTER", flag: "--check-jitter",
             help: "Largest random delay added to each check, in seconds."),
         .text(

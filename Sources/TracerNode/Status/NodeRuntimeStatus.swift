@@ -28,9 +28,12 @@ struct NodeRuntimeStatus: Codable, Equatable {
     /// Why the last controller session ended, while reconnecting.
     var lastError: String?
 
-    /// True when the process that wrote the file still runs (a killed node leaves "running").
+    /// True when the process that wrote the file still runs: a killed node leaves "running"
+    /// behind, and after a reboot its pid may belong to another process, so the heartbeat (every
+    /// 30 s) must be recent too.
     var processIsAlive: Bool {
-        state != .stopped && (kill(pid, 0) == 0 || errno == EPERM)
+        let heartbeatIsRecent = SystemWallClock().now() - updatedAt < 90
+        return state != .stopped && heartbeatIsRecent && (kill(pid, 0) == 0 || errno == EPERM)
     }
 
     static func read(from path: String) -> NodeRuntimeStatus? {
