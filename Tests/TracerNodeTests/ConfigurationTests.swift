@@ -248,7 +248,7 @@ extension TracerNodeTests {
 
         @Test(arguments: [
             BadValue(file: "[check]\ninterval = 5\n",
-                     phrases: ["tracer.toml line 2: check.interval must be at least 60 seconds, got 5"]),
+                     phrases: ["tracer.toml line 2: check.interval must be between 60 and 2419200 seconds, got 5"]),
             BadValue(file: "[check]\n\ninterval = \"600\"\n", phrases: ["line 3", "check.interval", "must be an integer", "string"]),
             BadValue(file: "[log]\nlevel = \"loud\"\n", phrases: ["line 2", "log.level", "trace, debug, info", "loud"]),
             BadValue(file: "[node]\nrotation_interval = 100000\n", phrases: ["line 2", "node.rotation_interval", "between 5 and 86400"]),
@@ -266,7 +266,7 @@ extension TracerNodeTests {
             BadValue(environment: ["TRACER_LOG_FORMAT": "xml"], phrases: ["TRACER_LOG_FORMAT", "log.format", "text, json"]),
             BadValue(environment: ["TRACER_CHECK_INTERVAL": "30\nline two"], phrases: ["TRACER_CHECK_INTERVAL", "\\u{a}"]),
             BadValue(flags: ["--rotation-interval", "3"], phrases: ["--rotation-interval", "node.rotation_interval", "got 3"]),
-            BadValue(file: "[check]\ninterval = 600\n", flags: ["--check-interval", "59"], phrases: ["--check-interval", "at least 60"]),
+            BadValue(file: "[check]\ninterval = 600\n", flags: ["--check-interval", "59"], phrases: ["--check-interval", "between 60 and 2419200"]),
         ])
         func badValueIsOneSentence(_ bad: BadValue) throws {
             let home = try Home()
