@@ -47,6 +47,9 @@ public struct ExposureCheckSchedule: Sendable {
         let report: ExposureCheckReport
         do {
             report = try await checker.check()
+        } catch .cancelled {
+            // The node is stopping; the loop ends at its next sleep.
+            return true
         } catch {
             logger.warning("exposure check failed; retrying later", metadata: ["reason": "\(error)"])
             return false

@@ -51,7 +51,11 @@ public struct ExposureHook: Sendable {
             return first
         }
         guard let status else {
+            // SIGTERM reaches the shell; a command that ignores it is killed after 2 s. (Children
+            // the command started in the background are its own business.)
             process.terminate()
+            try? await Task.sleep(for: .seconds(2))
+            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
             return .timedOut
         }
         return status == 0 ? .succeeded : .failed(status: status)

@@ -1,6 +1,6 @@
 /// A URL as it may appear in errors and logs: without user info (passwords), query (tokens) or
 /// fragment. Plain string slicing, so any input works.
-func redactedURL(_ url: String) -> String {
+public func redactedURL(_ url: String) -> String {
     var rest = Substring(url)
     var scheme: Substring = ""
     if let separator = rest.range(of: "://") {

@@ -133,7 +133,7 @@ public struct HistoryReporter: Sendable {
         case 200, 201:
             let receipt = ReportReceipt(
                 reportedAt: clock.now(), ids: history.ids.count, stored: answer?.stored ?? 0,
-                firstValidFrom: first.window.start, lastValidUntil: last.window.end, server: serverURL)
+                firstValidFrom: first.window.start, lastValidUntil: last.window.end, server: redactedURL(serverURL))
             try record(receipt)
             return receipt
         case 401:

@@ -45,7 +45,7 @@ struct ReportCommand: AsyncParsableCommand {
         let span = days.count == 1 ? days[0] : "\(days[0]) to \(days[days.count - 1]) (\(days.count) days)"
         print("""
             This uploads \(upload.ids.count) of this node's own ids, broadcast \(span), \
-            to \(reporter.serverURL).
+            to \(redactedURL(reporter.serverURL)).
             It uploads nothing about whom you met. The server publishes these ids so that people \
             who met you can find out; they cannot learn who you are from them.
             Ids from \(Output.localTime(first.window.start)) to \(Output.localTime(last.window.end)).

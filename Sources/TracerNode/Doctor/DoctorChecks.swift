@@ -109,7 +109,7 @@ struct DoctorChecks {
             let serverDate = try? await http.perform(HTTPRequest(url: url + "/healthz")).header("date").flatMap(Self.httpDate)
             let updater = PositiveListUpdater(source: PositiveListSource(baseURL: url, publicKey: key), cache: parts.cache, http: http)
             let update = try await updater.update()
-            return (.pass("list server", "\(url) answered; the list verifies (generation \(update.index.generation), \(update.index.batches.count) batches)"), serverDate)
+            return (.pass("list server", "\(redactedURL(url)) answered; the list verifies (generation \(update.index.generation), \(update.index.batches.count) batches)"), serverDate)
         } catch {
             return (.fail("list server", UserMessage.describe(error),
                           fix: "Check server.url and server.public_key against what your health authority publishes, and the network."), nil)
