@@ -275,22 +275,31 @@ struct MatchBenchmark {
         repository.appendingPathComponent("Benchmarks/baselines/" + name).path
     }
 
-    private func measureSQLiteJoin(_ data: GeneratedData, python: String) throws -> ChildFigures {
+    /// Runs a baseline script on the benchmark's data and checks that it read the whole list and
+    /// found exactly the planted matches; returns the process figures and its JSON report.
+    private func runBaseline(
+        _ script: String, countKey: String, _ data: GeneratedData, python: String
+    ) throws -> (child: MeasuredProcess, report: [String: Any], matches: Int) {
         let child = try MeasuredProcess.run(
-            python, [baselineScript("sqlite_join.py"), "--db", data.databasePath, "--cache-dir", data.cacheDirectory,
+            python, [baselineScript(script), "--db", data.databasePath, "--cache-dir", data.cacheDirectory,
                      "--tolerance", String(Self.tolerance)],
             scratchDirectory: directory)
-        guard child.exitCode == 0 else { throw BenchmarkFailure("sqlite_join.py exited \(child.exitCode): \(child.standardError.prefix(2_000))") }
+        guard child.exitCode == 0 else { throw BenchmarkFailure("\(script) exited \(child.exitCode): \(child.standardError.prefix(2_000))") }
         let report = try child.jsonReport()
-        let load = report["loadSeconds"] as? Double ?? 0
-        let join = report["joinSeconds"] as? Double ?? 0
         let matches = report["matches"] as? Int ?? -1
-        guard report["idsLoaded"] as? Int == data.listedIDCount else {
-            throw BenchmarkFailure("sqlite_join.py loaded \(String(describing: report["idsLoaded"])) ids, the list has \(data.listedIDCount)")
+        guard report[countKey] as? Int == data.listedIDCount else {
+            throw BenchmarkFailure("\(script) took in \(String(describing: report[countKey])) ids, the list has \(data.listedIDCount)")
         }
         guard matches == Self.plantedInsideWindow else {
-            throw BenchmarkFailure("sqlite_join.py found \(matches) matches, ours \(Self.plantedInsideWindow)")
+            throw BenchmarkFailure("\(script) found \(matches) matches, ours \(Self.plantedInsideWindow)")
         }
+        return (child, report, matches)
+    }
+
+    private func measureSQLiteJoin(_ data: GeneratedData, python: String) throws -> ChildFigures {
+        let (child, report, matches) = try runBaseline("sqlite_join.py", countKey: "idsLoaded", data, python: python)
+        let load = report["loadSeconds"] as? Double ?? 0
+        let join = report["joinSeconds"] as? Double ?? 0
         let figures = ChildFigures(
             seconds: child.seconds, peakResidentBytes: child.peakResidentBytes, peakIsUpperBound: child.peakIsUpperBound, matches: matches,
             workSeconds: load + join, detail: "load \(format(load, 2)) s + join \(format(join, 2)) s (\(report["layout"] ?? "?") table)")
@@ -299,20 +308,8 @@ struct MatchBenchmark {
     }
 
     private func measureSetIntersection(_ data: GeneratedData, python: String) throws -> ChildFigures {
-        let child = try MeasuredProcess.run(
-            python, [baselineScript("set_intersection.py"), "--db", data.databasePath, "--cache-dir", data.cacheDirectory,
-                     "--tolerance", String(Self.tolerance)],
-            scratchDirectory: directory)
-        guard child.exitCode == 0 else { throw BenchmarkFailure("set_intersection.py exited \(child.exitCode): \(child.standardError.prefix(2_000))") }
-        let report = try child.jsonReport()
+        let (child, report, matches) = try runBaseline("set_intersection.py", countKey: "idsRead", data, python: python)
         let work = report["seconds"] as? Double ?? 0
-        let matches = report["matches"] as? Int ?? -1
-        guard report["idsRead"] as? Int == data.listedIDCount else {
-            throw BenchmarkFailure("set_intersection.py read \(String(describing: report["idsRead"])) ids, the list has \(data.listedIDCount)")
-        }
-        guard matches == Self.plantedInsideWindow else {
-            throw BenchmarkFailure("set_intersection.py found \(matches) matches, ours \(Self.plantedInsideWindow)")
-        }
         let figures = ChildFigures(
             seconds: child.seconds, peakResidentBytes: child.peakResidentBytes, peakIsUpperBound: child.peakIsUpperBound,
             matches: matches, workSeconds: work, detail: "")

@@ -20,7 +20,9 @@ final class ListServerProcess {
     var publishedIndex: String { dataDirectory + "/public/index.tpli" }
     func publishedBatch(_ number: Int) -> String { dataDirectory + "/public/batches/\(number).tplb" }
 
-    init(scratch: Scratch, name: String = "server") throws {
+    /// `serving: false` prepares the data directory, key and port without starting `serve`, for
+    /// a test whose server comes up later (see `start()`).
+    init(scratch: Scratch, name: String = "server", serving: Bool = true) throws {
         home = scratch.path
         dataDirectory = scratch.file(name)
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
@@ -31,7 +33,7 @@ final class ListServerProcess {
         guard keygen.exitCode == 0 else { throw HarnessFailure(description: "tracer-server keygen failed: \(keygen)") }
         publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         port = try FreePort.find()
-        try start()
+        if serving { try start() }
     }
 
     deinit { stop() }

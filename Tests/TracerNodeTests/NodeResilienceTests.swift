@@ -18,10 +18,10 @@ extension TracerNodeTests {
             private let buffer = LineBuffer()
             let pid: Int32
 
-            init(_ executable: String, _ arguments: [String], home: String, environment: [String: String] = [:]) throws {
+            init(_ executable: String, _ arguments: [String], home: String) throws {
                 process.executableURL = URL(fileURLWithPath: executable)
                 process.arguments = arguments
-                process.environment = Products.environment(home: home, overrides: environment)
+                process.environment = Products.environment(home: home)
                 process.currentDirectoryURL = URL(fileURLWithPath: home)
                 process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/null"))
                 process.standardOutput = FileHandle.nullDevice
@@ -375,36 +375,6 @@ extension TracerNodeTests {
 
         // MARK: 3. The list server is down for the scheduled check
 
-        /// A free TCP port on 127.0.0.1.
-        static func freePort() throws -> UInt16 {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(descriptor) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = 0
-            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-            let bound = withUnsafeMutablePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                    bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-                }
-            }
-            guard bound else { throw HarnessFailure(description: "cannot find a free port on 127.0.0.1") }
-            return UInt16(bigEndian: address.sin_port)
-        }
-
-        static func accepts(_ port: UInt16) -> Bool {
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            defer { close(descriptor) }
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = port.bigEndian
-            return withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-        }
-
         static let checkFailed = "exposure check failed; retrying later"
         static let checkStale = "exposure check used the last verified list; it could not be updated"
         static let checkDone = "exposure check done"
@@ -416,17 +386,10 @@ extension TracerNodeTests {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let tracer = try Products.path(of: "tracer"), server = try Products.path(of: "tracer-server")
-            let dataDirectory = scratch.file("server")
-            try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
-            try #"{"authorities": [{"name": "Resilience Test Authority", "token": "resilience-test-token-0123456789abcdef"}]}"#
-                .write(toFile: dataDirectory + "/config.json", atomically: true, encoding: .utf8)
-            let serverEnvironment = ["TRACER_SERVER_DATA_DIR": dataDirectory, "TRACER_SERVER_CONFIG": "", "TRACER_SERVER_KEY": ""]
-                .filter { !$0.value.isEmpty }
-            let keygen = try Products.run(server, ["keygen", "--data-dir", dataDirectory], home: scratch.path, environment: serverEnvironment)
-            try #require(keygen.exitCode == 0, "tracer-server keygen failed: \(keygen)")
-            let publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-            try #require(!publicKey.isEmpty && !publicKey.contains(" "), "keygen printed \(keygen.stdout)")
-            let port = try Self.freePort()
+            // Key, configuration and port now; `serve` only once the node has found it down.
+            let listServer = try ListServerProcess(scratch: scratch, serving: false)
+            let dataDirectory = listServer.dataDirectory, publicKey = listServer.publicKey, port = UInt16(listServer.port)
+            try #require(!publicKey.isEmpty && !publicKey.contains(" "), "keygen printed \(publicKey)")
 
             let radio = try VirtualLink()
             defer { radio.stop() }
@@ -462,12 +425,11 @@ extension TracerNodeTests {
             #expect(grew, "B's sightings did not grow while the server was down: \(before) → \(after)")
 
             // The server comes up, with a published (empty) list.
-            let publish = try Products.run(server, ["publish", "--data-dir", dataDirectory], home: scratch.path, environment: serverEnvironment)
-            try #require(publish.exitCode == 0, "tracer-server publish failed: \(publish)")
+            try listServer.publish()
             let serve = try LoggedProcess(server, ["serve", "--data-dir", dataDirectory, "--bind", "127.0.0.1:\(port)"],
-                                          home: scratch.path, environment: serverEnvironment)
+                                          home: scratch.path)
             defer { serve.ensureStopped() }
-            let listening = Self.waitUntil(.seconds(10), every: .milliseconds(50)) { Self.accepts(port) || !serve.isRunning }
+            let listening = Self.waitUntil(.seconds(10), every: .milliseconds(50)) { FreePort.isListening(Int(port)) || !serve.isRunning }
             try #require(listening && serve.isRunning, "tracer-server did not listen on \(port): \(serve.lines.suffix(8))")
             let serverUp = Self.now(), serverUpInstant = ContinuousClock.now
             #expect(b.entry(message: Self.checkDone) == nil, "a check succeeded before the server was up")

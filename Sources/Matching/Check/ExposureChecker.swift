@@ -58,13 +58,8 @@ public struct ExposureChecker: Sendable {
             throw .noVerifiedList(updateFailure: updateFailure, offline: updater == nil)
         }
         let now = clock.now()
-        let found: (outcome: MatchOutcome, encounterCount: Int, matches: [ExposureMatch])
-        do {
-            found = try await Self.offTheCooperativePool { [self, updateFailure] () throws(ExposureCheckError) in
-                try matchBlocking(index, since: retention.encounterCutoff(now: now), updateFailure: updateFailure)
-            }
-        } catch {
-            throw error
+        let found = try await Self.offTheCooperativePool { [self, updateFailure] () throws(ExposureCheckError) in
+            try matchBlocking(index, since: retention.encounterCutoff(now: now), updateFailure: updateFailure)
         }
         let assessment = ExposureAssessment(matches: found.matches, model: model)
 

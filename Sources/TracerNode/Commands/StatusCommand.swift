@@ -43,7 +43,7 @@ struct StatusCommand: AsyncParsableCommand {
         let cacheState = cache.state
         let runtime = NodeRuntimeStatus.read(from: location.statusFilePath)
         let startOfToday = UnixSeconds(Calendar.current.startOfDay(for: Date()).timeIntervalSince1970)
-        let peersToday = Set(try opened.encounters(since: startOfToday).map(\.peer)).count
+        let peersToday = Set(try opened.encounterTimes(since: startOfToday).map(\.peer)).count
         let status = Status(
             node: runtime, nodeRunning: runtime?.processIsAlive ?? false, peersMetToday: peersToday,
             database: location.path, ownIDs: counts.ownIDs, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
