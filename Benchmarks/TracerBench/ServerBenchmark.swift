@@ -39,7 +39,7 @@ struct ServerBenchmark {
         chmod(paths.dataDirectory, 0o755)
         var configuration = ServerConfiguration(authorities: [AuthorityConfiguration(name: "Bench", token: Self.token)])
         configuration.maxRequestBodyBytes = 4 << 20
-        let store = try ServerStore.open(path: paths.database)
+        let store = try ServerStore.open(path: paths.database, publishedDirectory: paths.published)
         let key = try SigningKeyFile.create(at: paths.signingKey)
         let clock = SystemWallClock()
         let publisher = Publisher(
@@ -100,6 +100,32 @@ struct ServerBenchmark {
         // depending on how many the first append run got in).
         try await measureAppend(port: serverPort, store: store, now: now, label: "full store")
         say(String(format: "publish 1,000,000 ids: %.3f s", publishSeconds))
+        try await measureRestart(paths: paths, store: store, publisher: publisher, now: now)
+    }
+
+    /// A restarted server reads the ids of every live batch before its first upload: how long
+    /// that upload takes, and how much memory the index of published ids adds (the growth of
+    /// this process's resident set, which also holds the server above).
+    private func measureRestart(paths: ServerPaths, store: ServerStore, publisher: Publisher, now: UnixSeconds) async throws {
+        try await publisher.publish()
+        let live = try await store.liveBatches()
+        let publishedIDs = live.reduce(0) { $0 + $1.idCount }
+        let residentBefore = Self.residentKilobytes("VmRSS")
+        let restarted = try ServerStore.open(path: paths.database, publishedDirectory: paths.published)
+        let start = ContinuousClock.now
+        try await appendDirectly(2_688, to: restarted, now: now, seed: 3)
+        let firstUpload = (ContinuousClock.now - start).seconds
+        let growth = Double(Self.residentKilobytes("VmRSS") - residentBefore) / 1_024
+        say(String(format: "restart: first 2,688-id upload %.3f s, reading %d published ids from %d batch files; resident set +%.1f MB (%.1f bytes per published id); peak resident set of the whole benchmark %.0f MB",
+                   firstUpload, publishedIDs, live.count, growth, growth * 1_048_576 / Double(max(1, publishedIDs)),
+                   Double(Self.residentKilobytes("VmHWM")) / 1_024))
+    }
+
+    /// A line of /proc/self/status, in kB.
+    private static func residentKilobytes(_ field: String) -> Int {
+        let status = (try? String(contentsOfFile: "/proc/self/status", encoding: .utf8)) ?? ""
+        let line = status.split(separator: "\n").first { $0.hasPrefix(field + ":") } ?? ""
+        return Int(line.split(separator: " ", omittingEmptySubsequences: true).dropFirst().first ?? "") ?? 0
     }
 
     /// ids/s accepted through POST /v1/histories: each wrk request carries a fresh 2,688-id
@@ -117,9 +143,9 @@ struct ServerBenchmark {
     }
 
     /// Where the time of one 2,688-id upload goes, without HTTP: JSON decoding, validation,
-    /// and the SQLite transaction (into an empty database, so the pending table only).
+    /// and the store's part (into an empty database: the known-id checks and the transaction).
     private func appendBreakdown(configuration: ServerConfiguration, now: UnixSeconds, logger: Logger) async throws {
-        let store = try ServerStore.open(path: directory + "/breakdown.db")
+        let store = try ServerStore.open(path: directory + "/breakdown.db", publishedDirectory: PublishedDirectory(path: directory + "/breakdown-public"))
         var generator = SplitMix(state: 99)
         let rounds = 50
         let bodies = (0..<rounds).map { _ in
@@ -146,7 +172,7 @@ struct ServerBenchmark {
             insert += ContinuousClock.now - start
         }
         func perUpload(_ total: Duration) -> Double { total.seconds * 1_000 / Double(rounds) }
-        say(String(format: "append breakdown per 2,688-id upload: JSON decode %.2f ms (Foundation's JSONDecoder: %.2f ms), validation %.2f ms, SQLite %.2f ms",
+        say(String(format: "append breakdown per 2,688-id upload: JSON decode %.2f ms (Foundation's JSONDecoder: %.2f ms), validation %.2f ms, store (known-id checks and SQLite) %.2f ms",
                    perUpload(decode), perUpload(foundationDecode), perUpload(validate), perUpload(insert)))
     }
 

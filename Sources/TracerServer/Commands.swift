@@ -28,6 +28,15 @@ struct Serve: AsyncParsableCommand {
         let store = try location.openStore()
         let publisher = try location.makePublisher(store: store, configuration: configuration, logger: logger)
         try location.paths.published.prepare()
+        // Read the published ids before listening, so the first upload does not wait for it.
+        // A damaged batch file still lets the server serve the list; uploads are refused (503)
+        // with the same reason until the file is restored.
+        do {
+            let count = try await store.loadPublishedIDs()
+            logger.info("published ids loaded", metadata: ["ids": "\(count)"])
+        } catch {
+            logger.error("uploads will be refused", metadata: ["reason": "\(error)"])
+        }
         let components = ServerComponents(
             configuration: configuration, store: store, publisher: publisher, directory: location.paths.published, clock: SystemWallClock())
         let application = PositiveListHTTPServer.makeApplication(components, address: .hostname(host, port: port), logger: logger)

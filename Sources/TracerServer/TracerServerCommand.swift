@@ -66,7 +66,7 @@ struct LocationOptions: ParsableArguments {
 
     func openStore() throws -> ServerStore {
         try prepareDataDirectory()
-        return try ServerStore.open(path: paths.database)
+        return try ServerStore.open(path: paths.database, publishedDirectory: paths.published)
     }
 
     func makePublisher(store: ServerStore, configuration: ServerConfiguration, logger: Logger) throws -> Publisher {

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import GRDB
 import IDRotation
@@ -5,8 +6,9 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 
-/// Appending into the pending table and merging it into the id table at publication: "stored
-/// once" across both tables, the receipts' counts, and crashes between the steps.
+/// Appending into the pending table and publishing from it: "stored once" across the pending ids
+/// and the live batches, the receipts' counts, other processes, crashes between the steps, and
+/// databases from earlier releases.
 @Suite struct PendingIDsTests {
     static let now = ServerFixture.start
 
@@ -32,7 +34,7 @@ import Testing
     }
 
     func pendingRowCount(_ store: ServerStore) async throws -> Int {
-        try await store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM pending_ids") ?? 0 }
+        try await store.read { db in try Int.fetchOne(db, sql: "SELECT coalesce(sum(id_count), 0) FROM pending_histories") ?? 0 }
     }
 
     @Test func idsAlreadyPendingOrPublishedAreNotStoredAgain() async throws {
@@ -100,7 +102,7 @@ import Testing
         #expect(try await fixture.store.summary(now: Self.now).storedIDs == accepted.count)
     }
 
-    @Test func aCrashBetweenRecordingABatchAndMergingItsIdsIsSafe() async throws {
+    @Test func aCrashAfterRecordingABatchIsSafe() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         let first = Histories.entries(count: 40, endingAt: Self.now, seed: 1)
@@ -110,23 +112,23 @@ import Testing
         }
         await #expect(throws: PublishError.self) { try await crashing.publish() }
 
-        // Batch 1 owns the 40 ids, which still wait in the pending table.
-        #expect(try await pendingRowCount(fixture.store) == 40)
+        // Batch 1 owns the 40 ids; no index names it yet, and they are no longer pending.
+        #expect(try await pendingRowCount(fixture.store) == 0)
         var summary = try await fixture.store.summary(now: Self.now)
         #expect(summary.storedIDs == 40)
         #expect(summary.unpublishedIDs == 0)
 
-        // An upload meanwhile still finds them, here through a restarted server's store.
-        let restarted = try ServerStore.open(path: fixture.paths.database)
+        // An upload meanwhile still finds them in the batch file, here through a restarted
+        // server's store.
+        let restarted = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
         let second = Histories.entries(count: 10, endingAt: Self.now, seed: 2)
         #expect(try await append(Array(first.prefix(20)) + second, to: restarted, fixture) == 10)
 
-        // The next publication merges batch 1's ids and publishes only the 10 new ones.
+        // The next publication lists batch 1 and publishes only the 10 new ids.
         let report = try await fixture.makePublisher().publish()
         #expect(report.newBatch?.number == 2)
         #expect(report.newBatch?.idCount == 10)
         #expect(try publishedIDs(fixture).map(\.count) == [40, 10])
-        #expect(try await pendingRowCount(fixture.store) == 0)
         summary = try await restarted.summary(now: Self.now)
         #expect(summary.storedIDs == 50)
         #expect(summary.unpublishedIDs == 0)
@@ -134,23 +136,7 @@ import Testing
         #expect(try await append(first + second, to: fixture.store, fixture) == 0)
     }
 
-    @Test func aCrashAfterMergingIsFinishedByTheNextRun() async throws {
-        let fixture = try ServerFixture()
-        defer { fixture.remove() }
-        let history = Histories.entries(count: 30, endingAt: Self.now)
-        #expect(try await append(history, to: fixture.store, fixture) == 30)
-        let crashing = fixture.makePublisher { step in
-            if step == .publishedIDsMerged { throw CancellationError() }
-        }
-        await #expect(throws: PublishError.self) { try await crashing.publish() }
-        #expect(try await pendingRowCount(fixture.store) == 0)
-        #expect(try await append(history, to: fixture.store, fixture) == 0)
-        // The index did not list batch 1 yet; the next run does, without a second batch.
-        try await fixture.makePublisher().publish()
-        #expect(try publishedIDs(fixture).map(\.count) == [30])
-    }
-
-    @Test func theMergeMovesOnlyIdsAtOrBelowTheWatermark() async throws {
+    @Test func recordingABatchRemovesOnlyTheIdsItPublishes() async throws {
         // An upload that commits while a publication runs stays pending for the next batch.
         let fixture = try ServerFixture()
         defer { fixture.remove() }
@@ -159,19 +145,59 @@ import Testing
         #expect(try await append(published, to: fixture.store, fixture) == 20)
         let pending = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
         #expect(try await append(arrivedMeanwhile, to: fixture.store, fixture) == 8)
-        try await fixture.store.skipExpiredPending(through: pending.lastSubmission)
-        #expect(try await fixture.store.mergePublishedIDs() == 20)
+        // The publisher's steps by hand: the file, then its record.
+        let file = try PositiveListBatch.encode(number: 1, entries: pending.entries, signingKey: fixture.signingKey)
+        try AtomicFile.write(file, to: fixture.paths.published.batchPath(number: 1))
+        let record = BatchRecord(
+            number: 1, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
+            sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
+            publishedAt: Self.now)
+        #expect(try await fixture.store.recordBatch(record, expectedWatermark: pending.afterSubmission))
+        // A second publisher that read the same pending ids is refused.
+        #expect(try await !fixture.store.recordBatch(record, expectedWatermark: pending.afterSubmission))
 
         #expect(try await pendingRowCount(fixture.store) == 8)
         let summary = try await fixture.store.summary(now: Self.now)
         #expect(summary.storedIDs == 28)
         #expect(summary.unpublishedIDs == 8)
         #expect(try await append(published + arrivedMeanwhile, to: fixture.store, fixture) == 0)
-        // Merging again changes nothing.
-        #expect(try await fixture.store.mergePublishedIDs() == 0)
-        #expect(try await pendingRowCount(fixture.store) == 8)
         let next = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
         #expect(next.entries.map(\.id.hex).sorted() == arrivedMeanwhile.map(\.id).sorted())
+    }
+
+    @Test func aMissingOrAlteredBatchFileStopsUploadsWithoutStoringAnything() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let first = Histories.entries(count: 30, endingAt: Self.now, seed: 1)
+        #expect(try await append(first, to: fixture.store, fixture) == 30)
+        try await fixture.makePublisher().publish()
+        let path = fixture.paths.published.batchPath(number: 1)
+        let original = try #require(FileManager.default.contents(atPath: path))
+        let second = Histories.entries(count: 5, endingAt: Self.now, seed: 2)
+
+        var altered = original
+        altered[PositiveListBatch.headerByteCount] ^= 0x01
+        for (contents, reason) in [(nil, "it is missing"), (altered, "its SHA-256 is not the one recorded"), (original.prefix(100), "bytes")] {
+            unlink(path)
+            if let contents { try contents.write(to: URL(fileURLWithPath: path)) }
+            // A fresh store, as a restarted server would read the batch files.
+            let store = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
+            let error = await #expect(throws: ServerStoreError.self) {
+                _ = try await store.appendHistory(
+                    try entries(fixture, first + second), credential: .authority(name: "Health Authority A"), idempotencyKey: nil,
+                    now: Self.now)
+            }
+            #expect(error.map { "\($0)".contains(path) && "\($0)".contains(reason) } == true, "\(String(describing: error))")
+            #expect(try await pendingRowCount(store) == 0)
+            // `serve` reads them at start and names the same problem.
+            await #expect(throws: ServerStoreError.self) { _ = try await store.loadPublishedIDs() }
+        }
+        unlink(path)
+        try original.write(to: URL(fileURLWithPath: path))
+        let store = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
+        #expect(try await store.loadPublishedIDs() == 30)
+        #expect(try await append(first + second, to: store, fixture) == 5)
+        #expect(try await store.summary(now: Self.now).submissions == 2)
     }
 
     @Test func anotherProcessAppendingOrPublishingIsSeen() async throws {
@@ -179,7 +205,7 @@ import Testing
         // with its own pending-id set.
         let fixture = try ServerFixture()
         defer { fixture.remove() }
-        let other = try ServerStore.open(path: fixture.paths.database)
+        let other = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
         let history = Histories.entries(count: 50, endingAt: Self.now)
         // Load this connection's set first, so that it must notice the other's commit.
         #expect(try await append(Histories.entries(count: 1, endingAt: Self.now, seed: 9), to: fixture.store, fixture) == 1)
@@ -258,15 +284,12 @@ import Testing
                             arguments: [try UserID(hex: entry.id).databaseValue, entry.validFrom, entry.validUntil, submission])
                     }
                 }
-                try db.execute(sql: """
-                    INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at)
-                    VALUES (1, 0, 0, 0, x'00', 30, 2, 0)
-                    """)
+                try Self.publishByHand(published, number: 1, lastSubmission: 2, fixture, db)
             }
             try queue.close()
         }
 
-        let store = try ServerStore.open(path: path)
+        let store = try ServerStore.open(path: path, publishedDirectory: fixture.paths.published)
         let summary = try await store.summary(now: Self.now)
         #expect(summary.storedIDs == 37)
         #expect(summary.unpublishedIDs == 7)
@@ -274,5 +297,74 @@ import Testing
         let pending = try await store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
         #expect(Set(pending.entries.map(\.id.hex)) == Set(unpublished.map(\.id)))
         #expect(pending.lastSubmission == 3)
+    }
+
+    @Test func aVersion2DatabaseKeepsItsPendingIdsAndFindsItsPublishedOnesInTheBatches() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        // As the second release left it: submissions 1 and 2 in batch 1, whose ids of
+        // submission 2 were not merged into published_ids yet (a crash between the steps);
+        // submission 3 pending, its ids not in id order.
+        let path = fixture.paths.dataDirectory + "/v2.sqlite"
+        let published = Histories.entries(count: 30, endingAt: Self.now, seed: 1)
+        let unpublished = Histories.entries(count: 7, endingAt: Self.now, seed: 2)
+        do {
+            let queue = try DatabaseQueue(path: path)
+            try ServerSchema.migrator.migrate(queue, upTo: "v2: pending ids in arrival order, published ids keyed by value")
+            try await queue.write { db in
+                for submission in 1...3 {
+                    try db.execute(
+                        sql: "INSERT INTO submissions (authority, via_upload_code, received_at, id_count, new_id_count) VALUES ('A', 0, ?, 0, 0)",
+                        arguments: [Self.now])
+                }
+                for (position, entry) in published.enumerated() {
+                    let id = try UserID(hex: entry.id).databaseValue
+                    if position < 15 {
+                        try db.execute(sql: "INSERT INTO published_ids (id, valid_until) VALUES (?, ?)", arguments: [id, entry.validUntil])
+                    } else {
+                        try db.execute(
+                            sql: "INSERT INTO pending_ids (submission, id, valid_from, valid_until) VALUES (2, ?, ?, ?)",
+                            arguments: [id, entry.validFrom, entry.validUntil])
+                    }
+                }
+                for entry in unpublished {
+                    try db.execute(
+                        sql: "INSERT INTO pending_ids (submission, id, valid_from, valid_until) VALUES (3, ?, ?, ?)",
+                        arguments: [try UserID(hex: entry.id).databaseValue, entry.validFrom, entry.validUntil])
+                }
+                try Self.publishByHand(published, number: 1, lastSubmission: 2, fixture, db)
+            }
+            try queue.close()
+        }
+
+        let store = try ServerStore.open(path: path, publishedDirectory: fixture.paths.published)
+        let summary = try await store.summary(now: Self.now)
+        #expect(summary.storedIDs == 37)
+        #expect(summary.unpublishedIDs == 7)
+        let pending = try await store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
+        #expect(pending.entries.map(\.id.hex) == unpublished.map(\.id).sorted())
+        #expect(pending.entries.map(\.validUntil).sorted() == unpublished.map(\.validUntil).sorted())
+        #expect(pending.lastSubmission == 3)
+        #expect(try await append(published + unpublished, to: store, fixture) == 0)
+        let oldTables = try await store.read { db in
+            try ["pending_ids", "published_ids"].filter { try db.tableExists($0) }
+        }
+        #expect(oldTables.isEmpty)
+    }
+
+    /// Writes batch `number` of `entries` into the fixture's published directory and records it,
+    /// as an earlier release's publisher would have.
+    static func publishByHand(_ entries: [SubmittedEntry], number: UInt64, lastSubmission: Int64, _ fixture: ServerFixture, _ db: Database) throws {
+        let sorted = try entries.map { PositiveListEntry(id: try UserID(hex: $0.id), validFrom: $0.validFrom, validUntil: $0.validUntil) }
+            .sorted { $0.id < $1.id }
+        let file = try PositiveListBatch.encode(number: number, entries: sorted, signingKey: fixture.signingKey)
+        try AtomicFile.write(file, to: fixture.paths.published.batchPath(number: number))
+        let range = PublishedTimeRange(covering: sorted)!
+        try db.execute(
+            sql: """
+                INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at)
+                VALUES (?, ?, ?, ?, ?, ?, ?, ?)
+                """,
+            arguments: [Int64(number), range.start, range.end, file.count, Data(SHA256.hash(data: file)), sorted.count, lastSubmission, Self.now])
     }
 }

@@ -78,7 +78,7 @@ struct ServerFixture: Sendable {
         ])
         adjust(&configuration)
         self.configuration = configuration
-        store = try ServerStore.open(path: paths.database)
+        store = try ServerStore.open(path: paths.database, publishedDirectory: paths.published)
         let key = try SigningKeyFile.create(at: paths.signingKey)
         signingKeyBytes = Array(key.rawRepresentation)
         publicKey = PositiveListPublicKey(key.publicKey)

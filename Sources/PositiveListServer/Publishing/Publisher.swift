@@ -8,7 +8,6 @@ import PositiveListFormat
 public enum PublishStep: String, Sendable, CaseIterable {
     case batchFileWritten
     case batchRecorded
-    case publishedIDsMerged
     case indexTemporaryFileWritten
     case indexReplaced
 }
@@ -43,16 +42,14 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
 ///
 /// Order of the steps, and why a crash anywhere leaves a valid directory:
 /// 1. the new batch file is written atomically; until step 2 it is an orphan no index names;
-/// 2. the batch is recorded in the database (the ids now belong to it: the watermark moves);
-/// 3. the ids below the watermark move from the pending table into the id table;
-/// 4. batches whose ids all passed retention are marked expired;
-/// 5. the index is rebuilt from the database and replaced atomically;
-/// 6. files no index names any more (expired batches, orphans, temporaries) are deleted.
-/// A crash before 5 leaves the previous index, which still names only files that exist (nothing
-/// is deleted before 6); the next run redoes what is missing, because 3 moves whatever is below
-/// the watermark and 5 compares the index on disk with the database rather than trusting that
-/// the previous run finished. Between 2 and 3, published ids are still pending: uploads count
-/// them as known, and the watermark keeps them out of the next batch.
+/// 2. the batch is recorded in the database and its ids leave the pending ones, in one
+///    transaction (the watermark moves; uploads now find the ids in the batch file);
+/// 3. batches whose ids all passed retention are marked expired;
+/// 4. the index is rebuilt from the database and replaced atomically;
+/// 5. files no index names any more (expired batches, orphans, temporaries) are deleted.
+/// A crash before 4 leaves the previous index, which still names only files that exist (nothing
+/// is deleted before 5); the next run redoes what is missing, because 4 compares the index on
+/// disk with the database rather than trusting that the previous run finished.
 public actor Publisher {
     public typealias FaultInjection = @Sendable (PublishStep) throws -> Void
 
@@ -111,14 +108,12 @@ public actor Publisher {
             } else if pending.lastSubmission > pending.afterSubmission {
                 try await store.skipExpiredPending(through: pending.lastSubmission)
             }
-            try await store.mergePublishedIDs()
-            try inject(.publishedIDsMerged)
             report.expiredBatches = try await store.expireBatches(endingBy: cutoff, now: now)
             let live = try await store.liveBatches()
             report.liveBatches = live.count
             report.indexGeneration = try await replaceIndexIfStale(live: live, now: now)
             removeUnlistedFiles(live: live)
-            try await store.purge(idsEndingBefore: cutoff, now: now)
+            try await store.purge(endingBefore: cutoff, now: now)
         } catch let error as ServerStoreError {
             throw .store(error)
         } catch let error as PublishError {

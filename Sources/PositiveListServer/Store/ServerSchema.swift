@@ -1,4 +1,6 @@
 import GRDB
+import IDRotation
+import PositiveListFormat
 
 /// The server database's schema as ordered migrations; a released step never changes.
 enum ServerSchema {
@@ -120,6 +122,44 @@ enum ServerSchema {
                 DROP TABLE v1_watermark;
                 DROP TABLE submitted_ids;
                 """)
+        }
+        migrator.registerMigration("v3: pending ids one blob per submission, published ids from the batch files") { db in
+            try db.execute(sql: """
+                -- One row per upload holding its new entries (see PendingEntriesBlob): an upload
+                -- is one insert at the end of the table whatever its size. Rows leave in the
+                -- transaction that records the batch publishing them.
+                CREATE TABLE pending_histories (
+                    submission INTEGER PRIMARY KEY,
+                    id_count INTEGER NOT NULL,
+                    entries BLOB NOT NULL
+                );
+                """)
+            // v2's pending rows above the watermark become blobs; those at or below it are in
+            // published batches already.
+            let watermark = try ServerStore.watermark(db)
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT submission, id, valid_from, valid_until FROM pending_ids WHERE submission > ? ORDER BY submission, id",
+                arguments: [watermark])
+            var submission: Int64?
+            var entries: [PositiveListEntry] = []
+            func flush() throws {
+                guard let submission, !entries.isEmpty else { return }
+                try db.execute(
+                    sql: "INSERT INTO pending_histories (submission, id_count, entries) VALUES (?, ?, ?)",
+                    arguments: [submission, entries.count, PendingEntriesBlob.encode(entries)])
+                entries.removeAll()
+            }
+            while let row = try rows.next() {
+                let rowSubmission: Int64 = row[0]
+                if rowSubmission != submission {
+                    try flush()
+                    submission = rowSubmission
+                }
+                entries.append(PositiveListEntry(id: UserID(databaseValue: row[1]), validFrom: row[2], validUntil: row[3]))
+            }
+            try flush()
+            // Published ids are read from the live batch files now (PublishedIDCache).
+            try db.execute(sql: "DROP TABLE pending_ids; DROP TABLE published_ids")
         }
         return migrator
     }

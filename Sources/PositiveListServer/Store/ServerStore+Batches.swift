@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import GRDBSQLite
 import IDRotation
 import PositiveListFormat
 
@@ -47,27 +46,17 @@ extension ServerStore {
             let watermark = try Self.watermark(db)
             var entries: [PositiveListEntry] = []
             var lastSubmission = watermark
-            // Read through SQLite's C interface: a batch of a million ids made GRDB's Row a
-            // third of the publication's time.
-            let statement = try db.makeStatement(
-                sql: "SELECT submission, id, valid_from, valid_until FROM pending_ids WHERE submission > ?")
-            let handle = statement.sqliteStatement
-            sqlite3_bind_int64(handle, 1, watermark)
-            var code = sqlite3_step(handle)
-            while code == SQLITE_ROW {
-                lastSubmission = max(lastSubmission, sqlite3_column_int64(handle, 0))
-                let validUntil = sqlite3_column_int64(handle, 3)
-                if validUntil > cutoff {
-                    entries.append(PositiveListEntry(
-                        id: UserID(databaseValue: sqlite3_column_int64(handle, 1)), validFrom: sqlite3_column_int64(handle, 2),
-                        validUntil: validUntil))
+            let rows = try Row.fetchCursor(
+                db, sql: "SELECT submission, entries FROM pending_histories WHERE submission > ? ORDER BY submission",
+                arguments: [watermark])
+            while let row = try rows.next() {
+                let submission: Int64 = row[0]
+                lastSubmission = submission
+                try PendingEntriesBlob.forEachEntry(in: row[1], submission: submission) { entry in
+                    if entry.validUntil > cutoff { entries.append(entry) }
                 }
-                code = sqlite3_step(handle)
             }
-            guard code == SQLITE_DONE else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
-            }
-            // Each submission's rows come sorted; the sort merges those runs.
+            // Each submission's entries come sorted; the sort merges those runs.
             entries.sort { $0.id < $1.id }
             return PendingEntries(entries: entries, afterSubmission: watermark, lastSubmission: lastSubmission)
         }
@@ -77,77 +66,68 @@ extension ServerStore {
         try await read { db in UInt64(try Int64.fetchOne(db, sql: "SELECT max(number) FROM batches") ?? 0) + 1 }
     }
 
-    /// Records a batch whose file is already on disk. Refuses (returns false) when another
-    /// publisher recorded a batch meanwhile, so two publishers can never both claim the same ids.
+    /// Records a batch whose file is already on disk, and removes the ids it publishes from the
+    /// pending ones, in one transaction. Refuses (returns false) when another publisher recorded
+    /// a batch meanwhile, so two publishers can never both claim the same ids.
     public func recordBatch(_ batch: BatchRecord, expectedWatermark: Int64) async throws(ServerStoreError) -> Bool {
-        try await write { db in
-            guard try Self.watermark(db) == expectedWatermark,
-                  try Int64.fetchOne(db, sql: "SELECT count(*) FROM batches WHERE number >= ?", arguments: [Int64(batch.number)]) == 0
-            else { return false }
-            try db.execute(
-                sql: """
-                    INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at)
-                    VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                    """,
-                arguments: [
-                    Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
-                    batch.idCount, batch.lastSubmission, batch.publishedAt,
-                ])
-            return true
-        }
-    }
-
-    /// Moves the watermark past ids that expired before they could be published, so they are
-    /// not read again by every later publication.
-    public func skipExpiredPending(through lastSubmission: Int64) async throws(ServerStoreError) {
-        try await write { db in
-            try db.execute(sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES ('skipped_through', ?)", arguments: [lastSubmission])
-        }
-    }
-
-    /// Moves the pending ids at or below the watermark (published in a batch, or skipped as
-    /// expired) into `published_ids`, in one transaction; returns how many moved.
-    ///
-    /// The ids arrive sorted, so the id table's pages are each written once however many ids
-    /// land on them: this is where the random writes that used to cost every upload are paid,
-    /// once per publication. Safe to run at any time and again: until it runs, published ids
-    /// wait in `pending_ids`, where uploads still find them and the watermark keeps them out of
-    /// the next batch.
-    @discardableResult
-    public func mergePublishedIDs() async throws(ServerStoreError) -> Int {
-        let pendingIDs = self.pendingIDs
+        let (pendingIDs, publishedIDs) = (self.pendingIDs, self.publishedIDs)
         return try await writeWithoutTransaction { db in
-            var merged = 0
-            defer { pendingIDs.invalidate() }
+            var recorded = false
+            defer {
+                pendingIDs.invalidate()
+                publishedIDs.invalidate()
+            }
             try db.inTransaction(.immediate) {
-                let watermark = try Self.watermark(db)
-                // OR IGNORE: appending keeps each id in one of the two tables, so nothing is
-                // ever ignored; should that fail, an id published twice does no harm, whereas a
-                // merge that fails stops every later publication.
+                guard try Self.watermark(db) == expectedWatermark,
+                      try Int64.fetchOne(db, sql: "SELECT count(*) FROM batches WHERE number >= ?", arguments: [Int64(batch.number)]) == 0
+                else { return .rollback }
                 try db.execute(
                     sql: """
-                        INSERT OR IGNORE INTO published_ids (id, valid_until)
-                        SELECT id, valid_until FROM pending_ids WHERE submission <= ? ORDER BY id
+                        INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at)
+                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                         """,
-                    arguments: [watermark])
-                merged = db.changesCount
-                let newestPending = try Int64.fetchOne(db, sql: "SELECT max(submission) FROM pending_ids") ?? 0
-                if newestPending <= watermark {
-                    // Usually nothing arrived during the publication: without a WHERE clause,
-                    // SQLite drops the table's pages instead of deleting row by row.
-                    try db.execute(sql: "DELETE FROM pending_ids")
-                } else {
-                    try db.execute(sql: "DELETE FROM pending_ids WHERE submission <= ?", arguments: [watermark])
-                }
+                    arguments: [
+                        Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
+                        batch.idCount, batch.lastSubmission, batch.publishedAt,
+                    ])
+                try Self.removePending(through: batch.lastSubmission, db)
+                recorded = true
                 return .commit
             }
-            return merged
+            return recorded
+        }
+    }
+
+    /// Moves the watermark past ids that expired before they could be published, and forgets
+    /// them, so they are not read again by every later publication.
+    public func skipExpiredPending(through lastSubmission: Int64) async throws(ServerStoreError) {
+        let pendingIDs = self.pendingIDs
+        try await writeWithoutTransaction { db in
+            defer { pendingIDs.invalidate() }
+            try db.inTransaction(.immediate) {
+                try db.execute(
+                    sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES ('skipped_through', ?)", arguments: [lastSubmission])
+                try Self.removePending(through: lastSubmission, db)
+                return .commit
+            }
+        }
+    }
+
+    private static func removePending(through lastSubmission: Int64, _ db: Database) throws {
+        if try Int64.fetchOne(db, sql: "SELECT max(submission) FROM pending_histories") ?? 0 <= lastSubmission {
+            // Usually nothing arrived during the publication: without a WHERE clause, SQLite
+            // drops the table's pages instead of deleting row by row.
+            try db.execute(sql: "DELETE FROM pending_histories")
+        } else {
+            try db.execute(sql: "DELETE FROM pending_histories WHERE submission <= ?", arguments: [lastSubmission])
         }
     }
 
     /// Marks live batches whose every window ended by `cutoff` as expired; returns their numbers.
     public func expireBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64] {
-        try await write { db in
+        let publishedIDs = self.publishedIDs
+        defer { publishedIDs.invalidate() }
+        return try await write { db in
             let numbers = try Int64.fetchAll(
                 db, sql: "SELECT number FROM batches WHERE expired_at IS NULL AND range_end <= ? ORDER BY number", arguments: [cutoff])
             try db.execute(sql: "UPDATE batches SET expired_at = ? WHERE expired_at IS NULL AND range_end <= ?", arguments: [now, cutoff])
@@ -185,8 +165,12 @@ extension ServerStore {
             let watermark = try Self.watermark(db)
             return StoreSummary(
                 submissions: try Int.fetchOne(db, sql: "SELECT count(*) FROM submissions") ?? 0,
-                storedIDs: try Int.fetchOne(db, sql: "SELECT (SELECT count(*) FROM published_ids) + (SELECT count(*) FROM pending_ids)") ?? 0,
-                unpublishedIDs: try Int.fetchOne(db, sql: "SELECT count(*) FROM pending_ids WHERE submission > ?", arguments: [watermark]) ?? 0,
+                storedIDs: try Int.fetchOne(db, sql: """
+                    SELECT (SELECT coalesce(sum(id_count), 0) FROM batches WHERE expired_at IS NULL)
+                         + (SELECT coalesce(sum(id_count), 0) FROM pending_histories)
+                    """) ?? 0,
+                unpublishedIDs: try Int.fetchOne(
+                    db, sql: "SELECT coalesce(sum(id_count), 0) FROM pending_histories WHERE submission > ?", arguments: [watermark]) ?? 0,
                 liveBatches: try Int.fetchOne(db, sql: "SELECT count(*) FROM batches WHERE expired_at IS NULL") ?? 0,
                 lastPublishedAt: try Int64.fetchOne(db, sql: "SELECT max(published_at) FROM batches"),
                 openUploadCodes: try Int.fetchOne(

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import GRDBSQLite
 import IDRotation
 import PositiveListFormat
 
@@ -62,34 +61,55 @@ extension ServerStore {
     /// Stores `entries` (already validated) in one transaction: the ids, the audit row, the use
     /// of the upload code and the idempotency key commit together or not at all.
     ///
-    /// New ids are appended to `pending_ids`; an id is new when it is neither published
-    /// (`published_ids`, one lookup) nor pending (``PendingIDCache``) nor repeated earlier in
-    /// the same history.
+    /// New ids are appended to `pending_histories`; an id is new when it is neither in a live
+    /// batch (``PublishedIDCache``) nor pending (``PendingIDCache``) nor repeated earlier in the
+    /// same history.
     public func appendHistory(
         _ entries: [PositiveListEntry], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds
     ) async throws(ServerStoreError) -> SubmissionOutcome {
-        let pendingIDs = self.pendingIDs
+        let knownIDs = KnownIDs(pending: pendingIDs, published: publishedIDs)
         return try await writeWithoutTransaction { db in
             var outcome = SubmissionOutcome.refused(.unknownCode)
-            var appended: [Int64] = []
-            // IMMEDIATE: the write lock from the start, so that the pending ids checked below
-            // cannot change before this transaction commits.
+            var appended: [UInt64] = []
+            // IMMEDIATE: the write lock from the start, so that the pending ids and live
+            // batches checked below cannot change before this transaction commits.
             try db.inTransaction(.immediate) {
                 (outcome, appended) = try Self.appendHistory(
-                    entries, credential: credential, idempotencyKey: idempotencyKey, now: now, pendingIDs: pendingIDs, db: db)
+                    entries, credential: credential, idempotencyKey: idempotencyKey, now: now, knownIDs: knownIDs, db: db)
                 return .commit
             }
-            pendingIDs.recordCommitted(appended)
+            knownIDs.pending.recordCommitted(appended)
             return outcome
         }
     }
 
+    /// Reads the ids of the live batches now rather than at the first upload; returns how many.
+    public func loadPublishedIDs() async throws(ServerStoreError) -> Int {
+        let publishedIDs = self.publishedIDs
+        return try await writeWithoutTransaction { db in
+            var count = 0
+            // IMMEDIATE for the same reason as an upload: no batch may expire, its file deleted,
+            // between listing the live batches and reading their files.
+            try db.inTransaction(.immediate) {
+                count = try publishedIDs.withCurrentIDs(db) { $0.count }
+                return .commit
+            }
+            return count
+        }
+    }
+
+    /// The two places an id already accepted may be.
+    private struct KnownIDs: Sendable {
+        let pending: PendingIDCache
+        let published: PublishedIDCache
+    }
+
     /// The body of ``appendHistory(_:credential:idempotencyKey:now:)``, inside its transaction;
-    /// also returns the ids appended to `pending_ids`.
+    /// also returns the ids appended to `pending_histories`.
     private static func appendHistory(
         _ entries: [PositiveListEntry], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds,
-        pendingIDs: PendingIDCache, db: Database
-    ) throws -> (SubmissionOutcome, appended: [Int64]) {
+        knownIDs: KnownIDs, db: Database
+    ) throws -> (SubmissionOutcome, appended: [UInt64]) {
         let scope = credential.idempotencyScope
         if let idempotencyKey, let previous = try Row.fetchOne(
             db, sql: """
@@ -118,66 +138,49 @@ extension ServerStore {
             try db.execute(sql: "UPDATE upload_codes SET used_at = ? WHERE digest = ?", arguments: [now, Data(code.digest)])
         }
 
-        try db.execute(
-            sql: "INSERT INTO submissions (authority, via_upload_code, received_at, id_count, new_id_count) VALUES (?, ?, ?, ?, 0)",
-            arguments: [authority, credential.isUploadCode, now, entries.count])
-        let submission = db.lastInsertedRowID
-        let appended = try pendingIDs.withCurrentIDs(db) { pending in
-            try Self.appendNewIDs(entries, submission: submission, alreadyPending: pending, db: db)
+        let newEntries = try knownIDs.published.withCurrentIDs(db) { published in
+            try knownIDs.pending.withCurrentIDs(db) { pending in
+                Self.newEntries(entries) { pending.contains($0) || published.contains($0) }
+            }
         }
-        try db.execute(sql: "UPDATE submissions SET new_id_count = ? WHERE number = ?", arguments: [appended.count, submission])
+        try db.execute(
+            sql: "INSERT INTO submissions (authority, via_upload_code, received_at, id_count, new_id_count) VALUES (?, ?, ?, ?, ?)",
+            arguments: [authority, credential.isUploadCode, now, entries.count, newEntries.count])
+        let submission = db.lastInsertedRowID
+        if !newEntries.isEmpty {
+            try db.execute(
+                sql: "INSERT INTO pending_histories (submission, id_count, entries) VALUES (?, ?, ?)",
+                arguments: [submission, newEntries.count, PendingEntriesBlob.encode(newEntries)])
+        }
         if let idempotencyKey {
             try db.execute(
                 sql: "INSERT INTO idempotency_keys (scope, key, request_digest, submission, created_at) VALUES (?, ?, ?, ?, ?)",
                 arguments: [scope, idempotencyKey.key, Data(idempotencyKey.requestDigest), submission, now])
         }
-        return (.stored(SubmissionReceipt(submission: submission, received: entries.count, stored: appended.count)), appended)
+        return (.stored(SubmissionReceipt(submission: submission, received: entries.count, stored: newEntries.count)),
+                newEntries.map(\.id.rawValue))
     }
 
-    /// Appends the ids that are new to the server to `pending_ids` and returns them.
-    ///
-    /// In id order: repeats within the history become neighbours, the lookups in
-    /// `published_ids` walk its pages in order, and publication finds each submission's rows
-    /// already sorted.
-    ///
-    /// One statement per id both looks the id up in `published_ids` and inserts it when absent.
-    /// It binds through SQLite's C interface: a 2,688-id history is the common case, and boxing
-    /// every value into GRDB's `StatementArguments` cost more than the B-tree work itself.
-    static func appendNewIDs(
-        _ entries: [PositiveListEntry], submission: Int64, alreadyPending: Set<Int64>, db: Database
-    ) throws -> [Int64] {
-        let statement = try db.cachedStatement(sql: """
-            INSERT INTO pending_ids (submission, id, valid_from, valid_until)
-            SELECT ?1, ?2, ?3, ?4 WHERE NOT EXISTS (SELECT 1 FROM published_ids WHERE id = ?2)
-            """)
-        let handle = statement.sqliteStatement
-        defer { sqlite3_reset(handle) }
-        var appended: [Int64] = []
-        appended.reserveCapacity(entries.count)
+    /// The entries whose ids are not `known`, each id once, sorted by id (so publication merges
+    /// sorted runs); of ids repeated in one history, the first wins.
+    static func newEntries(_ entries: [PositiveListEntry], known: (UInt64) -> Bool) -> [PositiveListEntry] {
+        var fresh: [PositiveListEntry] = []
+        fresh.reserveCapacity(entries.count)
         var previous: UserID?
-        for entry in entries.sorted(by: { $0.id < $1.id }) {
-            // The first of repeated ids in one history wins, as the sort keeps their order.
+        // A stable sort keeps repeated ids in their upload order.
+        for position in entries.indices.sorted(by: { (entries[$0].id, $0) < (entries[$1].id, $1) }) {
+            let entry = entries[position]
             defer { previous = entry.id }
-            let id = entry.id.databaseValue
-            guard entry.id != previous, !alreadyPending.contains(id) else { continue }
-            sqlite3_reset(handle)
-            sqlite3_bind_int64(handle, 1, submission)
-            sqlite3_bind_int64(handle, 2, id)
-            sqlite3_bind_int64(handle, 3, entry.validFrom)
-            sqlite3_bind_int64(handle, 4, entry.validUntil)
-            let code = sqlite3_step(handle)
-            guard code == SQLITE_DONE else {
-                throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
-            }
-            if sqlite3_changes(db.sqliteConnection) > 0 { appended.append(id) }
+            guard entry.id != previous, !known(entry.id.rawValue) else { continue }
+            fresh.append(entry)
         }
-        return appended
+        return fresh
     }
 
-    /// Deletes ids, codes and idempotency keys that no longer serve any purpose.
-    public func purge(idsEndingBefore cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) {
+    /// Deletes codes and idempotency keys that no longer serve any purpose. (Published ids go
+    /// with their batch files; see ``expireBatches(endingBy:now:)``.)
+    public func purge(endingBefore cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) {
         try await write { db in
-            try db.execute(sql: "DELETE FROM published_ids WHERE valid_until <= ?", arguments: [cutoff])
             try db.execute(sql: "DELETE FROM upload_codes WHERE expires_at <= ? OR used_at <= ?", arguments: [cutoff, cutoff])
             try db.execute(sql: "DELETE FROM idempotency_keys WHERE created_at <= ?", arguments: [now - 7 * UnixSeconds.secondsPerDay])
         }

@@ -4,8 +4,9 @@ import GRDB
 import Glibc
 #endif
 
-/// The server's SQLite database: submissions, upload codes, idempotency keys and the record of
-/// published batches.
+/// The server's SQLite database: submissions, upload codes, idempotency keys, the ids waiting
+/// for the next batch and the record of published batches, whose files in the published
+/// directory hold the published ids.
 ///
 /// Same conventions as the node's store: file mode 0600, WAL (the HTTP server, `publish` and
 /// `append` can run at once), a busy timeout, and versioned migrations. Every method is async
@@ -14,8 +15,11 @@ public final class ServerStore: Sendable {
     public let path: String
     let queue: DatabaseQueue
     let pendingIDs = PendingIDCache()
+    let publishedIDs: PublishedIDCache
 
-    public static func open(path: String) throws(ServerStoreError) -> ServerStore {
+    /// Opens (creating or migrating) the database at `path`; `publishedDirectory` is where the
+    /// batches it records are published.
+    public static func open(path: String, publishedDirectory: PublishedDirectory) throws(ServerStoreError) -> ServerStore {
         if FileManager.default.fileExists(atPath: path) {
             try refuseForeignFile(at: path)
         }
@@ -30,23 +34,21 @@ public final class ServerStore: Sendable {
         configuration.busyMode = .timeout(5)
         configuration.label = "tracer-server.store"
         configuration.prepareDatabase { db in
-            // Ids are random, so each upload looks up leaf pages all over the id table; a
-            // 64 MiB page cache keeps 28 days of ids in memory instead of re-reading them from
-            // the OS for every upload.
-            try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA cache_size = -65536")
+            try db.execute(sql: "PRAGMA synchronous = NORMAL")
         }
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             try ServerSchema.migrator.migrate(queue)
-            return ServerStore(path: path, queue: queue)
+            return ServerStore(path: path, queue: queue, publishedIDs: PublishedIDCache(directory: publishedDirectory))
         } catch {
             throw ServerStoreError(error, path: path)
         }
     }
 
-    private init(path: String, queue: DatabaseQueue) {
+    private init(path: String, queue: DatabaseQueue, publishedIDs: PublishedIDCache) {
         self.path = path
         self.queue = queue
+        self.publishedIDs = publishedIDs
     }
 
     /// Refuses, before writing anything, a file that is another program's database or one from

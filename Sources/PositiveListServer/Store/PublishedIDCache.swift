@@ -1,0 +1,99 @@
+import Crypto
+import Foundation
+import GRDB
+import PositiveListFormat
+import Synchronization
+
+/// The ids of the live batches (``PublishedIDIndex``), kept as true as the database that lists
+/// those batches.
+///
+/// The `batches` table says which batches are live; their files say which ids they hold. Inside
+/// every write transaction that asks, the index is brought up to date when it may be stale:
+/// - another connection (a `tracer-server publish` or `append` process next to the server)
+///   committed something: `PRAGMA data_version` changes exactly then;
+/// - this connection recorded or expired a batch: it calls ``invalidate()``.
+/// Bringing it up to date reads only what changed: the files of batches it does not hold yet
+/// (checked against the size and SHA-256 the database recorded) and drops the batches no longer
+/// live. A recorded batch's file always exists, since it is written and synced before the batch
+/// is recorded, and it is deleted only after the batch was marked expired.
+final class PublishedIDCache: Sendable {
+    private struct State {
+        var index = PublishedIDIndex()
+        /// `PRAGMA data_version` when `index` last matched the database; nil when it must be
+        /// checked again.
+        var dataVersion: Int64?
+    }
+
+    private let directory: PublishedDirectory
+    private let state = Mutex(State())
+
+    init(directory: PublishedDirectory) {
+        self.directory = directory
+    }
+
+    /// Runs `body` with the ids of the batches live in the current write transaction.
+    ///
+    /// Call only inside a write transaction (BEGIN IMMEDIATE), so that no batch is recorded or
+    /// expired between the check and the use.
+    func withCurrentIDs<T>(_ db: Database, _ body: (PublishedIDIndex) throws -> T) throws -> T {
+        let dataVersion = try Int64.fetchOne(db, sql: "PRAGMA data_version")
+        return try state.withLock { state in
+            if state.dataVersion == nil || state.dataVersion != dataVersion {
+                try Self.bringUpToDate(&state.index, db: db, directory: directory)
+                state.dataVersion = dataVersion
+            }
+            return try body(state.index)
+        }
+    }
+
+    /// Marks the index as possibly stale; the next use compares it with the database again.
+    func invalidate() {
+        state.withLock { $0.dataVersion = nil }
+    }
+
+    private static func bringUpToDate(_ index: inout PublishedIDIndex, db: Database, directory: PublishedDirectory) throws {
+        let live = try Row.fetchAll(db, sql: "SELECT number, byte_count, sha256 FROM batches WHERE expired_at IS NULL")
+        let liveNumbers = Set(live.map { UInt64($0[0] as Int64) })
+        index.remove(batches: index.batches.subtracting(liveNumbers))
+        var added: [(number: UInt64, ids: [UInt64])] = []
+        for row in live {
+            let number = UInt64(row[0] as Int64)
+            guard !index.batches.contains(number) else { continue }
+            let digest: Data = row[2]
+            let path = directory.batchPath(number: number)
+            added.append((number, try PublishedBatchIDs.read(path: path, byteCount: row[1], sha256: Array(digest))))
+        }
+        index.insert(added)
+    }
+}
+
+/// Reads the ids of a batch file this server published.
+enum PublishedBatchIDs {
+    /// The ids of the file at `path`, which must be the one recorded: `byteCount` bytes with
+    /// this SHA-256. The signature is not checked again: the digest already ties the file to
+    /// the one this server signed.
+    static func read(path: String, byteCount: Int, sha256: [UInt8]) throws(ServerStoreError) -> [UInt64] {
+        func damaged(_ reason: String) -> ServerStoreError { .publishedBatchUnreadable(path: path, reason: reason) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw damaged(FileManager.default.fileExists(atPath: path) ? "it cannot be read" : "it is missing")
+        }
+        guard data.count == byteCount else { throw damaged("it has \(data.count) bytes, the database recorded \(byteCount)") }
+        guard Array(SHA256.hash(data: data)) == sha256 else { throw damaged("its SHA-256 is not the one recorded") }
+        let header = PositiveListBatch.headerByteCount
+        let entrySize = PositiveListBatch.entryByteCount
+        let parsed = data.withUnsafeBytes { (bytes: UnsafeRawBufferPointer) -> Result<[UInt64], ServerStoreError> in
+            guard bytes.count >= header, Array(bytes[0..<4]) == PositiveListBatch.magic else { return .failure(damaged("it is not a batch file")) }
+            let count = UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 32, as: UInt64.self))
+            guard count <= UInt64(bytes.count / entrySize),
+                  header + Int(count) * entrySize + SignedFile.signatureByteCount == bytes.count
+            else { return .failure(damaged("its entry count does not match its size")) }
+            var ids: [UInt64] = []
+            ids.reserveCapacity(Int(count))
+            for position in 0..<Int(count) {
+                ids.append(UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: header + position * entrySize, as: UInt64.self)))
+            }
+            return .success(ids)
+        }
+        return try parsed.get()
+    }
+}
