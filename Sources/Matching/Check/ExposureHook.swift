@@ -51,11 +51,14 @@ public struct ExposureHook: Sendable {
             return first
         }
         guard let status else {
-            // SIGTERM reaches the shell; a command that ignores it is killed after 2 s. (Children
-            // the command started in the background are its own business.)
-            process.terminate()
+            // Foundation starts the shell as the leader of its own process group, so the
+            // command's children (a background `sleep`, a pipeline) share it: SIGTERM reaches
+            // all of them, and whatever ignores it is killed after 2 s. Only a child that left
+            // the group on purpose (setsid) outlives the timeout.
+            let group = process.processIdentifier
+            kill(-group, SIGTERM)
             try? await Task.sleep(for: .seconds(2))
-            if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+            kill(-group, SIGKILL)
             return .timedOut
         }
         return status == 0 ? .succeeded : .failed(status: status)
