@@ -42,12 +42,14 @@ struct MatchingParts {
         return model
     }
 
+    func updater(url: String, key: PositiveListPublicKey, http: any HTTPTransferring) -> PositiveListUpdater {
+        PositiveListUpdater(source: PositiveListSource(baseURL: url, publicKey: key), cache: cache, http: http, maximumListAge: settings.maxListAge)
+    }
+
     /// The checker for `store`; offline checks use the cache only and need no server URL.
     func checker(store: NodeStore, offline: Bool) throws -> ExposureChecker {
         let key = try publicKey()
-        let updater = offline
-            ? nil
-            : PositiveListUpdater(source: PositiveListSource(baseURL: try serverURL(), publicKey: key), cache: cache, http: httpClient())
+        let updater = offline ? nil : updater(url: try serverURL(), key: key, http: httpClient())
         return ExposureChecker(
             store: store, cache: cache, publicKey: key, updater: updater, model: riskModel, clockSkewTolerance: settings.clockSkew)
     }

@@ -73,7 +73,8 @@ struct LocationOptions: ParsableArguments {
         let key = try SigningKeyFile.load(from: resolvedKeyPath)
         return Publisher(
             store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,
-            retentionSeconds: configuration.retentionSeconds, clock: SystemWallClock(), logger: logger)
+            retentionSeconds: configuration.retentionSeconds, indexRefreshSeconds: configuration.indexRefreshSeconds,
+            clock: SystemWallClock(), logger: logger)
     }
 
     private static func absolute(_ path: String) -> String {

@@ -15,6 +15,7 @@ import Testing
         #expect(configuration.uploadCodeLifetimeSeconds == 86_400)
         #expect(configuration.publishIntervalSeconds == 3_600)
         #expect(configuration.failedAttemptsPerMinute == 10)
+        #expect(configuration.indexRefreshSeconds == 86_400)
     }
 
     @Test func tokensMayBeGivenAsDigestsAndAreKeptOnlyAsDigests() throws {
@@ -32,7 +33,7 @@ import Testing
         #expect(configuration.maxIDsPerHistory == 100)
     }
 
-    @Test func mistakesAreRefusedWithTheirReason() {
+    @Test func mistakesAreRefusedWithTheirReason() throws {
         #expect(throws: ConfigurationError.notJSONObject(path: "config.json")) { try parse("[1]") }
         #expect(throws: ConfigurationError.noAuthorities(path: "config.json")) { try parse(#"{"authorities": []}"#) }
         #expect(throws: ConfigurationError.unknownSetting(path: "config.json", name: "retentionDay")) {
@@ -47,6 +48,12 @@ import Testing
         #expect(throws: ConfigurationError.self) {
             try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "retentionDays": 29}"#)
         }
+        // Nodes call a list signed more than two days ago outdated.
+        #expect(throws: ConfigurationError.self) {
+            try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "indexRefreshSeconds": 172800}"#)
+        }
+        #expect(try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "indexRefreshSeconds": 3600}"#)
+            .indexRefreshSeconds == 3_600)
         #expect(throws: ConfigurationError.unreadable(path: "/nonexistent/config.json")) {
             try ServerConfiguration.load(path: "/nonexistent/config.json")
         }

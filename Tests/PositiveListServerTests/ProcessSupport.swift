@@ -118,7 +118,7 @@ enum Ports {
 /// A bare HTTP/1.1 exchange over a socket, for requests a well-behaved client cannot send
 /// (a body shorter than its Content-Length).
 enum RawHTTP {
-    static func exchange(port: Int, sending request: String, timeoutSeconds: Int = 5) throws -> String {
+    static func exchange(port: Int, sending request: String, timeoutSeconds: Int = 15) throws -> String {
         let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(descriptor) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)

@@ -59,6 +59,27 @@ import Testing
         #expect(batches[1].entries == later.sorted { $0.id < $1.id })
     }
 
+    @Test func anIdleServerSignsANewIndexOnceADay() async throws {
+        // So that a node can tell an idle list from one a frozen mirror keeps confirming.
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let publisher = fixture.makePublisher()
+        _ = try await append(fixture, count: 20, seed: 1)
+        try await publisher.publish()
+        let first = try fixture.verifiedIndex()
+
+        fixture.clock.advance(by: 86_399)
+        #expect(try await publisher.publish().indexGeneration == nil)
+        fixture.clock.advance(by: 1)
+        let refreshed = try await publisher.publish()
+        #expect(refreshed.newBatch == nil)
+        #expect(refreshed.indexGeneration == first.generation + 1)
+        let second = try fixture.verifiedIndex()
+        #expect(second.publishedAt == Self.now + 86_400)
+        #expect(second.batches == first.batches)
+        #expect(try await publisher.publish().indexGeneration == nil)
+    }
+
     @Test func batchesLeaveTheIndexAndTheDiskOnceAllTheirIdsPassedRetention() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }

@@ -55,7 +55,7 @@ extension TracerNodeTests {
         static let allKeys = [
             "node.transport", "node.database", "node.rotation_interval", "node.rotation_jitter", "node.continuous_scan",
             "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
-            "check.interval", "check.jitter", "check.on_exposure", "check.clock_skew", "risk.near_attenuation",
+            "check.interval", "check.jitter", "check.on_exposure", "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
             "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period",
         ]
@@ -87,6 +87,7 @@ extension TracerNodeTests {
             #expect(config.value("check.interval") as? Int == 21_600)
             #expect(config.value("check.jitter") as? Int == 3_600)
             #expect(config.value("check.clock_skew") as? Int == 300)
+            #expect(config.value("check.max_list_age") as? Int == 172_800)
             #expect(config.value("risk.medium_weight") as? Double == 0.5)
             #expect(config.value("risk.far_attenuation") as? Int == 70)
             #expect(config.value("node.database") as? String == home.scratch.path + "/xdg-data/tracer/tracer.db")

@@ -1,3 +1,5 @@
+import Foundation
+import IDRotation
 import PositiveListFormat
 
 /// Why the positive list could not be brought up to date. The previous good list, if any, is
@@ -10,6 +12,9 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
     case notVerified(url: String, PositiveListFormatError)
     /// The server offered an index older than one already accepted: a replay, or a rollback.
     case olderIndex(offered: UInt64, held: UInt64)
+    /// The newest list the server offers was signed too long ago (see
+    /// ``PositiveListUpdater/maximumListAge``).
+    case outdated(publishedAt: UnixSeconds, ageSeconds: UnixSeconds)
     case cannotWriteCache(path: String, reason: String)
     case cancelled
 
@@ -23,6 +28,9 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
             return "The file from \(url) failed verification: \(error)."
         case .olderIndex(let offered, let held):
             return "The server offered an older list (generation \(offered)) than the one already held (\(held)); it may be replaying old files. Try again later or ask the list's operator."
+        case .outdated(let publishedAt, let age):
+            let signed = Date(timeIntervalSince1970: TimeInterval(publishedAt)).formatted(.iso8601)
+            return "The server's newest list was signed \(age / 3_600) hours ago (\(signed)); the server signs a new one at least daily, so it, or a cache in front of it, has stopped updating. Try again later, and tell the list's operator if this lasts."
         case .cannotWriteCache(let path, let reason):
             return "Cannot write the list cache at \(path) (\(reason)); check free space and permissions, or choose another place with --cache-dir."
         case .cancelled:

@@ -40,12 +40,21 @@ public struct ListDownloadProgress: Sendable, Equatable {
 public struct PositiveListUpdater: Sendable {
     public let source: PositiveListSource
     public let cache: PositiveListCache
+    /// A list signed longer ago than this is refused as outdated (nil: any age). The server
+    /// signs a new index at least daily even when nothing changed, so an old signature means
+    /// the server, or a mirror or CDN in front of it, stopped updating: without this bound a
+    /// frozen mirror answering 304 forever would look current.
+    public let maximumListAge: UnixSeconds?
     let http: any HTTPTransferring
     let clock: any WallClock
 
-    public init(source: PositiveListSource, cache: PositiveListCache, http: any HTTPTransferring, clock: any WallClock = SystemWallClock()) {
+    public init(
+        source: PositiveListSource, cache: PositiveListCache, http: any HTTPTransferring, maximumListAge: UnixSeconds? = nil,
+        clock: any WallClock = SystemWallClock()
+    ) {
         self.source = source
         self.cache = cache
+        self.maximumListAge = maximumListAge
         self.http = http
         self.clock = clock
     }
@@ -86,6 +95,7 @@ public struct PositiveListUpdater: Sendable {
         let index: PositiveListIndex
         if response.status == 304, let held {
             index = held
+            try refuseIfOutdated(index)
         } else {
             guard response.status == 200 else { throw .unexpectedStatus(url: indexURL, status: response.status) }
             do { index = try PositiveListIndex(verifying: response.body, publicKey: source.publicKey) } catch {
@@ -94,6 +104,7 @@ public struct PositiveListUpdater: Sendable {
             if let held, index.generation < held.generation {
                 throw .olderIndex(offered: index.generation, held: held.generation)
             }
+            try refuseIfOutdated(index)
             // A verified index while the held one does not verify: the node now follows another
             // list (another key). The old index must not survive to name batches of this one.
             if held == nil { cache.removeIndex() }
@@ -114,6 +125,14 @@ public struct PositiveListUpdater: Sendable {
             cache.removeFiles(notListedIn: index)
         }
         return ListUpdate(index: index, changed: index != held, downloadedBatches: missing.count, downloadedBytes: Int(done))
+    }
+
+    private func refuseIfOutdated(_ index: PositiveListIndex) throws(ListUpdateError) {
+        guard let maximumListAge else { return }
+        let now = clock.now()
+        if index.publishedAt < now - maximumListAge {
+            throw .outdated(publishedAt: index.publishedAt, ageSeconds: now - index.publishedAt)
+        }
     }
 
     /// True when the cache holds the batch `listing` names. A file the held verified index lists

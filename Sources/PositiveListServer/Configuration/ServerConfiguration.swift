@@ -18,6 +18,9 @@ public struct ServerConfiguration: Sendable {
     public var publishIntervalSeconds: Int64 = 3_600
     public var failedAttemptsPerMinute: Int = 10
     public var indexMaxAgeSeconds: Int = 60
+    /// The longest an index stays unsigned when nothing changes; nodes refuse one signed more
+    /// than two days ago (their `check.max_list_age`) as outdated.
+    public var indexRefreshSeconds: Int64 = 86_400
     /// Behind a reverse proxy every request comes from the proxy's address; this takes the
     /// client address from the last `X-Forwarded-For` hop instead, which only a trusted proxy
     /// may set.
@@ -32,7 +35,7 @@ public struct ServerConfiguration: Sendable {
     private static let knownKeys: Set<String> = [
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
         "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
-        "indexMaxAgeSeconds", "trustForwardedFor",
+        "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor",
     ]
 
     /// Reads and checks the file at `path`.
@@ -68,6 +71,7 @@ public struct ServerConfiguration: Sendable {
         if let value = file.publishIntervalSeconds { configuration.publishIntervalSeconds = value }
         if let value = file.failedAttemptsPerMinute { configuration.failedAttemptsPerMinute = value }
         if let value = file.indexMaxAgeSeconds { configuration.indexMaxAgeSeconds = value }
+        if let value = file.indexRefreshSeconds { configuration.indexRefreshSeconds = value }
         if let value = file.trustForwardedFor { configuration.trustForwardedFor = value }
         try configuration.validate(path: path)
         return configuration
@@ -91,6 +95,7 @@ public struct ServerConfiguration: Sendable {
         try require(publishIntervalSeconds >= 10, "publishIntervalSeconds must be at least 10")
         try require(failedAttemptsPerMinute >= 1, "failedAttemptsPerMinute must be at least 1")
         try require(indexMaxAgeSeconds >= 0, "indexMaxAgeSeconds must not be negative")
+        try require((60...86_400).contains(indexRefreshSeconds), "indexRefreshSeconds must be between 60 and 86400")
     }
 
     private static func describe(_ error: any Error) -> String {
@@ -126,6 +131,7 @@ private struct ConfigurationFile: Decodable {
     var publishIntervalSeconds: Int64?
     var failedAttemptsPerMinute: Int?
     var indexMaxAgeSeconds: Int?
+    var indexRefreshSeconds: Int64?
     var trustForwardedFor: Bool?
 }
 

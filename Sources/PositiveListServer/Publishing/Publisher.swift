@@ -58,19 +58,22 @@ public actor Publisher {
     private let lockPath: String
     private let signingKey: Curve25519.Signing.PrivateKey
     private let retentionSeconds: Int64
+    private let indexRefreshSeconds: Int64
     private let clock: any WallClock
     private let logger: Logger
     private let faultInjection: FaultInjection?
 
     public init(
         store: ServerStore, directory: PublishedDirectory, lockPath: String, signingKey: Curve25519.Signing.PrivateKey,
-        retentionSeconds: Int64, clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil
+        retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, clock: any WallClock, logger: Logger,
+        faultInjection: FaultInjection? = nil
     ) {
         self.store = store
         self.directory = directory
         self.lockPath = lockPath
         self.signingKey = signingKey
         self.retentionSeconds = retentionSeconds
+        self.indexRefreshSeconds = indexRefreshSeconds
         self.clock = clock
         self.logger = logger
         self.faultInjection = faultInjection
@@ -150,13 +153,14 @@ public actor Publisher {
         return record
     }
 
-    /// Rewrites the index when the one on disk does not list exactly the live batches (or does
-    /// not verify); returns the new generation, or nil when the index was already right.
+    /// Rewrites the index when the one on disk does not list exactly the live batches, does not
+    /// verify, or was signed `indexRefreshSeconds` ago (so nodes can tell an idle list from a
+    /// frozen one); returns the new generation, or nil when the index was already right.
     private func replaceIndexIfStale(live: [BatchRecord], now: UnixSeconds) async throws -> UInt64? {
         let listings = live.map(\.listing)
         if let bytes = FileManager.default.contents(atPath: directory.indexPath),
            let current = try? PositiveListIndex(verifying: Array(bytes), publicKey: publicKey),
-           current.batches == listings
+           current.batches == listings, current.publishedAt > now - indexRefreshSeconds
         {
             return nil
         }

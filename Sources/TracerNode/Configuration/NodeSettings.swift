@@ -43,6 +43,8 @@ struct NodeSettings: Equatable, Sendable {
     /// A shell command run when an exposure is found.
     var onExposure: String?
     var clockSkew: Int64 = 0
+    /// A list signed longer ago than this, in seconds, counts as outdated.
+    var maxListAge: Int64 = 0
     // [risk]
     var risk = Risk()
 }

@@ -96,6 +96,10 @@ enum SettingRegistry {
             "check.clock_skew", \.clockSkew, .integer(minimum: 0, maximum: 3_600, unit: "seconds"),
             default: 300, env: "TRACER_CLOCK_SKEW", flag: nil,
             help: "How far, in seconds, the server's clock may be from ours."),
+        .integer(
+            "check.max_list_age", \.maxListAge, .integer(minimum: 3_600, maximum: 2_419_200, unit: "seconds"),
+            default: 172_800, env: "TRACER_MAX_LIST_AGE", flag: nil,
+            help: "A list signed longer ago than this, in seconds, is treated as outdated (the server signs one at least daily)."),
     ]
 
     private static let risk: [SettingDefinition] = [

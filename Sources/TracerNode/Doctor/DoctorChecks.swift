@@ -107,7 +107,7 @@ struct DoctorChecks {
             let key = try parts.publicKey()
             let http = parts.httpClient()
             let serverDate = try? await http.perform(HTTPRequest(url: url + "/healthz")).header("date").flatMap(Self.httpDate)
-            let updater = PositiveListUpdater(source: PositiveListSource(baseURL: url, publicKey: key), cache: parts.cache, http: http)
+            let updater = parts.updater(url: url, key: key, http: http)
             let update = try await updater.update()
             return (.pass("list server", "\(redactedURL(url)) answered; the list verifies (generation \(update.index.generation), \(update.index.batches.count) batches)"), serverDate)
         } catch {
