@@ -261,76 +261,55 @@ import Testing
         #expect(try await append(history, to: fixture.store, fixture) == 25)
     }
 
-    @Test func aVersion1DatabaseKeepsItsPublishedAndPendingIds() async throws {
-        let fixture = try ServerFixture()
-        defer { fixture.remove() }
-        // A database as the first release left it: submissions 1 and 2 published in batch 1,
-        // submission 3 not yet.
-        let path = fixture.paths.dataDirectory + "/v1.sqlite"
-        let published = Histories.entries(count: 30, endingAt: Self.now, seed: 1)
-        let unpublished = Histories.entries(count: 7, endingAt: Self.now, seed: 2)
-        do {
-            let queue = try DatabaseQueue(path: path)
-            try ServerSchema.migrator.migrate(queue, upTo: "v1: submissions, upload codes, batches")
-            try await queue.write { db in
-                for submission in 1...3 {
-                    try db.execute(
-                        sql: "INSERT INTO submissions (authority, via_upload_code, received_at, id_count, new_id_count) VALUES ('A', 0, ?, 0, 0)",
-                        arguments: [Self.now])
-                    let rows = submission == 3 ? unpublished : Array(published[(submission - 1) * 15..<submission * 15])
-                    for entry in rows {
-                        try db.execute(
-                            sql: "INSERT INTO submitted_ids (id, valid_from, valid_until, submission) VALUES (?, ?, ?, ?)",
-                            arguments: [try UserID(hex: entry.id).databaseValue, entry.validFrom, entry.validUntil, submission])
-                    }
-                }
-                try Self.publishByHand(published, number: 1, lastSubmission: 2, fixture, db)
-            }
-            try queue.close()
-        }
-
-        let store = try ServerStore.open(path: path, publishedDirectory: fixture.paths.published)
-        let summary = try await store.summary(now: Self.now)
-        #expect(summary.storedIDs == 37)
-        #expect(summary.unpublishedIDs == 7)
-        #expect(try await append(published + unpublished, to: store, fixture) == 0)
-        let pending = try await store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
-        #expect(Set(pending.entries.map(\.id.hex)) == Set(unpublished.map(\.id)))
-        #expect(pending.lastSubmission == 3)
+    enum EarlierRelease: String, CaseIterable, Sendable {
+        /// Every id in one table; rows after the batches' watermark were the unpublished ones.
+        case v1 = "v1: submissions, upload codes, batches"
+        /// A pending table in arrival order and an id-keyed table of published ids.
+        case v2 = "v2: pending ids in arrival order, published ids keyed by value"
     }
 
-    @Test func aVersion2DatabaseKeepsItsPendingIdsAndFindsItsPublishedOnesInTheBatches() async throws {
+    /// A database as an earlier release left it: submissions 1 and 2 published in batch 1,
+    /// submission 3 not yet. It keeps its pending ids and finds its published ones in batch 1.
+    @Test(arguments: EarlierRelease.allCases)
+    func aDatabaseOfAnEarlierReleaseKeepsItsPendingAndPublishedIds(_ release: EarlierRelease) async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
-        // As the second release left it: submissions 1 and 2 in batch 1, whose ids of
-        // submission 2 were not merged into published_ids yet (a crash between the steps);
-        // submission 3 pending, its ids not in id order.
-        let path = fixture.paths.dataDirectory + "/v2.sqlite"
+        let path = fixture.paths.dataDirectory + "/\(release).sqlite"
         let published = Histories.entries(count: 30, endingAt: Self.now, seed: 1)
         let unpublished = Histories.entries(count: 7, endingAt: Self.now, seed: 2)
         do {
             let queue = try DatabaseQueue(path: path)
-            try ServerSchema.migrator.migrate(queue, upTo: "v2: pending ids in arrival order, published ids keyed by value")
+            try ServerSchema.migrator.migrate(queue, upTo: release.rawValue)
             try await queue.write { db in
-                for submission in 1...3 {
+                func insert(_ entries: [SubmittedEntry], submission: Int, into table: String) throws {
+                    for entry in entries {
+                        let id = try UserID(hex: entry.id).databaseValue
+                        switch table {
+                        case "published_ids":
+                            try db.execute(sql: "INSERT INTO published_ids (id, valid_until) VALUES (?, ?)", arguments: [id, entry.validUntil])
+                        default:
+                            try db.execute(
+                                sql: "INSERT INTO \(table) (submission, id, valid_from, valid_until) VALUES (?, ?, ?, ?)",
+                                arguments: [submission, id, entry.validFrom, entry.validUntil])
+                        }
+                    }
+                }
+                for _ in 1...3 {
                     try db.execute(
                         sql: "INSERT INTO submissions (authority, via_upload_code, received_at, id_count, new_id_count) VALUES ('A', 0, ?, 0, 0)",
                         arguments: [Self.now])
                 }
-                for (position, entry) in published.enumerated() {
-                    let id = try UserID(hex: entry.id).databaseValue
-                    if position < 15 {
-                        try db.execute(sql: "INSERT INTO published_ids (id, valid_until) VALUES (?, ?)", arguments: [id, entry.validUntil])
-                    } else {
-                        try db.execute(
-                            sql: "INSERT INTO pending_ids (submission, id, valid_from, valid_until) VALUES (2, ?, ?, ?)",
-                            arguments: [id, entry.validFrom, entry.validUntil])
-                    }
-                }
-                for entry in unpublished {
-                    try db.execute(
-                        sql: "INSERT INTO pending_ids (submission, id, valid_from, valid_until) VALUES (3, ?, ?, ?)",
-                        arguments: [try UserID(hex: entry.id).databaseValue, entry.validFrom, entry.validUntil])
+                switch release {
+                case .v1:
+                    try insert(Array(published.prefix(15)), submission: 1, into: "submitted_ids")
+                    try insert(Array(published.suffix(15)), submission: 2, into: "submitted_ids")
+                    try insert(unpublished, submission: 3, into: "submitted_ids")
+                case .v2:
+                    // Submission 2's ids were not merged into published_ids yet (a crash
+                    // between the steps); submission 3's wait, not in id order.
+                    try insert(Array(published.prefix(15)), submission: 1, into: "published_ids")
+                    try insert(Array(published.suffix(15)), submission: 2, into: "pending_ids")
+                    try insert(unpublished, submission: 3, into: "pending_ids")
                 }
                 try Self.publishByHand(published, number: 1, lastSubmission: 2, fixture, db)
             }
@@ -347,7 +326,7 @@ import Testing
         #expect(pending.lastSubmission == 3)
         #expect(try await append(published + unpublished, to: store, fixture) == 0)
         let oldTables = try await store.read { db in
-            try ["pending_ids", "published_ids"].filter { try db.tableExists($0) }
+            try ["submitted_ids", "pending_ids", "published_ids"].filter { try db.tableExists($0) }
         }
         #expect(oldTables.isEmpty)
     }
