@@ -32,8 +32,8 @@ struct Serve: AsyncParsableCommand {
         // A damaged batch file still lets the server serve the list; uploads are refused (503)
         // with the same reason until the file is restored.
         do {
-            let count = try await store.loadPublishedIDs()
-            logger.info("published ids loaded", metadata: ["ids": "\(count)"])
+            let loaded = try await store.loadPublishedIDs()
+            logger.info("published ids loaded", metadata: ["ids": "\(loaded.ids)", "megabytes": "\(loaded.bytes >> 20)"])
         } catch {
             logger.error("uploads will be refused", metadata: ["reason": "\(error)"])
         }
@@ -151,6 +151,10 @@ struct Publish: AsyncParsableCommand {
             print("Published batch \(batch.number) with \(batch.idCount) ids (\(batch.byteCount) bytes).")
         } else {
             print("No new ids to publish.")
+        }
+        if !report.quarantinedSubmissions.isEmpty {
+            let numbers = report.quarantinedSubmissions.map(String.init).joined(separator: ", ")
+            print("Warning: the stored ids of submissions \(numbers) are damaged and were not published; they are kept in the database's damaged_pending_histories table. Ask the authority to send those histories again.")
         }
         if !report.expiredBatches.isEmpty {
             print("Removed expired batches: \(report.expiredBatches.map(String.init).joined(separator: ", ")).")

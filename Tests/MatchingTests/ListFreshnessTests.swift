@@ -6,8 +6,9 @@ import PositiveListFormat
 import Synchronization
 import Testing
 
-/// A list signed too long ago is refused as outdated, whether the server sends it or confirms
-/// the held one with a 304: a frozen mirror must not look current. The last good list stays.
+/// A list signed too long ago is reported as outdated, whether the server sends it or confirms
+/// the held one with a 304: a frozen mirror must not look current. The node still holds the
+/// newest list it could get, since an old list is better than an older one.
 @Suite struct ListFreshnessTests {
     static let now: UnixSeconds = 1_800_000_000
     static let day: UnixSeconds = 86_400
@@ -74,19 +75,33 @@ import Testing
         }
     }
 
-    @Test func aFirstListSignedTooLongAgoIsNotTaken() async throws {
+    @Test func aListSignedTooLongAgoIsHeldButReportedOutdated() async throws {
         let directory = try TemporaryDirectory()
         defer { directory.remove() }
         let cache = PositiveListCache(directory: directory.path)
         try publish(generation: 1, signedAt: Self.now - 2 * Self.day - 1)
         await expectOutdated({ () async throws(ListUpdateError) in try await updater(cache, at: Self.now).update() }, signedAt: Self.now - 2 * Self.day - 1)
-        #expect(cache.index(publicKey: signer.publicKey) == nil)
+        #expect(cache.index(publicKey: signer.publicKey)?.generation == 1, "the only list there is, with its batch")
+        #expect(cache.holds(try #require(cache.index(publicKey: signer.publicKey)?.batches.first)))
         #expect(cache.state.lastFailure?.contains("stopped updating") == true)
+        #expect(cache.state.lastUpdated == nil)
         // Exactly at the limit it is still current; and without a limit any age is.
-        try publish(generation: 1, signedAt: Self.now - 2 * Self.day)
-        #expect(try await updater(cache, at: Self.now).update().index.generation == 1)
-        try publish(generation: 2, signedAt: Self.now - 30 * Self.day)
-        #expect(try await updater(cache, at: Self.now, maximumAge: nil).update().index.generation == 2)
+        try publish(generation: 2, signedAt: Self.now - 2 * Self.day)
+        #expect(try await updater(cache, at: Self.now).update().index.generation == 2)
+        try publish(generation: 3, signedAt: Self.now - 30 * Self.day)
+        #expect(try await updater(cache, at: Self.now, maximumAge: nil).update().index.generation == 3)
+    }
+
+    @Test func aNewerListIsTakenEvenWhenItIsOutdated() async throws {
+        // A node that was off for a week, while the server froze three days ago.
+        let directory = try TemporaryDirectory()
+        defer { directory.remove() }
+        let cache = PositiveListCache(directory: directory.path)
+        try publish(generation: 1, signedAt: Self.now)
+        _ = try await updater(cache, at: Self.now).update()
+        try publish(generation: 2, signedAt: Self.now + 4 * Self.day)
+        await expectOutdated({ () async throws(ListUpdateError) in try await updater(cache, at: Self.now + 7 * Self.day).update() }, signedAt: Self.now + 4 * Self.day)
+        #expect(cache.index(publicKey: signer.publicKey)?.generation == 2)
     }
 
     @Test func aFrozenServerConfirmingTheHeldListIsNoticed() async throws {

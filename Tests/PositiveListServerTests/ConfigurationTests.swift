@@ -54,6 +54,12 @@ import Testing
         }
         #expect(try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "indexRefreshSeconds": 3600}"#)
             .indexRefreshSeconds == 3_600)
+        // Publishing daily with a daily refresh would let an index reach two days.
+        #expect(throws: ConfigurationError.self) {
+            try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "publishIntervalSeconds": 86400}"#)
+        }
+        #expect(try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "publishIntervalSeconds": 86400, "indexRefreshSeconds": 43200}"#)
+            .publishIntervalSeconds == 86_400)
         #expect(throws: ConfigurationError.unreadable(path: "/nonexistent/config.json")) {
             try ServerConfiguration.load(path: "/nonexistent/config.json")
         }

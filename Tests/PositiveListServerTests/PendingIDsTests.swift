@@ -177,7 +177,7 @@ import Testing
 
         var altered = original
         altered[PositiveListBatch.headerByteCount] ^= 0x01
-        for (contents, reason) in [(nil, "it is missing"), (altered, "its SHA-256 is not the one recorded"), (original.prefix(100), "bytes")] {
+        for (contents, reason) in [(nil, "it is missing"), (altered, "its SHA-256 is not the one recorded"), (original.prefix(100), "it has 100 bytes, the database recorded \(original.count)")] {
             unlink(path)
             if let contents { try contents.write(to: URL(fileURLWithPath: path)) }
             // A fresh store, as a restarted server would read the batch files.
@@ -195,7 +195,7 @@ import Testing
         unlink(path)
         try original.write(to: URL(fileURLWithPath: path))
         let store = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
-        #expect(try await store.loadPublishedIDs() == 30)
+        #expect(try await store.loadPublishedIDs().ids == 30)
         #expect(try await append(first + second, to: store, fixture) == 5)
         #expect(try await store.summary(now: Self.now).submissions == 2)
     }
@@ -212,7 +212,7 @@ import Testing
         #expect(try await append(history, to: other, fixture) == 50)
         #expect(try await append(history, to: fixture.store, fixture) == 0)
 
-        // The other process publishes (and merges); this one still counts the ids as known.
+        // The other process publishes; this one finds the ids in the new batch file.
         let otherPublisher = Publisher(
             store: other, directory: fixture.paths.published, lockPath: fixture.paths.publishLock, signingKey: fixture.signingKey,
             retentionSeconds: fixture.configuration.retentionSeconds, clock: fixture.clock, logger: fixture.logs.logger)
@@ -224,7 +224,7 @@ import Testing
     }
 
     @Test func idsPurgedAfterRetentionMayBeStoredAgain() async throws {
-        // The published id table forgets ids with their batches; the pending set must not
+        // Ids are forgotten with their expired batch; the pending set must not
         // keep refusing them.
         let fixture = try ServerFixture()
         defer { fixture.remove() }
@@ -259,6 +259,37 @@ import Testing
         try await fixture.store.write { db in try db.execute(sql: "DROP TRIGGER temp.refuse_idempotency_keys") }
         #expect(try await pendingRowCount(fixture.store) == 0)
         #expect(try await append(history, to: fixture.store, fixture) == 25)
+    }
+
+    @Test func aDamagedPendingHistoryIsSetAsideWithoutStoppingPublication() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let good = Histories.entries(count: 40, endingAt: Self.now, seed: 1)
+        let truncated = Histories.entries(count: 30, endingAt: Self.now, seed: 2)
+        let badWindow = Histories.entries(count: 20, endingAt: Self.now, seed: 3)
+        for history in [truncated, good, badWindow] { _ = try await append(history, to: fixture.store, fixture) }
+        // Submission 1 loses its tail; submission 3's first valid_until becomes 0.
+        try await fixture.store.write { db in
+            try db.execute(sql: "UPDATE pending_histories SET entries = substr(entries, 1, 100) WHERE submission = 1")
+            try db.execute(sql: "UPDATE pending_histories SET entries = zeroblob(24) || substr(entries, 25) WHERE submission = 3")
+        }
+        // Uploads still work; the damaged histories' ids are not pending any more.
+        let restarted = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
+        #expect(try await append(Array(good.prefix(5)) + Array(truncated.prefix(5)), to: restarted, fixture) == 5)
+
+        let report = try await fixture.makePublisher().publish()
+        #expect(report.quarantinedSubmissions == [1, 3])
+        #expect(report.newBatch?.idCount == 45)
+        #expect(Set(try publishedIDs(fixture).joined()) == Set(good.map(\.id) + truncated.prefix(5).map(\.id)))
+        #expect(fixture.logs.all.contains { $0.contains("pending ids damaged") && $0.contains("1,3") })
+        let kept = try await fixture.store.read { db in
+            try Int64.fetchAll(db, sql: "SELECT submission FROM damaged_pending_histories ORDER BY submission")
+        }
+        #expect(kept == [1, 3])
+        #expect(try await pendingRowCount(fixture.store) == 0)
+        // Sent again, the damaged histories' ids are new.
+        #expect(try await append(badWindow, to: fixture.store, fixture) == 20)
+        #expect(try await fixture.makePublisher().publish().quarantinedSubmissions.isEmpty)
     }
 
     enum EarlierRelease: String, CaseIterable, Sendable {

@@ -40,6 +40,22 @@ import Testing
         }
     }
 
+    @Test func hundredsOfBatchesAtOnceAreMergedInOrder() {
+        // A server starting with four weeks of hourly batches.
+        var generator = SeededGenerator(seed: 7)
+        let batches = (1...700).map { number in
+            (number: UInt64(number), ids: (0..<Int.random(in: 0...60, using: &generator)).map { _ in UInt64.random(in: .min ... .max, using: &generator) }.sorted())
+        }
+        var index = PublishedIDIndex()
+        index.insert(batches)
+        #expect(index.count == batches.reduce(0) { $0 + $1.ids.count })
+        #expect(batches.allSatisfy { $0.ids.allSatisfy(index.contains) })
+        index.remove(batches: Set(batches.prefix(350).map(\.number)))
+        #expect(!batches.prefix(350).contains { $0.ids.contains(where: index.contains) })
+        #expect(batches.suffix(350).allSatisfy { $0.ids.allSatisfy(index.contains) })
+        #expect(index.memoryBytes >= index.count * 12)
+    }
+
     @Test func clusteredAndExtremeIdsAreFound() {
         // A crafted history: ids one apart, all in one directory bucket, plus the ends of the range.
         let clustered = (0..<10_000).map { UInt64(0x1234_5678_0000_0000) + UInt64($0) }

@@ -53,12 +53,16 @@ public struct ExposureHook: Sendable {
         guard let status else {
             // Foundation starts the shell as the leader of its own process group, so the
             // command's children (a background `sleep`, a pipeline) share it: SIGTERM reaches
-            // all of them, and whatever ignores it is killed after 2 s. Only a child that left
-            // the group on purpose (setsid) outlives the timeout.
-            let group = process.processIdentifier
-            kill(-group, SIGTERM)
+            // all of them, and whatever ignores it is killed after 2 s. A child that left the
+            // group on purpose (setsid, setpgid, `set -m`) outlives the timeout. Should the shell
+            // not lead a group of its own, only the shell is signalled.
+            let shell = process.processIdentifier
+            let target = getpgid(shell) == shell ? -shell : shell
+            kill(target, SIGTERM)
             try? await Task.sleep(for: .seconds(2))
-            kill(-group, SIGKILL)
+            // Only if something of it is left: a group id is not reused while any member lives,
+            // so this cannot reach another program's processes.
+            if kill(target, 0) == 0 { kill(target, SIGKILL) }
             return .timedOut
         }
         return status == 0 ? .succeeded : .failed(status: status)

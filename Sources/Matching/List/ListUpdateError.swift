@@ -3,7 +3,8 @@ import IDRotation
 import PositiveListFormat
 
 /// Why the positive list could not be brought up to date. The previous good list, if any, is
-/// left as it was.
+/// left as it was; only `.outdated` keeps a newer list the server offered, since an old list is
+/// still better than an older one.
 public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible {
     case network(HTTPClientError)
     /// The server answered with a status that is not the list (404, 403, an HTML error page…).
@@ -13,7 +14,7 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
     /// The server offered an index older than one already accepted: a replay, or a rollback.
     case olderIndex(offered: UInt64, held: UInt64)
     /// The newest list the server offers was signed too long ago (see
-    /// ``PositiveListUpdater/maximumListAge``).
+    /// ``PositiveListUpdater/maximumListAge``); it is held all the same.
     case outdated(publishedAt: UnixSeconds, ageSeconds: UnixSeconds)
     case cannotWriteCache(path: String, reason: String)
     case cancelled
@@ -30,7 +31,8 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
             return "The server offered an older list (generation \(offered)) than the one already held (\(held)); it may be replaying old files. Try again later or ask the list's operator."
         case .outdated(let publishedAt, let age):
             let signed = Date(timeIntervalSince1970: TimeInterval(publishedAt)).formatted(.iso8601)
-            return "The server's newest list was signed \(age / 3_600) hours ago (\(signed)); the server signs a new one at least daily, so it, or a cache in front of it, has stopped updating. Try again later, and tell the list's operator if this lasts."
+            let clock = Date(timeIntervalSince1970: TimeInterval(publishedAt + age)).formatted(.iso8601)
+            return "The server's newest list was signed \(age / 3_600) hours ago (at \(signed), by this machine's clock reading \(clock)); the server signs a new one at least every 36 hours, so it, or a cache in front of it, has stopped updating. If this machine's clock is wrong, correct it; otherwise try again later and tell the list's operator if this lasts."
         case .cannotWriteCache(let path, let reason):
             return "Cannot write the list cache at \(path) (\(reason)); check free space and permissions, or choose another place with --cache-dir."
         case .cancelled:

@@ -95,7 +95,6 @@ public struct PositiveListUpdater: Sendable {
         let index: PositiveListIndex
         if response.status == 304, let held {
             index = held
-            try refuseIfOutdated(index)
         } else {
             guard response.status == 200 else { throw .unexpectedStatus(url: indexURL, status: response.status) }
             do { index = try PositiveListIndex(verifying: response.body, publicKey: source.publicKey) } catch {
@@ -104,7 +103,6 @@ public struct PositiveListUpdater: Sendable {
             if let held, index.generation < held.generation {
                 throw .olderIndex(offered: index.generation, held: held.generation)
             }
-            try refuseIfOutdated(index)
             // A verified index while the held one does not verify: the node now follows another
             // list (another key). The old index must not survive to name batches of this one.
             if held == nil { cache.removeIndex() }
@@ -124,6 +122,9 @@ public struct PositiveListUpdater: Sendable {
             try cache.installIndex(response.body, etag: response.header("etag"))
             cache.removeFiles(notListedIn: index)
         }
+        // Only now: an outdated list the server offers is still newer than the one held, and
+        // the node should match against the newest it can get while it says it is outdated.
+        try refuseIfOutdated(index)
         return ListUpdate(index: index, changed: index != held, downloadedBatches: missing.count, downloadedBytes: Int(done))
     }
 

@@ -18,8 +18,8 @@ public struct ServerConfiguration: Sendable {
     public var publishIntervalSeconds: Int64 = 3_600
     public var failedAttemptsPerMinute: Int = 10
     public var indexMaxAgeSeconds: Int = 60
-    /// The longest an index stays unsigned when nothing changes; nodes refuse one signed more
-    /// than two days ago (their `check.max_list_age`) as outdated.
+    /// The age at which the next publication signs the index again although nothing changed;
+    /// nodes refuse an index signed more than two days ago (`check.max_list_age`) as outdated.
     public var indexRefreshSeconds: Int64 = 86_400
     /// Behind a reverse proxy every request comes from the proxy's address; this takes the
     /// client address from the last `X-Forwarded-For` hop instead, which only a trusted proxy
@@ -31,6 +31,10 @@ public struct ServerConfiguration: Sendable {
     }
 
     public var retentionSeconds: Int64 { Int64(retentionDays) * UnixSeconds.secondsPerDay }
+
+    /// The oldest an index may get between two signatures; nodes allow two days by default and
+    /// at least 36 hours (`check.max_list_age`).
+    public static let longestIndexAgeSeconds: Int64 = 129_600
 
     private static let knownKeys: Set<String> = [
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
@@ -96,6 +100,11 @@ public struct ServerConfiguration: Sendable {
         try require(failedAttemptsPerMinute >= 1, "failedAttemptsPerMinute must be at least 1")
         try require(indexMaxAgeSeconds >= 0, "indexMaxAgeSeconds must not be negative")
         try require((60...86_400).contains(indexRefreshSeconds), "indexRefreshSeconds must be between 60 and 86400")
+        // The index is re-signed at the first publication once it is indexRefreshSeconds old, so
+        // it can reach the sum; nodes call a list signed more than two days ago outdated.
+        try require(
+            publishIntervalSeconds + indexRefreshSeconds <= Self.longestIndexAgeSeconds,
+            "publishIntervalSeconds + indexRefreshSeconds must be at most \(Self.longestIndexAgeSeconds) (36 hours), so nodes never see an index older than that")
     }
 
     private static func describe(_ error: any Error) -> String {

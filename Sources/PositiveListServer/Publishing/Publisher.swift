@@ -16,6 +16,9 @@ public enum PublishStep: String, Sendable, CaseIterable {
 public struct PublishReport: Sendable, Equatable {
     public var newBatch: BatchRecord?
     public var expiredBatches: [UInt64] = []
+    /// Submissions whose stored ids were damaged: not published, moved to
+    /// `damaged_pending_histories`.
+    public var quarantinedSubmissions: [Int64] = []
     public var indexGeneration: UInt64?
     public var liveBatches: Int = 0
 }
@@ -24,6 +27,9 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
     case store(ServerStoreError)
     case file(FileWriteError)
     case signing(String)
+    /// The batch encoder refused the pending entries (a bug: the store hands over only entries
+    /// a batch can hold).
+    case invalidEntries(PositiveListFormatError)
     case concurrentPublisher
     case injectedFault(PublishStep)
 
@@ -32,6 +38,8 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
         case .store(let error): return error.description
         case .file(let error): return error.description
         case .signing(let detail): return "Signing failed (\(detail)); check the signing key with `tracer-server status`."
+        case .invalidEntries(let error):
+            return "The pending ids could not be written as a batch (\(error)); nothing was published. Please report this with the server's log."
         case .concurrentPublisher: return "Another publisher recorded a batch at the same time; publish again."
         case .injectedFault(let step): return "Publication stopped after step \(step.rawValue) (injected fault)."
         }
@@ -106,10 +114,20 @@ public actor Publisher {
         var report = PublishReport()
         do {
             let pending = try await store.pendingEntries(endingAfter: cutoff)
+            if !pending.damagedSubmissions.isEmpty {
+                // One damaged row must not stop every publication (and with it the daily
+                // index that tells nodes the list is alive).
+                logger.error("pending ids damaged; not published", metadata: [
+                    "submissions": "\(pending.damagedSubmissions.map(String.init).joined(separator: ","))",
+                    "keptIn": "damaged_pending_histories",
+                    "next": "ask the authority to send these histories again",
+                ])
+                report.quarantinedSubmissions = pending.damagedSubmissions
+            }
             if !pending.entries.isEmpty {
                 report.newBatch = try await cutBatch(pending, now: now)
             } else if pending.lastSubmission > pending.afterSubmission {
-                try await store.skipExpiredPending(through: pending.lastSubmission)
+                try await store.skipExpiredPending(through: pending.lastSubmission, quarantining: pending.damagedSubmissions)
             }
             report.expiredBatches = try await store.expireBatches(endingBy: cutoff, now: now)
             let live = try await store.liveBatches()
@@ -123,8 +141,10 @@ public actor Publisher {
             throw error
         } catch let error as FileWriteError {
             throw .file(error)
+        } catch let error as PositiveListFormatError {
+            throw .invalidEntries(error)
         } catch {
-            // What remains is swift-crypto refusing to sign, or the encoder refusing entries.
+            // What remains is swift-crypto refusing to sign.
             throw .signing(String(describing: error))
         }
         logger.info("published", metadata: [
@@ -146,7 +166,7 @@ public actor Publisher {
             number: number, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
             sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
             publishedAt: now)
-        guard try await store.recordBatch(record, expectedWatermark: pending.afterSubmission) else {
+        guard try await store.recordBatch(record, expectedWatermark: pending.afterSubmission, quarantining: pending.damagedSubmissions) else {
             throw PublishError.concurrentPublisher
         }
         try inject(.batchRecorded)

@@ -24,17 +24,25 @@ enum PendingEntriesBlob {
         return data
     }
 
-    /// Calls `body` with each record; a blob whose size is not a whole number of records is
-    /// damaged and refused.
-    static func forEachEntry(in data: Data, submission: Int64, _ body: (PositiveListEntry) -> Void) throws(ServerStoreError) {
-        guard data.count % recordByteCount == 0 else { throw .damagedPendingSubmission(submission: submission, byteCount: data.count) }
-        data.withUnsafeBytes { bytes in
+    /// The entries of a blob recorded with `idCount` entries, or nil when it is damaged: another
+    /// size, ids out of order, or a window no accepted upload has (what validation lets in
+    /// is what a batch can hold, so a damaged blob can never stop a publication).
+    static func decode(_ data: Data, idCount: Int) -> [PositiveListEntry]? {
+        guard idCount >= 0, data.count == idCount * recordByteCount else { return nil }
+        return data.withUnsafeBytes { bytes -> [PositiveListEntry]? in
+            var entries: [PositiveListEntry] = []
+            entries.reserveCapacity(idCount)
             for offset in stride(from: 0, to: bytes.count, by: recordByteCount) {
-                body(PositiveListEntry(
+                let entry = PositiveListEntry(
                     id: UserID(rawValue: UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset, as: UInt64.self))),
                     validFrom: Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 8, as: Int64.self)),
-                    validUntil: Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 16, as: Int64.self))))
+                    validUntil: Int64(littleEndian: bytes.loadUnaligned(fromByteOffset: offset + 16, as: Int64.self)))
+                guard entry.validFrom >= 0, entry.validUntil > entry.validFrom, entry.validUntil <= Int64(UInt32.max),
+                      entries.last.map({ $0.id < entry.id }) ?? true
+                else { return nil }
+                entries.append(entry)
             }
+            return entries
         }
     }
 }

@@ -38,9 +38,11 @@ final class PendingIDCache: Sendable {
         let isCurrent = snapshot.withLock { $0.dataVersion != nil && $0.dataVersion == dataVersion }
         if !isCurrent {
             var ids = Set<UInt64>()
-            let rows = try Row.fetchCursor(db, sql: "SELECT submission, entries FROM pending_histories")
+            let rows = try Row.fetchCursor(db, sql: "SELECT id_count, entries FROM pending_histories")
             while let row = try rows.next() {
-                try PendingEntriesBlob.forEachEntry(in: row[1], submission: row[0]) { ids.insert($0.id.rawValue) }
+                // A damaged blob will not be published (see ServerStore.pendingEntries), so its
+                // ids are not pending: sent again, they count as new.
+                for entry in PendingEntriesBlob.decode(row[1], idCount: row[0]) ?? [] { ids.insert(entry.id.rawValue) }
             }
             snapshot.withLock { $0 = Snapshot(ids: ids, dataVersion: dataVersion) }
         }

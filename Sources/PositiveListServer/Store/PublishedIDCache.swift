@@ -56,14 +56,21 @@ final class PublishedIDCache: Sendable {
         let liveNumbers = Set(live.map { UInt64($0[0] as Int64) })
         index.remove(batches: index.batches.subtracting(liveNumbers))
         var added: [(number: UInt64, ids: [UInt64])] = []
+        var failure: ServerStoreError?
         for row in live {
             let number = UInt64(row[0] as Int64)
             guard !index.batches.contains(number) else { continue }
             let digest: Data = row[2]
-            let path = directory.batchPath(number: number)
-            added.append((number, try PublishedBatchIDs.read(path: path, byteCount: row[1], sha256: Array(digest))))
+            do {
+                added.append((number, try PublishedBatchIDs.read(path: directory.batchPath(number: number), byteCount: row[1], sha256: Array(digest))))
+            } catch {
+                failure = error
+            }
         }
+        // Keep what was read: while one file is missing, each upload then re-reads only that one
+        // (and fails fast), not every live batch under the write lock.
         index.insert(added)
+        if let failure { throw failure }
     }
 }
 

@@ -37,24 +37,109 @@ struct PublishedIDIndex: Sendable {
         return false
     }
 
-    /// Adds the ids of batches not held yet; each batch's ids need not be sorted.
+    /// Bytes held by the index's arrays.
+    var memoryBytes: Int {
+        ids.capacity * 8 + slots.capacity * 4 + bucketStarts.capacity * 8 + slotBatches.capacity * 8
+    }
+
+    /// Adds the ids of batches not held yet; each batch's ids need not be sorted (a batch file's
+    /// are).
+    ///
+    /// One k-way merge of the held ids and every new batch, so a server starting with hundreds
+    /// of batches pays one pass, not one per batch; at its peak it holds the new batches' ids
+    /// and the merged arrays, about 20 bytes per id.
     mutating func insert(_ newBatches: [(number: UInt64, ids: [UInt64])]) {
-        let fresh = newBatches.filter { !batches.contains($0.number) }
-        guard !fresh.isEmpty else { return }
-        var added: [(id: UInt64, slot: UInt32)] = []
-        added.reserveCapacity(fresh.reduce(0) { $0 + $1.ids.count })
-        for batch in fresh {
+        var runs = [Run(ids: ids, slots: slots, slot: 0)]
+        for batch in newBatches where !batches.contains(batch.number) {
             let slot = UInt32(slotBatches.count)
             slotBatches.append(batch.number)
             batches.insert(batch.number)
-            for id in batch.ids { added.append((id, slot)) }
+            var sorted = batch.ids
+            if !zip(sorted, sorted.dropFirst()).allSatisfy({ $0 < $1 }) { sorted.sort() }
+            runs.append(Run(ids: sorted, slots: nil, slot: slot))
         }
-        // A batch file is sorted already; several at once (a server starting) are not.
-        if fresh.count > 1 || !zip(added, added.dropFirst()).allSatisfy({ $0.id < $1.id }) {
-            added.sort { $0.id < $1.id }
+        guard runs.count > 1 else { return }
+        ids = []
+        slots = []
+        let total = runs.reduce(0) { $0 + $1.ids.count }
+        var mergedIDs: [UInt64] = []
+        var mergedSlots: [UInt32] = []
+        mergedIDs.reserveCapacity(total)
+        mergedSlots.reserveCapacity(total)
+        if runs.count == 2, let heldSlots = runs[0].slots {
+            // One new batch, as after every publication: a plain two-way merge.
+            let (held, new) = (runs[0].ids, runs[1])
+            var next = 0
+            for (position, id) in held.enumerated() {
+                while next < new.ids.count && new.ids[next] < id {
+                    mergedIDs.append(new.ids[next])
+                    mergedSlots.append(new.slot)
+                    next += 1
+                }
+                mergedIDs.append(id)
+                mergedSlots.append(heldSlots[position])
+            }
+            mergedIDs.append(contentsOf: new.ids[next...])
+            mergedSlots.append(contentsOf: repeatElement(new.slot, count: new.ids.count - next))
+        } else {
+            var heap = RunHeap(runs: runs)
+            while let (run, position) = heap.popSmallest() {
+                mergedIDs.append(heap.runs[run].ids[position])
+                mergedSlots.append(heap.runs[run].slots?[position] ?? heap.runs[run].slot)
+            }
         }
-        mergeSorted(added)
+        ids = mergedIDs
+        slots = mergedSlots
         rebuildDirectory()
+    }
+
+    /// A sorted run of ids and their batch slots (one slot for a whole new batch).
+    private struct Run {
+        var ids: [UInt64]
+        var slots: [UInt32]?
+        var slot: UInt32
+    }
+
+    /// A binary min-heap of the runs' next ids.
+    private struct RunHeap {
+        let runs: [Run]
+        private var next: [Int]
+        private var heap: [Int]
+
+        init(runs: [Run]) {
+            self.runs = runs
+            next = Array(repeating: 0, count: runs.count)
+            heap = runs.indices.filter { !runs[$0].ids.isEmpty }
+            for position in stride(from: heap.count / 2 - 1, through: 0, by: -1) { siftDown(position) }
+        }
+
+        private func head(_ run: Int) -> UInt64 { runs[run].ids[next[run]] }
+
+        /// The run and position of the smallest id not taken yet, which it takes.
+        mutating func popSmallest() -> (run: Int, position: Int)? {
+            guard let run = heap.first else { return nil }
+            let position = next[run]
+            next[run] += 1
+            if next[run] == runs[run].ids.count {
+                heap[0] = heap[heap.count - 1]
+                heap.removeLast()
+            }
+            if !heap.isEmpty { siftDown(0) }
+            return (run, position)
+        }
+
+        private mutating func siftDown(_ start: Int) {
+            var parent = start
+            while true {
+                let left = 2 * parent + 1
+                guard left < heap.count else { return }
+                var smallest = left
+                if left + 1 < heap.count && head(heap[left + 1]) < head(heap[left]) { smallest = left + 1 }
+                guard head(heap[smallest]) < head(heap[parent]) else { return }
+                heap.swapAt(parent, smallest)
+                parent = smallest
+            }
+        }
     }
 
     /// Drops the ids of `gone` batches.
@@ -81,34 +166,6 @@ struct PublishedIDIndex: Sendable {
         slotBatches = keptBatches
         batches.subtract(gone)
         rebuildDirectory()
-    }
-
-    private mutating func mergeSorted(_ added: [(id: UInt64, slot: UInt32)]) {
-        var mergedIDs: [UInt64] = []
-        var mergedSlots: [UInt32] = []
-        mergedIDs.reserveCapacity(ids.count + added.count)
-        mergedSlots.reserveCapacity(ids.count + added.count)
-        var old = 0
-        var new = 0
-        while old < ids.count && new < added.count {
-            if ids[old] <= added[new].id {
-                mergedIDs.append(ids[old])
-                mergedSlots.append(slots[old])
-                old += 1
-            } else {
-                mergedIDs.append(added[new].id)
-                mergedSlots.append(added[new].slot)
-                new += 1
-            }
-        }
-        mergedIDs.append(contentsOf: ids[old...])
-        mergedSlots.append(contentsOf: slots[old...])
-        for entry in added[new...] {
-            mergedIDs.append(entry.id)
-            mergedSlots.append(entry.slot)
-        }
-        ids = mergedIDs
-        slots = mergedSlots
     }
 
     /// Four to eight ids per bucket, between 2 and 2^26 buckets.

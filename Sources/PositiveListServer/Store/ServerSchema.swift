@@ -133,6 +133,14 @@ enum ServerSchema {
                     id_count INTEGER NOT NULL,
                     entries BLOB NOT NULL
                 );
+
+                -- Pending rows found damaged at publication (a blob that does not decode): not
+                -- published, kept here for the operator instead of stopping every publication.
+                CREATE TABLE damaged_pending_histories (
+                    submission INTEGER PRIMARY KEY,
+                    id_count INTEGER NOT NULL,
+                    entries BLOB NOT NULL
+                );
                 """)
             // v2's pending rows above the watermark become blobs; those at or below it are in
             // published batches already.
@@ -144,6 +152,8 @@ enum ServerSchema {
             var entries: [PositiveListEntry] = []
             func flush() throws {
                 guard let submission, !entries.isEmpty else { return }
+                // By the id's unsigned value, as uploads store them (SQLite ordered them signed).
+                entries.sort { $0.id < $1.id }
                 try db.execute(
                     sql: "INSERT INTO pending_histories (submission, id_count, entries) VALUES (?, ?, ?)",
                     arguments: [submission, entries.count, PendingEntriesBlob.encode(entries)])

@@ -10,6 +10,9 @@ public struct PendingEntries: Sendable {
     public let afterSubmission: Int64
     /// The newest submission these entries come from: the next batch's watermark.
     public let lastSubmission: Int64
+    /// Submissions whose stored ids are damaged: not published, and moved aside when the
+    /// watermark passes them (see ``ServerStore/recordBatch(_:expectedWatermark:quarantining:)``).
+    public let damagedSubmissions: [Int64]
 }
 
 /// A published batch as the database records it.
@@ -46,19 +49,29 @@ extension ServerStore {
             let watermark = try Self.watermark(db)
             var entries: [PositiveListEntry] = []
             var lastSubmission = watermark
+            var damaged: [Int64] = []
             let rows = try Row.fetchCursor(
-                db, sql: "SELECT submission, entries FROM pending_histories WHERE submission > ? ORDER BY submission",
+                db, sql: "SELECT submission, id_count, entries FROM pending_histories WHERE submission > ? ORDER BY submission",
                 arguments: [watermark])
             while let row = try rows.next() {
                 let submission: Int64 = row[0]
                 lastSubmission = submission
-                try PendingEntriesBlob.forEachEntry(in: row[1], submission: submission) { entry in
-                    if entry.validUntil > cutoff { entries.append(entry) }
+                guard let decoded = PendingEntriesBlob.decode(row[2], idCount: row[1]) else {
+                    damaged.append(submission)
+                    continue
                 }
+                entries.append(contentsOf: decoded.lazy.filter { $0.validUntil > cutoff })
             }
-            // Each submission's entries come sorted; the sort merges those runs.
+            // Each submission's entries come sorted; the sort merges those runs. An id in two
+            // submissions cannot happen (uploads check the pending ids), but should it, the batch
+            // keeps the first rather than refusing to publish.
             entries.sort { $0.id < $1.id }
-            return PendingEntries(entries: entries, afterSubmission: watermark, lastSubmission: lastSubmission)
+            var previous: UserID?
+            entries.removeAll { entry in
+                defer { previous = entry.id }
+                return entry.id == previous
+            }
+            return PendingEntries(entries: entries, afterSubmission: watermark, lastSubmission: lastSubmission, damagedSubmissions: damaged)
         }
     }
 
@@ -67,9 +80,12 @@ extension ServerStore {
     }
 
     /// Records a batch whose file is already on disk, and removes the ids it publishes from the
-    /// pending ones, in one transaction. Refuses (returns false) when another publisher recorded
-    /// a batch meanwhile, so two publishers can never both claim the same ids.
-    public func recordBatch(_ batch: BatchRecord, expectedWatermark: Int64) async throws(ServerStoreError) -> Bool {
+    /// pending ones, in one transaction; the `damaged` submissions' rows move to
+    /// `damaged_pending_histories`. Refuses (returns false) when another publisher recorded a
+    /// batch meanwhile, so two publishers can never both claim the same ids.
+    public func recordBatch(
+        _ batch: BatchRecord, expectedWatermark: Int64, quarantining damaged: [Int64] = []
+    ) async throws(ServerStoreError) -> Bool {
         let (pendingIDs, publishedIDs) = (self.pendingIDs, self.publishedIDs)
         return try await writeWithoutTransaction { db in
             var recorded = false
@@ -90,7 +106,7 @@ extension ServerStore {
                         Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
                         batch.idCount, batch.lastSubmission, batch.publishedAt,
                     ])
-                try Self.removePending(through: batch.lastSubmission, db)
+                try Self.removePending(through: batch.lastSubmission, quarantining: damaged, db)
                 recorded = true
                 return .commit
             }
@@ -98,22 +114,31 @@ extension ServerStore {
         }
     }
 
-    /// Moves the watermark past ids that expired before they could be published, and forgets
-    /// them, so they are not read again by every later publication.
-    public func skipExpiredPending(through lastSubmission: Int64) async throws(ServerStoreError) {
+    /// Moves the watermark past ids that expired before they could be published (or were
+    /// damaged), and forgets them, so they are not read again by every later publication.
+    public func skipExpiredPending(through lastSubmission: Int64, quarantining damaged: [Int64] = []) async throws(ServerStoreError) {
         let pendingIDs = self.pendingIDs
         try await writeWithoutTransaction { db in
             defer { pendingIDs.invalidate() }
             try db.inTransaction(.immediate) {
                 try db.execute(
                     sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES ('skipped_through', ?)", arguments: [lastSubmission])
-                try Self.removePending(through: lastSubmission, db)
+                try Self.removePending(through: lastSubmission, quarantining: damaged, db)
                 return .commit
             }
         }
     }
 
-    private static func removePending(through lastSubmission: Int64, _ db: Database) throws {
+    private static func removePending(through lastSubmission: Int64, quarantining damaged: [Int64], _ db: Database) throws {
+        // Kept, not deleted: whatever can still be read from them is the authority's to recover.
+        for submission in damaged where submission <= lastSubmission {
+            try db.execute(
+                sql: """
+                    INSERT OR REPLACE INTO damaged_pending_histories (submission, id_count, entries)
+                    SELECT submission, id_count, entries FROM pending_histories WHERE submission = ?
+                    """,
+                arguments: [submission])
+        }
         if try Int64.fetchOne(db, sql: "SELECT max(submission) FROM pending_histories") ?? 0 <= lastSubmission {
             // Usually nothing arrived during the publication: without a WHERE clause, SQLite
             // drops the table's pages instead of deleting row by row.
@@ -126,8 +151,10 @@ extension ServerStore {
     /// Marks live batches whose every window ended by `cutoff` as expired; returns their numbers.
     public func expireBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64] {
         let publishedIDs = self.publishedIDs
-        defer { publishedIDs.invalidate() }
         return try await write { db in
+            // Before any later write runs: an upload queued behind this one must not find the
+            // expired batches' ids still known.
+            defer { publishedIDs.invalidate() }
             let numbers = try Int64.fetchAll(
                 db, sql: "SELECT number FROM batches WHERE expired_at IS NULL AND range_end <= ? ORDER BY number", arguments: [cutoff])
             try db.execute(sql: "UPDATE batches SET expired_at = ? WHERE expired_at IS NULL AND range_end <= ?", arguments: [now, cutoff])

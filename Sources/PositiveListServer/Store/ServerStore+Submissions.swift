@@ -83,18 +83,25 @@ extension ServerStore {
         }
     }
 
-    /// Reads the ids of the live batches now rather than at the first upload; returns how many.
-    public func loadPublishedIDs() async throws(ServerStoreError) -> Int {
+    /// How many published ids an upload is checked against, and the memory they take.
+    public struct PublishedIDsInMemory: Sendable, Equatable {
+        public let ids: Int
+        public let bytes: Int
+    }
+
+    /// Reads the ids of the live batches now rather than at the first upload.
+    @discardableResult
+    public func loadPublishedIDs() async throws(ServerStoreError) -> PublishedIDsInMemory {
         let publishedIDs = self.publishedIDs
         return try await writeWithoutTransaction { db in
-            var count = 0
+            var loaded = PublishedIDsInMemory(ids: 0, bytes: 0)
             // IMMEDIATE for the same reason as an upload: no batch may expire, its file deleted,
             // between listing the live batches and reading their files.
             try db.inTransaction(.immediate) {
-                count = try publishedIDs.withCurrentIDs(db) { $0.count }
+                loaded = try publishedIDs.withCurrentIDs(db) { PublishedIDsInMemory(ids: $0.count, bytes: $0.memoryBytes) }
                 return .commit
             }
-            return count
+            return loaded
         }
     }
 

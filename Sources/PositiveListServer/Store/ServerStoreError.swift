@@ -12,7 +12,6 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
     case sqlite(path: String, detail: String)
     /// A live batch's file, which holds the published ids that uploads are checked against.
     case publishedBatchUnreadable(path: String, reason: String)
-    case damagedPendingSubmission(submission: Int64, byteCount: Int)
 
     public var description: String {
         switch self {
@@ -32,8 +31,6 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
             return "The database \(path) could not be used (\(detail)); check the file and try again."
         case .publishedBatchUnreadable(let path, let reason):
             return "The published batch \(path) cannot be used (\(reason)), so uploads cannot be checked against the ids it holds and nothing was stored; restore the published directory from a backup (the database records each batch's size and SHA-256)."
-        case .damagedPendingSubmission(let submission, let byteCount):
-            return "The ids of submission \(submission), waiting to be published, are damaged in the database (\(byteCount) bytes, not a whole number of entries); restore the database from a backup, or ask the authority to send that history again."
         }
     }
 

@@ -97,9 +97,9 @@ enum SettingRegistry {
             default: 300, env: "TRACER_CLOCK_SKEW", flag: nil,
             help: "How far, in seconds, the server's clock may be from ours."),
         .integer(
-            "check.max_list_age", \.maxListAge, .integer(minimum: 3_600, maximum: 2_419_200, unit: "seconds"),
+            "check.max_list_age", \.maxListAge, .integer(minimum: 129_600, maximum: 2_419_200, unit: "seconds"),
             default: 172_800, env: "TRACER_MAX_LIST_AGE", flag: nil,
-            help: "A list signed longer ago than this, in seconds, is treated as outdated (the server signs one at least daily)."),
+            help: "A list signed longer ago than this, in seconds, is treated as outdated (tracer-server signs one at least every 36 hours)."),
     ]
 
     private static let risk: [SettingDefinition] = [

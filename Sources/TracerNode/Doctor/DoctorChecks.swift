@@ -102,17 +102,23 @@ struct DoctorChecks {
         guard settings.serverURL != nil else {
             return (.skipped("list server", "no server.url configured; exposure checks are off"), nil)
         }
+        var serverDate: Date?
         do {
             let url = try parts.serverURL()
             let key = try parts.publicKey()
             let http = parts.httpClient()
-            let serverDate = try? await http.perform(HTTPRequest(url: url + "/healthz")).header("date").flatMap(Self.httpDate)
+            serverDate = try? await http.perform(HTTPRequest(url: url + "/healthz")).header("date").flatMap(Self.httpDate)
             let updater = parts.updater(url: url, key: key, http: http)
             let update = try await updater.update()
             return (.pass("list server", "\(redactedURL(url)) answered; the list verifies (generation \(update.index.generation), \(update.index.batches.count) batches)"), serverDate)
         } catch {
-            return (.fail("list server", UserMessage.describe(error),
-                          fix: "Check server.url and server.public_key against what your health authority publishes, and the network."), nil)
+            // The server's clock still tells whether this machine's clock is the cause.
+            let fix = if case .outdated = error as? ListUpdateError {
+                "If the clock check below fails, correct this machine's clock; otherwise tell the list's operator that the list stopped being updated."
+            } else {
+                "Check server.url and server.public_key against what your health authority publishes, and the network."
+            }
+            return (.fail("list server", UserMessage.describe(error), fix: fix), serverDate)
         }
     }
 
