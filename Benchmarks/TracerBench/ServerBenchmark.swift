@@ -4,6 +4,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,7 +50,7 @@ struct ServerBenchmark {
 
         try await appendBreakdown(configuration: configuration, now: now, logger: logger)
 
-        let serverPort = try freePort()
+        let serverPort = try LoopbackPort.free()
         let components = ServerComponents(configuration: configuration, store: store, publisher: publisher, directory: paths.published, clock: clock)
         let application = PositiveListHTTPServer.makeApplication(
             components, address: .hostname("127.0.0.1", port: serverPort), logger: logger, publishOnSchedule: false)
@@ -57,8 +58,8 @@ struct ServerBenchmark {
         defer { server.cancel() }
         let nginx = try NginxProcess(directory: directory + "/nginx", published: paths.published.path, upstreamPort: serverPort, repository: repository)
         defer { nginx.stop() }
-        try await waitForPort(serverPort)
-        try await waitForPort(nginx.port)
+        try await LoopbackPort.waitUntilListening(serverPort)
+        try await LoopbackPort.waitUntilListening(nginx.port)
 
         // Appending into an empty store; the ids go into a first batch of their own.
         try await measureAppend(port: serverPort, store: store, now: now, label: "empty store")
@@ -281,7 +282,7 @@ final class NginxProcess {
     init(directory: String, published: String, upstreamPort: Int, repository: URL) throws {
         prefix = directory
         try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
-        port = try freePort()
+        port = try LoopbackPort.free()
         var server = try String(contentsOf: repository.appendingPathComponent("deploy/nginx/tracer-server.conf"), encoding: .utf8)
         server = server.replacingOccurrences(of: "listen 127.0.0.1:8081;", with: "listen 127.0.0.1:\(port);")
             .replacingOccurrences(of: "root /var/lib/tracer-server/public;", with: "root \(published);")
@@ -317,37 +318,6 @@ final class NginxProcess {
             process.waitUntilExit()
         }
     }
-}
-
-func freePort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-    }
-    guard bound else { throw BenchmarkFailure("no free port on 127.0.0.1") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-func waitForPort(_ port: Int) async throws {
-    for _ in 0..<200 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        close(descriptor)
-        if connected { return }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    throw BenchmarkFailure("nothing listens on 127.0.0.1:\(port)")
 }
 
 func runProcess(_ executable: String, _ arguments: [String]) throws -> String {

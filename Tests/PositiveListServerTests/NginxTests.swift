@@ -6,6 +6,7 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -27,7 +28,7 @@ final class NginxInstance {
         }
         prefix = NSTemporaryDirectory() + "/tracer-nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
-        port = try Ports.free()
+        port = try LoopbackPort.free()
         let example = try String(contentsOfFile: Self.repositoryRoot + "/deploy/nginx/tracer-server.conf", encoding: .utf8)
         let replacements = [
             ("listen 127.0.0.1:8081;", "listen 127.0.0.1:\(port);"),
@@ -73,7 +74,7 @@ final class NginxInstance {
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         do {
-            try await Ports.waitUntilListening(port, orExit: process)
+            try await LoopbackPort.waitUntilListening(port, orExit: process)
         } catch {
             stop()
             let output = String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
