@@ -99,8 +99,8 @@ let package = Package(
             ],
             path: "Tests/Support/TracerSimulator"
         ),
-        // Harness code shared by the test targets and the benchmarks: free loopback ports and the
-        // harness's error. A plain library (Foundation only), not a test target.
+        // Harness code shared by the test targets and the benchmarks: free loopback ports, nginx
+        // over deploy/nginx/tracer-server.conf. A plain library (Foundation only), not a test target.
         .target(name: "TracerTestSupport", path: "Tests/TracerTestSupport"),
         .executableTarget(
             name: "TracerBench",

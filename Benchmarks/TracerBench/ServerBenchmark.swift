@@ -56,10 +56,12 @@ struct ServerBenchmark {
             components, address: .hostname("127.0.0.1", port: serverPort), logger: logger, publishOnSchedule: false)
         let server = Task { try await application.run() }
         defer { server.cancel() }
-        let nginx = try NginxProcess(directory: directory + "/nginx", published: paths.published.path, upstreamPort: serverPort, repository: repository)
+        // One worker per core, as a production nginx would run here.
+        let nginx = try await NginxProcess(
+            prefix: directory + "/nginx", publishedDirectory: paths.published.path, upstreamPort: serverPort,
+            repositoryRoot: repository.path, workerProcesses: "auto", captureErrors: false)
         defer { nginx.stop() }
         try await LoopbackPort.waitUntilListening(serverPort)
-        try await LoopbackPort.waitUntilListening(nginx.port)
 
         // Appending into an empty store; the ids go into a first batch of their own.
         try await measureAppend(port: serverPort, store: store, now: now, label: "empty store")
@@ -271,53 +273,6 @@ struct SplitMix {
 
 extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
-
-/// nginx over the published directory with the repository's example configuration.
-final class NginxProcess {
-    let port: Int
-    private let process = Process()
-    private let prefix: String
-
-    init(directory: String, published: String, upstreamPort: Int, repository: URL) throws {
-        prefix = directory
-        try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
-        port = try LoopbackPort.free()
-        var server = try String(contentsOf: repository.appendingPathComponent("deploy/nginx/tracer-server.conf"), encoding: .utf8)
-        server = server.replacingOccurrences(of: "listen 127.0.0.1:8081;", with: "listen 127.0.0.1:\(port);")
-            .replacingOccurrences(of: "root /var/lib/tracer-server/public;", with: "root \(published);")
-            .replacingOccurrences(of: "http://127.0.0.1:8080", with: "http://127.0.0.1:\(upstreamPort)")
-        try server.write(toFile: prefix + "/tracer-server.conf", atomically: true, encoding: .utf8)
-        // One worker per core, as a production nginx would run here.
-        try """
-            \(geteuid() == 0 ? "user nobody nogroup;" : "")
-            daemon off;
-            worker_processes auto;
-            pid \(prefix)/nginx.pid;
-            error_log stderr warn;
-            events { worker_connections 1024; }
-            http {
-                access_log off;
-                client_body_temp_path \(prefix)/client_body;
-                proxy_temp_path \(prefix)/proxy;
-                fastcgi_temp_path \(prefix)/fastcgi;
-                uwsgi_temp_path \(prefix)/uwsgi;
-                scgi_temp_path \(prefix)/scgi;
-                include \(prefix)/tracer-server.conf;
-            }
-            """.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
-        chmod(prefix, 0o755)
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf", "-e", "stderr"]
-        try process.run()
-    }
-
-    func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGQUIT)
-            process.waitUntilExit()
-        }
-    }
 }
 
 func runProcess(_ executable: String, _ arguments: [String]) throws -> String {
