@@ -99,10 +99,13 @@ let package = Package(
             ],
             path: "Tests/Support/TracerSimulator"
         ),
+        // Harness code shared by the test targets and the benchmarks: free loopback ports, nginx
+        // over deploy/nginx/tracer-server.conf. A plain library (Foundation only), not a test target.
+        .target(name: "TracerTestSupport", path: "Tests/TracerTestSupport"),
         .executableTarget(
             name: "TracerBench",
             dependencies: [
-                "IDRotation", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat",
+                "IDRotation", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -116,7 +119,7 @@ let package = Package(
             name: "GATTExchangeTests",
             dependencies: ["GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation"]),
+        .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation", "TracerTestSupport"]),
         .testTarget(
             name: "MatchingTests",
             dependencies: [
@@ -127,7 +130,7 @@ let package = Package(
         .testTarget(
             name: "PositiveListServerTests",
             dependencies: [
-                "PositiveListServer", "PositiveListFormat", "IDRotation",
+                "PositiveListServer", "PositiveListFormat", "IDRotation", "TracerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

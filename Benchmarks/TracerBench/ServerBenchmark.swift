@@ -4,6 +4,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -49,16 +50,18 @@ struct ServerBenchmark {
 
         try await appendBreakdown(configuration: configuration, now: now, logger: logger)
 
-        let serverPort = try freePort()
+        let serverPort = try LoopbackPort.free()
         let components = ServerComponents(configuration: configuration, store: store, publisher: publisher, directory: paths.published, clock: clock)
         let application = PositiveListHTTPServer.makeApplication(
             components, address: .hostname("127.0.0.1", port: serverPort), logger: logger, publishOnSchedule: false)
         let server = Task { try await application.run() }
         defer { server.cancel() }
-        let nginx = try NginxProcess(directory: directory + "/nginx", published: paths.published.path, upstreamPort: serverPort, repository: repository)
+        // One worker per core, as a production nginx would run here.
+        let nginx = try await NginxProcess(
+            prefix: directory + "/nginx", publishedDirectory: paths.published.path, upstreamPort: serverPort,
+            repositoryRoot: repository.path, workerProcesses: "auto", captureErrors: false)
         defer { nginx.stop() }
-        try await waitForPort(serverPort)
-        try await waitForPort(nginx.port)
+        try await LoopbackPort.waitUntilListening(serverPort)
 
         // Appending into an empty store; the ids go into a first batch of their own.
         try await measureAppend(port: serverPort, store: store, now: now, label: "empty store")
@@ -269,84 +272,6 @@ struct SplitMix {
 
 extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
-
-/// nginx over the published directory with the repository's example configuration.
-final class NginxProcess {
-    let port: Int
-    private let process = Process()
-    private let prefix: String
-
-    init(directory: String, published: String, upstreamPort: Int, repository: URL) throws {
-        prefix = directory
-        try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
-        port = try freePort()
-        var server = try String(contentsOf: repository.appendingPathComponent("deploy/nginx/tracer-server.conf"), encoding: .utf8)
-        server = server.replacingOccurrences(of: "listen 127.0.0.1:8081;", with: "listen 127.0.0.1:\(port);")
-            .replacingOccurrences(of: "root /var/lib/tracer-server/public;", with: "root \(published);")
-            .replacingOccurrences(of: "http://127.0.0.1:8080", with: "http://127.0.0.1:\(upstreamPort)")
-        try server.write(toFile: prefix + "/tracer-server.conf", atomically: true, encoding: .utf8)
-        // One worker per core, as a production nginx would run here.
-        try """
-            \(geteuid() == 0 ? "user nobody nogroup;" : "")
-            daemon off;
-            worker_processes auto;
-            pid \(prefix)/nginx.pid;
-            error_log stderr warn;
-            events { worker_connections 1024; }
-            http {
-                access_log off;
-                client_body_temp_path \(prefix)/client_body;
-                proxy_temp_path \(prefix)/proxy;
-                fastcgi_temp_path \(prefix)/fastcgi;
-                uwsgi_temp_path \(prefix)/uwsgi;
-                scgi_temp_path \(prefix)/scgi;
-                include \(prefix)/tracer-server.conf;
-            }
-            """.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
-        chmod(prefix, 0o755)
-        process.executableURL = URL(fileURLWithPath: "/usr/sbin/nginx")
-        process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf", "-e", "stderr"]
-        try process.run()
-    }
-
-    func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGQUIT)
-            process.waitUntilExit()
-        }
-    }
-}
-
-func freePort() throws -> Int {
-    let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-    defer { close(descriptor) }
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafeMutablePointer(to: &address) {
-        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0 }
-    }
-    guard bound else { throw BenchmarkFailure("no free port on 127.0.0.1") }
-    return Int(UInt16(bigEndian: address.sin_port))
-}
-
-func waitForPort(_ port: Int) async throws {
-    for _ in 0..<200 {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        close(descriptor)
-        if connected { return }
-        try await Task.sleep(for: .milliseconds(50))
-    }
-    throw BenchmarkFailure("nothing listens on 127.0.0.1:\(port)")
 }
 
 func runProcess(_ executable: String, _ arguments: [String]) throws -> String {

@@ -3,6 +3,7 @@ import IDRotation
 import PositiveListFormat
 import PositiveListServer
 import Testing
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -94,11 +95,11 @@ import Glibc
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         try fixture.writeConfiguration()
-        let port = try Ports.free()
+        let port = try LoopbackPort.free()
         let errors = Pipe()
         let process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(port)"], fixture: fixture, stderr: errors)
         do {
-            try await Ports.waitUntilListening(port, orExit: process)
+            try await LoopbackPort.waitUntilListening(port, orExit: process)
         } catch {
             process.terminate()
             throw error

@@ -6,88 +6,32 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
-#if canImport(Glibc)
-import Glibc
-#endif
+import TracerTestSupport
 
-/// nginx from Debian's package, started by the test over a scratch copy of
-/// deploy/nginx/tracer-server.conf, with its pid file, logs and temporary files in a scratch
-/// directory. Missing nginx fails the test: CI installs it through scripts/setup.
+/// nginx from Debian's package (TracerTestSupport's NginxProcess), started by the test over a
+/// scratch copy of deploy/nginx/tracer-server.conf, with its pid file, logs and temporary files in
+/// a scratch directory that `stop()` removes. Missing nginx fails the test: CI installs it through
+/// scripts/setup.
 final class NginxInstance {
-    static let binary = "/usr/sbin/nginx"
+    private let nginx: NginxProcess
 
-    let port: Int
-    let prefix: String
-    private let process: Process
-    private let errors: Pipe
+    var port: Int { nginx.port }
 
     init(publishedDirectory: String, upstreamPort: Int) async throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
-            throw HarnessFailure(description: "nginx is not installed at \(Self.binary); install it with `apt-get install nginx` (scripts/setup does this).")
-        }
-        prefix = NSTemporaryDirectory() + "/tracer-nginx-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
-        port = try Ports.free()
-        let example = try String(contentsOfFile: Self.repositoryRoot + "/deploy/nginx/tracer-server.conf", encoding: .utf8)
-        let replacements = [
-            ("listen 127.0.0.1:8081;", "listen 127.0.0.1:\(port);"),
-            ("root /var/lib/tracer-server/public;", "root \(publishedDirectory);"),
-            ("http://127.0.0.1:8080", "http://127.0.0.1:\(upstreamPort)"),
-        ]
-        var server = example
-        for (original, replacement) in replacements {
-            guard server.contains(original) else {
-                throw HarnessFailure(description: "deploy/nginx/tracer-server.conf no longer contains `\(original)`; update this test with it.")
-            }
-            server = server.replacingOccurrences(of: original, with: replacement)
-        }
-        try server.write(toFile: prefix + "/tracer-server.conf", atomically: true, encoding: .utf8)
-        // Run as root, nginx's workers switch to an unprivileged user (Debian has no group
-        // "nobody"), which also proves the published files are readable by others.
-        let user = geteuid() == 0 ? "user nobody nogroup;" : ""
-        let main = """
-            \(user)
-            daemon off;
-            master_process on;
-            worker_processes 1;
-            pid \(prefix)/nginx.pid;
-            error_log stderr warn;
-            events { worker_connections 1024; }
-            http {
-                access_log off;
-                client_body_temp_path \(prefix)/client_body;
-                proxy_temp_path \(prefix)/proxy;
-                fastcgi_temp_path \(prefix)/fastcgi;
-                uwsgi_temp_path \(prefix)/uwsgi;
-                scgi_temp_path \(prefix)/scgi;
-                include \(prefix)/tracer-server.conf;
-            }
-            """
-        try main.write(toFile: prefix + "/nginx.conf", atomically: true, encoding: .utf8)
-        chmod(prefix, 0o755)
-        process = Process()
-        process.executableURL = URL(fileURLWithPath: Self.binary)
-        process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf", "-e", "stderr"]
-        errors = Pipe()
-        process.standardError = errors
-        process.standardOutput = FileHandle.nullDevice
-        try process.run()
+        let prefix = NSTemporaryDirectory() + "/tracer-nginx-" + UUID().uuidString
         do {
-            try await Ports.waitUntilListening(port, orExit: process)
+            nginx = try await NginxProcess(
+                prefix: prefix, publishedDirectory: publishedDirectory, upstreamPort: upstreamPort,
+                repositoryRoot: Self.repositoryRoot, workerProcesses: "1", captureErrors: true)
         } catch {
-            stop()
-            let output = String(decoding: errors.fileHandleForReading.availableData, as: UTF8.self)
-            throw HarnessFailure(description: "nginx did not start: \(error)\n\(output)")
+            try? FileManager.default.removeItem(atPath: prefix)
+            throw error
         }
     }
 
-    /// SIGQUIT: nginx's graceful stop.
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGQUIT)
-            process.waitUntilExit()
-        }
-        try? FileManager.default.removeItem(atPath: prefix)
+        nginx.stop()
+        try? FileManager.default.removeItem(atPath: nginx.prefix)
     }
 
     static let repositoryRoot: String = {

@@ -1,12 +1,9 @@
 import Foundation
 import Testing
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
-
-struct HarnessFailure: Error, CustomStringConvertible {
-    var description: String
-}
 
 /// What a finished child process did.
 struct ProcessResult: CustomStringConvertible {
@@ -73,48 +70,6 @@ extension ServerFixture {
     }
 }
 
-enum Ports {
-    /// A TCP port free on 127.0.0.1 right now.
-    static func free() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw HarnessFailure(description: "cannot find a free port on 127.0.0.1") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    /// Waits until something accepts connections on the port, or throws after `timeout`.
-    static func waitUntilListening(_ port: Int, timeout: Duration = .seconds(10), orExit process: Process? = nil) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let process, !process.isRunning {
-                throw HarnessFailure(description: "the process exited (status \(process.terminationStatus)) before listening on \(port)")
-            }
-            let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var address = sockaddr_in()
-            address.sin_family = sa_family_t(AF_INET)
-            address.sin_addr.s_addr = inet_addr("127.0.0.1")
-            address.sin_port = in_port_t(UInt16(port).bigEndian)
-            let connected = withUnsafePointer(to: &address) {
-                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-            }
-            close(descriptor)
-            if connected { return }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        throw HarnessFailure(description: "nothing listened on 127.0.0.1:\(port) within \(timeout)")
-    }
-}
-
 /// A bare HTTP/1.1 exchange over a socket, for requests a well-behaved client cannot send
 /// (a body shorter than its Content-Length).
 enum RawHTTP {
@@ -123,14 +78,7 @@ enum RawHTTP {
         defer { close(descriptor) }
         var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
         setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        let connected = withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-        guard connected else { throw HarnessFailure(description: "cannot connect to 127.0.0.1:\(port)") }
+        guard LoopbackPort.connectSocket(descriptor, to: port) else { throw HarnessFailure(description: "cannot connect to 127.0.0.1:\(port)") }
         let bytes = Array(request.utf8)
         _ = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
         var received: [UInt8] = []

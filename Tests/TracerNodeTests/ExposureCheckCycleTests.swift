@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -595,7 +596,7 @@ extension TracerNodeTests {
         func failedFirstUpdateClaimsNothing() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let nothingListening = "http://127.0.0.1:\(try FreePort.find())"
+            let nothingListening = "http://127.0.0.1:\(try LoopbackPort.free())"
             try NodeFixture.makeStore(scratch.file("n.db"), encounters: [
                 EncounterSpec(peer: .random(), times: [UnixSeconds(Date().timeIntervalSince1970) - 3_600], rssi: [-50]),
             ])

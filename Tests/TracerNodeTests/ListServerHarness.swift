@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,7 +33,7 @@ final class ListServerProcess {
         let keygen = try Products.run(try Products.path(of: "tracer-server"), ["keygen", "--data-dir", dataDirectory], home: home)
         guard keygen.exitCode == 0 else { throw HarnessFailure(description: "tracer-server keygen failed: \(keygen)") }
         publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
-        port = try FreePort.find()
+        port = try LoopbackPort.free()
         if serving { try start() }
     }
 
@@ -54,7 +55,7 @@ final class ListServerProcess {
         try? handle.close()
         self.process = process
         let deadline = ContinuousClock.now + .seconds(20)
-        while !(FreePort.isListening(port) && FileManager.default.fileExists(atPath: publishedIndex)) {
+        while !(LoopbackPort.isListening(port) && FileManager.default.fileExists(atPath: publishedIndex)) {
             guard process.isRunning else {
                 let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
                 throw HarnessFailure(description: "tracer-server serve exited with \(process.terminationStatus): \(text.suffix(2000))")
@@ -138,38 +139,6 @@ final class HTTPFixtureProcess {
     }
 
     func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
-}
-
-enum FreePort {
-    /// A TCP port free on 127.0.0.1 right now.
-    static func find() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = 0
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { pointer in
-                bind(descriptor, pointer, length) == 0 && getsockname(descriptor, pointer, &length) == 0
-            }
-        }
-        guard bound else { throw HarnessFailure(description: "cannot find a free port on 127.0.0.1") }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
-    static func isListening(_ port: Int) -> Bool {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        address.sin_port = in_port_t(UInt16(port).bigEndian)
-        return withUnsafePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
-        }
-    }
 }
 
 /// One encounter to put in a node's store: a peer id seen at these times, all within one of

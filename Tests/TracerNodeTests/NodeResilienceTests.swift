@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -429,7 +430,7 @@ extension TracerNodeTests {
             let serve = try LoggedProcess(server, ["serve", "--data-dir", dataDirectory, "--bind", "127.0.0.1:\(port)"],
                                           home: scratch.path)
             defer { serve.ensureStopped() }
-            let listening = Self.waitUntil(.seconds(10), every: .milliseconds(50)) { FreePort.isListening(Int(port)) || !serve.isRunning }
+            let listening = Self.waitUntil(.seconds(10), every: .milliseconds(50)) { LoopbackPort.isListening(Int(port)) || !serve.isRunning }
             try #require(listening && serve.isRunning, "tracer-server did not listen on \(port): \(serve.lines.suffix(8))")
             let serverUp = Self.now(), serverUpInstant = ContinuousClock.now
             #expect(b.entry(message: Self.checkDone) == nil, "a check succeeded before the server was up")

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Synchronization
 import Testing
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -40,10 +41,6 @@ struct ProcessResult: CustomStringConvertible {
     var description: String {
         "exit \(signaled ? "signal " : "")\(exitCode)\n--- stdout ---\n\(stdout.prefix(4000))\n--- stderr ---\n\(stderr.prefix(4000))"
     }
-}
-
-struct HarnessFailure: Error, CustomStringConvertible {
-    var description: String
 }
 
 /// Finds and runs the package's executables (`tracer`, `TracerSimulator`) as child processes.
