@@ -64,14 +64,12 @@ extension ServerStore {
             }
             // Each submission's entries come sorted; the sort merges those runs. An id in two
             // submissions cannot happen (uploads check the pending ids), but should it, the batch
-            // keeps the first rather than refusing to publish.
+            // keeps one of them rather than refusing to publish.
             entries.sort { $0.id < $1.id }
-            var previous: UserID?
-            entries.removeAll { entry in
-                defer { previous = entry.id }
-                return entry.id == previous
-            }
-            return PendingEntries(entries: entries, afterSubmission: watermark, lastSubmission: lastSubmission, damagedSubmissions: damaged)
+            var unique: [PositiveListEntry] = []
+            unique.reserveCapacity(entries.count)
+            for entry in entries where unique.last?.id != entry.id { unique.append(entry) }
+            return PendingEntries(entries: unique, afterSubmission: watermark, lastSubmission: lastSubmission, damagedSubmissions: damaged)
         }
     }
 

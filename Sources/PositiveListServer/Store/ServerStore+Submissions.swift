@@ -174,7 +174,7 @@ extension ServerStore {
         var fresh: [PositiveListEntry] = []
         fresh.reserveCapacity(entries.count)
         var previous: UserID?
-        // A stable sort keeps repeated ids in their upload order.
+        // Ties broken by position keep repeated ids in their upload order.
         for position in entries.indices.sorted(by: { (entries[$0].id, $0) < (entries[$1].id, $1) }) {
             let entry = entries[position]
             defer { previous = entry.id }
