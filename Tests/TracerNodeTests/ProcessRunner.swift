@@ -320,8 +320,8 @@ enum Check {
 /// Bumble virtual controllers on one link (Tests/Support/bumble/virtual_link.py), kept running
 /// while its stdin stays open.
 final class VirtualLink {
-    let process = Process()
-    let input = Pipe()
+    let process: Process
+    let input: Pipe
     let ports: [UInt16]
 
     /// `controllers` on free ports, or the given `ports` (for a radio that must come back where it was).
@@ -333,13 +333,38 @@ final class VirtualLink {
         guard FileManager.default.isExecutableFile(atPath: python) else {
             throw HarnessFailure(description: "no Python with Bumble at \(python): run ./scripts/setup")
         }
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = [root.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path]
+        let arguments = [root.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path]
             + (requested.map { $0.map(String.init) } ?? ["\(controllers)"])
+        // The launcher picks free ports by probing; another process can take one before Bumble
+        // binds it, so a start on ports of its choosing is tried again.
+        var launched: (process: Process, input: Pipe, ports: [UInt16])?
+        var failure = ""
+        for _ in 0..<(requested == nil ? 3 : 1) where launched == nil {
+            (launched, failure) = try Self.launch(python: python, arguments: arguments)
+        }
+        guard let launched else {
+            throw HarnessFailure(description: "the virtual link did not start (ports \(String(describing: requested))): \(failure)")
+        }
+        (process, input, ports) = launched
+    }
+
+    /// Starts the launcher and waits for its READY line; on failure returns what it printed.
+    private static func launch(python: String, arguments: [String]) throws -> ((process: Process, input: Pipe, ports: [UInt16])?, String) {
+        let process = Process()
+        let input = Pipe()
+        let output = Pipe()
+        // Its log goes to an unlinked file: nothing has to drain it while it runs, and a failed
+        // start can still be explained.
+        let logPath = NSTemporaryDirectory() + "/tracer-virtual-link-\(UUID().uuidString).log"
+        FileManager.default.createFile(atPath: logPath, contents: nil)
+        guard let log = FileHandle(forUpdatingAtPath: logPath) else { throw HarnessFailure(description: "cannot create \(logPath)") }
+        unlink(logPath)
+        defer { try? log.close() }
+        process.executableURL = URL(fileURLWithPath: python)
+        process.arguments = arguments
         process.standardInput = input
         process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
+        process.standardError = log
         try process.run()
         var line: [UInt8] = []
         while let byte = try output.fileHandleForReading.read(upToCount: 1)?.first, byte != UInt8(ascii: "\n") {
@@ -350,9 +375,11 @@ final class VirtualLink {
             if process.isRunning { process.terminate() }
             try? input.fileHandleForWriting.close()
             process.waitUntilExit()
-            throw HarnessFailure(description: "virtual link said \(words) (ports \(String(describing: requested)))")
+            try? log.seek(toOffset: 0)
+            let stderr = String(decoding: (try? log.readToEnd()) ?? Data(), as: UTF8.self)
+            return (nil, "it said \(words); stderr: \(stderr.suffix(600))")
         }
-        ports = words.dropFirst().compactMap { UInt16($0) }
+        return ((process, input, words.dropFirst().compactMap { UInt16($0) }), "")
     }
 
     /// The controller process dies: no goodbye to the nodes.

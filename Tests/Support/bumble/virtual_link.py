@@ -21,18 +21,25 @@ from bumble.link import LocalLink
 from bumble.transport import open_transport
 
 
-def free_port() -> int:
-    # The port could be taken between this probe and Bumble's bind; a clash shows up as a failed start.
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
+def free_ports(count: int) -> list[int]:
+    # All probes stay open until every port is picked, so the kernel cannot hand out one port
+    # twice. A port can still be taken between the probes and Bumble's bind; that shows up as a
+    # failed start, which the test harness retries.
+    probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
+    try:
+        for probe in probes:
+            probe.bind(("127.0.0.1", 0))
+        return [probe.getsockname()[1] for probe in probes]
+    finally:
+        for probe in probes:
+            probe.close()
 
 
 def requested_ports(arguments: list[str]) -> list[int]:
     if len(arguments) == 1 and int(arguments[0]) < 100:
-        return [free_port() for _ in range(int(arguments[0]))]
+        return free_ports(int(arguments[0]))
     if not arguments:
-        return [free_port(), free_port()]
+        return free_ports(2)
     return [int(argument) for argument in arguments]
 
 
