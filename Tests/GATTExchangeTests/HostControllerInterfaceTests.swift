@@ -221,4 +221,26 @@ import Testing
         #expect(await hci.failure == .disconnected(reason: "test drop"))
         await #expect(throws: HCIError.transport(.disconnected(reason: "test drop"))) { try await hci.send(Reset()) }
     }
+
+    /// The end of a connection travels in the same ordered stream as ACL data, so the layer above
+    /// can tell data of a closed connection from data of the next one on the same handle.
+    @Test func connectionEndsAreOrderedWithACLData() async throws {
+        let transport = FakeTransport(responder: FakeTransport.bumbleLike())
+        let hci = HostControllerInterface(transport: transport)
+        _ = try await hci.initialize()
+        transport.inject(Reference.attReadResponseFromController)
+        transport.inject(Reference.disconnectionComplete)
+        transport.inject(Reference.attMTURequestFromController)
+        var iterator = hci.incomingACL.makeAsyncIterator()
+        var kinds: [String] = []
+        for _ in 0..<3 {
+            switch await iterator.next() {
+            case .data(let packet)?: kinds.append("data \(packet.connectionHandle)")
+            case .connectionClosed(let handle)?: kinds.append("closed \(handle)")
+            case nil: kinds.append("end")
+            }
+        }
+        #expect(kinds == ["data 1", "closed 1", "data 1"])
+        await hci.close()
+    }
 }

@@ -104,4 +104,36 @@ import Testing
         #expect(reused !== channel)
         await hci.close()
     }
+
+    /// A controller reuses a closed connection's handle at once (a flood of short connections
+    /// does it all the time): the next connection's first request must reach that connection's
+    /// channel, not die with the closed one's. (When the close came from a second stream, this
+    /// lost requests only under scheduling pressure, as in HostilePeerTests' flood on a loaded
+    /// machine; here it checks the ordered path end to end.)
+    @Test func dataOfTheNextConnectionOnAReusedHandleIsKeptForIt() async throws {
+        let (transport, hci, layer) = try await makeStack()
+        for round in 0..<20 {
+            let closing = await layer.attChannel(connectionHandle: 1)
+            transport.inject(Reference.disconnectionComplete)
+            transport.inject(Reference.attMTURequestFromController)
+            for await _ in closing.incoming {}
+            let next = await layer.attChannel(connectionHandle: 1)
+            #expect(next !== closing)
+            let received = await withTaskGroup(of: [UInt8]?.self) { group in
+                group.addTask {
+                    var iterator = next.incoming.makeAsyncIterator()
+                    return await iterator.next()
+                }
+                group.addTask {
+                    try? await Task.sleep(for: .seconds(2))
+                    return nil
+                }
+                let first = await group.next() ?? nil
+                group.cancelAll()
+                return first
+            }
+            #expect(received == hex("02 17 00"), "round \(round): the request went to the closed connection")
+        }
+        await hci.close()
+    }
 }

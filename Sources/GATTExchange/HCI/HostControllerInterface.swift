@@ -12,13 +12,16 @@ public actor HostControllerInterface {
         public init() {}
     }
 
-    /// ACL data from the controller, in arrival order, for the L2CAP layer.
-    public nonisolated let incomingACL: AsyncStream<ACLDataPacket>
+    /// ACL data from the controller and the ends of connections, in arrival order, for the L2CAP
+    /// layer. One stream for both, because a controller reuses a closed connection's handle: data
+    /// of the next connection on that handle must not be taken for the closed one's, which two
+    /// separately consumed streams allowed.
+    public nonisolated let incomingACL: AsyncStream<ACLTraffic>
 
     private let transport: any HCITransport
     private let configuration: Configuration
     private let logger: Logger
-    private let aclContinuation: AsyncStream<ACLDataPacket>.Continuation
+    private let aclContinuation: AsyncStream<ACLTraffic>.Continuation
 
     // Command flow control: credits granted by Num_HCI_Command_Packets.
     private var commandCredits = 1
@@ -59,7 +62,7 @@ public actor HostControllerInterface {
         self.transport = transport
         self.configuration = configuration
         self.logger = logger
-        (incomingACL, aclContinuation) = AsyncStream.makeStream(of: ACLDataPacket.self, bufferingPolicy: .unbounded)
+        (incomingACL, aclContinuation) = AsyncStream.makeStream(of: ACLTraffic.self, bufferingPolicy: .unbounded)
         // Ends by itself when the transport's stream finishes, which close() causes.
         Task { [weak self] in
             do {
@@ -322,7 +325,7 @@ public actor HostControllerInterface {
             }
         case .aclData:
             do {
-                aclContinuation.yield(try ACLDataPacket(decoding: packet.body))
+                aclContinuation.yield(.data(try ACLDataPacket(decoding: packet.body)))
             } catch {
                 logger.warning("dropping malformed ACL packet", metadata: ["error": "\(error)"])
             }
@@ -348,6 +351,7 @@ public actor HostControllerInterface {
             return
         case .disconnectionComplete(let disconnection) where disconnection.status.isSuccess:
             connectionEnded(handle: disconnection.connectionHandle)
+            aclContinuation.yield(.connectionClosed(handle: disconnection.connectionHandle))
         case .hardwareError(let error):
             logger.error("controller hardware error", metadata: ["code": "\(error.hardwareCode)"])
         default:
@@ -382,4 +386,11 @@ public actor HostControllerInterface {
         nextIdentifier += 1
         return nextIdentifier
     }
+}
+
+/// What the L2CAP layer receives from the controller, in the order it arrived.
+public enum ACLTraffic: Sendable, Equatable {
+    case data(ACLDataPacket)
+    /// Disconnection Complete: the handle may next carry another connection.
+    case connectionClosed(handle: UInt16)
 }

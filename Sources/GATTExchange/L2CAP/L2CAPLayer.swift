@@ -25,18 +25,15 @@ public actor L2CAPLayer {
         self.configuration = configuration
         self.logger = logger
         reassembler = ACLReassembler(limits: configuration.reassembly)
-        let events = await hci.events()
         let acl = hci.incomingACL
         Task { [weak self] in
-            for await packet in acl { await self?.receive(packet) }
-            await self?.closeAllChannels()
-        }
-        Task { [weak self] in
-            for await event in events {
-                if case .disconnectionComplete(let disconnection) = event, disconnection.status.isSuccess {
-                    await self?.connectionClosed(handle: disconnection.connectionHandle)
+            for await traffic in acl {
+                switch traffic {
+                case .data(let packet): await self?.receive(packet)
+                case .connectionClosed(let handle): await self?.connectionClosed(handle: handle)
                 }
             }
+            await self?.closeAllChannels()
         }
         let sweepInterval = configuration.reassembly.timeout
         Task { [weak self] in
