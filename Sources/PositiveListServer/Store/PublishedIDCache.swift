@@ -2,53 +2,21 @@ import Crypto
 import Foundation
 import GRDB
 import PositiveListFormat
-import Synchronization
 
 /// The ids of the live batches (``PublishedIDIndex``), kept as true as the database that lists
-/// those batches.
+/// those batches (see ``DatabaseMirror``: brought up to date when another process committed or
+/// this one recorded or expired a batch).
 ///
-/// The `batches` table says which batches are live; their files say which ids they hold. Inside
-/// every write transaction that asks, the index is brought up to date when it may be stale:
-/// - another connection (a `tracer-server publish` or `append` process next to the server)
-///   committed something: `PRAGMA data_version` changes exactly then;
-/// - this connection recorded or expired a batch: it calls ``invalidate()``.
-/// Bringing it up to date reads only what changed: the files of batches it does not hold yet
-/// (checked against the size and SHA-256 the database recorded) and drops the batches no longer
-/// live. A recorded batch's file always exists, since it is written and synced before the batch
-/// is recorded, and it is deleted only after the batch was marked expired.
-final class PublishedIDCache: Sendable {
-    private struct State {
-        var index = PublishedIDIndex()
-        /// `PRAGMA data_version` when `index` last matched the database; nil when it must be
-        /// checked again.
-        var dataVersion: Int64?
-    }
-
-    private let directory: PublishedDirectory
-    private let state = Mutex(State())
-
-    init(directory: PublishedDirectory) {
-        self.directory = directory
-    }
-
-    /// Runs `body` with the ids of the batches live in the current write transaction.
-    ///
-    /// Call only inside a write transaction (BEGIN IMMEDIATE), so that no batch is recorded or
-    /// expired between the check and the use.
-    func withCurrentIDs<T>(_ db: Database, _ body: (PublishedIDIndex) throws -> T) throws -> T {
-        let dataVersion = try Int64.fetchOne(db, sql: "PRAGMA data_version")
-        return try state.withLock { state in
-            if state.dataVersion == nil || state.dataVersion != dataVersion {
-                try Self.bringUpToDate(&state.index, db: db, directory: directory)
-                state.dataVersion = dataVersion
-            }
-            return try body(state.index)
+/// The `batches` table says which batches are live; their files say which ids they hold.
+/// Bringing the index up to date reads only what changed: the files of batches it does not hold
+/// yet (checked against the size and SHA-256 the database recorded) and drops the batches no
+/// longer live. A recorded batch's file always exists, since it is written and synced before the
+/// batch is recorded, and it is deleted only after the batch was marked expired.
+enum PublishedIDCache {
+    static func make(directory: PublishedDirectory) -> DatabaseMirror<PublishedIDIndex> {
+        DatabaseMirror(PublishedIDIndex()) { index, db in
+            try bringUpToDate(&index, db: db, directory: directory)
         }
-    }
-
-    /// Marks the index as possibly stale; the next use compares it with the database again.
-    func invalidate() {
-        state.withLock { $0.dataVersion = nil }
     }
 
     private static func bringUpToDate(_ index: inout PublishedIDIndex, db: Database, directory: PublishedDirectory) throws {

@@ -62,7 +62,7 @@ extension ServerStore {
     /// of the upload code and the idempotency key commit together or not at all.
     ///
     /// New ids are appended to `pending_histories`; an id is new when it is neither in a live
-    /// batch (``PublishedIDCache``) nor pending (``PendingIDCache``) nor repeated earlier in the
+    /// batch (``PublishedIDCache``) nor pending (``PendingIDCache``); both are ``DatabaseMirror``s nor repeated earlier in the
     /// same history.
     public func appendHistory(
         _ entries: [PositiveListEntry], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds
@@ -78,7 +78,7 @@ extension ServerStore {
                     entries, credential: credential, idempotencyKey: idempotencyKey, now: now, knownIDs: knownIDs, db: db)
                 return .commit
             }
-            knownIDs.pending.recordCommitted(appended)
+            knownIDs.pending.update { $0.formUnion(appended) }
             return outcome
         }
     }
@@ -98,7 +98,9 @@ extension ServerStore {
             // IMMEDIATE for the same reason as an upload: no batch may expire, its file deleted,
             // between listing the live batches and reading their files.
             try db.inTransaction(.immediate) {
-                loaded = try publishedIDs.withCurrentIDs(db) { PublishedIDsInMemory(ids: $0.count, bytes: $0.memoryBytes) }
+                loaded = try publishedIDs.withCurrentValue(db, dataVersion: try db.dataVersion()) {
+                    PublishedIDsInMemory(ids: $0.count, bytes: $0.memoryBytes)
+                }
                 return .commit
             }
             return loaded
@@ -107,8 +109,8 @@ extension ServerStore {
 
     /// The two places an id already accepted may be.
     private struct KnownIDs: Sendable {
-        let pending: PendingIDCache
-        let published: PublishedIDCache
+        let pending: DatabaseMirror<Set<UInt64>>
+        let published: DatabaseMirror<PublishedIDIndex>
     }
 
     /// The body of ``appendHistory(_:credential:idempotencyKey:now:)``, inside its transaction;
@@ -145,8 +147,9 @@ extension ServerStore {
             try db.execute(sql: "UPDATE upload_codes SET used_at = ? WHERE digest = ?", arguments: [now, Data(code.digest)])
         }
 
-        let newEntries = try knownIDs.published.withCurrentIDs(db) { published in
-            try knownIDs.pending.withCurrentIDs(db) { pending in
+        let dataVersion = try db.dataVersion()
+        let newEntries = try knownIDs.published.withCurrentValue(db, dataVersion: dataVersion) { published in
+            try knownIDs.pending.withCurrentValue(db, dataVersion: dataVersion) { pending in
                 Self.newEntries(entries) { pending.contains($0) || published.contains($0) }
             }
         }

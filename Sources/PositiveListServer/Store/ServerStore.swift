@@ -14,8 +14,8 @@ import Glibc
 public final class ServerStore: Sendable {
     public let path: String
     let queue: DatabaseQueue
-    let pendingIDs = PendingIDCache()
-    let publishedIDs: PublishedIDCache
+    let pendingIDs = PendingIDCache.make()
+    let publishedIDs: DatabaseMirror<PublishedIDIndex>
 
     /// Opens (creating or migrating) the database at `path`; `publishedDirectory` is where the
     /// batches it records are published.
@@ -39,13 +39,13 @@ public final class ServerStore: Sendable {
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             try ServerSchema.migrator.migrate(queue)
-            return ServerStore(path: path, queue: queue, publishedIDs: PublishedIDCache(directory: publishedDirectory))
+            return ServerStore(path: path, queue: queue, publishedIDs: PublishedIDCache.make(directory: publishedDirectory))
         } catch {
             throw ServerStoreError(error, path: path)
         }
     }
 
-    private init(path: String, queue: DatabaseQueue, publishedIDs: PublishedIDCache) {
+    private init(path: String, queue: DatabaseQueue, publishedIDs: DatabaseMirror<PublishedIDIndex>) {
         self.path = path
         self.queue = queue
         self.publishedIDs = publishedIDs
