@@ -100,7 +100,8 @@ let package = Package(
             path: "Tests/Support/TracerSimulator"
         ),
         // Harness code shared by the test targets and the benchmarks: free loopback ports, nginx
-        // over deploy/nginx/tracer-server.conf. A plain library (Foundation only), not a test target.
+        // over deploy/nginx/tracer-server.conf, the HTTP fixture server. A plain library
+        // (Foundation only), not a test target.
         .target(name: "TracerTestSupport", path: "Tests/TracerTestSupport"),
         .executableTarget(
             name: "TracerBench",
@@ -123,7 +124,7 @@ let package = Package(
         .testTarget(
             name: "MatchingTests",
             dependencies: [
-                "Matching", "IDRotation", "PositiveListFormat",
+                "Matching", "IDRotation", "PositiveListFormat", "TracerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

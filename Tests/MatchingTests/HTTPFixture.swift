@@ -1,52 +1,25 @@
 import Foundation
 import Matching
 import Testing
+import TracerTestSupport
 
 struct FixtureFailure: Error, CustomStringConvertible {
     var description: String
 }
 
-/// Tests/Support/http_fixture.py, run as a child process for one test. It exits by itself when
-/// its stdin closes, so it cannot outlive a crashed test process.
+/// Tests/Support/http_fixture.py for one test, with URLs that carry the test's token so that
+/// concurrent tests' counts stay apart.
 final class HTTPFixture {
-    let port: Int
-    let scheme: String
-    private let process = Process()
-    private let input = Pipe()
-
-    static let script = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Support/http_fixture.py").path
+    private let server: HTTPFixtureServer
 
     init(tls: SelfSignedCertificate? = nil) throws {
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.script] + (tls.map { ["--cert", $0.certificatePath, "--key", $0.keyPath] } ?? [])
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        scheme = tls == nil ? "http" : "https"
-
-        var firstLine = Data()
-        while !firstLine.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            firstLine.append(chunk)
-        }
-        guard let port = Int(String(decoding: firstLine, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw FixtureFailure(description: "http_fixture.py did not print its port (got \(String(decoding: firstLine, as: UTF8.self).debugDescription))")
-        }
-        self.port = port
+        server = try HTTPFixtureServer(certificatePath: tls?.certificatePath, keyPath: tls?.keyPath)
     }
 
-    deinit {
-        try? input.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
+    var port: Int { server.port }
+    var scheme: String { server.scheme }
 
-    func url(_ path: String, token: String) -> String { "\(scheme)://127.0.0.1:\(port)\(path)?t=\(token)" }
+    func url(_ path: String, token: String) -> String { server.url("\(path)?t=\(token)") }
 
     /// How many requests the fixture saw for `token`.
     func requestCount(token: String, client: CurlHTTPClient = CurlHTTPClient()) async throws -> Int {

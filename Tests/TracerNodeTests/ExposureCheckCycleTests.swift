@@ -423,7 +423,7 @@ extension TracerNodeTests {
                 let goodC = NodeFixture.listFiles(in: world.cache("c"))
                 #expect(goodC["batches/1.tplb"] != nil && goodC["index.tpli"] != nil)
 
-                var fixture: HTTPFixtureProcess?
+                var fixture: HTTPFixtureServer?
                 defer { fixture?.stop() }
                 var url = world.server.url
                 var extra = ["--quiet"]
@@ -449,11 +449,11 @@ extension TracerNodeTests {
                     world.server.stop()
                     reason = "Could not connect"
                 case .serverErrors:
-                    fixture = try HTTPFixtureProcess()
+                    fixture = try HTTPFixtureServer()
                     url = fixture!.url("/status/500")
                     reason = "HTTP status 500"
                 case .slowServer:
-                    fixture = try HTTPFixtureProcess()
+                    fixture = try HTTPFixtureServer()
                     url = fixture!.url("/slow-headers/3")
                     let config = world.scratch.file("slow.toml")
                     try "[server]\ntimeout = 1\n".write(toFile: config, atomically: true, encoding: .utf8)

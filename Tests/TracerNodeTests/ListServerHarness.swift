@@ -99,48 +99,6 @@ final class ListServerProcess {
     }
 }
 
-/// Tests/Support/http_fixture.py as a child process: 500s, slow answers. It exits by itself when
-/// its stdin closes, so it cannot outlive the test process.
-final class HTTPFixtureProcess {
-    let port: Int
-    private let process = Process()
-    private let input = Pipe()
-
-    static let script = URL(fileURLWithPath: #filePath)
-        .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Support/http_fixture.py").path
-
-    init() throws {
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", Self.script]
-        process.standardInput = input
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        var firstLine = Data()
-        while !firstLine.contains(UInt8(ascii: "\n")) {
-            let chunk = output.fileHandleForReading.availableData
-            if chunk.isEmpty { break }
-            firstLine.append(chunk)
-        }
-        guard let port = Int(String(decoding: firstLine, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            process.terminate()
-            throw HarnessFailure(description: "http_fixture.py did not print its port")
-        }
-        self.port = port
-    }
-
-    deinit { stop() }
-
-    func stop() {
-        try? input.fileHandleForWriting.close()
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
-    }
-
-    func url(_ path: String) -> String { "http://127.0.0.1:\(port)\(path)" }
-}
-
 /// One encounter to put in a node's store: a peer id seen at these times, all within one of
 /// the node's own windows.
 struct EncounterSpec {
