@@ -12,27 +12,11 @@ Prints one JSON object: time, ids read, matches.
 import argparse
 import json
 import mmap
-import os
 import sqlite3
-import struct
 import sys
 import time
 
-HEADER_BYTES = 40
-SIGNATURE_BYTES = 64
-ENTRY = struct.Struct(">qII")  # the id's 8 bytes as a signed integer, as the node stores it
-
-
-def batch_paths(cache_dir):
-    directory = os.path.join(cache_dir, "batches")
-    names = [name for name in os.listdir(directory) if name.endswith(".tplb")]
-    return [os.path.join(directory, name) for name in sorted(names, key=lambda name: int(name.split(".")[0]))]
-
-
-def read_body(path):
-    with open(path, "rb") as file:
-        data = file.read()
-    return memoryview(data)[HEADER_BYTES:len(data) - SIGNATURE_BYTES]
+from batch_files import ENTRY, HEADER_BYTES, SIGNATURE_BYTES, batch_paths, read_body
 
 
 def window_of(listed_id, bodies):

@@ -20,29 +20,17 @@ Prints one JSON object: load and join times, ids loaded, matches.
 """
 import argparse
 import json
-import os
 import sqlite3
-import struct
 import sys
 import time
 
-HEADER_BYTES = 40
-SIGNATURE_BYTES = 64
-ENTRY = struct.Struct(">qII")  # the id's 8 bytes as a signed integer, as the node stores it
-
-
-def batch_paths(cache_dir):
-    directory = os.path.join(cache_dir, "batches")
-    names = [name for name in os.listdir(directory) if name.endswith(".tplb")]
-    return [os.path.join(directory, name) for name in sorted(names, key=lambda name: int(name.split(".")[0]))]
+from batch_files import ENTRY, batch_paths, read_body
 
 
 def entries(paths, counter):
     """Every entry of the batch files, in file order; adds the number of entries to counter[0]."""
     for path in paths:
-        with open(path, "rb") as file:
-            data = file.read()
-        body = memoryview(data)[HEADER_BYTES:len(data) - SIGNATURE_BYTES]
+        body = read_body(path)
         counter[0] += len(body) // ENTRY.size
         yield from ENTRY.iter_unpack(body)
 
