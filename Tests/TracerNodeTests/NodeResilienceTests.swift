@@ -30,15 +30,7 @@ extension TracerNodeTests {
                 process.standardError = pipe
                 try process.run()
                 pid = process.processIdentifier
-                let handle = pipe.fileHandleForReading
-                let buffer = self.buffer
-                Thread {
-                    while true {
-                        let chunk = handle.availableData
-                        buffer.append(chunk)
-                        if chunk.isEmpty { return }
-                    }
-                }.start()
+                buffer.read(from: pipe.fileHandleForReading)
             }
 
             var lines: [String] { buffer.lines }

@@ -192,6 +192,18 @@ final class LineBuffer: Sendable {
         }
     }
 
+    /// Appends everything `handle` yields until end of file, from a plain thread blocking in
+    /// read(2) until the child's end of the pipe closes.
+    func read(from handle: FileHandle) {
+        Thread { [self] in
+            while true {
+                let chunk = handle.availableData
+                append(chunk)
+                if chunk.isEmpty { return }
+            }
+        }.start()
+    }
+
     var lines: [String] { state.withLock { $0.lines } }
     var finished: Bool { state.withLock { $0.finished } }
     func contains(where condition: (String) -> Bool) -> Bool { state.withLock { $0.lines.contains(where: condition) } }
@@ -224,16 +236,7 @@ final class StreamingProcess {
         self.process = process
         pid = process.processIdentifier
 
-        let handle = pipe.fileHandleForReading
-        let buffer = self.buffer
-        // A plain thread blocking in read(2) until the child's end of the pipe closes (EOF).
-        Thread {
-            while true {
-                let chunk = handle.availableData
-                buffer.append(chunk)
-                if chunk.isEmpty { return }
-            }
-        }.start()
+        buffer.read(from: pipe.fileHandleForReading)
     }
 
     var lines: [String] { buffer.lines }
