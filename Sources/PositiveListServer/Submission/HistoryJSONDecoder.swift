@@ -106,26 +106,14 @@ struct HistoryJSONDecoder {
             try skipValue(depth: 2)
             throw .wrongType(path: "ids")
         }
-        position += 1
         var entries: [SubmittedEntry] = []
         // An entry takes at least 30 bytes; reserving for that avoids regrowing the array
         // without trusting the body's size further than a constant factor.
         entries.reserveCapacity(min(bytes.count / 30, 100_000))
-        skipWhitespace()
-        if peek() == ASCII.closeBracket {
-            position += 1
-            return entries
+        try readArray(depth: 2) { (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in
+            entries.append(try decoder.readEntry(index: entries.count))
         }
-        while true {
-            skipWhitespace()
-            entries.append(try readEntry(index: entries.count))
-            skipWhitespace()
-            switch next() {
-            case ASCII.comma: continue
-            case ASCII.closeBracket: return entries
-            default: throw .notJSON(offset: position - 1)
-            }
-        }
+        return entries
     }
 
     private mutating func readEntry(index: Int) throws(HistoryDecodingError) -> SubmittedEntry {
@@ -159,6 +147,30 @@ struct HistoryJSONDecoder {
         guard let validFrom else { throw .missingField(path: "ids[\(index)].validFrom") }
         guard let validUntil else { throw .missingField(path: "ids[\(index)].validUntil") }
         return SubmittedEntry(id: id, validFrom: validFrom, validUntil: validUntil)
+    }
+
+    /// Reads an array's elements, calling `element` for each, which must consume it.
+    /// Positioned on the `[`.
+    private mutating func readArray(
+        depth: Int, _ element: (inout HistoryJSONDecoder) throws(HistoryDecodingError) -> Void
+    ) throws(HistoryDecodingError) {
+        guard depth <= Self.maximumDepth else { throw .nestedTooDeeply(offset: position) }
+        position += 1
+        skipWhitespace()
+        if peek() == ASCII.closeBracket {
+            position += 1
+            return
+        }
+        while true {
+            skipWhitespace()
+            try element(&self)
+            skipWhitespace()
+            switch next() {
+            case ASCII.comma: continue
+            case ASCII.closeBracket: return
+            default: throw .notJSON(offset: position - 1)
+            }
+        }
     }
 
     /// Reads an object's members, handing each member's name to `member`, which must consume
@@ -374,22 +386,8 @@ struct HistoryJSONDecoder {
                 try decoder.skipValue(depth: depth + 1)
             }
         case ASCII.openBracket:
-            guard depth <= Self.maximumDepth else { throw .nestedTooDeeply(offset: position) }
-            position += 1
-            skipWhitespace()
-            if peek() == ASCII.closeBracket {
-                position += 1
-                return
-            }
-            while true {
-                skipWhitespace()
-                try skipValue(depth: depth + 1)
-                skipWhitespace()
-                switch next() {
-                case ASCII.comma: continue
-                case ASCII.closeBracket: return
-                default: throw .notJSON(offset: position - 1)
-                }
+            try readArray(depth: depth) { (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in
+                try decoder.skipValue(depth: depth + 1)
             }
         case ASCII.quote:
             _ = try readString()
