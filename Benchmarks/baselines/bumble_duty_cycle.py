@@ -18,7 +18,7 @@ from bumble.device import Device
 from bumble.transport import open_transport
 
 sys.path.insert(0, __file__.rsplit("/", 3)[0] + "/Tests/Support/bumble")
-from tracer_common import tracer_advertising_data  # noqa: E402
+from tracer_common import configure_legacy_advertising, tracer_advertising_data  # noqa: E402
 
 ADVERTISING_INTERVAL_MS = 250
 SCAN_ON_SECONDS = 10
@@ -48,20 +48,7 @@ async def main() -> None:
         # Flip one byte of the service UUID: same size and shape, but not a Tracer service.
         uuid_start = data.find(bytes([0x11, 0x07])) + 2
         data[uuid_start] ^= 0xFF
-        interval = int(ADVERTISING_INTERVAL_MS / 0.625)
-        await device.send_sync_command(
-            hci.HCI_LE_Set_Advertising_Parameters_Command(
-                advertising_interval_min=interval,
-                advertising_interval_max=interval,
-                advertising_type=hci.HCI_LE_Set_Advertising_Parameters_Command.AdvertisingType.ADV_IND,
-                own_address_type=hci.OwnAddressType.RANDOM,
-                peer_address_type=hci.Address.PUBLIC_DEVICE_ADDRESS,
-                peer_address=hci.Address.ANY,
-                advertising_channel_map=0x07,
-                advertising_filter_policy=0x00,
-            )
-        )
-        await device.send_sync_command(hci.HCI_LE_Set_Advertising_Data_Command(advertising_data=bytes(data)))
+        await configure_legacy_advertising(device, data, ADVERTISING_INTERVAL_MS)
         await device.send_sync_command(hci.HCI_LE_Set_Advertising_Enable_Command(advertising_enable=1))
         print("READY", flush=True)
 

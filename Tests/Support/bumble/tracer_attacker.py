@@ -36,6 +36,7 @@ from tracer_common import (
     ID_CHARACTERISTIC_UUID,
     SERVICE_UUID,
     WRITE_CHARACTERISTIC_UUID,
+    configure_legacy_advertising,
     run_with_timeout,
     setup_logging,
     tracer_advertising_data,
@@ -156,20 +157,7 @@ class LegacyAdvertiser:
 
     async def start(self) -> None:
         # Parameters before enable: an interval of 0 floods the link (NOTES.md quirk 5).
-        interval = int(ADVERTISING_INTERVAL_MS / 0.625)
-        await self.device.send_sync_command(
-            hci.HCI_LE_Set_Advertising_Parameters_Command(
-                advertising_interval_min=interval,
-                advertising_interval_max=interval,
-                advertising_type=hci.HCI_LE_Set_Advertising_Parameters_Command.AdvertisingType.ADV_IND,
-                own_address_type=hci.OwnAddressType.RANDOM,
-                peer_address_type=hci.Address.PUBLIC_DEVICE_ADDRESS,
-                peer_address=hci.Address.ANY,
-                advertising_channel_map=0x07,
-                advertising_filter_policy=0x00,
-            )
-        )
-        await self.device.send_sync_command(hci.HCI_LE_Set_Advertising_Data_Command(advertising_data=self.data))
+        await configure_legacy_advertising(self.device, self.data, ADVERTISING_INTERVAL_MS)
         await self.enable()
 
     async def enable(self) -> None:

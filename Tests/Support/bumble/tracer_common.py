@@ -9,6 +9,7 @@ import logging
 import struct
 import sys
 
+from bumble import hci
 from bumble.core import UUID
 
 SERVICE_UUID = UUID("a09a0000-5aaa-47f2-9c7f-93bdb3a65376")
@@ -96,3 +97,23 @@ def run_with_timeout(coroutine_factory, timeout: float) -> int:
     except KeyboardInterrupt:
         emit({"error": "interrupted"})
         return 130
+
+
+async def configure_legacy_advertising(device, data: bytes, interval_ms: float) -> None:
+    """Connectable ADV_IND from the device's random address, set through raw HCI commands so the
+    parameters and their order are ours: parameters before data and enable, since enabling with an
+    interval of 0 floods the link (NOTES.md quirk 5). The caller enables advertising."""
+    interval = int(interval_ms / 0.625)
+    await device.send_sync_command(
+        hci.HCI_LE_Set_Advertising_Parameters_Command(
+            advertising_interval_min=interval,
+            advertising_interval_max=interval,
+            advertising_type=hci.HCI_LE_Set_Advertising_Parameters_Command.AdvertisingType.ADV_IND,
+            own_address_type=hci.OwnAddressType.RANDOM,
+            peer_address_type=hci.Address.PUBLIC_DEVICE_ADDRESS,
+            peer_address=hci.Address.ANY,
+            advertising_channel_map=0x07,
+            advertising_filter_policy=0x00,
+        )
+    )
+    await device.send_sync_command(hci.HCI_LE_Set_Advertising_Data_Command(advertising_data=bytes(data)))
