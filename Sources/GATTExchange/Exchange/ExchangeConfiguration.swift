@@ -4,7 +4,9 @@
 /// - advertising every 250 ms (GAEN advertises every 200-270 ms);
 /// - scanning in bursts, 10 s on and 50 s off (OpenTrace scans 8-10 s a minute), with a 30 ms
 ///   window every 60 ms while on;
-/// - at most 2 outgoing connections at once, each given 6 s to form.
+/// - at most 2 outgoing exchanges at once; a connection is given 1.5 s (six advertising intervals
+///   of a Tracer node or a GAEN phone) to form, since a controller that is initiating cannot
+///   accept its peers' connections on strict controllers.
 /// Tests and demos set `scanOffTime` to zero to scan continuously.
 public struct ExchangeConfiguration: Sendable {
     /// Advertising interval, scan interval and window (while a burst is on), ATT and HCI settings.
@@ -20,6 +22,9 @@ public struct ExchangeConfiguration: Sendable {
         set { radio.connectionTimeout = newValue }
     }
     public var maxOutgoingConnections = 2
+    /// After a failed connection attempt, this long (jittered from half to all of it) without
+    /// initiating, so that peers trying to connect to us get through.
+    public var pauseAfterFailedConnection: Duration = .milliseconds(600)
     /// How long the node with the higher address waits before connecting to a newly heard peer,
     /// leaving the first move to the other (see `ProximityExchange`).
     public var deferToPeerDelay: Duration = .milliseconds(1500)
@@ -39,5 +44,39 @@ public struct ExchangeConfiguration: Sendable {
     /// Addresses not heard for this long are forgotten.
     public var peerMemory: Duration = .seconds(1800)
 
-    public init() {}
+    /// How often the node checks that the controller does what it believes (`LEHost.audit`).
+    public var auditInterval: Duration = .seconds(15)
+    /// Advertising off for this long, whatever was tried, resets the controller.
+    public var resetAfterOutage: Duration = .seconds(60)
+    /// This many connection timeouts in a row, towards at least this many distinct peers, with no
+    /// link formed meanwhile, reset the controller (see `ProximityExchange`).
+    public var resetAfterConnectionTimeouts = (attempts: 8, peers: 3)
+
+    public init() {
+        radio.connectionTimeout = .milliseconds(1500)
+    }
+}
+
+/// Which side of a pair of Tracer nodes connects first. Both compute the same answer from the two
+/// addresses; hashing the pair, rather than comparing addresses, spreads the work evenly across a
+/// crowd (with "lower address first", the lowest address would connect to everyone).
+public enum InitiatorRule {
+    public static func initiates(_ ours: BluetoothAddress, toward peer: BluetoothAddress) -> Bool {
+        let (low, high) = ours.description < peer.description ? (ours, peer) : (peer, ours)
+        // FNV-1a over both addresses in a fixed order.
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in Array(low.description.utf8) + Array(high.description.utf8) {
+            hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01B3
+        }
+        let lowGoesFirst = hash & 1 == 0
+        return (ours == low) == lowGoesFirst
+    }
+}
+
+extension Duration {
+    /// A random duration between half of this one and all of it, so that nodes that failed
+    /// together do not try again together.
+    func jittered() -> Duration {
+        self * Double.random(in: 0.5...1.0)
+    }
 }

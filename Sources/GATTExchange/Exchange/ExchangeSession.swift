@@ -31,19 +31,26 @@ public struct ExchangeSession: Sendable {
         case transport(HCITransportError)
         case radio(GAPError)
         case rotation(String)
+        /// The controller was in a state the node could not leave; the next session resets it.
+        case controllerStuck(String)
 
         public var description: String {
             switch self {
             case .transport(let error): return "\(error)"
             case .radio(let error): return "\(error)"
+            case .controllerStuck(let reason): return "the controller is being reset: \(reason)"
             case .rotation(let detail): return "could not take a new id: \(detail)"
             }
         }
     }
 
-    /// Runs until the controller is lost (throws) or the task is cancelled (returns).
-    /// `onStart` receives the running exchange, for status and tests.
-    public func run(onStart: @Sendable (ProximityExchange, LEHost) async -> Void = { _, _ in }) async throws(Failure) {
+    /// Runs until the controller is lost or stuck (throws) or the task is cancelled (returns).
+    /// `onStart` receives the running exchange, for status and tests; `onCondition` hears every
+    /// change of what the radio does compared with what the node wants (`RadioCondition`).
+    public func run(
+        onStart: @Sendable (ProximityExchange, LEHost) async -> Void = { _, _ in },
+        onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in }
+    ) async throws(Failure) {
         let identity = AdvertisedIdentity()
         let (writes, writesContinuation) = AsyncStream.makeStream(of: PeerWriteEvent.self, bufferingPolicy: .bufferingNewest(256))
         defer { writesContinuation.finish() }
@@ -72,10 +79,20 @@ public struct ExchangeSession: Sendable {
         }
         await onStart(exchange, host)
 
-        let lost = await withTaskGroup(of: Bool.self) { group in
+        enum End { case lost, stuck(String), stopped }
+        let end = await withTaskGroup(of: End.self) { group in
             group.addTask {
                 await host.waitUntilLost()
-                return true
+                return .lost
+            }
+            group.addTask {
+                guard let reason = await exchange.waitUntilControllerIsStuck() else { return .stopped }
+                return .stuck(reason)
+            }
+            group.addTask {
+                // Ends when the host does: the controller is gone.
+                for await condition in host.conditionChanges { await onCondition(condition) }
+                return .lost
             }
             group.addTask {
                 // Ends only by cancellation (or a store failure, logged): the next id comes at the window's end.
@@ -85,15 +102,21 @@ public struct ExchangeSession: Sendable {
                 } catch {
                     logger.error("id rotation stopped", metadata: ["error": "\(error)"])
                 }
-                return false
+                return .stopped
             }
-            let first = await group.next() ?? false
+            let first = await group.next() ?? .stopped
             group.cancelAll()
             return first
         }
         await exchange.stop()
         await host.close()
-        if lost && !Task.isCancelled { throw .radio(.controllerLost) }
+        await onCondition(RadioCondition())
+        guard !Task.isCancelled else { return }
+        switch end {
+        case .lost: throw .radio(.controllerLost)
+        case .stuck(let reason): throw .controllerStuck(reason)
+        case .stopped: return
+        }
     }
 }
 
@@ -109,13 +132,14 @@ public struct ExchangeSupervisor: Sendable {
     /// the node's status file).
     public func run(
         onStart: @escaping @Sendable (ProximityExchange, LEHost) async -> Void = { _, _ in },
-        onSessionEnded: @escaping @Sendable (ExchangeSession.Failure) async -> Void = { _ in }
+        onSessionEnded: @escaping @Sendable (ExchangeSession.Failure) async -> Void = { _ in },
+        onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in }
     ) async {
         var backoff: Duration = .seconds(1)
         while !Task.isCancelled {
             let started = ContinuousClock.now
             do throws(ExchangeSession.Failure) {
-                try await session.run(onStart: onStart)
+                try await session.run(onStart: onStart, onCondition: onCondition)
                 return
             } catch {
                 session.logger.warning("controller session ended; reconnecting", metadata: [

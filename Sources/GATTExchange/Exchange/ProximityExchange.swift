@@ -20,6 +20,10 @@ public actor ProximityExchange {
     private var incomingCount = 0
     private var rotating = false
     private var tasks: [Task<Void, Never>] = []
+    private var stuckReason: String?
+    private var consecutiveTimeouts: (peers: Set<BluetoothAddress>, count: Int) = ([], 0)
+    private var stuckWaiters: [Int: CheckedContinuation<String?, Never>] = [:]
+    private var stuckWaiterCount = 0
     public private(set) var completedExchanges = 0
     public private(set) var failedExchanges = 0
 
@@ -56,6 +60,7 @@ public actor ProximityExchange {
         tasks.append(Task { await self.scanLoop() })
         tasks.append(Task { await self.acceptIncoming() })
         tasks.append(Task { await self.receivePeerWrites() })
+        tasks.append(Task { await self.auditLoop() })
         for _ in 0..<max(1, configuration.maxOutgoingConnections) {
             tasks.append(Task { await self.connectLoop() })
         }
@@ -71,42 +76,106 @@ public actor ProximityExchange {
 
     // MARK: Rotation
 
-    /// Moves the radio to a new id in lockstep: close open links, stop advertising and scanning,
-    /// set a new non-resolvable private address, switch the id the GATT service returns, resume.
-    /// No observer can see the new id with the old address or the old id with the new one.
+    /// Moves the radio to a new id in lockstep: end any connection attempt and every link, stop
+    /// advertising and scanning, set a new non-resolvable private address, switch the id the GATT
+    /// service returns, resume. No observer can see the new id with the old address or the old id
+    /// with the new one. If the controller refuses the new address even then, the new id stays off
+    /// the air and the controller is reset (the session ends and starts again).
     public func rotate(to ownID: OwnID) async {
         rotating = true
         defer { rotating = false }
         candidates = [:]
-        for connection in await host.openConnections { await host.disconnect(connection) }
-        await host.cancelPendingConnection()
-        let wasAdvertising = await host.isAdvertising
-        var addressChanged = false
-        for attempt in 1...5 {
-            try? await host.stopAdvertising()
-            try? await host.stopScanning()
-            do {
-                try await host.setRandomAddress(.randomNonResolvablePrivate())
-                addressChanged = true
-                break
-            } catch {
-                // A scan or connection attempt that slipped in between: stop it and try again.
-                logger.debug("address change refused, retrying", metadata: ["attempt": "\(attempt)", "error": "\(error)"])
-                try? await Task.sleep(for: .milliseconds(50))
+        let resume = !tasks.isEmpty
+        let advertisingData = TracerService.advertisingData(txPower: configuration.txPower)
+        let identity = identity
+        let host = host
+        let logger = logger
+        do {
+            try await host.changeRandomAddress(to: .randomNonResolvablePrivate()) {
+                identity.set(ownID)
+                logger.info("rotated", metadata: ["id": "\(ownID.id)", "until": "\(ownID.window.end)"])
+                guard resume else { return }
+                do {
+                    try await host.startAdvertising(advertisingData)
+                } catch {
+                    logger.error("advertising did not resume after rotation", metadata: ["error": "\(error)"])
+                }
             }
-        }
-        if !addressChanged {
-            // Serving the new id from the old address would link them: keep quiet until the next try.
-            logger.error("could not change the address; advertising stays off until it can")
+        } catch .controllerLost {
+            return
+        } catch {
+            // Serving the new id from the old address would link them: stay quiet and start over.
+            logger.error("could not change the address; the new id stays off the air and the controller is reset",
+                         metadata: ["error": "\(error)"])
+            controllerIsStuck("the controller refused a new address: \(error)")
             return
         }
-        identity.set(ownID)
-        logger.info("rotated", metadata: ["id": "\(ownID.id)", "until": "\(ownID.window.end)"])
-        if wasAdvertising || !tasks.isEmpty {
-            do {
-                try await host.startAdvertising(TracerService.advertisingData(txPower: configuration.txPower))
-            } catch {
-                logger.error("advertising did not resume after rotation", metadata: ["error": "\(error)"])
+        if let outage = await host.condition.advertising {
+            logger.error("this node has not advertised since \(outage.since) (Unix time): peers cannot find it",
+                         metadata: ["reason": "\(outage.reason)"])
+        }
+    }
+
+    // MARK: Keeping the controller honest
+
+    /// A controller that sent a connect request its peer ignored can stay deaf to every other
+    /// advertiser until it is reset (RootCanal does: `le_connection_pending_` is cleared only by a
+    /// connection or HCI Reset). Many timeouts in a row, towards several peers that were heard
+    /// advertising moments before, with no link formed in either direction meanwhile, show that.
+    private func connectionTimedOut(toward address: BluetoothAddress) {
+        consecutiveTimeouts.count += 1
+        consecutiveTimeouts.peers.insert(address)
+        if consecutiveTimeouts.count >= configuration.resetAfterConnectionTimeouts.attempts,
+           consecutiveTimeouts.peers.count >= configuration.resetAfterConnectionTimeouts.peers {
+            controllerIsStuck("\(consecutiveTimeouts.count) connection attempts in a row towards "
+                + "\(consecutiveTimeouts.peers.count) peers timed out and no link formed")
+        }
+    }
+
+    private func connectionsFormed() {
+        consecutiveTimeouts = ([], 0)
+    }
+
+    /// Returns, with the reason, once the controller is in a state the node cannot leave by
+    /// itself (the session then ends and the next one resets the controller), or nil when the
+    /// calling task is cancelled.
+    public func waitUntilControllerIsStuck() async -> String? {
+        if let stuckReason { return stuckReason }
+        if Task.isCancelled { return nil }
+        stuckWaiterCount += 1
+        let waiter = stuckWaiterCount
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { stuckWaiters[waiter] = $0 }
+        } onCancel: {
+            Task { await self.releaseStuckWaiter(waiter) }
+        }
+    }
+
+    private func releaseStuckWaiter(_ waiter: Int) {
+        stuckWaiters.removeValue(forKey: waiter)?.resume(returning: nil)
+    }
+
+    private func controllerIsStuck(_ reason: String) {
+        guard stuckReason == nil else { return }
+        stuckReason = reason
+        for waiter in stuckWaiters.values { waiter.resume(returning: reason) }
+        stuckWaiters = [:]
+    }
+
+    /// Checks now and then that the controller does what the node believes (advertising on,
+    /// scanning on during a burst, no connection attempt without an owner), mends what differs,
+    /// and resets the controller when advertising stays off too long.
+    private func auditLoop() async {
+        while (try? await Task.sleep(for: configuration.auditInterval)) != nil {
+            guard !rotating else { continue }
+            let findings = await host.audit()
+            if findings.strayInitiationEnded {
+                logger.warning("the controller was initiating with no owner; ended it")
+            }
+            if let outage = await host.condition.advertising,
+               wallClock.now() - outage.since >= UnixSeconds(configuration.resetAfterOutage.components.seconds) {
+                controllerIsStuck("advertising has been off since \(outage.since) (Unix time): \(outage.reason)")
+                return
             }
         }
     }
@@ -162,13 +231,14 @@ public actor ProximityExchange {
     }
 
     /// Two Tracer nodes that hear each other at the same moment would connect to each other at
-    /// once, giving two links between one pair (Bumble's controllers then lose the ATT traffic of
-    /// one). The node with the lower address connects at once; the other waits, and usually finds
-    /// the exchange already done by the time its turn comes. Peers that never connect (a phone
-    /// that only advertises) are still reached, after the delay.
+    /// once; on strict controllers neither then gets through, since a controller that is initiating
+    /// accepts no connection. So one side of each pair goes first, by a rule both compute from the
+    /// two addresses (`InitiatorRule`), and the other waits, usually to find the exchange done by the
+    /// time its turn comes. Peers that never connect (a phone that only advertises) are still
+    /// reached, after the delay.
     private func initiationDelay(toward peer: BluetoothAddress) async -> Duration {
         guard let ours = await host.randomAddress else { return .zero }
-        return ours.description < peer.description ? .zero : configuration.deferToPeerDelay
+        return InitiatorRule.initiates(ours, toward: peer) ? .zero : configuration.deferToPeerDelay
     }
 
     // MARK: Central exchanges
@@ -205,8 +275,14 @@ public actor ProximityExchange {
             registry.failed(candidate.address, at: .now)
             failedExchanges += 1
             logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
+            if case .controllerLost = error { return }
+            if case .connectionTimedOut = error { connectionTimedOut(toward: candidate.address) }
+            // An initiating controller is deaf to peers that want to connect to it (strict ones
+            // accept no connection meanwhile): after a failed attempt, leave them a moment.
+            try? await Task.sleep(for: configuration.pauseAfterFailedConnection.jittered())
             return
         }
+        connectionsFormed()
         // A peer that stalls any step loses the link when the deadline passes, which fails the step.
         let watchdog = Task { [host, configuration] in
             guard (try? await Task.sleep(for: configuration.exchangeTimeout)) != nil else { return }
@@ -245,6 +321,7 @@ public actor ProximityExchange {
                 continue
             }
             incomingCount += 1
+            connectionsFormed()
             registry.connecting(to: connection.peerAddress, at: .now)
             candidates[connection.peerAddress] = nil
             Task { [host, configuration] in

@@ -18,6 +18,8 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     public let peerAddress: BluetoothAddress
     public let peerAddressType: LEAddressType
     public let bearer: ATTBearer
+    /// The link's ATT channel in L2CAP's table, which identifies this link when its handle is reused.
+    let channel: L2CAPChannel
     public var client: GATTClient { GATTClient(bearer: bearer) }
 
     private let disconnection = Mutex<DisconnectionState>(.connected(waiters: []))
@@ -29,8 +31,9 @@ public final class LEConnection: Sendable, CustomStringConvertible {
 
     public let peer: LinkPeer
 
-    init(peer: LinkPeer, bearer: ATTBearer) {
+    init(peer: LinkPeer, bearer: ATTBearer, channel: L2CAPChannel) {
         self.peer = peer
+        self.channel = channel
         handle = peer.handle
         role = peer.role
         peerAddress = peer.address

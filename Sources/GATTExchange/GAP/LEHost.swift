@@ -1,8 +1,13 @@
+import IDRotation
 import Logging
 
 /// The GAP roles of a node over one controller: advertise, scan, connect, accept connections.
 /// It composes the layers below (HCI, L2CAP, an ATT bearer and GATT server per link) and holds no
 /// exchange logic: what to do with a link is up to its caller.
+///
+/// It keeps what it believes the controller is doing (advertising, scanning, initiating) and checks
+/// it against the controller: every refusal leads back to a known state, and `audit()` finds and
+/// ends what the controller does without our knowing (see LEHost+Connecting and LEHost+Audit).
 public actor LEHost {
     public struct Configuration: Sendable {
         /// Advertising interval in 0.625 ms units (spec); 0x0190 = 250 ms.
@@ -10,7 +15,15 @@ public actor LEHost {
         /// Scan interval and window in 0.625 ms units.
         public var scanInterval: UInt16 = 0x0060
         public var scanWindow: UInt16 = 0x0030
+        /// Scan interval and window while initiating, in 0.625 ms units. An initiating controller
+        /// cannot accept a peer's connection on strict controllers, so an attempt scans all the
+        /// time and ends quickly rather than listening for a fraction of a longer time.
+        public var initiatorScanInterval: UInt16 = 0x0030
+        public var initiatorScanWindow: UInt16 = 0x0030
         public var connectionTimeout: Duration = .seconds(6)
+        /// How long a cancelled connection attempt may take to report its end (LE Connection
+        /// Complete, 0x02 or a late success) before the controller is taken to have ignored the cancel.
+        public var cancelGrace: Duration = .seconds(2)
         public var attBearer = ATTBearerConfiguration()
         public var hci = HostControllerInterface.Configuration()
         public init() {}
@@ -21,30 +34,40 @@ public actor LEHost {
     public let controller: ControllerInfo
     public private(set) var randomAddress: BluetoothAddress?
 
-    private let l2cap: L2CAPLayer
+    let l2cap: L2CAPLayer
     private let databaseForLink: DatabaseForLink
-    private let configuration: Configuration
-    private let logger: Logger
+    let configuration: Configuration
+    let logger: Logger
+    let wallClock: any WallClock
     private let incomingContinuation: AsyncStream<LEConnection>.Continuation
-    private var connections: [UInt16: LEConnection] = [:]
-    private var pendingConnection: PendingConnection?
-    private var abandonedConnectionPeers: Set<BluetoothAddress> = []
+    private let conditionContinuation: AsyncStream<RadioCondition>.Continuation
+    /// Every change of `condition`, newest kept.
+    public nonisolated let conditionChanges: AsyncStream<RadioCondition>
+
+    /// Open links by handle, following L2CAP's table in its order.
+    var connections: [UInt16: LEConnection] = [:]
+    var connectSlot = ConnectSlot()
+    var attempt: ConnectionAttempt?
+    var attemptNumber: UInt64 = 0
+    /// Peers of attempts that never reported their end: a connection that still forms is closed.
+    var abandonedConnectionPeers: Set<BluetoothAddress> = []
+    /// Set once a cancel was answered with success and no completion followed (Bumble's
+    /// controllers do that): probing with a cancel then proves nothing.
+    var cancelIsUnreliable = false
+
     private var scanContinuation: AsyncStream<AdvertisementSighting>.Continuation?
-    private var advertisement: LegacyAdvertisingPayload?
-    private var lost = false
+    /// What the caller asked for: the advertisement to keep on air, and whether to scan.
+    var advertisement: LegacyAdvertisingPayload?
+    var scanning: Bool { scanContinuation != nil }
+    var advertisingOutage = OutageRecord()
+    var scanningOutage = OutageRecord()
+    public private(set) var condition = RadioCondition()
+
+    var lost = false
     private var resumeRequested = false
     private var resumeRunning = false
     private var lossWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
     private var lossWaiterCount = 0
-
-    private var connectSlotTaken = false
-    private var connectSlotWaiters: [CheckedContinuation<Void, Never>] = []
-
-    private struct PendingConnection {
-        let peer: BluetoothAddress
-        let continuation: CheckedContinuation<LEConnectionCompleteEvent, any Error>
-        let deadline: Task<Void, Never>
-    }
 
     /// Builds the GATT database a new link is served from. Per link, so that write handlers know
     /// which peer wrote.
@@ -58,11 +81,11 @@ public actor LEHost {
         try await open(transport: transport, databaseForLink: { _ in database }, configuration: configuration, logger: logger)
     }
 
-    /// Opens the controller behind `transport`, runs the init sequence and sets a fresh
-    /// non-resolvable private address.
+    /// Opens the controller behind `transport`, runs the init sequence (which resets it) and sets
+    /// a fresh non-resolvable private address.
     public static func open(
         transport: any HCITransport, databaseForLink: @escaping DatabaseForLink, configuration: Configuration = Configuration(),
-        logger: Logger = Logger(label: "tracer.gap")
+        wallClock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.gap")
     ) async throws(GAPError) -> LEHost {
         let hci = HostControllerInterface(transport: transport, configuration: configuration.hci, logger: logger)
         let events = await hci.events()
@@ -75,25 +98,29 @@ public actor LEHost {
             throw .hci(error)
         }
         let host = LEHost(hci: hci, l2cap: l2cap, controller: controller, databaseForLink: databaseForLink,
-                          configuration: configuration, logger: logger)
-        await host.listen(to: events)
+                          configuration: configuration, wallClock: wallClock, logger: logger)
+        await host.listen(to: events, links: l2cap.links)
         try await host.setRandomAddress(.randomNonResolvablePrivate())
         return host
     }
 
     private init(hci: HostControllerInterface, l2cap: L2CAPLayer, controller: ControllerInfo,
-                 databaseForLink: @escaping DatabaseForLink, configuration: Configuration, logger: Logger) {
+                 databaseForLink: @escaping DatabaseForLink, configuration: Configuration, wallClock: any WallClock,
+                 logger: Logger) {
         self.hci = hci
         self.l2cap = l2cap
         self.controller = controller
         self.databaseForLink = databaseForLink
         self.configuration = configuration
+        self.wallClock = wallClock
         self.logger = logger
         (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
+        (conditionChanges, conditionContinuation) = AsyncStream.makeStream(
+            of: RadioCondition.self, bufferingPolicy: .bufferingNewest(1))
     }
 
     /// Sets the address used for advertising, scanning and connecting. The controller refuses
-    /// this while advertising or scanning with it, so callers stop those first.
+    /// this while advertising, scanning or initiating with it: see `changeRandomAddress`.
     public func setRandomAddress(_ address: BluetoothAddress) async throws(GAPError) {
         try await command { () async throws(HCIError) in try await self.hci.send(LESetRandomAddress(address: address)) }
         randomAddress = address
@@ -107,6 +134,17 @@ public actor LEHost {
     public func startAdvertising(_ data: AdvertisingData) async throws(GAPError) {
         let payload: LegacyAdvertisingPayload
         do { payload = try LegacyAdvertisingPayload(data) } catch { throw .advertisingDataTooLong((try? data.encode())?.count ?? 0) }
+        advertisement = payload
+        do {
+            try await enableAdvertising(payload)
+        } catch {
+            noteAdvertising(failed: error)
+            throw error
+        }
+        noteAdvertisingWorks()
+    }
+
+    func enableAdvertising(_ payload: LegacyAdvertisingPayload) async throws(GAPError) {
         let interval = configuration.advertisingInterval
         try await command { () async throws(HCIError) in
             // Parameters always before enabling: Bumble floods with an interval of 0 otherwise.
@@ -114,13 +152,14 @@ public actor LEHost {
             try await self.hci.send(LESetAdvertisingData(payload))
             try await self.hci.send(LESetAdvertisingEnable(true))
         }
-        advertisement = payload
     }
 
     public var isAdvertising: Bool { advertisement != nil }
 
     public func stopAdvertising() async throws(GAPError) {
         advertisement = nil
+        _ = advertisingOutage.recovered()
+        publishCondition()
         try await command { () async throws(HCIError) in try await self.hci.send(LESetAdvertisingEnable(false)) }
     }
 
@@ -133,13 +172,25 @@ public actor LEHost {
         let (stream, continuation) = AsyncStream.makeStream(
             of: AdvertisementSighting.self, bufferingPolicy: .bufferingNewest(512))
         scanContinuation = continuation
+        do {
+            try await enableScanning()
+        } catch {
+            scanContinuation?.finish()
+            scanContinuation = nil
+            noteScanning(failed: error)
+            throw error
+        }
+        noteScanningWorks()
+        return stream
+    }
+
+    func enableScanning() async throws(GAPError) {
         let interval = configuration.scanInterval
         let window = configuration.scanWindow
         try await command { () async throws(HCIError) in
             try await self.hci.send(LESetScanParameters(scanType: .passive, interval: interval, window: window))
             try await self.hci.send(LESetScanEnable(true, filterDuplicates: false))
         }
-        return stream
     }
 
     public func stopScanning() async throws(GAPError) {
@@ -148,81 +199,7 @@ public actor LEHost {
         try await command { () async throws(HCIError) in try await self.hci.send(LESetScanEnable(false)) }
     }
 
-    // MARK: Connections
-
-    /// Connects to `peer` as central. After the timeout the attempt is cancelled; a connection
-    /// that still completes afterwards (Bumble does that) is closed at once.
-    public func connect(
-        to peer: BluetoothAddress, type: LEAddressType, timeout: Duration? = nil
-    ) async throws(GAPError) -> LEConnection {
-        if lost { throw .controllerLost }
-        // The controller allows one LE Create Connection at a time: callers queue here.
-        await acquireConnectSlot()
-        defer { releaseConnectSlot() }
-        let timeout = timeout ?? configuration.connectionTimeout
-        let event: LEConnectionCompleteEvent
-        do {
-            event = try await withCheckedThrowingContinuation { continuation in
-                let deadline = Task { [weak self] in
-                    guard (try? await Task.sleep(for: timeout)) != nil else { return }
-                    await self?.abandonConnecting(to: peer, after: timeout)
-                }
-                pendingConnection = PendingConnection(peer: peer, continuation: continuation, deadline: deadline)
-                Task { await self.sendCreateConnection(to: peer, type: type) }
-            }
-        } catch let error as GAPError {
-            throw error
-        } catch {
-            throw .controllerLost
-        }
-        guard event.status.isSuccess else { throw .connectionFailed(peer: peer, status: event.status) }
-        guard let connection = connections[event.connectionHandle] else { throw .controllerLost }
-        return connection
-    }
-
-    private func sendCreateConnection(to peer: BluetoothAddress, type: LEAddressType) async {
-        do {
-            try await hci.send(LECreateConnection(peerAddressType: type, peerAddress: peer))
-        } catch {
-            finishPendingConnection(for: peer, with: .failure(lost ? .controllerLost : .hci(error)))
-        }
-    }
-
-    private func abandonConnecting(to peer: BluetoothAddress, after timeout: Duration) async {
-        guard pendingConnection?.peer == peer else { return }
-        abandonedConnectionPeers.insert(peer)
-        finishPendingConnection(for: peer, with: .failure(.connectionTimedOut(peer: peer, after: timeout)))
-        _ = try? await hci.send(LECreateConnectionCancel())
-    }
-
-    private func finishPendingConnection(for peer: BluetoothAddress?, with result: Result<LEConnectionCompleteEvent, GAPError>) {
-        guard let pending = pendingConnection, peer == nil || pending.peer == peer else { return }
-        pendingConnection = nil
-        pending.deadline.cancel()
-        pending.continuation.resume(with: result.mapError { $0 as any Error })
-    }
-
-    /// Abandons a connection attempt in progress (the address cannot change while initiating).
-    public func cancelPendingConnection() async {
-        guard let peer = pendingConnection?.peer else { return }
-        await abandonConnecting(to: peer, after: .zero)
-    }
-
-    private func acquireConnectSlot() async {
-        guard connectSlotTaken else {
-            connectSlotTaken = true
-            return
-        }
-        await withCheckedContinuation { connectSlotWaiters.append($0) }
-    }
-
-    private func releaseConnectSlot() {
-        if connectSlotWaiters.isEmpty {
-            connectSlotTaken = false
-        } else {
-            connectSlotWaiters.removeFirst().resume()
-        }
-    }
+    // MARK: Links
 
     public func disconnect(_ connection: LEConnection, reason: HCIStatusCode = .remoteUserTerminatedConnection) async {
         guard connection.isConnected else { return }
@@ -230,18 +207,10 @@ public actor LEHost {
             try await hci.send(Disconnect(connectionHandle: connection.handle, reason: reason))
         } catch HCIError.commandFailed(_, .unknownConnectionIdentifier) {
             // The controller no longer knows the link: it ended without telling us. Close our side.
-            await forget(connection, reason: .unknownConnectionIdentifier)
+            await l2cap.linkVanished(connection.channel)
         } catch {
             logger.debug("disconnect refused", metadata: ["link": "\(connection)", "error": "\(error)"])
         }
-    }
-
-    /// Ends our side of a link: its bearer, its L2CAP channel and anyone waiting on it.
-    private func forget(_ connection: LEConnection, reason: HCIStatusCode) async {
-        if connections[connection.handle] === connection { connections[connection.handle] = nil }
-        connection.markDisconnected(reason: reason)
-        await connection.bearer.close()
-        await l2cap.connectionClosed(handle: connection.handle)
     }
 
     /// Open links, for closing them all before an address change.
@@ -266,13 +235,14 @@ public actor LEHost {
         lossWaiters.removeValue(forKey: waiter)?.resume()
     }
 
-    /// Stops advertising and scanning, closes every link, then the transport. Controllers keep
-    /// advertising after their host goes away (Bumble's do), which would lure peers to a node
-    /// that no longer answers.
+    /// Stops advertising and scanning, ends a connection attempt, closes every link, then the
+    /// transport. Controllers keep advertising after their host goes away (Bumble's do), which
+    /// would lure peers to a node that no longer answers.
     public func close() async {
         if !lost {
             if advertisement != nil { try? await stopAdvertising() }
             if scanContinuation != nil { try? await stopScanning() }
+            abandonConnectionAttempt()
             for connection in connections.values { await disconnect(connection) }
         }
         await hci.close()
@@ -280,28 +250,22 @@ public actor LEHost {
 
     // MARK: Events
 
-    private func listen(to events: AsyncStream<HCIEvent>) {
+    private func listen(to events: AsyncStream<HCIEvent>, links: AsyncStream<LinkEvent>) {
         Task { [weak self] in
             for await event in events { await self?.handle(event) }
             await self?.controllerWentAway()
         }
+        Task { [weak self] in
+            for await event in links { await self?.handle(event) }
+        }
     }
 
-    private func handle(_ event: HCIEvent) async {
+    private func handle(_ event: HCIEvent) {
         switch event {
         case .leMeta(let meta):
-            if let completion = meta.connectionComplete {
-                await connectionCompleted(completion)
-            } else if let continuation = scanContinuation {
+            if let continuation = scanContinuation {
                 for sighting in meta.sightings { continuation.yield(sighting) }
             }
-        case .disconnectionComplete(let event) where event.status.isSuccess:
-            logger.trace("disconnection complete", metadata: ["handle": "\(event.connectionHandle)", "reason": "\(event.reason)"])
-            guard let connection = connections.removeValue(forKey: event.connectionHandle) else { return }
-            connection.markDisconnected(reason: event.reason)
-            await connection.bearer.close()
-            logger.debug("disconnected", metadata: ["link": "\(connection)", "reason": "\(event.reason)"])
-            requestAdvertisingResume()
         case .hardwareError(let code):
             logger.error("controller reported a hardware error", metadata: ["code": "\(code)"])
         default:
@@ -309,43 +273,34 @@ public actor LEHost {
         }
     }
 
-    private func connectionCompleted(_ event: LEConnectionCompleteEvent) async {
-        let role = event.role ?? .peripheral
-        logger.trace("LE connection complete", metadata: [
-            "handle": "\(event.connectionHandle)", "role": "\(role)", "peer": "\(event.peerAddress)", "status": "\(event.status)",
-        ])
-        if role == .central, let pending = pendingConnection, pending.peer == event.peerAddress || !event.status.isSuccess {
-            // Claimed before the await below, so that the deadline cannot also answer it.
-            pendingConnection = nil
-            pending.deadline.cancel()
-            if event.status.isSuccess { await register(event, role: role) }
-            pending.continuation.resume(returning: event)
-            return
-        }
-        guard event.status.isSuccess else { return }
-        let connection = await register(event, role: role)
-        if role == .central, abandonedConnectionPeers.remove(event.peerAddress) != nil {
-            logger.debug("closing a connection that completed after its attempt was abandoned", metadata: ["link": "\(connection)"])
-            await disconnect(connection)
-            return
-        }
-        if role == .peripheral {
-            incomingContinuation.yield(connection)
+    /// Links open and close here in the order L2CAP's table saw them.
+    private func handle(_ event: LinkEvent) async {
+        switch event {
+        case .connectionComplete(let completion, let channel):
+            let role = completion.role ?? .peripheral
+            logger.trace("LE connection complete", metadata: [
+                "handle": "\(completion.connectionHandle)", "role": "\(role)", "peer": "\(completion.peerAddress)",
+                "status": "\(completion.status)",
+            ])
+            let connection = channel.map { register(completion, role: role, channel: $0) }
+            if role == .central {
+                await centralConnectionCompleted(completion, connection: connection)
+            } else if let connection {
+                incomingContinuation.yield(connection)
+                requestAdvertisingResume()
+            }
+        case .closed(let handle, let reason):
+            guard let connection = connections.removeValue(forKey: handle) else { return }
+            connection.markDisconnected(reason: reason)
+            await connection.bearer.close()
+            logger.debug("disconnected", metadata: ["link": "\(connection)", "reason": "\(reason)"])
             requestAdvertisingResume()
         }
     }
 
-    @discardableResult
-    private func register(_ event: LEConnectionCompleteEvent, role: LERole) async -> LEConnection {
-        if let stale = connections[event.connectionHandle] {
-            // The controller reused a handle whose Disconnection Complete never came (Bumble can
-            // drop it): the old link is gone, and its channel must not carry the new link's data.
-            logger.debug("handle reused; closing the stale link", metadata: ["link": "\(stale)"])
-            await forget(stale, reason: .unknownConnectionIdentifier)
-        }
+    private func register(_ event: LEConnectionCompleteEvent, role: LERole, channel: L2CAPChannel) -> LEConnection {
         let peer = LinkPeer(handle: event.connectionHandle, role: role, address: event.peerAddress,
                             addressType: event.peerAddressType)
-        let channel = await l2cap.attChannel(connectionHandle: event.connectionHandle)
         let server: GATTServer?
         do {
             server = GATTServer(database: try databaseForLink(peer))
@@ -355,16 +310,15 @@ public actor LEHost {
             server = nil
         }
         let bearer = ATTBearer(channel: channel, configuration: configuration.attBearer, serverHandler: server)
-        let connection = LEConnection(peer: peer, bearer: bearer)
+        let connection = LEConnection(peer: peer, bearer: bearer, channel: channel)
         connections[connection.handle] = connection
         logger.debug("connected", metadata: ["link": "\(connection)"])
         return connection
     }
 
     /// Asks for advertising to be re-enabled, off the event path: the event loop must keep up with
-    /// the controller (a lagging loop hands a new link's L2CAP channel to an older link that had the
-    /// same handle), and a flood of connections needs only one re-enable, not two commands each.
-    private func requestAdvertisingResume() {
+    /// the controller, and a flood of connections needs only one re-enable, not two commands each.
+    func requestAdvertisingResume() {
         guard advertisement != nil else { return }
         resumeRequested = true
         guard !resumeRunning else { return }
@@ -376,13 +330,16 @@ public actor LEHost {
         defer { resumeRunning = false }
         while resumeRequested {
             resumeRequested = false
-            guard advertisement != nil else { return }
+            guard advertisement != nil, !lost else { return }
             do {
                 try await hci.send(LESetAdvertisingEnable(true))
+                noteAdvertisingWorks()
             } catch HCIError.commandFailed(_, .commandDisallowed) {
-                // Already advertising: nothing to do.
+                // Already advertising on older controllers, or refused for now (a strict controller
+                // that is initiating): the audit checks which.
             } catch where advertisement != nil && !lost {
                 logger.warning("could not resume advertising", metadata: ["error": "\(error)"])
+                noteAdvertising(failed: .hci(error))
             } catch {
                 return  // closing or lost
             }
@@ -397,10 +354,53 @@ public actor LEHost {
         connections.removeAll()
         scanContinuation?.finish()
         incomingContinuation.finish()
-        finishPendingConnection(for: nil, with: .failure(.controllerLost))
+        controllerLostDuringAttempt()
+        connectSlot.releaseAll()
+        conditionContinuation.finish()
     }
 
-    private func command(_ body: () async throws(HCIError) -> Void) async throws(GAPError) {
+    func command(_ body: () async throws(HCIError) -> Void) async throws(GAPError) {
         do { try await body() } catch { throw lost ? .controllerLost : .hci(error) }
+    }
+
+    // MARK: Condition
+
+    func noteAdvertising(failed error: GAPError) {
+        guard advertisement != nil, !lost else { return }
+        if advertisingOutage.failed("\(error)", at: wallClock.now()) {
+            logger.warning("advertising is off: peers cannot find this node", metadata: ["error": "\(error)"])
+        }
+        publishCondition()
+    }
+
+    func noteAdvertisingWorks() {
+        if let ended = advertisingOutage.recovered() {
+            logger.notice("advertising again", metadata: ["offFor": "\(wallClock.now() - ended.since)s"])
+        }
+        publishCondition()
+    }
+
+    func noteScanning(failed error: GAPError) {
+        guard !lost else { return }
+        if scanningOutage.failed("\(error)", at: wallClock.now()) {
+            logger.warning("scanning is off: this node cannot find peers", metadata: ["error": "\(error)"])
+        }
+        publishCondition()
+    }
+
+    func noteScanningWorks() {
+        if let ended = scanningOutage.recovered() {
+            logger.notice("scanning again", metadata: ["offFor": "\(wallClock.now() - ended.since)s"])
+        }
+        publishCondition()
+    }
+
+    func publishCondition() {
+        var next = condition
+        next.advertising = advertisingOutage.outage
+        next.scanning = scanningOutage.outage
+        guard next != condition else { return }
+        condition = next
+        conditionContinuation.yield(next)
     }
 }

@@ -6,10 +6,14 @@ public struct HCIStatusCode: RawRepresentable, Hashable, Sendable, CustomStringC
     public static let success = HCIStatusCode(rawValue: 0x00)
     public static let unknownCommand = HCIStatusCode(rawValue: 0x01)
     public static let unknownConnectionIdentifier = HCIStatusCode(rawValue: 0x02)
+    public static let memoryCapacityExceeded = HCIStatusCode(rawValue: 0x07)
+    public static let connectionLimitExceeded = HCIStatusCode(rawValue: 0x09)
     public static let commandDisallowed = HCIStatusCode(rawValue: 0x0C)
     public static let invalidParameters = HCIStatusCode(rawValue: 0x12)
     public static let remoteUserTerminatedConnection = HCIStatusCode(rawValue: 0x13)
     public static let connectionTerminatedByLocalHost = HCIStatusCode(rawValue: 0x16)
+    public static let controllerBusy = HCIStatusCode(rawValue: 0x3A)
+    public static let connectionFailedToBeEstablished = HCIStatusCode(rawValue: 0x3E)
     public static let unknownAdvertisingIdentifier = HCIStatusCode(rawValue: 0x42)
 
     public var isSuccess: Bool { rawValue == 0 }

@@ -12,10 +12,11 @@ public actor HostControllerInterface {
         public init() {}
     }
 
-    /// ACL data from the controller and the ends of connections, in arrival order, for the L2CAP
-    /// layer. One stream for both, because a controller reuses a closed connection's handle: data
-    /// of the next connection on that handle must not be taken for the closed one's, which two
-    /// separately consumed streams allowed.
+    /// ACL data from the controller and the lifecycle of connections (LE Connection Complete, in
+    /// success or failure, and Disconnection Complete), in arrival order and never dropped, for the
+    /// L2CAP layer, which keeps the table of links every layer above follows. One stream for all,
+    /// because a controller reuses a closed connection's handle: data of the next connection on that
+    /// handle must not be taken for the closed one's, which separately consumed streams allowed.
     public nonisolated let incomingACL: AsyncStream<ACLTraffic>
 
     private let transport: any HCITransport
@@ -351,7 +352,16 @@ public actor HostControllerInterface {
             return
         case .disconnectionComplete(let disconnection) where disconnection.status.isSuccess:
             connectionEnded(handle: disconnection.connectionHandle)
-            aclContinuation.yield(.connectionClosed(handle: disconnection.connectionHandle))
+            aclContinuation.yield(.connectionClosed(handle: disconnection.connectionHandle, reason: disconnection.reason))
+        case .leMeta(let meta):
+            if let completion = meta.connectionComplete {
+                // A handle reused without a Disconnection Complete (a controller can drop it) takes
+                // the old link's packets and credits with it.
+                if completion.status.isSuccess, outstandingACL[completion.connectionHandle] != nil {
+                    connectionEnded(handle: completion.connectionHandle)
+                }
+                aclContinuation.yield(.connectionComplete(completion))
+            }
         case .hardwareError(let error):
             logger.error("controller hardware error", metadata: ["code": "\(error.hardwareCode)"])
         default:
@@ -391,6 +401,9 @@ public actor HostControllerInterface {
 /// What the L2CAP layer receives from the controller, in the order it arrived.
 public enum ACLTraffic: Sendable, Equatable {
     case data(ACLDataPacket)
+    /// LE Connection Complete or LE Enhanced Connection Complete, successful or not: a link opens
+    /// on the handle, or a connection attempt ended without one.
+    case connectionComplete(LEConnectionCompleteEvent)
     /// Disconnection Complete: the handle may next carry another connection.
-    case connectionClosed(handle: UInt16)
+    case connectionClosed(handle: UInt16, reason: HCIStatusCode)
 }

@@ -1,8 +1,22 @@
 import Logging
 
+/// What the layers above learn about links, in the order the controller reported it.
+public enum LinkEvent: Sendable {
+    /// A connection completed, with its ATT channel, or a connection attempt ended without a link
+    /// (`attChannel` nil, `event.status` says why).
+    case connectionComplete(LEConnectionCompleteEvent, attChannel: L2CAPChannel?)
+    /// The link on `handle` closed; its ATT channel has finished.
+    case closed(handle: UInt16, reason: HCIStatusCode)
+}
+
 /// L2CAP over LE ACL links: reassembles incoming ACL fragments into frames, routes them by channel ID
 /// (ATT to an `L2CAPChannel` per connection, signaling and SMP answered here, anything else dropped),
 /// and fragments outgoing frames to the controller's ACL buffer size.
+///
+/// It owns the table of open links by handle. The controller's connection events reach it in one
+/// ordered stream with the ACL data, and it passes them on (`links`) in the same order, each
+/// opened link with its channel, so that GAP and ATT follow the same table and a reused handle
+/// never mixes two links.
 public actor L2CAPLayer {
     public struct Configuration: Sendable {
         public var reassembly = ACLReassembler.Limits()
@@ -16,6 +30,12 @@ public actor L2CAPLayer {
     private let logger: Logger
     private var reassembler: ACLReassembler
     private var attChannels: [UInt16: L2CAPChannel] = [:]
+    /// Handles whose LE Connection Complete has arrived and whose Disconnection Complete has not.
+    private var openLinks: Set<UInt16> = []
+    private let linkContinuation: AsyncStream<LinkEvent>.Continuation
+
+    /// Links opening and closing, in controller order; never drops an event. One consumer (GAP).
+    public nonisolated let links: AsyncStream<LinkEvent>
 
     /// Subscribes to the controller's events and ACL data; create exactly one per `HostControllerInterface`
     /// (ACL data has a single consumer) and keep it referenced: its background tasks hold it only weakly,
@@ -25,12 +45,14 @@ public actor L2CAPLayer {
         self.configuration = configuration
         self.logger = logger
         reassembler = ACLReassembler(limits: configuration.reassembly)
+        (links, linkContinuation) = AsyncStream.makeStream(of: LinkEvent.self, bufferingPolicy: .unbounded)
         let acl = hci.incomingACL
         Task { [weak self] in
             for await traffic in acl {
                 switch traffic {
                 case .data(let packet): await self?.receive(packet)
-                case .connectionClosed(let handle): await self?.connectionClosed(handle: handle)
+                case .connectionComplete(let event): await self?.connectionCompleted(event)
+                case .connectionClosed(let handle, let reason): await self?.connectionClosed(handle: handle, reason: reason)
                 }
             }
             await self?.closeAllChannels()
@@ -56,10 +78,39 @@ public actor L2CAPLayer {
         return channel
     }
 
-    /// Forgets a connection: finishes its channel and drops any partly reassembled frame.
-    public func connectionClosed(handle: UInt16) {
+    private func connectionCompleted(_ event: LEConnectionCompleteEvent) {
+        guard event.status.isSuccess else {
+            linkContinuation.yield(.connectionComplete(event, attChannel: nil))
+            return
+        }
+        let handle = event.connectionHandle & 0x0FFF
+        if openLinks.contains(handle) {
+            // The controller reused a handle whose Disconnection Complete never came: that link is
+            // gone, and its channel must not carry the new link's data.
+            logger.debug("handle reused without a disconnection; closing the old link", metadata: ["handle": "\(handle)"])
+            connectionClosed(handle: handle, reason: .unknownConnectionIdentifier)
+        }
+        openLinks.insert(handle)
+        // ATT data that arrived before the completion (controllers may send it first) waits in the
+        // channel made for it.
+        linkContinuation.yield(.connectionComplete(event, attChannel: attChannel(connectionHandle: handle)))
+    }
+
+    /// Forgets a connection: finishes its channel, drops any partly reassembled frame, and tells
+    /// the layers above.
+    public func connectionClosed(handle: UInt16, reason: HCIStatusCode) {
         reassembler.discard(connectionHandle: handle)
         attChannels.removeValue(forKey: handle)?.continuation.finish()
+        if openLinks.remove(handle) != nil {
+            linkContinuation.yield(.closed(handle: handle, reason: reason))
+        }
+    }
+
+    /// Closes the link `channel` belongs to, if it is still open: for a link the controller no
+    /// longer knows (it refused to disconnect it). A later link on the same handle is left alone.
+    public func linkVanished(_ channel: L2CAPChannel) {
+        guard attChannels[channel.connectionHandle] === channel else { return }
+        connectionClosed(handle: channel.connectionHandle, reason: .unknownConnectionIdentifier)
     }
 
     func send(_ payload: [UInt8], on channel: L2CAPChannel) async throws(L2CAPError) {
@@ -130,5 +181,7 @@ public actor L2CAPLayer {
     private func closeAllChannels() {
         for channel in attChannels.values { channel.continuation.finish() }
         attChannels = [:]
+        openLinks = []
+        linkContinuation.finish()
     }
 }

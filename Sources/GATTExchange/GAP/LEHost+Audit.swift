@@ -1,0 +1,61 @@
+extension LEHost {
+    /// What an audit found the controller doing differently from what this host believed.
+    public struct AuditFindings: Sendable, Equatable {
+        public var advertisingWasOff = false
+        public var scanningWasOff = false
+        public var strayInitiationEnded = false
+        public var isClean: Bool { !advertisingWasOff && !scanningWasOff && !strayInitiationEnded }
+    }
+
+    /// Checks that the controller advertises, scans and does not initiate as this host believes,
+    /// and mends what differs. HCI has no command that reads these states, so it asks questions
+    /// whose answers depend on them: setting advertising or scan parameters is refused while that
+    /// role is on (Core Vol 4 Part E 7.8.5, 7.8.10), and a connection cancel is refused when no
+    /// attempt is under way (7.8.13). A lenient controller that accepts everything (Bumble) only
+    /// gets its roles enabled again, which is harmless.
+    public func audit() async -> AuditFindings {
+        var findings = AuditFindings()
+        guard !lost else { return findings }
+        if let payload = advertisement {
+            let interval = configuration.advertisingInterval
+            do {
+                try await hci.send(LESetAdvertisingParameters(intervalMin: interval, intervalMax: interval))
+                // Accepted, so advertising was off (or the controller does not check): turn it on.
+                findings.advertisingWasOff = true
+                do {
+                    try await enableAdvertising(payload)
+                    noteAdvertisingWorks()
+                } catch {
+                    noteAdvertising(failed: error)
+                }
+            } catch HCIError.commandFailed(_, .commandDisallowed) {
+                noteAdvertisingWorks()
+            } catch {
+                noteAdvertising(failed: lost ? .controllerLost : .hci(error))
+            }
+        }
+        if scanning {
+            do {
+                try await hci.send(LESetScanParameters(
+                    scanType: .passive, interval: configuration.scanInterval, window: configuration.scanWindow))
+                findings.scanningWasOff = true
+                do {
+                    try await enableScanning()
+                    noteScanningWorks()
+                } catch {
+                    noteScanning(failed: error)
+                }
+            } catch HCIError.commandFailed(_, .commandDisallowed) {
+                noteScanningWorks()
+            } catch {
+                noteScanning(failed: lost ? .controllerLost : .hci(error))
+            }
+        }
+        // Only when no attempt is under way or queued, and only where a cancel means something.
+        if !cancelIsUnreliable, !lost, connectSlot.tryTake() {
+            defer { connectSlot.release() }
+            findings.strayInitiationEnded = await endStrayInitiation() == .ended
+        }
+        return findings
+    }
+}

@@ -1,0 +1,264 @@
+/// One LE Create Connection, from the command to the LE Connection Complete that ends it. Only one
+/// exists at a time, as controllers allow: it holds the connect slot until the controller has
+/// reported its end, so that no later attempt can be handed this one's completion.
+struct ConnectionAttempt {
+    enum Outcome: Sendable {
+        /// The controller ended the attempt: a link (success), 0x02 after a cancel, or a failure.
+        case completed(LEConnectionCompleteEvent, LEConnection?)
+        /// No end reported within the time allowed.
+        case timedOut
+        case lost
+    }
+
+    let number: UInt64
+    /// The peer asked for; nil while ending an initiation that nobody here owns any more.
+    let peer: BluetoothAddress?
+    var cancelSent = false
+    /// Someone needs the controller idle (an address change): stop waiting and cancel.
+    var abortRequested = false
+    /// The end, when it came before anyone waited for it.
+    var ended: Outcome?
+    var waiter: CheckedContinuation<Outcome, Never>?
+    var timer: Task<Void, Never>?
+}
+
+extension LEHost {
+    /// Connects to `peer` as central. The attempt is cancelled after the timeout, and this returns
+    /// only once the controller has reported the attempt's end: a connection that completes during
+    /// the cancel is returned like any other. Attempts queue here, one at a time.
+    public func connect(
+        to peer: BluetoothAddress, type: LEAddressType, timeout: Duration? = nil
+    ) async throws(GAPError) -> LEConnection {
+        if lost { throw .controllerLost }
+        await takeConnectSlot(urgent: false)
+        defer { connectSlot.release() }
+        if lost { throw .controllerLost }
+        let timeout = timeout ?? configuration.connectionTimeout
+        let number = beginAttempt(peer: peer)
+        defer { finishAttempt(number) }
+        let command = LECreateConnection(
+            peerAddressType: type, peerAddress: peer, scanInterval: configuration.initiatorScanInterval,
+            scanWindow: configuration.initiatorScanWindow)
+        do {
+            try await hci.send(command)
+        } catch {
+            if lost { throw .controllerLost }
+            finishAttempt(number)
+            switch error {
+            case .commandFailed(_, .commandDisallowed), .commandTimedOut:
+                // Refused because the controller is initiating already (an attempt whose cancel it
+                // ignored, or a host before us), or unanswered, so perhaps initiating: make sure
+                // it is not, so that the next attempt can start.
+                await endStrayInitiation()
+            default:
+                // Controller Busy, Memory Capacity Exceeded, Connection Limit Exceeded: nothing
+                // started, the controller is not initiating; the caller tries again later.
+                break
+            }
+            throw .hci(error)
+        }
+        var outcome = await waitForAttempt(number, upTo: timeout)
+        if case .timedOut = outcome {
+            outcome = await cancelAttempt(number)
+        }
+        switch outcome {
+        case .completed(_, let connection?):
+            return connection
+        case .completed(let event, nil) where event.status == .unknownConnectionIdentifier:
+            throw .connectionTimedOut(peer: peer, after: timeout)
+        case .completed(let event, nil):
+            if lost { throw .controllerLost }
+            throw .connectionFailed(peer: peer, status: event.status)
+        case .timedOut:
+            // The controller took the cancel and never ended the attempt (Bumble's controllers do
+            // that): should the connection still form, it is closed at once.
+            abandonedConnectionPeers.insert(peer)
+            noteCancelIgnored()
+            throw .connectionTimedOut(peer: peer, after: timeout)
+        case .lost:
+            throw .controllerLost
+        }
+    }
+
+    /// Asks the connection attempt under way, if any, to give up now (an address change needs the
+    /// controller idle). Its caller still waits for the controller to confirm the end.
+    public func abandonConnectionAttempt() {
+        guard attempt != nil else { return }
+        attempt?.abortRequested = true
+        if let number = attempt?.number, attempt?.cancelSent == false { attemptTimerFired(number) }
+    }
+
+    /// Moves the radio to `address`: ends a connection attempt (waiting for the controller to
+    /// confirm), stops advertising and scanning, closes every link, sets the address, and runs
+    /// `then` (which sets the new id and resumes advertising) before another attempt may start,
+    /// so that no link from the new address ever serves the old id, nor the reverse. Throws if the
+    /// controller still refuses the address after everything it could be doing was stopped.
+    public func changeRandomAddress(
+        to address: BluetoothAddress, then resume: @Sendable () async -> Void
+    ) async throws(GAPError) {
+        if lost { throw .controllerLost }
+        abandonConnectionAttempt()
+        await takeConnectSlot(urgent: true)
+        defer { connectSlot.release() }
+        if lost { throw .controllerLost }
+        // Off the air first, so that no new link forms to the old address meanwhile.
+        try? await stopAdvertising()
+        if scanning { try? await stopScanning() }
+        for connection in connections.values {
+            await connection.bearer.close()
+            await disconnect(connection)
+        }
+        do {
+            try await setRandomAddress(address)
+        } catch .hci(let error) where error.status == .commandDisallowed {
+            // The controller still advertises, scans or initiates although we stopped all three:
+            // a cancel it took without ending the attempt, or commands it dropped. Stop them again.
+            logger.warning("address change refused; stopping what the controller still does", metadata: ["error": "\(error)"])
+            await endStrayInitiation()
+            try? await command { () async throws(HCIError) in try await self.hci.send(LESetAdvertisingEnable(false)) }
+            try? await command { () async throws(HCIError) in try await self.hci.send(LESetScanEnable(false)) }
+            try await setRandomAddress(address)
+        }
+        await resume()
+    }
+
+    // MARK: The attempt's lifecycle
+
+    func takeConnectSlot(urgent: Bool) async {
+        if connectSlot.tryTake() { return }
+        await withCheckedContinuation { connectSlot.enqueue($0, urgent: urgent) }
+    }
+
+    func beginAttempt(peer: BluetoothAddress?) -> UInt64 {
+        attemptNumber += 1
+        attempt = ConnectionAttempt(number: attemptNumber, peer: peer)
+        return attemptNumber
+    }
+
+    func finishAttempt(_ number: UInt64) {
+        guard attempt?.number == number else { return }
+        attempt?.timer?.cancel()
+        attempt = nil
+    }
+
+    /// Waits until the attempt ends or `limit` passes.
+    func waitForAttempt(_ number: UInt64, upTo limit: Duration) async -> ConnectionAttempt.Outcome {
+        guard let current = attempt, current.number == number else { return .lost }
+        if let ended = current.ended { return ended }
+        if current.abortRequested, !current.cancelSent { return .timedOut }
+        return await withCheckedContinuation { continuation in
+            attempt?.waiter = continuation
+            attempt?.timer = Task { [weak self] in
+                guard (try? await Task.sleep(for: limit)) != nil else { return }
+                await self?.attemptTimerFired(number)
+            }
+        }
+    }
+
+    func attemptTimerFired(_ number: UInt64) {
+        guard attempt?.number == number, let waiter = attempt?.waiter else { return }
+        attempt?.waiter = nil
+        attempt?.timer = nil
+        waiter.resume(returning: .timedOut)
+    }
+
+    private func endAttempt(with outcome: ConnectionAttempt.Outcome) {
+        guard attempt != nil else { return }
+        if let waiter = attempt?.waiter {
+            attempt?.waiter = nil
+            attempt?.timer?.cancel()
+            attempt?.timer = nil
+            attempt?.ended = outcome
+            waiter.resume(returning: outcome)
+        } else {
+            attempt?.ended = outcome
+        }
+    }
+
+    /// Sends LE Create Connection Cancel for the attempt and waits for its end (Core Vol 4 Part E
+    /// 7.8.13: an LE Connection Complete with 0x02 follows, or the connection that won the race).
+    private func cancelAttempt(_ number: UInt64) async -> ConnectionAttempt.Outcome {
+        attempt?.cancelSent = true
+        do {
+            try await hci.send(LECreateConnectionCancel())
+        } catch HCIError.commandFailed(_, .commandDisallowed) {
+            // Nothing left to cancel: the attempt has ended and its completion is on its way.
+        } catch {
+            if lost { return .lost }
+            logger.debug("connection cancel failed", metadata: ["error": "\(error)"])
+        }
+        return await waitForAttempt(number, upTo: configuration.cancelGrace)
+    }
+
+    enum StrayInitiation { case none, ended, unknown }
+
+    /// Ends an initiation that nobody here owns: sends a cancel and waits for the end it causes.
+    /// Call with the connect slot held.
+    @discardableResult
+    func endStrayInitiation() async -> StrayInitiation {
+        // Begun before the cancel is sent: its 0x02 may follow the cancel's answer at once.
+        let number = beginAttempt(peer: nil)
+        defer { finishAttempt(number) }
+        attempt?.cancelSent = true
+        do {
+            try await hci.send(LECreateConnectionCancel())
+        } catch HCIError.commandFailed(_, .commandDisallowed) {
+            return .none  // not initiating
+        } catch {
+            logger.debug("connection cancel failed", metadata: ["error": "\(error)"])
+            return .unknown
+        }
+        // A controller known to take cancels without effect would only make us wait.
+        if cancelIsUnreliable { return .unknown }
+        switch await waitForAttempt(number, upTo: configuration.cancelGrace) {
+        case .completed:
+            logger.warning("the controller was still initiating a connection nobody waited for; ended it")
+            return .ended
+        case .timedOut:
+            noteCancelIgnored()
+            return .unknown
+        case .lost:
+            return .unknown
+        }
+    }
+
+    private func noteCancelIgnored() {
+        guard !cancelIsUnreliable else { return }
+        cancelIsUnreliable = true
+        logger.info("the controller accepts connection cancels without ending the attempt; links that still form are closed")
+    }
+
+    /// Routes a central LE Connection Complete to the attempt that caused it. One LE Create
+    /// Connection is outstanding at a time, so the current attempt owns every central completion,
+    /// except a 0x02 before it sent a cancel (an earlier attempt's, whose cancel the controller
+    /// answered late) and a link to another peer (an abandoned attempt's, completing late).
+    func centralConnectionCompleted(_ event: LEConnectionCompleteEvent, connection: LEConnection?) async {
+        if let current = attempt, current.ended == nil {
+            let ours: Bool
+            if event.status.isSuccess {
+                ours = current.peer == nil || current.peer == event.peerAddress
+            } else if event.status == .unknownConnectionIdentifier {
+                ours = current.cancelSent
+            } else {
+                ours = true
+            }
+            if ours {
+                endAttempt(with: .completed(event, current.peer == nil ? nil : connection))
+                // An initiation nobody owned ended with a link nobody wants.
+                if current.peer == nil, let connection { await disconnect(connection) }
+                return
+            }
+        }
+        guard let connection else {
+            logger.debug("an earlier connection attempt ended", metadata: ["status": "\(event.status)"])
+            return
+        }
+        abandonedConnectionPeers.remove(event.peerAddress)
+        logger.debug("closing a connection that completed after its attempt was abandoned", metadata: ["link": "\(connection)"])
+        await disconnect(connection)
+    }
+
+    func controllerLostDuringAttempt() {
+        endAttempt(with: .lost)
+    }
+}
