@@ -222,25 +222,27 @@ import Testing
         await #expect(throws: HCIError.transport(.disconnected(reason: "test drop"))) { try await hci.send(Reset()) }
     }
 
-    /// The end of a connection travels in the same ordered stream as ACL data, so the layer above
-    /// can tell data of a closed connection from data of the next one on the same handle.
+    /// A connection's start and end travel in the same ordered stream as ACL data, so the layer
+    /// above can tell data of a closed connection from data of the next one on the same handle.
     @Test func connectionEndsAreOrderedWithACLData() async throws {
         let transport = FakeTransport(responder: FakeTransport.bumbleLike())
         let hci = HostControllerInterface(transport: transport)
         _ = try await hci.initialize()
+        transport.inject(Reference.peripheralConnectionComplete)
         transport.inject(Reference.attReadResponseFromController)
         transport.inject(Reference.disconnectionComplete)
         transport.inject(Reference.attMTURequestFromController)
         var iterator = hci.incomingACL.makeAsyncIterator()
         var kinds: [String] = []
-        for _ in 0..<3 {
+        for _ in 0..<4 {
             switch await iterator.next() {
             case .data(let packet)?: kinds.append("data \(packet.connectionHandle)")
-            case .connectionClosed(let handle)?: kinds.append("closed \(handle)")
+            case .connectionComplete(let event)?: kinds.append("opened \(event.connectionHandle)")
+            case .connectionClosed(let handle, _)?: kinds.append("closed \(handle)")
             case nil: kinds.append("end")
             }
         }
-        #expect(kinds == ["data 1", "closed 1", "data 1"])
+        #expect(kinds == ["opened 1", "data 1", "closed 1", "data 1"])
         await hci.close()
     }
 }

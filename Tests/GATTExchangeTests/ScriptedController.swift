@@ -1,0 +1,175 @@
+import GATTExchange
+import Synchronization
+
+/// A controller that keeps the LE state a spec-faithful controller keeps (RootCanal 1.10.0's rules,
+/// Core Vol 4 Part E 7.8) and refuses what such a controller refuses, with the moments a test
+/// chooses for the events that end connection attempts. Init commands are answered as Bumble's
+/// controller answers them (h4-reference.txt).
+///
+/// - LE Set Random Address: Command Disallowed while advertising, scanning or initiating.
+/// - LE Set Advertising / Scan Parameters: Command Disallowed while that role is on.
+/// - LE Create Connection: Command Disallowed while initiating.
+/// - LE Create Connection Cancel: Command Disallowed when not initiating; otherwise initiating
+///   stops and, after `cancelCompletionDelay`, the attempt ends as `onCancel` says.
+final class ScriptedController: HCITransport {
+    /// What a cancelled attempt reports.
+    enum CancelEnding: Sendable {
+        /// LE Connection Complete, 0x02 (the spec's answer).
+        case unknownConnectionIdentifier
+        /// The connection formed in the meantime: LE Connection Complete, success.
+        case lateSuccess(handle: UInt16)
+        /// Nothing at all, and the controller keeps initiating (Bumble's quirk 7).
+        case ignored
+    }
+
+    struct State {
+        var advertising = false
+        var scanning = false
+        /// The peer address bytes of the LE Create Connection under way.
+        var initiating: [UInt8]?
+        var randomAddress: [UInt8]?
+        var cancelEnding = CancelEnding.unknownConnectionIdentifier
+        var cancelCompletionDelay: Duration = .milliseconds(30)
+        /// Refuse LE Set Random Address with Command Disallowed regardless of state.
+        var refuseAddressChanges = false
+        var commands: [HCIOpcode] = []
+        var createConnections = 0
+        /// LE Create Connection commands refused because one was still under way.
+        var refusedCreateConnections = 0
+        var isClosed = false
+    }
+
+    let incoming: AsyncThrowingStream<HCIPacket, any Error>
+    private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
+    let state = Mutex(State())
+    private let initAnswers = FakeTransport.bumbleLike()
+
+    init() {
+        (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
+    }
+
+    func close() async {
+        state.withLock { $0.isClosed = true }
+        continuation.finish()
+    }
+
+    func send(_ packet: HCIPacket) async throws(HCITransportError) {
+        guard let opcode = FakeTransport.opcode(of: packet) else { return }
+        let parameters = Array(packet.body.dropFirst(3))
+        let closed = state.withLock { state -> Bool in
+            state.commands.append(opcode)
+            return state.isClosed
+        }
+        if closed { throw .closed }
+        switch opcode {
+        case LESetRandomAddress.opcode:
+            let refused = state.withLock { state -> Bool in
+                let busy = state.advertising || state.scanning || state.initiating != nil || state.refuseAddressChanges
+                if !busy { state.randomAddress = parameters }
+                return busy
+            }
+            complete(opcode, refused ? .commandDisallowed : .success)
+        case LESetAdvertisingParameters.opcode:
+            complete(opcode, state.withLock { $0.advertising } ? .commandDisallowed : .success)
+        case LESetScanParameters.opcode:
+            complete(opcode, state.withLock { $0.scanning } ? .commandDisallowed : .success)
+        case LESetAdvertisingEnable.opcode:
+            state.withLock { $0.advertising = parameters.first == 1 }
+            complete(opcode, .success)
+        case LESetScanEnable.opcode:
+            state.withLock { $0.scanning = parameters.first == 1 }
+            complete(opcode, .success)
+        case LECreateConnection.opcode:
+            let accepted = state.withLock { state -> Bool in
+                guard state.initiating == nil else {
+                    state.refusedCreateConnections += 1
+                    return false
+                }
+                state.initiating = Array(parameters[6..<12])
+                state.createConnections += 1
+                return true
+            }
+            status(opcode, accepted ? .success : .commandDisallowed)
+        case LECreateConnectionCancel.opcode:
+            let cancelled = state.withLock { state -> (peer: [UInt8], ending: CancelEnding, delay: Duration)? in
+                guard let peer = state.initiating else { return nil }
+                if case .ignored = state.cancelEnding {} else { state.initiating = nil }
+                return (peer, state.cancelEnding, state.cancelCompletionDelay)
+            }
+            guard let cancelled else {
+                complete(opcode, .commandDisallowed)
+                return
+            }
+            complete(opcode, .success)
+            switch cancelled.ending {
+            case .ignored:
+                break
+            case .unknownConnectionIdentifier:
+                later(cancelled.delay, Self.connectionComplete(status: .unknownConnectionIdentifier, handle: 0, role: .central,
+                                                               peer: [0, 0, 0, 0, 0, 0]))
+            case .lateSuccess(let handle):
+                later(cancelled.delay, Self.connectionComplete(status: .success, handle: handle, role: .central, peer: cancelled.peer))
+            }
+        case Disconnect.opcode:
+            status(opcode, .success)
+            let handle = UInt16(parameters[0]) | UInt16(parameters[1]) << 8
+            inject([0x04, 0x05, 0x04, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x16])
+        default:
+            for reply in initAnswers(packet) { inject(reply) }
+        }
+    }
+
+    // MARK: What a test makes the controller do
+
+    /// The connection under way forms: LE Connection Complete, success, as central.
+    func connectInitiatedConnection(handle: UInt16) {
+        guard let peer = state.withLock({ state -> [UInt8]? in
+            defer { state.initiating = nil }
+            return state.initiating
+        }) else { return }
+        inject(Self.connectionComplete(status: .success, handle: handle, role: .central, peer: peer))
+    }
+
+    /// A peer connects to our advertising: advertising stops (legacy), the link completes.
+    func acceptIncoming(handle: UInt16, from peer: BluetoothAddress) {
+        state.withLock { $0.advertising = false }
+        inject(Self.connectionComplete(status: .success, handle: handle, role: .peripheral, peer: peer.littleEndianBytes))
+    }
+
+    /// Puts the controller in an initiating state nobody here asked for (a host before us, or a
+    /// cancel it took without effect).
+    func startStrayInitiation(to peer: BluetoothAddress) {
+        state.withLock { $0.initiating = peer.littleEndianBytes }
+    }
+
+    var initiatingPeer: BluetoothAddress? {
+        state.withLock { $0.initiating }.flatMap { try? BluetoothAddress(littleEndianBytes: $0) }
+    }
+
+    func inject(_ h4: [UInt8]) {
+        guard let first = h4.first, let type = HCIPacketType(rawValue: first) else { return }
+        continuation.yield(HCIPacket(type: type, body: Array(h4.dropFirst())))
+    }
+
+    // MARK: Packets
+
+    static func connectionComplete(status: HCIStatusCode, handle: UInt16, role: LERole, peer: [UInt8]) -> [UInt8] {
+        [0x04, 0x3E, 0x13, 0x01, status.rawValue, UInt8(handle & 0xFF), UInt8(handle >> 8), role.rawValue, 0x01] + peer
+            + [0x18, 0x00, 0x00, 0x00, 0x90, 0x01, 0x00]
+    }
+
+    private func complete(_ opcode: HCIOpcode, _ status: HCIStatusCode) {
+        inject([0x04] + CommandCompleteEvent(numHCICommandPackets: 1, opcode: opcode, returnParameters: [status.rawValue]).encode())
+    }
+
+    private func status(_ opcode: HCIOpcode, _ status: HCIStatusCode) {
+        inject([0x04] + CommandStatusEvent(status: status, numHCICommandPackets: 1, opcode: opcode).encode())
+    }
+
+    private func later(_ delay: Duration, _ h4: [UInt8]) {
+        Task {
+            try? await Task.sleep(for: delay)
+            inject(h4)
+        }
+    }
+}

@@ -1,0 +1,190 @@
+import IDRotation
+import Synchronization
+import Testing
+@testable import GATTExchange
+
+/// The sequences a spec-faithful controller (RootCanal, real silicon) produces and a lenient one
+/// (Bumble) hides, each against `ScriptedController`: who owns a connection attempt's end, what a
+/// refusal leads to, and whether the node can always leave the state it is in.
+@Suite(.timeLimit(.minutes(1)))
+struct ScriptedControllerTests {
+    static let peerA = BluetoothAddress(string: "3A:00:00:00:00:0A")!
+    static let peerB = BluetoothAddress(string: "3B:00:00:00:00:0B")!
+
+    static func openHost(_ controller: ScriptedController, identity: AdvertisedIdentity = AdvertisedIdentity()) async throws -> LEHost {
+        var configuration = LEHost.Configuration()
+        configuration.cancelGrace = .milliseconds(500)
+        let (_, writes) = AsyncStream.makeStream(of: PeerWriteEvent.self)
+        return try await LEHost.open(
+            transport: controller, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writes),
+            configuration: configuration)
+    }
+
+    /// Issue 12, steps 1-3: an attempt times out and is cancelled while a second waits. The
+    /// cancelled attempt's 0x02 arrives after the cancel's answer; it must end the first attempt,
+    /// and the second may start only after it, never to be handed that 0x02.
+    @Test func aCancelledAttemptsCompletionEndsThatAttemptAndNoOther() async throws {
+        let controller = ScriptedController()
+        controller.state.withLock { $0.cancelCompletionDelay = .milliseconds(50) }
+        let host = try await Self.openHost(controller)
+        let first = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .milliseconds(150)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        let second = Task { try await host.connect(to: Self.peerB, type: .random, timeout: .seconds(5)) }
+
+        await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .milliseconds(150))) { try await first.value }
+        #expect(await eventually { controller.initiatingPeer == Self.peerB })
+        controller.connectInitiatedConnection(handle: 0x0041)
+        let connection = try await second.value
+        #expect(connection.peerAddress == Self.peerB)
+        #expect(connection.handle == 0x0041)
+        let refused = controller.state.withLock { $0.refusedCreateConnections }
+        #expect(refused == 0, "an LE Create Connection was sent while another was under way")
+        await host.close()
+    }
+
+    /// A connection that forms while its attempt is being cancelled is the attempt's result: it is
+    /// returned to the caller, not dropped or left open with no owner.
+    @Test func aLateSuccessAfterCancelIsHandedToItsAttempt() async throws {
+        let controller = ScriptedController()
+        controller.state.withLock { $0.cancelEnding = .lateSuccess(handle: 0x0042) }
+        let host = try await Self.openHost(controller)
+        let connection = try await host.connect(to: Self.peerA, type: .random, timeout: .milliseconds(100))
+        #expect(connection.peerAddress == Self.peerA)
+        #expect(connection.isConnected)
+        #expect(!controller.state.withLock { $0.commands }.contains(Disconnect.opcode), "the late link was closed")
+        #expect(await host.openConnections.map(\.handle) == [0x0042])
+        await host.close()
+    }
+
+    /// The controller is initiating for nobody (a host before us, or a cancel it took without
+    /// effect): LE Create Connection is refused with Command Disallowed. The node must end that
+    /// initiation, so that the next attempt goes through, instead of failing forever.
+    @Test func commandDisallowedWhileInitiatingEndsTheStrayAttempt() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        controller.startStrayInitiation(to: Self.peerB)
+
+        await #expect(throws: GAPError.hci(.commandFailed(opcode: LECreateConnection.opcode, status: .commandDisallowed))) {
+            try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(1))
+        }
+        #expect(controller.initiatingPeer == nil, "the stray initiation was not ended")
+        let next = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(5)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.connectInitiatedConnection(handle: 0x0043)
+        #expect(try await next.value.peerAddress == Self.peerA)
+        await host.close()
+    }
+
+    /// A controller that takes a cancel and never ends the attempt (Bumble): the caller is told
+    /// the attempt timed out, and the link that forms later is closed at once.
+    @Test func anIgnoredCancelLeavesNoOwnerlessLink() async throws {
+        let controller = ScriptedController()
+        controller.state.withLock { $0.cancelEnding = .ignored }
+        let host = try await Self.openHost(controller)
+        await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .milliseconds(100))) {
+            try await host.connect(to: Self.peerA, type: .random, timeout: .milliseconds(100))
+        }
+        controller.connectInitiatedConnection(handle: 0x0044)
+        #expect(await eventually { controller.state.withLock { $0.commands }.contains(Disconnect.opcode) })
+        #expect(await eventually { await host.openConnections.isEmpty })
+        await host.close()
+    }
+
+    /// A controller reuses a handle without a Disconnection Complete: the old link ends (its
+    /// waiters hear it), the new one is a new link with its own channel.
+    @Test func aHandleReusedWithoutDisconnectionEndsTheOldLink() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        controller.acceptIncoming(handle: 0x0040, from: Self.peerA)
+        let old = try #require(await incoming.next())
+        controller.acceptIncoming(handle: 0x0040, from: Self.peerB)
+        let new = try #require(await incoming.next())
+        #expect(await old.disconnected() == .unknownConnectionIdentifier)
+        #expect(new.isConnected && new.peerAddress == Self.peerB)
+        #expect(new.channel !== old.channel)
+        #expect(await host.openConnections.map(\.peerAddress) == [Self.peerB])
+        await host.close()
+    }
+
+    /// Rotation while the controller still initiates for nobody (it refuses the new address with
+    /// Command Disallowed): the node ends that initiation, changes the address, serves the new id
+    /// and advertises again; it is never left dark.
+    @Test func aRefusedAddressChangeIsMendedAndAdvertisingResumes() async throws {
+        let controller = ScriptedController()
+        let identity = AdvertisedIdentity()
+        let host = try await Self.openHost(controller, identity: identity)
+        let exchange = Self.exchange(on: host, identity: identity)
+        let first = Self.ownID(start: 0)
+        await exchange.rotate(to: first)
+        try await exchange.start()
+        controller.startStrayInitiation(to: Self.peerB)
+        let addressBefore = await host.randomAddress
+
+        let second = Self.ownID(start: 60)
+        await exchange.rotate(to: second)
+        #expect(identity.ownID == second)
+        #expect(await host.randomAddress != addressBefore)
+        #expect(controller.state.withLock { $0.advertising }, "advertising did not resume")
+        #expect(await host.condition.advertising == nil)
+        await exchange.stop()
+        await host.close()
+    }
+
+    /// A controller that refuses every new address: the new id never goes on air (not from the
+    /// old address, nor at all) and the node asks for a controller reset instead of going dark.
+    @Test func anAddressTheControllerAlwaysRefusesLeadsToAReset() async throws {
+        let controller = ScriptedController()
+        let identity = AdvertisedIdentity()
+        let host = try await Self.openHost(controller, identity: identity)
+        let exchange = Self.exchange(on: host, identity: identity)
+        let first = Self.ownID(start: 0)
+        await exchange.rotate(to: first)
+        try await exchange.start()
+        controller.state.withLock { $0.refuseAddressChanges = true }
+
+        await exchange.rotate(to: Self.ownID(start: 60))
+        #expect(identity.ownID == first, "the new id was served from the old address")
+        let reason = await exchange.waitUntilControllerIsStuck()
+        #expect(reason?.contains("refused a new address") == true, "reason: \(String(describing: reason))")
+        await exchange.stop()
+        await host.close()
+    }
+
+    /// The controller stops advertising behind our back (a link formed, a command it dropped):
+    /// the audit notices it and turns advertising on again.
+    @Test func theAuditFindsAdvertisingOffAndTurnsItOn() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        try await host.startAdvertising(TracerService.advertisingData(txPower: 0))
+        var clean = await host.audit()
+        #expect(clean.isClean, "a controller doing what we believe needs no mending: \(clean)")
+        controller.state.withLock { $0.advertising = false }
+        let findings = await host.audit()
+        #expect(findings.advertisingWasOff)
+        #expect(controller.state.withLock { $0.advertising })
+        controller.startStrayInitiation(to: Self.peerA)
+        clean = await host.audit()
+        #expect(clean.strayInitiationEnded)
+        #expect(controller.initiatingPeer == nil)
+        await host.close()
+    }
+
+    // MARK: Helpers
+
+    static func ownID(start: UnixSeconds) -> OwnID {
+        OwnID(id: UserID.random(), window: IDWindow(start: start, end: start + 60))
+    }
+
+    static func exchange(on host: LEHost, identity: AdvertisedIdentity) -> ProximityExchange {
+        let (writes, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
+        var configuration = ExchangeConfiguration()
+        configuration.scanOffTime = .zero
+        return ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(),
+                                 configuration: configuration)
+    }
+
+    struct DiscardingSink: EncounterSink {
+        func record(_ sighting: Sighting) async {}
+    }
+}
