@@ -4,21 +4,53 @@ import IDRotation
 import Glibc
 #endif
 
-/// N `tracer run` processes (release build) on one Bumble virtual link for a number of minutes,
-/// with the default duty cycle: each node's average CPU and peak memory, its store's growth,
-/// and the exchanges completed per id window; and, in the same run, the CPU of a Bumble device
-/// doing the same advertising and scanning.
+/// The virtual radio a crowd runs on. Both give every controller its own H4 TCP port and put them
+/// all on one LE phy, and both launchers print "READY p1 p2 ..." and stop when stdin closes.
+enum CrowdPhy: String {
+    /// Bumble's LocalLink (Tests/Support/bumble/virtual_link.py): lenient controllers.
+    case bumble
+    /// Android's RootCanal (rootcanal_phy.py): spec-faithful controllers of mixed models.
+    case rootcanal
+
+    /// The controller model of node `index` on RootCanal: the three presets in turn.
+    static let rootCanalModels = ["DEFAULT", "LAIRD_BL654", "CSR_RCK_PTS_DONGLE"]
+
+    func model(ofNode index: Int) -> String {
+        switch self {
+        case .bumble: "bumble"
+        case .rootcanal: Self.rootCanalModels[index % Self.rootCanalModels.count]
+        }
+    }
+}
+
+/// N `tracer run` processes (release build) on one virtual phy for a number of minutes, with the
+/// default duty cycle: each node's average CPU and peak memory, its store's growth, the exchanges
+/// per id window, the share of (observer, broadcaster id) pairs logged per window, and, from the
+/// node logs and from a listener on the phy, the time a node was not advertising outside its
+/// rotations. In the same run a Bumble device doing the same advertising and scanning gives the CPU
+/// baseline (and, never changing address, a reference for the listener).
 struct CrowdBenchmark {
     let repository: URL
     let directory: String
     let nodes: Int
     let minutes: Double
+    var phy: CrowdPhy = .bumble
     /// Short windows so that a 10-minute run spans several of them.
-    let rotationInterval = 120
+    var rotationInterval = 120
+    /// The nodes' log level; their JSON logs go to a file per node.
+    var logLevel = "error"
+    /// Runs a passive listener (Benchmarks/tools/advertising_observer.py) on the phy.
+    var observeAdvertising = false
 
     var python: String {
         ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
             ?? repository.appendingPathComponent(".venv-bumble/bin/python").path
+    }
+
+    /// rootcanal_phy.py: TRACER_ROOTCANAL_PHY, or where the test harness keeps it.
+    var rootCanalLauncher: String {
+        ProcessInfo.processInfo.environment["TRACER_ROOTCANAL_PHY"]
+            ?? repository.appendingPathComponent("Tests/Support/rootcanal/rootcanal_phy.py").path
     }
 
     func run() async throws {
@@ -30,20 +62,46 @@ struct CrowdBenchmark {
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw BenchmarkError("build tracer next to TracerBench first: swift build -c release --product tracer && swift build -c release --product TracerBench")
         }
-        say("# Crowd benchmark: \(nodes) tracer run nodes + 1 Bumble duty-cycle device, one virtual link, \(minutes) min (\(Date()))")
+        // Controllers: the nodes, then the duty-cycle device, then the listener.
+        let controllers = nodes + 1 + (observeAdvertising ? 1 : 0)
+        say("# Crowd benchmark on \(phy.rawValue): \(nodes) tracer run nodes + 1 Bumble duty-cycle device"
+            + (observeAdvertising ? " + 1 passive listener" : "") + ", one phy, \(minutes) min, ids rotating every "
+            + "\(rotationInterval) s, node log level \(logLevel) (\(Date()))")
         say("node binary: \(binary)")
-        let link = try ChildProcess.start(python, [repository.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path, "\(nodes + 1)"])
+        say("node files (databases, JSON logs): \(directory)")
+        let link: ChildProcess
+        switch phy {
+        case .bumble:
+            link = try ChildProcess.start(python, [repository.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path, "\(controllers)"])
+        case .rootcanal:
+            guard FileManager.default.fileExists(atPath: rootCanalLauncher) else {
+                throw BenchmarkError("no RootCanal launcher at \(rootCanalLauncher); set TRACER_ROOTCANAL_PHY")
+            }
+            let models = (0..<nodes).map(phy.model(ofNode:)) + Array(repeating: "DEFAULT", count: controllers - nodes)
+            say("launcher: \(rootCanalLauncher) \(models.joined(separator: " "))")
+            link = try ChildProcess.start(python, [rootCanalLauncher] + models, environment: ["TRACER_ROOTCANAL_LOG_DIR": directory])
+        }
         defer { link.stop() }
         let ready = try link.readLine(timeout: 30)
         let ports = ready.split(separator: " ").dropFirst().compactMap { UInt16($0) }
-        guard ready.hasPrefix("READY"), ports.count == nodes + 1 else { throw BenchmarkError("virtual link said: \(ready)") }
+        guard ready.hasPrefix("READY"), ports.count == controllers else { throw BenchmarkError("the phy launcher said: \(ready)") }
+
+        // The listener first, so that it hears every node from its first advertisement.
+        let airLog = directory + "/air.txt"
+        let observer = try observeAdvertising ? ChildProcess.start(python, [
+            repository.appendingPathComponent("Benchmarks/tools/advertising_observer.py").path,
+            "tcp-client:127.0.0.1:\(ports[nodes + 1])", airLog,
+        ]) : nil
+        defer { observer?.stop() }
+        if let observer, try observer.readLine(timeout: 30) != "READY" { throw BenchmarkError("the listener did not start") }
 
         let databases = (0..<nodes).map { directory + "/node\($0).db" }
-        let runs = try zip(databases, ports).map { database, port in
+        let logs = (0..<nodes).map { directory + "/node\($0).log" }
+        let runs = try (0..<nodes).map { index in
             try ChildProcess.start(binary, [
-                "run", "--db", database, "--transport", "tcp:127.0.0.1:\(port)",
-                "--rotation-interval", "\(rotationInterval)", "--log-level", "error",
-            ])
+                "run", "--db", databases[index], "--transport", "tcp:127.0.0.1:\(ports[index])",
+                "--rotation-interval", "\(rotationInterval)", "--log-level", logLevel, "--log-format", "json",
+            ], logFile: logs[index])
         }
         defer { runs.forEach { $0.stop() } }
         let bumble = try ChildProcess.start(python, [
@@ -52,8 +110,13 @@ struct CrowdBenchmark {
         defer { bumble.stop() }
         guard try bumble.readLine(timeout: 30) == "READY" else { throw BenchmarkError("the Bumble device did not start") }
 
+        // The phy: its launcher and what that started (rootcanal itself).
+        let phyProcesses = [link.pid] + ProcessFigures.descendants(of: link.pid)
+        let measured = runs.map(\.pid) + [bumble.pid]
         let start = Date()
-        let startCPU = (runs + [bumble, link]).map { ProcessFigures.cpuSeconds($0.pid) }
+        let startCPU = measured.map(ProcessFigures.cpuSeconds)
+        let startPhyCPU = phyProcesses.map(ProcessFigures.cpuSeconds).reduce(0, +)
+        let startObserverCPU = observer.map { ProcessFigures.cpuSeconds($0.pid) } ?? 0
         let startStoreBytes = databases.map(ProcessFigures.storeBytes)
         let startTime = SystemWallClock().now()
         let end = start.addingTimeInterval(minutes * 60)
@@ -67,40 +130,61 @@ struct CrowdBenchmark {
             }
             if Date().timeIntervalSince(lastReport) >= 60 {
                 lastReport = Date()
-                say(String(format: "  %.0f s elapsed", Date().timeIntervalSince(start)))
+                say(String(format: "  %.0f s elapsed", Date().timeIntervalSince(start)) + ", load average " + ProcessFigures.loadAverage())
             }
             for (index, run) in runs.enumerated() where !run.isRunning { throw BenchmarkError("node \(index) exited during the run") }
         }
         let wall = Date().timeIntervalSince(start)
-        let endCPU = (runs + [bumble, link]).map { ProcessFigures.cpuSeconds($0.pid) }
-        let peaks = (runs + [bumble]).map { ProcessFigures.peakResidentBytes($0.pid) }
-        let shares = (runs + [bumble]).map { ProcessFigures.memoryShares($0.pid) }
+        let endCPU = measured.map(ProcessFigures.cpuSeconds)
+        let endPhyCPU = phyProcesses.map(ProcessFigures.cpuSeconds).reduce(0, +)
+        let endObserverCPU = observer.map { ProcessFigures.cpuSeconds($0.pid) } ?? 0
+        let peaks = measured.map(ProcessFigures.peakResidentBytes)
+        let shares = measured.map(ProcessFigures.memoryShares)
+        let statusFiles = databases.map { (try? String(contentsOfFile: $0 + "-status.json", encoding: .utf8)) ?? "" }
         let endTime = SystemWallClock().now()
+        let endInstant = Date().timeIntervalSince1970
         runs.forEach { $0.stop() }
         bumble.closeInput()
         bumble.stop()
+        if let observer {
+            observer.closeInput()
+            say("listener: " + ((try? observer.readLine(timeout: 15)) ?? "did not say how many reports it wrote"))
+        }
 
         let cpu = zip(startCPU, endCPU).map { ($1 - $0) / wall * 100 }
         let growth = zip(startStoreBytes, databases.map(ProcessFigures.storeBytes)).map { $1 - $0 }
         say("")
         // RSS counts every shared library page the process touched, although ten nodes share one
         // copy; PSS divides shared pages among their users, private memory is the node's alone.
-        say("node  cpu % of a core  peak RSS MB  PSS MB  private MB  store growth KB")
+        say("node  controller          cpu % of a core  peak RSS MB  PSS MB  private MB  store growth KB")
         for index in 0..<nodes {
-            say(String(format: "%4d  %15.2f  %11.1f  %6.1f  %10.1f  %15.1f", index, cpu[index], Double(peaks[index]) / 1_048_576,
-                       shares[index].pss / 1024, shares[index].private / 1024, Double(growth[index]) / 1024))
+            let model = phy.model(ofNode: index).padding(toLength: 18, withPad: " ", startingAt: 0)
+            say(String(format: "%4d  ", index) + model + String(format: "  %15.2f  %11.1f  %6.1f  %10.1f  %15.1f", cpu[index],
+                       Double(peaks[index]) / 1_048_576, shares[index].pss / 1024, shares[index].private / 1024,
+                       Double(growth[index]) / 1024))
         }
         let nodeCPU = cpu.prefix(nodes)
         let averageCPU = nodeCPU.reduce(0, +) / Double(nodes)
-        say(String(format: "nodes: mean CPU %.2f %% of a core (max %.2f %%, target < 5 %%); max peak RSS %.1f MB, max PSS %.1f MB, max private %.1f MB (target < 30 MB)",
-                   averageCPU, nodeCPU.max() ?? 0, Double(peaks.prefix(nodes).max() ?? 0) / 1_048_576,
+        say(String(format: "nodes: mean CPU %.2f %% of a core (max %.2f %%, target < 5 %%); peak RSS %.1f–%.1f MB, max PSS %.1f MB, max private %.1f MB (target < 30 MB)",
+                   averageCPU, nodeCPU.max() ?? 0, Double(peaks.prefix(nodes).min() ?? 0) / 1_048_576,
+                   Double(peaks.prefix(nodes).max() ?? 0) / 1_048_576,
                    (shares.prefix(nodes).map(\.pss).max() ?? 0) / 1024, (shares.prefix(nodes).map(\.private).max() ?? 0) / 1024))
         say(String(format: "bumble duty-cycle device: CPU %.2f %% of a core, peak RSS %.1f MB; ratio node/bumble CPU %.2fx",
                    cpu[nodes], Double(peaks[nodes]) / 1_048_576, averageCPU / max(cpu[nodes], 0.001)))
-        say(String(format: "virtual link (all %d Bumble controllers, not part of any node): CPU %.1f %% of a core", nodes + 1, cpu[nodes + 1]))
+        say("the phy (\(phy.rawValue), all \(controllers) controllers, \(phyProcesses.count) processes; not part of any node): "
+            + String(format: "CPU %.1f %% of a core", (endPhyCPU - startPhyCPU) / wall * 100))
+        if observer != nil {
+            say(String(format: "the listener (Bumble host, not part of any node): CPU %.1f %% of a core", (endObserverCPU - startObserverCPU) / wall * 100))
+        }
         say(fullMesh.map { String(format: "time until every node had logged every other: %.1f s", $0) }
             ?? "not every node logged every other during the run")
-        try exchangesPerWindow(databases, from: startTime, to: endTime)
+
+        let run = CrowdRun(
+            phy: phy.rawValue, nodes: nodes, rotationInterval: Int64(rotationInterval), logLevel: logLevel,
+            observed: observeAdvertising, runStart: startTime, runEnd: endTime, runEndInstant: endInstant)
+        try JSONEncoder().encode(run).write(to: URL(fileURLWithPath: directory + "/crowd.json"))
+        try CrowdFigures.report(run, directory: directory)
+        CrowdFigures.statusFiles(statusFiles)
     }
 
     /// True when each node's store holds an exchange with every other node (any of their ids).
@@ -115,26 +199,6 @@ struct CrowdBenchmark {
         }
         return true
     }
-
-    /// For every window of a node's own id that lies wholly inside the run, how many of the other
-    /// nodes it exchanged ids with (read theirs or had them write to it).
-    private func exchangesPerWindow(_ databases: [String], from start: UnixSeconds, to end: UnixSeconds) throws {
-        var complete = 0, total = 0, counts: [Int] = []
-        for database in databases {
-            let store = try NodeStore.open(StoreLocation(path: database, source: .flag, ownsDirectory: false))
-            let windows = try store.ownIDs().map(\.window).filter { $0.start >= start && $0.end <= end }
-            let encounters = try store.encounters()
-            for window in windows {
-                let peers = Set(encounters.filter { $0.ownWindowStart == window.start && !$0.learnedBy.isEmpty }.map(\.peer))
-                counts.append(peers.count)
-                total += 1
-                if peers.count >= nodes - 1 { complete += 1 }
-            }
-        }
-        let sorted = counts.sorted()
-        let median = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
-        say("exchanges per \(rotationInterval) s window (peers of \(nodes - 1) exchanged with): min \(sorted.first ?? 0), median \(median), complete windows \(complete)/\(total) (target: all)")
-    }
 }
 
 /// Figures read from /proc for a child process.
@@ -147,6 +211,33 @@ enum ProcessFigures {
         let fields = text[text.index(after: close)...].split(separator: " ")
         guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
+    /// Every process below `pid` (children, their children …), from the parent pid in /proc/*/stat.
+    static func descendants(of pid: Int32) -> [Int32] {
+        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        var parents: [Int32: Int32] = [:]
+        for entry in entries {
+            guard let child = Int32(entry),
+                  let text = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
+                  let close = text.lastIndex(of: ")")
+            else { continue }
+            // After the name: state, then the parent pid.
+            let fields = text[text.index(after: close)...].split(separator: " ")
+            if fields.count > 1, let parent = Int32(fields[1]) { parents[child] = parent }
+        }
+        var found: [Int32] = []
+        var frontier = [pid]
+        while let next = frontier.popLast() {
+            let children = parents.filter { $0.value == next }.map(\.key)
+            found += children
+            frontier += children
+        }
+        return found
+    }
+
+    static func loadAverage() -> String {
+        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
     }
 
     static func peakResidentBytes(_ pid: Int32) -> Int {

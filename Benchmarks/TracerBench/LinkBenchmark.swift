@@ -109,12 +109,29 @@ final class ChildProcess {
         try? (process.standardInput as? Pipe)?.fileHandleForWriting.close()
     }
 
-    static func start(_ executable: String, _ arguments: [String]) throws -> ChildProcess {
+    /// - Parameters:
+    ///   - logFile: where the child's stdout and stderr go (then `readLine` has nothing to read);
+    ///     nil sends stdout to this process's pipe and stderr nowhere.
+    ///   - environment: variables added to this process's environment for the child.
+    static func start(
+        _ executable: String, _ arguments: [String], logFile: String? = nil, environment: [String: String] = [:]
+    ) throws -> ChildProcess {
         let child = ChildProcess()
         child.process.executableURL = URL(fileURLWithPath: executable)
         child.process.arguments = arguments
-        child.process.standardOutput = child.output
-        child.process.standardError = FileHandle.nullDevice
+        if let logFile {
+            guard FileManager.default.createFile(atPath: logFile, contents: nil),
+                  let handle = FileHandle(forWritingAtPath: logFile)
+            else { throw BenchmarkError("cannot create \(logFile)") }
+            child.process.standardOutput = handle
+            child.process.standardError = handle
+        } else {
+            child.process.standardOutput = child.output
+            child.process.standardError = FileHandle.nullDevice
+        }
+        if !environment.isEmpty {
+            child.process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        }
         child.process.standardInput = Pipe()
         try child.process.run()
         return child

@@ -9,7 +9,7 @@ LoggingSystem.bootstrap { label in
 }
 
 // Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
-//        | match [IDS] [ENCOUNTERS]]
+//        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -30,13 +30,34 @@ case "exchange":
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
-case "crowd":
+case "crowd", "crowd-rootcanal", "crowd-bumble":
     // Run from the repository root, like "link"; build both first: swift build -c release --product tracer, then --product TracerBench.
+    // crowd: issue 7's run (Bumble, ids every 120 s, node log level error).
+    // crowd-rootcanal, crowd-bumble: issue 12's run on either phy (ids every 60 s, debug JSON logs, a
+    // passive listener on the phy). On RootCanal the nodes' controllers cycle DEFAULT, LAIRD_BL654,
+    // CSR_RCK_PTS_DONGLE; TRACER_ROOTCANAL_PHY names rootcanal_phy.py if it is not in Tests/Support/rootcanal.
+    // TRACER_CROWD_DIR keeps the node databases and logs in that folder instead of a temporary one.
     let minutes = arguments.dropFirst().first.flatMap { Double($0) } ?? 10
     let nodes = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 10
-    try await CrowdBenchmark(
-        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), directory: directory, nodes: nodes, minutes: minutes
-    ).run()
+    var crowdDirectory = directory
+    if let kept = ProcessInfo.processInfo.environment["TRACER_CROWD_DIR"] {
+        try FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: true)
+        crowdDirectory = URL(fileURLWithPath: kept).standardizedFileURL.path
+    }
+    var crowd = CrowdBenchmark(
+        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), directory: crowdDirectory, nodes: nodes, minutes: minutes)
+    if which != "crowd" {
+        crowd.phy = which == "crowd-rootcanal" ? .rootcanal : .bumble
+        crowd.rotationInterval = 60
+        crowd.logLevel = "debug"
+        crowd.observeAdvertising = true
+    }
+    try await crowd.run()
+case "crowd-figures":
+    // The figures of a run kept with TRACER_CROWD_DIR, computed again from its files.
+    guard let kept = arguments.dropFirst().first else { throw BenchmarkError("usage: TracerBench crowd-figures FOLDER") }
+    let run = try JSONDecoder().decode(CrowdRun.self, from: Data(contentsOf: URL(fileURLWithPath: kept + "/crowd.json")))
+    try CrowdFigures.report(run, directory: kept)
 case "match":
     // Run from the repository root: it runs Benchmarks/baselines/*.py, and `tracer check` from
     // the folder this binary is in, so build both (`--product` builds one product per call):
@@ -48,7 +69,7 @@ case "match":
         listedIDCount: ids, encounterCount: encounters
     ).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, match\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match\n".utf8))
     exit(2)
 }
 

@@ -1,0 +1,412 @@
+import Foundation
+import IDRotation
+
+/// What a node's store holds after a crowd run.
+struct NodeRecord {
+    let ownIDs: [OwnID]
+    let encounters: [Encounter]
+
+    static func read(_ database: String) throws -> NodeRecord {
+        let store = try NodeStore.open(StoreLocation(path: database, source: .flag, ownsDirectory: false))
+        return NodeRecord(ownIDs: try store.ownIDs(), encounters: try store.encounters())
+    }
+}
+
+/// A node's JSON log (`--log-format json`): one object per line, every value a string.
+struct NodeLog {
+    struct Event {
+        let time: Double
+        let level: String
+        let message: String
+        let fields: [String: String]
+    }
+
+    let events: [Event]
+
+    static func read(_ path: String) -> NodeLog {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let style = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+        var events: [Event] = []
+        for line in text.split(separator: "\n") where line.hasPrefix("{") {
+            guard let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: String],
+                  let stamp = object["time"], let time = try? style.parse(stamp)
+            else { continue }
+            events.append(Event(time: time.timeIntervalSince1970, level: object["level"] ?? "", message: object["message"] ?? "",
+                                fields: object))
+        }
+        return NodeLog(events: events.sorted { $0.time < $1.time })
+    }
+}
+
+/// What the passive listener heard: one report per line, "UNIX_TIME ADDRESS KIND".
+struct AirLog {
+    struct Report {
+        let time: Double
+        let address: String
+        /// 1 a Tracer advertisement, 2 the duty-cycle device, 0 anything else.
+        let kind: Int
+    }
+
+    let reports: [Report]
+
+    static func read(_ path: String) -> AirLog {
+        let text = (try? String(contentsOfFile: path, encoding: .utf8)) ?? ""
+        let reports = text.split(separator: "\n").compactMap { line -> Report? in
+            let parts = line.split(separator: " ")
+            guard parts.count == 3, let time = Double(parts[0]), let kind = Int(parts[2]) else { return nil }
+            return Report(time: time, address: String(parts[1]), kind: kind)
+        }
+        return AirLog(reports: reports.sorted { $0.time < $1.time })
+    }
+}
+
+/// What the figures of a crowd run need besides its files; kept as crowd.json in its folder, so
+/// that `TracerBench crowd-figures FOLDER` can compute them again from a kept run (TRACER_CROWD_DIR).
+struct CrowdRun: Codable {
+    let phy: String
+    let nodes: Int
+    let rotationInterval: Int64
+    let logLevel: String
+    let observed: Bool
+    /// Wall clock when the measurement started (every node running) and ended.
+    let runStart: UnixSeconds
+    let runEnd: UnixSeconds
+    let runEndInstant: Double
+}
+
+/// The figures computed after a crowd run from the node stores, their logs and the listener.
+struct CrowdFigures {
+    /// Figures (a) and (b) of a finished run from the files in `directory`: node<i>.db,
+    /// node<i>.log, air.txt.
+    static func report(_ run: CrowdRun, directory: String) throws {
+        guard let phy = CrowdPhy(rawValue: run.phy) else { throw BenchmarkError("unknown phy \(run.phy)") }
+        let records = try (0..<run.nodes).map { try NodeRecord.read(directory + "/node\($0).db") }
+        let figures = CrowdFigures(
+            phy: phy, nodes: records, rotationInterval: run.rotationInterval,
+            runStart: run.runStart, runEnd: run.runEnd, runEndInstant: run.runEndInstant)
+        figures.exchangesPerWindow()
+        figures.pairsLoggedPerWindow()
+        let logs = (0..<run.nodes).map { NodeLog.read(directory + "/node\($0).log") }
+        figures.advertisingFromLogs(logs, level: run.logLevel)
+        if run.observed {
+            figures.advertisingOnAir(AirLog.read(directory + "/air.txt"), logs: logs)
+        }
+    }
+
+    let phy: CrowdPhy
+    let nodes: [NodeRecord]
+    let rotationInterval: Int64
+    let runStart: UnixSeconds
+    let runEnd: UnixSeconds
+    let runEndInstant: Double
+
+    /// A gap in advertising longer than this counts.
+    static let gapThreshold = 2.0
+
+    private func model(_ index: Int) -> String { phy.model(ofNode: index) }
+
+    /// For every window of a node's own id that lies wholly inside the run, how many of the other
+    /// nodes it exchanged ids with (read theirs or had them write to it).
+    func exchangesPerWindow() {
+        var complete = 0, total = 0, counts: [Int] = []
+        for record in nodes {
+            let windows = record.ownIDs.map(\.window).filter { $0.start >= runStart && $0.end <= runEnd }
+            for window in windows {
+                let peers = Set(record.encounters.filter { $0.ownWindowStart == window.start && !$0.learnedBy.isEmpty }.map(\.peer))
+                counts.append(peers.count)
+                total += 1
+                if peers.count >= nodes.count - 1 { complete += 1 }
+            }
+        }
+        let sorted = counts.sorted()
+        let median = sorted.isEmpty ? 0 : sorted[sorted.count / 2]
+        say("exchanges per \(rotationInterval) s window (peers of \(nodes.count - 1) exchanged with): min \(sorted.first ?? 0), median \(median), complete windows \(complete)/\(total) (target: all)")
+    }
+
+    /// Per id window wholly inside the run: of all (observer A, broadcaster B) pairs, A ≠ B, the
+    /// share where A's store logged B's id of that window (in any of A's own windows, by any means).
+    /// A node without an id for the window counts as unheard by everyone.
+    func pairsLoggedPerWindow() {
+        var loggedBy: [UserID: Set<Int>] = [:]
+        for (observer, record) in nodes.enumerated() {
+            for encounter in record.encounters { loggedBy[encounter.peer, default: []].insert(observer) }
+        }
+        let starts = Set(nodes.flatMap { $0.ownIDs.map(\.window) }.filter { $0.start >= runStart && $0.end <= runEnd }.map(\.start)).sorted()
+        let formatter = DateFormatter()
+        formatter.dateFormat = "HH:mm:ss"
+        var shares: [Double] = []
+        var missingByModels: [String: Int] = [:]
+        var pairsByModels: [String: Int] = [:]
+        say("")
+        say("(a) pairs (observer, broadcaster id) logged, per \(rotationInterval) s id window wholly inside the run (target ≥ 95 % in each, none worse than the one before):")
+        for start in starts {
+            var pairs = 0, logged = 0
+            var missing: [String] = []
+            for (broadcaster, record) in nodes.enumerated() {
+                let id = record.ownIDs.first { $0.window.start == start }?.id
+                for observer in nodes.indices where observer != broadcaster {
+                    pairs += 1
+                    let key = model(broadcaster) + " heard by " + model(observer)
+                    pairsByModels[key, default: 0] += 1
+                    if let id, loggedBy[id]?.contains(observer) == true {
+                        logged += 1
+                    } else {
+                        missingByModels[key, default: 0] += 1
+                        missing.append("\(broadcaster)→\(observer)" + (id == nil ? " (no id)" : ""))
+                    }
+                }
+            }
+            let share = pairs == 0 ? 0 : Double(logged) / Double(pairs)
+            let worse = shares.last.map { share < $0 } ?? false
+            shares.append(share)
+            let time = formatter.string(from: Date(timeIntervalSince1970: TimeInterval(start)))
+            say(String(format: "  window %@  %6.1f %% (%d/%d)", time, share * 100, logged, pairs)
+                + (worse ? "  worse than the window before" : "")
+                + (missing.isEmpty ? "" : "  not logged (broadcaster→observer): " + missing.prefix(12).joined(separator: ", ")
+                    + (missing.count > 12 ? " … (\(missing.count) in all)" : "")))
+        }
+        let below = shares.filter { $0 < 0.95 }.count
+        let declines = zip(shares, shares.dropFirst()).filter { $1 < $0 }.count
+        say(String(format: "  windows: %d; min %.1f %%, mean %.1f %%; below 95 %%: %d; worse than the one before: %d",
+                   shares.count, (shares.min() ?? 0) * 100, shares.isEmpty ? 0 : shares.reduce(0, +) / Double(shares.count) * 100,
+                   below, declines))
+        if phy == .rootcanal, !missingByModels.isEmpty {
+            say("  pairs not logged, by controller models (broadcaster heard by observer): "
+                + missingByModels.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)/\(pairsByModels[$0.key] ?? 0)" }.joined(separator: "; "))
+        }
+    }
+
+    /// Advertising outages as the nodes log them: "advertising is off" until "advertising again";
+    /// a controller session that ended (or an address the controller refused) until the next
+    /// session's "rotated", which comes just before it advertises again.
+    func advertisingFromLogs(_ logs: [NodeLog], level: String) {
+        say("")
+        say("(b) advertising off, from the node logs (intervals > \(Int(Self.gapThreshold)) s inside the run):")
+        if ["error", "critical"].contains(level) {
+            say("  the nodes logged at \(level): outages are logged at warning and notice, so the logs cannot show them")
+        }
+        let start = Double(runStart), end = runEndInstant
+        var totals: [Double] = []
+        var messages: [String: Int] = [:]
+        for (index, log) in logs.enumerated() {
+            var intervals: [(Double, Double, String)] = []
+            var offSince: (time: Double, why: String)?
+            var sessionDown = false
+            var rotations = 0
+            for event in log.events {
+                if ["warning", "error", "critical", "notice"].contains(event.level) {
+                    // Messages may carry numbers (Unix times): count them by their first words.
+                    let words = event.message.split(separator: " ").prefix(6).joined(separator: " ")
+                    messages["\(event.level): \(words)", default: 0] += 1
+                }
+                switch event.message {
+                case let message where message.hasPrefix("advertising is off"):
+                    if offSince == nil { offSince = (event.time, "refused: \(event.fields["error"] ?? "?")") }
+                case "advertising again":
+                    if let since = offSince, !sessionDown { intervals.append((since.time, event.time, since.why)); offSince = nil }
+                case "controller session ended; reconnecting":
+                    sessionDown = true
+                    if offSince == nil { offSince = (event.time, "session ended: \(event.fields["error"] ?? "?")") }
+                case let message where message.hasPrefix("could not change the address"):
+                    sessionDown = true
+                    if offSince == nil { offSince = (event.time, "address refused") }
+                case "rotated":
+                    rotations += 1
+                    if sessionDown, let since = offSince {
+                        intervals.append((since.time, event.time, since.why))
+                        offSince = nil
+                        sessionDown = false
+                    }
+                default:
+                    break
+                }
+            }
+            if let since = offSince { intervals.append((since.time, end, since.why + " (still off at the end)")) }
+            let counted = intervals.map { (max($0.0, start), min($0.1, end), $0.2) }.filter { $0.1 - $0.0 > Self.gapThreshold }
+            let total = counted.reduce(0) { $0 + $1.1 - $1.0 }
+            totals.append(total)
+            var line = String(format: "  node %2d (%@): %d rotations logged; %d outages, %.1f s", index, model(index), rotations, counted.count, total)
+            if let worst = counted.max(by: { $0.1 - $0.0 < $1.1 - $1.0 }) {
+                line += String(format: ", longest %.1f s (%@)", worst.1 - worst.0, worst.2)
+            }
+            say(line)
+        }
+        let hours = (end - start) / 3600
+        say(String(format: "  all nodes: %.1f s logged off in all, mean %.1f s per node (%.2f %% of the run)",
+                   totals.reduce(0, +), totals.reduce(0, +) / Double(max(1, totals.count)),
+                   totals.reduce(0, +) / Double(max(1, totals.count)) / (hours * 3600) * 100))
+        say("  what the logs cannot show: a controller stops advertising by itself when a central connects; the node")
+        say("  asks for it again at once but does not log a refusal with Command Disallowed, and the audit that finds")
+        say("  advertising off and turns it on (every 15 s) does not log that either. The listener below measures the air.")
+        if !messages.isEmpty {
+            say("  notice/warning/error messages in all node logs:")
+            for (message, count) in messages.sorted(by: { $0.value > $1.value }).prefix(20) { say("    \(count)× \(message)") }
+        }
+    }
+
+    /// Advertising off as the passive listener heard it. Addresses are matched to nodes through the
+    /// nodes' debug logs: "exchanged" names the peer's id tag and the link's address, the
+    /// peripheral's advertising address (the tag leads to the node through the ids in the stores);
+    /// the peripheral's "connected" at the same moment names the central's address. A gap between
+    /// two reports of a node (across its address changes) longer than 2 s counts, less any time
+    /// the listener heard nobody at all (then it, not the node, was deaf); in a gap with a window
+    /// boundary in it, the part from the boundary on is the rotation's and is counted apart.
+    func advertisingOnAir(_ air: AirLog, logs: [NodeLog]) {
+        say("")
+        say("(b) advertising off, heard by the passive listener (gaps > \(Int(Self.gapThreshold)) s):")
+        guard let first = air.reports.first else {
+            say("  the listener heard nothing")
+            return
+        }
+        // When nobody at all was heard for over a second, the listener was not listening.
+        var deaf: [(Double, Double)] = []
+        var previous = first.time
+        for report in air.reports {
+            if report.time - previous > 1 { deaf.append((previous, report.time)) }
+            previous = report.time
+        }
+        if runEndInstant - previous > 1 { deaf.append((previous, runEndInstant)) }
+        func deafOverlap(_ from: Double, _ to: Double) -> Double {
+            deaf.reduce(0) { $0 + max(0, min(to, $1.1) - max(from, $1.0)) }
+        }
+        say(String(format: "  listener deaf (nobody heard for > 1 s): %d times, %.1f s in all", deaf.count, deaf.reduce(0) { $0 + $1.1 - $1.0 }))
+
+        let reference = air.reports.filter { $0.kind == 2 }.map(\.time)
+        let referenceGaps = zip(reference, reference.dropFirst()).map { $1 - $0 }.filter { $0 > Self.gapThreshold }
+        say(String(format: "  reference (the Bumble duty-cycle device, one address, never stops): %d reports, %d gaps > 2 s, longest gap %.2f s",
+                   reference.count, referenceGaps.count, zip(reference, reference.dropFirst()).map { $1 - $0 }.max() ?? 0))
+
+        // Tag of each own id → (node, window).
+        var owners: [String: [(node: Int, window: IDWindow)]] = [:]
+        for (index, record) in nodes.enumerated() {
+            for own in record.ownIDs { owners[own.id.tag, default: []].append((index, own.window)) }
+        }
+        var votes: [String: [Int: Int]] = [:]
+        for (observer, log) in logs.enumerated() {
+            for event in log.events where event.message == "exchanged" {
+                guard let tag = event.fields["peer"], let link = event.fields["link"],
+                      let range = link.range(of: "peer ") else { continue }
+                let address = String(link[range.upperBound...].prefix(17))
+                let candidates = Set((owners[tag] ?? []).filter {
+                    $0.node != observer && Double($0.window.start) - 3 <= event.time && event.time < Double($0.window.end) + 3
+                }.map(\.node))
+                if candidates.count == 1 { votes[address, default: [:]][candidates.first!, default: 0] += 1 }
+            }
+        }
+        // The central's address: the peripheral logs "connected" (peripheral, peer X) at the moment the
+        // central logs "connected" (central, peer Y) for the link it then "exchanged" over.
+        func address(in link: String) -> String? {
+            link.range(of: "peer ").map { String(link[$0.upperBound...].prefix(17)) }
+        }
+        let peripheralLinks = logs.map { log in
+            log.events.filter { $0.message == "connected" && ($0.fields["link"] ?? "").contains("(peripheral,") }
+        }
+        for (central, log) in logs.enumerated() {
+            var opened: [String: Double] = [:]
+            for event in log.events {
+                guard let link = event.fields["link"], link.contains("(central,") else { continue }
+                if event.message == "connected" { opened[link] = event.time; continue }
+                guard event.message == "exchanged", let time = opened[link], let peerAddress = address(in: link),
+                      let peripheral = votes[peerAddress]?.max(by: { $0.value < $1.value })?.key
+                else { continue }
+                let matches = peripheralLinks[peripheral].filter { abs($0.time - time) < 0.3 }
+                if matches.count == 1, let centralAddress = address(in: matches[0].fields["link"] ?? "") {
+                    votes[centralAddress, default: [:]][central, default: 0] += 1
+                }
+            }
+        }
+        var owner: [String: Int] = [:]
+        var contested = 0
+        for (address, tally) in votes {
+            if tally.count > 1 { contested += 1 }
+            owner[address] = tally.max { $0.value < $1.value }!.key
+        }
+        let tracer = Dictionary(grouping: air.reports.filter { $0.kind == 1 }, by: \.address)
+        // A node nobody exchanged with in a window leaves its address unnamed in every log. A node
+        // has one address at a time: when exactly one node was heard under no other address while an
+        // unnamed one was on the air, it is that node's (repeated while that settles more).
+        var eliminated = 0
+        while true {
+            var settled = false
+            for (address, reports) in tracer where owner[address] == nil {
+                let from = reports.first!.time, to = reports.last!.time
+                let free = nodes.indices.filter { node in
+                    !tracer.contains { owner[$0.key] == node && $0.value.contains { $0.time > from && $0.time < to } }
+                }
+                if free.count == 1 {
+                    owner[address] = free[0]
+                    eliminated += 1
+                    settled = true
+                }
+            }
+            if !settled { break }
+        }
+        let unmatched = tracer.filter { owner[$0.key] == nil }
+        say("  Tracer addresses heard: \(tracer.count); matched to a node: \(tracer.count - unmatched.count)"
+            + " (\(eliminated) of them by elimination: the only node not heard under another address meanwhile)"
+            + (contested > 0 ? " (\(contested) with votes for more than one node)" : "")
+            + (unmatched.isEmpty ? "" : "; unmatched: \(unmatched.count), "
+                + unmatched.map { String(format: "%@ %.0f–%.0f s", $0.key, $0.value.first!.time - Double(runStart), $0.value.last!.time - Double(runStart)) }
+                    .sorted().prefix(8).joined(separator: ", ")
+                + " (their reports are missing from their node's timeline, so its gaps may be overstated)"))
+
+        let start = Double(runStart)
+        var totalOff = 0.0, rotationGaps: [Double] = []
+        for index in nodes.indices {
+            let times = tracer.filter { owner[$0.key] == index }.flatMap { $0.value.map(\.time) }.sorted()
+            let addresses = tracer.keys.filter { owner[$0] == index }.count
+            guard let firstHeard = times.first else {
+                say("  node \(index) (\(model(index))): never heard")
+                continue
+            }
+            var off: [(Double, Double)] = []
+            var rotations: [Double] = []
+            let longest = zip(times, times.dropFirst()).map { $1 - $0 }.max() ?? 0
+            for (from, to) in Array(zip(times, times.dropFirst())) + [(times.last!, runEndInstant)] {
+                let length = to - from - deafOverlap(from, to)
+                guard length > Self.gapThreshold else { continue }
+                let boundary = (from / Double(rotationInterval)).rounded(.up) * Double(rotationInterval)
+                guard boundary <= to, to < runEndInstant else {
+                    off.append((from, to))
+                    continue
+                }
+                // The rotation's gap starts at the boundary; silence before it is not the rotation's.
+                rotations.append(to - boundary - deafOverlap(boundary, to))
+                if boundary - from - deafOverlap(from, boundary) > Self.gapThreshold { off.append((from, boundary)) }
+            }
+            let total = off.reduce(0) { $0 + $1.1 - $1.0 - deafOverlap($1.0, $1.1) }
+            totalOff += total
+            rotationGaps += rotations
+            var line = String(format: "  node %2d (%@): %d addresses, first heard %.1f s into the run, %d reports, longest silence %.1f s; off outside rotations: %d gaps, %.1f s",
+                              index, model(index), addresses, firstHeard - start, times.count, longest, off.count, total)
+            if !off.isEmpty {
+                line += " (" + off.prefix(6).map { String(format: "%.0f s for %.1f s", $0.0 - start, $0.1 - $0.0) }.joined(separator: ", ")
+                    + (off.count > 6 ? ", …" : "") + ")"
+            }
+            if !rotations.isEmpty { line += String(format: "; rotation gaps (from the boundary): %d, longest %.1f s", rotations.count, rotations.max()!) }
+            say(line)
+        }
+        let sortedRotations = rotationGaps.sorted()
+        say(String(format: "  all nodes: %.1f s off outside rotations, mean %.1f s per node (%.2f %% of the run); gaps > 2 s across a window boundary, from the boundary on: %d, median %.1f s, longest %.1f s",
+                   totalOff, totalOff / Double(nodes.count), totalOff / Double(nodes.count) / (runEndInstant - start) * 100,
+                   sortedRotations.count, sortedRotations.isEmpty ? 0 : sortedRotations[sortedRotations.count / 2], sortedRotations.last ?? 0))
+    }
+
+    /// The radio condition the nodes wrote into DB-status.json, if they write one.
+    static func statusFiles(_ contents: [String]) {
+        say("")
+        let conditions = contents.enumerated().compactMap { index, text -> String? in
+            guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
+            let radio = object.filter { $0.key.lowercased().contains("radio") || $0.key.lowercased().contains("condition") || $0.key.lowercased().contains("advertis") }
+            guard !radio.isEmpty, let data = try? JSONSerialization.data(withJSONObject: radio, options: [.sortedKeys]) else { return nil }
+            return "  node \(index): " + String(decoding: data, as: UTF8.self)
+        }
+        if conditions.isEmpty {
+            let keys = (try? JSONSerialization.jsonObject(with: Data((contents.first ?? "").utf8)) as? [String: Any])?.keys.sorted() ?? []
+            say("status files at the end: no radio condition in them (fields: \(keys.joined(separator: ", ")))")
+        } else {
+            say("radio condition in the status files at the end of the run:")
+            conditions.forEach(say)
+        }
+    }
+}
