@@ -13,12 +13,12 @@ final class BumblePeer: @unchecked Sendable {
 
     static func start(_ script: String, _ arguments: [String]) throws -> BumblePeer {
         let peer = BumblePeer()
-        let python = [ProcessInfo.processInfo.environment[BumbleVirtualLink.pythonEnvironmentVariable],
-                      BumbleVirtualLink.defaultPython].compactMap { $0 }
+        let python = [ProcessInfo.processInfo.environment[VirtualRadio.pythonEnvironmentVariable],
+                      VirtualRadio.defaultPython].compactMap { $0 }
             .first { FileManager.default.isExecutableFile(atPath: $0) }
-        guard let python else { throw BumbleVirtualLink.LaunchError.pythonMissing(BumbleVirtualLink.defaultPython) }
+        guard let python else { throw VirtualRadio.LaunchError.pythonMissing(VirtualRadio.defaultPython) }
         peer.process.executableURL = URL(fileURLWithPath: python)
-        peer.process.arguments = [BumbleVirtualLink.repositoryRoot.appendingPathComponent("Tests/Support/bumble/\(script)").path]
+        peer.process.arguments = [VirtualRadio.repositoryRoot.appendingPathComponent("Tests/Support/bumble/\(script)").path]
             + arguments
         peer.process.standardOutput = peer.output
         peer.process.standardError = FileHandle.nullDevice

@@ -3,13 +3,14 @@ import IDRotation
 import Testing
 @testable import GATTExchange
 
-/// Ten Tracer nodes and five Bumble peripherals (phone stand-ins) on one virtual link.
+/// Ten Tracer nodes and five Bumble peripherals (phone stand-ins) on one virtual radio (Bumble's or RootCanal's).
 @Suite(.serialized, .timeLimit(.minutes(3)))
 struct CrowdTests {
-    @Test func everyNodeLogsEveryPeerInTheWindow() async throws {
+    @Test(arguments: VirtualController.allCases)
+    func everyNodeLogsEveryPeerInTheWindow(_ controller: VirtualController) async throws {
         let nodeCount = 10
         let phoneIDs = (1...5).map { String(repeating: String(format: "%02x", 0xd0 + $0), count: 8) }
-        let link = try await BumbleVirtualLink.launch(controllers: nodeCount + phoneIDs.count)
+        let link = try await VirtualRadio.launch(controller, controllers: nodeCount + phoneIDs.count)
         defer { link.stop() }
         let clock = ProximityExchangeTests.FrozenClock(time: SystemWallClock().now())
         var nodes: [ProximityExchangeTests.Node] = []
@@ -49,7 +50,7 @@ struct CrowdTests {
             #expect(encounters.count == met.count)
         }
         #expect(everyoneMet)
-        print("crowd of \(nodeCount) nodes and \(phoneIDs.count) phones: everyone met in \(elapsed)")
+        print("\(controller.testDescription): crowd of \(nodeCount) nodes and \(phoneIDs.count) phones: everyone met in \(elapsed)")
         for node in nodes { await node.stop() }
     }
 }

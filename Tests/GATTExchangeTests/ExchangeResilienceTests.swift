@@ -35,8 +35,9 @@ struct ExchangeResilienceTests {
     static let setScanEnable: UInt16 = 0x200C
     static let createConnection: UInt16 = 0x200D
 
-    @Test func addressChangesInLockstepWithTheID() async throws {
-        let link = try await BumbleVirtualLink.launch(controllers: 2)
+    @Test(arguments: VirtualController.allCases)
+    func addressChangesInLockstepWithTheID(_ controller: VirtualController) async throws {
+        let link = try await VirtualRadio.launch(controller, controllers: 2)
         defer { link.stop() }
         let recorder = Mutex<RecordingTransport?>(nil)
         let node = try Node.start(port: link.ports[0], schedule: try RotationSchedule(intervalSeconds: 5), clock: SystemWallClock(),
@@ -86,8 +87,9 @@ struct ExchangeResilienceTests {
         }
     }
 
-    @Test func controllerLossIsSurvivedAndNothingLoggedIsLost() async throws {
-        let first = try await BumbleVirtualLink.launch(controllers: 2)
+    @Test(arguments: VirtualController.allCases)
+    func controllerLossIsSurvivedAndNothingLoggedIsLost(_ controller: VirtualController) async throws {
+        let first = try await VirtualRadio.launch(controller, controllers: 2)
         let ports = first.ports
         let node = try Node.start(port: ports[0], schedule: try RotationSchedule(), clock: ProximityExchangeTests.FrozenClock(time: SystemWallClock().now()))
         let before = try BumblePeer.start("tracer_peripheral.py", [
@@ -103,7 +105,7 @@ struct ExchangeResilienceTests {
         first.stop()
         before.stop()
         try await Task.sleep(for: .seconds(2))
-        let second = try await BumbleVirtualLink.launch(ports: ports)
+        let second = try await VirtualRadio.launch(controller, ports: ports)
         defer { second.stop() }
         let after = try BumblePeer.start("tracer_peripheral.py", [
             "--transport", "tcp-client:127.0.0.1:\(ports[1])", "--id", "c2c2c2c2c2c2c2c2", "--connections", "10", "--timeout", "40",

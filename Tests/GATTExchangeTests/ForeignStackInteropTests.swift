@@ -3,13 +3,14 @@ import Testing
 @testable import GATTExchange
 
 /// Our host against Bumble's own host stack (a foreign implementation, as a phone app would be), in
-/// both roles, over Bumble virtual controllers on one link. Each test asserts the bytes that crossed.
+/// both roles, over virtual controllers (Bumble's and RootCanal's) on one link. Each test asserts the bytes that crossed.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct ForeignStackInteropTests {
     static let ourID = PeerIDBytes([0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7, 0xA8])!
 
-    @Test func bumbleCentralExchangesWithOurPeripheral() async throws {
-        let link = try await BumbleVirtualLink.launch(controllers: 2)
+    @Test(arguments: VirtualController.allCases)
+    func bumbleCentralExchangesWithOurPeripheral(_ controller: VirtualController) async throws {
+        let link = try await VirtualRadio.launch(controller, controllers: 2)
         defer { link.stop() }
         let writes = CallbackRecorder<PeerIDWrite>()
         let host = try await LEHostInteropTests.openHost(port: link.ports[0], id: Self.ourID, writes: writes)
@@ -55,8 +56,9 @@ struct ForeignStackInteropTests {
         await host.close()
     }
 
-    @Test func ourCentralExchangesWithBumblePeripheral() async throws {
-        let link = try await BumbleVirtualLink.launch(controllers: 2)
+    @Test(arguments: VirtualController.allCases)
+    func ourCentralExchangesWithBumblePeripheral(_ controller: VirtualController) async throws {
+        let link = try await VirtualRadio.launch(controller, controllers: 2)
         defer { link.stop() }
         let peripheral = try BumblePeer.start("tracer_peripheral.py", [
             "--transport", "tcp-client:127.0.0.1:\(link.ports[0])", "--id", "b1b2b3b4b5b6b7b8", "--connections", "1",

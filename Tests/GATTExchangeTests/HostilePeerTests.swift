@@ -3,8 +3,8 @@ import IDRotation
 import Testing
 @testable import GATTExchange
 
-/// Issue 4, "Hostile peers": a full Tracer node (store, encounter log, rotator, supervisor) on a Bumble virtual
-/// controller, a hostile Bumble device (Tests/Support/bumble/tracer_attacker.py) on another, and honest Bumble
+/// Issue 4, "Hostile peers": a full Tracer node (store, encounter log, rotator, supervisor) on a virtual controller
+/// (Bumble's or RootCanal's), a hostile Bumble device (Tests/Support/bumble/tracer_attacker.py) on another, and honest Bumble
 /// peers (tracer_peripheral.py, tracer_central.py) on others. Each test checks that the attack fails, that nothing
 /// from it reaches the node's log, and that the node keeps exchanging with the honest peers meanwhile.
 ///
@@ -23,8 +23,9 @@ struct HostilePeerTests {
     /// A central that writes garbage and wrong lengths, writes the read-only characteristic, hits bad handles and
     /// sends malformed and unknown PDUs. Every request gets the right ATT error, no command is answered, the link
     /// stays usable, nothing but well-formed id writes reaches the log, and honest peers are still logged.
-    @Test func garbageWriterGetsATTErrorsAndOnlyWellFormedWritesAreLogged() async throws {
-        try await Scenario.run(controllers: 5) { scenario in
+    @Test(arguments: VirtualController.allCases)
+    func garbageWriterGetsATTErrorsAndOnlyWellFormedWritesAreLogged(_ controller: VirtualController) async throws {
+        try await Scenario.run(controller, controllers: 5) { scenario in
             let node = try scenario.startNode(controller: 0)
             let ourID = try await node.rotator.currentID()
 
@@ -186,8 +187,9 @@ struct HostilePeerTests {
 
     /// A peripheral that advertises the Tracer service but never answers the id read. The node gives up on it after
     /// `exchangeTimeout`, logs nothing for it, and meanwhile logs the honest peripheral.
-    @Test func silentPeripheralIsAbandonedAfterTheExchangeTimeout() async throws {
-        try await Scenario.run(controllers: 3) { scenario in
+    @Test(arguments: VirtualController.allCases)
+    func silentPeripheralIsAbandonedAfterTheExchangeTimeout(_ controller: VirtualController) async throws {
+        try await Scenario.run(controller, controllers: 3) { scenario in
             let silent = try scenario.spawn("tracer_attacker.py", controller: 1, [
                 "--mode", "silent-peripheral", "--connections", "1", "--duration", "25",
             ])
@@ -228,9 +230,9 @@ struct HostilePeerTests {
 
     /// A central that connects and then does nothing. The node drops it after `incomingLinkLifetime` (10 s), and
     /// serves honest peers in both roles while the link is held.
-    @Test
-    func linkHolderIsDisconnectedAfterTheIncomingLinkLifetime() async throws {
-        try await Scenario.run(controllers: 5) { scenario in
+    @Test(arguments: VirtualController.allCases)
+    func linkHolderIsDisconnectedAfterTheIncomingLinkLifetime(_ controller: VirtualController) async throws {
+        try await Scenario.run(controller, controllers: 5) { scenario in
             let node = try scenario.startNode(controller: 0)
             let ourID = try await node.rotator.currentID()
             let first = try await scenario.spawn("tracer_central.py", controller: 1, [
@@ -274,9 +276,9 @@ struct HostilePeerTests {
 
     /// A central that connects and disconnects as fast as it can. An honest central still completes its exchange
     /// with the node during the flood, and the node logs it.
-    @Test
-    func honestCentralExchangesDuringAConnectionFlood() async throws {
-        try await Scenario.run(controllers: 3) { scenario in
+    @Test(arguments: VirtualController.allCases)
+    func honestCentralExchangesDuringAConnectionFlood(_ controller: VirtualController) async throws {
+        try await Scenario.run(controller, controllers: 3) { scenario in
             let node = try scenario.startNode(controller: 0)
             let ourID = try await node.rotator.currentID()
             let floodDuration = 8
@@ -312,8 +314,9 @@ struct HostilePeerTests {
 
     /// A peripheral that advertises the Tracer UUID but hosts no Tracer service. Nothing is logged for it, the
     /// node backs off (2, 4, 8 s) instead of reconnecting at once, and the honest peripheral is logged.
-    @Test func noServicePeerIsBackedOffAndNotLogged() async throws {
-        try await Scenario.run(controllers: 3) { scenario in
+    @Test(arguments: VirtualController.allCases)
+    func noServicePeerIsBackedOffAndNotLogged(_ controller: VirtualController) async throws {
+        try await Scenario.run(controller, controllers: 3) { scenario in
             let duration = 11
             let attacker = try scenario.spawn("tracer_attacker.py", controller: 1, [
                 "--mode", "no-service", "--duration", "\(duration)",
@@ -343,8 +346,9 @@ struct HostilePeerTests {
     /// A peripheral that replays another node's id. What the node does: it logs the replayed id like any other (it
     /// cannot tell a replay from the original), in the same row as the original's sightings, since rows are kept
     /// per (peer id, own window). The defence is in matching, which only counts an id inside its validity window.
-    @Test func replayedIDIsLoggedInTheOriginalsRowOnly() async throws {
-        try await Scenario.run(controllers: 3) { scenario in
+    @Test(arguments: VirtualController.allCases)
+    func replayedIDIsLoggedInTheOriginalsRowOnly(_ controller: VirtualController) async throws {
+        try await Scenario.run(controller, controllers: 3) { scenario in
             let replayedHex = Self.honestPeripheralID
             let replayed = try UserID(hex: replayedHex)
             let replayer = try scenario.spawn("tracer_attacker.py", controller: 1, [
@@ -389,14 +393,14 @@ struct HostilePeerTests {
     /// One virtual link, the node(s) and Bumble peers on it; everything is stopped when the body ends or throws.
     final class Scenario: @unchecked Sendable {
         // @unchecked: used by one test task only.
-        let link: BumbleVirtualLink
+        let link: VirtualRadio
         private var peers: [BumblePeer] = []
         private var nodes: [Node] = []
 
-        private init(link: BumbleVirtualLink) { self.link = link }
+        private init(link: VirtualRadio) { self.link = link }
 
-        static func run(controllers: Int, _ body: (Scenario) async throws -> Void) async throws {
-            let scenario = Scenario(link: try await BumbleVirtualLink.launch(controllers: controllers))
+        static func run(_ controller: VirtualController, controllers: Int, _ body: (Scenario) async throws -> Void) async throws {
+            let scenario = Scenario(link: try await VirtualRadio.launch(controller, controllers: controllers))
             do {
                 try await body(scenario)
             } catch {

@@ -3,7 +3,7 @@ import Testing
 @testable import GATTExchange
 
 /// Our whole host stack in both roles at once: one `LEHost` advertises the Tracer service, another
-/// scans, connects and swaps ids with it, over Bumble virtual controllers on one link.
+/// scans, connects and swaps ids with it, over virtual controllers (Bumble's and RootCanal's) on one link.
 @Suite(.serialized, .timeLimit(.minutes(1)))
 struct LEHostInteropTests {
     static let peripheralID = PeerIDBytes([0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7, 0xA8])!
@@ -38,8 +38,9 @@ struct LEHostInteropTests {
         return found
     }
 
-    @Test func ourCentralExchangesIDsWithOurPeripheral() async throws {
-        let link = try await BumbleVirtualLink.launch(controllers: 2)
+    @Test(arguments: VirtualController.allCases)
+    func ourCentralExchangesIDsWithOurPeripheral(_ controller: VirtualController) async throws {
+        let link = try await VirtualRadio.launch(controller, controllers: 2)
         defer { link.stop() }
         let peripheralWrites = CallbackRecorder<PeerIDWrite>()
         let centralWrites = CallbackRecorder<PeerIDWrite>()
@@ -79,8 +80,9 @@ struct LEHostInteropTests {
         await peripheral.close()
     }
 
-    @Test func connectingToSilenceTimesOutAndCancels() async throws {
-        let link = try await BumbleVirtualLink.launch(controllers: 1)
+    @Test(arguments: VirtualController.allCases)
+    func connectingToSilenceTimesOutAndCancels(_ controller: VirtualController) async throws {
+        let link = try await VirtualRadio.launch(controller, controllers: 1)
         defer { link.stop() }
         let host = try await Self.openHost(port: link.ports[0], id: Self.centralID, writes: CallbackRecorder())
         let nobody = BluetoothAddress.randomNonResolvablePrivate()

@@ -5,7 +5,7 @@ import Synchronization
 import Testing
 @testable import GATTExchange
 
-/// Tracer nodes (rotation, store, exchange, host stack) on Bumble virtual controllers, in one process.
+/// Tracer nodes (rotation, store, exchange, host stack) on virtual controllers (Bumble's and RootCanal's), in one process.
 @Suite(.serialized, .timeLimit(.minutes(2)))
 struct ProximityExchangeTests {
     /// A node's parts, as `tracer run` wires them.
@@ -68,8 +68,9 @@ struct ProximityExchangeTests {
         return try await condition()
     }
 
-    @Test func twoNodesLogEachOthersIDOncePerWindow() async throws {
-        let link = try await BumbleVirtualLink.launch(controllers: 2)
+    @Test(arguments: VirtualController.allCases)
+    func twoNodesLogEachOthersIDOncePerWindow(_ controller: VirtualController) async throws {
+        let link = try await VirtualRadio.launch(controller, controllers: 2)
         defer { link.stop() }
         let clock = FrozenClock(time: SystemWallClock().now())
         let a = try Node.start(port: link.ports[0], schedule: try RotationSchedule(), clock: clock)
@@ -96,8 +97,9 @@ struct ProximityExchangeTests {
         await b.stop()
     }
 
-    @Test func eachSideLogsEveryNewIDOfTheOther() async throws {
-        let link = try await BumbleVirtualLink.launch(controllers: 2)
+    @Test(arguments: VirtualController.allCases)
+    func eachSideLogsEveryNewIDOfTheOther(_ controller: VirtualController) async throws {
+        let link = try await VirtualRadio.launch(controller, controllers: 2)
         defer { link.stop() }
         let schedule = try RotationSchedule(intervalSeconds: 8)
         let started = SystemWallClock().now()

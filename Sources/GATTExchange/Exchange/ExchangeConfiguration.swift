@@ -27,7 +27,10 @@ public struct ExchangeConfiguration: Sendable {
     public var pauseAfterFailedConnection: Duration = .milliseconds(600)
     /// How long the node with the higher address waits before connecting to a newly heard peer,
     /// leaving the first move to the other (see `ProximityExchange`).
-    public var deferToPeerDelay: Duration = .milliseconds(1500)
+    public var deferToPeerDelay: Duration = .milliseconds(2500)
+    /// A random delay between zero and this before connecting to a newly heard peer, so that
+    /// nodes that hear it at the same moment do not all answer the same advertising event.
+    public var initiationSpread: Duration = .seconds(2)
     /// A sighting older than this is not worth a connection any more.
     public var candidateLifetime: Duration = .seconds(10)
     /// An exchange (MTU, discovery, read, write) that takes longer is abandoned.
@@ -48,9 +51,10 @@ public struct ExchangeConfiguration: Sendable {
     public var auditInterval: Duration = .seconds(15)
     /// Advertising off for this long, whatever was tried, resets the controller.
     public var resetAfterOutage: Duration = .seconds(60)
-    /// This many connection timeouts in a row, towards at least this many distinct peers, with no
-    /// link formed meanwhile, reset the controller (see `ProximityExchange`).
-    public var resetAfterConnectionTimeouts = (attempts: 8, peers: 3)
+    /// This many connection timeouts in a row, towards at least this many distinct peers heard
+    /// advertising during the attempt, with no link formed meanwhile, reset the controller (see
+    /// `ProximityExchange.connectionTimedOut`).
+    public var resetAfterConnectionTimeouts = (attempts: 2, peers: 2)
 
     public init() {
         radio.connectionTimeout = .milliseconds(1500)

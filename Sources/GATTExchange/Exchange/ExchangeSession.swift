@@ -136,20 +136,31 @@ public struct ExchangeSupervisor: Sendable {
         onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in }
     ) async {
         var backoff: Duration = .seconds(1)
+        // A stuck controller is reset at once: every second it stays stuck the node is deaf. Only
+        // resets in quick succession (a controller no reset helps) slow down.
+        var resetBackoff: Duration = .milliseconds(100)
         while !Task.isCancelled {
             let started = ContinuousClock.now
+            let wait: Duration
             do throws(ExchangeSession.Failure) {
                 try await session.run(onStart: onStart, onCondition: onCondition)
                 return
             } catch {
+                if case .controllerStuck = error {
+                    if ContinuousClock.now - started > .seconds(10) { resetBackoff = .milliseconds(100) }
+                    wait = resetBackoff
+                    resetBackoff = min(resetBackoff * 2, maximumBackoff)
+                } else {
+                    if ContinuousClock.now - started > .seconds(60) { backoff = .seconds(1) }
+                    wait = backoff
+                    backoff = min(backoff * 2, maximumBackoff)
+                }
                 session.logger.warning("controller session ended; reconnecting", metadata: [
-                    "error": "\(error)", "retryIn": "\(backoff)",
+                    "error": "\(error)", "retryIn": "\(wait)",
                 ])
                 await onSessionEnded(error)
             }
-            if ContinuousClock.now - started > .seconds(60) { backoff = .seconds(1) }
-            guard (try? await Task.sleep(for: backoff)) != nil else { return }
-            backoff = min(backoff * 2, maximumBackoff)
+            guard (try? await Task.sleep(for: wait)) != nil else { return }
         }
     }
 }

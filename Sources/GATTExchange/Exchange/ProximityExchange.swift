@@ -118,17 +118,19 @@ public actor ProximityExchange {
 
     // MARK: Keeping the controller honest
 
-    /// A controller that sent a connect request its peer ignored can stay deaf to every other
-    /// advertiser until it is reset (RootCanal does: `le_connection_pending_` is cleared only by a
-    /// connection or HCI Reset). Many timeouts in a row, towards several peers that were heard
-    /// advertising moments before, with no link formed in either direction meanwhile, show that.
-    private func connectionTimedOut(toward address: BluetoothAddress) {
+    /// A controller that sent a connect request its peer ignored can stay deaf to every advertiser
+    /// until it is reset (RootCanal does: its pending connection is cleared only by a connection or
+    /// HCI Reset). The sign: attempts that time out although their peer was heard advertising
+    /// while the attempt ran, several in a row, with no link formed in either direction meanwhile.
+    /// A peer that went away or changed address proves nothing, so its timeouts do not count.
+    private func connectionTimedOut(toward address: BluetoothAddress, attemptStarted: ContinuousClock.Instant) {
+        guard let heard = registry.entry(address)?.lastHeard, heard > attemptStarted else { return }
         consecutiveTimeouts.count += 1
         consecutiveTimeouts.peers.insert(address)
         if consecutiveTimeouts.count >= configuration.resetAfterConnectionTimeouts.attempts,
            consecutiveTimeouts.peers.count >= configuration.resetAfterConnectionTimeouts.peers {
             controllerIsStuck("\(consecutiveTimeouts.count) connection attempts in a row towards "
-                + "\(consecutiveTimeouts.peers.count) peers timed out and no link formed")
+                + "\(consecutiveTimeouts.peers.count) peers that kept advertising timed out, and no link formed")
         }
     }
 
@@ -236,9 +238,15 @@ public actor ProximityExchange {
     /// two addresses (`InitiatorRule`), and the other waits, usually to find the exchange done by the
     /// time its turn comes. Peers that never connect (a phone that only advertises) are still
     /// reached, after the delay.
+    ///
+    /// Either way a random spread comes on top: after a rotation every node hears every new
+    /// address at once, and connect requests from several initiators answering the same
+    /// advertising event are all but one ignored, which leaves strict controllers waiting for an
+    /// answer that never comes (RootCanal then stays deaf until reset).
     private func initiationDelay(toward peer: BluetoothAddress) async -> Duration {
-        guard let ours = await host.randomAddress else { return .zero }
-        return InitiatorRule.initiates(ours, toward: peer) ? .zero : configuration.deferToPeerDelay
+        let spread = configuration.initiationSpread * Double.random(in: 0...1)
+        guard let ours = await host.randomAddress else { return spread }
+        return spread + (InitiatorRule.initiates(ours, toward: peer) ? .zero : configuration.deferToPeerDelay)
     }
 
     // MARK: Central exchanges
@@ -268,6 +276,7 @@ public actor ProximityExchange {
     private func exchange(with candidate: Candidate) async {
         guard let ownID = identity.ownID, let ourID = PeerIDBytes(ownID.id.bytes) else { return }
         let connection: LEConnection
+        let attemptStarted = ContinuousClock.now
         do {
             connection = try await host.connect(
                 to: candidate.address, type: candidate.addressType, timeout: configuration.connectionTimeout)
@@ -276,7 +285,7 @@ public actor ProximityExchange {
             failedExchanges += 1
             logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
             if case .controllerLost = error { return }
-            if case .connectionTimedOut = error { connectionTimedOut(toward: candidate.address) }
+            if case .connectionTimedOut = error { connectionTimedOut(toward: candidate.address, attemptStarted: attemptStarted) }
             // An initiating controller is deaf to peers that want to connect to it (strict ones
             // accept no connection meanwhile): after a failed attempt, leave them a moment.
             try? await Task.sleep(for: configuration.pauseAfterFailedConnection.jittered())
