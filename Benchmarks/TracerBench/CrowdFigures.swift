@@ -343,7 +343,7 @@ struct CrowdFigures {
         }
         let unmatched = tracer.filter { owner[$0.key] == nil }
         say("  Tracer addresses heard: \(tracer.count); matched to a node: \(tracer.count - unmatched.count)"
-            + " (\(eliminated) of them by elimination: the only node not heard under another address meanwhile)"
+            + (eliminated == 0 ? "" : " (\(eliminated) of them by elimination: the only node not heard under another address meanwhile)")
             + (contested > 0 ? " (\(contested) with votes for more than one node)" : "")
             + (unmatched.isEmpty ? "" : "; unmatched: \(unmatched.count), "
                 + unmatched.map { String(format: "%@ %.0f–%.0f s", $0.key, $0.value.first!.time - Double(runStart), $0.value.last!.time - Double(runStart)) }
