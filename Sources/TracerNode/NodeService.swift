@@ -26,7 +26,8 @@ struct NodeService {
             group.addTask { [status] in
                 await ExchangeSupervisor(session: session).run(
                     onStart: { _, host in await status.started(host) },
-                    onSessionEnded: { failure in await status.sessionEnded("\(failure)") })
+                    onSessionEnded: { failure in await status.sessionEnded(failure) },
+                    onCondition: { condition in await status.conditionChanged(condition) })
             }
             group.addTask { await status.runHeartbeat() }
             await group.waitForAll()

@@ -27,6 +27,11 @@ enum Output {
         return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(time)))
     }
 
+    /// A past time and how long ago it was: "2026-05-01 14:03:07 (12 min 0 s ago)".
+    static func ago(_ time: UnixSeconds, now: UnixSeconds) -> String {
+        "\(localTime(time)) (\(duration(max(0, now - time))) ago)"
+    }
+
     static func duration(_ seconds: Int64) -> String {
         if seconds < 60 { return "\(seconds) s" }
         if seconds < 3600 { return "\(seconds / 60) min \(seconds % 60) s" }

@@ -119,11 +119,14 @@ extension TracerNodeTests {
             #expect(running.exitCode == 0)
             #expect(running.stdout.contains("Controller:     F0:00:00:00:00:01"), "\(running)")
             #expect(running.stdout.contains("Latest own id:  id#"), "\(running)")
+            let runningJSON = try Check.json(Products.tracer(["status", "--db", database, "--json"], home: scratch.path).stdout)
+            #expect(runningJSON["nodeDegraded"] as? Bool == false, "a healthy node reads as degraded: \(runningJSON)")
 
             // While the node holds its controller, doctor leaves the radio alone.
             let busy = try Products.tracer(["doctor", "--db", database, "--transport", "tcp:127.0.0.1:\(link.ports[0])"], home: scratch.path)
             #expect(busy.stdout.contains("[skip] transport: a running node"), "\(busy)")
             #expect(busy.stdout.contains("[ ok ] store:"), "\(busy)")
+            #expect(busy.exitCode == 0 && !busy.stdout.contains("[FAIL]"), "\(busy)")
 
             kill(node.pid, SIGTERM)
             #expect(node.waitForExit(timeout: .seconds(5))?.status == 0)

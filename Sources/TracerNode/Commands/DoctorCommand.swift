@@ -7,7 +7,8 @@ struct DoctorCommand: AsyncParsableCommand {
         abstract: "Check what the node needs and say how to fix what fails.",
         discussion: """
             Checks the configuration, the database (integrity check), the Bluetooth controller \
-            (transport, LE initialisation, advertising, scanning; skipped while `tracer run` holds it), \
+            (transport, LE initialisation, advertising, scanning; while `tracer run` holds it, advertising \
+            and scanning fail only when the running node reports them off), \
             the positive list server (reachable, list verifies with the configured key) and the clock. \
             Exit code 0 when nothing failed, 1 otherwise.
             """)

@@ -16,6 +16,8 @@ struct StatusCommand: AsyncParsableCommand {
     struct Status: Encodable {
         var node: NodeRuntimeStatus?
         var nodeRunning: Bool
+        /// Running, but not advertising or not scanning (`node.radio` says since when and why).
+        var nodeDegraded: Bool
         var peersMetToday: Int
         var database: String
         var ownIDs: Int
@@ -45,7 +47,8 @@ struct StatusCommand: AsyncParsableCommand {
         let startOfToday = UnixSeconds(Calendar.current.startOfDay(for: Date()).timeIntervalSince1970)
         let peersToday = Set(try opened.encounterTimes(since: startOfToday).map(\.peer)).count
         let status = Status(
-            node: runtime, nodeRunning: runtime?.processIsAlive ?? false, peersMetToday: peersToday,
+            node: runtime, nodeRunning: runtime?.processIsAlive ?? false,
+            nodeDegraded: runtime.map { $0.processIsAlive && $0.isDegraded } ?? false, peersMetToday: peersToday,
             database: location.path, ownIDs: counts.ownIDs, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
             currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
             listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
@@ -59,10 +62,13 @@ struct StatusCommand: AsyncParsableCommand {
 
     private func render(_ status: Status) -> String {
         let now = SystemWallClock().now()
-        func ago(_ time: UnixSeconds) -> String { "\(Output.localTime(time)) (\(Output.duration(max(0, now - time))) ago)" }
-        var lines = [nodeLine(status, ago: ago)]
+        func ago(_ time: UnixSeconds) -> String { Output.ago(time, now: now) }
+        var lines = nodeLines(status, ago: ago)
         if let controller = status.node?.controller, status.nodeRunning {
             lines.append("Controller:     \(controller.address), HCI version \(controller.hciVersion), manufacturer \(controller.manufacturer)")
+        }
+        if let resets = status.node?.controllerResets, status.nodeRunning {
+            lines.append("Controller resets: \(resets.count) (last \(Output.localTime(resets.lastAt)): \(resets.lastReason))")
         }
         lines += [
             "Database:       \(status.database)",
@@ -88,17 +94,26 @@ struct StatusCommand: AsyncParsableCommand {
         return lines.joined(separator: "\n")
     }
 
-    private func nodeLine(_ status: Status, ago: (UnixSeconds) -> String) -> String {
-        guard let node = status.node else { return "Node:           not running (no `tracer run` has used this database)" }
+    private func nodeLines(_ status: Status, ago: (UnixSeconds) -> String) -> [String] {
+        guard let node = status.node else { return ["Node:           not running (no `tracer run` has used this database)"] }
         guard status.nodeRunning else {
-            return "Node:           not running (last seen \(ago(node.updatedAt)))"
+            return ["Node:           not running (last seen \(ago(node.updatedAt)))"]
+        }
+        let started = "since \(Output.localTime(node.startedAt)) on \(node.transport) (pid \(node.pid))"
+        if status.nodeDegraded, let radio = node.radio {
+            // Never a plain "running": a node that cannot be heard or cannot hear says so first.
+            let outages = [("advertising", radio.advertising), ("scanning", radio.scanning)].compactMap { role, outage in
+                outage.map { "not \(role) since \(ago($0.since)): \($0.reason)" }
+            }
+            return ["Node:           degraded — " + outages[0]] + outages.dropFirst().map { "                " + $0 }
+                + ["                up \(started)"]
         }
         switch node.state {
-        case .running: return "Node:           running since \(Output.localTime(node.startedAt)) on \(node.transport) (pid \(node.pid))"
-        case .starting: return "Node:           starting on \(node.transport) (pid \(node.pid))"
+        case .running: return ["Node:           running \(started)"]
+        case .starting: return ["Node:           starting on \(node.transport) (pid \(node.pid))"]
         case .reconnecting:
-            return "Node:           reconnecting to \(node.transport) (pid \(node.pid)): \(node.lastError ?? "controller lost")"
-        case .stopped: return "Node:           stopped at \(Output.localTime(node.updatedAt))"
+            return ["Node:           reconnecting to \(node.transport) (pid \(node.pid)): \(node.lastError ?? "controller lost")"]
+        case .stopped: return ["Node:           stopped at \(Output.localTime(node.updatedAt))"]
         }
     }
 }

@@ -54,7 +54,7 @@ struct DoctorChecks {
         }
         if let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.processIsAlive {
             let state = "a running node (pid \(running.pid)) holds \(running.transport): \(running.state.rawValue)"
-            return [.skipped("transport", state + "; radio checks skipped")]
+            return [.skipped("transport", state + "; radio checks skipped, the node's own reports used instead")] + Self.outages(of: running)
         }
         let spec: TransportSpec
         do { spec = try TransportSpec(parsing: transportText) } catch {
@@ -94,6 +94,24 @@ struct DoctorChecks {
         }
         await host.close()
         return checks
+    }
+
+    /// A running node's outages, from its status file: the radio checks cannot run beside it,
+    /// but what it reports fails them just the same.
+    private static func outages(of running: NodeRuntimeStatus) -> [DoctorCheck] {
+        guard running.isDegraded, let radio = running.radio else { return [] }
+        let now = SystemWallClock().now()
+        let persists = "if this persists, unplug and replug the adapter or check that no other program uses it."
+        let roles = [
+            ("advertising", radio.advertising, "advertise", "the node resets the controller after a minute"),
+            ("scanning", radio.scanning, "scan", "the node retries every second, and restarting it resets the controller"),
+        ]
+        return roles.compactMap { name, outage, verb, remedy in
+            outage.map {
+                .fail(name, "the running node (pid \(running.pid)) has not been \(name) since \(Output.ago($0.since, now: now))",
+                      fix: "The controller refuses to \(verb): \($0.reason); \(remedy); \(persists)")
+            }
+        }
     }
 
     /// Updates the list cache as `tracer check` would; returns the server's clock when it answered.

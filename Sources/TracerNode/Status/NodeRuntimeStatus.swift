@@ -19,6 +19,14 @@ struct NodeRuntimeStatus: Codable, Equatable {
         var manufacturer: Int
     }
 
+    /// The controller resets the node made because the controller was stuck
+    /// (`ExchangeSession.Failure.controllerStuck`).
+    struct ControllerResets: Codable, Equatable {
+        var count: Int
+        var lastAt: UnixSeconds
+        var lastReason: String
+    }
+
     var pid: Int32
     var startedAt: UnixSeconds
     var updatedAt: UnixSeconds
@@ -27,6 +35,13 @@ struct NodeRuntimeStatus: Codable, Equatable {
     var controller: Controller?
     /// Why the last controller session ended, while reconnecting.
     var lastError: String?
+    /// Whether advertising and scanning are off although wanted; absent in files of older nodes.
+    var radio: RadioCondition?
+    /// Absent until the node first resets its controller, and in files of older nodes.
+    var controllerResets: ControllerResets?
+
+    /// True when the node runs on its controller but cannot be heard or cannot hear.
+    var isDegraded: Bool { state == .running && radio?.isDegraded == true }
 
     /// True when the process that wrote the file still runs: a killed node leaves "running"
     /// behind, and after a reboot its pid may belong to another process, so the heartbeat (every
@@ -66,9 +81,18 @@ actor NodeStatusRecorder {
         write()
     }
 
-    func sessionEnded(_ reason: String) {
+    func sessionEnded(_ failure: ExchangeSession.Failure) {
         status.state = .reconnecting
-        status.lastError = reason
+        status.lastError = "\(failure)"
+        if case .controllerStuck(let reason) = failure {
+            let count = (status.controllerResets?.count ?? 0) + 1
+            status.controllerResets = .init(count: count, lastAt: clock.now(), lastReason: reason)
+        }
+        write()
+    }
+
+    func conditionChanged(_ condition: RadioCondition) {
+        status.radio = condition
         write()
     }
 

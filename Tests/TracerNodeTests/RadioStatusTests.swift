@@ -1,0 +1,102 @@
+import Foundation
+import Testing
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TracerNodeTests {
+    /// `tracer status` and `tracer doctor` on a status file that says the node cannot advertise:
+    /// the file is written here as a running node would (this process's pid, a fresh heartbeat).
+    @Suite struct RadioStatus {
+        static let refusal = "controller: HCI command LE Set Advertising Enable failed: Command Disallowed (0x0C)"
+        static let outageStart = Int64(Date().timeIntervalSince1970) - 725
+
+        /// A status file of a running node; `extra` adds (or, as NSNull, leaves out) fields.
+        static func writeStatus(beside database: SeededDatabase, _ extra: [String: Any] = [:]) throws {
+            let now = Int64(Date().timeIntervalSince1970)
+            var status: [String: Any] = [
+                "pid": Int(getpid()), "startedAt": now - 3600, "updatedAt": now, "transport": "tcp:127.0.0.1:9",
+                "state": "running", "controller": ["address": "F0:00:00:00:00:01", "hciVersion": 9, "manufacturer": 0x0A],
+            ]
+            status.merge(extra) { $1 }
+            let data = try JSONSerialization.data(withJSONObject: status)
+            try data.write(to: URL(fileURLWithPath: database.path + "-status.json"))
+        }
+
+        static var advertisingOutage: [String: Any] { [
+            "radio": ["advertising": ["since": outageStart, "reason": refusal]],
+            "controllerResets": ["count": 2, "lastAt": outageStart - 60, "lastReason": "advertising has been off too long"],
+        ] }
+
+        /// What `Output.localTime` prints, in the zone the child inherits.
+        static func localTime(_ time: Int64) -> String {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.dateFormat = "yyyy-MM-dd HH:mm:ss"
+            return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(time)))
+        }
+
+        @Test func statusSaysDegradedWithSinceAndReason() throws {
+            let database = try SeededDatabase()
+            defer { database.remove() }
+            try Self.writeStatus(beside: database, Self.advertisingOutage)
+
+            let text = try database.succeeding(["status"]).stdout
+            #expect(text.contains("Node:           degraded — not advertising since \(Self.localTime(Self.outageStart)) (12 min"), "\(text)")
+            #expect(text.contains(Self.refusal), "\(text)")
+            #expect(!text.contains("Node:           running"), "a node that cannot advertise looks healthy: \(text)")
+            #expect(text.contains("Controller resets: 2 (last \(Self.localTime(Self.outageStart - 60)): advertising has been off too long)"), "\(text)")
+
+            let json = try Check.json(database.succeeding(["status", "--json"]).stdout)
+            #expect(json["nodeRunning"] as? Bool == true)
+            #expect(json["nodeDegraded"] as? Bool == true, "\(json)")
+            let node = try #require(json["node"] as? [String: Any])
+            let advertising = try #require((node["radio"] as? [String: Any])?["advertising"] as? [String: Any], "\(node)")
+            #expect((advertising["since"] as? NSNumber)?.int64Value == Self.outageStart)
+            #expect(advertising["reason"] as? String == Self.refusal)
+            #expect((node["radio"] as? [String: Any])?["scanning"] == nil)
+            #expect((node["controllerResets"] as? [String: Any])?["count"] as? Int == 2, "\(node)")
+        }
+
+        @Test func doctorFailsAdvertisingWithAFixWhileTheRunningNodeReportsAnOutage() throws {
+            let database = try SeededDatabase()
+            defer { database.remove() }
+            try Self.writeStatus(beside: database, Self.advertisingOutage)
+            let arguments = ["doctor", "--transport", "tcp:127.0.0.1:9"]
+
+            let text = try database.tracer(arguments)
+            #expect(text.exitCode == 1, "\(text)")
+            #expect(text.stdout.contains("[skip] transport: a running node (pid \(getpid()))"), "\(text)")
+            #expect(text.stdout.contains(
+                "[FAIL] advertising: the running node (pid \(getpid())) has not been advertising since \(Self.localTime(Self.outageStart))"), "\(text)")
+            #expect(text.stdout.contains(
+                "fix: The controller refuses to advertise: \(Self.refusal); the node resets the controller after a minute"), "\(text)")
+            #expect(!text.stdout.contains("[FAIL] scanning"), "the node reports no scanning outage: \(text)")
+
+            let json = try database.tracer(arguments + ["--json"])
+            #expect(json.exitCode == 1)
+            let checks = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]], "\(json)")
+            let advertising = try #require(checks.first { $0["name"] as? String == "advertising" }, "\(checks)")
+            #expect(advertising["outcome"] as? String == "fail")
+            #expect((advertising["fix"] as? String)?.contains(Self.refusal) == true, "\(advertising)")
+        }
+
+        /// Files of nodes from before the radio condition, and healthy ones, say "running"; doctor passes.
+        @Test func oldAndHealthyStatusFilesSayRunning() throws {
+            let database = try SeededDatabase()
+            defer { database.remove() }
+            for (label, extra) in [("old format", [:]), ("healthy", ["radio": [String: Any]()])] as [(String, [String: Any])] {
+                try Self.writeStatus(beside: database, extra)
+                let text = try database.succeeding(["status"]).stdout
+                #expect(text.contains("Node:           running since"), "\(label): \(text)")
+                #expect(!text.contains("degraded") && !text.contains("Controller resets"), "\(label): \(text)")
+                let json = try Check.json(database.succeeding(["status", "--json"]).stdout)
+                #expect(json["nodeRunning"] as? Bool == true && json["nodeDegraded"] as? Bool == false, "\(label): \(json)")
+
+                let doctor = try database.tracer(["doctor", "--transport", "tcp:127.0.0.1:9"])
+                #expect(doctor.exitCode == 0, "\(label): \(doctor)")
+                #expect(!doctor.stdout.contains("[FAIL]"), "\(label): \(doctor)")
+            }
+        }
+    }
+}
