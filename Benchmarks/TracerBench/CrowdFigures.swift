@@ -392,12 +392,12 @@ struct CrowdFigures {
                    sortedRotations.count, sortedRotations.isEmpty ? 0 : sortedRotations[sortedRotations.count / 2], sortedRotations.last ?? 0))
     }
 
-    /// The radio condition the nodes wrote into DB-status.json, if they write one.
+    /// The radio condition and controller resets the nodes wrote into DB-status.json, if they write them.
     static func statusFiles(_ contents: [String]) {
         say("")
         let conditions = contents.enumerated().compactMap { index, text -> String? in
             guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
-            let radio = object.filter { $0.key.lowercased().contains("radio") || $0.key.lowercased().contains("condition") || $0.key.lowercased().contains("advertis") }
+            let radio = object.filter { key, _ in ["radio", "condition", "advertis", "reset"].contains { key.lowercased().contains($0) } }
             guard !radio.isEmpty, let data = try? JSONSerialization.data(withJSONObject: radio, options: [.sortedKeys]) else { return nil }
             return "  node \(index): " + String(decoding: data, as: UTF8.self)
         }
@@ -405,7 +405,7 @@ struct CrowdFigures {
             let keys = (try? JSONSerialization.jsonObject(with: Data((contents.first ?? "").utf8)) as? [String: Any])?.keys.sorted() ?? []
             say("status files at the end: no radio condition in them (fields: \(keys.joined(separator: ", ")))")
         } else {
-            say("radio condition in the status files at the end of the run:")
+            say("radio condition and controller resets in the status files at the end of the run (nodes without either are left out):")
             conditions.forEach(say)
         }
     }
