@@ -397,13 +397,16 @@ struct CrowdFigures {
         say("")
         let conditions = contents.enumerated().compactMap { index, text -> String? in
             guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
-            let radio = object.filter { key, _ in ["radio", "condition", "advertis", "reset"].contains { key.lowercased().contains($0) } }
+            // A healthy radio is written as {}: left out.
+            let radio = object.filter { key, value in
+                ["radio", "condition", "advertis", "reset"].contains { key.lowercased().contains($0) } && (value as? [String: Any])?.isEmpty != true
+            }
             guard !radio.isEmpty, let data = try? JSONSerialization.data(withJSONObject: radio, options: [.sortedKeys]) else { return nil }
             return "  node \(index): " + String(decoding: data, as: UTF8.self)
         }
         if conditions.isEmpty {
             let keys = (try? JSONSerialization.jsonObject(with: Data((contents.first ?? "").utf8)) as? [String: Any])?.keys.sorted() ?? []
-            say("status files at the end: no radio condition in them (fields: \(keys.joined(separator: ", ")))")
+            say("status files at the end: no outage in their radio condition, no controller reset (fields: \(keys.joined(separator: ", ")))")
         } else {
             say("radio condition and controller resets in the status files at the end of the run (nodes without either are left out):")
             conditions.forEach(say)
