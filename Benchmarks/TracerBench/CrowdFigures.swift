@@ -192,7 +192,7 @@ struct CrowdFigures {
             var intervals: [(Double, Double, String)] = []
             var offSince: (time: Double, why: String)?
             var sessionDown = false
-            var rotations = 0
+            var rotations = 0, sessionsEnded = 0
             for event in log.events {
                 if ["warning", "error", "critical", "notice"].contains(event.level) {
                     // Messages may carry numbers (Unix times): count them by their first words.
@@ -205,6 +205,7 @@ struct CrowdFigures {
                 case "advertising again":
                     if let since = offSince, !sessionDown { intervals.append((since.time, event.time, since.why)); offSince = nil }
                 case "controller session ended; reconnecting":
+                    sessionsEnded += 1
                     sessionDown = true
                     if offSince == nil { offSince = (event.time, "session ended: \(event.fields["error"] ?? "?")") }
                 case let message where message.hasPrefix("could not change the address"):
@@ -225,7 +226,8 @@ struct CrowdFigures {
             let counted = intervals.map { (max($0.0, start), min($0.1, end), $0.2) }.filter { $0.1 - $0.0 > Self.gapThreshold }
             let total = counted.reduce(0) { $0 + $1.1 - $1.0 }
             totals.append(total)
-            var line = String(format: "  node %2d (%@): %d rotations logged; %d outages, %.1f s", index, model(index), rotations, counted.count, total)
+            var line = String(format: "  node %2d (%@): %d \"rotated\" (rotations and session starts), %d sessions ended; %d outages > 2 s, %.1f s",
+                              index, model(index), rotations, sessionsEnded, counted.count, total)
             if let worst = counted.max(by: { $0.1 - $0.0 < $1.1 - $1.0 }) {
                 line += String(format: ", longest %.1f s (%@)", worst.1 - worst.0, worst.2)
             }
@@ -244,20 +246,27 @@ struct CrowdFigures {
         }
     }
 
-    /// Advertising off as the passive listener heard it. Addresses are matched to nodes through the
-    /// nodes' debug logs: "exchanged" names the peer's id tag and the link's address, the
-    /// peripheral's advertising address (the tag leads to the node through the ids in the stores);
-    /// the peripheral's "connected" at the same moment names the central's address. A gap between
-    /// two reports of a node (across its address changes) longer than 2 s counts, less any time
-    /// the listener heard nobody at all (then it, not the node, was deaf); in a gap with a window
-    /// boundary in it, the part from the boundary on is the rotation's and is counted apart.
+    /// Advertising off as the passive listener heard it.
+    ///
+    /// Each address's reports make stretches on the air; a silence longer than 2 s ends one. A node
+    /// has one address at a time, so at any moment the nodes not on the air are the node count
+    /// minus the stretches under way; their sum over the run is the node-seconds without
+    /// advertising, less the first 2 s after each window boundary (the rotation's allowance) and
+    /// any time the listener heard nobody at all (then it, not the nodes, was deaf). It counts every
+    /// moment, so also silences under 2 s between two addresses of a node. This needs no
+    /// knowledge of which address is whose. Per node it is shown only when every address could be
+    /// matched to its node: through the debug logs ("exchanged" names the peer's id tag and the
+    /// link's address, the peripheral's advertising address, and the tag leads to a node through
+    /// the stores; the peripheral's "connected" at the same moment names the central's address),
+    /// or by elimination.
     func advertisingOnAir(_ air: AirLog, logs: [NodeLog]) {
         say("")
-        say("(b) advertising off, heard by the passive listener (gaps > \(Int(Self.gapThreshold)) s):")
+        say("(b) advertising off, heard by the passive listener (silences > \(Int(Self.gapThreshold)) s):")
         guard let first = air.reports.first else {
             say("  the listener heard nothing")
             return
         }
+        let start = Double(runStart), end = runEndInstant
         // When nobody at all was heard for over a second, the listener was not listening.
         var deaf: [(Double, Double)] = []
         var previous = first.time
@@ -265,38 +274,74 @@ struct CrowdFigures {
             if report.time - previous > 1 { deaf.append((previous, report.time)) }
             previous = report.time
         }
-        if runEndInstant - previous > 1 { deaf.append((previous, runEndInstant)) }
-        func deafOverlap(_ from: Double, _ to: Double) -> Double {
-            deaf.reduce(0) { $0 + max(0, min(to, $1.1) - max(from, $1.0)) }
-        }
+        if end - previous > 1 { deaf.append((previous, end)) }
         say(String(format: "  listener deaf (nobody heard for > 1 s): %d times, %.1f s in all", deaf.count, deaf.reduce(0) { $0 + $1.1 - $1.0 }))
 
         let reference = air.reports.filter { $0.kind == 2 }.map(\.time)
-        let referenceGaps = zip(reference, reference.dropFirst()).map { $1 - $0 }.filter { $0 > Self.gapThreshold }
-        say(String(format: "  reference (the Bumble duty-cycle device, one address, never stops): %d reports, %d gaps > 2 s, longest gap %.2f s",
-                   reference.count, referenceGaps.count, zip(reference, reference.dropFirst()).map { $1 - $0 }.max() ?? 0))
+        let referenceGaps = zip(reference, reference.dropFirst()).map { $1 - $0 }
+        say(String(format: "  reference (the Bumble duty-cycle device, one address, never stops): %d reports, %d silences > 2 s, longest %.2f s",
+                   reference.count, referenceGaps.filter { $0 > Self.gapThreshold }.count, referenceGaps.max() ?? 0))
 
-        // Tag of each own id → (node, window).
+        let tracer = Dictionary(grouping: air.reports.filter { $0.kind == 1 }, by: \.address).mapValues { $0.map(\.time) }
+        var stretches: [(from: Double, to: Double, address: String)] = []
+        var sameAddressSilences: [Double] = []
+        for (address, times) in tracer {
+            var from = times[0]
+            for (previous, next) in zip(times, times.dropFirst()) where next - previous > Self.gapThreshold {
+                stretches.append((from, previous, address))
+                sameAddressSilences.append(next - previous)
+                from = next
+            }
+            stretches.append((from, times.last!, address))
+        }
+        say(String(format: "  Tracer addresses heard: %d; silences > 2 s within one address (advertising stopped and resumed, neither a rotation nor a controller reset): %d, %.1f s in all, longest %.1f s",
+                   tracer.count, sameAddressSilences.count, sameAddressSilences.reduce(0, +), sameAddressSilences.max() ?? 0))
+
+        // The moments to leave out: the rotation's allowance after each boundary, and deafness.
+        let interval = Double(rotationInterval)
+        var excluded = deaf
+        var boundary = (start / interval).rounded(.up) * interval
+        while boundary < end {
+            excluded.append((boundary, boundary + Self.gapThreshold))
+            boundary += interval
+        }
+        // Node-seconds off the air, from 2 s after the start (the nodes' first advertisement) to the end.
+        var points = Set([start + Self.gapThreshold, end])
+        for stretch in stretches { points.formUnion([stretch.from, stretch.to]) }
+        for interval in excluded { points.formUnion([interval.0, interval.1]) }
+        let sorted = points.filter { $0 >= start + Self.gapThreshold && $0 <= end }.sorted()
+        var offNodeSeconds = 0.0, allOffNodeSeconds = 0.0
+        for (from, to) in zip(sorted, sorted.dropFirst()) {
+            let middle = (from + to) / 2
+            let onAir = stretches.filter { $0.from <= middle && middle <= $0.to }.count
+            let missing = Double(max(0, nodes.count - onAir)) * (to - from)
+            if deaf.contains(where: { $0.0 <= middle && middle <= $0.1 }) { continue }
+            allOffNodeSeconds += missing
+            if excluded.contains(where: { $0.0 <= middle && middle <= $0.1 }) { continue }
+            offNodeSeconds += missing
+        }
+        let span = end - start - Self.gapThreshold
+        say(String(format: "  node-seconds without advertising outside rotations: %.1f, mean %.1f s per node (%.2f %% of the run); within 2 s after a window boundary: %.1f more",
+                   offNodeSeconds, offNodeSeconds / Double(nodes.count), offNodeSeconds / Double(nodes.count) / span * 100,
+                   allOffNodeSeconds - offNodeSeconds))
+
+        // Per node, when every address can be named.
         var owners: [String: [(node: Int, window: IDWindow)]] = [:]
         for (index, record) in nodes.enumerated() {
             for own in record.ownIDs { owners[own.id.tag, default: []].append((index, own.window)) }
         }
+        func address(in link: String) -> String? {
+            link.range(of: "peer ").map { String(link[$0.upperBound...].prefix(17)) }
+        }
         var votes: [String: [Int: Int]] = [:]
         for (observer, log) in logs.enumerated() {
             for event in log.events where event.message == "exchanged" {
-                guard let tag = event.fields["peer"], let link = event.fields["link"],
-                      let range = link.range(of: "peer ") else { continue }
-                let address = String(link[range.upperBound...].prefix(17))
+                guard let tag = event.fields["peer"], let peerAddress = address(in: event.fields["link"] ?? "") else { continue }
                 let candidates = Set((owners[tag] ?? []).filter {
                     $0.node != observer && Double($0.window.start) - 3 <= event.time && event.time < Double($0.window.end) + 3
                 }.map(\.node))
-                if candidates.count == 1 { votes[address, default: [:]][candidates.first!, default: 0] += 1 }
+                if candidates.count == 1 { votes[peerAddress, default: [:]][candidates.first!, default: 0] += 1 }
             }
-        }
-        // The central's address: the peripheral logs "connected" (peripheral, peer X) at the moment the
-        // central logs "connected" (central, peer Y) for the link it then "exchanged" over.
-        func address(in link: String) -> String? {
-            link.range(of: "peer ").map { String(link[$0.upperBound...].prefix(17)) }
         }
         let peripheralLinks = logs.map { log in
             log.events.filter { $0.message == "connected" && ($0.fields["link"] ?? "").contains("(peripheral,") }
@@ -316,80 +361,52 @@ struct CrowdFigures {
             }
         }
         var owner: [String: Int] = [:]
-        var contested = 0
-        for (address, tally) in votes {
-            if tally.count > 1 { contested += 1 }
-            owner[address] = tally.max { $0.value < $1.value }!.key
-        }
-        let tracer = Dictionary(grouping: air.reports.filter { $0.kind == 1 }, by: \.address)
-        // A node nobody exchanged with in a window leaves its address unnamed in every log. A node
-        // has one address at a time: when exactly one node was heard under no other address while an
-        // unnamed one was on the air, it is that node's (repeated while that settles more).
-        var eliminated = 0
-        while true {
-            var settled = false
-            for (address, reports) in tracer where owner[address] == nil {
-                let from = reports.first!.time, to = reports.last!.time
+        for (address, tally) in votes { owner[address] = tally.max { $0.value < $1.value }!.key }
+        // A node has one address at a time: when exactly one node was heard under no other address
+        // while an unnamed one was on the air, it is that node's (repeated while that settles more).
+        var settled = true
+        while settled {
+            settled = false
+            for (address, times) in tracer where owner[address] == nil {
+                let from = times.first!, to = times.last!
                 let free = nodes.indices.filter { node in
-                    !tracer.contains { owner[$0.key] == node && $0.value.contains { $0.time > from && $0.time < to } }
+                    !tracer.contains { owner[$0.key] == node && $0.value.contains { $0 > from && $0 < to } }
                 }
                 if free.count == 1 {
                     owner[address] = free[0]
-                    eliminated += 1
                     settled = true
                 }
             }
-            if !settled { break }
         }
-        let unmatched = tracer.filter { owner[$0.key] == nil }
-        say("  Tracer addresses heard: \(tracer.count); matched to a node: \(tracer.count - unmatched.count)"
-            + (eliminated == 0 ? "" : " (\(eliminated) of them by elimination: the only node not heard under another address meanwhile)")
-            + (contested > 0 ? " (\(contested) with votes for more than one node)" : "")
-            + (unmatched.isEmpty ? "" : "; unmatched: \(unmatched.count), "
-                + unmatched.map { String(format: "%@ %.0f–%.0f s", $0.key, $0.value.first!.time - Double(runStart), $0.value.last!.time - Double(runStart)) }
-                    .sorted().prefix(8).joined(separator: ", ")
-                + " (their reports are missing from their node's timeline, so its gaps may be overstated)"))
-
-        let start = Double(runStart)
-        var totalOff = 0.0, rotationGaps: [Double] = []
+        let unmatched = tracer.keys.filter { owner[$0] == nil }.count
+        guard unmatched == 0 else {
+            say("  per node: \(unmatched) of \(tracer.count) addresses could not be matched to a node (nobody exchanged with them), so no per-node figures from the air")
+            return
+        }
         for index in nodes.indices {
-            let times = tracer.filter { owner[$0.key] == index }.flatMap { $0.value.map(\.time) }.sorted()
-            let addresses = tracer.keys.filter { owner[$0] == index }.count
-            guard let firstHeard = times.first else {
+            let mine = stretches.filter { owner[$0.address] == index }.sorted { $0.from < $1.from }
+            guard let firstHeard = mine.first?.from else {
                 say("  node \(index) (\(model(index))): never heard")
                 continue
             }
-            var off: [(Double, Double)] = []
-            var rotations: [Double] = []
-            let longest = zip(times, times.dropFirst()).map { $1 - $0 }.max() ?? 0
-            for (from, to) in Array(zip(times, times.dropFirst())) + [(times.last!, runEndInstant)] {
-                let length = to - from - deafOverlap(from, to)
-                guard length > Self.gapThreshold else { continue }
-                let boundary = (from / Double(rotationInterval)).rounded(.up) * Double(rotationInterval)
-                guard boundary <= to, to < runEndInstant else {
-                    off.append((from, to))
-                    continue
-                }
-                // The rotation's gap starts at the boundary; silence before it is not the rotation's.
-                rotations.append(to - boundary - deafOverlap(boundary, to))
-                if boundary - from - deafOverlap(from, boundary) > Self.gapThreshold { off.append((from, boundary)) }
+            var silences: [(Double, Double)] = []
+            for (before, after) in zip(mine, mine.dropFirst()) where after.from - before.to > Self.gapThreshold {
+                silences.append((before.to, after.from))
             }
-            let total = off.reduce(0) { $0 + $1.1 - $1.0 - deafOverlap($1.0, $1.1) }
-            totalOff += total
-            rotationGaps += rotations
-            var line = String(format: "  node %2d (%@): %d addresses, first heard %.1f s into the run, %d reports, longest silence %.1f s; off outside rotations: %d gaps, %.1f s",
-                              index, model(index), addresses, firstHeard - start, times.count, longest, off.count, total)
+            if end - mine.last!.to > Self.gapThreshold { silences.append((mine.last!.to, end)) }
+            // Less the rotation allowance and deafness.
+            let off = silences.map { silence in
+                (silence, silence.1 - silence.0 - excluded.reduce(0) { $0 + max(0, min(silence.1, $1.1) - max(silence.0, $1.0)) })
+            }.filter { $0.1 > 0 }
+            let total = off.reduce(0) { $0 + $1.1 }
+            var line = String(format: "  node %2d (%@): %d addresses, first heard %.1f s into the run; off outside rotations: %d silences, %.1f s",
+                              index, model(index), Set(mine.map(\.address)).count, firstHeard - start, off.count, total)
             if !off.isEmpty {
-                line += " (" + off.prefix(6).map { String(format: "%.0f s for %.1f s", $0.0 - start, $0.1 - $0.0) }.joined(separator: ", ")
+                line += " (" + off.prefix(6).map { String(format: "at %.0f s for %.1f s", $0.0.0 - start, $0.1) }.joined(separator: ", ")
                     + (off.count > 6 ? ", …" : "") + ")"
             }
-            if !rotations.isEmpty { line += String(format: "; rotation gaps (from the boundary): %d, longest %.1f s", rotations.count, rotations.max()!) }
             say(line)
         }
-        let sortedRotations = rotationGaps.sorted()
-        say(String(format: "  all nodes: %.1f s off outside rotations, mean %.1f s per node (%.2f %% of the run); gaps > 2 s across a window boundary, from the boundary on: %d, median %.1f s, longest %.1f s",
-                   totalOff, totalOff / Double(nodes.count), totalOff / Double(nodes.count) / (runEndInstant - start) * 100,
-                   sortedRotations.count, sortedRotations.isEmpty ? 0 : sortedRotations[sortedRotations.count / 2], sortedRotations.last ?? 0))
     }
 
     /// The radio condition and controller resets the nodes wrote into DB-status.json, if they write them.
