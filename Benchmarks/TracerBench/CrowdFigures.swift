@@ -248,7 +248,8 @@ struct CrowdFigures {
 
     /// Advertising off as the passive listener heard it.
     ///
-    /// Each address's reports make stretches on the air; a silence longer than 2 s ends one. A node
+    /// Each address's reports make stretches on the air (each lasting until 0.5 s after its last
+    /// report); a silence longer than 2 s ends one. A node
     /// has one address at a time, so at any moment the nodes not on the air are the node count
     /// minus the stretches under way; their sum over the run is the node-seconds without
     /// advertising, less the first 2 s after each window boundary (the rotation's allowance) and
@@ -283,16 +284,19 @@ struct CrowdFigures {
                    reference.count, referenceGaps.filter { $0 > Self.gapThreshold }.count, referenceGaps.max() ?? 0))
 
         let tracer = Dictionary(grouping: air.reports.filter { $0.kind == 1 }, by: \.address).mapValues { $0.map(\.time) }
+        // An address counts as on the air until half a second after a report: the nodes advertise
+        // every 250 ms, and reports arrive up to about 0.4 s apart.
+        let tail = 0.5
         var stretches: [(from: Double, to: Double, address: String)] = []
         var sameAddressSilences: [Double] = []
         for (address, times) in tracer {
             var from = times[0]
             for (previous, next) in zip(times, times.dropFirst()) where next - previous > Self.gapThreshold {
-                stretches.append((from, previous, address))
+                stretches.append((from, previous + tail, address))
                 sameAddressSilences.append(next - previous)
                 from = next
             }
-            stretches.append((from, times.last!, address))
+            stretches.append((from, times.last! + tail, address))
         }
         say(String(format: "  Tracer addresses heard: %d; silences > 2 s within one address (advertising stopped and resumed, neither a rotation nor a controller reset): %d, %.1f s in all, longest %.1f s",
                    tracer.count, sameAddressSilences.count, sameAddressSilences.reduce(0, +), sameAddressSilences.max() ?? 0))
