@@ -165,6 +165,10 @@ struct CrowdFigures {
                 + (missing.isEmpty ? "" : "  not logged (broadcaster→observer): " + missing.prefix(12).joined(separator: ", ")
                     + (missing.count > 12 ? " … (\(missing.count) in all)" : "")))
         }
+        guard !shares.isEmpty else {
+            say("  no id window lies wholly inside the run")
+            return
+        }
         let below = shares.filter { $0 < 0.95 }.count
         let declines = zip(shares, shares.dropFirst()).filter { $1 < $0 }.count
         say(String(format: "  windows: %d; min %.1f %%, mean %.1f %%; below 95 %%: %d; worse than the one before: %d",
@@ -184,6 +188,7 @@ struct CrowdFigures {
         say("(b) advertising off, from the node logs (intervals > \(Int(Self.gapThreshold)) s inside the run):")
         if ["error", "critical"].contains(level) {
             say("  the nodes logged at \(level): outages are logged at warning and notice, so the logs cannot show them")
+            return
         }
         let start = Double(runStart), end = runEndInstant
         var totals: [Double] = []
