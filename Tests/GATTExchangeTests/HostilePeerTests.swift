@@ -51,7 +51,7 @@ struct HostilePeerTests {
 
             // The node still serves an honest central after the attack.
             let later = try await scenario.spawn("tracer_central.py", controller: 4, [
-                "--address", "C0:00:00:00:00:B3", "--write-id", Self.laterCentralID, "--timeout", "20",
+                "--address", "C0:00:00:00:00:B3", "--target", ourAddress, "--write-id", Self.laterCentralID, "--timeout", "20",
             ]).result(timeout: .seconds(25))
 
             try Self.checkGarbageAnswers(attack)
@@ -250,7 +250,7 @@ struct HostilePeerTests {
             ])
             try await Task.sleep(for: .seconds(2))
             let later = try await scenario.spawn("tracer_central.py", controller: 4, [
-                "--address", "C0:00:00:00:00:B3", "--write-id", Self.laterCentralID, "--timeout", "20",
+                "--address", "C0:00:00:00:00:B3", "--target", ourAddress, "--write-id", Self.laterCentralID, "--timeout", "20",
             ]).result(timeout: .seconds(25))
             let attack = try await holder.result(timeout: .seconds(40))
             _ = try await peripheral.result(timeout: .seconds(10))

@@ -33,6 +33,7 @@ from bumble.transport import open_transport
 
 from tracer_central import advertises_tracer
 from tracer_common import (
+    connect_with_legacy_commands,
     ID_CHARACTERISTIC_UUID,
     SERVICE_UUID,
     WRITE_CHARACTERISTIC_UUID,
@@ -211,6 +212,7 @@ class PeripheralBase:
 
     async def serve(self) -> None:
         await self.device.power_on()
+        connect_with_legacy_commands(self.device)
         await self.advertiser.start()
         print(f"READY {self.device.random_address}", file=sys.stderr, flush=True)
         try:
@@ -393,6 +395,7 @@ class GarbageWriter:
     async def run(self) -> dict:
         arguments = self.arguments
         await self.device.power_on()
+        connect_with_legacy_commands(self.device)
         address = await find_target(self.device, arguments)
         connection = await connect(self.device, address, arguments.scan_timeout)
         watch = LinkWatch(connection)
@@ -518,6 +521,7 @@ class SilentPeripheral(PeripheralBase):
 
 async def link_holder(device: Device, arguments) -> dict:
     await device.power_on()
+    connect_with_legacy_commands(device)
     address = await find_target(device, arguments)
     try:
         connection = await connect(device, address, arguments.scan_timeout)
@@ -549,6 +553,7 @@ async def link_holder(device: Device, arguments) -> dict:
 
 async def flooder(device: Device, arguments) -> dict:
     await device.power_on()
+    connect_with_legacy_commands(device)
     address = await find_target(device, arguments)
     successes = failures = stray = 0
     failure_kinds: collections.Counter[str] = collections.Counter()
@@ -633,6 +638,7 @@ async def replayer(device: Device, arguments) -> dict:
     wanted = arguments.connections or 1_000_000
     peripheral = TracerPeripheral(device, replayed, tracer_advertising_data(arguments.tx_power), wanted)
     await device.power_on()
+    connect_with_legacy_commands(device)
     await peripheral.start_advertising()
     print(f"READY {device.random_address}", file=sys.stderr, flush=True)
     try:

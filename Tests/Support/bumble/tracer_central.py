@@ -24,6 +24,7 @@ from bumble.device import Device, Peer
 from bumble.transport import open_transport
 
 from tracer_common import (
+    connect_with_legacy_commands,
     AD_COMPLETE_128_BIT_UUIDS,
     AD_TX_POWER_LEVEL,
     ID_CHARACTERISTIC_UUID,
@@ -79,12 +80,15 @@ class TracerCentral:
         return await within(awaitable, self.arguments.op_timeout, what)
 
     async def scan(self):
-        """Return the first advertisement carrying the Tracer service UUID."""
+        """Return the first advertisement carrying the Tracer service UUID (from --target, if given)."""
         found = asyncio.get_running_loop().create_future()
+        target = self.arguments.target.upper() if self.arguments.target else None
 
         def on_advertisement(advertisement) -> None:
             # The virtual controller reports each advertisement twice (legacy scan still gets extended reports,
             # NOTES.md quirk 2); the first one wins.
+            if target and advertisement.address.to_string(False).upper() != target:
+                return
             if not found.done() and advertises_tracer(advertisement.data_bytes):
                 found.set_result(advertisement)
 
@@ -274,6 +278,7 @@ async def run(arguments) -> dict:
             transport.sink,
         )
         await device.power_on()
+        connect_with_legacy_commands(device)
         central = TracerCentral(device, arguments)
         if arguments.rounds:
             return await central.rounds(arguments.rounds)
@@ -284,6 +289,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--transport", required=True, help="e.g. tcp-client:127.0.0.1:PORT")
     parser.add_argument("--address", default="C0:00:00:00:00:B1", help="static random address")
+    parser.add_argument("--target", help="only this advertiser (AA:BB:CC:DD:EE:FF), when other Tracer devices advertise")
     parser.add_argument("--write-id", default="1122334455667788", help="8-byte peer id to write, hex")
     parser.add_argument("--rssi", type=int, default=-60, help="int8 RSSI in the 10-byte write")
     parser.add_argument("--tx", type=int, default=4, help="int8 TX power in the 10-byte write")

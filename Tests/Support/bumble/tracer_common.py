@@ -117,3 +117,16 @@ async def configure_legacy_advertising(device, data: bytes, interval_ms: float) 
         )
     )
     await device.send_sync_command(hci.HCI_LE_Set_Advertising_Data_Command(advertising_data=bytes(data)))
+
+
+def connect_with_legacy_commands(device) -> None:
+    """Make Bumble's Device.connect use LE Create Connection rather than its extended form.
+
+    These scripts scan and advertise with legacy commands; a spec-faithful controller (RootCanal)
+    refuses an extended command once legacy ones were used since reset (Command Disallowed), and
+    Bumble picks the extended connect whenever the controller lists it. Call after power_on().
+    """
+    from bumble import hci
+
+    mask = hci.HCI_SUPPORTED_COMMANDS_MASKS.get(hci.HCI_LE_EXTENDED_CREATE_CONNECTION_COMMAND, 0)
+    device.host.local_supported_commands &= ~mask
