@@ -276,7 +276,13 @@ struct HostilePeerTests {
 
     /// A central that connects and disconnects as fast as it can. An honest central still completes its exchange
     /// with the node during the flood, and the node logs it.
-    @Test(arguments: VirtualController.allCases)
+    ///
+    /// Bumble only: on RootCanal 1.10.0 a central whose connect request loses the race for an advertising event to
+    /// another central's is left waiting for an answer that never comes (its pending connection is cleared only by a
+    /// connection or HCI Reset), and the flood makes that race certain for the honest central, a Bumble host that
+    /// cannot recover from it. Real controllers report such a loss as a failed connection (0x3E). Our own node
+    /// detects that state and resets its controller (ProximityExchange.connectionTimedOut).
+    @Test(arguments: [VirtualController.bumble])
     func honestCentralExchangesDuringAConnectionFlood(_ controller: VirtualController) async throws {
         try await Scenario.run(controller, controllers: 3) { scenario in
             let node = try scenario.startNode(controller: 0)
