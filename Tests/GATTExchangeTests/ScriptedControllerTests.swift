@@ -111,13 +111,7 @@ struct ScriptedControllerTests {
     /// Command Disallowed): the node ends that initiation, changes the address, serves the new id
     /// and advertises again; it is never left dark.
     @Test func aRefusedAddressChangeIsMendedAndAdvertisingResumes() async throws {
-        let controller = ScriptedController()
-        let identity = AdvertisedIdentity()
-        let host = try await Self.openHost(controller, identity: identity)
-        let exchange = Self.exchange(on: host, identity: identity)
-        let first = Self.ownID(start: 0)
-        await exchange.rotate(to: first)
-        try await exchange.start()
+        let (controller, identity, host, exchange, _) = try await Self.runningExchange()
         controller.startStrayInitiation(to: Self.peerB)
         let addressBefore = await host.randomAddress
 
@@ -134,13 +128,7 @@ struct ScriptedControllerTests {
     /// A controller that refuses every new address: the new id never goes on air (not from the
     /// old address, nor at all) and the node asks for a controller reset instead of going dark.
     @Test func anAddressTheControllerAlwaysRefusesLeadsToAReset() async throws {
-        let controller = ScriptedController()
-        let identity = AdvertisedIdentity()
-        let host = try await Self.openHost(controller, identity: identity)
-        let exchange = Self.exchange(on: host, identity: identity)
-        let first = Self.ownID(start: 0)
-        await exchange.rotate(to: first)
-        try await exchange.start()
+        let (controller, identity, host, exchange, first) = try await Self.runningExchange()
         controller.state.withLock { $0.refuseAddressChanges = true }
 
         await exchange.rotate(to: Self.ownID(start: 60))
@@ -176,12 +164,20 @@ struct ScriptedControllerTests {
         OwnID(id: UserID.random(), window: IDWindow(start: start, end: start + 60))
     }
 
-    static func exchange(on host: LEHost, identity: AdvertisedIdentity) -> ProximityExchange {
+    /// An exchange on a scripted controller, started with a first id.
+    static func runningExchange() async throws -> (ScriptedController, AdvertisedIdentity, LEHost, ProximityExchange, OwnID) {
+        let controller = ScriptedController()
+        let identity = AdvertisedIdentity()
+        let host = try await openHost(controller, identity: identity)
         let (writes, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
         var configuration = ExchangeConfiguration()
         configuration.scanOffTime = .zero
-        return ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(),
-                                 configuration: configuration)
+        let exchange = ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(),
+                                         configuration: configuration)
+        let first = ownID(start: 0)
+        await exchange.rotate(to: first)
+        try await exchange.start()
+        return (controller, identity, host, exchange, first)
     }
 
     struct DiscardingSink: EncounterSink {
