@@ -30,6 +30,7 @@ from tracer_common import (
     SERVICE_UUID,
     WRITE_CHARACTERISTIC_UUID,
     StepTimeout,
+    connect_with_legacy_commands,
     parse_ad_structures,
     run_with_timeout,
     setup_logging,
@@ -274,6 +275,7 @@ async def run(arguments) -> dict:
             transport.sink,
         )
         await device.power_on()
+        connect_with_legacy_commands(device)
         central = TracerCentral(device, arguments)
         if arguments.rounds:
             return await central.rounds(arguments.rounds)
