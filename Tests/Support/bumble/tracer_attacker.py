@@ -33,11 +33,11 @@ from bumble.transport import open_transport
 
 from tracer_central import advertises_tracer
 from tracer_common import (
-    connect_with_legacy_commands,
     ID_CHARACTERISTIC_UUID,
     SERVICE_UUID,
     WRITE_CHARACTERISTIC_UUID,
     configure_legacy_advertising,
+    connect_with_legacy_commands,
     run_with_timeout,
     setup_logging,
     tracer_advertising_data,
@@ -234,7 +234,7 @@ class PeripheralBase:
 
 def make_device(arguments, transport, peripheral: bool) -> Device:
     # Legacy peripherals need the no-extended-advertising Device, or Bumble never emits "connection"
-    # (see tracer_peripheral.py). Centrals use the stock Device, as tracer_central.py does.
+    # (see tracer_peripheral.py). Centrals use the stock Device, as tracer_central.py does, connecting with legacy commands.
     device_class = LegacyAdvertisingDevice if peripheral else Device
     return device_class.with_hci(
         f"TracerAttacker-{arguments.mode}", random_address(arguments.address), transport.source, transport.sink

@@ -3,7 +3,7 @@
 
 Usage: tracer_central.py --transport tcp-client:127.0.0.1:PORT [--address C0:00:00:00:00:B1]
            [--write-id 1122334455667788] [--rssi -60] [--tx 4] [--mtu 517] [--rounds N]
-           [--scan-timeout 10] [--op-timeout 3] [--timeout 20] [-v]
+           [--scan-timeout 10] [--op-timeout 3] [--start-delay 0] [--timeout 20] [-v]
 
 Single run: scan, connect, MTU exchange, discovery, read id, write 8 bytes (with response), 10 bytes (with
 response), 8 bytes (without response), 7 bytes (expect ATT 0x0D), read the write characteristic (expect ATT 0x02),
@@ -24,13 +24,13 @@ from bumble.device import Device, Peer
 from bumble.transport import open_transport
 
 from tracer_common import (
-    connect_with_legacy_commands,
     AD_COMPLETE_128_BIT_UUIDS,
     AD_TX_POWER_LEVEL,
     ID_CHARACTERISTIC_UUID,
     SERVICE_UUID,
     WRITE_CHARACTERISTIC_UUID,
     StepTimeout,
+    connect_with_legacy_commands,
     parse_ad_structures,
     run_with_timeout,
     setup_logging,
@@ -279,6 +279,9 @@ async def run(arguments) -> dict:
         )
         await device.power_on()
         connect_with_legacy_commands(device)
+        # Attached to its controller but idle: on RootCanal, a controller's place in the order in which the phy
+        # serves initiators is fixed when its host connects (README in Tests/Support/rootcanal).
+        await asyncio.sleep(arguments.start_delay)
         central = TracerCentral(device, arguments)
         if arguments.rounds:
             return await central.rounds(arguments.rounds)
@@ -297,7 +300,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=0, help="benchmark: repeat the exchange N times")
     parser.add_argument("--scan-timeout", type=float, default=10.0, help="seconds to find the peripheral / connect")
     parser.add_argument("--op-timeout", type=float, default=3.0, help="seconds per ATT operation")
-    parser.add_argument("--timeout", type=float, default=20.0, help="overall deadline, seconds")
+    parser.add_argument("--start-delay", type=float, default=0.0, help="seconds to wait after power-on before scanning")
+    parser.add_argument("--timeout", type=float, default=20.0, help="overall deadline, seconds (start delay included)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     arguments = parser.parse_args()
     setup_logging(arguments.verbose)

@@ -59,6 +59,22 @@ async def within(awaitable, seconds: float, what: str):
         raise StepTimeout(f"{what}: no answer within {seconds} s") from None
 
 
+def connect_with_legacy_commands(device) -> None:
+    """Makes `device.connect` use LE Create Connection, never LE Extended Create Connection; call after power_on.
+
+    The scripts scan and advertise with legacy commands. Bumble's connect picks the extended command whenever the
+    controller's Supported Commands flag it: Bumble's own virtual controller does not (NOTES.md quirk 11), RootCanal's
+    DEFAULT and LAIRD_BL654 models do, and a spec-faithful controller refuses to mix the two command sets (Core Vol 4
+    Part E 3.1.1): RootCanal answers Command Disallowed, "extended advertising command rejected because legacy
+    advertising is being used".
+    """
+    host = device.host
+    supports_command = host.supports_command
+    host.supports_command = lambda op_code: (
+        op_code != hci.HCI_LE_EXTENDED_CREATE_CONNECTION_COMMAND and supports_command(op_code)
+    )
+
+
 def setup_logging(verbose: bool) -> None:
     # stdout is reserved for the single JSON result.
     logging.basicConfig(
@@ -118,15 +134,3 @@ async def configure_legacy_advertising(device, data: bytes, interval_ms: float) 
     )
     await device.send_sync_command(hci.HCI_LE_Set_Advertising_Data_Command(advertising_data=bytes(data)))
 
-
-def connect_with_legacy_commands(device) -> None:
-    """Make Bumble's Device.connect use LE Create Connection rather than its extended form.
-
-    These scripts scan and advertise with legacy commands; a spec-faithful controller (RootCanal)
-    refuses an extended command once legacy ones were used since reset (Command Disallowed), and
-    Bumble picks the extended connect whenever the controller lists it. Call after power_on().
-    """
-    from bumble import hci
-
-    mask = hci.HCI_SUPPORTED_COMMANDS_MASKS.get(hci.HCI_LE_EXTENDED_CREATE_CONNECTION_COMMAND, 0)
-    device.host.local_supported_commands &= ~mask
