@@ -6,11 +6,16 @@ without filtering.
 import asyncio
 import json
 import logging
+import signal
 import struct
 import sys
 
 from bumble import hci
 from bumble.core import UUID
+
+# A process inherits its parent's blocked signals, and the Swift test process starts the scripts from threads that
+# block nearly all of them: SIGTERM (BumblePeer.stop) then never arrived, and a peer ran on until its --timeout.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 SERVICE_UUID = UUID("a09a0000-5aaa-47f2-9c7f-93bdb3a65376")
 ID_CHARACTERISTIC_UUID = UUID("a09a0001-5aaa-47f2-9c7f-93bdb3a65376")
