@@ -33,12 +33,17 @@ struct ScriptedControllerTests {
 
         await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .milliseconds(150))) { try await first.value }
         #expect(await eventually { controller.initiatingPeer == Self.peerB })
+        // Long enough for the 0x02 to arrive while the second attempt is under way, if it started too early.
+        try await Task.sleep(for: .milliseconds(100))
         controller.connectInitiatedConnection(handle: 0x0041)
         let connection = try await second.value
         #expect(connection.peerAddress == Self.peerB)
         #expect(connection.handle == 0x0041)
         let refused = controller.state.withLock { $0.refusedCreateConnections }
         #expect(refused == 0, "an LE Create Connection was sent while another was under way")
+        let timeline = controller.state.withLock { $0.attemptTimeline }
+        #expect(timeline == ["create \(Self.peerA)", "cancel", "ended 0x2", "create \(Self.peerB)"],
+                "the second attempt must start only after the first one's end")
         await host.close()
     }
 
