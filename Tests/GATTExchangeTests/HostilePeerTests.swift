@@ -51,7 +51,7 @@ struct HostilePeerTests {
 
             // The node still serves an honest central after the attack.
             let later = try await scenario.spawn("tracer_central.py", controller: 4, [
-                "--address", "C0:00:00:00:00:B3", "--write-id", Self.laterCentralID, "--timeout", "20",
+                "--address", "C0:00:00:00:00:B3", "--target", ourAddress, "--write-id", Self.laterCentralID, "--timeout", "20",
             ]).result(timeout: .seconds(25))
 
             try Self.checkGarbageAnswers(attack)
@@ -250,7 +250,7 @@ struct HostilePeerTests {
             ])
             try await Task.sleep(for: .seconds(2))
             let later = try await scenario.spawn("tracer_central.py", controller: 4, [
-                "--address", "C0:00:00:00:00:B3", "--write-id", Self.laterCentralID, "--timeout", "20",
+                "--address", "C0:00:00:00:00:B3", "--target", ourAddress, "--write-id", Self.laterCentralID, "--timeout", "20",
             ]).result(timeout: .seconds(25))
             let attack = try await holder.result(timeout: .seconds(40))
             _ = try await peripheral.result(timeout: .seconds(10))
@@ -282,15 +282,34 @@ struct HostilePeerTests {
             let node = try scenario.startNode(controller: 0)
             let ourID = try await node.rotator.currentID()
             let floodDuration = 8
-            // Only the node advertises the Tracer service here, so the flooder's scan finds it.
-            let flooder = try scenario.spawn("tracer_attacker.py", controller: 1, [
-                "--mode", "flooder", "--duration", "\(floodDuration)",
-            ])
-            let floodLaunched = ContinuousClock.now
-            try await Task.sleep(for: .seconds(2))
-            let central = try await scenario.spawn("tracer_central.py", controller: 2, [
-                "--write-id", Self.honestCentralID, "--timeout", "20",
-            ]).result(timeout: .seconds(25))
+            let centralArguments = ["--write-id", Self.honestCentralID, "--timeout", "20"]
+            let flooder: BumblePeer
+            let central: [String: Any]
+            let floodLaunched: ContinuousClock.Instant
+            switch controller {
+            case .bumble:
+                // Only the node advertises the Tracer service here, so the flooder's scan finds it.
+                flooder = try scenario.spawn("tracer_attacker.py", controller: 1, [
+                    "--mode", "flooder", "--duration", "\(floodDuration)",
+                ])
+                floodLaunched = ContinuousClock.now
+                try await Task.sleep(for: .seconds(2))
+                central = try await scenario.spawn("tracer_central.py", controller: 2, centralArguments)
+                    .result(timeout: .seconds(25))
+            case .rootCanal:
+                // RootCanal's phy hands each advertising event to the initiators in the order their hosts attached,
+                // takes the first CONNECT_IND only, and leaves a later initiator pending until its host gives up: a
+                // flooder that attached first starves every later central whatever the node does (README in
+                // Tests/Support/rootcanal). So the honest central attaches first, and starts scanning when the
+                // flood has run for 2 s, as on Bumble.
+                let waiting = try scenario.spawn("tracer_central.py", controller: 2, centralArguments + ["--start-delay", "3"])
+                try await Task.sleep(for: .seconds(1))
+                flooder = try scenario.spawn("tracer_attacker.py", controller: 1, [
+                    "--mode", "flooder", "--duration", "\(floodDuration)",
+                ])
+                floodLaunched = ContinuousClock.now
+                central = try await waiting.result(timeout: .seconds(25))
+            }
             let centralDone = ContinuousClock.now - floodLaunched
             let flood = try await flooder.result(timeout: .seconds(30))
 

@@ -36,6 +36,8 @@ final class ScriptedController: HCITransport {
         var createConnections = 0
         /// LE Create Connection commands refused because one was still under way.
         var refusedCreateConnections = 0
+        /// What happened to connection attempts, in order: "create XX:…", "cancel", "ended 0x02", "ended success".
+        var attemptTimeline: [String] = []
         var isClosed = false
     }
 
@@ -87,12 +89,15 @@ final class ScriptedController: HCITransport {
                 }
                 state.initiating = Array(parameters[6..<12])
                 state.createConnections += 1
+                let peer = (try? BluetoothAddress(littleEndianBytes: Array(parameters[6..<12])))?.description ?? "?"
+                state.attemptTimeline.append("create \(peer)")
                 return true
             }
             status(opcode, accepted ? .success : .commandDisallowed)
         case LECreateConnectionCancel.opcode:
             let cancelled = state.withLock { state -> (peer: [UInt8], ending: CancelEnding, delay: Duration)? in
                 guard let peer = state.initiating else { return nil }
+                state.attemptTimeline.append("cancel")
                 if case .ignored = state.cancelEnding {} else { state.initiating = nil }
                 return (peer, state.cancelEnding, state.cancelCompletionDelay)
             }
@@ -169,6 +174,7 @@ final class ScriptedController: HCITransport {
     private func later(_ delay: Duration, _ h4: [UInt8]) {
         Task {
             try? await Task.sleep(for: delay)
+            state.withLock { $0.attemptTimeline.append(h4[4] == 0 ? "ended success" : "ended 0x\(String(h4[4], radix: 16))") }
             inject(h4)
         }
     }

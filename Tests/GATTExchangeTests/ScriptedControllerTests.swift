@@ -33,12 +33,17 @@ struct ScriptedControllerTests {
 
         await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .milliseconds(150))) { try await first.value }
         #expect(await eventually { controller.initiatingPeer == Self.peerB })
+        // Long enough for the 0x02 to arrive while the second attempt is under way, if it started too early.
+        try await Task.sleep(for: .milliseconds(100))
         controller.connectInitiatedConnection(handle: 0x0041)
         let connection = try await second.value
         #expect(connection.peerAddress == Self.peerB)
         #expect(connection.handle == 0x0041)
         let refused = controller.state.withLock { $0.refusedCreateConnections }
         #expect(refused == 0, "an LE Create Connection was sent while another was under way")
+        let timeline = controller.state.withLock { $0.attemptTimeline }
+        #expect(timeline == ["create \(Self.peerA)", "cancel", "ended 0x2", "create \(Self.peerB)"],
+                "the second attempt must start only after the first one's end")
         await host.close()
     }
 
@@ -111,13 +116,7 @@ struct ScriptedControllerTests {
     /// Command Disallowed): the node ends that initiation, changes the address, serves the new id
     /// and advertises again; it is never left dark.
     @Test func aRefusedAddressChangeIsMendedAndAdvertisingResumes() async throws {
-        let controller = ScriptedController()
-        let identity = AdvertisedIdentity()
-        let host = try await Self.openHost(controller, identity: identity)
-        let exchange = Self.exchange(on: host, identity: identity)
-        let first = Self.ownID(start: 0)
-        await exchange.rotate(to: first)
-        try await exchange.start()
+        let (controller, identity, host, exchange, _) = try await Self.runningExchange()
         controller.startStrayInitiation(to: Self.peerB)
         let addressBefore = await host.randomAddress
 
@@ -134,13 +133,7 @@ struct ScriptedControllerTests {
     /// A controller that refuses every new address: the new id never goes on air (not from the
     /// old address, nor at all) and the node asks for a controller reset instead of going dark.
     @Test func anAddressTheControllerAlwaysRefusesLeadsToAReset() async throws {
-        let controller = ScriptedController()
-        let identity = AdvertisedIdentity()
-        let host = try await Self.openHost(controller, identity: identity)
-        let exchange = Self.exchange(on: host, identity: identity)
-        let first = Self.ownID(start: 0)
-        await exchange.rotate(to: first)
-        try await exchange.start()
+        let (controller, identity, host, exchange, first) = try await Self.runningExchange()
         controller.state.withLock { $0.refuseAddressChanges = true }
 
         await exchange.rotate(to: Self.ownID(start: 60))
@@ -176,12 +169,20 @@ struct ScriptedControllerTests {
         OwnID(id: UserID.random(), window: IDWindow(start: start, end: start + 60))
     }
 
-    static func exchange(on host: LEHost, identity: AdvertisedIdentity) -> ProximityExchange {
+    /// An exchange on a scripted controller, started with a first id.
+    static func runningExchange() async throws -> (ScriptedController, AdvertisedIdentity, LEHost, ProximityExchange, OwnID) {
+        let controller = ScriptedController()
+        let identity = AdvertisedIdentity()
+        let host = try await openHost(controller, identity: identity)
         let (writes, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
         var configuration = ExchangeConfiguration()
         configuration.scanOffTime = .zero
-        return ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(),
-                                 configuration: configuration)
+        let exchange = ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(),
+                                         configuration: configuration)
+        let first = ownID(start: 0)
+        await exchange.rotate(to: first)
+        try await exchange.start()
+        return (controller, identity, host, exchange, first)
     }
 
     struct DiscardingSink: EncounterSink {

@@ -52,9 +52,9 @@ public struct ExchangeConfiguration: Sendable {
     /// Advertising off for this long, whatever was tried, resets the controller.
     public var resetAfterOutage: Duration = .seconds(60)
     /// This many connection timeouts in a row, towards at least this many distinct peers heard
-    /// advertising during the attempt, with no link formed meanwhile, reset the controller (see
+    /// advertising well into the attempt, with no link formed meanwhile, reset the controller (see
     /// `ProximityExchange.connectionTimedOut`).
-    public var resetAfterConnectionTimeouts = (attempts: 2, peers: 2)
+    public var resetAfterConnectionTimeouts = (attempts: 1, peers: 1)
 
     public init() {
         radio.connectionTimeout = .milliseconds(1500)

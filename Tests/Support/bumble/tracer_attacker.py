@@ -37,6 +37,7 @@ from tracer_common import (
     SERVICE_UUID,
     WRITE_CHARACTERISTIC_UUID,
     configure_legacy_advertising,
+    connect_with_legacy_commands,
     run_with_timeout,
     setup_logging,
     tracer_advertising_data,
@@ -211,6 +212,7 @@ class PeripheralBase:
 
     async def serve(self) -> None:
         await self.device.power_on()
+        connect_with_legacy_commands(self.device)
         await self.advertiser.start()
         print(f"READY {self.device.random_address}", file=sys.stderr, flush=True)
         try:
@@ -232,7 +234,7 @@ class PeripheralBase:
 
 def make_device(arguments, transport, peripheral: bool) -> Device:
     # Legacy peripherals need the no-extended-advertising Device, or Bumble never emits "connection"
-    # (see tracer_peripheral.py). Centrals use the stock Device, as tracer_central.py does.
+    # (see tracer_peripheral.py). Centrals use the stock Device, as tracer_central.py does, connecting with legacy commands.
     device_class = LegacyAdvertisingDevice if peripheral else Device
     return device_class.with_hci(
         f"TracerAttacker-{arguments.mode}", random_address(arguments.address), transport.source, transport.sink
@@ -393,6 +395,7 @@ class GarbageWriter:
     async def run(self) -> dict:
         arguments = self.arguments
         await self.device.power_on()
+        connect_with_legacy_commands(self.device)
         address = await find_target(self.device, arguments)
         connection = await connect(self.device, address, arguments.scan_timeout)
         watch = LinkWatch(connection)
@@ -518,6 +521,7 @@ class SilentPeripheral(PeripheralBase):
 
 async def link_holder(device: Device, arguments) -> dict:
     await device.power_on()
+    connect_with_legacy_commands(device)
     address = await find_target(device, arguments)
     try:
         connection = await connect(device, address, arguments.scan_timeout)
@@ -549,6 +553,7 @@ async def link_holder(device: Device, arguments) -> dict:
 
 async def flooder(device: Device, arguments) -> dict:
     await device.power_on()
+    connect_with_legacy_commands(device)
     address = await find_target(device, arguments)
     successes = failures = stray = 0
     failure_kinds: collections.Counter[str] = collections.Counter()
@@ -633,6 +638,7 @@ async def replayer(device: Device, arguments) -> dict:
     wanted = arguments.connections or 1_000_000
     peripheral = TracerPeripheral(device, replayed, tracer_advertising_data(arguments.tx_power), wanted)
     await device.power_on()
+    connect_with_legacy_commands(device)
     await peripheral.start_advertising()
     print(f"READY {device.random_address}", file=sys.stderr, flush=True)
     try:

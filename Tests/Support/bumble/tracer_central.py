@@ -3,7 +3,7 @@
 
 Usage: tracer_central.py --transport tcp-client:127.0.0.1:PORT [--address C0:00:00:00:00:B1]
            [--write-id 1122334455667788] [--rssi -60] [--tx 4] [--mtu 517] [--rounds N]
-           [--scan-timeout 10] [--op-timeout 3] [--timeout 20] [-v]
+           [--scan-timeout 10] [--op-timeout 3] [--start-delay 0] [--timeout 20] [-v]
 
 Single run: scan, connect, MTU exchange, discovery, read id, write 8 bytes (with response), 10 bytes (with
 response), 8 bytes (without response), 7 bytes (expect ATT 0x0D), read the write characteristic (expect ATT 0x02),
@@ -30,6 +30,7 @@ from tracer_common import (
     SERVICE_UUID,
     WRITE_CHARACTERISTIC_UUID,
     StepTimeout,
+    connect_with_legacy_commands,
     parse_ad_structures,
     run_with_timeout,
     setup_logging,
@@ -79,12 +80,15 @@ class TracerCentral:
         return await within(awaitable, self.arguments.op_timeout, what)
 
     async def scan(self):
-        """Return the first advertisement carrying the Tracer service UUID."""
+        """Return the first advertisement carrying the Tracer service UUID (from --target, if given)."""
         found = asyncio.get_running_loop().create_future()
+        target = self.arguments.target.upper() if self.arguments.target else None
 
         def on_advertisement(advertisement) -> None:
             # The virtual controller reports each advertisement twice (legacy scan still gets extended reports,
             # NOTES.md quirk 2); the first one wins.
+            if target and advertisement.address.to_string(False).upper() != target:
+                return
             if not found.done() and advertises_tracer(advertisement.data_bytes):
                 found.set_result(advertisement)
 
@@ -274,6 +278,10 @@ async def run(arguments) -> dict:
             transport.sink,
         )
         await device.power_on()
+        connect_with_legacy_commands(device)
+        # Attached to its controller but idle: on RootCanal, a controller's place in the order in which the phy
+        # serves initiators is fixed when its host connects (README in Tests/Support/rootcanal).
+        await asyncio.sleep(arguments.start_delay)
         central = TracerCentral(device, arguments)
         if arguments.rounds:
             return await central.rounds(arguments.rounds)
@@ -284,6 +292,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--transport", required=True, help="e.g. tcp-client:127.0.0.1:PORT")
     parser.add_argument("--address", default="C0:00:00:00:00:B1", help="static random address")
+    parser.add_argument("--target", help="only this advertiser (AA:BB:CC:DD:EE:FF), when other Tracer devices advertise")
     parser.add_argument("--write-id", default="1122334455667788", help="8-byte peer id to write, hex")
     parser.add_argument("--rssi", type=int, default=-60, help="int8 RSSI in the 10-byte write")
     parser.add_argument("--tx", type=int, default=4, help="int8 TX power in the 10-byte write")
@@ -291,7 +300,8 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=0, help="benchmark: repeat the exchange N times")
     parser.add_argument("--scan-timeout", type=float, default=10.0, help="seconds to find the peripheral / connect")
     parser.add_argument("--op-timeout", type=float, default=3.0, help="seconds per ATT operation")
-    parser.add_argument("--timeout", type=float, default=20.0, help="overall deadline, seconds")
+    parser.add_argument("--start-delay", type=float, default=0.0, help="seconds to wait after power-on before scanning")
+    parser.add_argument("--timeout", type=float, default=20.0, help="overall deadline, seconds (start delay included)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     arguments = parser.parse_args()
     setup_logging(arguments.verbose)

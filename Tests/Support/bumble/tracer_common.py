@@ -6,11 +6,16 @@ without filtering.
 import asyncio
 import json
 import logging
+import signal
 import struct
 import sys
 
 from bumble import hci
 from bumble.core import UUID
+
+# A process inherits its parent's blocked signals, and the Swift test process starts the scripts from threads that
+# block nearly all of them: SIGTERM (BumblePeer.stop) then never arrived, and a peer ran on until its --timeout.
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
 
 SERVICE_UUID = UUID("a09a0000-5aaa-47f2-9c7f-93bdb3a65376")
 ID_CHARACTERISTIC_UUID = UUID("a09a0001-5aaa-47f2-9c7f-93bdb3a65376")
@@ -57,6 +62,22 @@ async def within(awaitable, seconds: float, what: str):
         return await asyncio.wait_for(awaitable, seconds)
     except asyncio.TimeoutError:
         raise StepTimeout(f"{what}: no answer within {seconds} s") from None
+
+
+def connect_with_legacy_commands(device) -> None:
+    """Makes `device.connect` use LE Create Connection, never LE Extended Create Connection; call after power_on.
+
+    The scripts scan and advertise with legacy commands. Bumble's connect picks the extended command whenever the
+    controller's Supported Commands flag it: Bumble's own virtual controller does not (NOTES.md quirk 11), RootCanal's
+    DEFAULT and LAIRD_BL654 models do, and a spec-faithful controller refuses to mix the two command sets (Core Vol 4
+    Part E 3.1.1): RootCanal answers Command Disallowed, "extended advertising command rejected because legacy
+    advertising is being used".
+    """
+    host = device.host
+    supports_command = host.supports_command
+    host.supports_command = lambda op_code: (
+        op_code != hci.HCI_LE_EXTENDED_CREATE_CONNECTION_COMMAND and supports_command(op_code)
+    )
 
 
 def setup_logging(verbose: bool) -> None:
@@ -117,3 +138,4 @@ async def configure_legacy_advertising(device, data: bytes, interval_ms: float) 
         )
     )
     await device.send_sync_command(hci.HCI_LE_Set_Advertising_Data_Command(advertising_data=bytes(data)))
+

@@ -44,6 +44,8 @@ def requested_ports(arguments: list[str]) -> list[int]:
 
 
 async def main() -> None:
+    # Blocked signals are inherited, and the Swift test process starts this from a thread that blocks SIGTERM.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     ports = requested_ports(sys.argv[1:])
     loop = asyncio.get_running_loop()
     stop = loop.create_future()

@@ -116,10 +116,13 @@ def configuration(models: list[tuple[str, bool]], ports: list[int]) -> str:
     return " ".join(blocks)
 
 
-def die_with_parent() -> None:
+def prepare_child() -> None:
     # rootcanal must not outlive this launcher, even when the launcher is SIGKILLed.
     PR_SET_PDEATHSIG = 1
     ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    # Blocked signals are inherited across exec: without this, SIGTERM never reaches rootcanal when the Swift test
+    # process (whose threads block it) started this launcher, and every stop waited 2 s for the SIGKILL.
+    signal.pthread_sigmask(signal.SIG_SETMASK, set())
 
 
 async def wait_until_listening(process: subprocess.Popen, log_path: str, ports: list[int]) -> None:
@@ -202,6 +205,8 @@ async def relay(listen_port: int, controller_port: int, connections: set) -> asy
 
 
 async def run(arguments: argparse.Namespace) -> int:
+    # The Swift test process starts this from a thread that blocks SIGTERM, and blocked signals are inherited.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM, signal.SIGINT})
     models = parse_specs(arguments.specs)
     requested = None
     if arguments.ports:
@@ -239,7 +244,7 @@ async def run(arguments: argparse.Namespace) -> int:
         process = subprocess.Popen(
             [binary, f"-hci_port={hci_port}", f"-test_port={test_port}", f"-link_port={link_port}",
              f"-link_ble_port={link_ble_port}", f"-configuration={configuration(models, controller_ports)}"],
-            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
+            stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, preexec_fn=prepare_child)
     servers = []
     connections: set = set()
     try:
