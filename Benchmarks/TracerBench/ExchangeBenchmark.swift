@@ -4,10 +4,12 @@ import IDRotation
 
 /// From a peer's first advertisement to both sides having logged each other, median of N rounds:
 /// two of our nodes (one rotates to a new id and address each round, as if a new person walked
-/// in) against two Bumble devices doing the same exchange, on one virtual link in the same run.
+/// in) against two Bumble devices doing the same exchange, on one virtual link in the same run:
+/// Bumble's (`virtual_link.py`) or RootCanal's (`rootcanal_phy.py`, four DEFAULT controllers).
 struct ExchangeBenchmark {
     let repository: URL
     let rounds: Int
+    var onRootCanal = false
 
     var python: String {
         ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
@@ -15,8 +17,9 @@ struct ExchangeBenchmark {
     }
 
     func run() async throws {
-        say("# Exchange benchmark: first advertisement to both sides logged (\(Date()))")
-        let link = try ChildProcess.start(python, [repository.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path, "4"])
+        let launcher = onRootCanal ? "Tests/Support/rootcanal/rootcanal_phy.py" : "Tests/Support/bumble/virtual_link.py"
+        say("# Exchange benchmark on \(onRootCanal ? "RootCanal" : "Bumble"): first advertisement to both sides logged (\(Date()))")
+        let link = try ChildProcess.start(python, [repository.appendingPathComponent(launcher).path, "4"])
         defer { link.stop() }
         let ready = try link.readLine(timeout: 20)
         let ports = ready.split(separator: " ").dropFirst().compactMap { UInt16($0) }

@@ -25,8 +25,11 @@ case "link":
     try await LinkBenchmark(repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds).run()
 case "exchange":
     // Run from the repository root, like "link".
+    // exchange [ROUNDS] [rootcanal]
     let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 50
-    try await ExchangeBenchmark(repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds).run()
+    try await ExchangeBenchmark(
+        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds,
+        onRootCanal: arguments.dropFirst(2).first == "rootcanal").run()
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()

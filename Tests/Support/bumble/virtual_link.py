@@ -11,7 +11,6 @@ address C0:00:00:00:00:<i+1>, because stock controllers all share 00:00:00:00:00
 import asyncio
 import os
 import signal
-import socket
 import sys
 import threading
 
@@ -20,19 +19,8 @@ from bumble.hci import Address
 from bumble.link import LocalLink
 from bumble.transport import open_transport
 
-
-def free_ports(count: int) -> list[int]:
-    # All probes stay open until every port is picked, so the kernel cannot hand out one port
-    # twice. A port can still be taken between the probes and Bumble's bind; that shows up as a
-    # failed start, which the test harness retries.
-    probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from loopback_ports import free_ports  # noqa: E402
 
 
 def requested_ports(arguments: list[str]) -> list[int]:

@@ -40,6 +40,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from loopback_ports import free_ports  # noqa: E402
+
 MODELS = ("DEFAULT", "LAIRD_BL654", "CSR_RCK_PTS_DONGLE")
 START_TIMEOUT_S = 15.0
 
@@ -92,20 +95,6 @@ def rootcanal_binary() -> str:
     if not os.access(binary, os.X_OK):
         raise StartFailure(f"no rootcanal binary at {binary}: {setup}")
     return binary
-
-
-def free_ports(count: int) -> list[int]:
-    # All probes stay open until every port is picked, so the kernel cannot hand out one port twice.
-    # A port can still be taken between the probes and the bind; rootcanal then logs "Error binding"
-    # and the start fails, which the test harness retries.
-    probes = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(count)]
-    try:
-        for probe in probes:
-            probe.bind(("127.0.0.1", 0))
-        return [probe.getsockname()[1] for probe in probes]
-    finally:
-        for probe in probes:
-            probe.close()
 
 
 def configuration(models: list[tuple[str, bool]], ports: list[int]) -> str:
