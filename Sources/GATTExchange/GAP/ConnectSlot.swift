@@ -6,9 +6,6 @@ struct ConnectSlot {
     private var taken = false
     private var waiters: [CheckedContinuation<Void, Never>] = []
 
-    var isTaken: Bool { taken }
-    var hasWaiters: Bool { !waiters.isEmpty }
-
     /// Takes the slot if it is free, without waiting.
     mutating func tryTake() -> Bool {
         guard !taken else { return false }

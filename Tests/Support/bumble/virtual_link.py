@@ -20,7 +20,7 @@ from bumble.link import LocalLink
 from bumble.transport import open_transport
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from loopback_ports import free_ports  # noqa: E402
+from launcher_support import block_until_stdin_closes, free_ports  # noqa: E402
 
 
 def requested_ports(arguments: list[str]) -> list[int]:
@@ -46,13 +46,7 @@ async def main() -> None:
         loop.add_signal_handler(signal_number, request_stop)
 
     def wait_for_stdin_to_close() -> None:
-        # os.read on the raw descriptor, not sys.stdin.buffer: a daemon thread blocked inside the buffered
-        # reader holds its lock, and interpreter shutdown after SIGTERM then aborts (SIGABRT, exit status -6).
-        try:
-            while os.read(sys.stdin.fileno(), 4096):
-                pass
-        except (OSError, ValueError):
-            pass
+        block_until_stdin_closes()
         loop.call_soon_threadsafe(request_stop)
 
     threading.Thread(target=wait_for_stdin_to_close, daemon=True).start()

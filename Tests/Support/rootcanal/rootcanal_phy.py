@@ -41,7 +41,7 @@ import threading
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from loopback_ports import free_ports  # noqa: E402
+from launcher_support import block_until_stdin_closes, free_ports  # noqa: E402
 
 MODELS = ("DEFAULT", "LAIRD_BL654", "CSR_RCK_PTS_DONGLE")
 START_TIMEOUT_S = 15.0
@@ -247,12 +247,7 @@ async def run(arguments: argparse.Namespace) -> int:
                 raise StartFailure(f"cannot listen on a relay port: {error}", log_path)
 
         def wait_for_stdin_to_close() -> None:
-            # os.read on the raw descriptor: a thread blocked in the buffered reader holds its lock.
-            try:
-                while os.read(sys.stdin.fileno(), 4096):
-                    pass
-            except (OSError, ValueError):
-                pass
+            block_until_stdin_closes()
             loop.call_soon_threadsafe(stop.set)
 
         def wait_for_rootcanal() -> None:
