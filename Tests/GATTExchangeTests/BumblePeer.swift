@@ -11,6 +11,9 @@ final class BumblePeer: @unchecked Sendable {
     private var collected = Data()
     private let finished = DispatchSemaphore(value: 0)
 
+    /// Names a directory to keep each peer's debug log in (`-v`, stderr); unset, peers run quiet.
+    static let logDirectoryVariable = "TRACER_TEST_PEER_LOG_DIR"
+
     static func start(_ script: String, _ arguments: [String]) throws -> BumblePeer {
         let peer = BumblePeer()
         let python = [ProcessInfo.processInfo.environment[VirtualRadio.pythonEnvironmentVariable],
@@ -22,6 +25,15 @@ final class BumblePeer: @unchecked Sendable {
             + arguments
         peer.process.standardOutput = peer.output
         peer.process.standardError = FileHandle.nullDevice
+        if let directory = ProcessInfo.processInfo.environment[logDirectoryVariable] {
+            // For debugging a test: each peer's debug log (Bumble's HCI and link traffic included) in its own file.
+            let path = "\(directory)/\(script)-\(UUID().uuidString.prefix(8)).log"
+            if FileManager.default.createFile(atPath: path, contents: nil),
+               let log = FileHandle(forWritingAtPath: path) {
+                peer.process.arguments?.append("-v")
+                peer.process.standardError = log
+            }
+        }
         peer.process.standardInput = FileHandle.nullDevice
         try peer.process.run()
         let handle = peer.output.fileHandleForReading

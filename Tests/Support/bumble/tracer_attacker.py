@@ -584,6 +584,10 @@ async def flooder(device: Device, arguments) -> dict:
         current["connection"] = connection
         successes += 1
         connect_ms.append(now_ms() - started)
+        # A real link outlives two connection events: LL_TERMINATE_IND goes out in one and is acknowledged in the
+        # next (7.5 ms apart at the shortest interval). A virtual link ends in under a millisecond, which would let
+        # the flooder initiate again before the node's host has even seen the last link open.
+        await asyncio.sleep(arguments.hold_ms / 1000)
         await LinkWatch(connection).disconnect(arguments.op_timeout)
         current["connection"] = None
     await asyncio.sleep(0.2)  # let a late stray completion arrive and be dropped
@@ -695,6 +699,8 @@ def main() -> int:
     parser.add_argument("--command-wait", type=float, default=0.05,
                         help="garbage-writer: seconds to watch for a (wrong) answer to a command")
     parser.add_argument("--connect-timeout", type=float, default=2.0, help="flooder: seconds per connect attempt")
+    parser.add_argument("--hold-ms", type=float, default=15.0,
+                        help="flooder: ms from Connection Complete to Disconnect (a real link's shortest life)")
     parser.add_argument("--scan-timeout", type=float, default=10.0, help="seconds to find the target / connect")
     parser.add_argument("--timeout", type=float, help="overall deadline, seconds (default: --duration + 30)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")

@@ -3,7 +3,8 @@
 
 Usage: tracer_central.py --transport tcp-client:127.0.0.1:PORT [--address C0:00:00:00:00:B1]
            [--write-id 1122334455667788] [--rssi -60] [--tx 4] [--mtu 517] [--rounds N]
-           [--scan-timeout 10] [--op-timeout 3] [--start-delay 0] [--timeout 20] [-v]
+           [--scan-timeout 10] [--op-timeout 3] [--establish-timeout 0.3] [--establish-retries 10]
+           [--start-delay 0] [--timeout 20] [-v]
 
 Single run: scan, connect, MTU exchange, discovery, read id, write 8 bytes (with response), 10 bytes (with
 response), 8 bytes (without response), 7 bytes (expect ATT 0x0D), read the write characteristic (expect ATT 0x02),
@@ -137,14 +138,41 @@ class TracerCentral:
         logger.warning("read of the write characteristic returned %s", bytes(value).hex())
         return None, "ok"
 
+    async def connect_established(self, address: hci.Address):
+        """Connect and exchange MTUs, retrying links the peripheral never took; returns (connection, connected_at,
+        peer, mtu, phantom_links).
+
+        When two initiators answer the same advertising event, a real controller that loses the race reports
+        Connection Failed to be Established (0x3E) and its host tries again. Bumble's virtual controller reports
+        success to every initiator at once while the advertiser takes only the first CONNECT_IND (README.md,
+        "Phantom links"): the loser holds a link nobody answers on. So a link whose first ATT request (the MTU
+        exchange) goes unanswered within --establish-timeout counts as not established, as a real controller's
+        supervision of a new link would: disconnect and connect again, --establish-retries times at most.
+        """
+        phantom_links = 0
+        while True:
+            connection = await self.connect(address)
+            connected_at = now_ms()
+            peer = Peer(connection)
+            try:
+                mtu = await within(peer.request_mtu(self.arguments.mtu), self.arguments.establish_timeout,
+                                   "MTU exchange")
+                return connection, connected_at, peer, mtu, phantom_links
+            except StepTimeout:
+                await self.disconnect(connection)
+                phantom_links += 1
+                if phantom_links > self.arguments.establish_retries:
+                    raise
+                logger.warning("no answer on a new link (phantom %d); connecting again", phantom_links)
+            except BaseException:
+                await self.disconnect(connection)
+                raise
+
     async def single(self) -> dict:
         start = now_ms()
         advertisement = await self.scan()
-        connection = await self.connect(advertisement.address)
-        connected = now_ms()
+        connection, connected, peer, mtu, phantom_links = await self.connect_established(advertisement.address)
         try:
-            peer = Peer(connection)
-            mtu = await self.operation(peer.request_mtu(self.arguments.mtu), "MTU exchange")
             discovery_start = now_ms()
             service, characteristics = await self.discover(peer)
             discovery = now_ms() - discovery_start
@@ -178,6 +206,7 @@ class TracerCentral:
             "adv_data": bytes(advertisement.data_bytes).hex(),
             "tx_power": ad_tx_power(advertisement.data_bytes),
             "mtu": mtu,
+            "phantom_links": phantom_links,
             "service_found": service is not None,
             "service": None if service is None else {"start_handle": service.handle,
                                                      "end_handle": service.end_group_handle},
@@ -300,6 +329,9 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=0, help="benchmark: repeat the exchange N times")
     parser.add_argument("--scan-timeout", type=float, default=10.0, help="seconds to find the peripheral / connect")
     parser.add_argument("--op-timeout", type=float, default=3.0, help="seconds per ATT operation")
+    parser.add_argument("--establish-timeout", type=float, default=0.3,
+                        help="seconds for the first ATT answer on a new link before it counts as never established")
+    parser.add_argument("--establish-retries", type=int, default=10, help="new connections after links never established")
     parser.add_argument("--start-delay", type=float, default=0.0, help="seconds to wait after power-on before scanning")
     parser.add_argument("--timeout", type=float, default=20.0, help="overall deadline, seconds (start delay included)")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")

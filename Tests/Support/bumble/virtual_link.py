@@ -10,6 +10,7 @@ address C0:00:00:00:00:<i+1>, because stock controllers all share 00:00:00:00:00
 """
 import asyncio
 import os
+import random
 import signal
 import sys
 import threading
@@ -21,6 +22,23 @@ from bumble.transport import open_transport
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 from launcher_support import block_until_stdin_closes, free_ports  # noqa: E402
+
+
+class ChanceLink(LocalLink):
+    """A LocalLink that hands each advertising PDU to the other controllers in a new random order.
+
+    LocalLink keeps its controllers in a Python set and delivers every PDU in that set's order, which is fixed for
+    the run: when two initiators answer the same advertising event, the same one wins every time, where on a real
+    radio timing and noise decide. Each initiator sends its CONNECT_IND as it handles the advertisement, and the
+    advertiser takes the first to arrive, so shuffling the delivery of each PDU leaves each race to chance.
+    """
+
+    def send_advertising_pdu(self, sender_controller, packet):
+        loop = asyncio.get_running_loop()
+        receivers = [controller for controller in self.controllers if controller is not sender_controller]
+        random.shuffle(receivers)
+        for controller in receivers:
+            loop.call_soon(controller.on_ll_advertising_pdu, packet)
 
 
 def requested_ports(arguments: list[str]) -> list[int]:
@@ -51,7 +69,7 @@ async def main() -> None:
 
     threading.Thread(target=wait_for_stdin_to_close, daemon=True).start()
 
-    link = LocalLink()
+    link = ChanceLink()
     transports = []
     controllers = []
     for index, port in enumerate(ports):
