@@ -2,11 +2,11 @@
 """A Bumble peripheral hosting the Tracer GATT service, to test the Swift central against.
 
 Usage: tracer_peripheral.py --transport tcp-client:127.0.0.1:PORT [--address C0:00:00:00:00:B2]
-           [--id a1a2a3a4a5a6a7a8] [--tx-power 4] [--connections 1] [--timeout 20] [-v]
+           [--id a1a2a3a4a5a6a7a8] [--tx-power 4] [--connections 1] [--silent-link-timeout 2] [--timeout 20] [-v]
 
 Prints "READY <address>" on stderr once advertising; after --connections connections have come and gone prints
 {"address", "connections", "writes": [{"value", "with_response"}], "reads", "rejected_writes", "rejected_reads",
-"advertising_data"} on stdout.
+"silent_links_dropped", "advertising_data"} on stdout.
 """
 import argparse
 import asyncio
@@ -51,8 +51,13 @@ class LegacyAdvertisingDevice(Device):
 
 
 class TracerPeripheral:
-    def __init__(self, device: Device, node_id: bytes, advertising_data: bytes, wanted_connections: int):
+    def __init__(self, device: Device, node_id: bytes, advertising_data: bytes, wanted_connections: int,
+                 silent_link_timeout: float):
         self.device = device
+        self.silent_link_timeout = silent_link_timeout
+        self.open_links: set[int] = set()
+        self.heard_links: set[int] = set()  # open links whose central sent an ATT PDU
+        self.silent_links_dropped = 0
         self.node_id = node_id
         self.advertising_data = advertising_data
         self.wanted_connections = wanted_connections
@@ -83,6 +88,7 @@ class TracerPeripheral:
         )
         device.add_service(Service(SERVICE_UUID, [self.id_characteristic, self.write_characteristic]))
         self._tag_write_kinds()
+        self._note_heard_links()
 
         device.on("connection", self.on_connection)
 
@@ -106,6 +112,37 @@ class TracerPeripheral:
         # GATT server dispatch looks handlers up by name on the instance, so instance attributes take precedence.
         server.on_att_write_request = tag(original_request, True)
         server.on_att_write_command = tag(original_command, False)
+
+    def _note_heard_links(self) -> None:
+        server = self.device.gatt_server
+        original = server.on_gatt_pdu
+
+        def handler(bearer, pdu):
+            connection = bearer if hasattr(bearer, "handle") else getattr(bearer, "connection", None)
+            if connection is not None:
+                self.heard_links.add(connection.handle)
+            return original(bearer, pdu)
+
+        server.on_gatt_pdu = handler
+
+    async def _drop_if_silent(self, connection) -> None:
+        """Ends a link whose central never speaks, as a real controller would.
+
+        On air a peripheral that hears nothing from the central in the first six connection events ends the link
+        (Connection Failed to be Established, 0x3E), and later silence ends it at the supervision timeout. RootCanal
+        models neither: a central whose controller went away (a node resetting it) between its CONNECT_IND and the
+        connection leaves this phone connected, and so silent and invisible, for good.
+        """
+        await asyncio.sleep(self.silent_link_timeout)
+        if connection.handle in self.heard_links or connection.handle not in self.open_links:
+            return
+        logger.info("no ATT PDU on link 0x%04X within %.1f s; disconnecting", connection.handle,
+                    self.silent_link_timeout)
+        self.silent_links_dropped += 1
+        try:
+            await connection.disconnect()
+        except Exception as error:  # noqa: BLE001 - a link that ended meanwhile is what we wanted
+            logger.info("disconnect of a silent link: %s", error)
 
     def read_id(self, _connection) -> bytes:
         self.reads += 1
@@ -137,8 +174,19 @@ class TracerPeripheral:
     def on_connection(self, connection) -> None:
         self.connections += 1
         logger.info("connection %d from %s", self.connections, connection.peer_address)
+        handle = connection.handle
+        self.open_links.add(handle)
+        self.heard_links.discard(handle)
+
+        def on_disconnection(reason) -> None:
+            self.open_links.discard(handle)
+            self.heard_links.discard(handle)
+            self.on_disconnection(reason)
+
         # Bumble emits disconnection on the Connection object, not on the Device.
-        connection.on("disconnection", self.on_disconnection)
+        connection.on("disconnection", on_disconnection)
+        if self.silent_link_timeout > 0:
+            asyncio.get_running_loop().create_task(self._drop_if_silent(connection))
 
     def on_disconnection(self, reason) -> None:
         self.disconnections += 1
@@ -165,6 +213,7 @@ class TracerPeripheral:
             "reads": self.reads,
             "rejected_writes": self.rejected_writes,
             "rejected_reads": self.rejected_reads,
+            "silent_links_dropped": self.silent_links_dropped,
             "advertising_data": self.advertising_data.hex(),
         }
 
@@ -181,7 +230,8 @@ async def run(arguments) -> dict:
             transport.sink,
         )
         peripheral = TracerPeripheral(
-            device, node_id, tracer_advertising_data(arguments.tx_power), arguments.connections
+            device, node_id, tracer_advertising_data(arguments.tx_power), arguments.connections,
+            arguments.silent_link_timeout,
         )
         await device.power_on()
         await peripheral.start_advertising()
@@ -197,6 +247,8 @@ def main() -> int:
     parser.add_argument("--id", default="a1a2a3a4a5a6a7a8", help="8-byte node id, hex")
     parser.add_argument("--tx-power", type=int, default=4, help="TX Power Level AD value, dBm")
     parser.add_argument("--connections", type=int, default=1, help="exit after this many connections ended")
+    parser.add_argument("--silent-link-timeout", type=float, default=2.0,
+                        help="seconds a central may stay silent on a new link before we end it (0: never)")
     parser.add_argument("--timeout", type=float, default=20.0, help="overall deadline, seconds")
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging on stderr")
     arguments = parser.parse_args()
