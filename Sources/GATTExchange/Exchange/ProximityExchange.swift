@@ -20,10 +20,8 @@ public actor ProximityExchange {
     private var incomingCount = 0
     private var rotating = false
     private var tasks: [Task<Void, Never>] = []
-    private var stuckReason: String?
+    private let stuck = OnceSignal<String>()
     private var consecutiveTimeouts: (peers: Set<BluetoothAddress>, count: Int) = ([], 0)
-    private var stuckWaiters: [Int: CheckedContinuation<String?, Never>] = [:]
-    private var stuckWaiterCount = 0
     public private(set) var completedExchanges = 0
     public private(set) var failedExchanges = 0
 
@@ -144,26 +142,11 @@ public actor ProximityExchange {
     /// itself (the session then ends and the next one resets the controller), or nil when the
     /// calling task is cancelled.
     public func waitUntilControllerIsStuck() async -> String? {
-        if let stuckReason { return stuckReason }
-        if Task.isCancelled { return nil }
-        stuckWaiterCount += 1
-        let waiter = stuckWaiterCount
-        return await withTaskCancellationHandler {
-            await withCheckedContinuation { stuckWaiters[waiter] = $0 }
-        } onCancel: {
-            Task { await self.releaseStuckWaiter(waiter) }
-        }
-    }
-
-    private func releaseStuckWaiter(_ waiter: Int) {
-        stuckWaiters.removeValue(forKey: waiter)?.resume(returning: nil)
+        await stuck.wait()
     }
 
     private func controllerIsStuck(_ reason: String) {
-        guard stuckReason == nil else { return }
-        stuckReason = reason
-        for waiter in stuckWaiters.values { waiter.resume(returning: reason) }
-        stuckWaiters = [:]
+        stuck.fire(reason)
     }
 
     /// Checks now and then that the controller does what the node believes (advertising on,

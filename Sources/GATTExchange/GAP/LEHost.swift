@@ -66,8 +66,7 @@ public actor LEHost {
     var lost = false
     private var resumeRequested = false
     private var resumeRunning = false
-    private var lossWaiters: [Int: CheckedContinuation<Void, Never>] = [:]
-    private var lossWaiterCount = 0
+    private let loss = OnceSignal<Void>()
 
     /// Builds the GATT database a new link is served from. Per link, so that write handlers know
     /// which peer wrote.
@@ -220,19 +219,8 @@ public actor LEHost {
 
     /// Returns when the transport to the controller is gone, or when the calling task is cancelled.
     public func waitUntilLost() async {
-        if lost || Task.isCancelled { return }
-        lossWaiterCount += 1
-        let waiter = lossWaiterCount
-        await withTaskCancellationHandler {
-            // Registered before the first suspension, so the cancellation hop below always finds it.
-            await withCheckedContinuation { lossWaiters[waiter] = $0 }
-        } onCancel: {
-            Task { await self.releaseLossWaiter(waiter) }
-        }
-    }
-
-    private func releaseLossWaiter(_ waiter: Int) {
-        lossWaiters.removeValue(forKey: waiter)?.resume()
+        if lost { return }
+        _ = await loss.wait()
     }
 
     /// Stops advertising and scanning, ends a connection attempt, closes every link, then the
@@ -348,8 +336,7 @@ public actor LEHost {
 
     private func controllerWentAway() {
         lost = true
-        for waiter in lossWaiters.values { waiter.resume() }
-        lossWaiters = [:]
+        loss.fire(())
         for connection in connections.values { connection.markDisconnected(reason: .connectionTerminatedByLocalHost) }
         connections.removeAll()
         scanContinuation?.finish()
