@@ -28,6 +28,8 @@ struct ForeignStackInteropTests {
         #expect(report["tx_power"] as? Int == 4)
         // Bumble asks for 517; we offer 247.
         #expect(report["mtu"] as? Int == 247)
+        // One central, no race: a link it had to open again means we left its first request unanswered.
+        #expect(report["phantom_links"] as? Int == 0, "links without an answer: \(report["phantom_links"] ?? "nil")")
         #expect(report["read_id"] as? String == "a1a2a3a4a5a6a7a8")
 
         let attempts = try #require(report["writes"] as? [[String: Any]])
