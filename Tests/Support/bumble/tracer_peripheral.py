@@ -52,7 +52,7 @@ class LegacyAdvertisingDevice(Device):
 
 class TracerPeripheral:
     def __init__(self, device: Device, node_id: bytes, advertising_data: bytes, wanted_connections: int,
-                 silent_link_timeout: float):
+                 silent_link_timeout: float = 0.0):
         self.device = device
         self.silent_link_timeout = silent_link_timeout
         self.open_links: set[int] = set()
