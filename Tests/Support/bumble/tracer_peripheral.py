@@ -55,8 +55,11 @@ class TracerPeripheral:
                  silent_link_timeout: float = 0.0):
         self.device = device
         self.silent_link_timeout = silent_link_timeout
-        self.open_links: set[int] = set()
-        self.heard_links: set[int] = set()  # open links whose central sent an ATT PDU
+        # Handle -> serial number of the link now on it: a handle can return for a later link, and a check
+        # scheduled for the earlier one must not judge the later one.
+        self.open_links: dict[int, int] = {}
+        self.link_serial = 0
+        self.heard_links: set[int] = set()  # serial numbers of links whose central sent an ATT PDU
         self.silent_links_dropped = 0
         self.node_id = node_id
         self.advertising_data = advertising_data
@@ -119,13 +122,14 @@ class TracerPeripheral:
 
         def handler(bearer, pdu):
             connection = bearer if hasattr(bearer, "handle") else getattr(bearer, "connection", None)
-            if connection is not None:
-                self.heard_links.add(connection.handle)
+            serial = self.open_links.get(connection.handle) if connection is not None else None
+            if serial is not None:
+                self.heard_links.add(serial)
             return original(bearer, pdu)
 
         server.on_gatt_pdu = handler
 
-    async def _drop_if_silent(self, connection) -> None:
+    async def _drop_if_silent(self, connection, serial: int) -> None:
         """Ends a link whose central never speaks, as a real controller would.
 
         On air a peripheral that hears nothing from the central in the first six connection events ends the link
@@ -134,7 +138,7 @@ class TracerPeripheral:
         connection leaves this phone connected, and so silent and invisible, for good.
         """
         await asyncio.sleep(self.silent_link_timeout)
-        if connection.handle in self.heard_links or connection.handle not in self.open_links:
+        if serial in self.heard_links or self.open_links.get(connection.handle) != serial:
             return
         logger.info("no ATT PDU on link 0x%04X within %.1f s; disconnecting", connection.handle,
                     self.silent_link_timeout)
@@ -175,18 +179,20 @@ class TracerPeripheral:
         self.connections += 1
         logger.info("connection %d from %s", self.connections, connection.peer_address)
         handle = connection.handle
-        self.open_links.add(handle)
-        self.heard_links.discard(handle)
+        self.link_serial += 1
+        serial = self.link_serial
+        self.open_links[handle] = serial
 
         def on_disconnection(reason) -> None:
-            self.open_links.discard(handle)
-            self.heard_links.discard(handle)
+            if self.open_links.get(handle) == serial:
+                del self.open_links[handle]
+            self.heard_links.discard(serial)
             self.on_disconnection(reason)
 
         # Bumble emits disconnection on the Connection object, not on the Device.
         connection.on("disconnection", on_disconnection)
         if self.silent_link_timeout > 0:
-            asyncio.get_running_loop().create_task(self._drop_if_silent(connection))
+            asyncio.get_running_loop().create_task(self._drop_if_silent(connection, serial))
 
     def on_disconnection(self, reason) -> None:
         self.disconnections += 1
