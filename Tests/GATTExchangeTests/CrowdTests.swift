@@ -11,12 +11,14 @@ struct CrowdTests {
         try await everyNodeLogsEveryPeerInTheWindow(.bumble)
     }
 
-    /// Six nodes and three phones: they met in 12-30 s in seven runs alone on the machine (ten and five: 39 and
-    /// 51 s, too close to the limit for CI's two cores). The phones end links on which the central never speaks
+    /// Six nodes and three phones. The phones end links on which the central never speaks
     /// (`tracer_peripheral.py --silent-link-timeout`): RootCanal has no supervision timeout, and a node that resets
     /// its controller between its CONNECT_IND and the connection left a phone connected to nobody, and so silent
-    /// and not advertising, for the rest of the test.
-    @Test
+    /// and not advertising, for the rest of the test. With that, 10 runs of 11 passed (everyone met in 12-30 s; ten
+    /// nodes and five phones in 39 and 51 s), but in one fresh-clone CI run two nodes each still missed a node
+    /// (one a phone too) after 90 s, so it stays out of CI until the reset storms of crowds on RootCanal are
+    /// understood (issue 12; BENCHMARKS.md, "Crowds on RootCanal").
+    @Test(.disabled("flaky on RootCanal, about 1 run in 11: issue 12"))
     func everyNodeLogsEveryPeerInTheWindowOnRootCanal() async throws {
         try await everyNodeLogsEveryPeerInTheWindow(.rootCanal)
     }
