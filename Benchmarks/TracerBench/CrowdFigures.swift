@@ -172,7 +172,7 @@ struct CrowdFigures {
         let below = shares.filter { $0 < 0.95 }.count
         let declines = zip(shares, shares.dropFirst()).filter { $1 < $0 }.count
         say(String(format: "  windows: %d; min %.1f %%, mean %.1f %%; below 95 %%: %d; worse than the one before: %d",
-                   shares.count, (shares.min() ?? 0) * 100, shares.isEmpty ? 0 : shares.reduce(0, +) / Double(shares.count) * 100,
+                   shares.count, (shares.min() ?? 0) * 100, shares.reduce(0, +) / Double(shares.count) * 100,
                    below, declines))
         if phy == .rootcanal, !missingByModels.isEmpty {
             say("  pairs not logged, by controller models (broadcaster heard by observer): "
@@ -423,9 +423,9 @@ struct CrowdFigures {
         say("")
         let conditions = contents.enumerated().compactMap { index, text -> String? in
             guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
-            // A healthy radio is written as {}: left out.
+            // NodeRuntimeStatus's two fields on the radio; a healthy radio is written as {}: left out.
             let radio = object.filter { key, value in
-                ["radio", "condition", "advertis", "reset"].contains { key.lowercased().contains($0) } && (value as? [String: Any])?.isEmpty != true
+                ["radio", "controllerResets"].contains(key) && (value as? [String: Any])?.isEmpty != true
             }
             guard !radio.isEmpty, let data = try? JSONSerialization.data(withJSONObject: radio, options: [.sortedKeys]) else { return nil }
             return "  node \(index): " + String(decoding: data, as: UTF8.self)

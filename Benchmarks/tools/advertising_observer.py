@@ -21,7 +21,9 @@ from bumble import hci
 from bumble.device import Device
 from bumble.transport import open_transport
 
-sys.path.insert(0, __file__.rsplit("/", 3)[0] + "/Tests/Support/bumble")
+SUPPORT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "Tests", "Support")
+sys.path[:0] = [os.path.join(SUPPORT, "bumble"), SUPPORT]
+from launcher_support import block_until_stdin_closes  # noqa: E402
 from tracer_common import SERVICE_UUID  # noqa: E402
 
 TRACER = bytes(SERVICE_UUID.to_bytes())
@@ -48,14 +50,7 @@ async def main() -> None:
         await device.start_scanning(legacy=True, active=False, scan_interval=100, scan_window=100, filter_duplicates=False)
         print("READY", flush=True)
 
-        def wait_for_stdin_to_close() -> None:
-            try:
-                while os.read(sys.stdin.fileno(), 4096):
-                    pass
-            except (OSError, ValueError):
-                pass
-
-        await asyncio.get_running_loop().run_in_executor(None, wait_for_stdin_to_close)
+        await asyncio.get_running_loop().run_in_executor(None, block_until_stdin_closes)
         output.close()
         print(f"REPORTS {reports}", flush=True)
 
