@@ -141,6 +141,22 @@ final class ScriptedController: HCITransport {
         inject(Self.connectionComplete(status: .success, handle: handle, role: .peripheral, peer: peer.littleEndianBytes))
     }
 
+    /// One connectable advertising event of a Tracer node at `peer`, as the scanner reports it
+    /// (LE Advertising Report, ADV_IND). The controller does not connect to it by itself: a test
+    /// that wants the attempt to succeed calls `connectInitiatedConnection`.
+    func advertise(from peer: BluetoothAddress, rssi: Int8 = -60) {
+        let data = (try? TracerService.advertisingData(txPower: 0).encode()) ?? []
+        let report: [UInt8] = [0x01, 0x00, 0x01] + peer.littleEndianBytes + [UInt8(data.count)] + data + [UInt8(bitPattern: rssi)]
+        inject([0x04, 0x3E, UInt8(report.count + 1), 0x02] + report)
+    }
+
+    /// The controller stops initiating and says nothing: RootCanal 1.10.0 does so when the peer
+    /// answers a connect request sent while an earlier, unanswered one is still pending (the link
+    /// then exists on the peer's side only).
+    func dropInitiationSilently() {
+        state.withLock { $0.initiating = nil }
+    }
+
     /// Puts the controller in an initiating state nobody here asked for (a host before us, or a
     /// cancel it took without effect).
     func startStrayInitiation(to peer: BluetoothAddress) {

@@ -61,6 +61,85 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// RootCanal's initiator, once a connect request of its went unanswered, ignores every
+    /// advertiser while its scanner still reports them. The peer heard in two advertising events
+    /// during the attempt ends it there and then, with a reason that says so, not at the timeout.
+    @Test func aPeerHeardAdvertisingTwiceWithoutAConnectionEndsTheAttemptEarly() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        let started = ContinuousClock.now
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.advertise(from: Self.peerB)
+        controller.advertise(from: Self.peerA)
+        controller.advertise(from: Self.peerA)  // the same event on another channel
+        try await Task.sleep(for: .milliseconds(100))
+        #expect(controller.initiatingPeer == Self.peerA, "one event, or another peer's, is no sign")
+        controller.advertise(from: Self.peerA)
+        await #expect(throws: GAPError.peerAdvertisedWithoutConnecting(peer: Self.peerA, advertisements: 2)) {
+            try await attempt.value
+        }
+        #expect(ContinuousClock.now - started < .seconds(10), "the attempt ran to its timeout")
+        #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peerA)", "cancel", "ended 0x2"])
+        await host.close()
+    }
+
+    /// The attempt vanished without an end (RootCanal's stuck initiator): the cancel is refused as
+    /// "not initiating" and no end follows. The attempt ends shortly after the refusal with the
+    /// same sign, and the controller is not taken for one that ignores cancels.
+    @Test func anAttemptThatVanishesWithoutAnEndIsReportedAsUnanswered() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.dropInitiationSilently()
+        controller.advertise(from: Self.peerA)
+        try await Task.sleep(for: .milliseconds(40))
+        controller.advertise(from: Self.peerA)
+        await #expect(throws: GAPError.peerAdvertisedWithoutConnecting(peer: Self.peerA, advertisements: 2)) {
+            try await attempt.value
+        }
+        #expect(await !host.cancelIsUnreliable)
+        await host.close()
+    }
+
+    /// A controller that connects at the peer's first advertisement is left alone.
+    @Test func aPeerHeardOnceAndConnectedIsAnOrdinaryConnection() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.advertise(from: Self.peerA)
+        controller.connectInitiatedConnection(handle: 0x0045)
+        #expect(try await attempt.value.handle == 0x0045)
+        #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peerA)"])
+        await host.close()
+    }
+
+    /// The node's policy on that sign: ask the same peer again at once (on RootCanal, the request
+    /// that clears the pending one), and when that goes unanswered too, have the controller reset.
+    @Test func aPeerAdvertisingThroughTwoAttemptsLeadsToAReset() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            configuration.initiationSpread = .zero
+            configuration.deferToPeerDelay = .zero
+            configuration.connectionTimeout = .seconds(20)
+        }
+        controller.advertise(from: Self.peerA)
+        for attempt in 1...2 {
+            #expect(await eventually { controller.state.withLock { $0.createConnections } == attempt && controller.initiatingPeer == Self.peerA })
+            controller.advertise(from: Self.peerA)
+            try await Task.sleep(for: .milliseconds(40))
+            controller.advertise(from: Self.peerA)
+        }
+        let reason = await exchange.waitUntilControllerIsStuck()
+        #expect(reason?.contains("kept advertising") == true, "reason: \(String(describing: reason))")
+        #expect(controller.state.withLock { $0.attemptTimeline } == [
+            "create \(Self.peerA)", "cancel", "ended 0x2", "create \(Self.peerA)", "cancel", "ended 0x2",
+        ])
+        await exchange.stop()
+        await host.close()
+    }
+
     /// The controller is initiating for nobody (a host before us, or a cancel it took without
     /// effect): LE Create Connection is refused with Command Disallowed. The node must end that
     /// initiation, so that the next attempt goes through, instead of failing forever.
@@ -170,13 +249,16 @@ struct ScriptedControllerTests {
     }
 
     /// An exchange on a scripted controller, started with a first id.
-    static func runningExchange() async throws -> (ScriptedController, AdvertisedIdentity, LEHost, ProximityExchange, OwnID) {
+    static func runningExchange(
+        configure: (inout ExchangeConfiguration) -> Void = { _ in }
+    ) async throws -> (ScriptedController, AdvertisedIdentity, LEHost, ProximityExchange, OwnID) {
         let controller = ScriptedController()
         let identity = AdvertisedIdentity()
         let host = try await openHost(controller, identity: identity)
         let (writes, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
         var configuration = ExchangeConfiguration()
         configuration.scanOffTime = .zero
+        configure(&configuration)
         let exchange = ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(),
                                          configuration: configuration)
         let first = ownID(start: 0)

@@ -33,6 +33,10 @@ public struct ExchangeConfiguration: Sendable {
     public var initiationSpread: Duration = .seconds(2)
     /// A sighting older than this is not worth a connection any more.
     public var candidateLifetime: Duration = .seconds(10)
+    /// A candidate not heard for this long while other Tracer advertisers were has left or changed
+    /// address (a node advertising every 250 ms, heard in half the scan time, goes unheard for 2 s
+    /// about once in 250 tries): see `ConnectionCandidates`.
+    public var candidateStaleAfter: Duration = .seconds(2)
     /// An exchange (MTU, discovery, read, write) that takes longer is abandoned.
     public var exchangeTimeout: Duration = .seconds(8)
 
@@ -53,8 +57,11 @@ public struct ExchangeConfiguration: Sendable {
     public var resetAfterOutage: Duration = .seconds(60)
     /// This many connection timeouts in a row, towards at least this many distinct peers heard
     /// advertising well into the attempt, with no link formed meanwhile, reset the controller (see
-    /// `ProximityExchange.connectionTimedOut`).
+    /// `InitiatorHealth`).
     public var resetAfterConnectionTimeouts = (attempts: 1, peers: 1)
+    /// This many connection timeouts in a row towards any peers, with no link formed in either
+    /// direction, reset the controller too: the backstop when no target stays on the air.
+    public var resetAfterTimeoutStreak = 6
 
     public init() {
         radio.connectionTimeout = .milliseconds(1500)

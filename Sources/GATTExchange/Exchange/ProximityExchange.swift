@@ -16,24 +16,14 @@ public actor ProximityExchange {
     private let peerWrites: AsyncStream<PeerWriteEvent>
 
     private var registry: PeerRegistry
-    private var candidates: [BluetoothAddress: Candidate] = [:]
+    private var candidates: ConnectionCandidates
     private var incomingCount = 0
     private var rotating = false
     private var tasks: [Task<Void, Never>] = []
     private let stuck = OnceSignal<String>()
-    private var consecutiveTimeouts: (peers: Set<BluetoothAddress>, count: Int) = ([], 0)
+    private var initiatorHealth: InitiatorHealth
     public private(set) var completedExchanges = 0
     public private(set) var failedExchanges = 0
-
-    struct Candidate {
-        let address: BluetoothAddress
-        let addressType: LEAddressType
-        let rssi: Int8?
-        let txPower: Int8?
-        let heardAt: ContinuousClock.Instant
-        /// Not tried before this: see `initiationDelay`.
-        let eligibleAt: ContinuousClock.Instant
-    }
 
     /// - Parameters:
     ///   - peerWrites: the stream fed by `TracerGATTServer.databaseForLink` on the same host.
@@ -50,6 +40,11 @@ public actor ProximityExchange {
         self.wallClock = wallClock
         self.logger = logger
         registry = PeerRegistry(configuration: configuration)
+        candidates = ConnectionCandidates(
+            lifetime: configuration.candidateLifetime, staleAfter: configuration.candidateStaleAfter)
+        initiatorHealth = InitiatorHealth(
+            resetAfterHeardTimeouts: configuration.resetAfterConnectionTimeouts,
+            resetAfterTimeoutStreak: configuration.resetAfterTimeoutStreak)
     }
 
     /// Starts advertising (the identity must be set: see `rotate(to:)`), scanning and exchanging.
@@ -82,7 +77,7 @@ public actor ProximityExchange {
     public func rotate(to ownID: OwnID) async {
         rotating = true
         defer { rotating = false }
-        candidates = [:]
+        candidates.removeAll()
         let resume = !tasks.isEmpty
         let advertisingData = TracerService.advertisingData(txPower: configuration.txPower)
         let identity = identity
@@ -116,26 +111,24 @@ public actor ProximityExchange {
 
     // MARK: Keeping the controller honest
 
-    /// A controller that sent a connect request its peer ignored can stay deaf to every advertiser
-    /// until it is reset (RootCanal does: its pending connection is cleared only by a connection or
-    /// HCI Reset), and while deaf it also ignores its peers' connect requests, which makes them deaf
-    /// in turn. The sign: an attempt that times out although its peer was heard advertising well
-    /// into the attempt (a controller that listens connects at the first such advertisement). A peer
-    /// that went away or changed address proves nothing, so its timeouts do not count. Resetting at
-    /// the first sign took a crowd of six on RootCanal from 47-100 % of ids per window to 100 %.
+    /// A stuck initiator is reset at once (`InitiatorHealth` says when): resetting at the first
+    /// sign took a crowd of six on RootCanal from 47-100 % of ids per window to 100 %.
     private func connectionTimedOut(toward address: BluetoothAddress, attemptStarted: ContinuousClock.Instant) {
-        guard let heard = registry.entry(address)?.lastHeard, heard > attemptStarted + .milliseconds(300) else { return }
-        consecutiveTimeouts.count += 1
-        consecutiveTimeouts.peers.insert(address)
-        if consecutiveTimeouts.count >= configuration.resetAfterConnectionTimeouts.attempts,
-           consecutiveTimeouts.peers.count >= configuration.resetAfterConnectionTimeouts.peers {
-            controllerIsStuck("\(consecutiveTimeouts.count) connection attempts in a row towards "
-                + "\(consecutiveTimeouts.peers.count) peers that kept advertising timed out, and no link formed")
+        let heardDuringAttempt = registry.entry(address).map { $0.lastHeard > attemptStarted + .milliseconds(300) } ?? false
+        if let reason = initiatorHealth.attemptTimedOut(toward: address, peerHeardDuringAttempt: heardDuringAttempt) {
+            controllerIsStuck(reason)
+        }
+    }
+
+    /// The peer kept advertising through two attempts in a row and the controller connected in neither.
+    private func initiatorIsDeaf(toward address: BluetoothAddress) {
+        if let reason = initiatorHealth.attemptTimedOut(toward: address, peerHeardDuringAttempt: true) {
+            controllerIsStuck(reason)
         }
     }
 
     private func connectionsFormed() {
-        consecutiveTimeouts = ([], 0)
+        initiatorHealth.linkFormed()
     }
 
     /// Returns, with the reason, once the controller is in a state the node cannot leave by
@@ -201,6 +194,7 @@ public actor ProximityExchange {
     private func heard(_ sighting: AdvertisementSighting) async {
         guard sighting.isConnectable, TracerService.isAdvertised(in: sighting.data) else { return }
         let now = ContinuousClock.now
+        candidates.heardSomeone(at: now)
         let rssi: Int8? = sighting.rssi == 127 ? nil : sighting.rssi
         let txPower = sighting.data.txPowerLevel
         if let peer = registry.heard(sighting.address, at: now) {
@@ -210,11 +204,11 @@ public actor ProximityExchange {
             return
         }
         guard !rotating, registry.shouldConnect(to: sighting.address, at: now) else { return }
-        var eligibleAt = candidates[sighting.address]?.eligibleAt
+        var eligibleAt = candidates.eligibleAt(sighting.address)
         if eligibleAt == nil { eligibleAt = now + (await initiationDelay(toward: sighting.address)) }
-        candidates[sighting.address] = Candidate(
+        candidates.offer(ConnectionCandidates.Candidate(
             address: sighting.address, addressType: sighting.addressType, rssi: rssi, txPower: txPower, heardAt: now,
-            eligibleAt: eligibleAt ?? now)
+            eligibleAt: eligibleAt ?? now))
     }
 
     /// Two Tracer nodes that hear each other at the same moment would connect to each other at
@@ -246,31 +240,46 @@ public actor ProximityExchange {
         }
     }
 
-    /// The oldest fresh candidate; stale ones are dropped.
-    private func takeCandidate() -> Candidate? {
+    /// The candidate whose turn came first, if the registry still wants a link to it.
+    private func takeCandidate() -> ConnectionCandidates.Candidate? {
         let now = ContinuousClock.now
-        candidates = candidates.filter { now - $0.value.heardAt < configuration.candidateLifetime }
-        guard let oldest = candidates.values.filter({ $0.eligibleAt <= now }).min(by: { $0.heardAt < $1.heardAt })
-        else { return nil }
-        candidates[oldest.address] = nil
-        guard registry.shouldConnect(to: oldest.address, at: now) else { return nil }
-        registry.connecting(to: oldest.address, at: now)
-        return oldest
+        guard let candidate = candidates.next(at: now), registry.shouldConnect(to: candidate.address, at: now) else {
+            return nil
+        }
+        registry.connecting(to: candidate.address, at: now)
+        return candidate
     }
 
-    private func exchange(with candidate: Candidate) async {
+    private func exchange(with candidate: ConnectionCandidates.Candidate) async {
         guard let ownID = identity.ownID, let ourID = PeerIDBytes(ownID.id.bytes) else { return }
         let connection: LEConnection
-        let attemptStarted = ContinuousClock.now
+        var attemptStarted = ContinuousClock.now
         do {
-            connection = try await host.connect(
-                to: candidate.address, type: candidate.addressType, timeout: configuration.connectionTimeout)
+            do {
+                connection = try await host.connect(
+                    to: candidate.address, type: candidate.addressType, timeout: configuration.connectionTimeout)
+            } catch .peerAdvertisedWithoutConnecting {
+                // Our connect request went unanswered (another initiator won that advertising
+                // event). Asking the same peer again at once is what clears such a request on
+                // RootCanal, where it would otherwise stay pending and make the controller refuse
+                // everyone; on other controllers it is simply a second try at a peer that is there.
+                logger.debug("peer advertised without our controller connecting; trying it again", metadata: [
+                    "peer": "\(candidate.address)",
+                ])
+                attemptStarted = ContinuousClock.now
+                connection = try await host.connect(
+                    to: candidate.address, type: candidate.addressType, timeout: configuration.connectionTimeout)
+            }
         } catch {
             registry.failed(candidate.address, at: .now)
             failedExchanges += 1
             logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
-            if case .controllerLost = error { return }
-            if case .connectionTimedOut = error { connectionTimedOut(toward: candidate.address, attemptStarted: attemptStarted) }
+            switch error {
+            case .controllerLost: return
+            case .connectionTimedOut: connectionTimedOut(toward: candidate.address, attemptStarted: attemptStarted)
+            case .peerAdvertisedWithoutConnecting: initiatorIsDeaf(toward: candidate.address)
+            default: break
+            }
             // An initiating controller is deaf to peers that want to connect to it (strict ones
             // accept no connection meanwhile): after a failed attempt, leave them a moment.
             try? await Task.sleep(for: configuration.pauseAfterFailedConnection.jittered())
@@ -317,7 +326,7 @@ public actor ProximityExchange {
             incomingCount += 1
             connectionsFormed()
             registry.connecting(to: connection.peerAddress, at: .now)
-            candidates[connection.peerAddress] = nil
+            candidates.remove(connection.peerAddress)
             Task { [host, configuration] in
                 // Closed after a fixed lifetime whatever the peer does: holding a link blocks no one for long.
                 let lifetime = Task {

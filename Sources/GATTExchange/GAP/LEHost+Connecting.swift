@@ -10,12 +10,21 @@ struct ConnectionAttempt {
         case lost
     }
 
+    /// How long the end of an attempt may trail a cancel refused with Command Disallowed. The
+    /// refusal means the controller is not initiating, so the end is already on its way; RootCanal,
+    /// whose initiator was stuck on an earlier unanswered request, drops the attempt with no end.
+    static let endAfterRefusedCancel: Duration = .milliseconds(300)
+
     let number: UInt64
     /// The peer asked for; nil while ending an initiation that nobody here owns any more.
     let peer: BluetoothAddress?
     var cancelSent = false
     /// Someone needs the controller idle (an address change): stop waiting and cancel.
     var abortRequested = false
+    /// When the controller accepted LE Create Connection; sightings of the peer after it count.
+    var initiatingSince: ContinuousClock.Instant?
+    /// Sightings of the peer while initiating, the first of which the controller should have answered.
+    var peerSightings: [ContinuousClock.Instant] = []
     /// The end, when it came before anyone waited for it.
     var ended: Outcome?
     var waiter: CheckedContinuation<Outcome, Never>?
@@ -57,23 +66,33 @@ extension LEHost {
             }
             throw .hci(error)
         }
+        attempt?.initiatingSince = .now
         var outcome = await waitForAttempt(number, upTo: timeout)
+        var cancelRefused = false
         if case .timedOut = outcome {
-            outcome = await cancelAttempt(number)
+            (outcome, cancelRefused) = await cancelAttempt(number)
         }
+        let unanswered = attempt?.peerSightings.count ?? 0
         switch outcome {
         case .completed(_, let connection?):
             return connection
         case .completed(let event, nil) where event.status == .unknownConnectionIdentifier:
+            if unanswered >= configuration.unansweredAdvertisementsBeforeCancel {
+                throw .peerAdvertisedWithoutConnecting(peer: peer, advertisements: unanswered)
+            }
             throw .connectionTimedOut(peer: peer, after: timeout)
         case .completed(let event, nil):
             if lost { throw .controllerLost }
             throw .connectionFailed(peer: peer, status: event.status)
         case .timedOut:
-            // The controller took the cancel and never ended the attempt (Bumble's controllers do
-            // that): should the connection still form, it is closed at once.
+            // Should the connection still form, it is closed at once.
             abandonedConnectionPeers.insert(peer)
-            noteCancelIgnored()
+            // Took the cancel and never ended the attempt (Bumble's controllers do that), or
+            // refused it as not initiating and never ended it either (a stuck RootCanal).
+            if !cancelRefused { noteCancelIgnored() }
+            if unanswered >= configuration.unansweredAdvertisementsBeforeCancel {
+                throw .peerAdvertisedWithoutConnecting(peer: peer, advertisements: unanswered)
+            }
             throw .connectionTimedOut(peer: peer, after: timeout)
         case .lost:
             throw .controllerLost
@@ -155,6 +174,22 @@ extension LEHost {
         }
     }
 
+    /// A sighting of the peer being connected to: the controller answers the first advertisement
+    /// it hears from the peer with a connect request, so a peer heard advertising again and again is
+    /// not being connected to. Cancelling then, rather than at the timeout, stops a controller whose
+    /// request went unanswered from refusing its peers' requests for the rest of the timeout.
+    func attemptPeerAdvertised(_ address: BluetoothAddress, at time: ContinuousClock.Instant) {
+        guard let current = attempt, current.peer == address, let since = current.initiatingSince, time > since,
+              !current.cancelSent, current.ended == nil else { return }
+        // Reports of one advertising event (one per channel heard) are one chance, not several:
+        // events are at least 20 ms apart (Core Vol 6 Part B 4.4.2.2), an event's channels a few ms.
+        if let last = current.peerSightings.last, time - last < .milliseconds(15) { return }
+        attempt?.peerSightings.append(time)
+        if current.peerSightings.count + 1 >= configuration.unansweredAdvertisementsBeforeCancel {
+            attemptTimerFired(current.number)
+        }
+    }
+
     func attemptTimerFired(_ number: UInt64) {
         guard attempt?.number == number, let waiter = attempt?.waiter else { return }
         attempt?.waiter = nil
@@ -177,17 +212,18 @@ extension LEHost {
 
     /// Sends LE Create Connection Cancel for the attempt and waits for its end (Core Vol 4 Part E
     /// 7.8.13: an LE Connection Complete with 0x02 follows, or the connection that won the race).
-    private func cancelAttempt(_ number: UInt64) async -> ConnectionAttempt.Outcome {
+    private func cancelAttempt(_ number: UInt64) async -> (outcome: ConnectionAttempt.Outcome, refused: Bool) {
         attempt?.cancelSent = true
         do {
             try await hci.send(LECreateConnectionCancel())
         } catch HCIError.commandFailed(_, .commandDisallowed) {
             // Nothing left to cancel: the attempt has ended and its completion is on its way.
+            return (await waitForAttempt(number, upTo: ConnectionAttempt.endAfterRefusedCancel), true)
         } catch {
-            if lost { return .lost }
+            if lost { return (.lost, false) }
             logger.debug("connection cancel failed", metadata: ["error": "\(error)"])
         }
-        return await waitForAttempt(number, upTo: configuration.cancelGrace)
+        return (await waitForAttempt(number, upTo: configuration.cancelGrace), false)
     }
 
     enum StrayInitiation { case none, ended, unknown }

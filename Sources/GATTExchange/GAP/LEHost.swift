@@ -24,6 +24,10 @@ public actor LEHost {
         /// How long a cancelled connection attempt may take to report its end (LE Connection
         /// Complete, 0x02 or a late success) before the controller is taken to have ignored the cancel.
         public var cancelGrace: Duration = .seconds(2)
+        /// A connection attempt is cancelled early once its peer has been heard advertising in this
+        /// many events without a connection (the first may be the one being answered): see
+        /// `attemptPeerAdvertised`. Needs scanning on; without it the timeout alone ends an attempt.
+        public var unansweredAdvertisementsBeforeCancel = 2
         public var attBearer = ATTBearerConfiguration()
         public var hci = HostControllerInterface.Configuration()
         public init() {}
@@ -251,8 +255,10 @@ public actor LEHost {
     private func handle(_ event: HCIEvent) {
         switch event {
         case .leMeta(let meta):
-            if let continuation = scanContinuation {
-                for sighting in meta.sightings { continuation.yield(sighting) }
+            let now = ContinuousClock.now
+            for sighting in meta.sightings {
+                if attempt != nil { attemptPeerAdvertised(sighting.address, at: now) }
+                scanContinuation?.yield(sighting)
             }
         case .hardwareError(let code):
             logger.error("controller reported a hardware error", metadata: ["code": "\(code)"])

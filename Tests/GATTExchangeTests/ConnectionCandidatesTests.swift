@@ -1,0 +1,80 @@
+import Testing
+@testable import GATTExchange
+
+/// Which advertiser the node connects to next, and when its controller's initiator counts as stuck.
+@Suite struct ConnectionCandidatesTests {
+    let start = ContinuousClock.now
+    let peerA = BluetoothAddress(string: "3A:00:00:00:00:0A")!
+    let peerB = BluetoothAddress(string: "3B:00:00:00:00:0B")!
+    let peerC = BluetoothAddress(string: "3C:00:00:00:00:0C")!
+
+    func candidate(_ address: BluetoothAddress, heard: Duration, eligible: Duration) -> ConnectionCandidates.Candidate {
+        .init(address: address, addressType: .random, rssi: -60, txPower: 0, heardAt: start + heard, eligibleAt: start + eligible)
+    }
+
+    @Test func theCandidateWhoseTurnCameFirstGoesFirst() {
+        var candidates = ConnectionCandidates(lifetime: .seconds(10), staleAfter: .seconds(2))
+        candidates.offer(candidate(peerA, heard: .zero, eligible: .milliseconds(900)))
+        candidates.offer(candidate(peerB, heard: .milliseconds(100), eligible: .milliseconds(300)))
+        candidates.offer(candidate(peerC, heard: .milliseconds(200), eligible: .seconds(5)))
+        #expect(candidates.next(at: start + .milliseconds(200)) == nil, "nobody's turn yet")
+        #expect(candidates.next(at: start + .seconds(1))?.address == peerB)
+        #expect(candidates.next(at: start + .seconds(1))?.address == peerA)
+        #expect(candidates.next(at: start + .seconds(1)) == nil, "peer C's turn comes at 5 s")
+    }
+
+    @Test func hearingAPeerAgainKeepsItsTurn() {
+        var candidates = ConnectionCandidates(lifetime: .seconds(10), staleAfter: .seconds(2))
+        candidates.offer(candidate(peerA, heard: .zero, eligible: .milliseconds(500)))
+        candidates.offer(candidate(peerA, heard: .milliseconds(250), eligible: .seconds(3)))
+        #expect(candidates.eligibleAt(peerA) == start + .milliseconds(500))
+        let taken = candidates.next(at: start + .milliseconds(600))
+        #expect(taken?.heardAt == start + .milliseconds(250), "the latest sighting's figures are used")
+    }
+
+    /// The crowd on RootCanal: a peer reset its controller and came back under another address
+    /// while the others kept advertising. Its old address is not worth a connection timeout.
+    @Test func aPeerUnheardWhileOthersAreHeardIsDropped() {
+        var candidates = ConnectionCandidates(lifetime: .seconds(10), staleAfter: .seconds(2))
+        candidates.offer(candidate(peerA, heard: .zero, eligible: .seconds(1)))
+        candidates.offer(candidate(peerB, heard: .zero, eligible: .seconds(1)))
+        for tenth in 1...25 { candidates.heardSomeone(at: start + .milliseconds(100 * tenth)) }
+        candidates.offer(candidate(peerB, heard: .milliseconds(2500), eligible: .seconds(1)))
+        #expect(candidates.next(at: start + .milliseconds(2500))?.address == peerB)
+        #expect(candidates.next(at: start + .milliseconds(2500)) == nil, "peer A, unheard for 2.5 s, is gone")
+    }
+
+    /// Between scan bursts nobody is heard, so silence says nothing about a candidate.
+    @Test func silenceWhileNobodyIsHeardDropsNoOne() {
+        var candidates = ConnectionCandidates(lifetime: .seconds(10), staleAfter: .seconds(2))
+        candidates.offer(candidate(peerA, heard: .zero, eligible: .seconds(1)))
+        #expect(candidates.next(at: start + .seconds(8))?.address == peerA)
+        candidates.offer(candidate(peerB, heard: .zero, eligible: .seconds(1)))
+        #expect(candidates.next(at: start + .seconds(10)) == nil, "past its lifetime")
+    }
+
+    @Test func aTimeoutTowardsAPeerHeardDuringTheAttemptMeansStuck() {
+        var health = InitiatorHealth(resetAfterHeardTimeouts: (1, 1), resetAfterTimeoutStreak: 6)
+        let reason = health.attemptTimedOut(toward: peerA, peerHeardDuringAttempt: true)
+        #expect(reason?.contains("kept advertising") == true)
+    }
+
+    @Test func timeoutsTowardsVanishedPeersMeanStuckOnlyInALongStreak() {
+        var health = InitiatorHealth(resetAfterHeardTimeouts: (1, 1), resetAfterTimeoutStreak: 4)
+        for peer in [peerA, peerB, peerC] {
+            #expect(health.attemptTimedOut(toward: peer, peerHeardDuringAttempt: false) == nil)
+        }
+        let reason = health.attemptTimedOut(toward: peerA, peerHeardDuringAttempt: false)
+        #expect(reason?.contains("4 connection attempts in a row timed out") == true)
+    }
+
+    @Test func aLinkInEitherDirectionEndsTheStreak() {
+        var health = InitiatorHealth(resetAfterHeardTimeouts: (2, 2), resetAfterTimeoutStreak: 3)
+        #expect(health.attemptTimedOut(toward: peerA, peerHeardDuringAttempt: true) == nil)
+        #expect(health.attemptTimedOut(toward: peerB, peerHeardDuringAttempt: false) == nil)
+        health.linkFormed()
+        #expect(health.attemptTimedOut(toward: peerB, peerHeardDuringAttempt: true) == nil, "the count started again")
+        #expect(health.attemptTimedOut(toward: peerC, peerHeardDuringAttempt: false) == nil)
+        #expect(health.attemptTimedOut(toward: peerA, peerHeardDuringAttempt: true) != nil, "two heard timeouts, two peers")
+    }
+}
