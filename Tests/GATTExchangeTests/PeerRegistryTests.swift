@@ -50,4 +50,31 @@ import IDRotation
         #expect(registry.entry(address) == nil)
         #expect(registry.entry(other) != nil)
     }
+
+    /// The peer's id is known, but it has not learned ours since we moved to a new address: one
+    /// exchange from the new address is owed (whichever side makes it), and then no more.
+    @Test func ourNewAddressIsWorthOneMoreExchangeWithAKnownPeer() {
+        var registry = PeerRegistry(configuration: ExchangeConfiguration())
+        registry.weMoved(to: .randomNonResolvablePrivate())
+        let id = UserID.random()
+        registry.learned(id, at: address, now: start)
+        #expect(!registry.shouldConnect(to: address, at: start))
+        registry.weMoved(to: .randomNonResolvablePrivate())
+        #expect(registry.shouldConnect(to: address, at: start), "the peer does not know our new id")
+        #expect(registry.heard(address, at: start + .seconds(1)) == id, "its sightings are still filed under its id")
+        registry.learned(id, at: address, now: start + .seconds(2))
+        #expect(!registry.shouldConnect(to: address, at: start + .seconds(2)))
+    }
+
+    @Test func othersHeardCountsRecentPeersButNotTheOneAskedAbout() {
+        var registry = PeerRegistry(configuration: ExchangeConfiguration())
+        let others = (0..<3).map { _ in BluetoothAddress.randomNonResolvablePrivate() }
+        _ = registry.heard(address, at: start)
+        _ = registry.heard(others[0], at: start)
+        _ = registry.heard(others[1], at: start + .seconds(5))
+        _ = registry.heard(others[2], at: start + .seconds(9))
+        #expect(registry.othersHeard(since: start + .seconds(4), besides: address) == 2)
+        #expect(registry.othersHeard(since: start + .seconds(4), besides: others[2]) == 1)
+        #expect(registry.othersHeard(since: start + .seconds(10), besides: address) == 0)
+    }
 }

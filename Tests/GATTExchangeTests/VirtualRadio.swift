@@ -141,8 +141,8 @@ final class VirtualRadio {
         let logDirectory = (base ?? NSTemporaryDirectory()) + "/\(stamp)-\(kind.rawValue)-\(testName)-\(UUID().uuidString.prefix(8))"
         try FileManager.default.createDirectory(atPath: logDirectory, withIntermediateDirectories: true)
         let launcherLog = logDirectory + "/launcher.log"
-        FileManager.default.createFile(atPath: launcherLog, contents: nil)
-        guard let log = FileHandle(forWritingAtPath: launcherLog) else { throw LaunchError.notReady("cannot create \(launcherLog)") }
+        guard FileManager.default.createFile(atPath: launcherLog, contents: nil),
+              let log = FileHandle(forWritingAtPath: launcherLog) else { throw LaunchError.notReady("cannot create \(launcherLog)") }
         defer { try? log.close() }
 
         let process = Process()

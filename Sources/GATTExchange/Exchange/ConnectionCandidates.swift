@@ -1,13 +1,12 @@
 /// The advertisers the node may connect to, and from when. Plain state, no I/O: `ProximityExchange`
 /// feeds it sightings and takes the next candidate when its connect slot is free.
 ///
-/// A candidate goes when it has not been heard for a while *although others have*: scanning works,
-/// so the peer has left or changed address. Trying such an address costs a whole connection
-/// timeout, during which a strict controller accepts no one else's connection. In crowds on
-/// RootCanal it was worse: nodes that reset their controllers come back under new addresses, and a
-/// node that kept trying their old ones never saw a target answer or stay, so the sign that its own
-/// controller was stuck never came (it stayed stuck, and refusing every peer, for 80 s).
-/// Without sightings of anyone (scanning paused between bursts) nothing is judged stale.
+/// Only a peer heard in the last moments is tried. One that went unheard has left, changed
+/// address, or scanning paused; trying it costs a whole connection timeout, during which a strict
+/// controller accepts no one else's connection. And a connect request that the scanner could not
+/// witness is dangerous on RootCanal: if the peer leaves it unanswered the controller stays stuck,
+/// refusing every peer, and the node has no sign of it. In crowds on RootCanal a node that kept
+/// trying the old addresses of peers that had reset stayed stuck that way for 80 s.
 struct ConnectionCandidates {
     struct Candidate: Equatable {
         let address: BluetoothAddress
@@ -19,24 +18,16 @@ struct ConnectionCandidates {
         let eligibleAt: ContinuousClock.Instant
     }
 
-    /// A sighting older than this is not worth a connection any more, heard or not.
+    /// A candidate unheard for this long is dropped.
     let lifetime: Duration
-    /// Unheard for this long while another Tracer advertiser was heard: gone.
-    let staleAfter: Duration
     private var byAddress: [BluetoothAddress: Candidate] = [:]
-    private var latestSighting: ContinuousClock.Instant?
 
-    init(lifetime: Duration, staleAfter: Duration) {
+    init(lifetime: Duration) {
         self.lifetime = lifetime
-        self.staleAfter = staleAfter
     }
 
+    /// True while some candidate waits for its turn or a free slot.
     var isEmpty: Bool { byAddress.isEmpty }
-
-    /// Any Tracer advertiser was heard, a candidate or not: scanning works.
-    mutating func heardSomeone(at time: ContinuousClock.Instant) {
-        if latestSighting.map({ $0 < time }) ?? true { latestSighting = time }
-    }
 
     /// When `address` became (or becomes) eligible, if it is a candidate.
     func eligibleAt(_ address: BluetoothAddress) -> ContinuousClock.Instant? {
@@ -45,7 +36,6 @@ struct ConnectionCandidates {
 
     /// Adds a candidate, or refreshes one heard again (its eligibility keeps the first delay).
     mutating func offer(_ candidate: Candidate) {
-        heardSomeone(at: candidate.heardAt)
         let eligibleAt = byAddress[candidate.address]?.eligibleAt ?? candidate.eligibleAt
         byAddress[candidate.address] = Candidate(
             address: candidate.address, addressType: candidate.addressType, rssi: candidate.rssi,
@@ -60,12 +50,9 @@ struct ConnectionCandidates {
         byAddress = [:]
     }
 
-    /// Takes the candidate whose turn came first, after dropping expired and stale ones.
+    /// Takes the candidate whose turn came first, after dropping those unheard for too long.
     mutating func next(at now: ContinuousClock.Instant) -> Candidate? {
-        let staleBefore = latestSighting.map { $0 - staleAfter }
-        byAddress = byAddress.filter { _, candidate in
-            now - candidate.heardAt < lifetime && staleBefore.map { candidate.heardAt >= $0 } ?? true
-        }
+        byAddress = byAddress.filter { now - $0.value.heardAt < lifetime }
         guard let first = byAddress.values.filter({ $0.eligibleAt <= now }).min(by: { $0.eligibleAt < $1.eligibleAt })
         else { return nil }
         byAddress[first.address] = nil

@@ -31,12 +31,14 @@ public struct ExchangeConfiguration: Sendable {
     /// A random delay between zero and this before connecting to a newly heard peer, so that
     /// nodes that hear it at the same moment do not all answer the same advertising event.
     public var initiationSpread: Duration = .seconds(2)
-    /// A sighting older than this is not worth a connection any more.
-    public var candidateLifetime: Duration = .seconds(10)
-    /// A candidate not heard for this long while other Tracer advertisers were has left or changed
-    /// address (a node advertising every 250 ms, heard in half the scan time, goes unheard for 2 s
-    /// about once in 250 tries): see `ConnectionCandidates`.
-    public var candidateStaleAfter: Duration = .seconds(2)
+    /// A peer unheard for this long is not tried (see `ConnectionCandidates`). A node advertising
+    /// every 250 ms, heard in half the scan time, goes unheard for 2 s about once in 250 tries.
+    public var candidateLifetime: Duration = .seconds(2)
+    /// Peers heard within this long count as about when choosing the initiation spread.
+    public var crowdMemory: Duration = .seconds(10)
+    /// A scan burst goes on while candidates wait, for up to this much longer, so that the peers
+    /// heard late in it are still heard when their turn comes.
+    public var scanBurstExtension: Duration = .seconds(10)
     /// An exchange (MTU, discovery, read, write) that takes longer is abandoned.
     public var exchangeTimeout: Duration = .seconds(8)
 

@@ -4,10 +4,13 @@ import IDRotation
 /// which ones it already exchanged with, and which ones keep failing. Plain state, no I/O.
 ///
 /// A peer changes its address in the same step as its id, so an address maps to one id for as
-/// long as it is heard; a new address means a new id, worth a new exchange.
+/// long as it is heard; a new address means a new id, worth a new exchange. So does a new address
+/// of ours: the peer still has to learn our new id, so an exchange is owed per pair of addresses.
 public struct PeerRegistry: Sendable {
     public struct Entry: Sendable, Equatable {
         public var learnedID: UserID?
+        /// Our address when the exchange that taught `learnedID` took place.
+        public var learnedAs: BluetoothAddress?
         public var lastHeard: ContinuousClock.Instant
         public var consecutiveFailures = 0
         public var retryAfter: ContinuousClock.Instant?
@@ -16,6 +19,8 @@ public struct PeerRegistry: Sendable {
 
     private var entries: [BluetoothAddress: Entry] = [:]
     private let configuration: ExchangeConfiguration
+    /// The address we advertise and connect from now.
+    public private(set) var ourAddress: BluetoothAddress?
 
     public init(configuration: ExchangeConfiguration) { self.configuration = configuration }
 
@@ -28,11 +33,22 @@ public struct PeerRegistry: Sendable {
         return entries[address]?.learnedID
     }
 
-    /// True when a connection to `address` is worth trying now: no id learned from it yet, no
-    /// attempt under way, and not backing off after failures.
+    /// We changed address (with our id): every peer is owed our new id.
+    public mutating func weMoved(to address: BluetoothAddress) {
+        ourAddress = address
+    }
+
+    /// Peers heard since `cutoff` other than `address`: how many might answer its advertising too.
+    public func othersHeard(since cutoff: ContinuousClock.Instant, besides address: BluetoothAddress) -> Int {
+        entries.reduce(0) { count, element in count + (element.key != address && element.value.lastHeard >= cutoff ? 1 : 0) }
+    }
+
+    /// True when a connection to `address` is worth trying now: no exchange with it from our
+    /// current address yet, no attempt under way, and not backing off after failures.
     public func shouldConnect(to address: BluetoothAddress, at now: ContinuousClock.Instant) -> Bool {
         guard let entry = entries[address] else { return true }
-        if entry.learnedID != nil || entry.isConnecting { return false }
+        if entry.isConnecting { return false }
+        if entry.learnedID != nil, entry.learnedAs == ourAddress { return false }
         if let retryAfter = entry.retryAfter, now < retryAfter { return false }
         return true
     }
@@ -52,6 +68,7 @@ public struct PeerRegistry: Sendable {
     public mutating func learned(_ id: UserID, at address: BluetoothAddress, now: ContinuousClock.Instant) {
         var entry = entries[address] ?? Entry(lastHeard: now)
         entry.learnedID = id
+        entry.learnedAs = ourAddress
         entry.isConnecting = false
         entry.consecutiveFailures = 0
         entry.retryAfter = nil
@@ -70,8 +87,8 @@ public struct PeerRegistry: Sendable {
 
     /// Forgets addresses not heard since `cutoff`: peers that left, or changed address with
     /// their id. Learned ids otherwise outlive our own rotations: the peer's id has not changed,
-    /// so its sightings keep being filed, now under our new window, and the peer learns our new
-    /// id by connecting to our new address.
+    /// so its sightings keep being filed, now under our new window, and one exchange from our new
+    /// address (whichever side starts it) gives the peer our new id.
     public mutating func forget(olderThan cutoff: ContinuousClock.Instant) {
         entries = entries.filter { $0.value.lastHeard >= cutoff || $0.value.isConnecting }
     }

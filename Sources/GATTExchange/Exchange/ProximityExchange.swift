@@ -19,6 +19,8 @@ public actor ProximityExchange {
     private var candidates: ConnectionCandidates
     private var incomingCount = 0
     private var rotating = false
+    /// Advertising is off while a connect request that went unanswered is asked again.
+    private var advertisingPausedForRetry = false
     private var tasks: [Task<Void, Never>] = []
     private let stuck = OnceSignal<String>()
     private var initiatorHealth: InitiatorHealth
@@ -40,8 +42,7 @@ public actor ProximityExchange {
         self.wallClock = wallClock
         self.logger = logger
         registry = PeerRegistry(configuration: configuration)
-        candidates = ConnectionCandidates(
-            lifetime: configuration.candidateLifetime, staleAfter: configuration.candidateStaleAfter)
+        candidates = ConnectionCandidates(lifetime: configuration.candidateLifetime)
         initiatorHealth = InitiatorHealth(
             resetAfterHeardTimeouts: configuration.resetAfterConnectionTimeouts,
             resetAfterTimeoutStreak: configuration.resetAfterTimeoutStreak)
@@ -77,14 +78,17 @@ public actor ProximityExchange {
     public func rotate(to ownID: OwnID) async {
         rotating = true
         defer { rotating = false }
+        // The rotation resumes advertising itself, from the new address.
+        advertisingPausedForRetry = false
         candidates.removeAll()
         let resume = !tasks.isEmpty
         let advertisingData = TracerService.advertisingData(txPower: configuration.txPower)
         let identity = identity
         let host = host
         let logger = logger
+        let address = BluetoothAddress.randomNonResolvablePrivate()
         do {
-            try await host.changeRandomAddress(to: .randomNonResolvablePrivate()) {
+            try await host.changeRandomAddress(to: address) {
                 identity.set(ownID)
                 logger.info("rotated", metadata: ["id": "\(ownID.id)", "until": "\(ownID.window.end)"])
                 guard resume else { return }
@@ -103,6 +107,7 @@ public actor ProximityExchange {
             controllerIsStuck("the controller refused a new address: \(error)")
             return
         }
+        registry.weMoved(to: address)
         if let outage = await host.condition.advertising {
             logger.error("this node has not advertised since \(outage.since) (Unix time): peers cannot find it",
                          metadata: ["reason": "\(outage.reason)"])
@@ -120,11 +125,12 @@ public actor ProximityExchange {
         }
     }
 
-    /// The peer kept advertising through two attempts in a row and the controller connected in neither.
-    private func initiatorIsDeaf(toward address: BluetoothAddress) {
-        if let reason = initiatorHealth.attemptTimedOut(toward: address, peerHeardDuringAttempt: true) {
-            controllerIsStuck(reason)
-        }
+    /// A connect request of ours went unanswered, and asking the same peer again brought no link.
+    /// Returns whether the controller is to be reset.
+    private func initiatorIsDeaf(toward address: BluetoothAddress) -> Bool {
+        guard let reason = initiatorHealth.attemptTimedOut(toward: address, peerHeardDuringAttempt: true) else { return false }
+        controllerIsStuck(reason)
+        return true
     }
 
     private func connectionsFormed() {
@@ -168,9 +174,13 @@ public actor ProximityExchange {
             do {
                 let sightings = try await host.startScanning()
                 let burstEnd = ContinuousClock.now + configuration.scanOnTime
-                let stopper = Task { [host] in
-                    // Ends the burst (and so the loop below) when its time is up.
+                let stopper = Task { [host, configuration] in
+                    // Ends the burst (and so the loop below) when its time is up and no candidate
+                    // waits, since candidates are tried only while heard.
                     guard (try? await Task.sleep(until: burstEnd)) != nil else { return }
+                    while await !self.candidatesAreEmpty, ContinuousClock.now < burstEnd + configuration.scanBurstExtension {
+                        guard (try? await Task.sleep(for: .milliseconds(250))) != nil else { return }
+                    }
                     try? await host.stopScanning()
                 }
                 for await sighting in sightings {
@@ -194,18 +204,15 @@ public actor ProximityExchange {
     private func heard(_ sighting: AdvertisementSighting) async {
         guard sighting.isConnectable, TracerService.isAdvertised(in: sighting.data) else { return }
         let now = ContinuousClock.now
-        candidates.heardSomeone(at: now)
         let rssi: Int8? = sighting.rssi == 127 ? nil : sighting.rssi
         let txPower = sighting.data.txPowerLevel
-        if let peer = registry.heard(sighting.address, at: now) {
-            guard let ownID = identity.ownID else { return }
+        if let peer = registry.heard(sighting.address, at: now), let ownID = identity.ownID {
             await sink.record(Sighting(
                 peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), rssi: rssi, txPower: txPower))
-            return
         }
         guard !rotating, registry.shouldConnect(to: sighting.address, at: now) else { return }
         var eligibleAt = candidates.eligibleAt(sighting.address)
-        if eligibleAt == nil { eligibleAt = now + (await initiationDelay(toward: sighting.address)) }
+        if eligibleAt == nil { eligibleAt = now + initiationDelay(toward: sighting.address) }
         candidates.offer(ConnectionCandidates.Candidate(
             address: sighting.address, addressType: sighting.addressType, rssi: rssi, txPower: txPower, heardAt: now,
             eligibleAt: eligibleAt ?? now))
@@ -218,13 +225,16 @@ public actor ProximityExchange {
     /// time its turn comes. Peers that never connect (a phone that only advertises) are still
     /// reached, after the delay.
     ///
-    /// Either way a random spread comes on top: after a rotation every node hears every new
-    /// address at once, and connect requests from several initiators answering the same
-    /// advertising event are all but one ignored, which leaves strict controllers waiting for an
-    /// answer that never comes (RootCanal then stays deaf until reset).
-    private func initiationDelay(toward peer: BluetoothAddress) async -> Duration {
-        let spread = configuration.initiationSpread * Double.random(in: 0...1)
-        guard let ours = await host.randomAddress else { return spread }
+    /// Where other peers are about, a random spread comes on top: after a rotation every node
+    /// hears every new address at once, and connect requests from several initiators answering
+    /// the same advertising event are all but one ignored, which leaves strict controllers waiting
+    /// for an answer that never comes (RootCanal then stays deaf until reset). A peer heard alone
+    /// has no other initiator to collide with: no spread.
+    private func initiationDelay(toward peer: BluetoothAddress) -> Duration {
+        let now = ContinuousClock.now
+        let crowded = registry.othersHeard(since: now - configuration.crowdMemory, besides: peer) > 0
+        let spread = crowded ? configuration.initiationSpread * Double.random(in: 0...1) : .zero
+        guard let ours = registry.ourAddress else { return spread }
         return spread + (InitiatorRule.initiates(ours, toward: peer) ? .zero : configuration.deferToPeerDelay)
     }
 
@@ -240,6 +250,8 @@ public actor ProximityExchange {
         }
     }
 
+    private var candidatesAreEmpty: Bool { candidates.isEmpty }
+
     /// The candidate whose turn came first, if the registry still wants a link to it.
     private func takeCandidate() -> ConnectionCandidates.Candidate? {
         let now = ContinuousClock.now
@@ -254,6 +266,7 @@ public actor ProximityExchange {
         guard let ownID = identity.ownID, let ourID = PeerIDBytes(ownID.id.bytes) else { return }
         let connection: LEConnection
         var attemptStarted = ContinuousClock.now
+        var askedAgain = false
         do {
             do {
                 connection = try await host.connect(
@@ -263,12 +276,14 @@ public actor ProximityExchange {
                 // event). Asking the same peer again at once is what clears such a request on
                 // RootCanal, where it would otherwise stay pending and make the controller refuse
                 // everyone; on other controllers it is simply a second try at a peer that is there.
+                // Off the air meanwhile: every peer whose request such a controller refuses is left
+                // stuck in turn, and in crowds on RootCanal that chain, not lost races, stuck most.
                 logger.debug("peer advertised without our controller connecting; trying it again", metadata: [
                     "peer": "\(candidate.address)",
                 ])
                 attemptStarted = ContinuousClock.now
-                connection = try await host.connect(
-                    to: candidate.address, type: candidate.addressType, timeout: configuration.connectionTimeout)
+                askedAgain = true
+                connection = try await connectOffTheAir(to: candidate)
             }
         } catch {
             registry.failed(candidate.address, at: .now)
@@ -276,8 +291,11 @@ public actor ProximityExchange {
             logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
             switch error {
             case .controllerLost: return
+            case _ where askedAgain:
+                // Only a link to that same peer clears the unanswered request; whatever else
+                // happened (the peer left, or never answered), the controller may still be stuck.
+                if !initiatorIsDeaf(toward: candidate.address) { await resumeAdvertisingAfterRetry() }
             case .connectionTimedOut: connectionTimedOut(toward: candidate.address, attemptStarted: attemptStarted)
-            case .peerAdvertisedWithoutConnecting: initiatorIsDeaf(toward: candidate.address)
             default: break
             }
             // An initiating controller is deaf to peers that want to connect to it (strict ones
@@ -311,6 +329,31 @@ public actor ProximityExchange {
             registry.failed(candidate.address, at: .now)
             failedExchanges += 1
             logger.debug("exchange failed", metadata: ["link": "\(connection)", "error": "\(error)"])
+        }
+    }
+
+    private func connectOffTheAir(to candidate: ConnectionCandidates.Candidate) async throws(GAPError) -> LEConnection {
+        await pauseAdvertisingForRetry()
+        // On failure advertising stays off: the controller is about to be reset (see `exchange(with:)`).
+        let connection = try await host.connect(
+            to: candidate.address, type: candidate.addressType, timeout: configuration.connectionTimeout)
+        await resumeAdvertisingAfterRetry()
+        return connection
+    }
+
+    private func pauseAdvertisingForRetry() async {
+        guard !rotating, !advertisingPausedForRetry else { return }
+        advertisingPausedForRetry = true
+        try? await host.stopAdvertising()
+    }
+
+    private func resumeAdvertisingAfterRetry() async {
+        guard advertisingPausedForRetry else { return }
+        advertisingPausedForRetry = false
+        do {
+            try await host.startAdvertising(TracerService.advertisingData(txPower: configuration.txPower))
+        } catch {
+            logger.warning("advertising did not resume after a connection retry", metadata: ["error": "\(error)"])
         }
     }
 

@@ -23,8 +23,10 @@ struct ConnectionAttempt {
     var abortRequested = false
     /// When the controller accepted LE Create Connection; sightings of the peer after it count.
     var initiatingSince: ContinuousClock.Instant?
-    /// Sightings of the peer while initiating, the first of which the controller should have answered.
-    var peerSightings: [ContinuousClock.Instant] = []
+    /// Sightings of the peer while initiating: the controller should have answered the first.
+    var peerSightings = 0
+    /// Ends the attempt if no connection follows a sighting in time.
+    var unansweredCheck: Task<Void, Never>?
     /// The end, when it came before anyone waited for it.
     var ended: Outcome?
     var waiter: CheckedContinuation<Outcome, Never>?
@@ -72,12 +74,12 @@ extension LEHost {
         if case .timedOut = outcome {
             (outcome, cancelRefused) = await cancelAttempt(number)
         }
-        let unanswered = attempt?.peerSightings.count ?? 0
+        let unanswered = attempt?.peerSightings ?? 0
         switch outcome {
         case .completed(_, let connection?):
             return connection
         case .completed(let event, nil) where event.status == .unknownConnectionIdentifier:
-            if unanswered >= configuration.unansweredAdvertisementsBeforeCancel {
+            if unanswered > 0 {
                 throw .peerAdvertisedWithoutConnecting(peer: peer, advertisements: unanswered)
             }
             throw .connectionTimedOut(peer: peer, after: timeout)
@@ -90,7 +92,7 @@ extension LEHost {
             // Took the cancel and never ended the attempt (Bumble's controllers do that), or
             // refused it as not initiating and never ended it either (a stuck RootCanal).
             if !cancelRefused { noteCancelIgnored() }
-            if unanswered >= configuration.unansweredAdvertisementsBeforeCancel {
+            if unanswered > 0 {
                 throw .peerAdvertisedWithoutConnecting(peer: peer, advertisements: unanswered)
             }
             throw .connectionTimedOut(peer: peer, after: timeout)
@@ -156,6 +158,7 @@ extension LEHost {
 
     func finishAttempt(_ number: UInt64) {
         guard attempt?.number == number else { return }
+        attempt?.unansweredCheck?.cancel()
         attempt?.timer?.cancel()
         attempt = nil
     }
@@ -174,19 +177,21 @@ extension LEHost {
         }
     }
 
-    /// A sighting of the peer being connected to: the controller answers the first advertisement
-    /// it hears from the peer with a connect request, so a peer heard advertising again and again is
-    /// not being connected to. Cancelling then, rather than at the timeout, stops a controller whose
-    /// request went unanswered from refusing its peers' requests for the rest of the timeout.
+    /// A sighting of the peer being connected to. The controller answers the advertisement it hears
+    /// with a connect request, and the connection completes within milliseconds; a sighting with no
+    /// connection after `unansweredAdvertisingWait` means the request went unanswered (another
+    /// initiator won that advertising event) or was never sent (the controller is stuck). Ending
+    /// the attempt then, rather than at the timeout, shortens the time a RootCanal controller in
+    /// that state spends advertising while refusing every peer's connect request.
     func attemptPeerAdvertised(_ address: BluetoothAddress, at time: ContinuousClock.Instant) {
         guard let current = attempt, current.peer == address, let since = current.initiatingSince, time > since,
               !current.cancelSent, current.ended == nil else { return }
-        // Reports of one advertising event (one per channel heard) are one chance, not several:
-        // events are at least 20 ms apart (Core Vol 6 Part B 4.4.2.2), an event's channels a few ms.
-        if let last = current.peerSightings.last, time - last < .milliseconds(15) { return }
-        attempt?.peerSightings.append(time)
-        if current.peerSightings.count + 1 >= configuration.unansweredAdvertisementsBeforeCancel {
-            attemptTimerFired(current.number)
+        attempt?.peerSightings += 1
+        guard current.unansweredCheck == nil else { return }
+        let number = current.number
+        attempt?.unansweredCheck = Task { [weak self, wait = configuration.unansweredAdvertisingWait] in
+            guard (try? await Task.sleep(for: wait)) != nil else { return }
+            await self?.attemptTimerFired(number)
         }
     }
 

@@ -24,10 +24,12 @@ public actor LEHost {
         /// How long a cancelled connection attempt may take to report its end (LE Connection
         /// Complete, 0x02 or a late success) before the controller is taken to have ignored the cancel.
         public var cancelGrace: Duration = .seconds(2)
-        /// A connection attempt is cancelled early once its peer has been heard advertising in this
-        /// many events without a connection (the first may be the one being answered): see
-        /// `attemptPeerAdvertised`. Needs scanning on; without it the timeout alone ends an attempt.
-        public var unansweredAdvertisementsBeforeCancel = 2
+        /// A connection attempt is cancelled when its peer was heard advertising and no connection
+        /// followed within this long (see `attemptPeerAdvertised`). Needs scanning on; without it
+        /// the timeout alone ends an attempt. Real controllers report the connection when they
+        /// send the connect request, or at the first connection event (30 ms at our interval);
+        /// should one come after the cancel, it is the attempt's result all the same.
+        public var unansweredAdvertisingWait: Duration = .milliseconds(100)
         public var attBearer = ATTBearerConfiguration()
         public var hci = HostControllerInterface.Configuration()
         public init() {}
