@@ -46,8 +46,9 @@ public struct PurgeResult: Sendable, Equatable {
 
 extension NodeStore {
     /// Deletes encounters last seen before the cutoff, own ids whose window ended before it, and
-    /// daily keys whose day ended before it, in one transaction, then truncates the WAL so the deleted rows leave no copy behind.
-    /// Freed pages are reused by later writes; no VACUUM is needed.
+    /// daily keys whose day ended before it, in one transaction, then truncates the WAL so the
+    /// deleted rows leave no copy behind. Freed pages are reused by later writes; no VACUUM is
+    /// needed.
     @discardableResult
     public func purge(now: UnixSeconds, policy: RetentionPolicy = .standard) throws(StoreError) -> PurgeResult {
         let encounterCutoff = policy.encounterCutoff(now: now)
