@@ -22,11 +22,13 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
-        // Identity and the node's local record: userIds, their rotation, and the SQLite store.
+        // Identity and the node's local record: userIds, their daily keys and rotation, and the SQLite store.
         .target(
             name: "IDRotation",
             dependencies: [
                 .product(name: "Crypto", package: "swift-crypto"),
+                // The raw AES block and CTR helpers that derive userIds from daily keys.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]

@@ -21,15 +21,25 @@ public struct Rotation: Sendable, Equatable {
     public let current: OwnID
 }
 
-/// Where the rotator keeps every id it hands out; the node's store implements it.
+/// Where the rotator keeps every id it hands out, and the daily keys it derives them from; the
+/// node's store implements it.
 public protocol OwnIDHistory: Sendable {
     /// The id with the latest window, if any.
     func latestOwnID() throws -> OwnID?
     /// Records a new id. Must be durable before it returns: an id goes on air only once recorded.
     func recordOwnID(_ ownID: OwnID) throws
+    /// The key of `day` for windows of `intervalSeconds`: the one already recorded, or else
+    /// `newKey`, recorded durably before this returns. One call both reads and, if needed,
+    /// writes, so that a day never gets two keys for one interval.
+    func dailyKey(for day: UTCDay, intervalSeconds: Int64, recordingIfAbsent newKey: DailyKey) throws -> DailyKey
 }
 
 /// Issues userIds on a `RotationSchedule` and records each one before it is used.
+///
+/// Each id is derived from the key of its window's UTC day (`IDDerivation`). The first window of
+/// a day draws the day's key and records it; later windows, after a restart too, use the
+/// recorded one, so a node has one key per day (per rotation interval) and a published key
+/// covers every id it used that day.
 ///
 /// The rotator never moves backwards: if the wall clock steps back, the current id stays in use
 /// until the clock passes the end of its window again.
@@ -37,23 +47,28 @@ public actor IDRotator {
     public typealias RotationHandler = @Sendable (Rotation) async -> Void
 
     private let schedule: RotationSchedule
+    private let derivation: IDDerivation
     private let history: any OwnIDHistory
     private let clock: any WallClock
-    private let makeID: @Sendable () -> UserID
+    private let makeKey: @Sendable () -> DailyKey
     private let logger: Logger
     private var current: OwnID?
+    /// The key of the day of the latest window, so that only a day's first window goes to the
+    /// store for it.
+    private var currentDayKey: (day: UTCDay, key: DailyKey)?
 
     public init(
         schedule: RotationSchedule,
         history: any OwnIDHistory,
         clock: any WallClock = SystemWallClock(),
-        makeID: @escaping @Sendable () -> UserID = { UserID.random() },
+        makeKey: @escaping @Sendable () -> DailyKey = { DailyKey.random() },
         logger: Logger = Logger(label: "tracer.rotation")
     ) {
         self.schedule = schedule
+        self.derivation = IDDerivation(schedule: schedule)
         self.history = history
         self.clock = clock
-        self.makeID = makeID
+        self.makeKey = makeKey
         self.logger = logger
     }
 
@@ -80,7 +95,7 @@ public actor IDRotator {
         if let current, now < current.window.end { return nil }
 
         let window = schedule.window(after: current?.window, at: now)
-        let next = OwnID(id: makeID(), window: window)
+        let next = OwnID(id: try derivedID(for: window), window: window)
         try history.recordOwnID(next)
         let rotation = Rotation(previous: current, current: next)
         current = next
@@ -88,6 +103,26 @@ public actor IDRotator {
             "id": "\(next.id)", "from": "\(window.start)", "until": "\(window.end)",
         ])
         return rotation
+    }
+
+    private func derivedID(for window: IDWindow) throws -> UserID {
+        guard let index = derivation.windowIndex(ofWindowStartingAt: window.start) else {
+            // Only a clock reading before 1970 (or centuries ahead) gets here. The node keeps
+            // working with an id no key derives: it can still be reported as an id.
+            logger.warning("the clock is outside the range daily keys cover; this window's id is random, not derived", metadata: [
+                "from": "\(window.start)",
+            ])
+            return UserID.random()
+        }
+        let day = derivation.day(ofWindowIndex: index)
+        if let currentDayKey, currentDayKey.day == day {
+            return derivation.id(key: currentDayKey.key, windowIndex: index)
+        }
+        let key = try history.dailyKey(for: day, intervalSeconds: schedule.interval, recordingIfAbsent: makeKey())
+        currentDayKey = (day, key)
+        // The day only: a key never goes to a log, not even as a tag.
+        logger.info("using the daily key", metadata: ["day": "\(day)", "interval": "\(schedule.interval)"])
+        return derivation.id(key: key, windowIndex: index)
     }
 
     /// Rotates on schedule until cancelled, calling `onRotation` for the first id and for every

@@ -16,7 +16,8 @@ public enum UserIDError: Error, Equatable, Sendable, CustomStringConvertible {
     }
 }
 
-/// The 8-byte random identifier a node broadcasts during one rotation window.
+/// The 8-byte identifier a node broadcasts during one rotation window: derived from the day's
+/// key (`IDDerivation`), and indistinguishable from random to anyone without that key.
 ///
 /// Interpolating a `UserID` into a string yields only its short tag, so a full id cannot reach
 /// a log by accident; code that must show or transmit the id asks for `hex` or `bytes`.

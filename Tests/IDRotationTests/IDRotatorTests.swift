@@ -38,10 +38,12 @@ import Testing
         clock.set(first.window.end - 3)
         #expect(try await rotator.currentID() == second)
         #expect(try await rotator.rotateIfDue() == nil)
-        // Far back (a dead RTC battery): still no return to an old id, no new id either.
+        // Far back (a dead RTC battery): still no return to an old id, no new id either, and
+        // no key for the day the clock now shows.
         clock.set(start - 86_400)
         #expect(try await rotator.currentID() == second)
         #expect(history.all.count == 2)
+        #expect(history.dailyKeys.map(\.day) == [UTCDay(containing: start)])
 
         clock.set(second.window.end)
         let third = try #require(try await rotator.rotateIfDue()).current
@@ -94,6 +96,114 @@ import Testing
         }
         #expect(Set(rotations.map(\.current.id)).count == 6)
         #expect(history.all == rotations.map(\.current))
+    }
+
+    // MARK: Daily keys
+
+    @Test func idsDeriveFromTheDaysRecordedKey() async throws {
+        let clock = ManualClock(start)
+        let history = MemoryHistory()
+        let rotator = IDRotator(schedule: schedule, history: history, clock: clock)
+        var ids: [OwnID] = [try await rotator.currentID()]
+        for _ in 0..<5 {
+            clock.set(ids.last!.window.end)
+            ids.append(try #require(try await rotator.rotateIfDue()).current)
+        }
+        let record = try #require(history.dailyKeys.first)
+        #expect(history.dailyKeys.count == 1)
+        #expect(record.day == UTCDay(containing: start) && record.intervalSeconds == 900)
+        #expect(ids.map(\.id) == ids.map { derived($0, key: record.key) })
+        #expect(Set(ids.map(\.id)).count == ids.count)
+    }
+
+    @Test func aRestartOnTheSameDayReusesTheDaysKeyAndDerivesTheSameIDs() async throws {
+        let clock = ManualClock(start)
+        let history = MemoryHistory()
+        let before = try await IDRotator(schedule: schedule, history: history, clock: clock).currentID()
+        let dayKey = try #require(history.dailyKeys.first).key
+
+        // Restarted two windows later the same day; the new process would draw `other` if it
+        // ignored the recorded key.
+        let other = DailyKey.random()
+        clock.set(before.window.end + 900 + 30)
+        let restarted = IDRotator(schedule: schedule, history: history, clock: clock, makeKey: { other })
+        let after = try #require(try await restarted.rotateIfDue()).current
+        #expect(after.window.start == before.window.end + 900)
+        #expect(history.dailyKeys.map(\.key) == [dayKey])
+        #expect(after.id == derived(after, key: dayKey))
+        #expect(after.id != derived(after, key: other))
+
+        // A second restart inside that window resumes the id it recorded.
+        clock.advance(60)
+        let resumed = try #require(try await IDRotator(schedule: schedule, history: history, clock: clock, makeKey: { other }).rotateIfDue())
+        #expect(resumed.current == after)
+        #expect(history.dailyKeys.count == 1)
+    }
+
+    @Test func aNewDayDrawsANewKey() async throws {
+        let lateEvening: UnixSeconds = 1_795_391_400  // 2026-11-22 23:50:00 UTC
+        let clock = ManualClock(lateEvening)
+        let history = MemoryHistory()
+        let rotator = IDRotator(schedule: schedule, history: history, clock: clock)
+        let beforeMidnight = try await rotator.currentID()
+        clock.set(beforeMidnight.window.end)
+        let afterMidnight = try #require(try await rotator.rotateIfDue()).current
+        #expect(afterMidnight.window.start == UTCDay(number: 20_780).start)
+
+        let keys = history.dailyKeys
+        #expect(keys.map(\.day) == [UTCDay(number: 20_779), UTCDay(number: 20_780)])
+        #expect(keys[0].key != keys[1].key)
+        #expect(beforeMidnight.id == derived(beforeMidnight, key: keys[0].key))
+        #expect(afterMidnight.id == derived(afterMidnight, key: keys[1].key))
+    }
+
+    /// With an interval that does not divide a day, the window whose slot begins before midnight
+    /// ends after it and still uses the earlier day's key.
+    @Test func aWindowCrossingMidnightUsesTheKeyOfTheDayItStartsIn() async throws {
+        let seven = try RotationSchedule(intervalSeconds: 7)
+        let slotBeforeMidnight: UnixSeconds = 256_472_228 * 7  // 2026-11-21 23:59:56 UTC
+        let clock = ManualClock(slotBeforeMidnight + 1)
+        let history = MemoryHistory()
+        let rotator = IDRotator(schedule: seven, history: history, clock: clock)
+        let crossing = try await rotator.currentID()
+        #expect(crossing.window == IDWindow(start: slotBeforeMidnight, end: slotBeforeMidnight + 7))
+        #expect(UTCDay(containing: crossing.window.end) == UTCDay(number: 20_779))
+        clock.set(crossing.window.end)
+        let next = try #require(try await rotator.rotateIfDue()).current
+
+        let keys = history.dailyKeys
+        #expect(keys.map(\.day) == [UTCDay(number: 20_778), UTCDay(number: 20_779)])
+        #expect(crossing.id == derived(crossing, key: keys[0].key, interval: 7))
+        #expect(next.id == derived(next, key: keys[1].key, interval: 7))
+    }
+
+    /// Another rotation interval on the same day draws its own key: one key never derives ids
+    /// under two interval layouts.
+    @Test func anotherIntervalOnTheSameDayHasItsOwnKey() async throws {
+        let clock = ManualClock(start)
+        let history = MemoryHistory()
+        let first = try await IDRotator(schedule: schedule, history: history, clock: clock).currentID()
+        clock.set(first.window.end)
+        let tenMinutes = try RotationSchedule(intervalSeconds: 600)
+        let second = try #require(try await IDRotator(schedule: tenMinutes, history: history, clock: clock).rotateIfDue()).current
+        let keys = history.dailyKeys
+        #expect(keys.map(\.intervalSeconds) == [900, 600])
+        #expect(keys[0].key != keys[1].key)
+        #expect(second.id == derived(second, key: keys[1].key, interval: 600))
+    }
+
+    /// The key must be recorded before an id derived from it is: if recording it fails, no id is
+    /// recorded or handed out.
+    @Test func noIDWhenTheKeyCannotBeRecorded() async throws {
+        let history = KeylessHistory()
+        let rotator = IDRotator(schedule: schedule, history: history, clock: ManualClock(start))
+        await #expect(throws: KeylessHistory.DiskFull.self) { try await rotator.rotateIfDue() }
+        #expect(history.all.isEmpty)
+    }
+
+    private func derived(_ own: OwnID, key: DailyKey, interval: Int64 = 900) -> UserID {
+        let derivation = try! IDDerivation(intervalSeconds: interval)
+        return derivation.id(key: key, windowIndex: derivation.windowIndex(ofWindowStartingAt: own.window.start)!)
     }
 
     @Test func anIDIsRecordedBeforeTheHandlerSeesIt() async throws {

@@ -16,12 +16,33 @@ final class ManualClock: WallClock {
     }
 }
 
-/// An in-memory own-id history.
+/// An in-memory own-id history with its daily keys.
 final class MemoryHistory: OwnIDHistory {
     private let records = Mutex<[OwnID]>([])
+    private let keys = Mutex<[DailyKeyRecord]>([])
     var all: [OwnID] { records.withLock { $0 } }
+    var dailyKeys: [DailyKeyRecord] { keys.withLock { $0 } }
     func latestOwnID() throws -> OwnID? { records.withLock { $0.max { $0.window.end < $1.window.end } } }
     func recordOwnID(_ ownID: OwnID) throws { records.withLock { $0.append(ownID) } }
+    func dailyKey(for day: UTCDay, intervalSeconds: Int64, recordingIfAbsent newKey: DailyKey) throws -> DailyKey {
+        keys.withLock { keys in
+            if let stored = keys.first(where: { $0.day == day && $0.intervalSeconds == intervalSeconds }) { return stored.key }
+            keys.append(DailyKeyRecord(day: day, intervalSeconds: intervalSeconds, key: newKey))
+            return newKey
+        }
+    }
+}
+
+/// A history whose key store fails, as a full disk would make it.
+final class KeylessHistory: OwnIDHistory {
+    struct DiskFull: Error {}
+    private let records = Mutex<[OwnID]>([])
+    var all: [OwnID] { records.withLock { $0 } }
+    func latestOwnID() throws -> OwnID? { nil }
+    func recordOwnID(_ ownID: OwnID) throws { records.withLock { $0.append(ownID) } }
+    func dailyKey(for day: UTCDay, intervalSeconds: Int64, recordingIfAbsent newKey: DailyKey) throws -> DailyKey {
+        throw DiskFull()
+    }
 }
 
 /// A fresh directory under /tmp, removed by `remove()`.

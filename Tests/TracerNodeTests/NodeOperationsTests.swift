@@ -56,12 +56,15 @@ extension TracerNodeTests {
             for node in nodes { #expect(node.waitForExit(timeout: .seconds(5))?.status == 0) }
 
             var everyID: Set<String> = []
+            var dailyKeys: [String] = []
             for index in 0..<2 {
                 let store = try Check.openStore(scratch.file("node\(index).db"))
                 everyID.formUnion(try store.ownIDs().map(\.id.hex))
                 everyID.formUnion(try store.encounters().map(\.peer.hex))
+                dailyKeys += try store.dailyKeys().map(\.key.hex)
             }
             #expect(everyID.count >= 2)
+            #expect(dailyKeys.count >= 2, "each node derives its ids from a key of today")
             for index in 0..<2 {
                 let text = log(index, scratch)
                 let lines = text.split(separator: "\n")
@@ -72,6 +75,9 @@ extension TracerNodeTests {
                 }
                 #expect(Check.fullHexIDs(in: text).isDisjoint(with: everyID), "a full id reached node \(index)'s log")
                 #expect(!text.contains(key), "the server key reached node \(index)'s log")
+                // Neither whole nor in halves (a 16-hex-digit half would look like an id).
+                let keyParts = dailyKeys.flatMap { [$0, String($0.prefix(16)), String($0.suffix(16))] }
+                #expect(!keyParts.contains { text.lowercased().contains($0) }, "a daily key reached node \(index)'s log")
             }
         }
 

@@ -39,8 +39,12 @@ extension TracerNodeTests {
                     batch.add(Sighting(peer: peer, ownWindowStart: fresh - 900, time: fresh, rssi: -65))
                 }
                 try store.write(batch)
+                // A key goes once its day has ended before the cutoff; the day of the cutoff keeps its key.
+                for time in [now - UnixSeconds(29.5 * day), now - UnixSeconds(28 * day), now] {
+                    _ = try store.dailyKey(for: UTCDay(containing: time), intervalSeconds: 900, recordingIfAbsent: .random())
+                }
                 let counts = try store.counts()
-                try #require(counts.ownIDs == 5 && counts.encounters == 7, "\(counts)")
+                try #require(counts.ownIDs == 5 && counts.encounters == 7 && counts.dailyKeys == 3, "\(counts)")
             }
 
             let result = try Products.tracer(["purge", "--json", "--db", path], home: scratch.path)
@@ -48,11 +52,13 @@ extension TracerNodeTests {
             let report = try Check.json(result.stdout)
             #expect((report["encountersDeleted"] as? NSNumber)?.intValue == expiredPeers.count, "\(result)")
             #expect((report["ownIDsDeleted"] as? NSNumber)?.intValue == expiredOwn.count, "\(result)")
+            #expect((report["dailyKeysDeleted"] as? NSNumber)?.intValue == 1, "\(result)")
 
             do {
                 let store = try Check.openStore(path)
                 #expect(Set(try store.encounters().map(\.peer)) == Set(freshPeers))
                 #expect(Set(try store.ownIDs()) == Set(freshOwn))
+                #expect(try store.dailyKeys().map(\.day) == [now - UnixSeconds(28 * day), now].map(UTCDay.init(containing:)))
                 let lastPurge = try #require(try store.lastPurge())
                 #expect(abs(lastPurge - now) < 300)
             }

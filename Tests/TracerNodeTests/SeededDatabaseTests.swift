@@ -124,6 +124,16 @@ extension TracerNodeTests {
                 let leaked = Check.fullHexIDs(in: result.stdout + result.stderr).intersection(all)
                 #expect(leaked.isEmpty, "\(arguments) printed \(leaked.count) full id(s)")
             }
+            // Daily keys are never shown, not even with --reveal: only export holds them.
+            let keys = try #require(Check.json(seeded.succeeding(["export"]).stdout)["dailyKeys"] as? [[String: Any]])
+                .compactMap { $0["key"] as? String }
+            try #require(!keys.isEmpty)
+            for arguments in [["ids", "--reveal"], ["ids", "--json", "--reveal"], ["encounters", "--details", "--reveal"],
+                              ["purge", "--json"], ["status"]] {
+                let result = try seeded.tracer(arguments)
+                let output = (result.stdout + result.stderr).lowercased()
+                #expect(!keys.contains { output.contains($0) }, "\(arguments) printed a daily key")
+            }
             // The same check finds the ids once they are asked for, so it can fail.
             let ids = try seeded.succeeding(["ids", "--reveal"])
             #expect(Check.fullHexIDs(in: ids.stdout).intersection(all) == own)
@@ -148,6 +158,26 @@ extension TracerNodeTests {
             #expect(exportedSightings == (try store.encounters()).reduce(0) { $0 + $1.sightings })
             #expect(Set(ownIDs.compactMap { $0["id"] as? String }) == Set(try store.ownIDs().map(\.id.hex)))
             #expect((export["schema"] as? [String])?.isEmpty == false)
+            #expect((export["formatVersion"] as? NSNumber)?.intValue == 2)
+
+            // Every own id the seed's rotator made is derived from an exported key of its day.
+            let keys = try #require(export["dailyKeys"] as? [[String: Any]])
+            #expect(keys.count == counts.dailyKeys)
+            #expect((3...4).contains(keys.count), "3 days end to end touch 4 UTC days (3 just after midnight): \(keys.count)")
+            var keyOfDay: [Int64: DailyKey] = [:]
+            for entry in keys {
+                let day = try UTCDay(containing: #require((entry["dayStart"] as? NSNumber)?.int64Value))
+                #expect(entry["day"] as? String == day.date)
+                #expect((entry["intervalSeconds"] as? NSNumber)?.int64Value == 900)
+                keyOfDay[day.number] = try DailyKey(hex: #require(entry["key"] as? String))
+            }
+            let derivation = try IDDerivation(intervalSeconds: 900)
+            for own in ownIDs {
+                let validFrom = try #require((own["validFrom"] as? NSNumber)?.int64Value)
+                let index = try #require(derivation.windowIndex(ofWindowStartingAt: validFrom))
+                let key = try #require(keyOfDay[derivation.day(ofWindowIndex: index).number], "no key for \(own)")
+                #expect(own["id"] as? String == derivation.id(key: key, windowIndex: index).hex)
+            }
         }
 
         @Test func exportToFileIsPrivate() throws {

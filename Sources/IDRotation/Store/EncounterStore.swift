@@ -56,6 +56,7 @@ extension NodeStore {
 
     public struct Counts: Sendable, Equatable {
         public var ownIDs: Int
+        public var dailyKeys: Int
         public var encounters: Int
         public var distinctPeers: Int
     }
@@ -64,6 +65,7 @@ extension NodeStore {
         try read { db in
             Counts(
                 ownIDs: try Int.fetchOne(db, sql: "SELECT count(*) FROM own_ids") ?? 0,
+                dailyKeys: try Int.fetchOne(db, sql: "SELECT count(*) FROM daily_keys") ?? 0,
                 encounters: try Int.fetchOne(db, sql: "SELECT count(*) FROM encounters") ?? 0,
                 distinctPeers: try Int.fetchOne(db, sql: "SELECT count(DISTINCT peer_id) FROM encounters") ?? 0)
         }

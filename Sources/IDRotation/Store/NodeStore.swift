@@ -4,7 +4,8 @@ import GRDB
 import Glibc
 #endif
 
-/// The node's SQLite database: its own id history and the encounters it logged.
+/// The node's SQLite database: its own id history, the daily keys its ids derive from, and the
+/// encounters it logged.
 ///
 /// One file per node, mode 0600 in a 0700 directory, in WAL mode so a reader (`tracer status`)
 /// never blocks the writer and a killed process leaves a consistent file. Deleted rows are
@@ -168,7 +169,7 @@ public final class NodeStore: Sendable {
                 // Overwrite before unlinking so the content does not survive in the file's old
                 // blocks on storage that overwrites in place.
                 _ = try? store.write { db in
-                    try db.execute(sql: "DELETE FROM encounters; DELETE FROM own_ids; DELETE FROM node_state")
+                    try db.execute(sql: "DELETE FROM encounters; DELETE FROM own_ids; DELETE FROM daily_keys; DELETE FROM node_state")
                 }
                 try? store.checkpoint()
             }

@@ -35,17 +35,20 @@ public struct RetentionPolicy: Sendable, Equatable {
 public struct PurgeResult: Sendable, Equatable {
     public var encountersDeleted: Int
     public var ownIDsDeleted: Int
+    public var dailyKeysDeleted: Int
 
-    public init(encountersDeleted: Int, ownIDsDeleted: Int) {
+    public init(encountersDeleted: Int, ownIDsDeleted: Int, dailyKeysDeleted: Int = 0) {
         self.encountersDeleted = encountersDeleted
         self.ownIDsDeleted = ownIDsDeleted
+        self.dailyKeysDeleted = dailyKeysDeleted
     }
 }
 
 extension NodeStore {
-    /// Deletes encounters last seen before the cutoff and own ids whose window ended before it,
-    /// in one transaction, then truncates the WAL so the deleted rows leave no copy behind.
-    /// Freed pages are reused by later writes; no VACUUM is needed.
+    /// Deletes encounters last seen before the cutoff, own ids whose window ended before it, and
+    /// daily keys whose day ended before it, in one transaction, then truncates the WAL so the
+    /// deleted rows leave no copy behind. Freed pages are reused by later writes; no VACUUM is
+    /// needed.
     @discardableResult
     public func purge(now: UnixSeconds, policy: RetentionPolicy = .standard) throws(StoreError) -> PurgeResult {
         let encounterCutoff = policy.encounterCutoff(now: now)
@@ -60,10 +63,18 @@ extension NodeStore {
             let encounters = db.changesCount
             try db.execute(sql: "DELETE FROM own_ids WHERE valid_until < ?", arguments: [ownIDCutoff])
             let ownIDs = db.changesCount
+            // A key can recompute every id of its day, so it goes no later than the last of them
+            // would at a midnight boundary: when its day has ended before the own-id cutoff. An
+            // id whose window began before midnight and ended after it outlives its key by less
+            // than a window; it stays reportable as an id.
+            try db.execute(
+                sql: "DELETE FROM daily_keys WHERE (day + 1) * 86400 < ?",
+                arguments: [ownIDCutoff])
+            let dailyKeys = db.changesCount
             try db.execute(
                 sql: "INSERT INTO node_state (key, value) VALUES ('last_purge', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 arguments: [now])
-            return PurgeResult(encountersDeleted: encounters, ownIDsDeleted: ownIDs)
+            return PurgeResult(encountersDeleted: encounters, ownIDsDeleted: ownIDs, dailyKeysDeleted: dailyKeys)
         }
         try checkpoint()
         return result
@@ -84,9 +95,10 @@ extension NodeStore {
         while !Task.isCancelled {
             do {
                 let result = try purge(now: clock.now(), policy: policy)
-                if result.encountersDeleted + result.ownIDsDeleted > 0 {
+                if result.encountersDeleted + result.ownIDsDeleted + result.dailyKeysDeleted > 0 {
                     logger.info("purged expired data", metadata: [
                         "encounters": "\(result.encountersDeleted)", "ownIDs": "\(result.ownIDsDeleted)",
+                        "dailyKeys": "\(result.dailyKeysDeleted)",
                     ])
                 }
             } catch {

@@ -47,6 +47,20 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v2: daily keys") { db in
+            // The key each userId of a day derives from (IDDerivation), per rotation interval:
+            // a node restarted with another interval draws another key rather than reuse one
+            // whose published record names a different interval. Own ids recorded before this
+            // step stay random; nothing derives them.
+            try db.execute(sql: """
+                CREATE TABLE daily_keys (
+                    day INTEGER NOT NULL,
+                    interval_seconds INTEGER NOT NULL CHECK (interval_seconds BETWEEN 5 AND 86400),
+                    key BLOB NOT NULL CHECK (typeof(key) = 'blob' AND length(key) = 16),
+                    PRIMARY KEY (day, interval_seconds)
+                ) WITHOUT ROWID;
+                """)
+        }
         return migrator
     }
 

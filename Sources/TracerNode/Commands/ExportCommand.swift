@@ -7,8 +7,9 @@ struct ExportCommand: ParsableCommand {
         commandName: "export",
         abstract: "Write all local data as JSON, for your own records.",
         discussion: """
-            The export holds full ids: keep it as private as the database itself. Written to stdout, \
-            or with --output to a new file readable only by you. Times are Unix seconds (UTC).
+            The export holds full ids and the daily keys they derive from: keep it as private as \
+            the database itself. Written to stdout, or with --output to a new file readable only \
+            by you. Times are Unix seconds (UTC).
             """)
 
     @OptionGroup var store: StoreOptions
@@ -20,6 +21,14 @@ struct ExportCommand: ParsableCommand {
             var id: String
             var validFrom: UnixSeconds
             var validUntil: UnixSeconds
+        }
+        /// A daily key and what it derives: the ids of the windows of `day` (UTC) at
+        /// `intervalSeconds`, as docs/daily-keys.md defines.
+        struct DailyKeyEntry: Encodable {
+            var day: String
+            var dayStart: UnixSeconds
+            var intervalSeconds: Int64
+            var key: String
         }
         struct EncounterEntry: Encodable {
             var peerID: String
@@ -35,12 +44,14 @@ struct ExportCommand: ParsableCommand {
             var learnedBy: [String]
         }
         var format = "tracer-export"
-        var formatVersion = 1
+        // 2 added dailyKeys.
+        var formatVersion = 2
         var tracerVersion = Tracer.version
         var exportedAt: UnixSeconds
         var database: String
         var schema: [String]
         var ownIDs: [OwnIDEntry]
+        var dailyKeys: [DailyKeyEntry]
         var encounters: [EncounterEntry]
     }
 
@@ -54,6 +65,9 @@ struct ExportCommand: ParsableCommand {
             ownIDs: try (opened?.ownIDs() ?? []).map {
                 .init(id: $0.id.hex, validFrom: $0.window.start, validUntil: $0.window.end)
             },
+            dailyKeys: try (opened?.dailyKeys() ?? []).map {
+                .init(day: $0.day.date, dayStart: $0.day.start, intervalSeconds: $0.intervalSeconds, key: $0.key.hex)
+            },
             encounters: try (opened?.encounters() ?? []).map {
                 .init(peerID: $0.peer.hex, ownWindowStart: $0.ownWindowStart, firstSeen: $0.firstSeen,
                       lastSeen: $0.lastSeen, sightings: $0.sightings, rssiMin: $0.rssiMin, rssiMean: $0.rssiMean,
@@ -66,6 +80,6 @@ struct ExportCommand: ParsableCommand {
             return
         }
         try PrivateFile.writeAtomically(data + Data("\n".utf8), to: output)
-        Output.standardError("Exported \(export.ownIDs.count) own id(s) and \(export.encounters.count) encounter(s) to \(output).")
+        Output.standardError("Exported \(export.ownIDs.count) own id(s), \(export.dailyKeys.count) daily key(s) and \(export.encounters.count) encounter(s) to \(output).")
     }
 }

@@ -10,7 +10,7 @@ struct ForgetCommand: ParsableCommand {
         commandName: "forget",
         abstract: "Delete all of this node's local data.",
         discussion: """
-            Erases every own id and encounter, then removes the database files. This cannot be \
+            Erases every own id, daily key and encounter, then removes the database files. This cannot be \
             undone; afterwards you could no longer report your ids or be told of an exposure from \
             the past. Asks first, unless --yes is given.
             """)
@@ -29,7 +29,9 @@ struct ForgetCommand: ParsableCommand {
                 throw CommandFailure.needsConfirmation("Deleting all Tracer data")
             }
             let counts = try? NodeStore.open(location).counts()
-            let summary = counts.map { " (\($0.ownIDs) own id(s), \($0.encounters) encounter(s))" } ?? ""
+            let summary = counts.map {
+                " (\($0.ownIDs) own id(s), \($0.dailyKeys) daily key(s), \($0.encounters) encounter(s))"
+            } ?? ""
             print("This deletes all Tracer data in \(location.path)\(summary). It cannot be undone.")
             print("Type 'yes' to delete: ", terminator: "")
             guard readLine()?.trimmingCharacters(in: .whitespaces).lowercased() == "yes" else {

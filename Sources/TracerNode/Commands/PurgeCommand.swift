@@ -7,7 +7,8 @@ struct PurgeCommand: ParsableCommand {
         abstract: "Delete data older than the retention period now.",
         discussion: """
             The node purges on start and periodically by itself; this runs the same purge at once. \
-            Encounters are kept at most 28 days; own ids at most as long as encounters.
+            Encounters are kept at most 28 days; own ids at most as long as encounters, and a \
+            daily key as long as the ids of its day.
             """)
 
     @OptionGroup var store: StoreOptions
@@ -33,9 +34,10 @@ struct PurgeCommand: ParsableCommand {
         if json {
             try Output.printJSON([
                 "encountersDeleted": result.encountersDeleted, "ownIDsDeleted": result.ownIDsDeleted,
+                "dailyKeysDeleted": result.dailyKeysDeleted,
             ])
         } else {
-            print("Deleted \(result.encountersDeleted) encounter(s) older than \(policy.encounterDays) days and \(result.ownIDsDeleted) own id(s) older than \(policy.ownIDDays) days.")
+            print("Deleted \(result.encountersDeleted) encounter(s) older than \(policy.encounterDays) days and \(result.ownIDsDeleted) own id(s) and \(result.dailyKeysDeleted) daily key(s) older than \(policy.ownIDDays) days.")
         }
     }
 }

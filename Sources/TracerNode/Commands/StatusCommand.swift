@@ -21,6 +21,7 @@ struct StatusCommand: AsyncParsableCommand {
         var peersMetToday: Int
         var database: String
         var ownIDs: Int
+        var dailyKeys: Int
         var encounters: Int
         var distinctPeers: Int
         var currentIDTag: String?
@@ -49,7 +50,7 @@ struct StatusCommand: AsyncParsableCommand {
         let status = Status(
             node: runtime, nodeRunning: runtime?.processIsAlive ?? false,
             nodeDegraded: runtime.map { $0.processIsAlive && $0.isDegraded } ?? false, peersMetToday: peersToday,
-            database: location.path, ownIDs: counts.ownIDs, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
+            database: location.path, ownIDs: counts.ownIDs, dailyKeys: counts.dailyKeys, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
             currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
             listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
             lastCheck: try ExposureChecker.lastReport(in: opened), reports: HistoryReporter.receipts(in: opened))
@@ -73,7 +74,7 @@ struct StatusCommand: AsyncParsableCommand {
         lines += [
             "Database:       \(status.database)",
             "Met today:      \(status.peersMetToday) peer ids",
-            "Data kept:      \(status.ownIDs) own ids, \(status.encounters) encounters with \(status.distinctPeers) peer ids",
+            "Data kept:      \(status.ownIDs) own ids, \(status.dailyKeys) daily keys, \(status.encounters) encounters with \(status.distinctPeers) peer ids",
         ]
         if let tag = status.currentIDTag, let end = status.currentWindowEnd {
             lines.append("Latest own id:  \(tag), \(end > now ? "in use until \(Output.localTime(end))" : "window ended \(ago(end))")")
