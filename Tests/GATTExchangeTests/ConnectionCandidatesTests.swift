@@ -60,6 +60,13 @@ import Testing
         #expect(reason?.contains("4 connection attempts in a row timed out") == true)
     }
 
+    @Test func aRequestThatStayedUnansweredIsAResetAndStartsTheCountsAgain() {
+        var health = InitiatorHealth(resetAfterHeardTimeouts: (2, 2), resetAfterTimeoutStreak: 2)
+        #expect(health.attemptTimedOut(toward: peerA, peerHeardDuringAttempt: true) == nil)
+        #expect(health.requestStayedUnanswered(toward: peerB).contains("\(peerB)"))
+        #expect(health.attemptTimedOut(toward: peerC, peerHeardDuringAttempt: true) == nil, "the counts started again")
+    }
+
     @Test func aLinkInEitherDirectionEndsTheStreak() {
         var health = InitiatorHealth(resetAfterHeardTimeouts: (2, 2), resetAfterTimeoutStreak: 3)
         #expect(health.attemptTimedOut(toward: peerA, peerHeardDuringAttempt: true) == nil)

@@ -130,7 +130,7 @@ struct ScriptedControllerTests {
             controller.advertise(from: Self.peerA)
         }
         let reason = await exchange.waitUntilControllerIsStuck()
-        #expect(reason?.contains("kept advertising") == true, "reason: \(String(describing: reason))")
+        #expect(reason?.contains("went unanswered, and asking that peer again brought no link") == true, "reason: \(String(describing: reason))")
         #expect(controller.state.withLock { $0.attemptTimeline } == [
             "create \(Self.peerA)", "cancel", "ended 0x2", "create \(Self.peerA)", "cancel", "ended 0x2",
         ])

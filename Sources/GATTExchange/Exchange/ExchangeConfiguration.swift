@@ -21,6 +21,10 @@ public struct ExchangeConfiguration: Sendable {
         get { radio.connectionTimeout }
         set { radio.connectionTimeout = newValue }
     }
+    /// The time given to the second request after one went unanswered. The peer was heard a moment
+    /// ago and advertising is off meanwhile, so the wait is short: four advertising intervals of a
+    /// Tracer node or a GAEN phone.
+    public var retryTimeout: Duration = .seconds(1)
     public var maxOutgoingConnections = 2
     /// After a failed connection attempt, this long (jittered from half to all of it) without
     /// initiating, so that peers trying to connect to us get through.

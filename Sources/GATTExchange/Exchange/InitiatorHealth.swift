@@ -4,7 +4,9 @@
 /// A controller whose connect request went unanswered (another initiator won the advertising event,
 /// or the advertiser was itself stuck) can stay deaf to every advertiser until it is reset: RootCanal
 /// clears its pending connection only on a connection or HCI Reset, and while it is pending the
-/// controller also refuses its peers' connect requests, which leaves them stuck in turn. Two signs:
+/// controller also refuses its peers' connect requests, which leaves them stuck in turn. The signs:
+/// - a request went unanswered (the peer was heard advertising and no link followed) and asking
+///   the same peer again, which on RootCanal is what clears it, brought no link either;
 /// - an attempt timed out although its peer was heard advertising well into it (a controller that
 ///   listens connects at the first such advertisement); a peer that went away or changed address
 ///   proves nothing, so those timeouts count only towards the second sign;
@@ -22,6 +24,12 @@ struct InitiatorHealth {
     init(resetAfterHeardTimeouts: (attempts: Int, peers: Int), resetAfterTimeoutStreak: Int) {
         self.resetAfterHeardTimeouts = resetAfterHeardTimeouts
         self.resetAfterTimeoutStreak = resetAfterTimeoutStreak
+    }
+
+    /// A request went unanswered and the retry to the same peer brought no link: the reason to reset.
+    mutating func requestStayedUnanswered(toward peer: BluetoothAddress) -> String {
+        linkFormed()
+        return "a connect request to \(peer) went unanswered, and asking that peer again brought no link"
     }
 
     /// Records a timed-out attempt; returns why the controller should be reset, or nil.

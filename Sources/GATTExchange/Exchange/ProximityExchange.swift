@@ -19,8 +19,6 @@ public actor ProximityExchange {
     private var candidates: ConnectionCandidates
     private var incomingCount = 0
     private var rotating = false
-    /// Advertising is off while a connect request that went unanswered is asked again.
-    private var advertisingPausedForRetry = false
     private var tasks: [Task<Void, Never>] = []
     private let stuck = OnceSignal<String>()
     private var initiatorHealth: InitiatorHealth
@@ -78,8 +76,6 @@ public actor ProximityExchange {
     public func rotate(to ownID: OwnID) async {
         rotating = true
         defer { rotating = false }
-        // The rotation resumes advertising itself, from the new address.
-        advertisingPausedForRetry = false
         candidates.removeAll()
         let resume = !tasks.isEmpty
         let advertisingData = TracerService.advertisingData(txPower: configuration.txPower)
@@ -123,14 +119,6 @@ public actor ProximityExchange {
         if let reason = initiatorHealth.attemptTimedOut(toward: address, peerHeardDuringAttempt: heardDuringAttempt) {
             controllerIsStuck(reason)
         }
-    }
-
-    /// A connect request of ours went unanswered, and asking the same peer again brought no link.
-    /// Returns whether the controller is to be reset.
-    private func initiatorIsDeaf(toward address: BluetoothAddress) -> Bool {
-        guard let reason = initiatorHealth.attemptTimedOut(toward: address, peerHeardDuringAttempt: true) else { return false }
-        controllerIsStuck(reason)
-        return true
     }
 
     private func connectionsFormed() {
@@ -283,7 +271,10 @@ public actor ProximityExchange {
                 ])
                 attemptStarted = ContinuousClock.now
                 askedAgain = true
-                connection = try await connectOffTheAir(to: candidate)
+                // On failure advertising stays off: the controller is reset just below.
+                connection = try await host.connect(
+                    to: candidate.address, type: candidate.addressType, timeout: configuration.retryTimeout,
+                    advertisingOff: true)
             }
         } catch {
             registry.failed(candidate.address, at: .now)
@@ -294,7 +285,7 @@ public actor ProximityExchange {
             case _ where askedAgain:
                 // Only a link to that same peer clears the unanswered request; whatever else
                 // happened (the peer left, or never answered), the controller may still be stuck.
-                if !initiatorIsDeaf(toward: candidate.address) { await resumeAdvertisingAfterRetry() }
+                controllerIsStuck(initiatorHealth.requestStayedUnanswered(toward: candidate.address))
             case .connectionTimedOut: connectionTimedOut(toward: candidate.address, attemptStarted: attemptStarted)
             default: break
             }
@@ -329,31 +320,6 @@ public actor ProximityExchange {
             registry.failed(candidate.address, at: .now)
             failedExchanges += 1
             logger.debug("exchange failed", metadata: ["link": "\(connection)", "error": "\(error)"])
-        }
-    }
-
-    private func connectOffTheAir(to candidate: ConnectionCandidates.Candidate) async throws(GAPError) -> LEConnection {
-        await pauseAdvertisingForRetry()
-        // On failure advertising stays off: the controller is about to be reset (see `exchange(with:)`).
-        let connection = try await host.connect(
-            to: candidate.address, type: candidate.addressType, timeout: configuration.connectionTimeout)
-        await resumeAdvertisingAfterRetry()
-        return connection
-    }
-
-    private func pauseAdvertisingForRetry() async {
-        guard !rotating, !advertisingPausedForRetry else { return }
-        advertisingPausedForRetry = true
-        try? await host.stopAdvertising()
-    }
-
-    private func resumeAdvertisingAfterRetry() async {
-        guard advertisingPausedForRetry else { return }
-        advertisingPausedForRetry = false
-        do {
-            try await host.startAdvertising(TracerService.advertisingData(txPower: configuration.txPower))
-        } catch {
-            logger.warning("advertising did not resume after a connection retry", metadata: ["error": "\(error)"])
         }
     }
 

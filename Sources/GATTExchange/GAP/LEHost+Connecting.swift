@@ -37,13 +37,20 @@ extension LEHost {
     /// Connects to `peer` as central. The attempt is cancelled after the timeout, and this returns
     /// only once the controller has reported the attempt's end: a connection that completes during
     /// the cancel is returned like any other. Attempts queue here, one at a time.
+    ///
+    /// With `advertisingOff`, advertising stops once this attempt's turn has come, and resumes only
+    /// if it connects: on failure the caller decides (resets the controller, or leaves it to the
+    /// audit to turn advertising on again).
     public func connect(
-        to peer: BluetoothAddress, type: LEAddressType, timeout: Duration? = nil
+        to peer: BluetoothAddress, type: LEAddressType, timeout: Duration? = nil, advertisingOff: Bool = false
     ) async throws(GAPError) -> LEConnection {
         if lost { throw .controllerLost }
         await takeConnectSlot(urgent: false)
         defer { connectSlot.release() }
         if lost { throw .controllerLost }
+        if advertisingOff, advertisement != nil {
+            try? await command { () async throws(HCIError) in try await self.hci.send(LESetAdvertisingEnable(false)) }
+        }
         let timeout = timeout ?? configuration.connectionTimeout
         let number = beginAttempt(peer: peer)
         defer { finishAttempt(number) }
@@ -77,6 +84,7 @@ extension LEHost {
         let unanswered = attempt?.peerSightings ?? 0
         switch outcome {
         case .completed(_, let connection?):
+            if advertisingOff { requestAdvertisingResume() }
             return connection
         case .completed(let event, nil) where event.status == .unknownConnectionIdentifier:
             if unanswered > 0 {
