@@ -19,6 +19,8 @@ public actor ProximityExchange {
     private var candidates: ConnectionCandidates
     private var incomingCount = 0
     private var rotating = false
+    /// Connection attempts under way (queued at the controller or initiating).
+    private var attemptsUnderWay = 0
     private var tasks: [Task<Void, Never>] = []
     private let stuck = OnceSignal<String>()
     private var initiatorHealth: InitiatorHealth
@@ -164,9 +166,10 @@ public actor ProximityExchange {
                 let burstEnd = ContinuousClock.now + configuration.scanOnTime
                 let stopper = Task { [host, configuration] in
                     // Ends the burst (and so the loop below) when its time is up and no candidate
-                    // waits, since candidates are tried only while heard.
+                    // waits nor attempt runs: candidates are tried only while heard, and only a
+                    // scanner that hears the peer can tell that a connect request went unanswered.
                     guard (try? await Task.sleep(until: burstEnd)) != nil else { return }
-                    while await !self.candidatesAreEmpty, ContinuousClock.now < burstEnd + configuration.scanBurstExtension {
+                    while await self.connectingOrWaiting, ContinuousClock.now < burstEnd + configuration.scanBurstExtension {
                         guard (try? await Task.sleep(for: .milliseconds(250))) != nil else { return }
                     }
                     try? await host.stopScanning()
@@ -238,7 +241,7 @@ public actor ProximityExchange {
         }
     }
 
-    private var candidatesAreEmpty: Bool { candidates.isEmpty }
+    private var connectingOrWaiting: Bool { attemptsUnderWay > 0 || !candidates.isEmpty }
 
     /// The candidate whose turn came first, if the registry still wants a link to it.
     private func takeCandidate() -> ConnectionCandidates.Candidate? {
@@ -255,6 +258,7 @@ public actor ProximityExchange {
         let connection: LEConnection
         var attemptStarted = ContinuousClock.now
         var askedAgain = false
+        attemptsUnderWay += 1
         do {
             do {
                 connection = try await host.connect(
@@ -277,6 +281,7 @@ public actor ProximityExchange {
                     advertisingOff: true)
             }
         } catch {
+            attemptsUnderWay -= 1
             registry.failed(candidate.address, at: .now)
             failedExchanges += 1
             logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
@@ -294,6 +299,7 @@ public actor ProximityExchange {
             try? await Task.sleep(for: configuration.pauseAfterFailedConnection.jittered())
             return
         }
+        attemptsUnderWay -= 1
         connectionsFormed()
         // A peer that stalls any step loses the link when the deadline passes, which fails the step.
         let watchdog = Task { [host, configuration] in
