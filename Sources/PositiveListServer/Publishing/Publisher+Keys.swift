@@ -1,0 +1,106 @@
+import Crypto
+import Foundation
+import IDRotation
+import PositiveListFormat
+
+/// The key side of publication, set by the authority in the server configuration.
+public struct KeyPublicationSettings: Sendable, Equatable {
+    /// Published in the key index so that nodes know what to offer their users.
+    public var accepts: AcceptedUploads
+    /// How long after the end of a key's day it may be published.
+    public var delaySeconds: Int64
+    /// Published keys per real key; the excess are fake.
+    public var paddingMultiplier: Double
+
+    public init(accepts: AcceptedUploads = .both, delaySeconds: Int64 = 7_200, paddingMultiplier: Double = 1.0) {
+        self.accepts = accepts
+        self.delaySeconds = delaySeconds
+        self.paddingMultiplier = paddingMultiplier
+    }
+
+    public init(_ configuration: ServerConfiguration) {
+        self.init(
+            accepts: configuration.acceptUploads, delaySeconds: configuration.keyPublicationDelaySeconds,
+            paddingMultiplier: configuration.keyPaddingMultiplier)
+    }
+
+    /// The first day whose keys are not due at `now`: a day's keys are due once the day has
+    /// ended and `delaySeconds` more have passed, so that a key's ids are never published while
+    /// someone could still broadcast them within their windows.
+    public func firstUndueDay(at now: UnixSeconds) -> UTCDay { UTCDay(containing: now - delaySeconds) }
+
+    /// How many fake keys pad a batch of `realCount` keys.
+    public func fakeKeyCount(forRealKeys realCount: Int) -> Int {
+        Int((Double(realCount) * (paddingMultiplier - 1)).rounded())
+    }
+}
+
+extension Publisher {
+    /// Cuts a key batch from the due keys, expires old key batches and rewrites the key index:
+    /// the id steps' order, so a crash anywhere leaves a key index naming only files that exist.
+    func publishKeys(now: UnixSeconds, cutoff: UnixSeconds, into report: inout PublishReport) async throws {
+        let due = try await store.dueKeys(before: keySettings.firstUndueDay(at: now))
+            .filter { $0.day.end > cutoff }
+        if !due.isEmpty {
+            report.newKeyBatch = try await cutKeyBatch(due, now: now)
+        }
+        report.expiredKeyBatches = try await store.expireKeyBatches(endingBy: cutoff, now: now)
+        let live = try await store.liveKeyBatches()
+        report.liveKeyBatches = live.count
+        report.keyIndexGeneration = try await replaceKeyIndexIfStale(live: live, now: now)
+        let listed = Set(live.map(\.number))
+        for number in directory.keyBatchFileNumbers() where !listed.contains(number) {
+            unlink(directory.keyBatchPath(number: number))
+        }
+        report.waitingKeys = try await store.pendingKeyCount()
+    }
+
+    private func cutKeyBatch(_ due: [DailyKeyRecord], now: UnixSeconds) async throws -> KeyBatchRecord {
+        let number = try await store.nextKeyBatchNumber()
+        let fakes = Self.fakeKeys(count: keySettings.fakeKeyCount(forRealKeys: due.count), like: due)
+        let published = due + fakes
+        let file = try PositiveListKeyBatch.encode(number: number, records: published, signingKey: signingKey)
+        try AtomicFile.write(file, to: directory.keyBatchPath(number: number))
+        let record = KeyBatchRecord(
+            number: number, timeRange: PositiveListKeyBatch.timeRange(of: published), byteCount: file.count,
+            sha256: Array(SHA256.hash(data: file)), keyCount: due.count, fakeKeyCount: fakes.count, publishedAt: now)
+        guard try await store.recordKeyBatch(record, keys: due.map(\.key)) else { throw PublishError.concurrentPublisher }
+        return record
+    }
+
+    /// Fresh random keys, each with the day and interval of a randomly chosen real key, so that
+    /// the groups' sizes keep the real keys' proportions. Fake keys are never stored: they are
+    /// indistinguishable from real ones only as long as nobody can tell them apart.
+    static func fakeKeys(count: Int, like real: [DailyKeyRecord]) -> [DailyKeyRecord] {
+        guard count > 0, !real.isEmpty else { return [] }
+        var generator = SystemRandomNumberGenerator()
+        var taken = Set(real.map(\.key))
+        var fakes: [DailyKeyRecord] = []
+        fakes.reserveCapacity(count)
+        while fakes.count < count {
+            let model = real.randomElement(using: &generator)!
+            let key = DailyKey.random(using: &generator)
+            // A collision with 128-bit random keys does not happen; the check keeps the batch
+            // encoder's no-duplicates rule true by construction anyway.
+            guard taken.insert(key).inserted else { continue }
+            fakes.append(DailyKeyRecord(day: model.day, intervalSeconds: model.intervalSeconds, key: key))
+        }
+        return fakes
+    }
+
+    /// Rewrites the key index when the one on disk does not list exactly the live key batches,
+    /// announces other accepted uploads, does not verify, or is `indexRefreshSeconds` old.
+    private func replaceKeyIndexIfStale(live: [KeyBatchRecord], now: UnixSeconds) async throws -> UInt64? {
+        let listings = live.map(\.listing)
+        if let bytes = FileManager.default.contents(atPath: directory.keyIndexPath),
+           let current = try? PositiveListKeyIndex(verifying: Array(bytes), publicKey: publicKey),
+           current.batches == listings, current.accepts == keySettings.accepts, current.publishedAt > now - indexRefreshSeconds
+        {
+            return nil
+        }
+        let generation = try await store.claimKeyIndexGeneration()
+        let index = PositiveListKeyIndex(generation: generation, publishedAt: now, accepts: keySettings.accepts, batches: listings)
+        try AtomicFile.write(try index.encode(signingKey: signingKey), to: directory.keyIndexPath)
+        return generation
+    }
+}
