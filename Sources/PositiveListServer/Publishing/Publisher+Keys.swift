@@ -61,10 +61,12 @@ extension Publisher {
         let published = due + fakes
         let file = try PositiveListKeyBatch.encode(number: number, records: published, signingKey: signingKey)
         try AtomicFile.write(file, to: directory.keyBatchPath(number: number))
+        try inject(.keyBatchFileWritten)
         let record = KeyBatchRecord(
             number: number, timeRange: PositiveListKeyBatch.timeRange(of: published), byteCount: file.count,
             sha256: Array(SHA256.hash(data: file)), keyCount: due.count, fakeKeyCount: fakes.count, publishedAt: now)
         guard try await store.recordKeyBatch(record, keys: due.map(\.key)) else { throw PublishError.concurrentPublisher }
+        try inject(.keyBatchRecorded)
         return record
     }
 
@@ -100,7 +102,10 @@ extension Publisher {
         }
         let generation = try await store.claimKeyIndexGeneration()
         let index = PositiveListKeyIndex(generation: generation, publishedAt: now, accepts: keySettings.accepts, batches: listings)
-        try AtomicFile.write(try index.encode(signingKey: signingKey), to: directory.keyIndexPath)
+        try AtomicFile.write(try index.encode(signingKey: signingKey), to: directory.keyIndexPath) {
+            try inject(.keyIndexTemporaryFileWritten)
+        }
+        try inject(.keyIndexReplaced)
         return generation
     }
 }

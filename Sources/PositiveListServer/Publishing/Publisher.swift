@@ -10,6 +10,13 @@ public enum PublishStep: String, Sendable, CaseIterable {
     case batchRecorded
     case indexTemporaryFileWritten
     case indexReplaced
+    case keyBatchFileWritten
+    case keyBatchRecorded
+    case keyIndexTemporaryFileWritten
+    case keyIndexReplaced
+
+    public static let idSteps: [PublishStep] = [.batchFileWritten, .batchRecorded, .indexTemporaryFileWritten, .indexReplaced]
+    public static let keySteps: [PublishStep] = [.keyBatchFileWritten, .keyBatchRecorded, .keyIndexTemporaryFileWritten, .keyIndexReplaced]
 }
 
 /// What one publication did.
