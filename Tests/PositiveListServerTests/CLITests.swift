@@ -54,8 +54,8 @@ import Glibc
 
         let publish = try ServerCLI.run(["publish"], fixture: fixture)
         #expect(publish.exitCode == 0, "\(publish)")
-        // Today's key waits; yesterday's waits too until 02:00 UTC.
-        let due = SystemWallClock().now() >= UTCDay(number: today).start + 7_200 ? 2 : 1
+        // Today's key waits; yesterday's waits too until 02:07:30 UTC (15-minute windows).
+        let due = SystemWallClock().now() >= UTCDay(number: today).start + 7_200 + 450 ? 2 : 1
         #expect(publish.stdout.contains("Published key batch 1 with \(due) keys"), "\(publish.stdout)")
         #expect(publish.stdout.contains("\(3 - due) keys wait"))
         let status = try ServerCLI.run(["status"], fixture: fixture)

@@ -65,8 +65,9 @@ import Testing
         #expect(first.waitingKeys == 1)
         #expect(try verifiedKeyBatches(fixture).flatMap(\.records) == [yesterdays])
 
-        // One second before the end of today plus two hours: still not published.
-        fixture.clock.advance(by: Self.today.end + 7_200 - 1 - fixture.clock.now())
+        // One second before the end of today's last window (midnight plus at most half an
+        // interval of rotation jitter) plus two hours: still not published.
+        fixture.clock.advance(by: Self.today.end + 450 + 7_200 - 1 - fixture.clock.now())
         let early = try await publisher.publish()
         #expect(early.newKeyBatch == nil)
         #expect(try verifiedKeyBatches(fixture).flatMap(\.records) == [yesterdays])
@@ -79,6 +80,24 @@ import Testing
         #expect(try await publisher.publish().newKeyBatch == nil)
     }
 
+    /// With an interval that does not divide a day, the day's last window runs past midnight;
+    /// its ids stay valid until that window (plus jitter) ends, so the key waits for it.
+    @Test func aKeyWaitsForItsLastWindowToEnd() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let interval: Int64 = 50_000
+        let yesterday = UTCDay(number: Self.today.number - 1)
+        let record = Self.record(yesterday, Self.key(1), interval: interval)
+        // The last slot of yesterday starts before midnight and ends at this boundary.
+        let lastWindowEnd = (yesterday.end / interval + 1) * interval
+        #expect(lastWindowEnd > yesterday.end)
+        _ = try await append(fixture, [record])
+        fixture.clock.advance(by: lastWindowEnd + interval / 2 + 7_200 - 1 - fixture.clock.now())
+        #expect(try await fixture.makePublisher().publish().newKeyBatch == nil)
+        fixture.clock.advance(by: 1)
+        #expect(try await fixture.makePublisher().publish().newKeyBatch?.keyCount == 1)
+    }
+
     @Test func theDelayIsConfigurable() async throws {
         let fixture = try ServerFixture { $0.keyPublicationDelaySeconds = 6 * 3_600 }
         defer { fixture.remove() }
@@ -86,7 +105,7 @@ import Testing
         fixture.clock.advance(by: Self.today.start + 7_200 - fixture.clock.now())
         _ = try await append(fixture, [Self.record(UTCDay(number: Self.today.number - 1), Self.key(1))])
         #expect(try await fixture.makePublisher().publish().newKeyBatch == nil)
-        fixture.clock.advance(by: 4 * 3_600)
+        fixture.clock.advance(by: 4 * 3_600 + 450)
         #expect(try await fixture.makePublisher().publish().newKeyBatch?.keyCount == 1)
     }
 

@@ -24,9 +24,20 @@ public struct KeyPublicationSettings: Sendable, Equatable {
             paddingMultiplier: configuration.keyPaddingMultiplier)
     }
 
-    /// The first day whose keys are not due at `now`: a day's keys are due once the day has
-    /// ended and `delaySeconds` more have passed, so that a key's ids are never published while
-    /// someone could still broadcast them within their windows.
+    /// When a key may be published: once every id it derives has expired, plus the delay. The
+    /// last window of the day ends at its slot's boundary (midnight when the interval divides a
+    /// day; up to one interval later when it does not), and a node's rotation jitter can keep it
+    /// for less than half an interval more (`RotationSchedule`). For 15-minute windows that is
+    /// 7.5 minutes after midnight, so with the default delay a key is due at 02:07:30 UTC.
+    public func dueTime(of record: DailyKeyRecord) -> UnixSeconds {
+        let interval = max(record.intervalSeconds, 1)
+        // The first slot boundary at or after midnight: the nominal end of the day's last window
+        // (docs/daily-keys.md, "Day of a window").
+        let lastWindowEnd = (record.day.end + interval - 1) / interval * interval
+        return lastWindowEnd + interval / 2 + delaySeconds
+    }
+
+    /// The first day none of whose keys can be due at `now` (a cheap filter before `dueTime`).
     public func firstUndueDay(at now: UnixSeconds) -> UTCDay { UTCDay(containing: now - delaySeconds) }
 
     /// How many fake keys pad a batch of `realCount` keys.
@@ -40,7 +51,7 @@ extension Publisher {
     /// the id steps' order, so a crash anywhere leaves a key index naming only files that exist.
     func publishKeys(now: UnixSeconds, cutoff: UnixSeconds, into report: inout PublishReport) async throws {
         let due = try await store.dueKeys(before: keySettings.firstUndueDay(at: now))
-            .filter { $0.day.end > cutoff }
+            .filter { $0.day.end > cutoff && keySettings.dueTime(of: $0) <= now }
         if !due.isEmpty {
             report.newKeyBatch = try await cutKeyBatch(due, now: now)
         }
