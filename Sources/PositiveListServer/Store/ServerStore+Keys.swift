@@ -27,28 +27,41 @@ extension ServerStore {
     public func appendKeyHistory(
         _ records: [DailyKeyRecord], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds
     ) async throws(ServerStoreError) -> SubmissionOutcome {
-        try await write { db in
-            let authority: String
-            switch try Self.admit(credential: credential, idempotencyKey: idempotencyKey, now: now, db: db) {
-            case .answered(let outcome): return outcome
-            case .accepted(let owner): authority = owner
+        try await writeWithoutTransaction { db in
+            var outcome = SubmissionOutcome.refused(.unknownCode)
+            // IMMEDIATE, as for ids: the upload code's state cannot change between its check and
+            // its use, even when `tracer-server append` or a second server writes meanwhile.
+            try db.inTransaction(.immediate) {
+                outcome = try Self.appendKeyHistory(records, credential: credential, idempotencyKey: idempotencyKey, now: now, db: db)
+                return .commit
             }
-            var stored = 0
-            let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO submitted_keys (key, day, interval) VALUES (?, ?, ?)")
-            for record in records {
-                try insert.execute(arguments: [Data(record.key.bytes), record.day.number, record.intervalSeconds])
-                stored += db.changesCount
-            }
-            try db.execute(
-                sql: """
-                    INSERT INTO submissions (authority, via_upload_code, received_at, id_count, new_id_count, kind)
-                    VALUES (?, ?, ?, ?, ?, 'keys')
-                    """,
-                arguments: [authority, credential.isUploadCode, now, records.count, stored])
-            let submission = db.lastInsertedRowID
-            try Self.recordIdempotencyKey(idempotencyKey, credential: credential, submission: submission, now: now, db: db)
-            return .stored(SubmissionReceipt(submission: submission, received: records.count, stored: stored))
+            return outcome
         }
+    }
+
+    private static func appendKeyHistory(
+        _ records: [DailyKeyRecord], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds, db: Database
+    ) throws -> SubmissionOutcome {
+        let authority: String
+        switch try admit(credential: credential, idempotencyKey: idempotencyKey, now: now, db: db) {
+        case .answered(let outcome): return outcome
+        case .accepted(let owner): authority = owner
+        }
+        var stored = 0
+        let insert = try db.cachedStatement(sql: "INSERT OR IGNORE INTO submitted_keys (key, day, interval) VALUES (?, ?, ?)")
+        for record in records {
+            try insert.execute(arguments: [Data(record.key.bytes), record.day.number, record.intervalSeconds])
+            stored += db.changesCount
+        }
+        try db.execute(
+            sql: """
+                INSERT INTO submissions (authority, via_upload_code, received_at, id_count, new_id_count, kind)
+                VALUES (?, ?, ?, ?, ?, 'keys')
+                """,
+            arguments: [authority, credential.isUploadCode, now, records.count, stored])
+        let submission = db.lastInsertedRowID
+        try recordIdempotencyKey(idempotencyKey, credential: credential, submission: submission, now: now, db: db)
+        return .stored(SubmissionReceipt(submission: submission, received: records.count, stored: stored))
     }
 
     /// Unpublished keys of days before `firstUndueDay` (those whose day ended, plus the delay,
