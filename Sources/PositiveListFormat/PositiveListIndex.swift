@@ -114,10 +114,8 @@ enum IndexCoding {
         guard Array(body[0..<4]) == magic else { throw .wrongMagic(kind) }
         guard body[4] == version else { throw .unsupportedVersion(kind, version: body[4]) }
         let count = body.readInteger(at: 24, as: UInt64.self)
-        let expected = headerByteCount + Int(clamping: count) * listingByteCount
-        guard count <= UInt64(Int.max / listingByteCount), body.count == expected else {
-            throw .lengthMismatch(kind, expected: expected + SignedFile.signatureByteCount, actual: file.count)
-        }
+        let expected = signedFileLength(header: headerByteCount, count: count, each: listingByteCount)
+        guard file.count == expected else { throw .lengthMismatch(kind, expected: expected, actual: file.count) }
         let batches = (0..<Int(count)).map { position in
             let offset = headerByteCount + position * listingByteCount
             return PositiveListIndex.BatchListing(

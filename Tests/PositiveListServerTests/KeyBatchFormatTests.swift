@@ -200,6 +200,34 @@ import Testing
         #expect(throws: PositiveListFormatError.unsupportedVersion(.keyBatch, version: 1)) { try decodeSigned(wrongVersion) }
     }
 
+    /// Signed garbage: random edits of a valid body, re-signed so that only the parser stands
+    /// between them and the node. Each must be refused or read consistently, never trap.
+    @Test func randomlyCorruptedSignedBodiesNeverTrap() throws {
+        var generator = SeededGenerator(seed: 99)
+        let original = try body(of: randomRecords(6, days: 20_400...20_402))
+        for _ in 0..<2_000 {
+            var body = original
+            for _ in 0..<Int.random(in: 1...4, using: &generator) {
+                let position = Int.random(in: 0..<body.count, using: &generator)
+                switch Int.random(in: 0..<3, using: &generator) {
+                case 0: body[position] = UInt8.random(in: 0...255, using: &generator)
+                case 1: body.removeSubrange(position...)
+                default: body.insert(contentsOf: [UInt8](repeating: 0xFF, count: 12), at: position)
+                }
+                if body.count < PositiveListKeyBatch.headerByteCount { break }
+            }
+            if let batch = try? decodeSigned(body) {
+                // Whatever parses is self-consistent: every key readable, groups cover the keys.
+                #expect(batch.records.count == batch.count)
+                #expect(batch.groups.last?.keys.upperBound ?? 0 == batch.count)
+            }
+        }
+        for length in 0..<PositiveListIndex.headerByteCount + 64 {
+            let file = try SignedFile.sign(Array(PositiveListKeyIndex.magic + [2] + Array(repeating: 0xFF, count: 27)).prefix(length).map { $0 }, with: signingKey)
+            #expect(throws: PositiveListFormatError.self) { try PositiveListKeyIndex(verifying: file, publicKey: publicKey) }
+        }
+    }
+
     /// The backward-compatibility promise: a node that knows only id batches refuses a key batch
     /// or key index cleanly (never reads it as ids), and the key decoder refuses id files.
     @Test func idAndKeyFilesAreNeverTakenForEachOther() throws {
