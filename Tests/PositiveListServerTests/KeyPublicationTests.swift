@@ -191,6 +191,26 @@ import Testing
         #expect(try verifiedKeyBatches(fixture).flatMap(\.records).count == 6)
     }
 
+    /// A body can be both an id history and a key history (each decoder skips the other's
+    /// member); under one Idempotency-Key the second endpoint must not answer with the first
+    /// endpoint's receipt as if it had stored its own kind.
+    @Test func anIdempotencyKeyDoesNotReplayAcrossKinds() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let entry = Histories.entries(count: 1, endingAt: Self.now)[0]
+        let both = #"{"ids":[{"id":"\#(entry.id)","validFrom":\#(entry.validFrom),"validUntil":\#(entry.validUntil)}],"keys":[{"day":\#(Self.today.number),"intervalSeconds":900,"key":"\#(DailyKey.random().hex)"}]}"#
+        try await fixture.withServer { client in
+            let headers = HTTPFields.authority().adding("Idempotency-Key", "shared")
+            let ids = try await client.send("/v1/histories", .post, headers: headers, body: ByteBuffer(string: both))
+            #expect(ids.status == .created)
+            let keys = try await client.send("/v1/key-histories", .post, headers: headers, body: ByteBuffer(string: both))
+            #expect(keys.status == .unprocessableContent)
+            #expect(keys.apiError?.error == "idempotency_key_reused")
+            // Each endpoint still replays its own request.
+            #expect(try await client.send("/v1/histories", .post, headers: headers, body: ByteBuffer(string: both)).status == .ok)
+        }
+    }
+
     @Test func badKeysAreRefusedWithAClearErrorAndNothingStored() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
