@@ -220,6 +220,11 @@ struct Status: AsyncParsableCommand {
         print("Stored keys:       \(summary.storedKeys)")
         print("Waiting keys:      \(summary.unpublishedKeys)")
         print("Live key batches:  \(summary.liveKeyBatches)")
+        if let configuration = try? location.loadConfiguration() {
+            let accepts = configuration.acceptUploads
+            let kinds = accepts == .both ? "ids and keys" : accepts == .keys ? "keys only" : "ids only"
+            print("Accepted uploads:  \(kinds) (acceptUploads; published in keys/index.tpki)")
+        }
         print("Last publication:  \(summary.lastPublishedAt?.utcText ?? "never")")
         print("Open upload codes: \(summary.openUploadCodes)")
     }

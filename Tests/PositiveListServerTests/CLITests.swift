@@ -60,6 +60,7 @@ import Glibc
         #expect(publish.stdout.contains("\(3 - due) keys wait"))
         let status = try ServerCLI.run(["status"], fixture: fixture)
         #expect(status.stdout.contains("Live key batches:  1"))
+        #expect(status.stdout.contains("Accepted uploads:  ids and keys"))
         #expect(!(append.stdout + append.stderr + publish.stdout + publish.stderr).contains(keys[0].key))
     }
 
