@@ -48,6 +48,21 @@ import Testing
         }
     }
 
+    @Test func hostileBodiesAreRefusedNotTrapped() throws {
+        let deep = String(repeating: "[", count: 10_000) + String(repeating: "]", count: 10_000)
+        #expect(throws: HistoryDecodingError.self) { try decode(#"{"keys": [{"x": \#(deep), "day": 1, "intervalSeconds": 900, "key": "aa"}]}"#) }
+        #expect(throws: HistoryDecodingError.notAnInteger(path: "keys[0].day")) {
+            try decode(#"{"keys": [{"day": 99999999999999999999, "intervalSeconds": 900, "key": "aa"}]}"#)
+        }
+        #expect(throws: HistoryDecodingError.notAnInteger(path: "keys[0].intervalSeconds")) {
+            try decode(#"{"keys": [{"day": 1, "intervalSeconds": 1e400, "key": "aa"}]}"#)
+        }
+        #expect(throws: HistoryDecodingError.self) { try SubmittedKeyHistory(json: Data([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D])) }
+        // Extreme but well-formed values reach validation, which refuses them by position.
+        let extreme = try decode(#"{"keys": [{"day": -9223372036854775808, "intervalSeconds": 9223372036854775807, "key": "\#(key("0"))"}]}"#)
+        #expect(throws: KeyHistoryRejection.invalidInterval(position: 0)) { try rules.validate(extreme, now: Self.now) }
+    }
+
     func validate(_ keys: [SubmittedKey]) throws(KeyHistoryRejection) -> [DailyKeyRecord] {
         try rules.validate(SubmittedKeyHistory(keys: keys), now: Self.now)
     }

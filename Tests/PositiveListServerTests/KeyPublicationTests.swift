@@ -264,6 +264,20 @@ import Testing
         #expect(try verifiedKeyIndex(fixture).accepts == accepts)
     }
 
+    /// Like the id index, the key index is signed again once it is a day old, even with nothing
+    /// new, so that a node can tell an idle list from a frozen one.
+    @Test func theKeyIndexIsSignedAgainWhenItIsOld() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let publisher = fixture.makePublisher()
+        #expect(try await publisher.publish().keyIndexGeneration == 1)
+        fixture.clock.advance(by: 3_600)
+        #expect(try await publisher.publish().keyIndexGeneration == nil)
+        fixture.clock.advance(by: 86_400)
+        #expect(try await publisher.publish().keyIndexGeneration == 2)
+        #expect(try verifiedKeyIndex(fixture).publishedAt == fixture.clock.now())
+    }
+
     @Test func aChangedSettingIsPublishedAtTheNextPublication() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
