@@ -150,6 +150,32 @@ import Testing
         #expect(records.allSatisfy { $0.intervalSeconds == 900 })
     }
 
+    /// A batch of one upload's keys would tell that they belong together: with a minimum, due
+    /// keys wait for company, or for the longest hold.
+    @Test func dueKeysWaitForTheMinimumOrTheLongestHold() async throws {
+        let fixture = try ServerFixture {
+            $0.keyBatchMinimumKeys = 5
+            $0.keyBatchMaximumHoldSeconds = 6 * 3_600
+        }
+        defer { fixture.remove() }
+        let publisher = fixture.makePublisher()
+        let yesterday = UTCDay(number: Self.today.number - 1)
+        // Three uploads of yesterday's key, due at 02:07:30 today, 5 h 52 min 30 s ago: held.
+        for _ in 0..<3 { _ = try await append(fixture, [Self.record(yesterday, DailyKey.random())]) }
+        #expect(try await publisher.publish().newKeyBatch == nil)
+        // Two more: five due, published together.
+        for _ in 0..<2 { _ = try await append(fixture, [Self.record(yesterday, DailyKey.random())]) }
+        #expect(try await publisher.publish().newKeyBatch?.keyCount == 5)
+
+        // A lone key is held until the first due key has waited six hours.
+        _ = try await append(fixture, [Self.record(yesterday, DailyKey.random(), interval: 600)])
+        let dueAt = yesterday.end + 300 + 7_200
+        fixture.clock.advance(by: dueAt + 6 * 3_600 - 1 - fixture.clock.now())
+        #expect(try await publisher.publish().newKeyBatch == nil)
+        fixture.clock.advance(by: 1)
+        #expect(try await publisher.publish().newKeyBatch?.keyCount == 1)
+    }
+
     // MARK: Upload
 
     @Test func aRepeatedUploadIsIdempotentAndKnownKeysAreStoredOnce() async throws {

@@ -39,6 +39,13 @@ public struct ServerConfiguration: Sendable {
     /// Published keys per real key: 1.0 publishes none fake; 2.0 adds one random key per real
     /// one, hiding the number of uploads at the cost of twice the bytes for every node.
     public var keyPaddingMultiplier: Double = 1.0
+    /// Due keys are held until at least this many are due, so that a key batch does not hold a
+    /// single upload's keys (which would link them to each other); 1 holds nothing. One upload
+    /// brings at most `maxKeysPerHistory` keys. The Corona-Warn-App holds keys until 140.
+    public var keyBatchMinimumKeys: Int = 1
+    /// Held keys are published anyway once the first of them has been due this long, so that a
+    /// quiet server still warns contacts.
+    public var keyBatchMaximumHoldSeconds: Int64 = 86_400
 
     public init(authorities: [AuthorityConfiguration]) {
         self.authorities = authorities
@@ -54,7 +61,7 @@ public struct ServerConfiguration: Sendable {
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
         "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "acceptUploads", "maxKeysPerHistory",
-        "keyPublicationDelaySeconds", "keyPaddingMultiplier",
+        "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
     ]
 
     /// Reads and checks the file at `path`.
@@ -103,6 +110,8 @@ public struct ServerConfiguration: Sendable {
         if let value = file.maxKeysPerHistory { configuration.maxKeysPerHistory = value }
         if let value = file.keyPublicationDelaySeconds { configuration.keyPublicationDelaySeconds = value }
         if let value = file.keyPaddingMultiplier { configuration.keyPaddingMultiplier = value }
+        if let value = file.keyBatchMinimumKeys { configuration.keyBatchMinimumKeys = value }
+        if let value = file.keyBatchMaximumHoldSeconds { configuration.keyBatchMaximumHoldSeconds = value }
         try configuration.validate(path: path)
         return configuration
     }
@@ -130,6 +139,9 @@ public struct ServerConfiguration: Sendable {
         try require((1...1_000).contains(maxKeysPerHistory), "maxKeysPerHistory must be between 1 and 1000")
         try require((0...86_400).contains(keyPublicationDelaySeconds), "keyPublicationDelaySeconds must be between 0 and 86400")
         try require((1.0...10.0).contains(keyPaddingMultiplier), "keyPaddingMultiplier must be between 1.0 (no fake keys) and 10.0")
+        try require((1...100_000).contains(keyBatchMinimumKeys), "keyBatchMinimumKeys must be between 1 (hold nothing) and 100000")
+        try require(
+            (0...7 * 86_400).contains(keyBatchMaximumHoldSeconds), "keyBatchMaximumHoldSeconds must be between 0 and 604800 (a week)")
         // The index is re-signed at the first publication once it is indexRefreshSeconds old, so
         // it can reach the sum; nodes call a list signed more than two days ago outdated.
         try require(
@@ -176,6 +188,8 @@ private struct ConfigurationFile: Decodable {
     var maxKeysPerHistory: Int?
     var keyPublicationDelaySeconds: Int64?
     var keyPaddingMultiplier: Double?
+    var keyBatchMinimumKeys: Int?
+    var keyBatchMaximumHoldSeconds: Int64?
 }
 
 /// One health authority: a display name (used in logs and the audit table) and the SHA-256 of

@@ -11,17 +11,33 @@ public struct KeyPublicationSettings: Sendable, Equatable {
     public var delaySeconds: Int64
     /// Published keys per real key; the excess are fake.
     public var paddingMultiplier: Double
+    /// Due keys wait until this many are due, or until the first has waited `maximumHoldSeconds`.
+    public var minimumBatchKeys: Int
+    public var maximumHoldSeconds: Int64
 
-    public init(accepts: AcceptedUploads = .both, delaySeconds: Int64 = 7_200, paddingMultiplier: Double = 1.0) {
+    public init(
+        accepts: AcceptedUploads = .both, delaySeconds: Int64 = 7_200, paddingMultiplier: Double = 1.0, minimumBatchKeys: Int = 1,
+        maximumHoldSeconds: Int64 = 86_400
+    ) {
         self.accepts = accepts
         self.delaySeconds = delaySeconds
         self.paddingMultiplier = paddingMultiplier
+        self.minimumBatchKeys = minimumBatchKeys
+        self.maximumHoldSeconds = maximumHoldSeconds
     }
 
     public init(_ configuration: ServerConfiguration) {
         self.init(
             accepts: configuration.acceptUploads, delaySeconds: configuration.keyPublicationDelaySeconds,
-            paddingMultiplier: configuration.keyPaddingMultiplier)
+            paddingMultiplier: configuration.keyPaddingMultiplier, minimumBatchKeys: configuration.keyBatchMinimumKeys,
+            maximumHoldSeconds: configuration.keyBatchMaximumHoldSeconds)
+    }
+
+    /// Whether `due` (keys due at `now`) make a batch now: enough of them, or the first has
+    /// been held long enough.
+    func shouldPublish(_ due: [DailyKeyRecord], now: UnixSeconds) -> Bool {
+        guard let firstDue = due.lazy.map(dueTime(of:)).min() else { return false }
+        return due.count >= minimumBatchKeys || now - firstDue >= maximumHoldSeconds
     }
 
     /// When a key may be published: once every id it derives has expired, plus the delay. The
@@ -52,7 +68,7 @@ extension Publisher {
     func publishKeys(now: UnixSeconds, cutoff: UnixSeconds, into report: inout PublishReport) async throws {
         let due = try await store.dueKeys(before: keySettings.firstUndueDay(at: now))
             .filter { $0.day.end > cutoff && keySettings.dueTime(of: $0) <= now }
-        if !due.isEmpty {
+        if keySettings.shouldPublish(due, now: now) {
             report.newKeyBatch = try await cutKeyBatch(due, now: now)
         }
         report.expiredKeyBatches = try await store.expireKeyBatches(endingBy: cutoff, now: now)
