@@ -9,7 +9,8 @@ LoggingSystem.bootstrap { label in
 }
 
 // Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
-//        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]]
+//        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
+//        | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -71,8 +72,13 @@ case "match":
         directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         listedIDCount: ids, encounterCount: encounters
     ).run()
+case "list-bytes":
+    // list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]: byte counts only, so a debug build gives the same figures.
+    let rates = arguments.dropFirst().first.map { $0.split(separator: ",").compactMap { Int($0) } } ?? [1_000, 10_000, 25_000]
+    let idUploads = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000
+    try await ListBytesBenchmark(directory: directory, uploadsPerDay: rates, idUploads: idUploads).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, list-bytes\n".utf8))
     exit(2)
 }
 

@@ -25,3 +25,12 @@ extension Array where Element == UInt8 {
         return value
     }
 }
+
+/// The length of a signed file with `header` bytes, `count` records of `each` bytes and the
+/// signature, saturating at Int.max: a count from a hostile header must not overflow (which
+/// traps) before the length check refuses it.
+func signedFileLength(header: Int, count: UInt64, each: Int) -> Int {
+    let limit = UInt64((Int.max - header - SignedFile.signatureByteCount) / each)
+    guard count <= limit else { return Int.max }
+    return header + Int(count) * each + SignedFile.signatureByteCount
+}

@@ -69,10 +69,9 @@ public struct PositiveListBatch: Sendable {
         guard Array(bytes[0..<4]) == Self.magic else { throw .wrongMagic(.batch) }
         guard bytes[4] == Self.version else { throw .unsupportedVersion(.batch, version: bytes[4]) }
         let count = bytes.readInteger(at: 32, as: UInt64.self)
-        let expected = Self.headerByteCount + Int(clamping: count) * Self.entryByteCount
-        guard count <= UInt64(Int.max / Self.entryByteCount), bytes.count == expected else {
-            throw .lengthMismatch(.batch, expected: expected + SignedFile.signatureByteCount, actual: bytes.count + SignedFile.signatureByteCount)
-        }
+        let expected = signedFileLength(header: Self.headerByteCount, count: count, each: Self.entryByteCount)
+        let actual = bytes.count + SignedFile.signatureByteCount
+        guard actual == expected else { throw .lengthMismatch(.batch, expected: expected, actual: actual) }
         self.number = bytes.readInteger(at: 8, as: UInt64.self)
         self.timeRange = PublishedTimeRange(start: bytes.readInteger(at: 16, as: Int64.self), end: bytes.readInteger(at: 24, as: Int64.self))
         self.count = Int(count)

@@ -5,6 +5,8 @@ public enum PositiveListFormatError: Error, Equatable, Sendable, CustomStringCon
     public enum FileKind: String, Sendable {
         case batch
         case index
+        case keyBatch = "key batch"
+        case keyIndex = "key index"
     }
 
     case truncated(FileKind, byteCount: Int)
@@ -18,6 +20,13 @@ public enum PositiveListFormatError: Error, Equatable, Sendable, CustomStringCon
     case batchNumberMismatch(expected: UInt64, actual: UInt64)
     case digestMismatch(batchNumber: UInt64)
     case invalidPublicKey
+    /// Key batches: groups must be in strictly increasing (day, interval) order, each non-empty.
+    case keyGroupsNotSorted(group: Int)
+    case emptyKeyGroup(group: Int)
+    case keyGroupOutOfRange(group: Int)
+    case keysNotSorted(position: Int)
+    /// The groups' counts do not add up to the header's key count.
+    case keyCountMismatch(header: UInt64, groups: UInt64)
 
     public enum UnixTimeField: String, Sendable {
         case validFrom, validUntil
@@ -45,6 +54,16 @@ public enum PositiveListFormatError: Error, Equatable, Sendable, CustomStringCon
             return "the index lists batch \(expected) but the file holds batch \(actual); download it again"
         case .digestMismatch(let number):
             return "batch \(number) does not match the SHA-256 listed in the index; download it again"
+        case .keyGroupsNotSorted(let group):
+            return "key group \(group) is not after the previous one in (day, interval) order; the file is malformed"
+        case .emptyKeyGroup(let group):
+            return "key group \(group) holds no keys; the file is malformed"
+        case .keyGroupOutOfRange(let group):
+            return "key group \(group) has a rotation interval outside 5 s to 24 h or a day beyond the 32-bit window index; the file is malformed"
+        case .keysNotSorted(let position):
+            return "the key batch's keys are not in strictly increasing order within their group at key \(position); the file is malformed"
+        case .keyCountMismatch(let header, let groups):
+            return "the key batch's header counts \(header) keys but its groups \(groups); the file is malformed"
         case .invalidPublicKey:
             return "the public key is not a 32-byte Ed25519 key in base64; copy it again from `tracer-server keygen` or `status`"
         }

@@ -1,11 +1,12 @@
 import Crypto
 import IDRotation
 
-/// The signed list of live batches, the one file a node fetches on every check.
+/// The signed list of live id batches, the one file a node fetches on every check.
 ///
 /// Layout (big-endian): a 32-byte header, `count` listings of 64 bytes, a 64-byte Ed25519
 /// signature. `generation` grows with every index the server writes, so a node can refuse an
-/// older index replayed to it.
+/// older index replayed to it. Format version 1, unchanged since: key batches are listed in
+/// their own index (``PositiveListKeyIndex``), so nodes that know only ids keep working.
 public struct PositiveListIndex: Sendable, Equatable {
     public static let magic: [UInt8] = Array("TPLI".utf8)
     public static let version: UInt8 = 1
@@ -13,20 +14,34 @@ public struct PositiveListIndex: Sendable, Equatable {
     public static let listingByteCount = 64
     public static let relativePath = "index.tpli"
 
+    /// What a listed batch holds, which decides its file name; not written in the listing,
+    /// since each index lists one kind.
+    public enum BatchKind: Sendable, Equatable {
+        case ids
+        case keys
+    }
+
     public struct BatchListing: Sendable, Equatable {
         public let number: UInt64
         public let timeRange: PublishedTimeRange
         public let byteCount: Int
         public let sha256: [UInt8]
+        public let kind: BatchKind
 
-        public init(number: UInt64, timeRange: PublishedTimeRange, byteCount: Int, sha256: [UInt8]) {
+        public init(number: UInt64, timeRange: PublishedTimeRange, byteCount: Int, sha256: [UInt8], kind: BatchKind = .ids) {
             self.number = number
             self.timeRange = timeRange
             self.byteCount = byteCount
             self.sha256 = sha256
+            self.kind = kind
         }
 
-        public var relativePath: String { PositiveListBatch.relativePath(number: number) }
+        public var relativePath: String {
+            switch kind {
+            case .ids: return PositiveListBatch.relativePath(number: number)
+            case .keys: return PositiveListKeyBatch.relativePath(number: number)
+            }
+        }
     }
 
     public let generation: UInt64
@@ -40,10 +55,41 @@ public struct PositiveListIndex: Sendable, Equatable {
     }
 
     public func encode(signingKey: Curve25519.Signing.PrivateKey) throws -> [UInt8] {
-        var writer = ByteWriter(capacity: Self.headerByteCount + batches.count * Self.listingByteCount + SignedFile.signatureByteCount)
-        writer.append(Self.magic)
-        writer.append(Self.version)
-        writer.append([0, 0, 0])
+        try IndexCoding.encode(
+            magic: Self.magic, version: Self.version, flags: 0, generation: generation, publishedAt: publishedAt,
+            batches: batches, signingKey: signingKey)
+    }
+
+    /// Parses `file` after checking its signature with `publicKey`.
+    public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
+        let decoded = try IndexCoding.decode(
+            file, kind: .index, magic: Self.magic, version: Self.version, batchKind: .ids, publicKey: publicKey)
+        generation = decoded.generation
+        publishedAt = decoded.publishedAt
+        batches = decoded.batches
+    }
+}
+
+/// The header and listings both indexes share: magic (4), version (1), flags (1), two zero
+/// bytes, generation, publication time and listing count (u64 each), then 64-byte listings.
+enum IndexCoding {
+    struct Decoded {
+        var flags: UInt8
+        var generation: UInt64
+        var publishedAt: UnixSeconds
+        var batches: [PositiveListIndex.BatchListing]
+    }
+
+    static func encode(
+        magic: [UInt8], version: UInt8, flags: UInt8, generation: UInt64, publishedAt: UnixSeconds,
+        batches: [PositiveListIndex.BatchListing], signingKey: Curve25519.Signing.PrivateKey
+    ) throws -> [UInt8] {
+        let headerByteCount = PositiveListIndex.headerByteCount
+        let listingByteCount = PositiveListIndex.listingByteCount
+        var writer = ByteWriter(capacity: headerByteCount + batches.count * listingByteCount + SignedFile.signatureByteCount)
+        writer.append(magic)
+        writer.append(version)
+        writer.append([flags, 0, 0])
         writer.append(generation)
         writer.append(publishedAt)
         writer.append(UInt64(batches.count))
@@ -58,27 +104,31 @@ public struct PositiveListIndex: Sendable, Equatable {
         return try SignedFile.sign(writer.bytes, with: signingKey)
     }
 
-    /// Parses `file` after checking its signature with `publicKey`.
-    public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
-        let body = Array(try SignedFile.verifiedBody(file, kind: .index, minimumBodySize: Self.headerByteCount, publicKey: publicKey.key))
-        guard Array(body[0..<4]) == Self.magic else { throw .wrongMagic(.index) }
-        guard body[4] == Self.version else { throw .unsupportedVersion(.index, version: body[4]) }
+    static func decode(
+        _ file: [UInt8], kind: PositiveListFormatError.FileKind, magic: [UInt8], version: UInt8,
+        batchKind: PositiveListIndex.BatchKind, publicKey: PositiveListPublicKey
+    ) throws(PositiveListFormatError) -> Decoded {
+        let headerByteCount = PositiveListIndex.headerByteCount
+        let listingByteCount = PositiveListIndex.listingByteCount
+        let body = Array(try SignedFile.verifiedBody(file, kind: kind, minimumBodySize: headerByteCount, publicKey: publicKey.key))
+        guard Array(body[0..<4]) == magic else { throw .wrongMagic(kind) }
+        guard body[4] == version else { throw .unsupportedVersion(kind, version: body[4]) }
         let count = body.readInteger(at: 24, as: UInt64.self)
-        let expected = Self.headerByteCount + Int(clamping: count) * Self.listingByteCount
-        guard count <= UInt64(Int.max / Self.listingByteCount), body.count == expected else {
-            throw .lengthMismatch(.index, expected: expected + SignedFile.signatureByteCount, actual: file.count)
-        }
-        generation = body.readInteger(at: 8, as: UInt64.self)
-        publishedAt = body.readInteger(at: 16, as: Int64.self)
-        batches = (0..<Int(count)).map { position in
-            let offset = Self.headerByteCount + position * Self.listingByteCount
-            return BatchListing(
+        let expected = signedFileLength(header: headerByteCount, count: count, each: listingByteCount)
+        guard file.count == expected else { throw .lengthMismatch(kind, expected: expected, actual: file.count) }
+        let batches = (0..<Int(count)).map { position in
+            let offset = headerByteCount + position * listingByteCount
+            return PositiveListIndex.BatchListing(
                 number: body.readInteger(at: offset, as: UInt64.self),
                 timeRange: PublishedTimeRange(
                     start: body.readInteger(at: offset + 8, as: Int64.self),
                     end: body.readInteger(at: offset + 16, as: Int64.self)),
                 byteCount: Int(clamping: body.readInteger(at: offset + 24, as: UInt64.self)),
-                sha256: Array(body[offset + 32..<offset + 64]))
+                sha256: Array(body[offset + 32..<offset + 64]),
+                kind: batchKind)
         }
+        return Decoded(
+            flags: body[5], generation: body.readInteger(at: 8, as: UInt64.self),
+            publishedAt: body.readInteger(at: 16, as: Int64.self), batches: batches)
     }
 }

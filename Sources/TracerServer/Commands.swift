@@ -65,13 +65,16 @@ struct Keygen: AsyncParsableCommand {
 
 struct Append: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Appends an id history from a JSON file, as the given authority, without going through HTTP.",
-        discussion: #"The file holds {"ids": [{"id": "16 hex digits", "validFrom": UNIX_SECONDS, "validUntil": UNIX_SECONDS}, ...]}, checked by the same rules as POST /v1/histories."#)
+        abstract: "Appends an id or key history from a JSON file, as the given authority, without going through HTTP.",
+        discussion: #"The file holds {"ids": [{"id": "16 hex digits", "validFrom": UNIX_SECONDS, "validUntil": UNIX_SECONDS}, ...]}, checked by the same rules as POST /v1/histories; with --keys, {"keys": [{"day": UTC_DAY_NUMBER, "intervalSeconds": SECONDS, "key": "32 hex digits"}, ...]}, checked as POST /v1/key-histories."#)
 
     @OptionGroup var location: LocationOptions
 
     @Option(help: "The authority appending (a name from the configuration).")
     var authority: String
+
+    @Flag(help: "The file holds daily keys rather than ids.")
+    var keys = false
 
     @Argument(help: "The history file.")
     var file: String
@@ -83,25 +86,46 @@ struct Append: AsyncParsableCommand {
             throw CommandFailure.unknownAuthority(authority, known: registry.names)
         }
         guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure.unreadableHistory(path: file) }
-        let history: SubmittedHistory
-        do {
-            history = try SubmittedHistory(json: data)
-        } catch {
-            throw CommandFailure.invalidHistoryFile(path: file, detail: error.detail)
-        }
         let now = SystemWallClock().now()
-        let entries: [PositiveListEntry]
-        do {
-            entries = try HistoryRules(configuration).validate(history, now: now)
-        } catch {
-            throw CommandFailure.rejectedHistory(path: file, detail: error.detail)
-        }
         let store = try location.openStore()
-        let outcome = try await store.appendHistory(entries, credential: .authority(name: authority), idempotencyKey: nil, now: now)
+        let outcome: SubmissionOutcome
+        if keys {
+            let history: SubmittedKeyHistory
+            do {
+                history = try SubmittedKeyHistory(json: data)
+            } catch {
+                throw CommandFailure.invalidKeyHistoryFile(path: file, detail: error.detail)
+            }
+            let records: [DailyKeyRecord]
+            do {
+                records = try KeyHistoryRules(configuration).validate(history, now: now)
+            } catch {
+                throw CommandFailure.rejectedHistory(path: file, detail: error.detail)
+            }
+            outcome = try await store.appendKeyHistory(records, credential: .authority(name: authority), idempotencyKey: nil, now: now)
+        } else {
+            let history: SubmittedHistory
+            do {
+                history = try SubmittedHistory(json: data)
+            } catch {
+                throw CommandFailure.invalidHistoryFile(path: file, detail: error.detail)
+            }
+            let entries: [PositiveListEntry]
+            do {
+                entries = try HistoryRules(configuration).validate(history, now: now)
+            } catch {
+                throw CommandFailure.rejectedHistory(path: file, detail: error.detail)
+            }
+            outcome = try await store.appendHistory(entries, credential: .authority(name: authority), idempotencyKey: nil, now: now)
+        }
         guard case .stored(let receipt) = outcome else {
             throw CommandFailure.rejectedHistory(path: file, detail: "\(outcome)")
         }
-        print("Stored \(receipt.stored) new ids of \(receipt.received) as submission \(receipt.submission); they appear in the next batch (`tracer-server publish`).")
+        if keys {
+            print("Stored \(receipt.stored) new keys of \(receipt.received) as submission \(receipt.submission); each is published by the first `tracer-server publish` after its day has ended plus \(configuration.keyPublicationDelaySeconds) seconds.")
+        } else {
+            print("Stored \(receipt.stored) new ids of \(receipt.received) as submission \(receipt.submission); they appear in the next batch (`tracer-server publish`).")
+        }
     }
 }
 
@@ -160,6 +184,17 @@ struct Publish: AsyncParsableCommand {
             print("Removed expired batches: \(report.expiredBatches.map(String.init).joined(separator: ", ")).")
         }
         print("Index lists \(report.liveBatches) batches\(report.indexGeneration.map { " (generation \($0))" } ?? " (unchanged)").")
+        if let batch = report.newKeyBatch {
+            let padding = batch.fakeKeyCount > 0 ? " and \(batch.fakeKeyCount) fake keys" : ""
+            print("Published key batch \(batch.number) with \(batch.keyCount) keys\(padding) (\(batch.byteCount) bytes).")
+        }
+        if report.waitingKeys > 0 {
+            print("\(report.waitingKeys) keys wait for their day to end plus the publication delay.")
+        }
+        if !report.expiredKeyBatches.isEmpty {
+            print("Removed expired key batches: \(report.expiredKeyBatches.map(String.init).joined(separator: ", ")).")
+        }
+        print("Key index lists \(report.liveKeyBatches) key batches\(report.keyIndexGeneration.map { " (generation \($0))" } ?? " (unchanged)").")
     }
 }
 
@@ -182,6 +217,14 @@ struct Status: AsyncParsableCommand {
         print("Stored ids:        \(summary.storedIDs)")
         print("Unpublished ids:   \(summary.unpublishedIDs)")
         print("Live batches:      \(summary.liveBatches)")
+        print("Stored keys:       \(summary.storedKeys)")
+        print("Waiting keys:      \(summary.unpublishedKeys)")
+        print("Live key batches:  \(summary.liveKeyBatches)")
+        if let configuration = try? location.loadConfiguration() {
+            let accepts = configuration.acceptUploads
+            let kinds = accepts == .both ? "ids and keys" : accepts == .keys ? "keys only" : "ids only"
+            print("Accepted uploads:  \(kinds) (acceptUploads; published in keys/index.tpki)")
+        }
         print("Last publication:  \(summary.lastPublishedAt?.utcText ?? "never")")
         print("Open upload codes: \(summary.openUploadCodes)")
     }

@@ -74,7 +74,7 @@ struct LocationOptions: ParsableArguments {
         return Publisher(
             store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,
             retentionSeconds: configuration.retentionSeconds, indexRefreshSeconds: configuration.indexRefreshSeconds,
-            clock: SystemWallClock(), logger: logger)
+            keySettings: KeyPublicationSettings(configuration), clock: SystemWallClock(), logger: logger)
     }
 
     private static func absolute(_ path: String) -> String {

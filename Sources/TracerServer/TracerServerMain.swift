@@ -64,6 +64,7 @@ enum CommandFailure: Error, CustomStringConvertible {
     case unknownAuthority(String, known: [String])
     case unreadableHistory(path: String)
     case invalidHistoryFile(path: String, detail: String)
+    case invalidKeyHistoryFile(path: String, detail: String)
     case rejectedHistory(path: String, detail: String)
     case invalidBind(String)
     case cannotCreateDirectory(path: String, reason: String)
@@ -77,6 +78,8 @@ enum CommandFailure: Error, CustomStringConvertible {
             return "Cannot read the history file \(path); check the path."
         case .invalidHistoryFile(let path, let detail):
             return "The file \(path) is not a history (\(detail)); it must be JSON like {\"ids\": [{\"id\": \"0123456789abcdef\", \"validFrom\": 1700000000, \"validUntil\": 1700000900}]}."
+        case .invalidKeyHistoryFile(let path, let detail):
+            return "The file \(path) is not a key history (\(detail)); it must be JSON like {\"keys\": [{\"day\": 20410, \"intervalSeconds\": 900, \"key\": \"000102030405060708090a0b0c0d0e0f\"}]}."
         case .rejectedHistory(let path, let detail):
             return "The history in \(path) was refused and nothing was stored: \(detail)"
         case .invalidBind(let text):

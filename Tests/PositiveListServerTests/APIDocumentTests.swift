@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import IDRotation
 import PositiveListServer
 import Testing
 
@@ -64,18 +65,24 @@ import Testing
                 operations.append((currentPath, method))
             }
         }
-        #expect(operations.count == 7, "\(operations)")
+        #expect(operations.count == 12, "\(operations)")
 
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         let entries = try HistoryRules(fixture.configuration)
             .validate(SubmittedHistory(ids: Histories.entries(count: 3, endingAt: fixture.clock.now())), now: fixture.clock.now())
         _ = try await fixture.store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
+        let yesterday = UTCDay(containing: fixture.clock.now()).number - 1
+        let keys = try KeyHistoryRules(fixture.configuration).validate(
+            SubmittedKeyHistory(keys: [SubmittedKey(day: yesterday, intervalSeconds: 900, key: String(repeating: "ab", count: 16))]),
+            now: fixture.clock.now())
+        _ = try await fixture.store.appendKeyHistory(keys, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
         try await fixture.makePublisher().publish()
         let documented = operations
         try await fixture.withServer { client in
             for operation in documented {
-                let path = operation.path.replacingOccurrences(of: "{file}", with: "1.tplb")
+                let path = operation.path.replacingOccurrences(
+                    of: "{file}", with: operation.path.hasPrefix("/keys/") ? "1.tpkb" : "1.tplb")
                 let method = HTTPRequest.Method(rawValue: operation.method.uppercased())!
                 let response = try await client.send(path, method)
                 // Without credentials the API answers 401, the files 200: never "no such route".

@@ -33,6 +33,37 @@ import Glibc
         #expect(PositiveListPublicKey(try SigningKeyFile.load(from: fixture.paths.signingKey).publicKey) == printed)
     }
 
+    @Test func appendTakesKeyHistoriesAndPublishPublishesTheDueKeys() throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration()
+        let today = UTCDay(containing: SystemWallClock().now()).number
+        let history = fixture.paths.dataDirectory + "/keys.json"
+        let keys = [SubmittedKey(day: today, intervalSeconds: 900, key: DailyKey.random().hex),
+                    SubmittedKey(day: today - 1, intervalSeconds: 900, key: DailyKey.random().hex),
+                    SubmittedKey(day: today - 2, intervalSeconds: 900, key: DailyKey.random().hex)]
+        try JSONEncoder().encode(SubmittedKeyHistory(keys: keys)).write(to: URL(fileURLWithPath: history))
+
+        let append = try ServerCLI.run(["append", "--keys", "--authority", "Health Authority A", history], fixture: fixture)
+        #expect(append.exitCode == 0, "\(append)")
+        #expect(append.stdout.contains("Stored 3 new keys"))
+        // Read as ids, the same file is refused and says what an id history looks like.
+        let asIDs = try ServerCLI.run(["append", "--authority", "Health Authority A", history], fixture: fixture)
+        #expect(asIDs.exitCode != 0)
+        #expect(asIDs.stderr.contains("ids is missing"))
+
+        let publish = try ServerCLI.run(["publish"], fixture: fixture)
+        #expect(publish.exitCode == 0, "\(publish)")
+        // Today's key waits; yesterday's waits too until 02:07:30 UTC (15-minute windows).
+        let due = SystemWallClock().now() >= UTCDay(number: today).start + 7_200 + 450 ? 2 : 1
+        #expect(publish.stdout.contains("Published key batch 1 with \(due) keys"), "\(publish.stdout)")
+        #expect(publish.stdout.contains("\(3 - due) keys wait"))
+        let status = try ServerCLI.run(["status"], fixture: fixture)
+        #expect(status.stdout.contains("Live key batches:  1"))
+        #expect(status.stdout.contains("Accepted uploads:  ids and keys"))
+        #expect(!(append.stdout + append.stderr + publish.stdout + publish.stderr).contains(keys[0].key))
+    }
+
     @Test func anAuthorityWorksOfflineWithAppendIssueCodePublishAndStatus() throws {
         let fixture = try freshFixture()
         defer { fixture.remove() }

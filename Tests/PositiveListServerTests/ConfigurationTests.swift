@@ -90,3 +90,32 @@ import Testing
         #expect("\(code)".hasPrefix("code#"))
     }
 }
+
+@Suite struct KeyConfigurationTests {
+    let authority = #""authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}]"#
+
+    func parse(_ extra: String = "") throws(ConfigurationError) -> ServerConfiguration {
+        try ServerConfiguration.parse(Data("{\(authority)\(extra.isEmpty ? "" : ", " + extra)}".utf8), path: "config.json")
+    }
+
+    @Test func keyDefaultsFollowTheIssue() throws {
+        let configuration = try parse()
+        #expect(configuration.acceptUploads == .both)
+        #expect(configuration.keyPublicationDelaySeconds == 7_200)
+        #expect(configuration.keyPaddingMultiplier == 1.0)
+        #expect(configuration.maxKeysPerHistory >= 29)
+    }
+
+    @Test func keySettingsAreReadAndChecked() throws {
+        #expect(try parse(#""acceptUploads": "ids""#).acceptUploads == .ids)
+        #expect(try parse(#""acceptUploads": "keys""#).acceptUploads == .keys)
+        #expect(try parse(#""keyPublicationDelaySeconds": 0"#).keyPublicationDelaySeconds == 0)
+        #expect(try parse(#""keyPaddingMultiplier": 1.5"#).keyPaddingMultiplier == 1.5)
+        for bad in [
+            #""acceptUploads": "none""#, #""keyPublicationDelaySeconds": -1"#, #""keyPaddingMultiplier": 0.5"#,
+            #""keyPaddingMultiplier": 11"#, #""maxKeysPerHistory": 0"#,
+        ] {
+            #expect(throws: ConfigurationError.self, "\(bad)") { try parse(bad) }
+        }
+    }
+}

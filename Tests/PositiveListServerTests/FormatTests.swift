@@ -112,6 +112,22 @@ import Testing
         }
     }
 
+    /// A count near 2^64 in a signed header used to overflow the expected length and trap.
+    @Test func hugeCountsAreRefusedNotTrapped() throws {
+        for count in [UInt64.max, UInt64.max / 16, UInt64(Int.max), 1 << 59] {
+            var batch = Array(try PositiveListBatch.encode(number: 1, entries: sortedEntries(2), signingKey: key).dropLast(64))
+            batch.replaceSubrange(32..<40, with: (0..<8).map { UInt8(truncatingIfNeeded: count >> (56 - 8 * $0)) })
+            #expect(throws: PositiveListFormatError.self) {
+                try PositiveListBatch(verifying: try SignedFile.sign(batch, with: key), publicKey: publicKey)
+            }
+            var index = Array(try PositiveListIndex(generation: 1, publishedAt: 1, batches: []).encode(signingKey: key).dropLast(64))
+            index.replaceSubrange(24..<32, with: (0..<8).map { UInt8(truncatingIfNeeded: count >> (56 - 8 * $0)) })
+            #expect(throws: PositiveListFormatError.self) {
+                try PositiveListIndex(verifying: try SignedFile.sign(index, with: key), publicKey: publicKey)
+            }
+        }
+    }
+
     @Test func publicKeyTextRoundTripsAndRejectsGarbage() throws {
         #expect(try PositiveListPublicKey(base64: publicKey.base64) == publicKey)
         #expect(throws: PositiveListFormatError.invalidPublicKey) { try PositiveListPublicKey(base64: "not a key") }

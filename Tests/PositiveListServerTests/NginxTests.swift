@@ -62,6 +62,9 @@ final class NginxInstance {
             let entries = try HistoryRules(fixture.configuration)
                 .validate(SubmittedHistory(ids: Histories.entries(count: 500, endingAt: fixture.clock.now(), seed: UInt64(seed))), now: fixture.clock.now())
             _ = try await fixture.store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
+            let yesterday = UTCDay(containing: fixture.clock.now()).number - 1
+            let keys = [DailyKeyRecord(day: UTCDay(number: yesterday), intervalSeconds: 900, key: DailyKey.random())]
+            _ = try await fixture.store.appendKeyHistory(keys, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
             try await fixture.makePublisher().publish()
             fixture.clock.advance(by: 3_600)
         }
@@ -93,6 +96,16 @@ final class NginxInstance {
             let direct = try await apiClient.send("/batches/2.tplb", .get)
             let proxied = try await nginx.get("/batches/2.tplb")
             #expect(proxied.body.map { Array($0.readableBytesView) } == direct.bytes)
+
+            // Key files (format version 2) are served the same way, byte for byte.
+            let keyIndex = try await nginx.get("/keys/index.tpki")
+            #expect(keyIndex.headers[.cacheControl] == "public, max-age=60")
+            let keyIndexBytes = try #require(keyIndex.body.map { Array($0.readableBytesView) })
+            #expect(try PositiveListKeyIndex(verifying: keyIndexBytes, publicKey: fixture.publicKey).batches.map(\.number) == [1, 2])
+            let keyBatch = try await nginx.get("/keys/2.tpkb")
+            #expect(keyBatch.headers[.cacheControl] == "public, max-age=31536000, immutable")
+            #expect(keyBatch.body.map { Array($0.readableBytesView) } == (try await apiClient.send("/keys/2.tpkb", .get)).bytes)
+            #expect(try await nginx.get("/keys/").status == .notFound)
 
             // Nothing but the published files: no listings, no temporary files.
             #expect(FileManager.default.createFile(atPath: fixture.paths.published.batchesPath + "/.tmp-index.tpli-x", contents: Data([1])))

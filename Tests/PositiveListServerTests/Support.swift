@@ -92,7 +92,8 @@ struct ServerFixture: Sendable {
     func makePublisher(faultInjection: Publisher.FaultInjection? = nil) -> Publisher {
         Publisher(
             store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: signingKey,
-            retentionSeconds: configuration.retentionSeconds, clock: clock, logger: logs.logger, faultInjection: faultInjection)
+            retentionSeconds: configuration.retentionSeconds, keySettings: KeyPublicationSettings(configuration), clock: clock,
+            logger: logs.logger, faultInjection: faultInjection)
     }
 
     var components: ServerComponents {

@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import PositiveListFormat
 
 /// The server's settings, read from a JSON file the operator writes.
 ///
@@ -25,6 +26,26 @@ public struct ServerConfiguration: Sendable {
     /// client address from the last `X-Forwarded-For` hop instead, which only a trusted proxy
     /// may set.
     public var trustForwardedFor: Bool = false
+    /// The authority's choice of what a diagnosed person may upload: ids (unlinkable, 1.5 kB a
+    /// day to every node), daily keys (about 16 bytes, linkable once published), or either.
+    /// Published in the signed key index so nodes can follow it.
+    public var acceptUploads: AcceptedUploads = .both
+    /// 29 days (the retention period and today) at one interval, with room for a node that
+    /// changed its interval during a day: every (day, interval) pair appears at most once.
+    public var maxKeysPerHistory: Int = 64
+    /// How long after the end of a key's UTC day it may be published (GAEN's rule): a key
+    /// published earlier would let anyone broadcast its ids while they are still valid.
+    public var keyPublicationDelaySeconds: Int64 = 7_200
+    /// Published keys per real key: 1.0 publishes none fake; 2.0 adds one random key per real
+    /// one, hiding the number of uploads at the cost of twice the bytes for every node.
+    public var keyPaddingMultiplier: Double = 1.0
+    /// Due keys are held until at least this many are due, so that a key batch does not hold a
+    /// single upload's keys (which would link them to each other); 1 holds nothing. One upload
+    /// brings at most `maxKeysPerHistory` keys. The Corona-Warn-App holds keys until 140.
+    public var keyBatchMinimumKeys: Int = 1
+    /// Held keys are published anyway once the first of them has been due this long, so that a
+    /// quiet server still warns contacts.
+    public var keyBatchMaximumHoldSeconds: Int64 = 86_400
 
     public init(authorities: [AuthorityConfiguration]) {
         self.authorities = authorities
@@ -39,7 +60,8 @@ public struct ServerConfiguration: Sendable {
     private static let knownKeys: Set<String> = [
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
         "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
-        "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor",
+        "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "acceptUploads", "maxKeysPerHistory",
+        "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
     ]
 
     /// Reads and checks the file at `path`.
@@ -77,6 +99,19 @@ public struct ServerConfiguration: Sendable {
         if let value = file.indexMaxAgeSeconds { configuration.indexMaxAgeSeconds = value }
         if let value = file.indexRefreshSeconds { configuration.indexRefreshSeconds = value }
         if let value = file.trustForwardedFor { configuration.trustForwardedFor = value }
+        if let value = file.acceptUploads {
+            switch value {
+            case "ids": configuration.acceptUploads = .ids
+            case "keys": configuration.acceptUploads = .keys
+            case "both": configuration.acceptUploads = .both
+            default: throw .invalidValue(path: path, detail: #"acceptUploads must be "ids", "keys" or "both""#)
+            }
+        }
+        if let value = file.maxKeysPerHistory { configuration.maxKeysPerHistory = value }
+        if let value = file.keyPublicationDelaySeconds { configuration.keyPublicationDelaySeconds = value }
+        if let value = file.keyPaddingMultiplier { configuration.keyPaddingMultiplier = value }
+        if let value = file.keyBatchMinimumKeys { configuration.keyBatchMinimumKeys = value }
+        if let value = file.keyBatchMaximumHoldSeconds { configuration.keyBatchMaximumHoldSeconds = value }
         try configuration.validate(path: path)
         return configuration
     }
@@ -100,6 +135,13 @@ public struct ServerConfiguration: Sendable {
         try require(failedAttemptsPerMinute >= 1, "failedAttemptsPerMinute must be at least 1")
         try require(indexMaxAgeSeconds >= 0, "indexMaxAgeSeconds must not be negative")
         try require((60...86_400).contains(indexRefreshSeconds), "indexRefreshSeconds must be between 60 and 86400")
+        try require(!acceptUploads.isEmpty, #"acceptUploads must be "ids", "keys" or "both""#)
+        try require((1...1_000).contains(maxKeysPerHistory), "maxKeysPerHistory must be between 1 and 1000")
+        try require((0...86_400).contains(keyPublicationDelaySeconds), "keyPublicationDelaySeconds must be between 0 and 86400")
+        try require((1.0...10.0).contains(keyPaddingMultiplier), "keyPaddingMultiplier must be between 1.0 (no fake keys) and 10.0")
+        try require((1...100_000).contains(keyBatchMinimumKeys), "keyBatchMinimumKeys must be between 1 (hold nothing) and 100000")
+        try require(
+            (0...7 * 86_400).contains(keyBatchMaximumHoldSeconds), "keyBatchMaximumHoldSeconds must be between 0 and 604800 (a week)")
         // The index is re-signed at the first publication once it is indexRefreshSeconds old, so
         // it can reach the sum; nodes call a list signed more than two days ago outdated.
         try require(
@@ -142,6 +184,12 @@ private struct ConfigurationFile: Decodable {
     var indexMaxAgeSeconds: Int?
     var indexRefreshSeconds: Int64?
     var trustForwardedFor: Bool?
+    var acceptUploads: String?
+    var maxKeysPerHistory: Int?
+    var keyPublicationDelaySeconds: Int64?
+    var keyPaddingMultiplier: Double?
+    var keyBatchMinimumKeys: Int?
+    var keyBatchMaximumHoldSeconds: Int64?
 }
 
 /// One health authority: a display name (used in logs and the audit table) and the SHA-256 of

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import PositiveListFormat
 
 /// A refusal as every client sees it: a 4xx status and `{"error": code, "detail": sentence}`.
 public struct APIError: HTTPResponseError, Sendable {
@@ -42,6 +43,17 @@ public struct APIError: HTTPResponseError, Sendable {
     static let unknownCode = APIError(.unauthorized, "invalid_code", "The upload code is not valid; check it, or ask the health authority for a new one.")
     static let expiredCode = APIError(.unauthorized, "expired_code", "The upload code has expired; ask the health authority for a new one.")
     static let usedCode = APIError(.unauthorized, "used_code", "The upload code was already used; ask the health authority for a new one.")
+
+    /// The authority's setting (`acceptUploads`), also published in `keys/index.tpki`.
+    static func uploadKindNotAccepted(_ kind: AcceptedUploads) -> APIError {
+        kind == .keys
+            ? APIError(
+                .forbidden, "upload_kind_not_accepted",
+                "This server does not accept daily keys: the health authority publishes ids only. Upload the ids instead (POST /v1/histories).")
+            : APIError(
+                .forbidden, "upload_kind_not_accepted",
+                "This server does not accept ids: the health authority publishes daily keys only. Upload the keys instead (POST /v1/key-histories).")
+    }
 }
 
 /// Turns every error a handler or the router throws into the JSON error body, so no client ever

@@ -61,6 +61,18 @@ final class PublishedFileServer: Sendable {
                 return try self.respond(
                     relativePath: PositiveListBatch.relativePath(number: number), cacheControl: Self.batchCacheControl, request: request)
             }
+            // The key index and key batches share one directory, hence one route.
+            router.on("keys/:name", method: method) { request, context in
+                let name = try context.parameters.require("name")
+                if "keys/" + name == PositiveListKeyIndex.relativePath {
+                    return try self.respond(relativePath: PositiveListKeyIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
+                }
+                guard name.hasSuffix(".tpkb"), let number = UInt64(name.dropLast(5)), name == "\(number).tpkb" else {
+                    throw APIError.forStatus(.notFound)
+                }
+                return try self.respond(
+                    relativePath: PositiveListKeyBatch.relativePath(number: number), cacheControl: Self.batchCacheControl, request: request)
+            }
         }
     }
 

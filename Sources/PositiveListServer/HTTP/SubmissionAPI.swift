@@ -6,7 +6,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 
-/// `POST /v1/codes` and `POST /v1/histories`: authentication, the brute-force limit, body
+/// `POST /v1/codes`, `POST /v1/histories` and `POST /v1/key-histories`: authentication, the brute-force limit, body
 /// limits and validation, in front of the store.
 struct SubmissionAPI: Sendable {
     static let uploadCodeHeader = HTTPField.Name("Upload-Code")!
@@ -17,6 +17,7 @@ struct SubmissionAPI: Sendable {
     let configuration: ServerConfiguration
     let authorities: AuthorityRegistry
     let rules: HistoryRules
+    let keyRules: KeyHistoryRules
     let store: ServerStore
     let clock: any WallClock
     let limiter: FailedAttemptLimiter
@@ -25,6 +26,7 @@ struct SubmissionAPI: Sendable {
         self.configuration = configuration
         self.authorities = AuthorityRegistry(configuration.authorities)
         self.rules = HistoryRules(configuration)
+        self.keyRules = KeyHistoryRules(configuration)
         self.store = store
         self.clock = clock
         self.limiter = FailedAttemptLimiter(limitPerMinute: configuration.failedAttemptsPerMinute, clock: clock)
@@ -33,6 +35,7 @@ struct SubmissionAPI: Sendable {
     func addRoutes(to router: Router<PositiveListRequestContext>) {
         router.post("v1/codes") { request, context in try await issueCode(request, context) }
         router.post("v1/histories") { request, context in try await appendHistory(request, context) }
+        router.post("v1/key-histories") { request, context in try await appendKeyHistory(request, context) }
     }
 
     // MARK: Codes
@@ -80,6 +83,49 @@ struct SubmissionAPI: Sendable {
     // MARK: Histories
 
     private func appendHistory(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        try await receiveHistory(request, context, kind: .ids) { body, now, credential, idempotencyKey in
+            let history: SubmittedHistory
+            do throws(HistoryDecodingError) {
+                history = try SubmittedHistory(json: body)
+            } catch {
+                throw APIError(.badRequest, "invalid_json", "The body is not a history: \(error.detail).")
+            }
+            let entries: [PositiveListEntry]
+            do throws(HistoryRejection) {
+                entries = try rules.validate(history, now: now)
+            } catch {
+                throw APIError(.unprocessableContent, error.code, error.detail)
+            }
+            return try await store.appendHistory(entries, credential: credential, idempotencyKey: idempotencyKey(), now: now)
+        }
+    }
+
+    private func appendKeyHistory(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        try await receiveHistory(request, context, kind: .keys) { body, now, credential, idempotencyKey in
+            let history: SubmittedKeyHistory
+            do throws(HistoryDecodingError) {
+                history = try SubmittedKeyHistory(json: body)
+            } catch {
+                throw APIError(.badRequest, "invalid_json", "The body is not a key history: \(error.detail).")
+            }
+            let records: [DailyKeyRecord]
+            do throws(KeyHistoryRejection) {
+                records = try keyRules.validate(history, now: now)
+            } catch {
+                throw APIError(.unprocessableContent, error.code, error.detail)
+            }
+            return try await store.appendKeyHistory(records, credential: credential, idempotencyKey: idempotencyKey(), now: now)
+        }
+    }
+
+    /// What both kinds of history share: the authority's choice of kinds, the brute-force
+    /// limit, credentials, body limits, idempotency and the answers. `store` decodes, validates
+    /// and stores the body; `idempotencyKey()` gives the request's key, if any, with its digest.
+    private func receiveHistory(
+        _ request: Request, _ context: PositiveListRequestContext, kind: AcceptedUploads,
+        store: (Data, UnixSeconds, SubmissionCredential, () -> IdempotencyKey?) async throws -> SubmissionOutcome
+    ) async throws -> Response {
+        guard configuration.acceptUploads.contains(kind) else { throw APIError.uploadKindNotAccepted(kind) }
         let address = clientAddress(request, context)
         try refuseIfLimited(address)
         let credential = try await authenticateSubmitter(request, address: address, context)
@@ -88,32 +134,24 @@ struct SubmissionAPI: Sendable {
         }
         let idempotencyKeyText = try idempotencyKey(request)
         let bodyData = Data(try await readBody(request, limit: configuration.maxRequestBodyBytes).readableBytesView)
-        let history: SubmittedHistory
-        do {
-            history = try SubmittedHistory(json: bodyData)
-        } catch {
-            throw APIError(.badRequest, "invalid_json", "The body is not a history: \(error.detail).")
-        }
+        // A key history's digest covers its kind too: a body that is both a valid id history and
+        // a valid key history must not replay one as the other under the same Idempotency-Key.
+        // Id histories keep the plain digest, so keys stored before key histories still match.
+        let digested = kind == .ids ? bodyData : Data("key-history\n".utf8) + bodyData
         let now = clock.now()
-        let entries: [PositiveListEntry]
-        do {
-            entries = try rules.validate(history, now: now)
-        } catch {
-            throw APIError(.unprocessableContent, error.code, error.detail)
+        let outcome = try await store(bodyData, now, credential) {
+            idempotencyKeyText.map { IdempotencyKey(key: $0, requestDigest: Array(SHA256.hash(data: digested))) }
         }
-        let idempotencyKey = idempotencyKeyText.map {
-            IdempotencyKey(key: $0, requestDigest: Array(SHA256.hash(data: bodyData)))
-        }
-        let outcome = try await store.appendHistory(entries, credential: credential, idempotencyKey: idempotencyKey, now: now)
+        let kindName = kind == .ids ? "ids" : "keys"
         switch outcome {
         case .stored(let receipt):
             context.logger.info("history stored", metadata: [
-                "submission": "\(receipt.submission)", "received": "\(receipt.received)", "new": "\(receipt.stored)",
-                "viaUploadCode": "\(credential.isUploadCode)",
+                "submission": "\(receipt.submission)", "kind": "\(kindName)", "received": "\(receipt.received)",
+                "new": "\(receipt.stored)", "viaUploadCode": "\(credential.isUploadCode)",
             ])
             return try json(.created, receipt)
         case .replayed(let receipt):
-            context.logger.info("history request replayed", metadata: ["submission": "\(receipt.submission)"])
+            context.logger.info("history request replayed", metadata: ["submission": "\(receipt.submission)", "kind": "\(kindName)"])
             return try json(.ok, receipt, headers: [Self.replayedHeader: "true"])
         case .refused(.idempotencyKeyReused):
             throw APIError(

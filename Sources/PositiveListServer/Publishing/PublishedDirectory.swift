@@ -4,8 +4,8 @@ import PositiveListFormat
 import Glibc
 #endif
 
-/// The directory of published files: `index.tpli` and `batches/N.tplb`, self-contained, so any
-/// static web server or CDN can serve it as it is.
+/// The directory of published files: `index.tpli` and `batches/N.tplb`, `keys/index.tpki` and
+/// `keys/N.tpkb`, self-contained, so any static web server or CDN can serve it as it is.
 public struct PublishedDirectory: Sendable {
     public let path: String
 
@@ -18,9 +18,14 @@ public struct PublishedDirectory: Sendable {
 
     public func batchPath(number: UInt64) -> String { path + "/" + PositiveListBatch.relativePath(number: number) }
 
+    public var keyIndexPath: String { path + "/" + PositiveListKeyIndex.relativePath }
+    public var keysPath: String { path + "/keys" }
+
+    public func keyBatchPath(number: UInt64) -> String { path + "/" + PositiveListKeyBatch.relativePath(number: number) }
+
     /// Creates the directory tree, world-readable so a web server's user can serve it.
     public func prepare() throws(FileWriteError) {
-        for directory in [path, batchesPath] {
+        for directory in [path, batchesPath, keysPath] {
             var isDirectory: ObjCBool = false
             if FileManager.default.fileExists(atPath: directory, isDirectory: &isDirectory) {
                 guard isDirectory.boolValue else { throw .cannotCreate(path: directory, reason: "a file of that name is in the way") }
@@ -34,17 +39,22 @@ public struct PublishedDirectory: Sendable {
     }
 
     /// Batch numbers of the `N.tplb` files present.
-    func batchFileNumbers() -> [UInt64] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: batchesPath)) ?? []
+    func batchFileNumbers() -> [UInt64] { Self.numbers(in: batchesPath, suffix: ".tplb") }
+
+    /// Key batch numbers of the `keys/N.tpkb` files present.
+    func keyBatchFileNumbers() -> [UInt64] { Self.numbers(in: keysPath, suffix: ".tpkb") }
+
+    private static func numbers(in directory: String, suffix: String) -> [UInt64] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
         return names.compactMap { name in
-            guard name.hasSuffix(".tplb") else { return nil }
-            return UInt64(name.dropLast(5))
+            guard name.hasSuffix(suffix) else { return nil }
+            return UInt64(name.dropLast(suffix.count))
         }
     }
 
     /// Removes temporary files a crashed writer left behind.
     func removeStaleTemporaryFiles() {
-        for directory in [path, batchesPath] {
+        for directory in [path, batchesPath, keysPath] {
             let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
             for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
                 unlink(directory + "/" + name)

@@ -10,6 +10,13 @@ public enum PublishStep: String, Sendable, CaseIterable {
     case batchRecorded
     case indexTemporaryFileWritten
     case indexReplaced
+    case keyBatchFileWritten
+    case keyBatchRecorded
+    case keyIndexTemporaryFileWritten
+    case keyIndexReplaced
+
+    public static let idSteps: [PublishStep] = [.batchFileWritten, .batchRecorded, .indexTemporaryFileWritten, .indexReplaced]
+    public static let keySteps: [PublishStep] = [.keyBatchFileWritten, .keyBatchRecorded, .keyIndexTemporaryFileWritten, .keyIndexReplaced]
 }
 
 /// What one publication did.
@@ -21,6 +28,12 @@ public struct PublishReport: Sendable, Equatable {
     public var quarantinedSubmissions: [Int64] = []
     public var indexGeneration: UInt64?
     public var liveBatches: Int = 0
+    public var newKeyBatch: KeyBatchRecord?
+    public var expiredKeyBatches: [UInt64] = []
+    public var keyIndexGeneration: UInt64?
+    public var liveKeyBatches: Int = 0
+    /// Accepted keys whose day has not yet ended plus the publication delay.
+    public var waitingKeys: Int = 0
 }
 
 public enum PublishError: Error, Sendable, CustomStringConvertible {
@@ -58,24 +71,29 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
 /// A crash before 4 leaves the previous index, which still names only files that exist (nothing
 /// is deleted before 5); the next run redoes what is missing, because 4 compares the index on
 /// disk with the database rather than trusting that the previous run finished.
+///
+/// Key batches follow the same five steps after the id batch, with their own index
+/// (Publisher+Keys.swift).
 public actor Publisher {
     public typealias FaultInjection = @Sendable (PublishStep) throws -> Void
 
-    private let store: ServerStore
-    private let directory: PublishedDirectory
+    let store: ServerStore
+    let directory: PublishedDirectory
     private let lockPath: String
-    private let signingKey: Curve25519.Signing.PrivateKey
+    let signingKey: Curve25519.Signing.PrivateKey
     private let retentionSeconds: Int64
-    private let indexRefreshSeconds: Int64
+    let indexRefreshSeconds: Int64
+    let keySettings: KeyPublicationSettings
     private let clock: any WallClock
     private let logger: Logger
     private let faultInjection: FaultInjection?
 
     public init(
         store: ServerStore, directory: PublishedDirectory, lockPath: String, signingKey: Curve25519.Signing.PrivateKey,
-        retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, clock: any WallClock, logger: Logger,
-        faultInjection: FaultInjection? = nil
+        retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, keySettings: KeyPublicationSettings = KeyPublicationSettings(),
+        clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil
     ) {
+        self.keySettings = keySettings
         self.store = store
         self.directory = directory
         self.lockPath = lockPath
@@ -134,6 +152,7 @@ public actor Publisher {
             report.liveBatches = live.count
             report.indexGeneration = try await replaceIndexIfStale(live: live, now: now)
             removeUnlistedFiles(live: live)
+            try await publishKeys(now: now, cutoff: cutoff, into: &report)
             try await store.purge(endingBefore: cutoff, now: now)
         } catch let error as ServerStoreError {
             throw .store(error)
@@ -153,6 +172,11 @@ public actor Publisher {
             "expiredBatches": "\(report.expiredBatches.count)",
             "liveBatches": "\(report.liveBatches)",
             "indexGeneration": "\(report.indexGeneration.map(String.init) ?? "unchanged")",
+            "keyBatch": "\(report.newKeyBatch.map { String($0.number) } ?? "none")",
+            "keys": "\(report.newKeyBatch?.keyCount ?? 0)",
+            "fakeKeys": "\(report.newKeyBatch?.fakeKeyCount ?? 0)",
+            "waitingKeys": "\(report.waitingKeys)",
+            "keyIndexGeneration": "\(report.keyIndexGeneration.map(String.init) ?? "unchanged")",
         ])
         return report
     }
@@ -202,7 +226,7 @@ public actor Publisher {
         directory.removeStaleTemporaryFiles()
     }
 
-    private func inject(_ step: PublishStep) throws {
+    func inject(_ step: PublishStep) throws {
         do {
             try faultInjection?(step)
         } catch {

@@ -171,6 +171,40 @@ enum ServerSchema {
             // Published ids are read from the live batch files now (PublishedIDCache).
             try db.execute(sql: "DROP TABLE pending_ids; DROP TABLE published_ids")
         }
+        migrator.registerMigration("v4: daily keys and key batches") { db in
+            try db.execute(sql: """
+                -- What a submission carried: 'ids' or 'keys' (its id_count and new_id_count then
+                -- count keys), for the authority's audit.
+                ALTER TABLE submissions ADD COLUMN kind TEXT NOT NULL DEFAULT 'ids';
+
+                -- Every accepted daily key until its batch expires, keyed by the key itself: the
+                -- table is stored in key order, which for random keys is a random order, and has
+                -- no column linking a key to its submission or to the other keys of its upload.
+                -- batch is NULL while the key waits for its day to end plus the publication delay.
+                CREATE TABLE submitted_keys (
+                    key BLOB NOT NULL PRIMARY KEY CHECK (length(key) = 16),
+                    day INTEGER NOT NULL,
+                    interval INTEGER NOT NULL,
+                    batch INTEGER
+                ) WITHOUT ROWID;
+                -- Publication reads the pending keys that are due; expiry drops a batch's keys.
+                CREATE INDEX submitted_keys_by_batch ON submitted_keys(batch, day);
+
+                -- Published key batches, numbered apart from id batches; like batches, expired
+                -- ones keep their row so that a number is never used twice.
+                CREATE TABLE key_batches (
+                    number INTEGER PRIMARY KEY,
+                    range_start INTEGER NOT NULL,
+                    range_end INTEGER NOT NULL,
+                    byte_count INTEGER NOT NULL,
+                    sha256 BLOB NOT NULL,
+                    key_count INTEGER NOT NULL,
+                    fake_key_count INTEGER NOT NULL,
+                    published_at INTEGER NOT NULL,
+                    expired_at INTEGER
+                );
+                """)
+        }
         return migrator
     }
 }

@@ -38,6 +38,10 @@ public struct StoreSummary: Sendable, Equatable {
     public let liveBatches: Int
     public let lastPublishedAt: UnixSeconds?
     public let openUploadCodes: Int
+    /// Keys pending or in live key batches, real ones only.
+    public let storedKeys: Int
+    public let unpublishedKeys: Int
+    public let liveKeyBatches: Int
 }
 
 extension ServerStore {
@@ -199,7 +203,10 @@ extension ServerStore {
                 liveBatches: try Int.fetchOne(db, sql: "SELECT count(*) FROM batches WHERE expired_at IS NULL") ?? 0,
                 lastPublishedAt: try Int64.fetchOne(db, sql: "SELECT max(published_at) FROM batches"),
                 openUploadCodes: try Int.fetchOne(
-                    db, sql: "SELECT count(*) FROM upload_codes WHERE used_at IS NULL AND expires_at > ?", arguments: [now]) ?? 0)
+                    db, sql: "SELECT count(*) FROM upload_codes WHERE used_at IS NULL AND expires_at > ?", arguments: [now]) ?? 0,
+                storedKeys: try Int.fetchOne(db, sql: "SELECT count(*) FROM submitted_keys") ?? 0,
+                unpublishedKeys: try Int.fetchOne(db, sql: "SELECT count(*) FROM submitted_keys WHERE batch IS NULL") ?? 0,
+                liveKeyBatches: try Int.fetchOne(db, sql: "SELECT count(*) FROM key_batches WHERE expired_at IS NULL") ?? 0)
         }
     }
 

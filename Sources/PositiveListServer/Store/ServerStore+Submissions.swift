@@ -119,32 +119,10 @@ extension ServerStore {
         _ entries: [PositiveListEntry], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds,
         knownIDs: KnownIDs, db: Database
     ) throws -> (SubmissionOutcome, appended: [UInt64]) {
-        let scope = credential.idempotencyScope
-        if let idempotencyKey, let previous = try Row.fetchOne(
-            db, sql: """
-                SELECT k.request_digest, s.number, s.id_count, s.new_id_count
-                FROM idempotency_keys k JOIN submissions s ON s.number = k.submission
-                WHERE k.scope = ? AND k.key = ?
-                """,
-            arguments: [scope, idempotencyKey.key])
-        {
-            let digest: Data = previous[0]
-            guard Array(digest) == idempotencyKey.requestDigest else { return (.refused(.idempotencyKeyReused), []) }
-            return (.replayed(SubmissionReceipt(submission: previous[1], received: previous[2], stored: previous[3])), [])
-        }
-
         let authority: String
-        switch credential {
-        case .authority(let name):
-            authority = name
-        case .uploadCode(let code):
-            switch try Self.status(ofCodeDigest: code.digest, now: now, db: db) {
-            case .unknown: return (.refused(.unknownCode), [])
-            case .expired: return (.refused(.expiredCode), [])
-            case .alreadyUsed: return (.refused(.usedCode), [])
-            case .valid(let owner, _): authority = owner
-            }
-            try db.execute(sql: "UPDATE upload_codes SET used_at = ? WHERE digest = ?", arguments: [now, Data(code.digest)])
+        switch try admit(credential: credential, idempotencyKey: idempotencyKey, now: now, db: db) {
+        case .answered(let outcome): return (outcome, [])
+        case .accepted(let owner): authority = owner
         }
 
         let dataVersion = try db.dataVersion()
@@ -162,13 +140,63 @@ extension ServerStore {
                 sql: "INSERT INTO pending_histories (submission, id_count, entries) VALUES (?, ?, ?)",
                 arguments: [submission, newEntries.count, PendingEntriesBlob.encode(newEntries)])
         }
-        if let idempotencyKey {
-            try db.execute(
-                sql: "INSERT INTO idempotency_keys (scope, key, request_digest, submission, created_at) VALUES (?, ?, ?, ?, ?)",
-                arguments: [scope, idempotencyKey.key, Data(idempotencyKey.requestDigest), submission, now])
-        }
+        try recordIdempotencyKey(idempotencyKey, credential: credential, submission: submission, now: now, db: db)
         return (.stored(SubmissionReceipt(submission: submission, received: entries.count, stored: newEntries.count)),
                 newEntries.map(\.id.rawValue))
+    }
+
+    /// What the credential and idempotency checks decided, before anything is stored.
+    enum Admission {
+        /// A replay, or a refusal: the request's answer, nothing to store.
+        case answered(SubmissionOutcome)
+        /// Store the history for this authority (the upload code, if one, is now used).
+        case accepted(authority: String)
+    }
+
+    /// The checks every kind of history passes first, inside its transaction: a repeated
+    /// idempotency key answers with the first submission (or is refused with another body), an
+    /// upload code must be valid and is marked used.
+    static func admit(
+        credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds, db: Database
+    ) throws -> Admission {
+        let scope = credential.idempotencyScope
+        if let idempotencyKey, let previous = try Row.fetchOne(
+            db, sql: """
+                SELECT k.request_digest, s.number, s.id_count, s.new_id_count
+                FROM idempotency_keys k JOIN submissions s ON s.number = k.submission
+                WHERE k.scope = ? AND k.key = ?
+                """,
+            arguments: [scope, idempotencyKey.key])
+        {
+            let digest: Data = previous[0]
+            guard Array(digest) == idempotencyKey.requestDigest else { return .answered(.refused(.idempotencyKeyReused)) }
+            return .answered(.replayed(SubmissionReceipt(submission: previous[1], received: previous[2], stored: previous[3])))
+        }
+
+        let authority: String
+        switch credential {
+        case .authority(let name):
+            authority = name
+        case .uploadCode(let code):
+            switch try Self.status(ofCodeDigest: code.digest, now: now, db: db) {
+            case .unknown: return .answered(.refused(.unknownCode))
+            case .expired: return .answered(.refused(.expiredCode))
+            case .alreadyUsed: return .answered(.refused(.usedCode))
+            case .valid(let owner, _): authority = owner
+            }
+            try db.execute(sql: "UPDATE upload_codes SET used_at = ? WHERE digest = ?", arguments: [now, Data(code.digest)])
+        }
+
+        return .accepted(authority: authority)
+    }
+
+    static func recordIdempotencyKey(
+        _ idempotencyKey: IdempotencyKey?, credential: SubmissionCredential, submission: Int64, now: UnixSeconds, db: Database
+    ) throws {
+        guard let idempotencyKey else { return }
+        try db.execute(
+            sql: "INSERT INTO idempotency_keys (scope, key, request_digest, submission, created_at) VALUES (?, ?, ?, ?, ?)",
+            arguments: [credential.idempotencyScope, idempotencyKey.key, Data(idempotencyKey.requestDigest), submission, now])
     }
 
     /// The entries whose ids are not `known`, each id once, sorted by id (so publication merges

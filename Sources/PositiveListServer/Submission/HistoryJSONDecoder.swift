@@ -11,6 +11,8 @@ public enum HistoryDecodingError: Error, Sendable, Equatable {
     /// Arrays and objects nested deeper than ``HistoryJSONDecoder/maximumDepth``.
     case nestedTooDeeply(offset: Int)
     case notAnObject
+    /// The key-history form of ``notAnObject``.
+    case notAKeyHistoryObject
     case missingField(path: String)
     case duplicateField(path: String)
     case wrongType(path: String)
@@ -25,6 +27,8 @@ public enum HistoryDecodingError: Error, Sendable, Equatable {
             return "it nests arrays or objects more than \(HistoryJSONDecoder.maximumDepth) deep (at byte \(offset))"
         case .notAnObject:
             return #"it is not a JSON object of the form {"ids": [{"id": "…", "validFrom": …, "validUntil": …}]}"#
+        case .notAKeyHistoryObject:
+            return #"it is not a JSON object of the form {"keys": [{"day": …, "intervalSeconds": …, "key": "…"}]}"#
         case .missingField(let path):
             return "\(path) is missing"
         case .duplicateField(let path):
@@ -63,6 +67,9 @@ extension SubmittedHistory {
 /// ambiguous); and a time must denote an integer exactly (`JSONDecoder` went through Double and
 /// read 1.0000000000000001 as 1).
 ///
+/// `POST /v1/key-histories` is read by the same decoder (KeyHistoryJSONDecoder.swift), with the
+/// same rules.
+///
 /// Hostile input only ever produces a ``HistoryDecodingError``: every read checks the end of
 /// the buffer, integers are checked for overflow, exponents are bounded, and skipped values
 /// may nest at most ``maximumDepth`` deep (the recursion depth, so the stack stays small).
@@ -70,8 +77,8 @@ struct HistoryJSONDecoder {
     /// Far more than the history shape (3 levels) needs, and as deep as skipping may recurse.
     static let maximumDepth = 64
 
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var position = 0
+    let bytes: UnsafeBufferPointer<UInt8>
+    var position = 0
 
     init(_ bytes: UnsafeBufferPointer<UInt8>) {
         self.bytes = bytes
@@ -151,7 +158,7 @@ struct HistoryJSONDecoder {
 
     /// Reads an array's elements, calling `element` for each, which must consume it.
     /// Positioned on the `[`.
-    private mutating func readArray(
+    mutating func readArray(
         depth: Int, _ element: (inout HistoryJSONDecoder) throws(HistoryDecodingError) -> Void
     ) throws(HistoryDecodingError) {
         guard depth <= Self.maximumDepth else { throw .nestedTooDeeply(offset: position) }
@@ -175,7 +182,7 @@ struct HistoryJSONDecoder {
 
     /// Reads an object's members, handing each member's name to `member`, which must consume
     /// the value. Positioned on the `{`.
-    private mutating func readObject(
+    mutating func readObject(
         depth: Int, _ member: (inout HistoryJSONDecoder, String) throws(HistoryDecodingError) -> Void
     ) throws(HistoryDecodingError) {
         guard depth <= Self.maximumDepth else { throw .nestedTooDeeply(offset: position) }
@@ -206,7 +213,7 @@ struct HistoryJSONDecoder {
 
     /// Reads a number that must denote an integer in Int64's range; any other value is the
     /// wrong type (after checking that it is JSON at all).
-    private mutating func readInteger(path: () -> String) throws(HistoryDecodingError) -> Int64 {
+    mutating func readInteger(path: () -> String) throws(HistoryDecodingError) -> Int64 {
         guard let first = peek(), first == ASCII.minus || ASCII.isDigit(first) else {
             try skipValue(depth: 4)
             throw .wrongType(path: path())
@@ -309,7 +316,7 @@ struct HistoryJSONDecoder {
     }
 
     /// Reads a string, positioned on its opening quote.
-    private mutating func readString() throws(HistoryDecodingError) -> String {
+    mutating func readString() throws(HistoryDecodingError) -> String {
         position += 1
         let start = position
         // The fast path: printable ASCII without escapes, as every id is.
@@ -378,7 +385,7 @@ struct HistoryJSONDecoder {
 
     /// Checks and steps over any JSON value: members the history does not use, and values of
     /// the wrong type (so that a syntax error after them is still reported as one).
-    private mutating func skipValue(depth: Int) throws(HistoryDecodingError) {
+    mutating func skipValue(depth: Int) throws(HistoryDecodingError) {
         guard let byte = peek() else { throw .notJSON(offset: position) }
         switch byte {
         case ASCII.openBrace:
@@ -412,17 +419,17 @@ struct HistoryJSONDecoder {
 
     // MARK: Bytes
 
-    private func peek() -> UInt8? {
+    func peek() -> UInt8? {
         position < bytes.count ? bytes[position] : nil
     }
 
-    private mutating func next() -> UInt8? {
+    mutating func next() -> UInt8? {
         guard position < bytes.count else { return nil }
         defer { position += 1 }
         return bytes[position]
     }
 
-    private mutating func skipWhitespace() {
+    mutating func skipWhitespace() {
         while position < bytes.count {
             switch bytes[position] {
             case ASCII.space, ASCII.tab, ASCII.lineFeed, ASCII.carriageReturn: position += 1
@@ -431,13 +438,13 @@ struct HistoryJSONDecoder {
         }
     }
 
-    private mutating func expectEnd() throws(HistoryDecodingError) {
+    mutating func expectEnd() throws(HistoryDecodingError) {
         skipWhitespace()
         guard position == bytes.count else { throw .notJSON(offset: position) }
     }
 }
 
-private enum ASCII {
+enum ASCII {
     static let openBrace = UInt8(ascii: "{")
     static let closeBrace = UInt8(ascii: "}")
     static let openBracket = UInt8(ascii: "[")

@@ -1,0 +1,180 @@
+import Crypto
+import IDRotation
+
+/// A published key batch: a signed, immutable file of daily keys grouped by (UTC day, rotation
+/// interval), from which a node derives each key's ids (docs/daily-keys.md).
+///
+/// Layout (all integers big-endian; see docs/positive-list-format.md, "Key batches"): a 24-byte
+/// header, `groupCount` group headers of 12 bytes (day, interval, key count), the keys of every
+/// group in group order (16 bytes each), then a 64-byte Ed25519 signature over all preceding
+/// bytes. The day and interval are written once per group rather than once per key: that is
+/// what brings a published key to about 16 bytes, against 1,536 for a day of ids.
+///
+/// Groups are in strictly increasing (day, interval) order and keys strictly increasing within
+/// their group. Keys are random, so that order is a random permutation of the uploads: nothing
+/// in the file tells which keys came from the same person.
+public struct PositiveListKeyBatch: Sendable {
+    public static let magic: [UInt8] = Array("TPKB".utf8)
+    /// Format version 2 introduced key batches; version 1 files are id batches and indexes.
+    public static let version: UInt8 = 2
+    public static let headerByteCount = 24
+    public static let groupByteCount = 12
+    public static let keyByteCount = DailyKey.byteCount
+
+    /// The keys of one (day, interval) pair: positions `keys` of the batch.
+    public struct Group: Sendable, Equatable {
+        public let day: UTCDay
+        public let intervalSeconds: Int64
+        public let keys: Range<Int>
+
+        public init(day: UTCDay, intervalSeconds: Int64, keys: Range<Int>) {
+            self.day = day
+            self.intervalSeconds = intervalSeconds
+            self.keys = keys
+        }
+    }
+
+    public let number: UInt64
+    public let groups: [Group]
+    public let count: Int
+    /// The verified file without its signature; keys are read from it on demand.
+    private let body: [UInt8]
+    private let keysOffset: Int
+
+    /// Builds the signed file for `records`, in any order; they are grouped and sorted here.
+    /// A key repeated within one (day, interval) is refused: the store never hands one over.
+    public static func encode(
+        number: UInt64, records: [DailyKeyRecord], signingKey: Curve25519.Signing.PrivateKey
+    ) throws -> [UInt8] {
+        let sorted = records.sorted { lhs, rhs in
+            if lhs.day != rhs.day { return lhs.day < rhs.day }
+            if lhs.intervalSeconds != rhs.intervalSeconds { return lhs.intervalSeconds < rhs.intervalSeconds }
+            return lhs.key.bytes.lexicographicallyPrecedes(rhs.key.bytes)
+        }
+        var groups: [(day: UInt32, interval: UInt32, count: UInt32)] = []
+        for (position, record) in sorted.enumerated() {
+            guard let day = UInt32(exactly: record.day.number), let interval = UInt32(exactly: record.intervalSeconds),
+                  let derivation = try? IDDerivation(intervalSeconds: record.intervalSeconds),
+                  !derivation.windowIndices(of: record.day).isEmpty
+            else { throw PositiveListFormatError.keyGroupOutOfRange(group: groups.count) }
+            if let last = groups.last, last.day == day, last.interval == interval {
+                guard sorted[position - 1].key.bytes != record.key.bytes else {
+                    throw PositiveListFormatError.keysNotSorted(position: position)
+                }
+                groups[groups.count - 1].count += 1
+            } else {
+                groups.append((day, interval, 1))
+            }
+        }
+        var writer = ByteWriter(
+            capacity: headerByteCount + groups.count * groupByteCount + sorted.count * keyByteCount + SignedFile.signatureByteCount)
+        writer.append(magic)
+        writer.append(version)
+        writer.append([0, 0, 0])
+        writer.append(number)
+        writer.append(UInt32(groups.count))
+        writer.append(UInt32(sorted.count))
+        for group in groups {
+            writer.append(group.day)
+            writer.append(group.interval)
+            writer.append(group.count)
+        }
+        for record in sorted { writer.append(record.key.bytes) }
+        return try SignedFile.sign(writer.bytes, with: signingKey)
+    }
+
+    /// Parses `file` after checking its signature with `publicKey`, and checks every group and key.
+    public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
+        let body = try SignedFile.verifiedBody(file, kind: .keyBatch, minimumBodySize: Self.headerByteCount, publicKey: publicKey.key)
+        try self.init(verifiedBody: Array(body))
+    }
+
+    /// Parses `file` after checking it against its key index entry (number, size, SHA-256) and
+    /// its own signature.
+    public init(
+        verifying file: [UInt8], listedAs listing: PositiveListIndex.BatchListing, publicKey: PositiveListPublicKey
+    ) throws(PositiveListFormatError) {
+        guard file.count == listing.byteCount else {
+            throw .lengthMismatch(.keyBatch, expected: listing.byteCount, actual: file.count)
+        }
+        guard Array(SHA256.hash(data: file)) == listing.sha256 else { throw .digestMismatch(batchNumber: listing.number) }
+        try self.init(verifying: file, publicKey: publicKey)
+        guard number == listing.number else { throw .batchNumberMismatch(expected: listing.number, actual: number) }
+    }
+
+    private init(verifiedBody bytes: [UInt8]) throws(PositiveListFormatError) {
+        guard Array(bytes[0..<4]) == Self.magic else { throw .wrongMagic(.keyBatch) }
+        guard bytes[4] == Self.version else { throw .unsupportedVersion(.keyBatch, version: bytes[4]) }
+        let groupCount = Int(bytes.readInteger(at: 16, as: UInt32.self))
+        let keyCount = Int(bytes.readInteger(at: 20, as: UInt32.self))
+        // Both counts are 32-bit, so the product cannot overflow a 64-bit Int: a hostile count
+        // is refused here, before anything is allocated for it.
+        let keysOffset = Self.headerByteCount + groupCount * Self.groupByteCount
+        let expected = keysOffset + keyCount * Self.keyByteCount
+        guard bytes.count == expected else {
+            throw .lengthMismatch(.keyBatch, expected: expected + SignedFile.signatureByteCount, actual: bytes.count + SignedFile.signatureByteCount)
+        }
+        var groups: [Group] = []
+        groups.reserveCapacity(groupCount)
+        var start = 0
+        var previous: (day: UInt32, interval: UInt32)?
+        for group in 0..<groupCount {
+            let offset = Self.headerByteCount + group * Self.groupByteCount
+            let day = bytes.readInteger(at: offset, as: UInt32.self)
+            let interval = bytes.readInteger(at: offset + 4, as: UInt32.self)
+            let count = Int(bytes.readInteger(at: offset + 8, as: UInt32.self))
+            if let previous, (previous.day, previous.interval) >= (day, interval) { throw .keyGroupsNotSorted(group: group) }
+            guard count > 0 else { throw .emptyKeyGroup(group: group) }
+            guard let derivation = try? IDDerivation(intervalSeconds: Int64(interval)),
+                  !derivation.windowIndices(of: UTCDay(number: Int64(day))).isEmpty
+            else { throw .keyGroupOutOfRange(group: group) }
+            guard start + count <= keyCount else { throw .keyCountMismatch(header: UInt64(keyCount), groups: UInt64(start + count)) }
+            groups.append(Group(day: UTCDay(number: Int64(day)), intervalSeconds: Int64(interval), keys: start..<start + count))
+            start += count
+            previous = (day, interval)
+        }
+        guard start == keyCount else { throw .keyCountMismatch(header: UInt64(keyCount), groups: UInt64(start)) }
+        for group in groups {
+            for position in group.keys.dropFirst() {
+                let offset = keysOffset + position * Self.keyByteCount
+                let before = bytes[offset - Self.keyByteCount..<offset]
+                guard before.lexicographicallyPrecedes(bytes[offset..<offset + Self.keyByteCount]) else {
+                    throw .keysNotSorted(position: position)
+                }
+            }
+        }
+        self.number = bytes.readInteger(at: 8, as: UInt64.self)
+        self.groups = groups
+        self.count = keyCount
+        self.body = bytes
+        self.keysOffset = keysOffset
+    }
+
+    /// The key at `position` (0 ..< count), in file order.
+    public func key(at position: Int) -> DailyKey {
+        let offset = keysOffset + position * Self.keyByteCount
+        // Exactly 16 bytes by the length check in init.
+        return try! DailyKey(bytes: body[offset..<offset + Self.keyByteCount])
+    }
+
+    /// Every key with its day and interval, in file order.
+    public var records: [DailyKeyRecord] {
+        groups.flatMap { group in
+            group.keys.map { DailyKeyRecord(day: group.day, intervalSeconds: group.intervalSeconds, key: key(at: $0)) }
+        }
+    }
+
+    /// From the start of the first day to the end of the last: what retention and the index use.
+    public var timeRange: PublishedTimeRange { Self.timeRange(days: groups.map(\.day)) }
+
+    static func timeRange(days: [UTCDay]) -> PublishedTimeRange {
+        guard let first = days.min(), let last = days.max() else { return PublishedTimeRange(start: 0, end: 0) }
+        return PublishedTimeRange(start: first.start, end: last.end)
+    }
+
+    /// The time range a batch of `records` is listed with in the key index.
+    public static func timeRange(of records: [DailyKeyRecord]) -> PublishedTimeRange { timeRange(days: records.map(\.day)) }
+
+    /// The file name of key batch `number` inside the published directory.
+    public static func relativePath(number: UInt64) -> String { "keys/\(number).tpkb" }
+}

@@ -1,0 +1,103 @@
+import Foundation
+
+/// One daily key of an uploaded key history as JSON carries it.
+public struct SubmittedKey: Codable, Sendable, Equatable {
+    /// The UTC day, numbered from 1970-01-01 = 0: the number the node's store and the
+    /// published key batch use, so no calendar is involved anywhere.
+    public var day: Int64
+    public var intervalSeconds: Int64
+    /// 32 hexadecimal characters.
+    public var key: String
+
+    public init(day: Int64, intervalSeconds: Int64, key: String) {
+        self.day = day
+        self.intervalSeconds = intervalSeconds
+        self.key = key
+    }
+}
+
+/// The body of `POST /v1/key-histories`: `{"keys": [{"day": N, "intervalSeconds": N, "key": "…"}]}`.
+public struct SubmittedKeyHistory: Codable, Sendable, Equatable {
+    public var keys: [SubmittedKey]
+
+    public init(keys: [SubmittedKey]) {
+        self.keys = keys
+    }
+
+    /// Decodes with ``HistoryJSONDecoder``, by the same rules as an id history: unknown members
+    /// skipped, repeated or missing fields refused, numbers that must denote integers exactly.
+    public init(json: Data) throws(HistoryDecodingError) {
+        let decoded = json.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<SubmittedKeyHistory, HistoryDecodingError> in
+            var decoder = HistoryJSONDecoder(raw.bindMemory(to: UInt8.self))
+            return Result { () throws(HistoryDecodingError) in try decoder.decodeKeyHistory() }
+        }
+        self = try decoded.get()
+    }
+}
+
+extension HistoryJSONDecoder {
+    mutating func decodeKeyHistory() throws(HistoryDecodingError) -> SubmittedKeyHistory {
+        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { position = 3 }
+        skipWhitespace()
+        guard let first = peek() else { throw .notJSON(offset: position) }
+        guard first == ASCII.openBrace else {
+            try skipValue(depth: 1)
+            try expectEnd()
+            throw .notAKeyHistoryObject
+        }
+        var keys: [SubmittedKey]?
+        try readObject(depth: 1) { (decoder: inout HistoryJSONDecoder, name: String) throws(HistoryDecodingError) in
+            guard name == "keys" else { return try decoder.skipValue(depth: 2) }
+            guard keys == nil else { throw .duplicateField(path: "keys") }
+            keys = try decoder.readKeys()
+        }
+        try expectEnd()
+        guard let keys else { throw .missingField(path: "keys") }
+        return SubmittedKeyHistory(keys: keys)
+    }
+
+    private mutating func readKeys() throws(HistoryDecodingError) -> [SubmittedKey] {
+        guard peek() == ASCII.openBracket else {
+            try skipValue(depth: 2)
+            throw .wrongType(path: "keys")
+        }
+        var keys: [SubmittedKey] = []
+        try readArray(depth: 2) { (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in
+            keys.append(try decoder.readKey(index: keys.count))
+        }
+        return keys
+    }
+
+    private mutating func readKey(index: Int) throws(HistoryDecodingError) -> SubmittedKey {
+        guard peek() == ASCII.openBrace else {
+            try skipValue(depth: 3)
+            throw .wrongType(path: "keys[\(index)]")
+        }
+        var day: Int64?
+        var interval: Int64?
+        var key: String?
+        try readObject(depth: 3) { (decoder: inout HistoryJSONDecoder, name: String) throws(HistoryDecodingError) in
+            switch name {
+            case "day":
+                guard day == nil else { throw .duplicateField(path: "keys[\(index)].day") }
+                day = try decoder.readInteger(path: { "keys[\(index)].day" })
+            case "intervalSeconds":
+                guard interval == nil else { throw .duplicateField(path: "keys[\(index)].intervalSeconds") }
+                interval = try decoder.readInteger(path: { "keys[\(index)].intervalSeconds" })
+            case "key":
+                guard key == nil else { throw .duplicateField(path: "keys[\(index)].key") }
+                guard decoder.peek() == ASCII.quote else {
+                    try decoder.skipValue(depth: 4)
+                    throw .wrongType(path: "keys[\(index)].key")
+                }
+                key = try decoder.readString()
+            default:
+                try decoder.skipValue(depth: 4)
+            }
+        }
+        guard let day else { throw .missingField(path: "keys[\(index)].day") }
+        guard let interval else { throw .missingField(path: "keys[\(index)].intervalSeconds") }
+        guard let key else { throw .missingField(path: "keys[\(index)].key") }
+        return SubmittedKey(day: day, intervalSeconds: interval, key: key)
+    }
+}
