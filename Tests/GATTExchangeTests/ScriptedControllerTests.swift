@@ -157,6 +157,31 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// Peers rotate with us at the window's end: no connect request starts in its last moments,
+    /// where it could go unanswered; the same sighting earlier in a window starts one.
+    @Test func noAttemptStartsJustBeforeOurWindowEnds() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            configuration.initiationSpread = .zero
+            configuration.deferToPeerDelay = .zero
+        }
+        let now = SystemWallClock().now()
+        await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now - 10, end: now + 2)))
+        // Heard again and again, as a peer advertising every 50 ms is (scanning restarts after a rotation).
+        for _ in 0..<10 {
+            controller.advertise(from: Self.peerA)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started just before the rotation")
+        await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now, end: now + 600)))
+        #expect(await eventually {
+            controller.advertise(from: Self.peerA)
+            try? await Task.sleep(for: .milliseconds(50))
+            return controller.state.withLock { $0.createConnections } == 1
+        })
+        await exchange.stop()
+        await host.close()
+    }
+
     /// The controller is initiating for nobody (a host before us, or a cancel it took without
     /// effect): LE Create Connection is refused with Command Disallowed. The node must end that
     /// initiation, so that the next attempt goes through, instead of failing forever.

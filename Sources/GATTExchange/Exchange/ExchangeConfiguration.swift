@@ -25,6 +25,9 @@ public struct ExchangeConfiguration: Sendable {
     /// ago and advertising is off meanwhile, so the wait is short: four advertising intervals of a
     /// Tracer node or a GAEN phone.
     public var retryTimeout: Duration = .seconds(1)
+    /// No connection attempt starts this long before our id's window ends (see
+    /// `ProximityExchange.isJustBeforeRotation`); whole seconds, at least the connection timeout.
+    public var quietBeforeRotation: Duration = .seconds(2)
     public var maxOutgoingConnections = 2
     /// After a failed connection attempt, this long (jittered from half to all of it) without
     /// initiating, so that peers trying to connect to us get through.
