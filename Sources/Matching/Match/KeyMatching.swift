@@ -69,6 +69,7 @@ extension PositiveListMatcher {
             total.matches += outcome.matches
             total.idsChecked += outcome.idsChecked
             total.idsSeenOutsideTheirWindow += outcome.idsSeenOutsideTheirWindow
+            total.keysChecked += outcome.keysChecked
         }
         return total
     }
@@ -101,6 +102,7 @@ extension PositiveListMatcher {
             total.matches += outcome.matches
             total.idsChecked += outcome.idsChecked
             total.idsSeenOutsideTheirWindow += outcome.idsSeenOutsideTheirWindow
+            total.keysChecked += outcome.keysChecked
         }
         return total
     }
@@ -116,6 +118,7 @@ extension PositiveListMatcher {
         let indices = derivation.windowIndices(of: record.day)
         guard !indices.isEmpty, indices.count <= buffer.count else { return }
         derivation.ids(key: record.key, windowIndices: indices, into: buffer)
+        outcome.keysChecked += 1
         outcome.idsChecked += indices.count
         for offset in 0..<indices.count {
             let id = buffer[offset]

@@ -28,6 +28,8 @@ public struct MatchOutcome: Sendable {
     /// Listed ids that the node met, but outside their validity window (replays, or clocks far
     /// apart); never counted as exposure.
     public var idsSeenOutsideTheirWindow: Int
+    /// Published daily keys expanded into ids (those ids are counted in `idsChecked` too).
+    public var keysChecked: Int = 0
 }
 
 /// Matches published batches against the node's logged encounters, locally.
