@@ -100,6 +100,7 @@ public struct ExposureChecker: Sendable {
                 outcome.matches += byKey.matches
                 outcome.idsChecked += byKey.idsChecked
                 outcome.idsSeenOutsideTheirWindow += byKey.idsSeenOutsideTheirWindow
+                outcome.keysChecked += byKey.keysChecked
             }
         } catch {
             // A batch missing after a failed update: the update's failure is the story to tell.
