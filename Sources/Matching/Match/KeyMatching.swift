@@ -65,7 +65,7 @@ extension PositiveListMatcher {
             guard parsed.number == batch.number else {
                 throw .damagedCache(path: batch.path, reason: "it holds key batch \(parsed.number)")
             }
-            let outcome = match(keys: parsed.records, table: table, windowRule: windowRule)
+            let outcome = match(keyBatch: parsed, table: table, windowRule: windowRule)
             total.matches += outcome.matches
             total.idsChecked += outcome.idsChecked
             total.idsSeenOutsideTheirWindow += outcome.idsSeenOutsideTheirWindow
@@ -75,7 +75,34 @@ extension PositiveListMatcher {
     }
 
     func match(keys: [DailyKeyRecord], table: PeerIDTable, windowRule: DerivedWindowRule) -> MatchOutcome {
-        let chunkCount = (keys.count + Self.keysPerChunk - 1) / Self.keysPerChunk
+        match(keyCount: keys.count, record: { keys[$0] }, table: table, windowRule: windowRule)
+    }
+
+    /// Matches a parsed key batch straight from its bytes: a key is read (16 bytes) only when
+    /// its chunk is matched, so a batch of a million keys costs its 16 MB file, not a million
+    /// `DailyKeyRecord`s at once.
+    func match(keyBatch batch: PositiveListKeyBatch, table: PeerIDTable, windowRule: DerivedWindowRule) -> MatchOutcome {
+        let groups = batch.groups
+        let starts = groups.map(\.keys.lowerBound)
+        return match(keyCount: batch.count, record: { position in
+            // The last group starting at or before `position`; groups cover 0..<count in order.
+            var low = 0
+            var high = starts.count - 1
+            while low < high {
+                let middle = (low + high + 1) / 2
+                if starts[middle] <= position { low = middle } else { high = middle - 1 }
+            }
+            let group = groups[low]
+            return DailyKeyRecord(day: group.day, intervalSeconds: group.intervalSeconds, key: batch.key(at: position))
+        }, table: table, windowRule: windowRule)
+    }
+
+    /// The chunked, parallel loop: `record(position)` for positions `0..<keyCount`, each key's
+    /// day of ids derived into a per-worker buffer and probed.
+    private func match(
+        keyCount: Int, record: @Sendable (Int) -> DailyKeyRecord, table: PeerIDTable, windowRule: DerivedWindowRule
+    ) -> MatchOutcome {
+        let chunkCount = (keyCount + Self.keysPerChunk - 1) / Self.keysPerChunk
         let workers = max(1, min(chunkCount, ProcessInfo.processInfo.activeProcessorCount))
         let nextChunk = Atomic<Int>(0)
         let results = Mutex<[MatchOutcome]>([])
@@ -90,9 +117,8 @@ extension PositiveListMatcher {
             while true {
                 let chunk = nextChunk.add(1, ordering: .relaxed).oldValue
                 guard chunk < chunkCount else { break }
-                let range = (chunk * Self.keysPerChunk)..<min(keys.count, (chunk + 1) * Self.keysPerChunk)
-                for record in keys[range] {
-                    probe(record, buffer: buffer, table: table, windowRule: windowRule, into: &outcome)
+                for position in (chunk * Self.keysPerChunk)..<min(keyCount, (chunk + 1) * Self.keysPerChunk) {
+                    probe(record(position), buffer: buffer, table: table, windowRule: windowRule, into: &outcome)
                 }
             }
             results.withLock { $0.append(outcome) }
