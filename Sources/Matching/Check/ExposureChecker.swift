@@ -17,6 +17,8 @@ public struct ExposureChecker: Sendable {
     public let updater: PositiveListUpdater?
     public let model: RiskModel
     public let clockSkewTolerance: UnixSeconds
+    /// How long a derived id's window may last (the largest rotation jitter nodes use).
+    public let keyWindowRule: DerivedWindowRule
     public let retention: RetentionPolicy
     let clock: any WallClock
 
@@ -26,8 +28,10 @@ public struct ExposureChecker: Sendable {
     public init(
         store: NodeStore, cache: PositiveListCache, publicKey: PositiveListPublicKey, updater: PositiveListUpdater?,
         model: RiskModel = .standard, clockSkewTolerance: UnixSeconds = PositiveListMatcher.defaultClockSkewTolerance,
-        retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock()
+        retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock(),
+        keyWindowRule: DerivedWindowRule = DerivedWindowRule()
     ) {
+        self.keyWindowRule = keyWindowRule
         self.store = store
         self.cache = cache
         self.publicKey = publicKey
@@ -96,7 +100,8 @@ public struct ExposureChecker: Sendable {
         do {
             outcome = try matcher.match(try cache.batches(of: index))
             if let keyIndex {
-                let byKey = try matcher.match(keyBatches: try cache.keyBatches(of: keyIndex), publicKey: publicKey)
+                let byKey = try matcher.match(
+                    keyBatches: try cache.keyBatches(of: keyIndex), publicKey: publicKey, windowRule: keyWindowRule)
                 outcome.matches += byKey.matches
                 outcome.idsChecked += byKey.idsChecked
                 outcome.idsSeenOutsideTheirWindow += byKey.idsSeenOutsideTheirWindow
