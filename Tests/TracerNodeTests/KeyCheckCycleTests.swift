@@ -79,6 +79,14 @@ extension TracerNodeTests {
             #expect(report.idsChecked == 96)
             #expect(report.matchedIDs == 1)
             #expect(report.idsSeenOutsideTheirWindow == 1)
+
+            // The words say the same; the second check is answered from the cache (304s).
+            let plain = try Products.tracer(
+                ["check", "--quiet", "--db", db, "--cache-dir", scratch.file("b-cache"), "--server", server.url, "--server-key", server.publicKey],
+                home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")], timeout: .seconds(60))
+            #expect(plain.exitCode == 3, "\(plain)")
+            #expect(plain.stdout.contains("96 ids (including those of 1 published daily key) checked"), "\(plain)")
+            #expect(plain.stdout.contains("Exposure found"), "\(plain)")
         }
     }
 }
