@@ -51,6 +51,9 @@ struct MatchingParts {
         let key = try publicKey()
         let updater = offline ? nil : updater(url: try serverURL(), key: key, http: httpClient())
         return ExposureChecker(
-            store: store, cache: cache, publicKey: key, updater: updater, model: riskModel, clockSkewTolerance: settings.clockSkew)
+            store: store, cache: cache, publicKey: key, updater: updater, model: riskModel, clockSkewTolerance: settings.clockSkew,
+            // The authority does not publish the largest jitter it allows; a deployment sets
+            // node.rotation_jitter alike on every node, so this node's own is the best guess.
+            keyWindowRule: DerivedWindowRule(maximumJitterSeconds: settings.rotationJitter))
     }
 }

@@ -25,6 +25,8 @@ import Testing
 
         func publish(_ path: String, _ bytes: [UInt8]) { files.withLock { $0["http://list.test/" + path] = bytes } }
 
+        func remove(_ path: String) { _ = files.withLock { $0.removeValue(forKey: "http://list.test/" + path) } }
+
         private static func etag(_ bytes: [UInt8]) -> String { "\"" + SHA256.hash(data: bytes).map { String(format: "%02x", $0) }.joined() + "\"" }
 
         func perform(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {

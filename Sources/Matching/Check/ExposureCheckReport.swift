@@ -14,11 +14,17 @@ public struct ExposureCheckReport: Codable, Sendable, Equatable {
         public var updateFailure: String?
         /// True when the check was asked not to contact the server.
         public var offline: Bool
+        /// Key batches matched; nil when the server publishes no keys (and in reports stored
+        /// before key matching).
+        public var keyBatches: Int? = nil
     }
 
     public var checkedAt: UnixSeconds
     public var list: ListStatus
+    /// Listed ids and ids derived from published keys, probed against the encounters.
     public var idsChecked: Int
+    /// Published daily keys expanded; nil when the server publishes no keys.
+    public var keysChecked: Int? = nil
     public var encountersChecked: Int
     public var matchedIDs: Int
     public var idsSeenOutsideTheirWindow: Int

@@ -17,6 +17,8 @@ public struct ExposureChecker: Sendable {
     public let updater: PositiveListUpdater?
     public let model: RiskModel
     public let clockSkewTolerance: UnixSeconds
+    /// How long a derived id's window may last (the largest rotation jitter nodes use).
+    public let keyWindowRule: DerivedWindowRule
     public let retention: RetentionPolicy
     let clock: any WallClock
 
@@ -26,8 +28,10 @@ public struct ExposureChecker: Sendable {
     public init(
         store: NodeStore, cache: PositiveListCache, publicKey: PositiveListPublicKey, updater: PositiveListUpdater?,
         model: RiskModel = .standard, clockSkewTolerance: UnixSeconds = PositiveListMatcher.defaultClockSkewTolerance,
-        retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock()
+        retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock(),
+        keyWindowRule: DerivedWindowRule = DerivedWindowRule()
     ) {
+        self.keyWindowRule = keyWindowRule
         self.store = store
         self.cache = cache
         self.publicKey = publicKey
@@ -57,9 +61,12 @@ public struct ExposureChecker: Sendable {
             if updater == nil && FileManager.default.fileExists(atPath: cache.indexPath) { throw .cachedListNotTrusted }
             throw .noVerifiedList(updateFailure: updateFailure, offline: updater == nil)
         }
+        // A server without keys has no key index; one whose key index no longer verifies (a
+        // changed signing key) has none either, until the next update fetches one that does.
+        let keyIndex = cache.keyIndex(publicKey: publicKey)
         let now = clock.now()
         let found = try await Self.offTheCooperativePool { [self, updateFailure] () throws(ExposureCheckError) in
-            try matchBlocking(index, since: retention.encounterCutoff(now: now), updateFailure: updateFailure)
+            try matchBlocking(index, keyIndex: keyIndex, since: retention.encounterCutoff(now: now), updateFailure: updateFailure)
         }
         let assessment = ExposureAssessment(matches: found.matches, model: model)
 
@@ -69,8 +76,9 @@ public struct ExposureChecker: Sendable {
             checkedAt: now,
             list: .init(
                 lastUpdated: cache.state.lastUpdated, generation: index.generation, publishedAt: index.publishedAt,
-                batches: index.batches.count, updateFailure: updateFailure?.description, offline: updater == nil),
-            idsChecked: found.outcome.idsChecked, encountersChecked: found.encounterCount,
+                batches: index.batches.count, updateFailure: updateFailure?.description, offline: updater == nil,
+                keyBatches: keyIndex?.batches.count),
+            idsChecked: found.outcome.idsChecked, keysChecked: found.keysChecked, encountersChecked: found.encounterCount,
             matchedIDs: Set(found.outcome.matches.map(\.times.peer)).count,
             idsSeenOutsideTheirWindow: found.outcome.idsSeenOutsideTheirWindow, assessment: assessment, newExposure: newExposure)
         // Best effort: the result is returned (and shown) even when the store cannot keep it.
@@ -80,19 +88,32 @@ public struct ExposureChecker: Sendable {
 
     /// Reads the encounters and streams the cached batches: synchronous work on every core, kept
     /// off Swift's cooperative threads so the node's BLE tasks keep running meanwhile.
+    /// Matches by key after the ids: both give `TimedMatch`es (a derived id carries the window
+    /// it was valid in), so the risk model and the report treat them alike.
     private func matchBlocking(
-        _ index: PositiveListIndex, since cutoff: UnixSeconds, updateFailure: ListUpdateError?
-    ) throws(ExposureCheckError) -> (outcome: MatchOutcome, encounterCount: Int, matches: [ExposureMatch]) {
+        _ index: PositiveListIndex, keyIndex: PositiveListKeyIndex?, since cutoff: UnixSeconds, updateFailure: ListUpdateError?
+    ) throws(ExposureCheckError) -> (outcome: MatchOutcome, keysChecked: Int?, encounterCount: Int, matches: [ExposureMatch]) {
         let encounters: [EncounterTimes]
         do { encounters = try store.encounterTimes(since: cutoff) } catch { throw .store(error) }
         let matcher = PositiveListMatcher(encounters: encounters, clockSkewTolerance: clockSkewTolerance)
-        let outcome: MatchOutcome
-        do { outcome = try matcher.match(try cache.batches(of: index)) } catch {
+        var outcome: MatchOutcome
+        do {
+            outcome = try matcher.match(try cache.batches(of: index))
+            if let keyIndex {
+                let byKey = try matcher.match(
+                    keyBatches: try cache.keyBatches(of: keyIndex), publicKey: publicKey, windowRule: keyWindowRule)
+                outcome.matches += byKey.matches
+                outcome.idsChecked += byKey.idsChecked
+                outcome.idsSeenOutsideTheirWindow += byKey.idsSeenOutsideTheirWindow
+                outcome.keysChecked += byKey.keysChecked
+            }
+        } catch {
             // A batch missing after a failed update: the update's failure is the story to tell.
             if let updateFailure { throw .noVerifiedList(updateFailure: updateFailure, offline: false) }
             throw .cache(error)
         }
-        do { return (outcome, encounters.count, try fullMatches(outcome.matches)) } catch { throw .store(error) }
+        let keysChecked = keyIndex == nil ? nil : outcome.keysChecked
+        do { return (outcome, keysChecked, encounters.count, try fullMatches(outcome.matches)) } catch { throw .store(error) }
     }
 
     private static func offTheCooperativePool<T: Sendable>(

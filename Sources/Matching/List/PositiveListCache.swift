@@ -10,7 +10,8 @@ import Glibc
 /// atomic rename, and the index is replaced only once every batch it names is held, so a crash
 /// or a failed download leaves the previous good list whole.
 ///
-/// Layout under `directory`: `index.tpli`, `index.etag`, `state.json`, `batches/N.tplb`.
+/// Layout under `directory`: `index.tpli`, `index.etag`, `state.json`, `batches/N.tplb`, and for
+/// a server that publishes daily keys `keys/index.tpki`, `keys/index.etag`, `keys/N.tpkb`.
 public struct PositiveListCache: Sendable {
     public let directory: String
 
@@ -25,9 +26,15 @@ public struct PositiveListCache: Sendable {
 
     func batchPath(_ number: UInt64) -> String { batchesDirectory + "/\(number).tplb" }
 
+    var keysDirectory: String { directory + "/keys" }
+    var keyIndexPath: String { keysDirectory + "/index.tpki" }
+    var keyEtagPath: String { keysDirectory + "/index.etag" }
+
+    func keyBatchPath(_ number: UInt64) -> String { keysDirectory + "/\(number).tpkb" }
+
     /// Creates the directories (0700: what a user downloads reveals nothing, but it is theirs).
     func prepare() throws(ListUpdateError) {
-        for path in [directory, batchesDirectory] {
+        for path in [directory, batchesDirectory, keysDirectory] {
             do {
                 try FileManager.default.createDirectory(
                     atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -97,6 +104,69 @@ public struct PositiveListCache: Sendable {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: batchesDirectory)) ?? []
         for name in names where !listed.contains(name) {
             unlink(batchesDirectory + "/" + name)
+        }
+    }
+
+    // MARK: Key batches
+
+    /// The held key index, if it still verifies with `publicKey`; nil also for a server that
+    /// publishes no keys.
+    public func keyIndex(publicKey: PositiveListPublicKey) -> PositiveListKeyIndex? {
+        guard let bytes = FileManager.default.contents(atPath: keyIndexPath) else { return nil }
+        return try? PositiveListKeyIndex(verifying: Array(bytes), publicKey: publicKey)
+    }
+
+    var keyEtag: String? {
+        guard let data = FileManager.default.contents(atPath: keyEtagPath) else { return nil }
+        let text = String(decoding: data, as: UTF8.self)
+        return text.isEmpty ? nil : text
+    }
+
+    func holdsKeyBatch(_ listing: PositiveListIndex.BatchListing) -> Bool {
+        var status = stat()
+        return stat(keyBatchPath(listing.number), &status) == 0 && Int(status.st_size) == listing.byteCount
+    }
+
+    /// The cached key batches of `index`, for matching; throws if one is missing.
+    public func keyBatches(of index: PositiveListKeyIndex) throws(MatchingError) -> [CachedBatch] {
+        try index.batches.map { listing throws(MatchingError) in
+            guard holdsKeyBatch(listing) else {
+                throw .damagedCache(path: keyBatchPath(listing.number), reason: "it is missing or has the wrong size")
+            }
+            return CachedBatch(number: listing.number, path: keyBatchPath(listing.number))
+        }
+    }
+
+    func installKeyBatch(from temporary: String, number: UInt64) throws(ListUpdateError) {
+        do { try AtomicFile.install(temporary, at: keyBatchPath(number)) } catch {
+            throw .cannotWriteCache(path: keyBatchPath(number), reason: "\(error)")
+        }
+    }
+
+    func installKeyIndex(_ bytes: [UInt8], etag: String?) throws(ListUpdateError) {
+        do {
+            // The same order as installIndex, for the same reason: never a newer ETag beside an
+            // older index.
+            unlink(keyEtagPath)
+            try AtomicFile.write(bytes, to: keyIndexPath, mode: 0o600)
+            if let etag { try AtomicFile.write(Array(etag.utf8), to: keyEtagPath, mode: 0o600) }
+        } catch {
+            throw .cannotWriteCache(path: keyIndexPath, reason: "\(error)")
+        }
+    }
+
+    /// Forgets every key file: the server no longer publishes keys, or publishes another list's.
+    func removeKeyIndex() {
+        unlink(keyIndexPath)
+        unlink(keyEtagPath)
+    }
+
+    /// Removes key batches the key index no longer lists (nil: all of them) and temporary files.
+    func removeKeyFiles(notListedIn index: PositiveListKeyIndex?) {
+        let listed = Set((index?.batches ?? []).map { "\($0.number).tpkb" } + ["index.tpki", "index.etag"])
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: keysDirectory)) ?? []
+        for name in names where !listed.contains(name) {
+            unlink(keysDirectory + "/" + name)
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import Logging
 import PositiveListFormat
 #if canImport(Glibc)
 import Glibc
@@ -26,6 +27,10 @@ public struct ListUpdate: Sendable, Equatable {
     public var changed: Bool
     public var downloadedBatches: Int
     public var downloadedBytes: Int
+    /// The verified key index, nil when the server publishes no keys (a server from before key
+    /// batches answers 404).
+    public var keyIndex: PositiveListKeyIndex? = nil
+    public var downloadedKeyBatches: Int = 0
 }
 
 /// Progress over all the batch files one update downloads.
@@ -47,16 +52,18 @@ public struct PositiveListUpdater: Sendable {
     public let maximumListAge: UnixSeconds?
     let http: any HTTPTransferring
     let clock: any WallClock
+    let logger: Logger
 
     public init(
         source: PositiveListSource, cache: PositiveListCache, http: any HTTPTransferring, maximumListAge: UnixSeconds? = nil,
-        clock: any WallClock = SystemWallClock()
+        clock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.list")
     ) {
         self.source = source
         self.cache = cache
         self.maximumListAge = maximumListAge
         self.http = http
         self.clock = clock
+        self.logger = logger
     }
 
     /// Updates the cache; on failure records why (for `tracer status`) and rethrows. Takes the
@@ -114,7 +121,7 @@ public struct PositiveListUpdater: Sendable {
         var done: Int64 = 0
         for listing in missing {
             let before = done
-            try await download(listing) { received in progress?(ListDownloadProgress(receivedBytes: before + received, totalBytes: total)) }
+            try await download(listing, keys: false) { received in progress?(ListDownloadProgress(receivedBytes: before + received, totalBytes: total)) }
             done += Int64(listing.byteCount)
         }
         if response.status == 200 {
@@ -122,18 +129,71 @@ public struct PositiveListUpdater: Sendable {
             try cache.installIndex(response.body, etag: response.header("etag"))
             cache.removeFiles(notListedIn: index)
         }
+        let keys = try await updateKeys()
         // Only now: an outdated list the server offers is still newer than the one held, and
         // the node should match against the newest it can get while it says it is outdated.
-        try refuseIfOutdated(index)
-        return ListUpdate(index: index, changed: index != held, downloadedBatches: missing.count, downloadedBytes: Int(done))
+        try refuseIfOutdated(publishedAt: index.publishedAt)
+        if let keyIndex = keys.index { try refuseIfOutdated(publishedAt: keyIndex.publishedAt) }
+        return ListUpdate(
+            index: index, changed: index != held || keys.changed, downloadedBatches: missing.count,
+            downloadedBytes: Int(done) + keys.bytes, keyIndex: keys.index, downloadedKeyBatches: keys.batches)
     }
 
-    private func refuseIfOutdated(_ index: PositiveListIndex) throws(ListUpdateError) {
+    /// The key index and the key batches not held yet, with the same checks as the id files. A
+    /// 404 means a server from before key batches: no keys, not an error, and any keys held from
+    /// an earlier answer are dropped so that they are not matched as if still published.
+    private func updateKeys() async throws(ListUpdateError) -> (index: PositiveListKeyIndex?, changed: Bool, batches: Int, bytes: Int) {
+        let held = cache.keyIndex(publicKey: source.publicKey)
+        let indexURL = source.url(of: PositiveListKeyIndex.relativePath)
+        var headers: [HTTPHeaderField] = []
+        if held != nil, let etag = cache.keyEtag { headers.append(HTTPHeaderField(name: "If-None-Match", value: etag)) }
+        let response = try await send(HTTPRequest(url: indexURL, headers: headers))
+        if response.status == 404 {
+            logger.debug("the server publishes no key index (HTTP 404); matching published ids only", metadata: ["url": "\(indexURL)"])
+            cache.removeKeyIndex()
+            cache.removeKeyFiles(notListedIn: nil)
+            return (nil, held != nil, 0, 0)
+        }
+        let index: PositiveListKeyIndex
+        if response.status == 304, let held {
+            index = held
+        } else {
+            guard response.status == 200 else { throw .unexpectedStatus(url: indexURL, status: response.status) }
+            do { index = try PositiveListKeyIndex(verifying: response.body, publicKey: source.publicKey) } catch {
+                throw .notVerified(url: indexURL, error)
+            }
+            if let held, index.generation < held.generation {
+                throw .olderIndex(offered: index.generation, held: held.generation)
+            }
+            if held == nil { cache.removeKeyIndex() }
+        }
+        let missing = index.batches.filter { !holdsKeyBatch($0, vouchedForBy: held) }
+        var done = 0
+        for listing in missing {
+            try await download(listing, keys: true) { _ in }
+            done += listing.byteCount
+        }
+        if response.status == 200 {
+            try cache.installKeyIndex(response.body, etag: response.header("etag"))
+            cache.removeKeyFiles(notListedIn: index)
+        }
+        return (index, index != held, missing.count, done)
+    }
+
+    private func refuseIfOutdated(publishedAt: UnixSeconds) throws(ListUpdateError) {
         guard let maximumListAge else { return }
         let now = clock.now()
-        if index.publishedAt < now - maximumListAge {
-            throw .outdated(publishedAt: index.publishedAt, ageSeconds: now - index.publishedAt)
+        if publishedAt < now - maximumListAge {
+            throw .outdated(publishedAt: publishedAt, ageSeconds: now - publishedAt)
         }
+    }
+
+    /// `holds` for a key batch.
+    private func holdsKeyBatch(_ listing: PositiveListIndex.BatchListing, vouchedForBy held: PositiveListKeyIndex?) -> Bool {
+        guard cache.holdsKeyBatch(listing) else { return false }
+        if held?.batches.contains(listing) == true { return true }
+        guard let file = FileManager.default.contents(atPath: cache.keyBatchPath(listing.number)) else { return false }
+        return (try? PositiveListKeyBatch(verifying: Array(file), listedAs: listing, publicKey: source.publicKey)) != nil
     }
 
     /// True when the cache holds the batch `listing` names. A file the held verified index lists
@@ -147,9 +207,14 @@ public struct PositiveListUpdater: Sendable {
         return (try? PositiveListBatch(verifying: Array(file), listedAs: listing, publicKey: source.publicKey)) != nil
     }
 
-    private func download(_ listing: PositiveListIndex.BatchListing, progress: @escaping @Sendable (Int64) -> Void) async throws(ListUpdateError) {
+    /// Downloads one id batch (or key batch, `keys`), verifies it against its listing and its
+    /// signature, and only then renames it into the cache.
+    private func download(
+        _ listing: PositiveListIndex.BatchListing, keys: Bool, progress: @escaping @Sendable (Int64) -> Void
+    ) async throws(ListUpdateError) {
         let url = source.url(of: listing.relativePath)
-        let temporary = AtomicFile.temporaryPath(for: cache.batchPath(listing.number))
+        let destination = keys ? cache.keyBatchPath(listing.number) : cache.batchPath(listing.number)
+        let temporary = AtomicFile.temporaryPath(for: destination)
         defer { unlink(temporary) }
         let response: HTTPResponse
         do {
@@ -164,11 +229,19 @@ public struct PositiveListUpdater: Sendable {
             throw .cannotWriteCache(path: temporary, reason: "the downloaded file cannot be read back")
         }
         do {
-            _ = try PositiveListBatch(verifying: Array(file), listedAs: listing, publicKey: source.publicKey)
+            if keys {
+                _ = try PositiveListKeyBatch(verifying: Array(file), listedAs: listing, publicKey: source.publicKey)
+            } else {
+                _ = try PositiveListBatch(verifying: Array(file), listedAs: listing, publicKey: source.publicKey)
+            }
         } catch {
             throw .notVerified(url: url, error)
         }
-        try cache.installBatch(from: temporary, number: listing.number)
+        if keys {
+            try cache.installKeyBatch(from: temporary, number: listing.number)
+        } else {
+            try cache.installBatch(from: temporary, number: listing.number)
+        }
     }
 
     private func send(_ request: HTTPRequest) async throws(ListUpdateError) -> HTTPResponse {

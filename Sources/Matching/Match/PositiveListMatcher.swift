@@ -28,6 +28,8 @@ public struct MatchOutcome: Sendable {
     /// Listed ids that the node met, but outside their validity window (replays, or clocks far
     /// apart); never counted as exposure.
     public var idsSeenOutsideTheirWindow: Int
+    /// Published daily keys expanded into ids (those ids are counted in `idsChecked` too).
+    public var keysChecked: Int = 0
 }
 
 /// Matches published batches against the node's logged encounters, locally.
@@ -41,8 +43,8 @@ public struct PositiveListMatcher: Sendable {
 
     /// Encounter times sorted by peer id, so that one table value (the first index) reaches every
     /// encounter with that id.
-    private let encounters: [EncounterTimes]
-    private let clockSkewTolerance: UnixSeconds
+    let encounters: [EncounterTimes]
+    let clockSkewTolerance: UnixSeconds
 
     public init(encounters: [EncounterTimes], clockSkewTolerance: UnixSeconds = Self.defaultClockSkewTolerance) {
         self.encounters = encounters.sorted { ($0.peer, $0.firstSeen) < ($1.peer, $1.firstSeen) }
@@ -100,7 +102,7 @@ public struct PositiveListMatcher: Sendable {
         return outcome
     }
 
-    private func makeTable() -> PeerIDTable {
+    func makeTable() -> PeerIDTable {
         var pairs: [(id: UInt64, value: UInt32)] = []
         pairs.reserveCapacity(encounters.count)
         for (index, encounter) in encounters.enumerated() where index == 0 || encounters[index - 1].peer != encounter.peer {
@@ -126,7 +128,7 @@ public struct PositiveListMatcher: Sendable {
         }
     }
 
-    private func record(_ entry: PositiveListEntry, firstEncounter: Int, into outcome: inout MatchOutcome) {
+    func record(_ entry: PositiveListEntry, firstEncounter: Int, into outcome: inout MatchOutcome) {
         var index = firstEncounter
         var matchedAny = false
         while index < encounters.count, encounters[index].peer == entry.id {

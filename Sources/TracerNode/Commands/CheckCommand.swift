@@ -130,7 +130,9 @@ struct CheckReportText {
     private func listLine() -> String {
         let list = report.list
         let updated = list.lastUpdated.map { "updated \(Output.localTime($0)) (\(age($0)))" } ?? "never confirmed with the server"
-        return "Positive list \(updated): \(report.idsChecked) ids checked against \(report.encountersChecked) encounters of the last 28 days."
+        // Derived ids are counted with the listed ones: to the user both are ids of diagnosed people.
+        let keys = report.keysChecked.map { " (including those of \($0) published daily \($0 == 1 ? "key" : "keys"))" } ?? ""
+        return "Positive list \(updated): \(report.idsChecked) ids\(keys) checked against \(report.encountersChecked) encounters of the last 28 days."
     }
 
     private func confirmedPhrase() -> String {

@@ -1,0 +1,92 @@
+import Foundation
+import IDRotation
+import Testing
+import TracerTestSupport
+
+extension TracerNodeTests {
+    /// `tracer check` against a real `tracer-server` that publishes daily keys: the node fetches
+    /// the key index and batch, derives the ids and applies the window rule to each.
+    @Suite struct KeyCheckCycleTests {
+        /// `tracer check --json`, only the fields key matching adds or changes; decoded apart
+        /// from the Matching module so that a format change shows here.
+        struct KeyCheckReport: Decodable {
+            struct List: Decodable {
+                var batches: Int
+                var keyBatches: Int?
+                var updateFailure: String?
+            }
+
+            var list: List
+            var idsChecked: Int
+            var keysChecked: Int?
+            var matchedIDs: Int
+            var idsSeenOutsideTheirWindow: Int
+        }
+
+        @Test(.timeLimit(.minutes(2)))
+        func publishedKeysAreMatchedInsideTheirWindowsOnly() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let server = try ListServerProcess(scratch: scratch)
+            defer { server.stop() }
+            let now = UnixSeconds(Date().timeIntervalSince1970)
+            let derivation = try IDDerivation(intervalSeconds: 900)
+            // Yesterday's key is due (its day ended more than the 2-hour delay ago, whenever the
+            // test runs); today's is held back by the server.
+            let yesterday = UTCDay(number: UTCDay(containing: now).number - 1)
+            let today = UTCDay(containing: now)
+            let yesterdaysKey = DailyKey.random()
+            let todaysKey = DailyKey.random()
+            let history = """
+                {"keys": [{"day": \(yesterday.number), "intervalSeconds": 900, "key": "\(yesterdaysKey.hex)"},
+                          {"day": \(today.number), "intervalSeconds": 900, "key": "\(todaysKey.hex)"}]}
+                """
+            let file = scratch.file("keys.json")
+            try history.write(toFile: file, atomically: true, encoding: .utf8)
+            let append = try Products.run(
+                try Products.path(of: "tracer-server"),
+                ["append", "--data-dir", server.dataDirectory, "--authority", "Test Health Authority", "--keys", file], home: scratch.path)
+            try #require(append.exitCode == 0, "tracer-server append --keys failed: \(append)")
+            try server.publish()
+
+            // Yesterday 10:00 is window 40 of the day: met inside it, a match. The id of 10:15
+            // (window 41), replayed at 20:15: seen outside its window. Today's id (unpublished):
+            // nothing.
+            let window = derivation.windowIndices(of: yesterday).lowerBound + 40
+            let start = derivation.nominalStart(ofWindowIndex: window)
+            let metID = derivation.id(key: yesterdaysKey, windowIndex: window)
+            let todayStart = derivation.nominalStart(ofWindowIndex: derivation.windowIndices(of: today).lowerBound)
+            let db = scratch.file("b.db")
+            try NodeFixture.makeStore(db, encounters: [
+                EncounterSpec(peer: metID, times: [start + 60, start + 600], rssi: [-50, -50]),
+                EncounterSpec(
+                    peer: derivation.id(key: yesterdaysKey, windowIndex: window + 1), times: [start + 36_900, start + 37_200], rssi: [-50, -50]),
+                EncounterSpec(
+                    peer: derivation.id(key: todaysKey, windowIndex: derivation.windowIndices(of: today).lowerBound),
+                    times: [todayStart + 60, todayStart + 120], rssi: [-50, -50]),
+            ])
+
+            let result = try Products.tracer(
+                ["check", "--json", "--db", db, "--cache-dir", scratch.file("b-cache"), "--server", server.url, "--server-key", server.publicKey],
+                home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")], timeout: .seconds(60))
+            // 3: exposure found (see ExposureCheckCycleTests).
+            try #require(result.exitCode == 3 && !result.signaled, "\(result)")
+            let report = try JSONDecoder().decode(KeyCheckReport.self, from: Data(result.stdout.utf8))
+            #expect(report.list.updateFailure == nil)
+            #expect(report.list.keyBatches == 1)
+            // Padding may add fake keys; the default multiplier 1.0 adds none.
+            #expect(report.keysChecked == 1)
+            #expect(report.idsChecked == 96)
+            #expect(report.matchedIDs == 1)
+            #expect(report.idsSeenOutsideTheirWindow == 1)
+
+            // The words say the same; the second check is answered from the cache (304s).
+            let plain = try Products.tracer(
+                ["check", "--quiet", "--db", db, "--cache-dir", scratch.file("b-cache"), "--server", server.url, "--server-key", server.publicKey],
+                home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")], timeout: .seconds(60))
+            #expect(plain.exitCode == 3, "\(plain)")
+            #expect(plain.stdout.contains("96 ids (including those of 1 published daily key) checked"), "\(plain)")
+            #expect(plain.stdout.contains("Exposure found"), "\(plain)")
+        }
+    }
+}
