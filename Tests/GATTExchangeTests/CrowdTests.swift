@@ -17,8 +17,9 @@ struct CrowdTests {
     /// CI while one run in eleven failed: a node whose connect request went unanswered kept advertising while its
     /// controller refused every peer (RootCanal clears a pending connection only by connecting or by HCI Reset),
     /// and each node it refused was stuck in turn. Since the node ends such an attempt at once, asks the same peer
-    /// again off the air and resets otherwise (issue 12; BENCHMARKS.md, "Crowds on RootCanal"), 19 runs of 19
-    /// passed, 8 of them on a machine loaded with a 20-node benchmark, everyone meeting in 6-13 s.
+    /// again off the air and resets otherwise (issue 12; BENCHMARKS.md, "Crowds on RootCanal"), 18 runs of 18
+    /// passed (8 at 57c06bb on a machine loaded with a 20-node benchmark, 10 at 75d63bf), everyone meeting in
+    /// 5-13 s.
     @Test
     func everyNodeLogsEveryPeerInTheWindowOnRootCanal() async throws {
         try await everyNodeLogsEveryPeerInTheWindow(.rootCanal)
