@@ -34,6 +34,8 @@ final class ScriptedController: HCITransport {
         var refuseAddressChanges = false
         var commands: [HCIOpcode] = []
         var createConnections = 0
+        /// LE Create Connection commands accepted while the scanner was off.
+        var createConnectionsWhileNotScanning = 0
         /// LE Create Connection commands refused because one was still under way.
         var refusedCreateConnections = 0
         /// What happened to connection attempts, in order: "create XX:…", "cancel", "ended 0x02", "ended success".
@@ -89,6 +91,7 @@ final class ScriptedController: HCITransport {
                 }
                 state.initiating = Array(parameters[6..<12])
                 state.createConnections += 1
+                if !state.scanning { state.createConnectionsWhileNotScanning += 1 }
                 let peer = (try? BluetoothAddress(littleEndianBytes: Array(parameters[6..<12])))?.description ?? "?"
                 state.attemptTimeline.append("create \(peer)")
                 return true

@@ -182,6 +182,32 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// A connect request the scanner cannot witness could leave a RootCanal controller stuck with
+    /// no sign of it: attempts start only while the scan burst is on, and the burst ends only
+    /// after the attempts under way, even when candidates are still waiting at its end.
+    @Test func noAttemptStartsWhileTheScannerIsOff() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            configuration.initiationSpread = .zero
+            configuration.deferToPeerDelay = .zero
+            configuration.connectionTimeout = .milliseconds(250)
+            configuration.pauseAfterFailedConnection = .milliseconds(50)
+            configuration.scanOnTime = .milliseconds(300)
+            configuration.scanBurstExtension = .milliseconds(200)
+            configuration.scanOffTime = .seconds(30)
+        }
+        let peers = (0..<8).map { _ in BluetoothAddress.randomNonResolvablePrivate() }
+        for peer in peers { controller.advertise(from: peer) }
+        #expect(await eventually(timeout: .seconds(5)) {
+            controller.state.withLock { !$0.scanning && $0.initiating == nil && $0.createConnections > 0 }
+        })
+        try await Task.sleep(for: .seconds(1))
+        let (attempts, unwitnessed) = controller.state.withLock { ($0.createConnections, $0.createConnectionsWhileNotScanning) }
+        #expect(unwitnessed == 0, "\(unwitnessed) of \(attempts) connect attempts started with the scanner off")
+        #expect(attempts < peers.count, "the burst should have ended with candidates left")
+        await exchange.stop()
+        await host.close()
+    }
+
     /// The controller is initiating for nobody (a host before us, or a cancel it took without
     /// effect): LE Create Connection is refused with Command Disallowed. The node must end that
     /// initiation, so that the next attempt goes through, instead of failing forever.

@@ -21,6 +21,8 @@ public actor ProximityExchange {
     private var rotating = false
     /// Connection attempts under way (queued at the controller or initiating).
     private var attemptsUnderWay = 0
+    /// The scanner is on and stays on for any attempt that starts now: attempts start only then.
+    private var listening = false
     private var tasks: [Task<Void, Never>] = []
     private let stuck = OnceSignal<String>()
     private var initiatorHealth: InitiatorHealth
@@ -163,14 +165,22 @@ public actor ProximityExchange {
             while rotating { try? await Task.sleep(for: .milliseconds(20)) }
             do {
                 let sightings = try await host.startScanning()
+                listening = true
                 let burstEnd = ContinuousClock.now + configuration.scanOnTime
                 let stopper = Task { [host, configuration] in
                     // Ends the burst (and so the loop below) when its time is up and no candidate
-                    // waits nor attempt runs: candidates are tried only while heard, and only a
-                    // scanner that hears the peer can tell that a connect request went unanswered.
+                    // waits (up to the extension), and only once the attempts under way have ended:
+                    // candidates are tried only while heard, and only a scanner that hears the
+                    // peer can tell that a connect request went unanswered. In a 20-node crowd a
+                    // request sent after the scanner stopped left a node stuck, unseen, for 47 s.
                     guard (try? await Task.sleep(until: burstEnd)) != nil else { return }
-                    while await self.connectingOrWaiting, ContinuousClock.now < burstEnd + configuration.scanBurstExtension {
+                    let extensionEnd = burstEnd + configuration.scanBurstExtension
+                    while await !self.candidatesAreEmpty, ContinuousClock.now < extensionEnd {
                         guard (try? await Task.sleep(for: .milliseconds(250))) != nil else { return }
+                    }
+                    await self.stopListening()
+                    while await self.attemptsAreUnderWay, ContinuousClock.now < extensionEnd + .seconds(10) {
+                        guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return }
                     }
                     try? await host.stopScanning()
                 }
@@ -178,6 +188,7 @@ public actor ProximityExchange {
                     await heard(sighting)
                     if Task.isCancelled { break }
                 }
+                listening = false
                 stopper.cancel()
                 if configuration.scanOffTime > .zero, !Task.isCancelled {
                     try? await host.stopScanning()
@@ -251,11 +262,13 @@ public actor ProximityExchange {
         return now < end && now >= end - UnixSeconds(configuration.quietBeforeRotation.components.seconds)
     }
 
-    private var connectingOrWaiting: Bool { attemptsUnderWay > 0 || !candidates.isEmpty }
+    private var candidatesAreEmpty: Bool { candidates.isEmpty }
+    private var attemptsAreUnderWay: Bool { attemptsUnderWay > 0 }
+    private func stopListening() { listening = false }
 
     /// The candidate whose turn came first, if the registry still wants a link to it.
     private func takeCandidate() -> ConnectionCandidates.Candidate? {
-        if isJustBeforeRotation { return nil }
+        if !listening || isJustBeforeRotation { return nil }
         let now = ContinuousClock.now
         guard let candidate = candidates.next(at: now), registry.shouldConnect(to: candidate.address, at: now) else {
             return nil
