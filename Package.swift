@@ -110,6 +110,8 @@ let package = Package(
             dependencies: [
                 "IDRotation", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                // AES.permute, for the per-id baseline of the key-matching benchmark.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),

@@ -18,6 +18,9 @@ struct MeasuredProcess {
     let peakResidentBytes: Int
     /// True when the peak could only be read as `ru_maxrss` of a direct child (no GNU time).
     let peakIsUpperBound: Bool
+    /// User plus system CPU time of the child and the descendants it waited for (`wait4`'s
+    /// rusage; through GNU time that is the command's, plus GNU time's own few milliseconds).
+    let cpuSeconds: Double
     let standardOutput: String
     let standardError: String
 
@@ -69,6 +72,8 @@ struct MeasuredProcess {
             seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
             peakResidentBytes: peakKilobytes * 1024,
             peakIsUpperBound: !timed,
+            cpuSeconds: Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)
+                + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6,
             standardOutput: (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "",
             standardError: (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? "")
     }

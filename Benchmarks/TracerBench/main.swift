@@ -10,7 +10,7 @@ LoggingSystem.bootstrap { label in
 
 // Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
-//        | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]]
+//        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -72,13 +72,21 @@ case "match":
         directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         listedIDCount: ids, encounterCount: encounters
     ).run()
+case "match-keys":
+    // match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES]: issue 13's figure (b). It runs `tracer check`
+    // from the folder this binary is in, so build both, as for "match".
+    let keys = arguments.dropFirst().first.flatMap { Int($0) } ?? 1_000_000
+    let encounters = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 100_000
+    // Hourly key batches kept for 28 days, as the server publishes them by default.
+    let keyBatches = arguments.dropFirst(3).first.flatMap { Int($0) } ?? 28 * 24
+    try KeyMatchBenchmark(directory: directory, keyCount: keys, encounterCount: encounters, batchCount: max(1, keyBatches)).run()
 case "list-bytes":
     // list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]: byte counts only, so a debug build gives the same figures.
     let rates = arguments.dropFirst().first.map { $0.split(separator: ",").compactMap { Int($0) } } ?? [1_000, 10_000, 25_000]
     let idUploads = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000
     try await ListBytesBenchmark(directory: directory, uploadsPerDay: rates, idUploads: idUploads).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, list-bytes\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes\n".utf8))
     exit(2)
 }
 

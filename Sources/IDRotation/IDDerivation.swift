@@ -1,5 +1,6 @@
 import Crypto
 import _CryptoExtras
+import Foundation
 
 /// How userIds follow from a daily key: the one definition that the node (when it rotates) and
 /// matching (when it expands a published key) both use. docs/daily-keys.md is the specification
@@ -88,6 +89,14 @@ public struct IDDerivation: Hashable, Sendable {
         precondition(output.count >= windowIndices.count, "the output buffer is smaller than the window range")
         guard !windowIndices.isEmpty else { return }
         let symmetricKey = SymmetricKey(data: key.bytes)
+        // The first block of a pass, built in place: `block(windowIndex:)` costs four arrays,
+        // and a million keys make that millions of allocations (BENCHMARKS.md, issue 13 b).
+        var counter: (UInt64, UInt64) = (0, 0)
+        withUnsafeMutableBytes(of: &counter) { raw in
+            raw.copyBytes(from: Self.label)
+            // intervalSeconds is at most 86,400 (RotationSchedule), so it fits 32 bits.
+            raw.storeBytes(of: UInt32(intervalSeconds).bigEndian, toByteOffset: 8, as: UInt32.self)
+        }
         var written = 0
         while written < windowIndices.count {
             let count = min(Self.blocksPerPass, windowIndices.count - written)
@@ -95,7 +104,11 @@ public struct IDDerivation: Hashable, Sendable {
             // carry into the interval bytes within a pass.
             let first = windowIndices.lowerBound + UInt32(written)
             // Cannot throw: a 16-byte nonce and a 128-bit key.
-            let nonce = try! AES._CTR.Nonce(nonceBytes: block(windowIndex: first))
+            let nonce = withUnsafeMutableBytes(of: &counter) { raw in
+                raw.storeBytes(of: first.bigEndian, toByteOffset: 12, as: UInt32.self)
+                return try! AES._CTR.Nonce(nonceBytes: UnsafeRawBufferPointer(raw))
+            }
+            // A slice of a `Data` is passed on as it is; a slice of an array was boxed first.
             let keystream = try! AES._CTR.encrypt(
                 Self.zeroBlocks[0..<(count * Self.blockSize)], using: symmetricKey, nonce: nonce)
             keystream.withUnsafeBytes { raw in
@@ -125,7 +138,7 @@ public struct IDDerivation: Hashable, Sendable {
     /// A day of 15-minute windows in one pass; longer ranges (short intervals) take several.
     static let blocksPerPass = 128
     /// CTR mode XORs the keystream into its input; encrypting zeros yields the keystream itself.
-    static let zeroBlocks = [UInt8](repeating: 0, count: blocksPerPass * blockSize)
+    static let zeroBlocks = Data(count: blocksPerPass * blockSize)
 
     private static func bigEndianBytes(_ value: UInt32) -> [UInt8] {
         (0..<4).map { UInt8(truncatingIfNeeded: value >> (8 * (3 - $0))) }

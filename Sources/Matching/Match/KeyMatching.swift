@@ -27,9 +27,19 @@ public struct DerivedWindowRule: Sendable, Hashable {
 }
 
 extension PositiveListMatcher {
-    /// Keys per unit of work: large enough that handing out chunks costs nothing next to the AES
-    /// work (4,096 keys × 96 ids), small enough that 2 workers stay balanced on a short list.
+    /// The most keys per unit of work: large enough that handing out chunks costs nothing next to
+    /// the AES work (4,096 keys × 96 ids), small enough that 2 workers stay balanced on a short list.
     public static let keysPerChunk = 4_096
+    /// The fewest keys per unit of work (16 keys are still about 1,500 AES blocks).
+    static let minimumKeysPerChunk = 16
+
+    /// Keys per chunk for a batch of `keyCount` keys on `processors` processors: several chunks
+    /// per worker even for a small batch. The server cuts a key batch an hour, so a node's list is
+    /// hundreds of batches of a few hundred to a few thousand keys each; with a fixed 4,096-key
+    /// chunk every one of them was one chunk, matched on one core.
+    static func keysPerChunk(keyCount: Int, processors: Int) -> Int {
+        max(minimumKeysPerChunk, min(keysPerChunk, keyCount / (max(1, processors) * 8)))
+    }
 
     /// Matches published daily keys: for each key, derives the ids of its day's windows at its
     /// interval (`IDDerivation`, one AES-CTR pass per key) and probes each against the encounter
@@ -102,8 +112,10 @@ extension PositiveListMatcher {
     private func match(
         keyCount: Int, record: @Sendable (Int) -> DailyKeyRecord, table: PeerIDTable, windowRule: DerivedWindowRule
     ) -> MatchOutcome {
-        let chunkCount = (keyCount + Self.keysPerChunk - 1) / Self.keysPerChunk
-        let workers = max(1, min(chunkCount, ProcessInfo.processInfo.activeProcessorCount))
+        let processors = ProcessInfo.processInfo.activeProcessorCount
+        let keysPerChunk = Self.keysPerChunk(keyCount: keyCount, processors: processors)
+        let chunkCount = (keyCount + keysPerChunk - 1) / keysPerChunk
+        let workers = max(1, min(chunkCount, processors))
         let nextChunk = Atomic<Int>(0)
         let results = Mutex<[MatchOutcome]>([])
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
@@ -117,7 +129,7 @@ extension PositiveListMatcher {
             while true {
                 let chunk = nextChunk.add(1, ordering: .relaxed).oldValue
                 guard chunk < chunkCount else { break }
-                for position in (chunk * Self.keysPerChunk)..<min(keyCount, (chunk + 1) * Self.keysPerChunk) {
+                for position in (chunk * keysPerChunk)..<min(keyCount, (chunk + 1) * keysPerChunk) {
                     probe(record(position), buffer: buffer, table: table, windowRule: windowRule, into: &outcome)
                 }
             }
