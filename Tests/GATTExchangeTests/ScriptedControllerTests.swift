@@ -119,8 +119,7 @@ struct ScriptedControllerTests {
     /// the controller reset.
     @Test func aPeerAdvertisingThroughTwoAttemptsLeadsToAReset() async throws {
         let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
-            configuration.initiationSpread = .zero
-            configuration.deferToPeerDelay = .zero
+            Self.connectAtOnce(&configuration)
             configuration.connectionTimeout = .seconds(20)
         }
         controller.advertise(from: Self.peerA)
@@ -142,8 +141,7 @@ struct ScriptedControllerTests {
     /// request, so the controller may still be stuck, and it is reset rather than left advertising.
     @Test func aRetryThatFindsThePeerGoneAlsoLeadsToAReset() async throws {
         let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
-            configuration.initiationSpread = .zero
-            configuration.deferToPeerDelay = .zero
+            Self.connectAtOnce(&configuration)
             configuration.connectionTimeout = .milliseconds(300)
         }
         controller.advertise(from: Self.peerA)
@@ -161,8 +159,7 @@ struct ScriptedControllerTests {
     /// where it could go unanswered; the same sighting earlier in a window starts one.
     @Test func noAttemptStartsJustBeforeOurWindowEnds() async throws {
         let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
-            configuration.initiationSpread = .zero
-            configuration.deferToPeerDelay = .zero
+            Self.connectAtOnce(&configuration)
         }
         let now = SystemWallClock().now()
         await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now - 10, end: now + 2)))
@@ -187,8 +184,7 @@ struct ScriptedControllerTests {
     /// after the attempts under way, even when candidates are still waiting at its end.
     @Test func noAttemptStartsWhileTheScannerIsOff() async throws {
         let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
-            configuration.initiationSpread = .zero
-            configuration.deferToPeerDelay = .zero
+            Self.connectAtOnce(&configuration)
             configuration.connectionTimeout = .milliseconds(250)
             configuration.pauseAfterFailedConnection = .milliseconds(50)
             configuration.scanOnTime = .milliseconds(300)
@@ -314,6 +310,12 @@ struct ScriptedControllerTests {
 
     static func ownID(start: UnixSeconds) -> OwnID {
         OwnID(id: UserID.random(), window: IDWindow(start: start, end: start + 60))
+    }
+
+    /// A heard peer is tried at once: no initiation spread, no deferral to the peer.
+    static func connectAtOnce(_ configuration: inout ExchangeConfiguration) {
+        configuration.initiationSpread = .zero
+        configuration.deferToPeerDelay = .zero
     }
 
     /// An exchange on a scripted controller, started with a first id.

@@ -85,6 +85,17 @@ struct HistoryJSONDecoder {
     }
 
     mutating func decodeHistory() throws(HistoryDecodingError) -> SubmittedHistory {
+        SubmittedHistory(ids: try decodeObject(requiring: "ids", notAnObject: .notAnObject) {
+            (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in try decoder.readEntries()
+        })
+    }
+
+    /// The top level of an upload (id or key history): one object whose member `field` is read by
+    /// `readField`, once; other members are skipped.
+    mutating func decodeObject<Value>(
+        requiring field: String, notAnObject: HistoryDecodingError,
+        _ readField: (inout HistoryJSONDecoder) throws(HistoryDecodingError) -> Value
+    ) throws(HistoryDecodingError) -> Value {
         // JSONDecoder accepted a UTF-8 byte order mark; so does this.
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { position = 3 }
         skipWhitespace()
@@ -93,17 +104,17 @@ struct HistoryJSONDecoder {
             // Still a syntax error if it is not JSON at all; otherwise the wrong shape.
             try skipValue(depth: 1)
             try expectEnd()
-            throw .notAnObject
+            throw notAnObject
         }
-        var ids: [SubmittedEntry]?
+        var value: Value?
         try readObject(depth: 1) { (decoder: inout HistoryJSONDecoder, name: String) throws(HistoryDecodingError) in
-            guard name == "ids" else { return try decoder.skipValue(depth: 2) }
-            guard ids == nil else { throw .duplicateField(path: "ids") }
-            ids = try decoder.readEntries()
+            guard name == field else { return try decoder.skipValue(depth: 2) }
+            guard value == nil else { throw .duplicateField(path: field) }
+            value = try readField(&decoder)
         }
         try expectEnd()
-        guard let ids else { throw .missingField(path: "ids") }
-        return SubmittedHistory(ids: ids)
+        guard let value else { throw .missingField(path: field) }
+        return value
     }
 
     // MARK: The history's shape

@@ -37,23 +37,9 @@ public struct SubmittedKeyHistory: Codable, Sendable, Equatable {
 
 extension HistoryJSONDecoder {
     mutating func decodeKeyHistory() throws(HistoryDecodingError) -> SubmittedKeyHistory {
-        if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { position = 3 }
-        skipWhitespace()
-        guard let first = peek() else { throw .notJSON(offset: position) }
-        guard first == ASCII.openBrace else {
-            try skipValue(depth: 1)
-            try expectEnd()
-            throw .notAKeyHistoryObject
-        }
-        var keys: [SubmittedKey]?
-        try readObject(depth: 1) { (decoder: inout HistoryJSONDecoder, name: String) throws(HistoryDecodingError) in
-            guard name == "keys" else { return try decoder.skipValue(depth: 2) }
-            guard keys == nil else { throw .duplicateField(path: "keys") }
-            keys = try decoder.readKeys()
-        }
-        try expectEnd()
-        guard let keys else { throw .missingField(path: "keys") }
-        return SubmittedKeyHistory(keys: keys)
+        SubmittedKeyHistory(keys: try decodeObject(requiring: "keys", notAnObject: .notAKeyHistoryObject) {
+            (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in try decoder.readKeys()
+        })
     }
 
     private mutating func readKeys() throws(HistoryDecodingError) -> [SubmittedKey] {
