@@ -7,6 +7,7 @@ let package = Package(
     platforms: [.macOS(.v15)],
     products: [
         .executable(name: "tracer", targets: ["TracerNode"]),
+        .library(name: "BLEHost", targets: ["BLEHost"]),
         .library(name: "GATTExchange", targets: ["GATTExchange"]),
         .library(name: "IDRotation", targets: ["IDRotation"]),
         .library(name: "Matching", targets: ["Matching"]),
@@ -36,11 +37,17 @@ let package = Package(
         // BlueZ headers only (sockaddr_hci, HCI_CHANNEL_USER) for the hci0 user-channel
         // transport; no libbluetooth symbol is used, so nothing is linked.
         .systemLibrary(name: "CBlueZ", path: "Sources/CBlueZ", providers: [.apt(["libbluetooth-dev"])]),
-        // The BLE host stack (transport, HCI, L2CAP, ATT, GATT, GAP) and the id exchange.
+        // The BLE host stack: transport, HCI, L2CAP, ATT, GATT, GAP. Knows nothing of Tracer,
+        // its ids or its store, so that it can be tested and reused on its own.
+        .target(
+            name: "BLEHost",
+            dependencies: ["CBlueZ", .product(name: "Logging", package: "swift-log")]
+        ),
+        // The Tracer profile (its GATT service and advertisement) and the id exchange, on BLEHost.
         .target(
             name: "GATTExchange",
             dependencies: [
-                "IDRotation", "CBlueZ",
+                "BLEHost", "IDRotation",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -84,7 +91,7 @@ let package = Package(
         .executableTarget(
             name: "TracerNode",
             dependencies: [
-                "IDRotation", "GATTExchange", "Matching", "PositiveListFormat",
+                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListFormat",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -108,7 +115,7 @@ let package = Package(
         .executableTarget(
             name: "TracerBench",
             dependencies: [
-                "IDRotation", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
+                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -122,7 +129,7 @@ let package = Package(
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "GATTExchangeTests",
-            dependencies: ["GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BLEHost", "GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation", "TracerTestSupport"]),
         .testTarget(

@@ -1,4 +1,5 @@
 import Foundation
+import BLEHost
 import GATTExchange
 
 /// Connect → discover → read → write → disconnect, 50 rounds, between our central and our

@@ -1,4 +1,5 @@
 import Foundation
+import BLEHost
 import GATTExchange
 import IDRotation
 import Logging

@@ -1,5 +1,6 @@
 import Dispatch
 import Foundation
+import BLEHost
 import GATTExchange
 import IDRotation
 import Logging

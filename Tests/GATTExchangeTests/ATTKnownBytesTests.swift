@@ -1,4 +1,5 @@
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// ATT PDUs captured from a Bumble virtual controller (shared/bumble/h4-reference.txt, sections 3 and 4).

@@ -1,4 +1,5 @@
 import Testing
+import BLEHost
 import GATTExchange
 
 @Suite("Bluetooth UUIDs")

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// Two hosts built from this package drive two virtual controllers on one link (Bumble's, then RootCanal's):

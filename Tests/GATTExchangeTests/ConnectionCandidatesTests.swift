@@ -1,4 +1,5 @@
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// Which advertiser the node connects to next, and when its controller's initiator counts as stuck.

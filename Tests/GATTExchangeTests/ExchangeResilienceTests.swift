@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Synchronization
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// A transport that records every HCI command the host sends, for checking their order.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// Our host against Bumble's own host stack (a foreign implementation, as a phone app would be), in

@@ -1,4 +1,5 @@
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// Every decoder, fed every prefix of every sample and random bytes, either decodes or throws; none traps.

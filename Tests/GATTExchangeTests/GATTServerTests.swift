@@ -1,4 +1,5 @@
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// The server as a phone would see it: exact request bytes in, exact answers out.

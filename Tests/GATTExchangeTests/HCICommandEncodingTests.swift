@@ -1,4 +1,5 @@
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// Commands encode to exactly the bytes a working host sent to Bumble (h4-reference.txt).

@@ -1,4 +1,5 @@
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// Events decode to the field values Bumble's own decoder printed for the same bytes (h4-reference.txt).

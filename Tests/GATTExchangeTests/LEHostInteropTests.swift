@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// Our whole host stack in both roles at once: one `LEHost` advertises the Tracer service, another

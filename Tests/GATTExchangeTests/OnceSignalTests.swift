@@ -1,4 +1,5 @@
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// The one-shot signal behind `LEHost.waitUntilLost` and `ProximityExchange.waitUntilControllerIsStuck`.

@@ -3,6 +3,7 @@ import IDRotation
 import Logging
 import Synchronization
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// Tracer nodes (rotation, store, exchange, host stack) on virtual controllers (Bumble's and RootCanal's), in one process.

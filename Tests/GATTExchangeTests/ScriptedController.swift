@@ -1,3 +1,4 @@
+import BLEHost
 import GATTExchange
 import Synchronization
 

@@ -1,6 +1,7 @@
 import IDRotation
 import Synchronization
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 
 /// The sequences a spec-faithful controller (RootCanal, real silicon) produces and a lenient one

@@ -1,3 +1,4 @@
+import BLEHost
 import GATTExchange
 
 /// Bytes from a hex string such as "04 0e 04 01 03 0c 00" (spaces optional).

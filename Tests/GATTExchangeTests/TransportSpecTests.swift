@@ -1,4 +1,5 @@
 import Testing
+@testable import BLEHost
 @testable import GATTExchange
 #if canImport(Glibc)
 import Glibc

@@ -1,3 +1,5 @@
+import BLEHost
+
 /// The advertisers the node may connect to, and from when. Plain state, no I/O: `ProximityExchange`
 /// feeds it sightings and takes the next candidate when its connect slot is free.
 ///

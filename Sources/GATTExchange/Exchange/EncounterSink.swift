@@ -1,3 +1,4 @@
+import BLEHost
 import IDRotation
 
 /// Where the exchange reports what it learned. The node's `EncounterLog` is one.

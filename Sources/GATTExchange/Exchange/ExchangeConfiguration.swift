@@ -1,3 +1,5 @@
+import BLEHost
+
 /// How often and how eagerly a node advertises, scans and connects.
 ///
 /// The defaults aim at a battery-powered node that still catches a contact within a minute:

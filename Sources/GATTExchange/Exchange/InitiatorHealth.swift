@@ -1,3 +1,5 @@
+import BLEHost
+
 /// Whether the controller's initiator still works, judged from how connection attempts end. Plain
 /// state, no I/O.
 ///

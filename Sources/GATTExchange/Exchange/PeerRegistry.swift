@@ -1,3 +1,4 @@
+import BLEHost
 import IDRotation
 
 /// What the node remembers about nearby advertisers: which address belongs to which learned id,

@@ -1,3 +1,4 @@
+import BLEHost
 import GATTExchange
 
 /// A GATT server behind a bearer on one end of an in-memory channel, and a raw peer on the other.

@@ -1,3 +1,4 @@
+import BLEHost
 import GATTExchange
 
 /// One end of an in-memory ATT channel; what one end sends, the other receives, in order.

@@ -27,6 +27,7 @@ public actor ATTBearer {
     private static let peerInboxCapacity = 256
 
     public nonisolated let configuration: ATTBearerConfiguration
+    private let clock: any HostClock
     /// The ATT_MTU in force: 23 until an exchange, then the negotiated value.
     public private(set) var mtu: Int = ATTBearerConfiguration.defaultMTU
     /// Set once, when the bearer closes.
@@ -50,9 +51,11 @@ public actor ATTBearer {
         channel: any L2CAPFixedChannel,
         configuration: ATTBearerConfiguration = ATTBearerConfiguration(),
         serverHandler: (any ATTServerHandler)? = nil,
-        valueHandler: (@Sendable (ATTHandleValue) async -> Void)? = nil
+        valueHandler: (@Sendable (ATTHandleValue) async -> Void)? = nil,
+        clock: any HostClock = SystemHostClock()
     ) {
         self.configuration = configuration
+        self.clock = clock
         self.serverHandler = serverHandler
         self.valueHandler = valueHandler
         let (outgoing, outbox) = AsyncStream.makeStream(of: [UInt8].self)
@@ -164,9 +167,7 @@ public actor ATTBearer {
         let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ATTPDU, ATTBearerError>, Never>) in
             transactionCounter += 1
             let id = transactionCounter
-            let timeout = configuration.transactionTimeout
-            let timeoutTask = Task { [weak self] in
-                do { try await Task.sleep(for: timeout) } catch { return }
+            let timeoutTask = clock.timer(after: configuration.transactionTimeout) { [weak self] in
                 await self?.transactionTimedOut(id: id, direction: direction)
             }
             pending[direction] = PendingTransaction(

@@ -27,6 +27,7 @@ public actor L2CAPLayer {
 
     private let hci: HostControllerInterface
     private let configuration: Configuration
+    private let clock: any HostClock
     private let logger: Logger
     private var reassembler: ACLReassembler
     private var attChannels: [UInt16: L2CAPChannel] = [:]
@@ -40,9 +41,11 @@ public actor L2CAPLayer {
     /// Subscribes to the controller's events and ACL data; create exactly one per `HostControllerInterface`
     /// (ACL data has a single consumer) and keep it referenced: its background tasks hold it only weakly,
     /// so the layer stops when its owner lets go of it.
-    public init(hci: HostControllerInterface, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "tracer.l2cap")) async {
+    public init(hci: HostControllerInterface, configuration: Configuration = Configuration(),
+                clock: any HostClock = SystemHostClock(), logger: Logger = Logger(label: "tracer.l2cap")) async {
         self.hci = hci
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         reassembler = ACLReassembler(limits: configuration.reassembly)
         (links, linkContinuation) = AsyncStream.makeStream(of: LinkEvent.self, bufferingPolicy: .unbounded)
@@ -58,10 +61,13 @@ public actor L2CAPLayer {
             await self?.closeAllChannels()
         }
         let sweepInterval = configuration.reassembly.timeout
-        Task { [weak self] in
-            while (try? await Task.sleep(for: sweepInterval)) != nil {
+        let firstSweep = clock.now.advanced(by: sweepInterval)
+        Task { [weak self, clock] in
+            var nextSweep = firstSweep
+            while (try? await clock.sleep(until: nextSweep)) != nil {
                 guard let self else { return }
                 await self.expireStaleFrames()
+                nextSweep = clock.now.advanced(by: sweepInterval)
             }
         }
     }
@@ -133,7 +139,7 @@ public actor L2CAPLayer {
     }
 
     private func receive(_ packet: ACLDataPacket) async {
-        switch reassembler.receive(packet) {
+        switch reassembler.receive(packet, now: clock.now) {
         case .needMore:
             return
         case .dropped(let reason):
@@ -173,7 +179,7 @@ public actor L2CAPLayer {
     }
 
     private func expireStaleFrames() {
-        for handle in reassembler.expireStale() {
+        for handle in reassembler.expireStale(now: clock.now) {
             logger.debug("dropping unfinished L2CAP frame after timeout", metadata: ["handle": "\(handle)"])
         }
     }

@@ -1,4 +1,3 @@
-import IDRotation
 import Logging
 
 /// The GAP roles of a node over one controller: advertise, scan, connect, accept connections.
@@ -44,7 +43,9 @@ public actor LEHost {
     private let databaseForLink: DatabaseForLink
     let configuration: Configuration
     let logger: Logger
-    let wallClock: any WallClock
+    let wallClock: any HostWallClock
+    /// Every timeout of the host and the layers it opens runs on this clock.
+    let clock: any HostClock
     private let incomingContinuation: AsyncStream<LEConnection>.Continuation
     private let conditionContinuation: AsyncStream<RadioCondition>.Continuation
     /// Every change of `condition`, newest kept.
@@ -90,11 +91,12 @@ public actor LEHost {
     /// a fresh non-resolvable private address.
     public static func open(
         transport: any HCITransport, databaseForLink: @escaping DatabaseForLink, configuration: Configuration = Configuration(),
-        wallClock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.gap")
+        wallClock: any HostWallClock = SystemHostWallClock(), clock: any HostClock = SystemHostClock(),
+        logger: Logger = Logger(label: "tracer.gap")
     ) async throws(GAPError) -> LEHost {
-        let hci = HostControllerInterface(transport: transport, configuration: configuration.hci, logger: logger)
+        let hci = HostControllerInterface(transport: transport, configuration: configuration.hci, clock: clock, logger: logger)
         let events = await hci.events()
-        let l2cap = await L2CAPLayer(hci: hci, logger: logger)
+        let l2cap = await L2CAPLayer(hci: hci, clock: clock, logger: logger)
         let controller: ControllerInfo
         do {
             controller = try await hci.initialize()
@@ -103,21 +105,22 @@ public actor LEHost {
             throw .hci(error)
         }
         let host = LEHost(hci: hci, l2cap: l2cap, controller: controller, databaseForLink: databaseForLink,
-                          configuration: configuration, wallClock: wallClock, logger: logger)
+                          configuration: configuration, wallClock: wallClock, clock: clock, logger: logger)
         await host.listen(to: events, links: l2cap.links)
         try await host.setRandomAddress(.randomNonResolvablePrivate())
         return host
     }
 
     private init(hci: HostControllerInterface, l2cap: L2CAPLayer, controller: ControllerInfo,
-                 databaseForLink: @escaping DatabaseForLink, configuration: Configuration, wallClock: any WallClock,
-                 logger: Logger) {
+                 databaseForLink: @escaping DatabaseForLink, configuration: Configuration, wallClock: any HostWallClock,
+                 clock: any HostClock, logger: Logger) {
         self.hci = hci
         self.l2cap = l2cap
         self.controller = controller
         self.databaseForLink = databaseForLink
         self.configuration = configuration
         self.wallClock = wallClock
+        self.clock = clock
         self.logger = logger
         (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
         (conditionChanges, conditionContinuation) = AsyncStream.makeStream(
@@ -257,7 +260,7 @@ public actor LEHost {
     private func handle(_ event: HCIEvent) {
         switch event {
         case .leMeta(let meta):
-            let now = ContinuousClock.now
+            let now = clock.now
             for sighting in meta.sightings {
                 if attempt != nil { attemptPeerAdvertised(sighting.address, at: now) }
                 scanContinuation?.yield(sighting)
@@ -305,7 +308,7 @@ public actor LEHost {
             logger.error("no GATT database for a link", metadata: ["link": "\(peer)", "error": "\(error)"])
             server = nil
         }
-        let bearer = ATTBearer(channel: channel, configuration: configuration.attBearer, serverHandler: server)
+        let bearer = ATTBearer(channel: channel, configuration: configuration.attBearer, serverHandler: server, clock: clock)
         let connection = LEConnection(peer: peer, bearer: bearer, channel: channel)
         connections[connection.handle] = connection
         logger.debug("connected", metadata: ["link": "\(connection)"])
@@ -362,7 +365,7 @@ public actor LEHost {
 
     func noteAdvertising(failed error: GAPError) {
         guard advertisement != nil, !lost else { return }
-        if advertisingOutage.failed("\(error)", at: wallClock.now()) {
+        if advertisingOutage.failed("\(error)", at: wallClock.unixSeconds()) {
             logger.warning("advertising is off: peers cannot find this node", metadata: ["error": "\(error)"])
         }
         publishCondition()
@@ -370,14 +373,14 @@ public actor LEHost {
 
     func noteAdvertisingWorks() {
         if let ended = advertisingOutage.recovered() {
-            logger.notice("advertising again", metadata: ["offFor": "\(wallClock.now() - ended.since)s"])
+            logger.notice("advertising again", metadata: ["offFor": "\(wallClock.unixSeconds() - ended.since)s"])
         }
         publishCondition()
     }
 
     func noteScanning(failed error: GAPError) {
         guard !lost else { return }
-        if scanningOutage.failed("\(error)", at: wallClock.now()) {
+        if scanningOutage.failed("\(error)", at: wallClock.unixSeconds()) {
             logger.warning("scanning is off: this node cannot find peers", metadata: ["error": "\(error)"])
         }
         publishCondition()
@@ -385,7 +388,7 @@ public actor LEHost {
 
     func noteScanningWorks() {
         if let ended = scanningOutage.recovered() {
-            logger.notice("scanning again", metadata: ["offFor": "\(wallClock.now() - ended.since)s"])
+            logger.notice("scanning again", metadata: ["offFor": "\(wallClock.unixSeconds() - ended.since)s"])
         }
         publishCondition()
     }

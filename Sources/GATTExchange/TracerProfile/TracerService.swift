@@ -1,3 +1,5 @@
+import BLEHost
+
 /// A node's 8-byte peer id as it travels over GATT. The node's `UserID` converts to and from it.
 public struct PeerIDBytes: Sendable, Hashable, CustomStringConvertible {
     public static let length = 8

@@ -1,5 +1,3 @@
-import IDRotation
-
 /// What the radio does compared with what the node asked of it: whether advertising and scanning
 /// are off although wanted, since when and why. `tracer status` and `tracer doctor` show it, so a
 /// node that cannot be heard or cannot hear says so instead of looking healthy.
@@ -7,11 +5,11 @@ public struct RadioCondition: Sendable, Equatable, Codable {
     /// A role the node wants on but the controller does not perform.
     public struct Outage: Sendable, Equatable, Codable {
         /// When the role was first found off (wall clock, Unix seconds).
-        public var since: UnixSeconds
+        public var since: Int64
         /// The last reason, in words (for example the controller's refusal).
         public var reason: String
 
-        public init(since: UnixSeconds, reason: String) {
+        public init(since: Int64, reason: String) {
             self.since = since
             self.reason = reason
         }
@@ -31,7 +29,7 @@ struct OutageRecord {
     private(set) var outage: RadioCondition.Outage?
 
     /// Returns true when this starts a new outage.
-    mutating func failed(_ reason: String, at now: UnixSeconds) -> Bool {
+    mutating func failed(_ reason: String, at now: Int64) -> Bool {
         if outage != nil {
             outage?.reason = reason
             return false

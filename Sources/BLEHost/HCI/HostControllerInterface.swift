@@ -21,6 +21,7 @@ public actor HostControllerInterface {
 
     private let transport: any HCITransport
     private let configuration: Configuration
+    private let clock: any HostClock
     private let logger: Logger
     private let aclContinuation: AsyncStream<ACLTraffic>.Continuation
 
@@ -59,9 +60,11 @@ public actor HostControllerInterface {
         var isLastOfBatch: Bool
     }
 
-    public init(transport: any HCITransport, configuration: Configuration = Configuration(), logger: Logger = Logger(label: "tracer.hci")) {
+    public init(transport: any HCITransport, configuration: Configuration = Configuration(),
+                clock: any HostClock = SystemHostClock(), logger: Logger = Logger(label: "tracer.hci")) {
         self.transport = transport
         self.configuration = configuration
+        self.clock = clock
         self.logger = logger
         (incomingACL, aclContinuation) = AsyncStream.makeStream(of: ACLTraffic.self, bufferingPolicy: .unbounded)
         // Ends by itself when the transport's stream finishes, which close() causes.
@@ -156,9 +159,7 @@ public actor HostControllerInterface {
             if error != .closed { transportEnded(error) }
             throw .transport(error)
         }
-        let timeout = configuration.commandTimeout
-        pendingCommands[identifier]?.timeout = Task { [weak self] in
-            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+        pendingCommands[identifier]?.timeout = clock.timer(after: configuration.commandTimeout) { [weak self] in
             await self?.expireCommand(identifier)
         }
 

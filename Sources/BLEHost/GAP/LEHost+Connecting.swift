@@ -75,7 +75,7 @@ extension LEHost {
             }
             throw .hci(error)
         }
-        attempt?.initiatingSince = .now
+        attempt?.initiatingSince = clock.now
         var outcome = await waitForAttempt(number, upTo: timeout)
         var cancelRefused = false
         if case .timedOut = outcome {
@@ -178,8 +178,7 @@ extension LEHost {
         if current.abortRequested, !current.cancelSent { return .timedOut }
         return await withCheckedContinuation { continuation in
             attempt?.waiter = continuation
-            attempt?.timer = Task { [weak self] in
-                guard (try? await Task.sleep(for: limit)) != nil else { return }
+            attempt?.timer = clock.timer(after: limit) { [weak self] in
                 await self?.attemptTimerFired(number)
             }
         }
@@ -197,8 +196,7 @@ extension LEHost {
         attempt?.peerSightings += 1
         guard current.unansweredCheck == nil else { return }
         let number = current.number
-        attempt?.unansweredCheck = Task { [weak self, wait = configuration.unansweredAdvertisingWait] in
-            guard (try? await Task.sleep(for: wait)) != nil else { return }
+        attempt?.unansweredCheck = clock.timer(after: configuration.unansweredAdvertisingWait) { [weak self] in
             await self?.attemptTimerFired(number)
         }
     }

@@ -1,3 +1,5 @@
+import BLEHost
+
 extension TracerService {
     /// What a Tracer node advertises, and nothing else: Flags (LE General Discoverable, BR/EDR not
     /// supported), the service UUID, and the TX power level so that peers can estimate attenuation.

@@ -7,7 +7,7 @@ import Synchronization
 /// Its own lock rather than its owner's actor: a cancellation handler runs synchronously on an
 /// arbitrary thread and could only reach an actor through a new task, after the waiter was
 /// registered or not; under the lock, registration and cancellation are ordered.
-final class OnceSignal<Value: Sendable>: Sendable {
+package final class OnceSignal<Value: Sendable>: Sendable {
     private struct State {
         var value: Value?
         var waiters: [Int: CheckedContinuation<Value?, Never>] = [:]
@@ -16,10 +16,12 @@ final class OnceSignal<Value: Sendable>: Sendable {
 
     private let state = Mutex(State())
 
-    var value: Value? { state.withLock { $0.value } }
+    package init() {}
+
+    package var value: Value? { state.withLock { $0.value } }
 
     /// Delivers `value` to every waiter, present and future; later calls are ignored.
-    func fire(_ value: Value) {
+    package func fire(_ value: Value) {
         let waiters = state.withLock { state -> [CheckedContinuation<Value?, Never>] in
             guard state.value == nil else { return [] }
             state.value = value
@@ -30,7 +32,7 @@ final class OnceSignal<Value: Sendable>: Sendable {
     }
 
     /// The value once it arrives, or nil when the calling task is cancelled first.
-    func wait() async -> Value? {
+    package func wait() async -> Value? {
         let waiter = state.withLock { state -> Int in
             state.nextWaiter += 1
             return state.nextWaiter

@@ -35,7 +35,7 @@ public struct GATTDatabase: Sendable {
 
     public init(
         services: [GATTServiceDefinition],
-        deviceName: String = "Tracer",
+        deviceName: String = "",
         appearance: UInt16 = 0x0000
     ) throws(GATTDatabaseError) {
         let builtIn = [
