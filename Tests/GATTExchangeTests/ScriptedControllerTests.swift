@@ -205,6 +205,24 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// A rotation stops the scanner to change the address; the scan burst it interrupted goes on
+    /// after it and still ends on time. Ending it there phase-locked every node's bursts to the
+    /// rotation, which follows the wall clock: a crowd of 20 on RootCanal then scanned and
+    /// initiated in the same 10 s before each boundary and logged 70 % of its pairs.
+    @Test func aRotationInsideAScanBurstDoesNotEndIt() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            configuration.scanOnTime = .seconds(2)
+            configuration.scanOffTime = .seconds(30)
+        }
+        #expect(await eventually { controller.state.withLock { $0.scanning } })
+        await exchange.rotate(to: Self.ownID(start: 60))
+        #expect(await eventually { controller.state.withLock { $0.scanning } }, "the burst ended at the rotation")
+        #expect(await eventually(timeout: .seconds(5)) { !controller.state.withLock { $0.scanning } },
+                "the burst outlived its time")
+        await exchange.stop()
+        await host.close()
+    }
+
     /// The controller is initiating for nobody (a host before us, or a cancel it took without
     /// effect): LE Create Connection is refused with Command Disallowed. The node must end that
     /// initiation, so that the next attempt goes through, instead of failing forever.

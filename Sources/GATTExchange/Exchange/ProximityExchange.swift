@@ -24,6 +24,10 @@ public actor ProximityExchange {
     private var attemptsUnderWay = 0
     /// The scanner is on and stays on for any attempt that starts now: attempts start only then.
     private var listening = false
+    /// The current scan burst has run its time; set before its scanner is stopped.
+    private var burstOver = false
+    /// Rotations begun, so that a scan burst knows whether one stopped its scanner.
+    private var rotations = 0
     private var tasks: [Task<Void, Never>] = []
     private let stuck = OnceSignal<String>()
     private var initiatorHealth: InitiatorHealth
@@ -80,6 +84,7 @@ public actor ProximityExchange {
     /// the air and the controller is reset (the session ends and starts again).
     public func rotate(to ownID: OwnID) async {
         rotating = true
+        rotations += 1
         defer { rotating = false }
         candidates.removeAll()
         let resume = !tasks.isEmpty
@@ -161,47 +166,68 @@ public actor ProximityExchange {
 
     // MARK: Scanning and sightings
 
+    /// Scans in bursts (`scanOnTime`, then `scanOffTime` off) for as long as the exchange runs.
+    ///
+    /// A rotation stops the scanner to change the address; the burst it interrupted goes on once
+    /// the new address is set, rather than ending there. Ending it there phase-locked every node's
+    /// bursts to the rotation: windows follow the wall clock, so a whole crowd then scanned and
+    /// initiated in the same 10 s before each boundary, and a crowd of 20 on RootCanal logged 70 %
+    /// of its pairs per window. The pause between bursts is jittered (±25 %) so that nodes started
+    /// together drift apart.
     private func scanLoop() async {
         while !Task.isCancelled {
-            while rotating { try? await Task.sleep(for: .milliseconds(20)) }
-            do {
-                let sightings = try await host.startScanning()
-                listening = true
-                let burstEnd = ContinuousClock.now + configuration.scanOnTime
-                let stopper = Task { [host, configuration] in
-                    // Ends the burst (and so the loop below) when its time is up and no candidate
-                    // waits (up to the extension), and only once the attempts under way have ended:
-                    // candidates are tried only while heard, and only a scanner that hears the
-                    // peer can tell that a connect request went unanswered. In a 20-node crowd a
-                    // request sent after the scanner stopped left a node stuck, unseen, for 47 s.
-                    guard (try? await Task.sleep(until: burstEnd)) != nil else { return }
-                    let extensionEnd = burstEnd + configuration.scanBurstExtension
-                    while await !self.candidatesAreEmpty, ContinuousClock.now < extensionEnd {
-                        guard (try? await Task.sleep(for: .milliseconds(250))) != nil else { return }
-                    }
-                    await self.stopListening()
-                    while await self.attemptsAreUnderWay, ContinuousClock.now < extensionEnd + .seconds(10) {
-                        guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return }
-                    }
-                    try? await host.stopScanning()
-                }
-                for await sighting in sightings {
-                    await heard(sighting)
-                    if Task.isCancelled { break }
-                }
-                listening = false
-                stopper.cancel()
-                if configuration.scanOffTime > .zero, !Task.isCancelled {
-                    try? await host.stopScanning()
-                    try? await Task.sleep(for: configuration.scanOffTime)
-                }
-            } catch {
-                if case .controllerLost = error { return }
-                logger.warning("scanning failed; retrying", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: .seconds(1))
+            guard await scanBurst(until: ContinuousClock.now + configuration.scanOnTime) else { return }
+            if configuration.scanOffTime > .zero, !Task.isCancelled {
+                try? await host.stopScanning()
+                try? await Task.sleep(for: configuration.scanOffTime * Double.random(in: 0.75...1.25))
             }
             registry.forget(olderThan: ContinuousClock.now - configuration.peerMemory)
         }
+    }
+
+    /// One scan burst, resumed after each rotation inside it. Returns false once the controller is lost.
+    private func scanBurst(until burstEnd: ContinuousClock.Instant) async -> Bool {
+        burstOver = false
+        while !Task.isCancelled {
+            while rotating { try? await Task.sleep(for: .milliseconds(20)) }
+            let rotationsBefore = rotations
+            let sightings: AsyncStream<AdvertisementSighting>
+            do {
+                sightings = try await host.startScanning()
+            } catch {
+                if case .controllerLost = error { return false }
+                logger.warning("scanning failed; retrying", metadata: ["error": "\(error)"])
+                try? await Task.sleep(for: .seconds(1))
+                continue
+            }
+            listening = true
+            let stopper = Task { [host, configuration] in
+                // Ends the burst (and so the loop below) when its time is up and no candidate
+                // waits (up to the extension), and only once the attempts under way have ended:
+                // candidates are tried only while heard, and only a scanner that hears the
+                // peer can tell that a connect request went unanswered. In a 20-node crowd a
+                // request sent after the scanner stopped left a node stuck, unseen, for 47 s.
+                guard (try? await Task.sleep(until: burstEnd)) != nil else { return }
+                let extensionEnd = burstEnd + configuration.scanBurstExtension
+                while await !self.candidatesAreEmpty, ContinuousClock.now < extensionEnd {
+                    guard (try? await Task.sleep(for: .milliseconds(250))) != nil else { return }
+                }
+                await self.endBurst()
+                while await self.attemptsAreUnderWay, ContinuousClock.now < extensionEnd + .seconds(10) {
+                    guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return }
+                }
+                try? await host.stopScanning()
+            }
+            for await sighting in sightings {
+                await heard(sighting)
+                if Task.isCancelled { break }
+            }
+            listening = false
+            stopper.cancel()
+            // The scanner stopped without the burst ending: a rotation changed the address.
+            if burstOver || (!rotating && rotations == rotationsBefore) { return true }
+        }
+        return true
     }
 
     private func heard(_ sighting: AdvertisementSighting) async {
@@ -265,7 +291,10 @@ public actor ProximityExchange {
 
     private var candidatesAreEmpty: Bool { candidates.isEmpty }
     private var attemptsAreUnderWay: Bool { attemptsUnderWay > 0 }
-    private func stopListening() { listening = false }
+    private func endBurst() {
+        burstOver = true
+        listening = false
+    }
 
     /// The candidate whose turn came first, if the registry still wants a link to it.
     private func takeCandidate() -> ConnectionCandidates.Candidate? {
