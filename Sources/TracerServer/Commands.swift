@@ -171,7 +171,7 @@ struct Publish: AsyncParsableCommand {
     @Option(
         name: .customLong("demo-key-clock"),
         help: ArgumentHelp(
-            "For demos and tests only: release daily keys as if the time were UNIX_SECONDS (at most 3 days ahead), so that today's key can be published now. Never on a server real people rely on: a key published early lets anyone replay its ids while they are still valid.",
+            "For demos and tests only: release daily keys as if it were this Unix time (at most 3 days ahead), so that today's key can be published now. Never on a server real people rely on: a key published early lets anyone replay its ids while they are still valid.",
             valueName: "unix-seconds"))
     var demoKeyClock: Int64?
 

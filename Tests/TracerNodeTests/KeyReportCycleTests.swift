@@ -195,7 +195,7 @@ extension TracerNodeTests {
 
                 let keys = try Self.report(scratch, scratch.file("a.db"), server, ["--keys", "--yes"])
                 #expect(keys.exitCode == 0, "\(keys)")
-                #expect(keys.stdout.contains("Uploaded 1 daily keys (1 new to the server)"), "\(keys)")
+                #expect(keys.stdout.contains("Uploaded 1 daily key (1 new to the server)"), "\(keys)")
                 #expect(try server.publish().contains("1 keys wait"))
             }
         }
@@ -212,8 +212,8 @@ extension TracerNodeTests {
 
                 let chosen = try Self.tracerAtATerminal(scratch, try Self.reportArguments(scratch.file("a.db"), server), typing: "keys\nyes\n")
                 #expect(chosen.exitCode == 0, "\(chosen)")
-                #expect(chosen.stdout.contains("This uploads 1 daily keys"), "\(chosen)")
-                #expect(chosen.stdout.contains("Uploaded 1 daily keys (1 new to the server)"), "\(chosen)")
+                #expect(chosen.stdout.contains("This uploads 1 daily key "), "\(chosen)")
+                #expect(chosen.stdout.contains("Uploaded 1 daily key (1 new to the server)"), "\(chosen)")
                 let published = try server.publish()
                 #expect(published.contains("1 keys wait"), "\(published)")
                 #expect(published.contains("No new ids to publish."), "\(published)")

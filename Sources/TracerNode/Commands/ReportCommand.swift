@@ -138,7 +138,7 @@ enum ReportKind: String, EnumerableFlag {
 enum ReportWording {
     static let tradeOff = """
         You can upload one of two things. Both let people who met you find out; neither says whom you met.
-          ids         your ids, each published on its own (about 96 a day): nobody can link one to another.
+          ids         your ids, each published on its own (96 a day at 15-minute ids): nobody can link one to another.
           daily keys  one key a day, from which every id of that day can be computed: much smaller, but
                       once a day's key is published, anyone who logged some of your ids that day (a
                       neighbour's node, a sensor in a shop) can link those sightings to each other: where
@@ -172,7 +172,7 @@ enum ReportWording {
 
     static func summary(_ upload: KeyHistoryUpload, uncoveredDays: [String], server: String) -> String {
         var text = """
-            This uploads \(upload.keys.count) daily keys of this node, for \(span(upload.days)) (UTC), to \(server).
+            This uploads \(keys(upload.keys.count)) of this node, for \(span(upload.days)) (UTC), to \(server).
             It uploads nothing about whom you met. The server publishes each key only after its \
             day has ended plus a delay (today's key tomorrow at the earliest), so that nobody can \
             broadcast your ids while they are still valid.
@@ -192,11 +192,13 @@ enum ReportWording {
                 """
         case .keys:
             return """
-                Uploaded \(receipt.keys ?? 0) daily keys (\(receipt.stored) new to the server); each appears in \
+                Uploaded \(keys(receipt.keys ?? 0)) (\(receipt.stored) new to the server); each appears in \
                 its published list once its day has ended plus the server's delay. Thank you for helping others find out.
                 """
         }
     }
+
+    private static func keys(_ count: Int) -> String { count == 1 ? "1 daily key" : "\(count) daily keys" }
 
     private static func span(_ days: [String]) -> String {
         guard let first = days.first, let last = days.last else { return "no day" }
