@@ -166,11 +166,28 @@ struct Publish: AsyncParsableCommand {
 
     @OptionGroup var location: LocationOptions
 
+    /// A flag of this one-shot command only, never a configuration setting, so that no server's
+    /// schedule can carry it: a demo or test must type it every time, and is warned every time.
+    @Option(
+        name: .customLong("demo-key-clock"),
+        help: ArgumentHelp(
+            "For demos and tests only: release daily keys as if it were this Unix time (at most 3 days ahead), so that today's key can be published now. Never on a server real people rely on: a key published early lets anyone replay its ids while they are still valid.",
+            valueName: "unix-seconds"))
+    var demoKeyClock: Int64?
+
+    func validate() throws {
+        // Milliseconds, or a typo: too far ahead to be a demo's "tomorrow".
+        if let demoKeyClock, demoKeyClock > SystemWallClock().now() + Self.demoKeyClockLimit {
+            throw ValidationError("--demo-key-clock must be a Unix time in seconds at most 3 days from now (it is \(demoKeyClock)).")
+        }
+    }
+
     func run() async throws {
         let configuration = try location.loadConfiguration()
+        if let demoKeyClock { Self.warnAboutDemoKeyClock(demoKeyClock, delay: configuration.keyPublicationDelaySeconds) }
         let store = try location.openStore()
         let publisher = try location.makePublisher(store: store, configuration: configuration, logger: Logger(label: "tracer-server"))
-        let report = try await publisher.publish()
+        let report = try await publisher.publish(demoKeyClock: demoKeyClock)
         if let batch = report.newBatch {
             print("Published batch \(batch.number) with \(batch.idCount) ids (\(batch.byteCount) bytes).")
         } else {
@@ -195,6 +212,21 @@ struct Publish: AsyncParsableCommand {
             print("Removed expired key batches: \(report.expiredKeyBatches.map(String.init).joined(separator: ", ")).")
         }
         print("Key index lists \(report.liveKeyBatches) key batches\(report.keyIndexGeneration.map { " (generation \($0))" } ?? " (unchanged)").")
+    }
+}
+
+extension Publish {
+    static let demoKeyClockLimit: Int64 = 3 * 86_400
+
+    /// Says loudly, on stderr, what the flag does.
+    static func warnAboutDemoKeyClock(_ time: Int64, delay: Int64) {
+        FileHandle.standardError.write(Data("""
+            WARNING: --demo-key-clock releases daily keys as if it were \(time.utcText), not now. A key \
+            is normally published only after its day has ended plus \(delay) seconds, so that nobody \
+            can broadcast its ids while they are still valid; keys published by this run may still be \
+            valid. For demos and tests only: never use it on a server whose list real people rely on.
+
+            """.utf8))
     }
 }
 

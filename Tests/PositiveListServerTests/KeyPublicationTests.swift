@@ -80,6 +80,30 @@ import Testing
         #expect(try await publisher.publish().newKeyBatch == nil)
     }
 
+    /// The demo clock (`tracer-server publish --demo-key-clock`) applies the same rule as if it
+    /// were later, for keys only: the indexes keep the real time, and it never moves backwards.
+    @Test func theDemoClockReleasesKeysAsIfLaterAndNothingElse() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let todays = Self.record(Self.today, Self.key(1))
+        _ = try await append(fixture, [todays])
+        let publisher = fixture.makePublisher()
+        let due = Self.today.end + 450 + 7_200
+
+        #expect(try await publisher.publish(demoKeyClock: Self.now - 86_400).newKeyBatch == nil, "a clock in the past is now")
+        let early = try await publisher.publish(demoKeyClock: due - 1)
+        #expect(early.newKeyBatch == nil)
+        #expect(early.waitingKeys == 1)
+        let released = try await publisher.publish(demoKeyClock: due)
+        #expect(released.newKeyBatch?.keyCount == 1)
+        #expect(released.newKeyBatch?.publishedAt == Self.now)
+        #expect(try verifiedKeyBatches(fixture).flatMap(\.records) == [todays])
+        #expect(try verifiedKeyIndex(fixture).publishedAt == Self.now)
+        // Without it, the rule holds by the real clock again.
+        _ = try await append(fixture, [Self.record(Self.today, Self.key(2), interval: 600)])
+        #expect(try await publisher.publish().newKeyBatch == nil)
+    }
+
     /// With an interval that does not divide a day, the day's last window runs past midnight;
     /// its ids stay valid until that window (plus jitter) ends, so the key waits for it.
     @Test func aKeyWaitsForItsLastWindowToEnd() async throws {

@@ -31,14 +31,15 @@ extension TracerNodeTests {
             defer { server.stop() }
             let now = UnixSeconds(Date().timeIntervalSince1970)
             let derivation = try IDDerivation(intervalSeconds: 900)
-            // Yesterday's key is due (its day ended more than the 2-hour delay ago, whenever the
-            // test runs); today's is held back by the server.
-            let yesterday = UTCDay(number: UTCDay(containing: now).number - 1)
+            // The key of the day before yesterday is due whenever the test runs (yesterday's is
+            // not before 02:07:30 UTC: its day's end plus the 2-hour delay); today's is held back
+            // by the server.
+            let pastDay = UTCDay(number: UTCDay(containing: now).number - 2)
             let today = UTCDay(containing: now)
-            let yesterdaysKey = DailyKey.random()
+            let pastKey = DailyKey.random()
             let todaysKey = DailyKey.random()
             let history = """
-                {"keys": [{"day": \(yesterday.number), "intervalSeconds": 900, "key": "\(yesterdaysKey.hex)"},
+                {"keys": [{"day": \(pastDay.number), "intervalSeconds": 900, "key": "\(pastKey.hex)"},
                           {"day": \(today.number), "intervalSeconds": 900, "key": "\(todaysKey.hex)"}]}
                 """
             let file = scratch.file("keys.json")
@@ -49,18 +50,18 @@ extension TracerNodeTests {
             try #require(append.exitCode == 0, "tracer-server append --keys failed: \(append)")
             try server.publish()
 
-            // Yesterday 10:00 is window 40 of the day: met inside it, a match. The id of 10:15
+            // 10:00 that day is window 40 of the day: met inside it, a match. The id of 10:15
             // (window 41), replayed at 20:15: seen outside its window. Today's id (unpublished):
             // nothing.
-            let window = derivation.windowIndices(of: yesterday).lowerBound + 40
+            let window = derivation.windowIndices(of: pastDay).lowerBound + 40
             let start = derivation.nominalStart(ofWindowIndex: window)
-            let metID = derivation.id(key: yesterdaysKey, windowIndex: window)
+            let metID = derivation.id(key: pastKey, windowIndex: window)
             let todayStart = derivation.nominalStart(ofWindowIndex: derivation.windowIndices(of: today).lowerBound)
             let db = scratch.file("b.db")
             try NodeFixture.makeStore(db, encounters: [
                 EncounterSpec(peer: metID, times: [start + 60, start + 600], rssi: [-50, -50]),
                 EncounterSpec(
-                    peer: derivation.id(key: yesterdaysKey, windowIndex: window + 1), times: [start + 36_900, start + 37_200], rssi: [-50, -50]),
+                    peer: derivation.id(key: pastKey, windowIndex: window + 1), times: [start + 36_900, start + 37_200], rssi: [-50, -50]),
                 EncounterSpec(
                     peer: derivation.id(key: todaysKey, windowIndex: derivation.windowIndices(of: today).lowerBound),
                     times: [todayStart + 60, todayStart + 120], rssi: [-50, -50]),

@@ -19,16 +19,19 @@ final class ListServerProcess {
 
     var url: String { "http://127.0.0.1:\(port)" }
     var publishedIndex: String { dataDirectory + "/public/index.tpli" }
+    var publishedKeyIndex: String { dataDirectory + "/public/keys/index.tpki" }
     func publishedBatch(_ number: Int) -> String { dataDirectory + "/public/batches/\(number).tplb" }
 
     /// `serving: false` prepares the data directory, key and port without starting `serve`, for
-    /// a test whose server comes up later (see `start()`).
-    init(scratch: Scratch, name: String = "server", serving: Bool = true) throws {
+    /// a test whose server comes up later (see `start()`). `settings` are further members of
+    /// config.json, such as `"acceptUploads": "keys"`.
+    init(scratch: Scratch, name: String = "server", serving: Bool = true, settings: String = "") throws {
         home = scratch.path
         dataDirectory = scratch.file(name)
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
         token = "test-authority-token-" + UUID().uuidString
-        try #"{"authorities": [{"name": "Test Health Authority", "token": "\#(token)"}]}"#
+        let more = settings.isEmpty ? "" : ", " + settings
+        try #"{"authorities": [{"name": "Test Health Authority", "token": "\#(token)"}]\#(more)}"#
             .write(toFile: dataDirectory + "/config.json", atomically: true, encoding: .utf8)
         let keygen = try Products.run(try Products.path(of: "tracer-server"), ["keygen", "--data-dir", dataDirectory], home: home)
         guard keygen.exitCode == 0 else { throw HarnessFailure(description: "tracer-server keygen failed: \(keygen)") }
@@ -39,7 +42,7 @@ final class ListServerProcess {
 
     deinit { stop() }
 
-    /// Starts `serve` and waits until it listens and has published its first (empty) index.
+    /// Starts `serve` and waits until it listens and has published its first (empty) indexes.
     func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Products.path(of: "tracer-server"))
@@ -55,7 +58,11 @@ final class ListServerProcess {
         try? handle.close()
         self.process = process
         let deadline = ContinuousClock.now + .seconds(20)
-        while !(LoopbackPort.isListening(port) && FileManager.default.fileExists(atPath: publishedIndex)) {
+        // The key index is written after the id index by the same first publication; a node
+        // reads a missing one as a server from before daily keys, which takes ids only.
+        while !(LoopbackPort.isListening(port) && FileManager.default.fileExists(atPath: publishedIndex)
+            && FileManager.default.fileExists(atPath: publishedKeyIndex))
+        {
             guard process.isRunning else {
                 let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
                 throw HarnessFailure(description: "tracer-server serve exited with \(process.terminationStatus): \(text.suffix(2000))")
@@ -93,9 +100,14 @@ final class ListServerProcess {
     /// `tracer-server publish`; returns its stdout.
     @discardableResult
     func publish() throws -> String {
-        let result = try Products.run(try Products.path(of: "tracer-server"), ["publish", "--data-dir", dataDirectory], home: home)
+        try publish(extra: []).stdout
+    }
+
+    /// `tracer-server publish` with more arguments (`--demo-key-clock T`); requires success.
+    func publish(extra: [String]) throws -> ProcessResult {
+        let result = try Products.run(try Products.path(of: "tracer-server"), ["publish", "--data-dir", dataDirectory] + extra, home: home)
         guard result.exitCode == 0 else { throw HarnessFailure(description: "tracer-server publish failed: \(result)") }
-        return result.stdout
+        return result
     }
 }
 

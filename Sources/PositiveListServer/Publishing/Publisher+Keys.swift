@@ -65,10 +65,11 @@ public struct KeyPublicationSettings: Sendable, Equatable {
 extension Publisher {
     /// Cuts a key batch from the due keys, expires old key batches and rewrites the key index:
     /// the id steps' order, so a crash anywhere leaves a key index naming only files that exist.
-    func publishKeys(now: UnixSeconds, cutoff: UnixSeconds, into report: inout PublishReport) async throws {
-        let due = try await store.dueKeys(before: keySettings.firstUndueDay(at: now))
-            .filter { $0.day.end > cutoff && keySettings.dueTime(of: $0) <= now }
-        if keySettings.shouldPublish(due, now: now) {
+    /// Keys are due by `releaseTime`: now, except in a demo or test (`publish(demoKeyClock:)`).
+    func publishKeys(now: UnixSeconds, releaseTime: UnixSeconds, cutoff: UnixSeconds, into report: inout PublishReport) async throws {
+        let due = try await store.dueKeys(before: keySettings.firstUndueDay(at: releaseTime))
+            .filter { $0.day.end > cutoff && keySettings.dueTime(of: $0) <= releaseTime }
+        if keySettings.shouldPublish(due, now: releaseTime) {
             report.newKeyBatch = try await cutKeyBatch(due, now: now)
         }
         report.expiredKeyBatches = try await store.expireKeyBatches(endingBy: cutoff, now: now)

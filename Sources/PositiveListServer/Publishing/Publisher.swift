@@ -107,13 +107,21 @@ public actor Publisher {
 
     public var publicKey: PositiveListPublicKey { PositiveListPublicKey(signingKey.publicKey) }
 
+    /// Publishes what is due now.
+    ///
+    /// `demoKeyClock` is for demos and tests only: daily keys are released as if the time were
+    /// then (never earlier than now), so a key can be published before its day has ended plus
+    /// the delay, while its ids may still be valid on air and could be replayed. Nothing else
+    /// moves: batches, indexes and retention keep the real time. Only `tracer-server publish
+    /// --demo-key-clock` passes it (with a warning); the schedule in `serve` and the
+    /// configuration cannot.
     @discardableResult
-    public func publish() async throws(PublishError) -> PublishReport {
+    public func publish(demoKeyClock: UnixSeconds? = nil) async throws(PublishError) -> PublishReport {
         do {
             try directory.prepare()
             let lock = try PublishLock(path: lockPath)
             defer { withExtendedLifetime(lock) {} }
-            return try await publishHoldingLock()
+            return try await publishHoldingLock(demoKeyClock: demoKeyClock)
         } catch let error as PublishError {
             logger.error("publication failed", metadata: ["reason": "\(error)"])
             throw error
@@ -126,10 +134,16 @@ public actor Publisher {
         }
     }
 
-    private func publishHoldingLock() async throws(PublishError) -> PublishReport {
+    private func publishHoldingLock(demoKeyClock: UnixSeconds?) async throws(PublishError) -> PublishReport {
         let now = clock.now()
         let cutoff = now - retentionSeconds
         var report = PublishReport()
+        let keyReleaseTime = max(demoKeyClock ?? now, now)
+        if keyReleaseTime > now {
+            logger.warning("releasing daily keys early, for a demo or test: their ids may still be valid and could be replayed", metadata: [
+                "asIfAt": "\(keyReleaseTime)", "secondsAhead": "\(keyReleaseTime - now)",
+            ])
+        }
         do {
             let pending = try await store.pendingEntries(endingAfter: cutoff)
             if !pending.damagedSubmissions.isEmpty {
@@ -152,7 +166,7 @@ public actor Publisher {
             report.liveBatches = live.count
             report.indexGeneration = try await replaceIndexIfStale(live: live, now: now)
             removeUnlistedFiles(live: live)
-            try await publishKeys(now: now, cutoff: cutoff, into: &report)
+            try await publishKeys(now: now, releaseTime: keyReleaseTime, cutoff: cutoff, into: &report)
             try await store.purge(endingBefore: cutoff, now: now)
         } catch let error as ServerStoreError {
             throw .store(error)

@@ -90,7 +90,8 @@ struct StatusCommand: AsyncParsableCommand {
             lines.append("Last check:     never; run `tracer check`")
         }
         if let last = status.reports.last {
-            lines.append("Reported:       \(last.ids) own ids at \(Output.localTime(last.reportedAt))")
+            let what = last.keys.map { $0 == 1 ? "1 daily key" : "\($0) daily keys" } ?? "\(last.ids) own ids"
+            lines.append("Reported:       \(what) at \(Output.localTime(last.reportedAt))")
         }
         return lines.joined(separator: "\n")
     }

@@ -1,0 +1,244 @@
+import Foundation
+import IDRotation
+import PositiveListFormat
+import Testing
+@testable import Matching
+
+extension MatchingTests {
+    /// `tracer report`'s key half: what the server accepts (read from its signed key index), the
+    /// choice that follows from it, and uploading daily keys with the same credentials and
+    /// idempotency as ids.
+    @Suite struct KeyReportTests {
+        typealias ScriptedServer = HistoryReporterTests.ScriptedServer
+        typealias FixedClock = HistoryReporterTests.FixedClock
+
+        /// 2026-11-22 00:00:00 UTC, the start of day 20,779.
+        let now: UnixSeconds = 1_795_305_600 + 12 * 3_600
+        var today: UTCDay { UTCDay(containing: now) }
+
+        func store(in directory: TemporaryDirectory) throws -> NodeStore {
+            try NodeStore.open(StoreLocation(path: directory.path + "/node.db", source: .flag, ownsDirectory: false))
+        }
+
+        func day(_ offset: Int64) -> UTCDay { UTCDay(number: today.number + offset) }
+
+        @discardableResult
+        func recordKey(_ store: NodeStore, day: UTCDay, interval: Int64 = 900) throws -> DailyKey {
+            try store.dailyKey(for: day, intervalSeconds: interval, recordingIfAbsent: DailyKey.random())
+        }
+
+        func header(_ name: String, of request: HTTPRequest) -> String? {
+            request.headers.first { $0.name == name }?.value
+        }
+
+        func body(of request: HTTPRequest) throws -> [[String: Any]] {
+            let object = try JSONSerialization.jsonObject(with: Data(request.body)) as? [String: Any]
+            return try #require(object?["keys"] as? [[String: Any]], "not a key history: \(String(decoding: request.body, as: UTF8.self))")
+        }
+
+        // MARK: What the server accepts
+
+        func keyIndex(accepting kinds: AcceptedUploads, signer: BatchSigner) throws -> [UInt8] {
+            try PositiveListKeyIndex(generation: 1, publishedAt: now, accepts: kinds, batches: []).encode(signingKey: signer.key)
+        }
+
+        @Test(arguments: [AcceptedUploads.ids, .keys, .both])
+        func theSignedKeyIndexSaysWhatTheServerAccepts(_ kinds: AcceptedUploads) async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let signer = BatchSigner()
+            let server = ListFreshnessTests.StaticServer()
+            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: kinds, signer: signer))
+            let reporter = HistoryReporter(serverURL: "http://list.test/", store: try store(in: directory), http: server, clock: FixedClock(time: now))
+            let acceptance = try await reporter.acceptance(publicKey: signer.publicKey)
+            #expect(acceptance == UploadAcceptance(kinds: kinds, source: .signedKeyIndex))
+        }
+
+        @Test func aServerWithoutAKeyIndexTakesIDsOnly() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let reporter = HistoryReporter(
+                serverURL: "http://list.test", store: try store(in: directory), http: ListFreshnessTests.StaticServer(), clock: FixedClock(time: now))
+            let acceptance = try await reporter.acceptance(publicKey: BatchSigner().publicKey)
+            #expect(acceptance == UploadAcceptance(kinds: .ids, source: .olderServer))
+            #expect(acceptance.onlyKind == .ids)
+        }
+
+        @Test func aKeyIndexSignedWithAnotherKeyIsRefused() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let server = ListFreshnessTests.StaticServer()
+            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: .keys, signer: BatchSigner()))
+            let reporter = HistoryReporter(serverURL: "http://list.test", store: try store(in: directory), http: server, clock: FixedClock(time: now))
+            let error = await #expect(throws: ReportError.self) { try await reporter.acceptance(publicKey: BatchSigner().publicKey) }
+            guard case .acceptanceNotVerified(let url, _) = error else {
+                Issue.record("expected acceptanceNotVerified, got \(String(describing: error))")
+                return
+            }
+            #expect(url == "http://list.test/keys/index.tpki")
+            #expect(error?.description.contains("server.public_key") == true)
+        }
+
+        @Test func withoutAPublicKeyNothingIsReadAndTheServerDecides() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let server = ScriptedServer([])
+            let reporter = HistoryReporter(serverURL: "http://list.test", store: try store(in: directory), http: server, clock: FixedClock(time: now))
+            #expect(try await reporter.acceptance(publicKey: nil) == UploadAcceptance(kinds: .both, source: .unknown))
+            #expect(server.requests.isEmpty)
+        }
+
+        @Test func anUnreachableServerIsNotAnUploadThatMayHaveArrived() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let reporter = HistoryReporter(
+                serverURL: "http://list.test", store: try store(in: directory), http: ScriptedServer([.lostConnection]), clock: FixedClock(time: now))
+            let error = await #expect(throws: ReportError.self) { try await reporter.acceptance(publicKey: BatchSigner().publicKey) }
+            guard case .serverUnreachable = error else {
+                Issue.record("expected serverUnreachable, got \(String(describing: error))")
+                return
+            }
+            #expect(error?.description.contains("Nothing was uploaded") == true)
+        }
+
+        // MARK: The choice
+
+        @Test func keysAreNeverChosenWithoutTheUser() throws {
+            let keysOnly = UploadAcceptance(kinds: .keys, source: .signedKeyIndex)
+            let idsOnly = UploadAcceptance(kinds: .ids, source: .signedKeyIndex)
+            let both = UploadAcceptance(kinds: .both, source: .signedKeyIndex)
+            let unknown = UploadAcceptance(kinds: .both, source: .unknown)
+
+            // --yes alone: ids where the server takes them, else a refusal naming --keys.
+            #expect(try both.decide(requested: nil, canAsk: false) == .upload(.ids))
+            #expect(try unknown.decide(requested: nil, canAsk: false) == .upload(.ids))
+            #expect(try idsOnly.decide(requested: nil, canAsk: false) == .upload(.ids))
+            #expect(throws: ReportError.keysNeedExplicitChoice) { try keysOnly.decide(requested: nil, canAsk: false) }
+            #expect(ReportError.keysNeedExplicitChoice.description.contains("--keys"))
+
+            // At a terminal: asked when both are possible; the only kind otherwise (the typed
+            // confirmation names it).
+            #expect(try both.decide(requested: nil, canAsk: true) == .ask)
+            #expect(try unknown.decide(requested: nil, canAsk: true) == .ask)
+            #expect(try keysOnly.decide(requested: nil, canAsk: true) == .upload(.keys))
+            #expect(try idsOnly.decide(requested: nil, canAsk: true) == .upload(.ids))
+
+            // A flag is the user's choice, refused when the server does not take that kind.
+            #expect(try both.decide(requested: .keys, canAsk: false) == .upload(.keys))
+            #expect(try keysOnly.decide(requested: .keys, canAsk: false) == .upload(.keys))
+            #expect(try unknown.decide(requested: .keys, canAsk: false) == .upload(.keys))
+            #expect(throws: ReportError.kindNotAccepted(.keys)) { try idsOnly.decide(requested: .keys, canAsk: true) }
+            #expect(throws: ReportError.kindNotAccepted(.ids)) { try keysOnly.decide(requested: .ids, canAsk: true) }
+            #expect(ReportError.kindNotAccepted(.keys).description.contains("--ids"))
+            #expect(ReportError.kindNotAccepted(.ids).description.contains("--keys"))
+        }
+
+        // MARK: Uploading keys
+
+        @Test func theKeysOfThePeriodAreUploadedTodaysIncluded() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let store = try store(in: directory)
+            try recordKey(store, day: day(-29))  // ended before the 28-day cutoff
+            let old = try recordKey(store, day: day(-27))
+            let yesterday = try recordKey(store, day: day(-1))
+            let todays = try recordKey(store, day: day(0))
+            let server = ScriptedServer([.status(201, #"{"submission":3,"received":3,"stored":3}"#)])
+            let reporter = HistoryReporter(serverURL: "http://list.example", store: store, http: server, clock: FixedClock(time: now))
+
+            let upload = try reporter.pendingKeyUpload()
+            #expect(upload.keys.map(\.key) == [old, yesterday, todays])
+            #expect(upload.days == [day(-27).date, day(-1).date, today.date])
+            let receipt = try await reporter.upload(upload, code: "CODE-K")
+            #expect(receipt.keys == 3)
+            #expect(receipt.kind == .keys)
+            #expect(receipt.stored == 3)
+            #expect(receipt.firstValidFrom == day(-27).start)
+            #expect(receipt.lastValidUntil == today.end)
+
+            let request = try #require(server.requests.first)
+            #expect(request.method == .post)
+            #expect(request.url == "http://list.example/v1/key-histories")
+            #expect(header("Upload-Code", of: request) == "CODE-K")
+            #expect(header("Content-Type", of: request) == "application/json")
+            let sent = try body(of: request)
+            #expect(sent.map { $0["key"] as? String } == [old.hex, yesterday.hex, todays.hex])
+            #expect(sent.map { ($0["day"] as? NSNumber)?.int64Value } == [day(-27).number, day(-1).number, today.number])
+            #expect(sent.allSatisfy { ($0["intervalSeconds"] as? NSNumber)?.int64Value == 900 })
+            #expect(HistoryReporter.receipts(in: store).map(\.keys) == [3])
+        }
+
+        @Test func aStoreWithoutKeysHasNothingToUploadAsKeys() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let store = try store(in: directory)
+            // Ids from before daily keys: reportable as ids only.
+            try store.recordOwnID(OwnID(id: UserID(rawValue: 0xC1), window: IDWindow(start: now - 900, end: now)))
+            let server = ScriptedServer([])
+            let reporter = HistoryReporter(serverURL: "http://list.example", store: store, http: server, clock: FixedClock(time: now))
+            let upload = try reporter.pendingKeyUpload()
+            #expect(upload.keys.isEmpty)
+            await #expect(throws: ReportError.noKeysToReport) { try await reporter.upload(upload, code: "CODE") }
+            #expect(server.requests.isEmpty)
+            #expect(ReportError.noKeysToReport.description.contains("--ids"))
+        }
+
+        @Test func aRepeatedKeyUploadIsTheSameRequestAfterMidnightToo() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let store = try store(in: directory)
+            try recordKey(store, day: day(-1))
+            try recordKey(store, day: day(0))
+            let server = ScriptedServer([.lostConnection, .status(200, #"{"submission":4,"received":2,"stored":2}"#)])
+            let first = HistoryReporter(serverURL: "http://list.example", store: store, http: server, clock: FixedClock(time: now))
+            await #expect(throws: ReportError.self) { try await first.upload(try first.pendingKeyUpload(), code: "CODE-R") }
+
+            // A new day, a new key: the repeat must still be the request the server may have stored.
+            try recordKey(store, day: day(1))
+            let later = HistoryReporter(serverURL: "http://list.example", store: store, http: server, clock: FixedClock(time: day(1).start + 60))
+            let repeated = try later.pendingKeyUpload()
+            #expect(repeated.keys.count == 2)
+            _ = try await later.upload(repeated, code: "CODE-R")
+
+            let requests = server.requests
+            #expect(requests.count == 2)
+            #expect(requests[0].body == requests[1].body)
+            #expect(header("Idempotency-Key", of: requests[0]) != nil)
+            #expect(header("Idempotency-Key", of: requests[0]) == header("Idempotency-Key", of: requests[1]))
+            // Confirmed: the next key upload is built afresh, with the new day's key.
+            #expect(try later.pendingKeyUpload().keys.count == 3)
+        }
+
+        @Test func aPendingKeyUploadIsNotRepeatedAsIDs() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let store = try store(in: directory)
+            try recordKey(store, day: day(0))
+            try store.recordOwnID(OwnID(id: UserID(rawValue: 0xD1), window: IDWindow(start: now - 900, end: now)))
+            let server = ScriptedServer([.lostConnection, .status(201, #"{"submission":5,"received":1,"stored":1}"#)])
+            let reporter = HistoryReporter(serverURL: "http://list.example", store: store, http: server, clock: FixedClock(time: now))
+            await #expect(throws: ReportError.self) { try await reporter.upload(try reporter.pendingKeyUpload(), code: "CODE-S") }
+
+            let ids = try reporter.pendingUpload()
+            #expect(ids.ids.map(\.id.rawValue) == [0xD1])
+            _ = try await reporter.upload(ids, code: "CODE-S")
+            let requests = server.requests
+            #expect(requests[1].url == "http://list.example/v1/histories")
+            #expect(header("Idempotency-Key", of: requests[0]) != header("Idempotency-Key", of: requests[1]), "another body is another request")
+        }
+
+        @Test func aServerRefusingKeysIsSaidSoAndLeavesNothingPending() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let store = try store(in: directory)
+            try recordKey(store, day: day(0))
+            let refusal = #"{"error":"upload_kind_not_accepted","detail":"This server does not accept daily keys."}"#
+            let server = ScriptedServer([.status(403, refusal), .status(201, #"{"submission":6,"received":1,"stored":1}"#)])
+            let reporter = HistoryReporter(serverURL: "http://list.example", store: store, http: server, clock: FixedClock(time: now))
+            await #expect(throws: ReportError.kindNotAccepted(.keys)) { try await reporter.upload(try reporter.pendingKeyUpload(), code: "CODE-T") }
+            _ = try await reporter.upload(try reporter.pendingKeyUpload(), code: "CODE-U")
+            let keys = server.requests.map { header("Idempotency-Key", of: $0) }
+            #expect(keys[0] != keys[1], "a refused request is not repeated")
+        }
+    }
+}
