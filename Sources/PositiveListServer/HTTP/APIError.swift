@@ -34,6 +34,13 @@ public struct APIError: HTTPResponseError, Sendable {
         }
     }
 
+    static func tooManyAttempts(retryAfterSeconds seconds: Int) -> APIError {
+        APIError(
+            .tooManyRequests, "too_many_attempts",
+            "Too many failed attempts from this address; wait \(seconds) seconds before trying again.",
+            headers: [.retryAfter: String(seconds)])
+    }
+
     static let missingCredentials = APIError(
         .unauthorized, "missing_credentials",
         "Send an authority token as `Authorization: Bearer TOKEN`, or an upload code as `Upload-Code: CODE`.")

@@ -1,0 +1,87 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import PositiveListServer
+import Testing
+
+/// What a hostile client on 127.0.0.1 tried (issue 14), each answered as docs/openapi.yaml
+/// says: a 4xx with a JSON error, no error in the log, nothing spent or served that should not be.
+@Suite struct HostileClientTests {
+    static let now = ServerFixture.start
+
+    static func issueCode(_ client: any TestClientProtocol) async throws -> String {
+        let response = try await client.send("/v1/codes", .post, headers: .authority())
+        return try #require(response.json["code"] as? String)
+    }
+
+    /// An upload request as raw HTTP/1.1.
+    static func upload(code: String, body: String = #"{"ids": []}"#) -> String {
+        "POST /v1/histories HTTP/1.1\r\nHost: 127.0.0.1\r\nUpload-Code: \(code)\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+    }
+
+    /// The head of an authority's upload as raw HTTP/1.1, without its framing headers and the
+    /// blank line: a test adds those as it needs them.
+    static let authorityUploadHead =
+        "POST /v1/histories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(ServerFixture.authorityToken)\r\n"
+        + "Content-Type: application/json\r\n"
+
+    /// Sends `text` on a new connection and reads one response.
+    static func exchange(_ client: any TestClientProtocol, _ text: String) async throws -> (RawConnection, RawConnection.Response) {
+        let connection = try RawConnection(port: try #require(client.port))
+        connection.send(text)
+        return (connection, try await connection.receiveResponse())
+    }
+
+    static func errorLines(_ fixture: ServerFixture) -> [String] {
+        fixture.logs.all.filter { $0.hasPrefix("error ") || $0.hasPrefix("critical ") }
+    }
+
+    // MARK: 1. The failed-attempt limit under concurrency
+
+    @Test func wrongCodesReleasedAtOneInstantGetAtMostTheLimitOfCredentialChecks() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let limit = fixture.configuration.failedAttemptsPerMinute
+        try await fixture.withServer { client in
+            let port = try #require(client.port)
+            let requests = (0..<200).map { _ in Self.upload(code: UploadCode.generate().display) }
+            let connections = try requests.map { _ in try RawConnection(port: port) }
+            // Each head but its last byte first, then the last bytes together: the server gets
+            // 200 whole requests within a moment, as if released at the same instant.
+            let split = requests.map { request in request.range(of: "\r\n\r\n")!.upperBound }
+            for (connection, (request, end)) in zip(connections, zip(requests, split)) {
+                connection.send(String(request[..<request.index(before: end)]))
+            }
+            try await Task.sleep(for: .milliseconds(300))
+            for (connection, (request, end)) in zip(connections, zip(requests, split)) {
+                connection.send(String(request[request.index(before: end)...]))
+            }
+            var statuses: [Int] = []
+            for connection in connections {
+                statuses.append(try await connection.receiveResponse().status)
+            }
+            let checked = statuses.filter { $0 == 401 }.count
+            #expect(checked >= 1 && checked <= limit, "\(checked) credential checks answered 401; the limit is \(limit)")
+            #expect(statuses.filter { $0 == 429 }.count == 200 - checked, "\(Dictionary(grouping: statuses) { $0 }.mapValues(\.count))")
+        }
+    }
+
+    @Test func concurrentValidRequestsFromOneAddressAreNotRefused() async throws {
+        // Budget held by checks in flight makes later checks wait, not fail: an authority
+        // issuing many codes at once is not turned away.
+        let fixture = try ServerFixture { $0.failedAttemptsPerMinute = 2 }
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            let port = try #require(client.port)
+            let request = "POST /v1/codes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(ServerFixture.authorityToken)\r\nContent-Length: 0\r\n\r\n"
+            let connections = try (0..<20).map { _ in try RawConnection(port: port) }
+            for connection in connections { connection.send(request) }
+            for connection in connections {
+                #expect(try await connection.receiveResponse().status == 201)
+            }
+        }
+        #expect(try await fixture.store.summary(now: Self.now).openUploadCodes == 20)
+    }
+}
