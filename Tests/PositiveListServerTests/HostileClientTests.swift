@@ -84,4 +84,31 @@ import Testing
         }
         #expect(try await fixture.store.summary(now: Self.now).openUploadCodes == 20)
     }
+
+    // MARK: 4. The media type
+
+    @Test func onlyApplicationJSONIsAcceptedAndARefusalLeavesTheCodeUnused() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let body = Histories.body(Histories.entries(count: 3, endingAt: Self.now))
+        try await fixture.withServer { client in
+            let code = try await Self.issueCode(client)
+            for type in [
+                "application/jsonx", "application/json-seq", "application/json+x", "text/json", "application/json; charset=latin1",
+                "application/json, text/plain", "application/json; charset", "application", "application/json; a=1; a=2",
+            ] {
+                var headers = HTTPFields.uploadCode(code)
+                headers[.contentType] = type
+                let response = try await client.send("/v1/histories", .post, headers: headers, body: body)
+                #expect(response.status == .unsupportedMediaType, "\(type)")
+                #expect(response.apiError?.error == "unsupported_media_type", "\(type)")
+            }
+            // Parameters, case and spacing as RFC 9110 allows them; and the code still works.
+            var headers = HTTPFields.uploadCode(code)
+            headers[.contentType] = #"Application/JSON ; Charset="UTF-8""#
+            let accepted = try await client.send("/v1/histories", .post, headers: headers, body: body)
+            #expect(accepted.status == .created)
+        }
+        #expect(try await fixture.store.summary(now: Self.now).storedIDs == 3)
+    }
 }

@@ -128,8 +128,11 @@ struct SubmissionAPI: Sendable {
         guard configuration.acceptUploads.contains(kind) else { throw APIError.uploadKindNotAccepted(kind) }
         let address = clientAddress(request, context)
         let credential = try await checkCredential(address, context) { try await authenticateSubmitter(request) }
-        guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/json") else {
-            throw APIError(.unsupportedMediaType, "unsupported_media_type", "Send the history as `Content-Type: application/json`.")
+        // Before the body is read and long before the store could spend an upload code.
+        guard let contentType = request.headers[.contentType], MediaType(contentType)?.isJSON == true else {
+            throw APIError(
+                .unsupportedMediaType, "unsupported_media_type",
+                "Send the history as `Content-Type: application/json` (a charset parameter, if any, must be utf-8).")
         }
         let idempotencyKeyText = try idempotencyKey(request)
         let bodyData = Data(try await readBody(request, limit: configuration.maxRequestBodyBytes).readableBytesView)

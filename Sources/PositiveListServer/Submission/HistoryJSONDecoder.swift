@@ -465,6 +465,8 @@ enum ASCII {
     static let slash = UInt8(ascii: "/")
     static let colon = UInt8(ascii: ":")
     static let comma = UInt8(ascii: ",")
+    static let semicolon = UInt8(ascii: ";")
+    static let equals = UInt8(ascii: "=")
     static let minus = UInt8(ascii: "-")
     static let plus = UInt8(ascii: "+")
     static let period = UInt8(ascii: ".")
