@@ -111,4 +111,28 @@ import Testing
         }
         #expect(try await fixture.store.summary(now: Self.now).storedIDs == 3)
     }
+
+    // MARK: 6. The code request's shape
+
+    @Test func aCodeRequestWithAnUnknownOrRepeatedMemberIsRefused() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            for (text, detail) in [
+                (#"{"expiresInSeconds": 600, "expiresIn": 60}"#, #""expiresIn""#),
+                (#"{"expiresIn": 60}"#, #""expiresIn""#),
+                (#"{"expiresInSeconds": 600, "expiresInSeconds": 99999999}"#, "more than once"),
+                (#"{"expiresInSeconds": "600"}"#, "wrong type"),
+                (#"[600]"#, "expiresInSeconds"),
+            ] {
+                let response = try await client.send("/v1/codes", .post, headers: .authority(), body: ByteBuffer(string: text))
+                #expect(response.status == .badRequest, "\(text)")
+                #expect(response.apiError?.error == "invalid_json", "\(text)")
+                #expect(response.apiError?.detail.contains(detail) == true, "\(text): \(response.apiError?.detail ?? "")")
+            }
+            let empty = try await client.send("/v1/codes", .post, headers: .authority(), body: ByteBuffer(string: " {} "))
+            #expect(empty.status == .created)
+        }
+        #expect(try await fixture.store.summary(now: Self.now).openUploadCodes == 1)
+    }
 }

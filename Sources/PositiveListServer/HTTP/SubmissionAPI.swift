@@ -40,10 +40,6 @@ struct SubmissionAPI: Sendable {
 
     // MARK: Codes
 
-    private struct CodeRequest: Decodable {
-        var expiresInSeconds: Int64?
-    }
-
     private struct IssuedCode: Encodable {
         var code: String
         var expiresAt: UnixSeconds
@@ -61,8 +57,13 @@ struct SubmissionAPI: Sendable {
         let body = try await readBody(request, limit: 4_096)
         var lifetime = configuration.uploadCodeLifetimeSeconds
         if body.readableBytes > 0 {
-            guard let parsed = try? JSONDecoder().decode(CodeRequest.self, from: Data(body.readableBytesView)) else {
-                throw APIError(.badRequest, "invalid_json", "The body must be empty or a JSON object such as {\"expiresInSeconds\": 86400}.")
+            let parsed: CodeRequest
+            do throws(HistoryDecodingError) {
+                parsed = try CodeRequest(json: Data(body.readableBytesView))
+            } catch {
+                throw APIError(
+                    .badRequest, "invalid_json",
+                    "The body must be empty or a JSON object such as {\"expiresInSeconds\": 86400}, with no other member: \(error.detail).")
             }
             if let requested = parsed.expiresInSeconds {
                 guard (60...configuration.uploadCodeLifetimeSeconds).contains(requested) else {
