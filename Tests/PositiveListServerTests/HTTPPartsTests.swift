@@ -2,6 +2,29 @@ import Foundation
 @testable import PositiveListServer
 import Testing
 
+@Suite struct ForwardedForTests {
+    @Test func theClientIsTheEntryTheTrustedProxiesWroteAndOnlyFromThem() {
+        let one = ForwardedFor(trustedProxies: ["127.0.0.1", "::1"], trustedHops: 1)
+        #expect(one.clientAddress(peer: "127.0.0.1", headerValues: ["203.0.113.7"]) == "203.0.113.7")
+        #expect(one.clientAddress(peer: "::1", headerValues: ["6.6.6.6, 203.0.113.7"]) == "203.0.113.7")
+        #expect(one.clientAddress(peer: "::ffff:127.0.0.1", headerValues: ["6.6.6.6", " 203.0.113.7 "]) == "203.0.113.7")
+        #expect(one.clientAddress(peer: "192.0.2.1", headerValues: ["203.0.113.7"]) == nil)
+        #expect(one.clientAddress(peer: "127.0.0.1", headerValues: []) == nil)
+        #expect(one.clientAddress(peer: "127.0.0.1", headerValues: ["203.0.113.7,"]) == nil)
+        let two = ForwardedFor(trustedProxies: ["10.0.0.2"], trustedHops: 2)
+        #expect(two.clientAddress(peer: "10.0.0.2", headerValues: ["6.6.6.6, 203.0.113.7, 198.51.100.1"]) == "203.0.113.7")
+        #expect(two.clientAddress(peer: "10.0.0.2", headerValues: ["198.51.100.1"]) == nil)
+    }
+
+    @Test func addressesHaveOneSpelling() {
+        #expect(ForwardedFor.canonicalAddress("::FFFF:127.0.0.1") == "127.0.0.1")
+        #expect(ForwardedFor.canonicalAddress("FD00:0::2") == "fd00::2")
+        #expect(ForwardedFor.canonicalAddress("127.0.0.1") == "127.0.0.1")
+        #expect(ForwardedFor.canonicalAddress("localhost") == nil)
+        #expect(ForwardedFor.canonicalAddress("") == nil)
+    }
+}
+
 @Suite struct MediaTypeTests {
     @Test func mediaTypesAreParsedAsRFC9110Says() {
         #expect(MediaType("application/json")?.isJSON == true)

@@ -135,4 +135,70 @@ import Testing
         }
         #expect(try await fixture.store.summary(now: Self.now).openUploadCodes == 1)
     }
+
+    // MARK: 7. X-Forwarded-For
+
+    /// Sends `attempts` wrong codes with the given X-Forwarded-For lines, then one more, and
+    /// returns that last answer's status.
+    static func statusAfterFailures(
+        _ client: any TestClientProtocol, attempts: Int, forwardedFor: (Int) -> [String]
+    ) async throws -> HTTPResponse.Status {
+        var last: HTTPResponse.Status = .ok
+        for attempt in 0...attempts {
+            var headers = HTTPFields.uploadCode(UploadCode.generate().display)
+            for value in forwardedFor(attempt) { headers.append(HTTPField(name: HTTPField.Name("X-Forwarded-For")!, value: value)) }
+            last = try await client.send("/v1/histories", .post, headers: headers, body: ByteBuffer(string: "{}")).status
+        }
+        return last
+    }
+
+    @Test func theClientChoosesNoHopTheLimitIsKeyedOn() async throws {
+        let fixture = try ServerFixture {
+            $0.trustForwardedFor = true
+            $0.failedAttemptsPerMinute = 3
+        }
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            // Behind one proxy (the test client, on loopback), the right-most entry is the one
+            // the proxy wrote; whatever the client put before it does not matter.
+            let status1 = try await Self.statusAfterFailures(client, attempts: 3) { ["198.51.100.\($0), 203.0.113.7"] }
+            #expect(status1 == .tooManyRequests)
+            // Several lines are one list: the client's own line first, the proxy's last.
+            let status2 = try await Self.statusAfterFailures(client, attempts: 0) { ["192.0.2.\($0)", "203.0.113.7"] }
+            #expect(status2 == .tooManyRequests)
+            // Another client behind the same proxy has its own budget.
+            let status3 = try await Self.statusAfterFailures(client, attempts: 0) { _ in ["203.0.113.8"] }
+            #expect(status3 == .unauthorized)
+        }
+    }
+
+    @Test func forwardedForIsIgnoredFromAPeerThatIsNotATrustedProxy() async throws {
+        let fixture = try ServerFixture {
+            $0.trustForwardedFor = true
+            $0.trustedProxies = ["192.0.2.1"]
+            $0.failedAttemptsPerMinute = 3
+        }
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            // The test client, on 127.0.0.1, reaches the server past the proxy: a new address in
+            // each X-Forwarded-For must not give it a new budget.
+            let status4 = try await Self.statusAfterFailures(client, attempts: 3) { ["203.0.113.\($0)"] }
+            #expect(status4 == .tooManyRequests)
+        }
+    }
+
+    @Test func withTwoTrustedHopsTheSecondEntryFromTheRightIsTheClient() async throws {
+        let fixture = try ServerFixture {
+            $0.trustForwardedFor = true
+            $0.trustedProxyHops = 2
+            $0.failedAttemptsPerMinute = 3
+        }
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            let status5 = try await Self.statusAfterFailures(client, attempts: 3) { ["198.51.100.\($0), 203.0.113.9, 10.0.0.\($0)"] }
+            #expect(status5 == .tooManyRequests)
+            let status6 = try await Self.statusAfterFailures(client, attempts: 0) { _ in ["203.0.113.10, 10.0.0.1"] }
+            #expect(status6 == .unauthorized)
+        }
+    }
 }

@@ -23,9 +23,15 @@ public struct ServerConfiguration: Sendable {
     /// nodes refuse an index signed more than two days ago (`check.max_list_age`) as outdated.
     public var indexRefreshSeconds: Int64 = 86_400
     /// Behind a reverse proxy every request comes from the proxy's address; this takes the
-    /// client address from the last `X-Forwarded-For` hop instead, which only a trusted proxy
-    /// may set.
+    /// client address from `X-Forwarded-For` instead, as the proxies in `trustedProxies` and
+    /// `trustedProxyHops` wrote it (see ForwardedFor).
     public var trustForwardedFor: Bool = false
+    /// The peers whose `X-Forwarded-For` is believed: the proxy nearest the server. The default
+    /// is loopback, for nginx on the same host as in deploy/.
+    public var trustedProxies: [String] = ["127.0.0.1", "::1"]
+    /// How many proxies in a chain each append (or, the first, set) one `X-Forwarded-For`
+    /// entry; the client's address is this many entries from the right. One nginx: 1.
+    public var trustedProxyHops: Int = 1
     /// The authority's choice of what a diagnosed person may upload: ids (unlinkable, 1.5 kB a
     /// day to every node), daily keys (about 16 bytes, linkable once published), or either.
     /// Published in the signed key index so nodes can follow it.
@@ -60,7 +66,8 @@ public struct ServerConfiguration: Sendable {
     private static let knownKeys: Set<String> = [
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
         "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
-        "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "acceptUploads", "maxKeysPerHistory",
+        "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
+        "acceptUploads", "maxKeysPerHistory",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
     ]
 
@@ -99,6 +106,8 @@ public struct ServerConfiguration: Sendable {
         if let value = file.indexMaxAgeSeconds { configuration.indexMaxAgeSeconds = value }
         if let value = file.indexRefreshSeconds { configuration.indexRefreshSeconds = value }
         if let value = file.trustForwardedFor { configuration.trustForwardedFor = value }
+        if let value = file.trustedProxies { configuration.trustedProxies = value }
+        if let value = file.trustedProxyHops { configuration.trustedProxyHops = value }
         if let value = file.acceptUploads {
             switch value {
             case "ids": configuration.acceptUploads = .ids
@@ -135,6 +144,11 @@ public struct ServerConfiguration: Sendable {
         try require(failedAttemptsPerMinute >= 1, "failedAttemptsPerMinute must be at least 1")
         try require(indexMaxAgeSeconds >= 0, "indexMaxAgeSeconds must not be negative")
         try require((60...86_400).contains(indexRefreshSeconds), "indexRefreshSeconds must be between 60 and 86400")
+        if let notAnAddress = trustedProxies.first(where: { ForwardedFor.canonicalAddress($0) == nil }) {
+            throw .invalidValue(path: path, detail: "trustedProxies must list IP addresses; \"\(notAnAddress)\" is not one")
+        }
+        try require(!trustForwardedFor || !trustedProxies.isEmpty, "trustedProxies must not be empty when trustForwardedFor is true")
+        try require((1...10).contains(trustedProxyHops), "trustedProxyHops must be between 1 and 10")
         try require(!acceptUploads.isEmpty, #"acceptUploads must be "ids", "keys" or "both""#)
         try require((1...1_000).contains(maxKeysPerHistory), "maxKeysPerHistory must be between 1 and 1000")
         try require((0...86_400).contains(keyPublicationDelaySeconds), "keyPublicationDelaySeconds must be between 0 and 86400")
@@ -184,6 +198,8 @@ private struct ConfigurationFile: Decodable {
     var indexMaxAgeSeconds: Int?
     var indexRefreshSeconds: Int64?
     var trustForwardedFor: Bool?
+    var trustedProxies: [String]?
+    var trustedProxyHops: Int?
     var acceptUploads: String?
     var maxKeysPerHistory: Int?
     var keyPublicationDelaySeconds: Int64?

@@ -21,6 +21,7 @@ struct SubmissionAPI: Sendable {
     let store: ServerStore
     let clock: any WallClock
     let limiter: FailedAttemptLimiter
+    let forwardedFor: ForwardedFor
 
     init(configuration: ServerConfiguration, store: ServerStore, clock: any WallClock) {
         self.configuration = configuration
@@ -30,6 +31,7 @@ struct SubmissionAPI: Sendable {
         self.store = store
         self.clock = clock
         self.limiter = FailedAttemptLimiter(limitPerMinute: configuration.failedAttemptsPerMinute, clock: clock)
+        self.forwardedFor = ForwardedFor(trustedProxies: configuration.trustedProxies, trustedHops: configuration.trustedProxyHops)
     }
 
     func addRoutes(to router: Router<PositiveListRequestContext>) {
@@ -249,13 +251,12 @@ struct SubmissionAPI: Sendable {
         context.logger.warning("credential refused", metadata: ["client": "\(address)", "reason": "\(reason)"])
     }
 
+    /// The address failed attempts are counted against: the peer's, or, from a trusted proxy,
+    /// the one its `X-Forwarded-For` names (see ``ForwardedFor``).
     private func clientAddress(_ request: Request, _ context: PositiveListRequestContext) -> String {
-        if configuration.trustForwardedFor, let forwarded = request.headers[Self.forwardedForHeader],
-           let last = forwarded.split(separator: ",").last
-        {
-            return last.trimmingCharacters(in: .whitespaces)
-        }
-        return context.peerAddress ?? "unknown"
+        let peer = context.peerAddress ?? "unknown"
+        guard configuration.trustForwardedFor else { return peer }
+        return forwardedFor.clientAddress(peer: peer, headerValues: request.headers[values: Self.forwardedForHeader]) ?? peer
     }
 
     private func bearerToken(_ request: Request) -> String? {
