@@ -1,7 +1,9 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import IDRotation
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// Everything one running server shares: its settings, its database, its publisher.
@@ -43,8 +45,13 @@ public enum PositiveListHTTPServer {
             services.append(PublishScheduler(
                 publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds), logger: logger))
         }
+        // The idle timeout closes a connection that sends nothing, or sends its head a byte at a
+        // time (Hummingbird sees no progress until the head is whole), after this long; and one
+        // left open between requests.
+        let http1 = HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(components.configuration.idleTimeoutSeconds)))
         return Application(
             responder: JSONErrorResponder(wrapped: router.buildResponder()),
+            server: .http1(configuration: http1),
             configuration: ApplicationConfiguration(address: address, serverName: nil),
             services: services,
             logger: logger)

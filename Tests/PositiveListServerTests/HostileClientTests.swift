@@ -85,6 +85,35 @@ import Testing
         #expect(try await fixture.store.summary(now: Self.now).openUploadCodes == 20)
     }
 
+    // MARK: 2. Read and idle timeout
+
+    @Test func connectionsSendingNothingOrTheirHeadByteByByteAreClosed() async throws {
+        let fixture = try ServerFixture { $0.idleTimeoutSeconds = 1 }
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            let port = try #require(client.port)
+            let silent = try RawConnection(port: port)
+            let trickling = try RawConnection(port: port)
+            let head = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: " + String(repeating: "a", count: 200) + "\r\n\r\n"
+            let sender = Task {
+                for character in head {
+                    guard trickling.send(String(character)) else { return }
+                    try await Task.sleep(for: .milliseconds(100))
+                }
+            }
+            defer { sender.cancel() }
+            let started = ContinuousClock.now
+            #expect(try await silent.waitForClose(within: .seconds(6)), "a silent connection stayed open")
+            #expect(try await trickling.waitForClose(within: .seconds(6)), "a connection trickling its head stayed open")
+            #expect(ContinuousClock.now - started < .seconds(6))
+
+            // A connection that keeps to time is served as before.
+            let prompt = try RawConnection(port: port)
+            prompt.send("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(try await prompt.receiveResponse().status == 200)
+        }
+    }
+
     // MARK: 4. The media type
 
     @Test func onlyApplicationJSONIsAcceptedAndARefusalLeavesTheCodeUnused() async throws {

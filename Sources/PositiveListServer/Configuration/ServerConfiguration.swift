@@ -32,6 +32,9 @@ public struct ServerConfiguration: Sendable {
     /// How many proxies in a chain each append (or, the first, set) one `X-Forwarded-For`
     /// entry; the client's address is this many entries from the right. One nginx: 1.
     public var trustedProxyHops: Int = 1
+    /// A connection that sends nothing, or not a whole request head, for this long is closed;
+    /// so is one idle this long between requests. A slow client cannot hold connections open.
+    public var idleTimeoutSeconds: Int = 30
     /// The authority's choice of what a diagnosed person may upload: ids (unlinkable, 1.5 kB a
     /// day to every node), daily keys (about 16 bytes, linkable once published), or either.
     /// Published in the signed key index so nodes can follow it.
@@ -67,7 +70,7 @@ public struct ServerConfiguration: Sendable {
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
         "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
-        "acceptUploads", "maxKeysPerHistory",
+        "idleTimeoutSeconds", "acceptUploads", "maxKeysPerHistory",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
     ]
 
@@ -108,6 +111,7 @@ public struct ServerConfiguration: Sendable {
         if let value = file.trustForwardedFor { configuration.trustForwardedFor = value }
         if let value = file.trustedProxies { configuration.trustedProxies = value }
         if let value = file.trustedProxyHops { configuration.trustedProxyHops = value }
+        if let value = file.idleTimeoutSeconds { configuration.idleTimeoutSeconds = value }
         if let value = file.acceptUploads {
             switch value {
             case "ids": configuration.acceptUploads = .ids
@@ -149,6 +153,7 @@ public struct ServerConfiguration: Sendable {
         }
         try require(!trustForwardedFor || !trustedProxies.isEmpty, "trustedProxies must not be empty when trustForwardedFor is true")
         try require((1...10).contains(trustedProxyHops), "trustedProxyHops must be between 1 and 10")
+        try require((1...3_600).contains(idleTimeoutSeconds), "idleTimeoutSeconds must be between 1 and 3600")
         try require(!acceptUploads.isEmpty, #"acceptUploads must be "ids", "keys" or "both""#)
         try require((1...1_000).contains(maxKeysPerHistory), "maxKeysPerHistory must be between 1 and 1000")
         try require((0...86_400).contains(keyPublicationDelaySeconds), "keyPublicationDelaySeconds must be between 0 and 86400")
@@ -200,6 +205,7 @@ private struct ConfigurationFile: Decodable {
     var trustForwardedFor: Bool?
     var trustedProxies: [String]?
     var trustedProxyHops: Int?
+    var idleTimeoutSeconds: Int?
     var acceptUploads: String?
     var maxKeysPerHistory: Int?
     var keyPublicationDelaySeconds: Int64?
