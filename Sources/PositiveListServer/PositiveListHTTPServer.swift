@@ -29,11 +29,12 @@ public enum PositiveListHTTPServer {
         _ components: ServerComponents, address: BindAddress, logger: Logger, publishOnSchedule: Bool = true
     ) -> some ApplicationProtocol {
         let router = Router(context: PositiveListRequestContext.self)
+        var routes = RouteTable()
         SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock)
-            .addRoutes(to: router)
+            .addRoutes(to: router, table: &routes)
         PublishedFileServer(directory: components.directory, indexMaxAgeSeconds: components.configuration.indexMaxAgeSeconds)
-            .addRoutes(to: router)
-        router.get("healthz") { _, _ in
+            .addRoutes(to: router, table: &routes)
+        routes.add("healthz", .get, to: router) { _, _ in
             // A database that cannot be read makes this throw; the error responder answers 503.
             _ = try await components.store.summary(now: components.clock.now())
             return Response(
@@ -48,9 +49,11 @@ public enum PositiveListHTTPServer {
         // The idle timeout closes a connection that sends nothing, or sends its head a byte at a
         // time (Hummingbird sees no progress until the head is whole), after this long; and one
         // left open between requests.
-        let http1 = HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(components.configuration.idleTimeoutSeconds)))
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [MalformedRequestResponder()],
+            idleTimeout: .seconds(Int64(components.configuration.idleTimeoutSeconds)))
         return Application(
-            responder: JSONErrorResponder(wrapped: router.buildResponder()),
+            responder: JSONErrorResponder(wrapped: router.buildResponder(), routes: routes),
             server: .http1(configuration: http1),
             configuration: ApplicationConfiguration(address: address, serverName: nil),
             services: services,

@@ -114,6 +114,55 @@ import Testing
         }
     }
 
+    // MARK: 3. Framing errors inside the body, and clients that leave
+
+    @Test func aMalformedChunkSizeIsA400AndNotAnError() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            let (_, response) = try await Self.exchange(
+                client, Self.authorityUploadHead + "Transfer-Encoding: chunked\r\n\r\n2\r\n{\"\r\nzz\r\nids\r\n0\r\n\r\n")
+            #expect(response.status == 400, "\(response.text)")
+            #expect(response.apiError == "malformed_request", "\(response.text)")
+            #expect(response.header("content-type") == "application/json")
+        }
+        #expect(Self.errorLines(fixture).isEmpty, "\(Self.errorLines(fixture))")
+    }
+
+    @Test func oversizedTrailerFieldsAre413() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            let (_, response) = try await Self.exchange(
+                client, Self.authorityUploadHead + "Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n"
+                    + "X-Padding: \(String(repeating: "p", count: 100_000))\r\n\r\n")
+            #expect(response.status == 413, "\(response.text.prefix(300))")
+            #expect(response.apiError == "trailers_too_large", "\(response.text.prefix(300))")
+        }
+        #expect(Self.errorLines(fixture).isEmpty, "\(Self.errorLines(fixture))")
+    }
+
+    @Test func aClientLeavingMidBodyIsNotLoggedAsAnError() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            let connection = try RawConnection(port: try #require(client.port))
+            connection.send(Self.authorityUploadHead + "Content-Length: 1000\r\n\r\n{\"ids\": [")
+            try await Task.sleep(for: .milliseconds(200))
+            connection.leave()
+            // The server notices when its read of the body fails; give it a moment.
+            let deadline = ContinuousClock.now + .seconds(5)
+            while ContinuousClock.now < deadline, !fixture.logs.all.contains(where: { $0.contains("client left") || $0.hasPrefix("error ") }) {
+                try await Task.sleep(for: .milliseconds(20))
+            }
+            // A request that still works afterwards: the server is fine.
+            #expect(try await client.send("/healthz", .get).status == .ok)
+        }
+        #expect(Self.errorLines(fixture).isEmpty, "\(Self.errorLines(fixture))")
+        #expect(fixture.logs.all.contains { $0.hasPrefix("debug client left") }, "\(fixture.logs.all)")
+        #expect(try await fixture.store.summary(now: Self.now).storedIDs == 0)
+    }
+
     // MARK: 4. The media type
 
     @Test func onlyApplicationJSONIsAcceptedAndARefusalLeavesTheCodeUnused() async throws {
@@ -139,6 +188,46 @@ import Testing
             #expect(accepted.status == .created)
         }
         #expect(try await fixture.store.summary(now: Self.now).storedIDs == 3)
+    }
+
+    // MARK: 5. Refusals by the HTTP layer
+
+    @Test(arguments: [
+        ("Content-Length: abc\r\n", 400, "malformed_request"),
+        ("Content-Length: 2\r\nContent-Length: 3\r\n", 400, "malformed_request"),
+        ("X-Huge: \(String(repeating: "h", count: 100_000))\r\n", 431, "headers_too_large"),
+    ])
+    func refusalsOfTheHTTPParserCarryTheJSONError(header: String, status: Int, code: String) async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            let (connection, response) = try await Self.exchange(client, Self.authorityUploadHead + header + "\r\n{}")
+            #expect(response.status == status, "\(response.text.prefix(300))")
+            #expect(response.header("content-type") == "application/json")
+            #expect(response.apiError == code, "\(response.text.prefix(300))")
+            // Nothing after a framing error can be read as a request: the connection ends.
+            #expect(try await connection.waitForClose(within: .seconds(5)))
+        }
+        #expect(Self.errorLines(fixture).isEmpty, "\(Self.errorLines(fixture))")
+    }
+
+    @Test func aKnownPathWithAnotherMethodIs405WithAllow() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            for (path, method, allowed) in [
+                ("/v1/codes", HTTPRequest.Method.get, "POST"), ("/v1/histories", .put, "POST"), ("/index.tpli", .delete, "GET, HEAD"),
+                ("/batches/1.tplb", .post, "GET, HEAD"), ("/keys/index.tpki", .patch, "GET, HEAD"), ("/healthz", .post, "GET"),
+            ] {
+                let response = try await client.send(path, method)
+                #expect(response.status == .methodNotAllowed, "\(method) \(path)")
+                #expect(response.headers[.allow] == allowed, "\(method) \(path)")
+                #expect(response.apiError?.error == "method_not_allowed", "\(method) \(path)")
+            }
+            let unknown = try await client.send("/v1/nothing", .get)
+            #expect(unknown.status == .notFound)
+            #expect(unknown.apiError?.error == "not_found")
+        }
     }
 
     // MARK: 6. The code request's shape

@@ -43,15 +43,12 @@ final class PublishedFileServer: Sendable {
         self.maxCachedBytes = maxCachedBytes
     }
 
-    func addRoutes(to router: Router<PositiveListRequestContext>) {
-        router.get(RouterPath(PositiveListIndex.relativePath)) { request, _ in
-            try self.respond(relativePath: PositiveListIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
-        }
-        router.head(RouterPath(PositiveListIndex.relativePath)) { request, _ in
-            try self.respond(relativePath: PositiveListIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
-        }
+    func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
         for method in [HTTPRequest.Method.get, .head] {
-            router.on("batches/:name", method: method) { request, context in
+            table.add(RouterPath(PositiveListIndex.relativePath), method, to: router) { request, _ in
+                try self.respond(relativePath: PositiveListIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
+            }
+            table.add("batches/:name", method, to: router) { request, context in
                 let name = try context.parameters.require("name")
                 // Only names the publisher writes: digits and `.tplb`. Nothing else of the
                 // file system is reachable through this route.
@@ -62,7 +59,7 @@ final class PublishedFileServer: Sendable {
                     relativePath: PositiveListBatch.relativePath(number: number), cacheControl: Self.batchCacheControl, request: request)
             }
             // The key index and key batches share one directory, hence one route.
-            router.on("keys/:name", method: method) { request, context in
+            table.add("keys/:name", method, to: router) { request, context in
                 let name = try context.parameters.require("name")
                 if "keys/" + name == PositiveListKeyIndex.relativePath {
                     return try self.respond(relativePath: PositiveListKeyIndex.relativePath, cacheControl: self.indexCacheControl, request: request)

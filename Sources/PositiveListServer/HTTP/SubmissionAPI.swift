@@ -34,10 +34,10 @@ struct SubmissionAPI: Sendable {
         self.forwardedFor = ForwardedFor(trustedProxies: configuration.trustedProxies, trustedHops: configuration.trustedProxyHops)
     }
 
-    func addRoutes(to router: Router<PositiveListRequestContext>) {
-        router.post("v1/codes") { request, context in try await issueCode(request, context) }
-        router.post("v1/histories") { request, context in try await appendHistory(request, context) }
-        router.post("v1/key-histories") { request, context in try await appendKeyHistory(request, context) }
+    func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
+        table.add("v1/codes", .post, to: router) { request, context in try await issueCode(request, context) }
+        table.add("v1/histories", .post, to: router) { request, context in try await appendHistory(request, context) }
+        table.add("v1/key-histories", .post, to: router) { request, context in try await appendKeyHistory(request, context) }
     }
 
     // MARK: Codes
