@@ -319,4 +319,32 @@ import Testing
             #expect(status6 == .unauthorized)
         }
     }
+
+    // MARK: 8. Links out of the published directory
+
+    @Test func linksInThePublishedDirectoryAreNeverFollowed() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let published = fixture.paths.published
+        let secret = try Data(contentsOf: URL(fileURLWithPath: fixture.paths.signingKey))
+        let manager = FileManager.default
+        try manager.createSymbolicLink(atPath: published.indexPath, withDestinationPath: fixture.paths.signingKey)
+        try manager.createSymbolicLink(atPath: published.batchPath(number: 7), withDestinationPath: fixture.paths.signingKey)
+        #expect(link(fixture.paths.signingKey, published.batchPath(number: 8)) == 0)
+        // A linked directory: keys/ pointing at a directory outside with a key index in it.
+        let outside = fixture.paths.dataDirectory + "/outside"
+        try manager.createDirectory(atPath: outside, withIntermediateDirectories: true)
+        try secret.write(to: URL(fileURLWithPath: outside + "/index.tpki"))
+        try manager.removeItem(atPath: published.keysPath)
+        try manager.createSymbolicLink(atPath: published.keysPath, withDestinationPath: outside)
+        try await fixture.withServer { client in
+            for path in ["/index.tpli", "/batches/7.tplb", "/batches/8.tplb", "/keys/index.tpki"] {
+                for method in [HTTPRequest.Method.get, .head] {
+                    let response = try await client.send(path, method)
+                    #expect(response.status == .notFound, "\(method) \(path)")
+                    #expect(response.bytes != Array(secret), "\(method) \(path)")
+                }
+            }
+        }
+    }
 }
