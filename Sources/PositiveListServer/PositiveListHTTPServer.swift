@@ -48,9 +48,10 @@ public enum PositiveListHTTPServer {
         }
         // The idle timeout closes a connection that sends nothing, or sends its head a byte at a
         // time (Hummingbird sees no progress until the head is whole), after this long; and one
-        // left open between requests.
+        // left open between requests. The read deadline bounds a body sent slowly.
+        let requestReadTimeout = TimeAmount.seconds(Int64(components.configuration.requestReadTimeoutSeconds))
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [MalformedRequestResponder()],
+            additionalChannelHandlers: [MalformedRequestResponder(), RequestReadDeadline(limit: requestReadTimeout)],
             idleTimeout: .seconds(Int64(components.configuration.idleTimeoutSeconds)))
         return Application(
             responder: JSONErrorResponder(wrapped: router.buildResponder(), routes: routes),

@@ -10,18 +10,20 @@ import Testing
     @Test func proxyAndTimeoutDefaultsSuitOneNginxOnTheSameHost() throws {
         let configuration = try parse()
         #expect(configuration.idleTimeoutSeconds == 30)
+        #expect(configuration.requestReadTimeoutSeconds == 60)
         #expect(configuration.trustForwardedFor == false)
         #expect(configuration.trustedProxies == ["127.0.0.1", "::1"])
         #expect(configuration.trustedProxyHops == 1)
     }
 
     @Test func proxyAndTimeoutSettingsAreReadAndChecked() throws {
-        let configuration = try parse(#""idleTimeoutSeconds": 5, "trustForwardedFor": true, "trustedProxies": ["10.0.0.2", "fd00::2"], "trustedProxyHops": 2"#)
+        let configuration = try parse(#""idleTimeoutSeconds": 5, "requestReadTimeoutSeconds": 300, "trustForwardedFor": true, "trustedProxies": ["10.0.0.2", "fd00::2"], "trustedProxyHops": 2"#)
         #expect(configuration.idleTimeoutSeconds == 5)
+        #expect(configuration.requestReadTimeoutSeconds == 300)
         #expect(configuration.trustedProxies == ["10.0.0.2", "fd00::2"])
         #expect(configuration.trustedProxyHops == 2)
         for bad in [
-            #""idleTimeoutSeconds": 0"#, #""idleTimeoutSeconds": 3601"#, #""trustedProxies": ["nginx.local"]"#,
+            #""idleTimeoutSeconds": 0"#, #""idleTimeoutSeconds": 3601"#, #""requestReadTimeoutSeconds": 0"#, #""trustedProxies": ["nginx.local"]"#,
             #""trustedProxies": ["10.0.0.0/8"]"#, #""trustForwardedFor": true, "trustedProxies": []"#, #""trustedProxyHops": 0"#,
         ] {
             #expect(throws: ConfigurationError.self, "\(bad)") { try parse(bad) }

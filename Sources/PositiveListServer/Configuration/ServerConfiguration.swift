@@ -35,6 +35,10 @@ public struct ServerConfiguration: Sendable {
     /// A connection that sends nothing, or not a whole request head, for this long is closed;
     /// so is one idle this long between requests. A slow client cannot hold connections open.
     public var idleTimeoutSeconds: Int = 30
+    /// A request whose body has not arrived whole this long after its head is cut off: the idle
+    /// timeout restarts with every part of a body, so it alone cannot stop one sent a byte at a
+    /// time. A node's upload (about 100 kB) needs a fraction of it on a slow link.
+    public var requestReadTimeoutSeconds: Int = 60
     /// The authority's choice of what a diagnosed person may upload: ids (unlinkable, 1.5 kB a
     /// day to every node), daily keys (about 16 bytes, linkable once published), or either.
     /// Published in the signed key index so nodes can follow it.
@@ -70,7 +74,7 @@ public struct ServerConfiguration: Sendable {
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
         "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
-        "idleTimeoutSeconds", "acceptUploads", "maxKeysPerHistory",
+        "idleTimeoutSeconds", "requestReadTimeoutSeconds", "acceptUploads", "maxKeysPerHistory",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
     ]
 
@@ -112,6 +116,7 @@ public struct ServerConfiguration: Sendable {
         if let value = file.trustedProxies { configuration.trustedProxies = value }
         if let value = file.trustedProxyHops { configuration.trustedProxyHops = value }
         if let value = file.idleTimeoutSeconds { configuration.idleTimeoutSeconds = value }
+        if let value = file.requestReadTimeoutSeconds { configuration.requestReadTimeoutSeconds = value }
         if let value = file.acceptUploads {
             switch value {
             case "ids": configuration.acceptUploads = .ids
@@ -154,6 +159,7 @@ public struct ServerConfiguration: Sendable {
         try require(!trustForwardedFor || !trustedProxies.isEmpty, "trustedProxies must not be empty when trustForwardedFor is true")
         try require((1...10).contains(trustedProxyHops), "trustedProxyHops must be between 1 and 10")
         try require((1...3_600).contains(idleTimeoutSeconds), "idleTimeoutSeconds must be between 1 and 3600")
+        try require((1...3_600).contains(requestReadTimeoutSeconds), "requestReadTimeoutSeconds must be between 1 and 3600")
         try require(!acceptUploads.isEmpty, #"acceptUploads must be "ids", "keys" or "both""#)
         try require((1...1_000).contains(maxKeysPerHistory), "maxKeysPerHistory must be between 1 and 1000")
         try require((0...86_400).contains(keyPublicationDelaySeconds), "keyPublicationDelaySeconds must be between 0 and 86400")
@@ -206,6 +212,7 @@ private struct ConfigurationFile: Decodable {
     var trustedProxies: [String]?
     var trustedProxyHops: Int?
     var idleTimeoutSeconds: Int?
+    var requestReadTimeoutSeconds: Int?
     var acceptUploads: String?
     var maxKeysPerHistory: Int?
     var keyPublicationDelaySeconds: Int64?
