@@ -1,7 +1,9 @@
 import Foundation
 import Hummingbird
+import HummingbirdCore
 import IDRotation
 import Logging
+import NIOCore
 import ServiceLifecycle
 
 /// Everything one running server shares: its settings, its database, its publisher.
@@ -27,11 +29,12 @@ public enum PositiveListHTTPServer {
         _ components: ServerComponents, address: BindAddress, logger: Logger, publishOnSchedule: Bool = true
     ) -> some ApplicationProtocol {
         let router = Router(context: PositiveListRequestContext.self)
+        var routes = RouteTable()
         SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock)
-            .addRoutes(to: router)
+            .addRoutes(to: router, table: &routes)
         PublishedFileServer(directory: components.directory, indexMaxAgeSeconds: components.configuration.indexMaxAgeSeconds)
-            .addRoutes(to: router)
-        router.get("healthz") { _, _ in
+            .addRoutes(to: router, table: &routes)
+        routes.add("healthz", .get, to: router) { _, _ in
             // A database that cannot be read makes this throw; the error responder answers 503.
             _ = try await components.store.summary(now: components.clock.now())
             return Response(
@@ -43,8 +46,16 @@ public enum PositiveListHTTPServer {
             services.append(PublishScheduler(
                 publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds), logger: logger))
         }
+        // The idle timeout closes a connection that sends nothing, or sends its head a byte at a
+        // time (Hummingbird sees no progress until the head is whole), after this long; and one
+        // left open between requests. The read deadline bounds a body sent slowly.
+        let requestReadTimeout = TimeAmount.seconds(Int64(components.configuration.requestReadTimeoutSeconds))
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [MalformedRequestResponder(), RequestReadDeadline(limit: requestReadTimeout)],
+            idleTimeout: .seconds(Int64(components.configuration.idleTimeoutSeconds)))
         return Application(
-            responder: JSONErrorResponder(wrapped: router.buildResponder()),
+            responder: JSONErrorResponder(wrapped: router.buildResponder(), routes: routes),
+            server: .http1(configuration: http1),
             configuration: ApplicationConfiguration(address: address, serverName: nil),
             services: services,
             logger: logger)

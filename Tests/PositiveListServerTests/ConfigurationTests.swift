@@ -91,11 +91,17 @@ import Testing
     }
 }
 
-@Suite struct KeyConfigurationTests {
-    let authority = #""authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}]"#
+extension ServerConfiguration {
+    /// A configuration file with one authority and `extra` (more members, as JSON), parsed.
+    static func parseWithOneAuthority(_ extra: String = "") throws(ConfigurationError) -> ServerConfiguration {
+        let authority = #""authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}]"#
+        return try parse(Data("{\(authority)\(extra.isEmpty ? "" : ", " + extra)}".utf8), path: "config.json")
+    }
+}
 
+@Suite struct KeyConfigurationTests {
     func parse(_ extra: String = "") throws(ConfigurationError) -> ServerConfiguration {
-        try ServerConfiguration.parse(Data("{\(authority)\(extra.isEmpty ? "" : ", " + extra)}".utf8), path: "config.json")
+        try ServerConfiguration.parseWithOneAuthority(extra)
     }
 
     @Test func keyDefaultsFollowTheIssue() throws {

@@ -233,7 +233,7 @@ import Testing
                 POST /v1/histories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(ServerFixture.authorityToken)\r\n\
                 Content-Type: application/json\r\nContent-Length: 100000000\r\n\r\n{"ids": [
                 """
-            let answer = try RawHTTP.exchange(port: try #require(client.port), sending: head)
+            let answer = try await RawHTTP.exchange(port: try #require(client.port), sending: head)
             #expect(answer.hasPrefix("HTTP/1.1 413"), "\(answer)")
             #expect(answer.contains("body_too_large"))
         }

@@ -112,6 +112,13 @@ final class NginxInstance {
             for path in ["/", "/batches/", "/batches/.tmp-index.tpli-x", "/server.db"] {
                 #expect(try await nginx.get(path).status == .notFound, "\(path)")
             }
+            // Nor what a link in the published directory points to (disable_symlinks), even a
+            // file nginx's user could read.
+            let outside = fixture.paths.dataDirectory + "/readable-outside"
+            #expect(FileManager.default.createFile(atPath: outside, contents: Data("not published".utf8), attributes: [.posixPermissions: 0o644]))
+            try FileManager.default.createSymbolicLink(atPath: fixture.paths.published.batchPath(number: 9), withDestinationPath: outside)
+            let linked = try await nginx.get("/batches/9.tplb")
+            #expect(linked.status == .forbidden || linked.status == .notFound, "\(linked.status)")
 
             // The API through the proxy: health, and an upload whose client address comes from
             // X-Forwarded-For as nginx sets it.

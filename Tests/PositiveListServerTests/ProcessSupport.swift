@@ -73,25 +73,119 @@ extension ServerFixture {
 /// A bare HTTP/1.1 exchange over a socket, for requests a well-behaved client cannot send
 /// (a body shorter than its Content-Length).
 enum RawHTTP {
-    static func exchange(port: Int, sending request: String, timeoutSeconds: Int = 15) throws -> String {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var timeout = timeval(tv_sec: timeoutSeconds, tv_usec: 0)
-        setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-        guard LoopbackPort.connectSocket(descriptor, to: port) else { throw HarnessFailure(description: "cannot connect to 127.0.0.1:\(port)") }
-        let bytes = Array(request.utf8)
-        _ = bytes.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, 0) }
+    static func exchange(port: Int, sending request: String, timeoutSeconds: Int = 15) async throws -> String {
+        let connection = try RawConnection(port: port)
+        connection.send(request)
+        return try await connection.receiveResponse(timeout: .seconds(timeoutSeconds)).text
+    }
+}
+
+/// One TCP connection to 127.0.0.1 driven byte by byte, for what HTTP clients will not do:
+/// malformed framing, a head sent a byte at a time, many requests released at one instant.
+/// Reads never block a thread (the server under test shares the process's few), they poll.
+final class RawConnection: Sendable {
+    let descriptor: Int32
+
+    struct Response {
+        var text: String
+        /// 0 when nothing that looks like a status line arrived.
+        var status: Int {
+            let parts = text.split(separator: " ", maxSplits: 2)
+            return parts.count >= 2 && parts[0].hasPrefix("HTTP/1.") ? Int(parts[1]) ?? 0 : 0
+        }
+        var head: String { text.components(separatedBy: "\r\n\r\n").first ?? "" }
+        var body: String { text.range(of: "\r\n\r\n").map { String(text[$0.upperBound...]) } ?? "" }
+
+        /// A header's value (name compared without case), or nil.
+        func header(_ name: String) -> String? {
+            for line in head.components(separatedBy: "\r\n").dropFirst() {
+                let parts = line.split(separator: ":", maxSplits: 1)
+                if parts.count == 2, parts[0].lowercased() == name.lowercased() { return parts[1].trimmingCharacters(in: .whitespaces) }
+            }
+            return nil
+        }
+
+        /// The `error` code of a JSON error body.
+        var apiError: String? {
+            (try? JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: String])?["error"]
+        }
+    }
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        guard LoopbackPort.connectSocket(descriptor, to: port) else {
+            Glibc.close(descriptor)
+            throw HarnessFailure(description: "cannot connect to 127.0.0.1:\(port)")
+        }
+    }
+
+    deinit { Glibc.close(descriptor) }
+
+    /// Sends all of `text`; false once the server has closed the connection.
+    @discardableResult
+    func send(_ text: String) -> Bool {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            // MSG_NOSIGNAL: a write after the server closed gives EPIPE, not a SIGPIPE that ends the tests.
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return false }
+            sent += count
+        }
+        return true
+    }
+
+    /// Ends the connection as a client that leaves does.
+    func leave() { shutdown(descriptor, Int32(SHUT_RDWR)) }
+
+    /// One response: its head, and as much body as its Content-Length announces (or what came
+    /// before the server closed). Throws when nothing complete came within `timeout`.
+    func receiveResponse(timeout: Duration = .seconds(15)) async throws -> Response {
+        let deadline = ContinuousClock.now + timeout
         var received: [UInt8] = []
-        var buffer = [UInt8](repeating: 0, count: 4_096)
         while true {
-            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-            guard count > 0 else { break }
-            received.append(contentsOf: buffer[0..<count])
-            // One response is enough: stop once its JSON body has arrived.
-            if let text = String(bytes: received, encoding: .utf8), let end = text.range(of: "\r\n\r\n"), text[end.upperBound...].contains("}") {
-                break
+            let text = String(decoding: received, as: UTF8.self)
+            if let end = text.range(of: "\r\n\r\n") {
+                let response = Response(text: text)
+                let announced = response.header("content-length").flatMap(Int.init) ?? 0
+                if text[end.upperBound...].utf8.count >= announced { return response }
+            }
+            switch readAvailable() {
+            case .bytes(let bytes): received += bytes
+            case .closed:
+                guard !received.isEmpty else { throw HarnessFailure(description: "the server closed the connection without answering") }
+                return Response(text: String(decoding: received, as: UTF8.self))
+            case .nothingYet:
+                guard ContinuousClock.now < deadline else {
+                    throw HarnessFailure(description: "no whole response within \(timeout); got \(received.count) bytes: \(text.prefix(200))")
+                }
+                try await Task.sleep(for: .milliseconds(5))
             }
         }
-        return String(decoding: received, as: UTF8.self)
+    }
+
+    /// True once the server has closed the connection (whatever it sent before is skipped);
+    /// false if it is still open after `timeout`.
+    func waitForClose(within timeout: Duration) async throws -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if case .closed = readAvailable() { return true }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        return false
+    }
+
+    private enum ReadOutcome {
+        case bytes([UInt8])
+        case closed
+        case nothingYet
+    }
+
+    private func readAvailable() -> ReadOutcome {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        if count > 0 { return .bytes(Array(buffer[0..<count])) }
+        if count == 0 { return .closed }
+        return errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR ? .nothingYet : .closed
     }
 }

@@ -23,9 +23,22 @@ public struct ServerConfiguration: Sendable {
     /// nodes refuse an index signed more than two days ago (`check.max_list_age`) as outdated.
     public var indexRefreshSeconds: Int64 = 86_400
     /// Behind a reverse proxy every request comes from the proxy's address; this takes the
-    /// client address from the last `X-Forwarded-For` hop instead, which only a trusted proxy
-    /// may set.
+    /// client address from `X-Forwarded-For` instead, as the proxies in `trustedProxies` and
+    /// `trustedProxyHops` wrote it (see ForwardedFor).
     public var trustForwardedFor: Bool = false
+    /// The peers whose `X-Forwarded-For` is believed: the proxy nearest the server. The default
+    /// is loopback, for nginx on the same host as in deploy/.
+    public var trustedProxies: [String] = ["127.0.0.1", "::1"]
+    /// How many proxies in a chain each append (or, the first, set) one `X-Forwarded-For`
+    /// entry; the client's address is this many entries from the right. One nginx: 1.
+    public var trustedProxyHops: Int = 1
+    /// A connection that sends nothing, or not a whole request head, for this long is closed;
+    /// so is one idle this long between requests. A slow client cannot hold connections open.
+    public var idleTimeoutSeconds: Int = 30
+    /// A request whose body has not arrived whole this long after its head is cut off: the idle
+    /// timeout restarts with every part of a body, so it alone cannot stop one sent a byte at a
+    /// time. A node's upload (about 100 kB) needs a fraction of it on a slow link.
+    public var requestReadTimeoutSeconds: Int = 60
     /// The authority's choice of what a diagnosed person may upload: ids (unlinkable, 1.5 kB a
     /// day to every node), daily keys (about 16 bytes, linkable once published), or either.
     /// Published in the signed key index so nodes can follow it.
@@ -60,7 +73,8 @@ public struct ServerConfiguration: Sendable {
     private static let knownKeys: Set<String> = [
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
         "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
-        "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "acceptUploads", "maxKeysPerHistory",
+        "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
+        "idleTimeoutSeconds", "requestReadTimeoutSeconds", "acceptUploads", "maxKeysPerHistory",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
     ]
 
@@ -99,6 +113,10 @@ public struct ServerConfiguration: Sendable {
         if let value = file.indexMaxAgeSeconds { configuration.indexMaxAgeSeconds = value }
         if let value = file.indexRefreshSeconds { configuration.indexRefreshSeconds = value }
         if let value = file.trustForwardedFor { configuration.trustForwardedFor = value }
+        if let value = file.trustedProxies { configuration.trustedProxies = value }
+        if let value = file.trustedProxyHops { configuration.trustedProxyHops = value }
+        if let value = file.idleTimeoutSeconds { configuration.idleTimeoutSeconds = value }
+        if let value = file.requestReadTimeoutSeconds { configuration.requestReadTimeoutSeconds = value }
         if let value = file.acceptUploads {
             switch value {
             case "ids": configuration.acceptUploads = .ids
@@ -135,6 +153,13 @@ public struct ServerConfiguration: Sendable {
         try require(failedAttemptsPerMinute >= 1, "failedAttemptsPerMinute must be at least 1")
         try require(indexMaxAgeSeconds >= 0, "indexMaxAgeSeconds must not be negative")
         try require((60...86_400).contains(indexRefreshSeconds), "indexRefreshSeconds must be between 60 and 86400")
+        if let notAnAddress = trustedProxies.first(where: { ForwardedFor.canonicalAddress($0) == nil }) {
+            throw .invalidValue(path: path, detail: "trustedProxies must list IP addresses; \"\(notAnAddress)\" is not one")
+        }
+        try require(!trustForwardedFor || !trustedProxies.isEmpty, "trustedProxies must not be empty when trustForwardedFor is true")
+        try require((1...10).contains(trustedProxyHops), "trustedProxyHops must be between 1 and 10")
+        try require((1...3_600).contains(idleTimeoutSeconds), "idleTimeoutSeconds must be between 1 and 3600")
+        try require((1...3_600).contains(requestReadTimeoutSeconds), "requestReadTimeoutSeconds must be between 1 and 3600")
         try require(!acceptUploads.isEmpty, #"acceptUploads must be "ids", "keys" or "both""#)
         try require((1...1_000).contains(maxKeysPerHistory), "maxKeysPerHistory must be between 1 and 1000")
         try require((0...86_400).contains(keyPublicationDelaySeconds), "keyPublicationDelaySeconds must be between 0 and 86400")
@@ -184,6 +209,10 @@ private struct ConfigurationFile: Decodable {
     var indexMaxAgeSeconds: Int?
     var indexRefreshSeconds: Int64?
     var trustForwardedFor: Bool?
+    var trustedProxies: [String]?
+    var trustedProxyHops: Int?
+    var idleTimeoutSeconds: Int?
+    var requestReadTimeoutSeconds: Int?
     var acceptUploads: String?
     var maxKeysPerHistory: Int?
     var keyPublicationDelaySeconds: Int64?

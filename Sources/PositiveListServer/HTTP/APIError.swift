@@ -1,6 +1,8 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
+import NIOHTTP1
 import PositiveListFormat
 
 /// A refusal as every client sees it: a 4xx status and `{"error": code, "detail": sentence}`.
@@ -18,10 +20,23 @@ public struct APIError: HTTPResponseError, Sendable {
     }
 
     public func response(from request: Request, context: some RequestContext) throws -> Response {
+        Response(status: status, headers: headersWithContentType, body: ResponseBody(byteBuffer: jsonBody))
+    }
+
+    /// `headers` and the JSON content type, for the response and for the channel handler
+    /// that writes refusals of unparsable requests without a `Request`.
+    var headersWithContentType: HTTPFields {
         var headers = headers
         headers[.contentType] = "application/json"
-        let body = try JSONEncoder().encode(["error": code, "detail": detail])
-        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(bytes: body)))
+        return headers
+    }
+
+    /// `{"error": code, "detail": detail}`, keys sorted so the bytes are the same every time.
+    var jsonBody: ByteBuffer {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        // Encoding a dictionary of two strings cannot fail.
+        return ByteBuffer(bytes: (try? encoder.encode(["error": code, "detail": detail])) ?? Data("{}".utf8))
     }
 
     /// The JSON error for a status the router or Hummingbird chose (404, 405, 413...).
@@ -31,6 +46,47 @@ public struct APIError: HTTPResponseError, Sendable {
         case .methodNotAllowed: return APIError(status, "method_not_allowed", "This path does not accept that method.")
         case .contentTooLarge: return APIError(status, "body_too_large", "The request body is larger than the server accepts.")
         default: return APIError(status, "http_\(status.code)", status.reasonPhrase)
+        }
+    }
+
+    /// A known path asked with a method it does not answer; `Allow` lists those it does
+    /// (RFC 9110, 15.5.6).
+    static func methodNotAllowed(allowed: [HTTPRequest.Method]) -> APIError {
+        APIError(
+            .methodNotAllowed, "method_not_allowed",
+            "This path answers \(allowed.map(\.rawValue).joined(separator: ", ")) only.",
+            headers: [.allow: allowed.map(\.rawValue).joined(separator: ", ")])
+    }
+
+    static func tooManyAttempts(retryAfterSeconds seconds: Int) -> APIError {
+        APIError(
+            .tooManyRequests, "too_many_attempts",
+            "Too many failed attempts from this address; wait \(seconds) seconds before trying again.",
+            headers: [.retryAfter: String(seconds)])
+    }
+
+    /// The refusal of a request NIO's HTTP/1.1 parser could not read. `inHead`: the error came
+    /// before the request's head was complete, so the router never saw the request.
+    static func unparsable(_ error: HTTPParserError, inHead: Bool) -> APIError {
+        switch error {
+        case .headerOverflow where inHead:
+            return APIError(
+                .requestHeaderFieldsTooLarge, "headers_too_large",
+                "The request's header fields are larger than the server accepts; send fewer or shorter ones.")
+        case .headerOverflow:
+            // Past the head, the parser's header limits apply to the trailer fields.
+            return APIError(
+                .contentTooLarge, "trailers_too_large", "The request's trailer fields are larger than the server accepts; send none.")
+        case .invalidContentLength, .unexpectedContentLength:
+            return APIError(
+                .badRequest, "malformed_request",
+                "The request's Content-Length is not one valid number, or contradicts its Transfer-Encoding; send exactly one.")
+        case .invalidChunkSize:
+            return APIError(.badRequest, "malformed_request", "A chunk of the request body has a malformed size line.")
+        case .invalidEOFState:
+            return APIError(.badRequest, "incomplete_request", "The connection ended before the whole request arrived; send it again.")
+        default:
+            return APIError(.badRequest, "malformed_request", "The request is not valid HTTP/1.1 (\(error)).")
         }
     }
 
@@ -61,6 +117,9 @@ public struct APIError: HTTPResponseError, Sendable {
 struct JSONErrorResponder<Wrapped: HTTPResponder>: HTTPResponder where Wrapped.Context: RequestContext {
     typealias Context = Wrapped.Context
     let wrapped: Wrapped
+    /// Which methods each routed path answers: the router says 404 for both an unknown path and
+    /// a known one asked with another method, and only the second is a 405.
+    let routes: RouteTable
 
     func respond(to request: Request, context: Context) async throws -> Response {
         do {
@@ -68,11 +127,30 @@ struct JSONErrorResponder<Wrapped: HTTPResponder>: HTTPResponder where Wrapped.C
             // Hummingbird's router answers its own refusals (no route: 404, a body over its
             // limit: 413) with an empty body; give them the same JSON shape as ours.
             if response.status.code >= 400, response.headers[.contentType] == nil {
+                if response.status == .notFound, let allowed = routes.allowedMethods(path: request.uri.path), !allowed.isEmpty {
+                    return try APIError.methodNotAllowed(allowed: allowed).response(from: request, context: context)
+                }
                 return try APIError.forStatus(response.status).response(from: request, context: context)
             }
             return response
         } catch let error as APIError {
             return try error.response(from: request, context: context)
+        } catch let error as HTTPParserError {
+            // The body broke HTTP/1.1 after a good head (a malformed chunk, trailers over the
+            // limit) or ended early because the client left: the client's doing, so a 4xx, and
+            // no error in the log. The answer to a client that left is never read.
+            let refusal = APIError.unparsable(error, inHead: false)
+            if error == .invalidEOFState {
+                context.logger.debug("client left before sending the whole request")
+            } else {
+                context.logger.notice("malformed request body refused", metadata: ["reason": "\(error)"])
+            }
+            return try refusal.response(from: request, context: context)
+        } catch let error as IOError {
+            // Reading the body failed in the socket (a reset): the client is gone too.
+            context.logger.debug("client connection failed while sending the request", metadata: ["reason": "\(error)"])
+            return try APIError(.badRequest, "incomplete_request", "The connection ended before the whole request arrived; send it again.")
+                .response(from: request, context: context)
         } catch let error as any HTTPResponseError {
             return try APIError.forStatus(error.status).response(from: request, context: context)
         } catch let error as ServerStoreError {

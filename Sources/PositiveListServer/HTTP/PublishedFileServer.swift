@@ -43,15 +43,12 @@ final class PublishedFileServer: Sendable {
         self.maxCachedBytes = maxCachedBytes
     }
 
-    func addRoutes(to router: Router<PositiveListRequestContext>) {
-        router.get(RouterPath(PositiveListIndex.relativePath)) { request, _ in
-            try self.respond(relativePath: PositiveListIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
-        }
-        router.head(RouterPath(PositiveListIndex.relativePath)) { request, _ in
-            try self.respond(relativePath: PositiveListIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
-        }
+    func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
         for method in [HTTPRequest.Method.get, .head] {
-            router.on("batches/:name", method: method) { request, context in
+            table.add(RouterPath(PositiveListIndex.relativePath), method, to: router) { request, _ in
+                try self.respond(relativePath: PositiveListIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
+            }
+            table.add("batches/:name", method, to: router) { request, context in
                 let name = try context.parameters.require("name")
                 // Only names the publisher writes: digits and `.tplb`. Nothing else of the
                 // file system is reachable through this route.
@@ -62,7 +59,7 @@ final class PublishedFileServer: Sendable {
                     relativePath: PositiveListBatch.relativePath(number: number), cacheControl: Self.batchCacheControl, request: request)
             }
             // The key index and key batches share one directory, hence one route.
-            router.on("keys/:name", method: method) { request, context in
+            table.add("keys/:name", method, to: router) { request, context in
                 let name = try context.parameters.require("name")
                 if "keys/" + name == PositiveListKeyIndex.relativePath {
                     return try self.respond(relativePath: PositiveListKeyIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
@@ -103,10 +100,20 @@ final class PublishedFileServer: Sendable {
         }
     }
 
+    /// The file at `relativePath` below the published directory, or nil when there is no
+    /// regular file there, reached without following a symbolic link.
+    ///
+    /// The published directory holds only files the publisher wrote, by renaming them into place;
+    /// a link (or a second hard link) there was put by someone else, and following it would serve
+    /// whatever it points to, such as the signing key beside public/. So every component below
+    /// the directory is opened with O_NOFOLLOW, relative to its parent's descriptor, and
+    /// identity and contents come from that one descriptor: nothing can be swapped between the
+    /// check and the read. (The directory itself may be a link: that is the operator's choice.)
     func file(at relativePath: String) throws -> CachedFile? {
-        let path = directory.path + "/" + relativePath
+        guard let descriptor = Self.openBelow(directory.path, relativePath) else { return nil }
+        defer { close(descriptor) }
         var status = stat()
-        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_nlink == 1 else { return nil }
         let identity = FileIdentity(
             device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
             modifiedSeconds: status.st_mtim.tv_sec, modifiedNanoseconds: status.st_mtim.tv_nsec)
@@ -114,7 +121,7 @@ final class PublishedFileServer: Sendable {
             return cached
         }
         // Read outside the lock; two requests racing on a miss both read, which is harmless.
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        guard let data = Self.readAll(descriptor, expectedSize: Int(status.st_size)) else { return nil }
         let digest = SHA256.hash(data: data)
         let file = CachedFile(
             identity: identity, contents: ByteBuffer(bytes: data),
@@ -129,5 +136,39 @@ final class PublishedFileServer: Sendable {
             cache.totalBytes += data.count
         }
         return file
+    }
+
+    /// Opens `relativePath` component by component below `directory`, refusing symbolic links
+    /// (O_NOFOLLOW: ELOOP) and, for the last, not blocking on a FIFO (fstat then refuses it).
+    private static func openBelow(_ directory: String, _ relativePath: String) -> Int32? {
+        var current = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard current >= 0 else { return nil }
+        let components = relativePath.split(separator: "/")
+        for (position, component) in components.enumerated() {
+            guard component != "..", component != "." else {
+                close(current)
+                return nil
+            }
+            let isLast = position == components.count - 1
+            let next = openat(current, String(component), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (isLast ? O_NONBLOCK : O_DIRECTORY))
+            close(current)
+            guard next >= 0 else { return nil }
+            current = next
+        }
+        return current
+    }
+
+    private static func readAll(_ descriptor: Int32, expectedSize: Int) -> Data? {
+        var data = Data(capacity: expectedSize)
+        var buffer = [UInt8](repeating: 0, count: 1 << 16)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count == 0 { return data }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return nil
+            }
+            data.append(contentsOf: buffer[0..<count])
+        }
     }
 }

@@ -21,6 +21,7 @@ struct SubmissionAPI: Sendable {
     let store: ServerStore
     let clock: any WallClock
     let limiter: FailedAttemptLimiter
+    let forwardedFor: ForwardedFor
 
     init(configuration: ServerConfiguration, store: ServerStore, clock: any WallClock) {
         self.configuration = configuration
@@ -30,19 +31,16 @@ struct SubmissionAPI: Sendable {
         self.store = store
         self.clock = clock
         self.limiter = FailedAttemptLimiter(limitPerMinute: configuration.failedAttemptsPerMinute, clock: clock)
+        self.forwardedFor = ForwardedFor(trustedProxies: configuration.trustedProxies, trustedHops: configuration.trustedProxyHops)
     }
 
-    func addRoutes(to router: Router<PositiveListRequestContext>) {
-        router.post("v1/codes") { request, context in try await issueCode(request, context) }
-        router.post("v1/histories") { request, context in try await appendHistory(request, context) }
-        router.post("v1/key-histories") { request, context in try await appendKeyHistory(request, context) }
+    func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
+        table.add("v1/codes", .post, to: router) { request, context in try await issueCode(request, context) }
+        table.add("v1/histories", .post, to: router) { request, context in try await appendHistory(request, context) }
+        table.add("v1/key-histories", .post, to: router) { request, context in try await appendKeyHistory(request, context) }
     }
 
     // MARK: Codes
-
-    private struct CodeRequest: Decodable {
-        var expiresInSeconds: Int64?
-    }
 
     private struct IssuedCode: Encodable {
         var code: String
@@ -51,18 +49,23 @@ struct SubmissionAPI: Sendable {
     }
 
     private func issueCode(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
-        let address = clientAddress(request, context)
-        try refuseIfLimited(address)
-        guard let token = bearerToken(request) else { throw APIError.missingCredentials }
-        guard let authority = authorities.authenticate(token: token) else {
-            fail(address, reason: "invalid authority token", context)
-            throw APIError.invalidToken
+        let authority = try await checkCredential(clientAddress(request, context), context) { () throws -> AuthorityConfiguration in
+            guard let token = bearerToken(request) else { throw APIError.missingCredentials }
+            guard let authority = authorities.authenticate(token: token) else {
+                throw CredentialRefusal(error: .invalidToken, reason: "invalid authority token")
+            }
+            return authority
         }
         let body = try await readBody(request, limit: 4_096)
         var lifetime = configuration.uploadCodeLifetimeSeconds
         if body.readableBytes > 0 {
-            guard let parsed = try? JSONDecoder().decode(CodeRequest.self, from: Data(body.readableBytesView)) else {
-                throw APIError(.badRequest, "invalid_json", "The body must be empty or a JSON object such as {\"expiresInSeconds\": 86400}.")
+            let parsed: CodeRequest
+            do throws(HistoryDecodingError) {
+                parsed = try CodeRequest(json: Data(body.readableBytesView))
+            } catch {
+                throw APIError(
+                    .badRequest, "invalid_json",
+                    "The body must be empty or a JSON object such as {\"expiresInSeconds\": 86400}, with no other member: \(error.detail).")
             }
             if let requested = parsed.expiresInSeconds {
                 guard (60...configuration.uploadCodeLifetimeSeconds).contains(requested) else {
@@ -127,10 +130,12 @@ struct SubmissionAPI: Sendable {
     ) async throws -> Response {
         guard configuration.acceptUploads.contains(kind) else { throw APIError.uploadKindNotAccepted(kind) }
         let address = clientAddress(request, context)
-        try refuseIfLimited(address)
-        let credential = try await authenticateSubmitter(request, address: address, context)
-        guard let contentType = request.headers[.contentType], contentType.lowercased().hasPrefix("application/json") else {
-            throw APIError(.unsupportedMediaType, "unsupported_media_type", "Send the history as `Content-Type: application/json`.")
+        let credential = try await checkCredential(address, context) { try await authenticateSubmitter(request) }
+        // Before the body is read and long before the store could spend an upload code.
+        guard let contentType = request.headers[.contentType], MediaType(contentType)?.isJSON == true else {
+            throw APIError(
+                .unsupportedMediaType, "unsupported_media_type",
+                "Send the history as `Content-Type: application/json` (a charset parameter, if any, must be utf-8).")
         }
         let idempotencyKeyText = try idempotencyKey(request)
         let bodyData = Data(try await readBody(request, limit: configuration.maxRequestBodyBytes).readableBytesView)
@@ -160,7 +165,8 @@ struct SubmissionAPI: Sendable {
         case .refused(let refusal):
             // The code was valid when checked above but not any more (used or expired by a
             // concurrent request): the same answers as if it had been seen so.
-            fail(address, reason: "upload code refused at commit", context)
+            await limiter.recordFailure(address)
+            logRefusal(address, reason: "upload code refused at commit", context)
             switch refusal {
             case .expiredCode: throw APIError.expiredCode
             case .usedCode: throw APIError.usedCode
@@ -170,9 +176,8 @@ struct SubmissionAPI: Sendable {
     }
 
     /// Checks the credential before the body is read, so a guesser costs the server little.
-    private func authenticateSubmitter(
-        _ request: Request, address: String, _ context: PositiveListRequestContext
-    ) async throws -> SubmissionCredential {
+    /// A wrong credential is thrown as a ``CredentialRefusal``, which counts against the limit.
+    private func authenticateSubmitter(_ request: Request) async throws -> SubmissionCredential {
         let token = bearerToken(request)
         let typedCode = request.headers[Self.uploadCodeHeader]
         switch (token, typedCode) {
@@ -182,14 +187,12 @@ struct SubmissionAPI: Sendable {
             throw APIError(.badRequest, "conflicting_credentials", "Send either an authority token or an upload code, not both.")
         case (let token?, nil):
             guard let authority = authorities.authenticate(token: token) else {
-                fail(address, reason: "invalid authority token", context)
-                throw APIError.invalidToken
+                throw CredentialRefusal(error: .invalidToken, reason: "invalid authority token")
             }
             return .authority(name: authority.name)
         case (nil, let typed?):
             guard let code = UploadCode(typed: typed) else {
-                fail(address, reason: "malformed upload code", context)
-                throw APIError.malformedCode
+                throw CredentialRefusal(error: .malformedCode, reason: "malformed upload code")
             }
             switch try await store.status(of: code, now: clock.now()) {
             case .valid:
@@ -198,42 +201,62 @@ struct SubmissionAPI: Sendable {
                 // Possibly a retry of the request that used it; the store replays or refuses.
                 return .uploadCode(code)
             case .alreadyUsed:
-                fail(address, reason: "used upload code", context)
-                throw APIError.usedCode
+                throw CredentialRefusal(error: .usedCode, reason: "used upload code")
             case .expired:
-                fail(address, reason: "expired upload code", context)
-                throw APIError.expiredCode
+                throw CredentialRefusal(error: .expiredCode, reason: "expired upload code")
             case .unknown:
-                fail(address, reason: "unknown upload code", context)
-                throw APIError.unknownCode
+                throw CredentialRefusal(error: .unknownCode, reason: "unknown upload code")
             }
         }
     }
 
     // MARK: Helpers
 
-    private func refuseIfLimited(_ address: String) throws {
-        if let seconds = limiter.retryAfter(for: address) {
-            throw APIError(
-                .tooManyRequests, "too_many_attempts",
-                "Too many failed attempts from this address; wait \(seconds) seconds before trying again.",
-                headers: [.retryAfter: String(seconds)])
+    /// A credential that was checked and is wrong: the client sees `error`, and the attempt
+    /// counts against its address's limit.
+    private struct CredentialRefusal: Error {
+        let error: APIError
+        /// For the log; never the token or the code.
+        let reason: String
+    }
+
+    /// Runs `check` holding one unit of the address's failed-attempt budget (see
+    /// ``FailedAttemptLimiter``), so concurrent guesses cannot all pass the limit before any
+    /// of them is counted. A ``CredentialRefusal`` thrown by `check` is a failed attempt; any
+    /// other outcome (success, a missing credential, a database error) gives the unit back.
+    private func checkCredential<Value>(
+        _ address: String, _ context: PositiveListRequestContext, _ check: () async throws -> Value
+    ) async throws -> Value {
+        let ticket: FailedAttemptLimiter.Ticket
+        switch await limiter.admit(address) {
+        case .refused(let seconds): throw APIError.tooManyAttempts(retryAfterSeconds: seconds)
+        case .admitted(let admitted): ticket = admitted
+        }
+        do {
+            let value = try await check()
+            await limiter.settle(ticket, failed: false)
+            return value
+        } catch let refusal as CredentialRefusal {
+            await limiter.settle(ticket, failed: true)
+            logRefusal(address, reason: refusal.reason, context)
+            throw refusal.error
+        } catch {
+            await limiter.settle(ticket, failed: false)
+            throw error
         }
     }
 
     /// Logged with the address and the reason only: never the token or the code.
-    private func fail(_ address: String, reason: String, _ context: PositiveListRequestContext) {
-        limiter.recordFailure(for: address)
+    private func logRefusal(_ address: String, reason: String, _ context: PositiveListRequestContext) {
         context.logger.warning("credential refused", metadata: ["client": "\(address)", "reason": "\(reason)"])
     }
 
+    /// The address failed attempts are counted against: the peer's, or, from a trusted proxy,
+    /// the one its `X-Forwarded-For` names (see ``ForwardedFor``).
     private func clientAddress(_ request: Request, _ context: PositiveListRequestContext) -> String {
-        if configuration.trustForwardedFor, let forwarded = request.headers[Self.forwardedForHeader],
-           let last = forwarded.split(separator: ",").last
-        {
-            return last.trimmingCharacters(in: .whitespaces)
-        }
-        return context.peerAddress ?? "unknown"
+        let peer = context.peerAddress ?? "unknown"
+        guard configuration.trustForwardedFor else { return peer }
+        return forwardedFor.clientAddress(peer: peer, headerValues: request.headers[values: Self.forwardedForHeader]) ?? peer
     }
 
     private func bearerToken(_ request: Request) -> String? {

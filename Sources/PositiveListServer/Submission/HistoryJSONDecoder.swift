@@ -1,6 +1,7 @@
 import Foundation
 
-/// Why a request body is not a history; every case becomes a 400 `invalid_json`.
+/// Why a request body is not a history (or not a code request); every case becomes a 400
+/// `invalid_json`.
 ///
 /// Paths name the place in the document (`ids[3].validFrom`), never its content: ids are
 /// personal data and must not be echoed or logged.
@@ -13,6 +14,10 @@ public enum HistoryDecodingError: Error, Sendable, Equatable {
     case notAnObject
     /// The key-history form of ``notAnObject``.
     case notAKeyHistoryObject
+    /// The code-request (`POST /v1/codes`) form of ``notAnObject``.
+    case notACodeRequestObject
+    /// A member the shape does not have, where the shape allows no others.
+    case unknownField(name: String)
     case missingField(path: String)
     case duplicateField(path: String)
     case wrongType(path: String)
@@ -29,6 +34,12 @@ public enum HistoryDecodingError: Error, Sendable, Equatable {
             return #"it is not a JSON object of the form {"ids": [{"id": "…", "validFrom": …, "validUntil": …}]}"#
         case .notAKeyHistoryObject:
             return #"it is not a JSON object of the form {"keys": [{"day": …, "intervalSeconds": …, "key": "…"}]}"#
+        case .notACodeRequestObject:
+            return #"it is not a JSON object of the form {"expiresInSeconds": …}"#
+        case .unknownField(let name):
+            // The name is the client's own text: shown only when it is short and plain.
+            let plain = name.count <= 40 && name.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber || $0 == "_") }
+            return plain ? "it has a member \"\(name)\" that is not allowed" : "it has a member that is not allowed"
         case .missingField(let path):
             return "\(path) is missing"
         case .duplicateField(let path):
@@ -45,12 +56,9 @@ extension SubmittedHistory {
     /// Decodes `{"ids": [{"id": "…", "validFrom": N, "validUntil": N}, …]}` with
     /// ``HistoryJSONDecoder``.
     public init(json: Data) throws(HistoryDecodingError) {
-        // Data.withUnsafeBytes rethrows untyped errors; a Result keeps the type.
-        let decoded = json.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<SubmittedHistory, HistoryDecodingError> in
-            var decoder = HistoryJSONDecoder(raw.bindMemory(to: UInt8.self))
-            return Result { () throws(HistoryDecodingError) in try decoder.decodeHistory() }
+        self = try HistoryJSONDecoder.decode(json) { (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in
+            try decoder.decodeHistory()
         }
-        self = try decoded.get()
     }
 }
 
@@ -84,6 +92,18 @@ struct HistoryJSONDecoder {
         self.bytes = bytes
     }
 
+    /// Runs `read` on a decoder over `json`'s bytes.
+    static func decode<Value>(
+        _ json: Data, _ read: (inout HistoryJSONDecoder) throws(HistoryDecodingError) -> Value
+    ) throws(HistoryDecodingError) -> Value {
+        // Data.withUnsafeBytes rethrows untyped errors; a Result keeps the type.
+        let decoded = json.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<Value, HistoryDecodingError> in
+            var decoder = HistoryJSONDecoder(raw.bindMemory(to: UInt8.self))
+            return Result { () throws(HistoryDecodingError) in try read(&decoder) }
+        }
+        return try decoded.get()
+    }
+
     mutating func decodeHistory() throws(HistoryDecodingError) -> SubmittedHistory {
         SubmittedHistory(ids: try decodeObject(requiring: "ids", notAnObject: .notAnObject) {
             (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in try decoder.readEntries()
@@ -96,6 +116,21 @@ struct HistoryJSONDecoder {
         requiring field: String, notAnObject: HistoryDecodingError,
         _ readField: (inout HistoryJSONDecoder) throws(HistoryDecodingError) -> Value
     ) throws(HistoryDecodingError) -> Value {
+        var value: Value?
+        try decodeTopLevelObject(notAnObject: notAnObject) { (decoder: inout HistoryJSONDecoder, name: String) throws(HistoryDecodingError) in
+            guard name == field else { return try decoder.skipValue(depth: 2) }
+            guard value == nil else { throw .duplicateField(path: field) }
+            value = try readField(&decoder)
+        }
+        guard let value else { throw .missingField(path: field) }
+        return value
+    }
+
+    /// The whole body as one object, each member handed to `member` by name, which must consume
+    /// its value; anything after the object is an error.
+    mutating func decodeTopLevelObject(
+        notAnObject: HistoryDecodingError, _ member: (inout HistoryJSONDecoder, String) throws(HistoryDecodingError) -> Void
+    ) throws(HistoryDecodingError) {
         // JSONDecoder accepted a UTF-8 byte order mark; so does this.
         if bytes.count >= 3, bytes[0] == 0xEF, bytes[1] == 0xBB, bytes[2] == 0xBF { position = 3 }
         skipWhitespace()
@@ -106,15 +141,8 @@ struct HistoryJSONDecoder {
             try expectEnd()
             throw notAnObject
         }
-        var value: Value?
-        try readObject(depth: 1) { (decoder: inout HistoryJSONDecoder, name: String) throws(HistoryDecodingError) in
-            guard name == field else { return try decoder.skipValue(depth: 2) }
-            guard value == nil else { throw .duplicateField(path: field) }
-            value = try readField(&decoder)
-        }
+        try readObject(depth: 1, member)
         try expectEnd()
-        guard let value else { throw .missingField(path: field) }
-        return value
     }
 
     // MARK: The history's shape
@@ -465,6 +493,8 @@ enum ASCII {
     static let slash = UInt8(ascii: "/")
     static let colon = UInt8(ascii: ":")
     static let comma = UInt8(ascii: ",")
+    static let semicolon = UInt8(ascii: ";")
+    static let equals = UInt8(ascii: "=")
     static let minus = UInt8(ascii: "-")
     static let plus = UInt8(ascii: "+")
     static let period = UInt8(ascii: ".")

@@ -27,11 +27,9 @@ public struct SubmittedKeyHistory: Codable, Sendable, Equatable {
     /// Decodes with ``HistoryJSONDecoder``, by the same rules as an id history: unknown members
     /// skipped, repeated or missing fields refused, numbers that must denote integers exactly.
     public init(json: Data) throws(HistoryDecodingError) {
-        let decoded = json.withUnsafeBytes { (raw: UnsafeRawBufferPointer) -> Result<SubmittedKeyHistory, HistoryDecodingError> in
-            var decoder = HistoryJSONDecoder(raw.bindMemory(to: UInt8.self))
-            return Result { () throws(HistoryDecodingError) in try decoder.decodeKeyHistory() }
+        self = try HistoryJSONDecoder.decode(json) { (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in
+            try decoder.decodeKeyHistory()
         }
-        self = try decoded.get()
     }
 }
 

@@ -1,0 +1,30 @@
+import HTTPTypes
+import Hummingbird
+
+/// Every route the server answers, as it is added to the router, so that a known path asked
+/// with another method gets 405 and `Allow` (RFC 9110, 15.5.6) instead of the 404 Hummingbird's
+/// router gives both it and an unknown path.
+///
+/// Built once, before the server starts, then only read.
+struct RouteTable: Sendable {
+    private var routes: [(path: RouterPath, method: HTTPRequest.Method)] = []
+
+    /// Adds `handler` to `router` for `method` on `path`, and remembers the pair.
+    mutating func add(
+        _ path: RouterPath, _ method: HTTPRequest.Method, to router: Router<PositiveListRequestContext>,
+        handler: @escaping @Sendable (Request, PositiveListRequestContext) async throws -> Response
+    ) {
+        router.on(path, method: method, use: handler)
+        routes.append((path, method))
+    }
+
+    /// The methods routed for `path`, in the order they were added; nil when no route has
+    /// that path. Matches as the router does: component by component, `:name` matching any one.
+    func allowedMethods(path: String) -> [HTTPRequest.Method]? {
+        let components = path.split(separator: "/", omittingEmptySubsequences: true)
+        let matching = routes.filter { route in
+            route.path.components.count == components.count && zip(route.path.components, components).allSatisfy { $0 ~= $1 }
+        }
+        return matching.isEmpty ? nil : matching.map(\.method)
+    }
+}
