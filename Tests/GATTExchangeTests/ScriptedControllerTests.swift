@@ -223,6 +223,25 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// A session that starts during the pause between bursts (after a controller reset) waits for
+    /// the next burst instead of starting one of its own: in a RootCanal crowd, with frequent
+    /// resets, fresh bursts had nodes scanning and initiating almost all the time.
+    @Test func aSessionStartedDuringThePauseWaitsForTheNextBurst() async throws {
+        let schedule = ScanSchedule(onTime: .seconds(1), offTime: .milliseconds(700))
+        _ = schedule.phase(at: .now)
+        schedule.burstEnded(at: .now, jitter: 1)
+        let pauseEnds = ContinuousClock.now + .milliseconds(700)
+        let (controller, _, host, exchange, _) = try await Self.runningExchange(scanSchedule: schedule) { configuration in
+            configuration.scanOnTime = .seconds(1)
+            configuration.scanOffTime = .milliseconds(700)
+        }
+        try await Task.sleep(until: pauseEnds - .milliseconds(200))
+        #expect(!controller.state.withLock { $0.scanning }, "a new session scanned during the pause")
+        #expect(await eventually { controller.state.withLock { $0.scanning } }, "the next burst never came")
+        await exchange.stop()
+        await host.close()
+    }
+
     /// The controller is initiating for nobody (a host before us, or a cancel it took without
     /// effect): LE Create Connection is refused with Command Disallowed. The node must end that
     /// initiation, so that the next attempt goes through, instead of failing forever.
@@ -339,7 +358,7 @@ struct ScriptedControllerTests {
 
     /// An exchange on a scripted controller, started with a first id.
     static func runningExchange(
-        configure: (inout ExchangeConfiguration) -> Void = { _ in }
+        scanSchedule: ScanSchedule? = nil, configure: (inout ExchangeConfiguration) -> Void = { _ in }
     ) async throws -> (ScriptedController, AdvertisedIdentity, LEHost, ProximityExchange, OwnID) {
         let controller = ScriptedController()
         let identity = AdvertisedIdentity()
@@ -349,7 +368,7 @@ struct ScriptedControllerTests {
         configuration.scanOffTime = .zero
         configure(&configuration)
         let exchange = ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(),
-                                         configuration: configuration)
+                                         configuration: configuration, scanSchedule: scanSchedule)
         let first = ownID(start: 0)
         await exchange.rotate(to: first)
         try await exchange.start()

@@ -13,6 +13,8 @@ public struct ExchangeSession: Sendable {
     public let logger: Logger
     /// Opens the transport; tests wrap it to record the HCI traffic.
     public let openTransport: @Sendable (TransportSpec) throws(HCITransportError) -> any HCITransport
+    /// When to scan, shared by every session: a session after a reset keeps the bursts' rhythm.
+    public let scanSchedule: ScanSchedule
 
     public init(transport: TransportSpec, rotator: IDRotator, sink: any EncounterSink,
                 configuration: ExchangeConfiguration = ExchangeConfiguration(),
@@ -26,6 +28,7 @@ public struct ExchangeSession: Sendable {
         self.configuration = configuration
         self.logger = logger
         self.openTransport = openTransport
+        scanSchedule = ScanSchedule(onTime: configuration.scanOnTime, offTime: configuration.scanOffTime)
     }
 
     public enum Failure: Error, Sendable, CustomStringConvertible {
@@ -67,7 +70,8 @@ public struct ExchangeSession: Sendable {
             throw .radio(error)
         }
         let exchange = ProximityExchange(
-            host: host, identity: identity, peerWrites: writes, sink: sink, configuration: configuration, logger: logger)
+            host: host, identity: identity, peerWrites: writes, sink: sink, configuration: configuration,
+            scanSchedule: scanSchedule, logger: logger)
         do {
             await exchange.rotate(to: try await rotator.currentID())
             try await exchange.start()

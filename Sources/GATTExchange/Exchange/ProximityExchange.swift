@@ -12,6 +12,7 @@ public actor ProximityExchange {
     private let identity: AdvertisedIdentity
     private let sink: any EncounterSink
     private let configuration: ExchangeConfiguration
+    private let scanSchedule: ScanSchedule
     private let wallClock: any WallClock
     private let logger: Logger
     private let peerWrites: AsyncStream<PeerWriteEvent>
@@ -36,16 +37,18 @@ public actor ProximityExchange {
 
     /// - Parameters:
     ///   - peerWrites: the stream fed by `TracerGATTServer.databaseForLink` on the same host.
+    ///   - scanSchedule: when to scan; a session after a controller reset passes on the one before's.
     public init(
         host: LEHost, identity: AdvertisedIdentity, peerWrites: AsyncStream<PeerWriteEvent>, sink: any EncounterSink,
-        configuration: ExchangeConfiguration = ExchangeConfiguration(), wallClock: any WallClock = SystemWallClock(),
-        logger: Logger = Logger(label: "tracer.exchange")
+        configuration: ExchangeConfiguration = ExchangeConfiguration(), scanSchedule: ScanSchedule? = nil,
+        wallClock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.exchange")
     ) {
         self.host = host
         self.identity = identity
         self.peerWrites = peerWrites
         self.sink = sink
         self.configuration = configuration
+        self.scanSchedule = scanSchedule ?? ScanSchedule(onTime: configuration.scanOnTime, offTime: configuration.scanOffTime)
         self.wallClock = wallClock
         self.logger = logger
         registry = PeerRegistry(configuration: configuration)
@@ -166,22 +169,26 @@ public actor ProximityExchange {
 
     // MARK: Scanning and sightings
 
-    /// Scans in bursts (`scanOnTime`, then `scanOffTime` off) for as long as the exchange runs.
+    /// Scans in bursts, as `scanSchedule` says, for as long as the exchange runs.
     ///
     /// A rotation stops the scanner to change the address; the burst it interrupted goes on once
     /// the new address is set, rather than ending there. Ending it there phase-locked every node's
     /// bursts to the rotation: windows follow the wall clock, so a whole crowd then scanned and
     /// initiated in the same 10 s before each boundary, and a crowd of 20 on RootCanal logged 70 %
-    /// of its pairs per window. The pause between bursts is jittered (±25 %) so that nodes started
-    /// together drift apart.
+    /// of its pairs per window.
     private func scanLoop() async {
         while !Task.isCancelled {
-            guard await scanBurst(until: ContinuousClock.now + configuration.scanOnTime) else { return }
-            if configuration.scanOffTime > .zero, !Task.isCancelled {
-                try? await host.stopScanning()
-                try? await Task.sleep(for: configuration.scanOffTime * Double.random(in: 0.75...1.25))
+            switch scanSchedule.phase(at: .now) {
+            case .pause(let until):
+                guard (try? await Task.sleep(until: until)) != nil else { return }
+            case .burst(let until):
+                guard await scanBurst(until: until) else { return }
+                // A session stopped mid-burst leaves the burst to the next session.
+                guard !Task.isCancelled else { return }
+                scanSchedule.burstEnded(at: .now)
+                if configuration.scanOffTime > .zero { try? await host.stopScanning() }
+                registry.forget(olderThan: ContinuousClock.now - configuration.peerMemory)
             }
-            registry.forget(olderThan: ContinuousClock.now - configuration.peerMemory)
         }
     }
 
