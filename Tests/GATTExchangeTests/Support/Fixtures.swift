@@ -10,7 +10,7 @@ struct ServerHarness {
 
     init(services: [GATTServiceDefinition], localMTU: UInt16 = 247) throws {
         let (serverEnd, peerEnd) = InMemoryFixedChannel.pair()
-        server = GATTServer(database: try GATTDatabase(services: services))
+        server = GATTServer(database: try GATTDatabase(services: services, deviceName: "Tracer"))
         bearer = ATTBearer(channel: serverEnd, configuration: ATTBearerConfiguration(localMTU: localMTU), serverHandler: server)
         peer = RawATTPeer.attached(to: peerEnd)
         channel = serverEnd
@@ -33,7 +33,7 @@ struct LinkHarness {
     init(services: [GATTServiceDefinition], clientMTU: UInt16 = 247, serverMTU: UInt16 = 247,
          valueHandler: (@Sendable (ATTHandleValue) async -> Void)? = nil) throws {
         let (serverEnd, clientEnd) = InMemoryFixedChannel.pair()
-        server = GATTServer(database: try GATTDatabase(services: services))
+        server = GATTServer(database: try GATTDatabase(services: services, deviceName: "Tracer"))
         serverBearer = ATTBearer(channel: serverEnd, configuration: ATTBearerConfiguration(localMTU: serverMTU), serverHandler: server)
         clientBearer = ATTBearer(channel: clientEnd, configuration: ATTBearerConfiguration(localMTU: clientMTU), valueHandler: valueHandler)
         client = GATTClient(bearer: clientBearer)
