@@ -5,7 +5,8 @@ import BLEHost
 /// The defaults aim at a battery-powered node that still catches a contact within a minute:
 /// - advertising every 250 ms (GAEN advertises every 200-270 ms);
 /// - scanning in bursts, 10 s on and 50 s off (OpenTrace scans 8-10 s a minute), with a 30 ms
-///   window every 60 ms while on;
+///   window every 60 ms while on; the pause varies by ±25 % and the rhythm survives rotations and
+///   controller resets (`ScanSchedule`);
 /// - at most 2 outgoing exchanges at once; a connection is given 1.5 s (six advertising intervals
 ///   of a Tracer node or a GAEN phone) to form, since a controller that is initiating cannot
 ///   accept its peers' connections on strict controllers.
