@@ -49,7 +49,11 @@ public struct PositiveListBatch: Sendable {
 
     /// Parses `file` after checking its signature with `publicKey`, and checks every entry.
     public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
-        let body = try SignedFile.verifiedBody(file, kind: .batch, minimumBodySize: Self.headerByteCount, publicKey: publicKey.key)
+        try self.init(file, check: .verify(publicKey.key))
+    }
+
+    init(_ file: [UInt8], check: SignedFile.SignatureCheck) throws(PositiveListFormatError) {
+        let body = try SignedFile.verifiedBody(file, kind: .batch, minimumBodySize: Self.headerByteCount, check: check)
         try self.init(verifiedBody: body)
     }
 

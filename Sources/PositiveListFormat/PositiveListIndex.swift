@@ -62,8 +62,12 @@ public struct PositiveListIndex: Sendable, Equatable {
 
     /// Parses `file` after checking its signature with `publicKey`.
     public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
+        try self.init(file, check: .verify(publicKey.key))
+    }
+
+    init(_ file: [UInt8], check: SignedFile.SignatureCheck) throws(PositiveListFormatError) {
         let decoded = try IndexCoding.decode(
-            file, kind: .index, magic: Self.magic, version: Self.version, batchKind: .ids, publicKey: publicKey)
+            file, kind: .index, magic: Self.magic, version: Self.version, batchKind: .ids, check: check)
         generation = decoded.generation
         publishedAt = decoded.publishedAt
         batches = decoded.batches
@@ -106,11 +110,11 @@ enum IndexCoding {
 
     static func decode(
         _ file: [UInt8], kind: PositiveListFormatError.FileKind, magic: [UInt8], version: UInt8,
-        batchKind: PositiveListIndex.BatchKind, publicKey: PositiveListPublicKey
+        batchKind: PositiveListIndex.BatchKind, check: SignedFile.SignatureCheck
     ) throws(PositiveListFormatError) -> Decoded {
         let headerByteCount = PositiveListIndex.headerByteCount
         let listingByteCount = PositiveListIndex.listingByteCount
-        let body = Array(try SignedFile.verifiedBody(file, kind: kind, minimumBodySize: headerByteCount, publicKey: publicKey.key))
+        let body = Array(try SignedFile.verifiedBody(file, kind: kind, minimumBodySize: headerByteCount, check: check))
         guard Array(body[0..<4]) == magic else { throw .wrongMagic(kind) }
         guard body[4] == version else { throw .unsupportedVersion(kind, version: body[4]) }
         let count = body.readInteger(at: 24, as: UInt64.self)

@@ -52,8 +52,12 @@ public struct PositiveListKeyIndex: Sendable, Equatable {
     /// Parses `file` after checking its signature with `publicKey`. Unknown bits of the accepted
     /// uploads are ignored, so that a later upload kind does not lock older nodes out.
     public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
+        try self.init(file, check: .verify(publicKey.key))
+    }
+
+    init(_ file: [UInt8], check: SignedFile.SignatureCheck) throws(PositiveListFormatError) {
         let decoded = try IndexCoding.decode(
-            file, kind: .keyIndex, magic: Self.magic, version: Self.version, batchKind: .keys, publicKey: publicKey)
+            file, kind: .keyIndex, magic: Self.magic, version: Self.version, batchKind: .keys, check: check)
         generation = decoded.generation
         publishedAt = decoded.publishedAt
         accepts = AcceptedUploads(rawValue: decoded.flags).intersection(.both)
