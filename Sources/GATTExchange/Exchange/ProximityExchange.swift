@@ -196,7 +196,10 @@ public actor ProximityExchange {
     private func scanBurst(until burstEnd: ContinuousClock.Instant) async -> Bool {
         burstOver = false
         while !Task.isCancelled {
-            while rotating { try? await Task.sleep(for: .milliseconds(20)) }
+            // Cancelled, the sleep returns at once without suspending: it would hold the actor
+            // and the rotation could never finish.
+            while rotating, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(20)) }
+            guard !Task.isCancelled else { return true }
             let rotationsBefore = rotations
             let sightings: AsyncStream<AdvertisementSighting>
             do {
