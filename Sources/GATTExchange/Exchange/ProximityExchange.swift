@@ -211,7 +211,9 @@ public actor ProximityExchange {
                 continue
             }
             listening = true
-            let stopper = Task { [host, configuration] in
+            // Without a pause (tests, demos, mains-powered nodes) a burst never ends: stopping and
+            // restarting the scanner would only leave moments in which no attempt can start.
+            let stopper = configuration.scanOffTime == .zero ? nil : Task { [host, configuration] in
                 // Ends the burst (and so the loop below) when its time is up and no candidate
                 // waits (up to the extension), and only once the attempts under way have ended:
                 // candidates are tried only while heard, and only a scanner that hears the
@@ -233,7 +235,7 @@ public actor ProximityExchange {
                 if Task.isCancelled { break }
             }
             listening = false
-            stopper.cancel()
+            stopper?.cancel()
             // The scanner stopped without the burst ending: a rotation changed the address.
             if burstOver || (!rotating && rotations == rotationsBefore) { return true }
         }
