@@ -353,28 +353,9 @@ struct MatchBenchmark {
 
     // MARK: Formatting
 
-    private func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-    }
-
-    private func format(_ value: Double, _ decimals: Int) -> String { String(format: "%.\(decimals)f", value) }
-
-    private func megabytes(_ bytes: Int) -> String { format(Double(bytes) / 1_048_576, 1) + " MB" }
-
     /// "≤" when only an upper bound could be measured (see `MeasuredProcess`).
     private func peak(_ figures: ChildFigures) -> String {
         (figures.peakIsUpperBound ? "≤ " : "") + megabytes(figures.peakResidentBytes)
     }
 
-    private func grouped(_ value: Int) -> String {
-        let digits = String(value.magnitude)
-        var groups: [Substring] = []
-        var end = digits.endIndex
-        while end > digits.startIndex {
-            let start = digits.index(end, offsetBy: -3, limitedBy: digits.startIndex) ?? digits.startIndex
-            groups.insert(digits[start..<end], at: 0)
-            end = start
-        }
-        return (value < 0 ? "-" : "") + groups.joined(separator: ",")
-    }
 }
