@@ -156,8 +156,9 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
-    /// Peers rotate with us at the window's end: no connect request starts in its last moments,
-    /// where it could go unanswered; the same sighting earlier in a window starts one.
+    /// Peers rotate with us at the window's end: no connect request starts in its last moments, nor
+    /// after it until our rotation ran, where it could go unanswered; the same sighting in a
+    /// current window starts one.
     @Test func noAttemptStartsJustBeforeOurWindowEnds() async throws {
         let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
             Self.connectAtOnce(&configuration)
@@ -170,6 +171,14 @@ struct ScriptedControllerTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started just before the rotation")
+        // The window is over and our rotation has not run yet (a loaded machine runs it late):
+        // peers have moved on, so still no attempt.
+        await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now - 20, end: now - 1)))
+        for _ in 0..<10 {
+            controller.advertise(from: Self.peerA)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started after the window ended")
         await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now, end: now + 600)))
         #expect(await eventually {
             controller.advertise(from: Self.peerA)

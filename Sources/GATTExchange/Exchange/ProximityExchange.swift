@@ -294,11 +294,13 @@ public actor ProximityExchange {
     /// The last moments of our id's window. Windows follow the wall clock, so peers rotate at about
     /// the same moment as we do: a connect request sent then may find its peer gone off the air,
     /// and on RootCanal that leaves the controller stuck with nothing to show for it (a crowd of 20
-    /// had a node refuse 110 requests for 50 s after one sent at the boundary). No attempt starts then.
-    private var isJustBeforeRotation: Bool {
+    /// had a node refuse 110 requests for 50 s after one sent at the boundary). No attempt starts then,
+    /// nor after the boundary until our own rotation has run: a loaded machine may run it late, and
+    /// an attempt begun meanwhile goes to an address its peer has just left. Bumble's controller
+    /// never ends such an attempt (it ignores the cancel, and HCI Reset too), so it never initiates again.
+    private var isInRotationQuietTime: Bool {
         guard let end = identity.ownID?.window.end else { return false }
-        let now = wallClock.now()
-        return now < end && now >= end - UnixSeconds(configuration.quietBeforeRotation.components.seconds)
+        return wallClock.now() >= end - UnixSeconds(configuration.quietBeforeRotation.components.seconds)
     }
 
     private var candidatesAreEmpty: Bool { candidates.isEmpty }
@@ -310,7 +312,7 @@ public actor ProximityExchange {
 
     /// The candidate whose turn came first, if the registry still wants a link to it.
     private func takeCandidate() -> ConnectionCandidates.Candidate? {
-        if !listening || isJustBeforeRotation { return nil }
+        if !listening || isInRotationQuietTime { return nil }
         let now = ContinuousClock.now
         guard let candidate = candidates.next(at: now), registry.shouldConnect(to: candidate.address, at: now) else {
             return nil
