@@ -247,13 +247,14 @@ public actor ProximityExchange {
         let now = ContinuousClock.now
         let rssi: Int8? = sighting.rssi == 127 ? nil : sighting.rssi
         let txPower = sighting.data.txPowerLevel
+        let newcomer = registry.entry(sighting.address) == nil
         if let peer = registry.heard(sighting.address, at: now), let ownID = identity.ownID {
             await sink.record(Sighting(
                 peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), rssi: rssi, txPower: txPower))
         }
         guard !rotating, registry.shouldConnect(to: sighting.address, at: now) else { return }
         var eligibleAt = candidates.eligibleAt(sighting.address)
-        if eligibleAt == nil { eligibleAt = now + initiationDelay(toward: sighting.address) }
+        if eligibleAt == nil { eligibleAt = now + initiationDelay(toward: sighting.address, newcomer: newcomer) }
         candidates.offer(ConnectionCandidates.Candidate(
             address: sighting.address, addressType: sighting.addressType, rssi: rssi, txPower: txPower, heardAt: now,
             eligibleAt: eligibleAt ?? now))
@@ -270,10 +271,11 @@ public actor ProximityExchange {
     /// hears every new address at once, and connect requests from several initiators answering
     /// the same advertising event are all but one ignored, which leaves strict controllers waiting
     /// for an answer that never comes (RootCanal then stays deaf until reset). A peer heard alone
-    /// has no other initiator to collide with: no spread.
-    private func initiationDelay(toward peer: BluetoothAddress) -> Duration {
+    /// has no other initiator to collide with: no spread (nor one heard for the first time beside
+    /// a single other, which may be that peer's old address).
+    private func initiationDelay(toward peer: BluetoothAddress, newcomer: Bool) -> Duration {
         let now = ContinuousClock.now
-        let crowded = registry.othersHeard(since: now - configuration.crowdMemory, besides: peer) > 0
+        let crowded = registry.mayBeCrowded(around: peer, newcomer: newcomer, since: now - configuration.crowdMemory)
         let spread = crowded ? configuration.initiationSpread * Double.random(in: 0...1) : .zero
         guard let ours = registry.ourAddress else { return spread }
         return spread + (InitiatorRule.initiates(ours, toward: peer) ? .zero : configuration.deferToPeerDelay)
