@@ -44,8 +44,9 @@ public actor LEHost {
     let configuration: Configuration
     let logger: Logger
     let wallClock: any HostWallClock
-    /// Every timeout of the host and the layers it opens runs on this clock.
-    let clock: any HostClock
+    /// Every timeout of the host and the layers it opens runs on this clock, and so do the
+    /// exchange's waits on top of it.
+    public nonisolated let clock: any HostClock
     private let incomingContinuation: AsyncStream<LEConnection>.Continuation
     private let conditionContinuation: AsyncStream<RadioCondition>.Continuation
     /// Every change of `condition`, newest kept.
