@@ -53,6 +53,12 @@ let package = Package(
         ),
         // libcurl, through typed wrappers of its variadic setters (Debian: libcurl4-openssl-dev).
         .target(name: "CCurl", path: "Sources/CCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // Publication to S3-compatible object storage: a small SigV4 client on libcurl (which signs
+        // itself, CURLOPT_AWS_SIGV4), so no AWS SDK or other new package is needed.
+        .target(
+            name: "ObjectStore",
+            dependencies: ["CCurl", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Fetching and verifying the positive list, and matching it against the store, locally.
         .target(
             name: "Matching",
@@ -73,6 +79,7 @@ let package = Package(
             name: "PositiveListServer",
             dependencies: [
                 "IDRotation", "PositiveListFormat",
+                "ObjectStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
