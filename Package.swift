@@ -90,6 +90,7 @@ let package = Package(
             name: "TracerServer",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat",
+                "ObjectStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -123,6 +124,7 @@ let package = Package(
             name: "TracerBench",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
+                "ObjectStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -150,6 +152,7 @@ let package = Package(
             name: "PositiveListServerTests",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat", "IDRotation", "TracerTestSupport",
+                "ObjectStore", "Matching",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -1,0 +1,85 @@
+"""An S3-compatible server for the object-store tests: moto's in-memory S3 on 127.0.0.1:PORT.
+
+Usage: moto_s3.py PORT BUCKET [BUCKET...]
+
+Unlike `python -m moto.server`, this launcher turns moto's request authentication on: every
+request must carry a valid AWS Signature Version 4 of an IAM user it creates (so the tests prove
+that libcurl's signing is accepted, and that wrong credentials are refused), and anonymous GETs
+are allowed only through a public-read bucket policy, as on a real bucket behind a CDN. It creates
+each BUCKET with that policy, prints `READY PORT ACCESS_KEY_ID SECRET_ACCESS_KEY` and serves until
+its standard input closes (or SIGTERM), so it cannot outlive a crashed test run.
+"""
+import json
+import os
+import sys
+import threading
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from launcher_support import block_until_stdin_closes  # noqa: E402
+
+from moto import settings  # noqa: E402
+from moto.core import DEFAULT_ACCOUNT_ID  # noqa: E402
+from moto.iam.models import iam_backends  # noqa: E402
+from moto.moto_server.threaded_moto_server import ThreadedMotoServer  # noqa: E402
+from moto.s3.models import s3_backends  # noqa: E402
+
+USER = "tracer-sync"
+
+
+def allow_anonymous_object_reads() -> None:
+    """With authentication on, moto 5.1 fails (500) on any request without an Authorization
+    header. Real S3 evaluates such a request against the bucket policy instead, so: an anonymous
+    GET or HEAD of an object goes on to moto's own bucket-policy check (which refuses objects the
+    public-read policy does not cover), and every other anonymous request is refused."""
+    from moto.core.authorization import ActionAuthenticatorMixin
+    from moto.s3.exceptions import S3AccessDeniedError
+
+    authenticate = ActionAuthenticatorMixin._authenticate_and_authorize_action
+
+    def authenticate_unless_anonymous_read(self, iam_request_cls, resource="*"):
+        if "Authorization" in self.headers or "X-Amz-Signature=" in self.uri:
+            return authenticate(self, iam_request_cls, resource)
+        is_object = "/" in resource.split(":::", 1)[-1]
+        if self.method in ("GET", "HEAD") and is_object:
+            return None
+        raise S3AccessDeniedError()
+
+    ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate_unless_anonymous_read
+
+
+def main() -> None:
+    port = int(sys.argv[1])
+    buckets = sys.argv[2:]
+    iam = iam_backends[DEFAULT_ACCOUNT_ID]["global"]
+    iam.create_user("us-east-1", USER, path="/")
+    key = iam.create_access_key(USER)
+    # What deploy/object-store/README.md asks of a real bucket's sync user (moto checks IAM
+    # policies only coarsely, so this is the permission set, not a proof of its minimality).
+    iam.put_user_policy(USER, "sync", json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Action": ["s3:*"], "Resource": "*"}],
+    }))
+    s3 = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    for bucket in buckets:
+        s3.create_bucket(bucket, "us-east-1")
+        s3.put_bucket_policy(bucket, json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{
+                "Sid": "PublicRead", "Effect": "Allow", "Principal": "*",
+                "Action": "s3:GetObject", "Resource": f"arn:aws:s3:::{bucket}/*",
+            }],
+        }).encode())
+    # From now on every request is authenticated (the setup above went to the backends directly).
+    settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
+    allow_anonymous_object_reads()
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    print(f"READY {port} {key.access_key_id} {key.secret_access_key}", flush=True)
+    waiter = threading.Thread(target=block_until_stdin_closes, daemon=True)
+    waiter.start()
+    waiter.join()
+    server.stop()
+
+
+if __name__ == "__main__":
+    main()
