@@ -51,8 +51,9 @@ public struct ObjectStoreLocation: Sendable, Equatable {
         }
         if region.isEmpty || region.contains(":") { found.append("region must be a region name such as us-east-1") }
         if keyPrefix.hasPrefix("/") { found.append("keyPrefix must not start with \"/\"") }
-        if !keyPrefix.isEmpty && !keyPrefix.hasSuffix("/") && !keyPrefix.hasSuffix("-") {
-            found.append("keyPrefix should end in \"/\" (or \"-\"), so that it does not run into the file names")
+        // Nodes fetch BASE_URL/index.tpli, so the prefix must be a folder of its own.
+        if !keyPrefix.isEmpty && !keyPrefix.hasSuffix("/") {
+            found.append("keyPrefix must be empty or end in \"/\" (it is \"\(keyPrefix)\"), since nodes fetch BASE_URL/index.tpli")
         }
         return found
     }

@@ -3,7 +3,7 @@ import Foundation
 import Glibc
 #endif
 
-/// moto's in-memory S3 (Tests/Support/moto/moto_s3.py) as a child process on a free port of
+/// moto's in-memory S3 (Tests/Support/s3/moto_s3.py) as a child process on a free port of
 /// 127.0.0.1, for the object-store tests and benchmark: requests must be SigV4-signed with the
 /// credentials it prints, anonymous GETs of objects are allowed by a public-read bucket policy.
 /// It exits when its stdin closes, so it cannot outlive a crashed test process; `stop()` ends it.
@@ -27,11 +27,12 @@ public final class MotoS3Server {
     public var endpoint: String { "http://127.0.0.1:\(port)" }
 
     static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
-    static let script = repositoryRoot.appendingPathComponent("Tests/Support/moto/moto_s3.py").path
+    static let script = repositoryRoot.appendingPathComponent("Tests/Support/s3/moto_s3.py").path
 
     /// Starts moto with `buckets` created (each with the public-read policy). A port taken
     /// between the probe and moto's bind shows as a failed start, which is retried.
-    public init(buckets: [String]) async throws {
+    /// `authenticate: false` accepts any signature (see moto_s3.py's --no-auth).
+    public init(buckets: [String], authenticate: Bool = true) async throws {
         let candidates = [ProcessInfo.processInfo.environment[Self.pythonEnvironmentVariable],
                           Self.repositoryRoot.appendingPathComponent(".venv-bumble/bin/python").path].compactMap { $0 }
         guard let python = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
@@ -51,7 +52,7 @@ public final class MotoS3Server {
             _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
             _ = FileManager.default.createFile(atPath: errorPath, contents: nil)
             process.executableURL = URL(fileURLWithPath: python)
-            process.arguments = [Self.script, String(port)] + buckets
+            process.arguments = [Self.script] + (authenticate ? [] : ["--no-auth"]) + [String(port)] + buckets
             process.standardInput = input
             process.standardOutput = try FileHandle(forWritingTo: URL(fileURLWithPath: outputPath))
             process.standardError = try FileHandle(forWritingTo: URL(fileURLWithPath: errorPath))
@@ -75,6 +76,10 @@ public final class MotoS3Server {
             }
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
+            let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
+            if let missing = output.split(separator: "\n").first(where: { $0.hasPrefix("MISSING ") }) {
+                throw HarnessFailure(description: String(missing.dropFirst("MISSING ".count)) + " (or point \(Self.pythonEnvironmentVariable) at a Python that has it).")
+            }
             let log = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
             failures.append("attempt \(attempt) on port \(port): exit status \(process.terminationStatus)\n" + String(log.suffix(2_000)))
         }
