@@ -291,6 +291,27 @@ struct ObjectStoreSyncTests {
         #expect(try await client.head("other/batches/7.tplb") != nil)
     }
 
+    /// `serve` with `syncAfterPublish`: the schedule's first tick publishes, then syncs.
+    @Test func theScheduleSyncsAfterEachPublication() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["scheduled"])
+        defer { moto.stop() }
+        _ = try await Self.appendIDsAndKey(fixture, seed: 3)
+        let client = try Self.client(moto, bucket: "scheduled")
+        let scheduler = PublishScheduler(
+            publisher: fixture.makePublisher(), interval: .seconds(3_600), logger: fixture.logs.logger, sync: Self.sync(fixture, client))
+        let running = Task { try await scheduler.run() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await client.head(PositiveListKeyIndex.relativePath) == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        running.cancel()
+        _ = try? await running.value
+        try await Self.expectMirror(client, of: fixture)
+        #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
+    }
+
     /// The whole way: the server publishes, sync uploads, and a node's list updater (libcurl,
     /// anonymous GETs through the bucket's public-read policy) finds the exposure.
     @Test func aNodeFetchingFromTheBucketFindsTheExposure() async throws {
