@@ -70,12 +70,14 @@ public struct ObjectStoreClient: Sendable {
         }
     }
 
-    /// Every object whose key starts with `prefix` (ListObjectsV2, page by page).
-    public func list(prefix: String) async throws(ObjectStoreError) -> [StoredObject] {
+    /// Every object whose key starts with `prefix` (ListObjectsV2, page by page; `pageSize` is
+    /// the service's default of 1,000 unless a test asks for small pages).
+    public func list(prefix: String, pageSize: Int? = nil) async throws(ObjectStoreError) -> [StoredObject] {
         var objects: [StoredObject] = []
         var continuation: String?
         repeat {
             var parameters = [("list-type", "2"), ("prefix", prefix)]
+            if let pageSize { parameters.append(("max-keys", String(pageSize))) }
             if let continuation { parameters.append(("continuation-token", continuation)) }
             let url = location.bucketURL + "?" + S3URIEncoding.query(parameters)
             let response = try await send(S3Request(method: .get, url: url), operation: "list", key: "")

@@ -74,6 +74,30 @@ struct ObjectStoreCommandTests {
         #expect(throws: ObjectStoreError.malformedCredentialsFile(path: path)) { try ObjectStoreCredentials.load(file: path) }
     }
 
+    @Test func keysAreEncodedAsSigV4ExpectsAndListingsFollowEveryPage() async throws {
+        let location = ObjectStoreLocation(endpoint: "https://s3.example.org/", bucket: "b-1", keyPrefix: "tracer/")
+        #expect(location.url(forKey: "tracer/batches/12.tplb") == "https://s3.example.org/b-1/tracer/batches/12.tplb")
+        #expect(location.url(forKey: "a b/ü+=") == "https://s3.example.org/b-1/a%20b/%C3%BC%2B%3D")
+        #expect(S3URIEncoding.query([("prefix", "tracer/batches"), ("list-type", "2")]) == "list-type=2&prefix=tracer%2Fbatches")
+
+        let moto = try await MotoS3Server(buckets: ["pages"])
+        defer { moto.stop() }
+        let client = try ObjectStoreClient(
+            location: ObjectStoreLocation(endpoint: moto.endpoint, bucket: "pages"),
+            credentials: ObjectStoreCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey))
+        let keys = (1...7).map { "batches/\($0).tplb" } + ["index.tpli", "keys/1.tpkb"]
+        for key in keys { try await client.put(key, body: Array(key.utf8), contentType: "application/octet-stream", cacheControl: "no-cache") }
+        let listed = try await client.list(prefix: "batches", pageSize: 2)
+        #expect(listed.map(\.key).sorted() == keys.filter { $0.hasPrefix("batches") }.sorted())
+        #expect(listed.allSatisfy { $0.size == $0.key.utf8.count && $0.etag.count == 32 })
+        #expect(try await client.list(prefix: "", pageSize: 4).count == keys.count)
+        #expect(try await client.list(prefix: "nothing").isEmpty)
+        try await client.delete("index.tpli")
+        try await client.delete("index.tpli")
+        #expect(try await client.head("index.tpli") == nil)
+        #expect(try await client.get("index.tpli") == nil)
+    }
+
     /// `tracer-server` with extra environment variables (and no AWS_* of the test's own).
     static func run(_ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:]) throws -> ProcessResult {
         let process = Process()
