@@ -5,7 +5,7 @@ import Glibc
 
 /// The access key pair sync signs its requests with. Never printed: `description` shows only the
 /// key id's first four characters, so a credentials value can be logged by mistake without harm.
-public struct ObjectStoreCredentials: Sendable, CustomStringConvertible {
+public struct ObjectStoreCredentials: Sendable, CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
     public let accessKeyID: String
     let secretAccessKey: String
 
@@ -18,6 +18,9 @@ public struct ObjectStoreCredentials: Sendable, CustomStringConvertible {
     }
 
     public var description: String { "access key \(accessKeyID.prefix(4))…" }
+    public var debugDescription: String { description }
+    /// `dump()` and debuggers show the description only, not the stored secret.
+    public var customMirror: Mirror { Mirror(self, children: ["description": description]) }
 
     /// libcurl's CURLOPT_USERPWD value, "key:secret" (libcurl splits at the first colon; access key
     /// ids have none).
