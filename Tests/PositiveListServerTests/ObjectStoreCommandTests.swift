@@ -102,6 +102,39 @@ struct ObjectStoreCommandTests {
         #expect(try await client.get("index.tpli") == nil)
     }
 
+    /// `serve` with the section: refuses to start without its credentials, and otherwise
+    /// publishes at start and syncs right after.
+    @Test func serveSyncsAfterItsFirstPublication() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["served"])
+        defer { moto.stop() }
+        let credentialsPath = fixture.paths.dataDirectory + "/s3-credentials"
+        try fixture.writeConfiguration(extra: #", "objectStore": {"endpoint": "\#(moto.endpoint)", "bucket": "served", "credentialsFile": "\#(credentialsPath)"}"#)
+        let port = try LoopbackPort.free()
+        let refused = try Self.run(["serve", "--bind", "127.0.0.1:\(port)"], fixture: fixture)
+        #expect(refused.exitCode == 1 && refused.stderr.contains("Cannot read the object store credentials file"), "\(refused)")
+
+        try "AWS_ACCESS_KEY_ID=\(moto.accessKeyID)\nAWS_SECRET_ACCESS_KEY=\(moto.secretAccessKey)\n".write(toFile: credentialsPath, atomically: true, encoding: .utf8)
+        chmod(credentialsPath, 0o600)
+        let server = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(port)"], fixture: fixture)
+        defer {
+            if server.isRunning { kill(server.processIdentifier, SIGTERM) }
+            server.waitUntilExit()
+        }
+        let client = try ObjectStoreClient(
+            location: ObjectStoreLocation(endpoint: moto.endpoint, bucket: "served"),
+            credentials: ObjectStoreCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey))
+        let deadline = ContinuousClock.now + .seconds(30)
+        var index: [UInt8]?
+        while index == nil, server.isRunning, ContinuousClock.now < deadline {
+            index = try await client.get(PositiveListIndex.relativePath)
+            if index == nil { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        let local = FileManager.default.contents(atPath: fixture.paths.published.indexPath).map(Array.init)
+        #expect(index != nil && index == local, "\(moto.logTail())")
+    }
+
     /// `tracer-server` with extra environment variables (and no AWS_* of the test's own).
     static func run(_ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:]) throws -> ProcessResult {
         let process = Process()
