@@ -59,6 +59,9 @@ public struct ServerConfiguration: Sendable {
     /// Held keys are published anyway once the first of them has been due this long, so that a
     /// quiet server still warns contacts.
     public var keyBatchMaximumHoldSeconds: Int64 = 86_400
+    /// Where `tracer-server sync` mirrors the published directory (S3-compatible object storage);
+    /// nil when the files are served from this host only.
+    public var objectStore: ObjectStoreSettings?
 
     public init(authorities: [AuthorityConfiguration]) {
         self.authorities = authorities
@@ -76,6 +79,7 @@ public struct ServerConfiguration: Sendable {
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
         "idleTimeoutSeconds", "requestReadTimeoutSeconds", "acceptUploads", "maxKeysPerHistory",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
+        "objectStore",
     ]
 
     /// Reads and checks the file at `path`.
@@ -91,6 +95,11 @@ public struct ServerConfiguration: Sendable {
         // A misspelt limit silently falling back to its default would be worse than refusing.
         if let unknown = Set(fields.keys).subtracting(knownKeys).sorted().first {
             throw .unknownSetting(path: path, name: unknown)
+        }
+        if let section = fields["objectStore"] as? [String: Any],
+           let unknown = Set(section.keys).subtracting(ObjectStoreSettings.knownKeys).sorted().first
+        {
+            throw .unknownSetting(path: path, name: "objectStore." + unknown)
         }
         let file: ConfigurationFile
         do {
@@ -130,6 +139,7 @@ public struct ServerConfiguration: Sendable {
         if let value = file.keyPaddingMultiplier { configuration.keyPaddingMultiplier = value }
         if let value = file.keyBatchMinimumKeys { configuration.keyBatchMinimumKeys = value }
         if let value = file.keyBatchMaximumHoldSeconds { configuration.keyBatchMaximumHoldSeconds = value }
+        if let value = file.objectStore { configuration.objectStore = try ObjectStoreSettings(value, path: path) }
         try configuration.validate(path: path)
         return configuration
     }
@@ -219,6 +229,7 @@ private struct ConfigurationFile: Decodable {
     var keyPaddingMultiplier: Double?
     var keyBatchMinimumKeys: Int?
     var keyBatchMaximumHoldSeconds: Int64?
+    var objectStore: ObjectStoreSettings.File?
 }
 
 /// One health authority: a display name (used in logs and the audit table) and the SHA-256 of
