@@ -7,6 +7,11 @@ import IDRotation
 /// two of our nodes (one rotates to a new id and address each round, as if a new person walked
 /// in) against two Bumble devices doing the same exchange, on one virtual link in the same run:
 /// Bumble's (`virtual_link.py`) or RootCanal's (`rootcanal_phy.py`, four DEFAULT controllers).
+///
+/// Rounds are spaced by the exchange's crowd memory: a node counts the addresses it heard in the
+/// last `crowdMemory` (10 s) to tell a lone pair from a crowd, and a peer rotating every half second
+/// leaves behind as many stale addresses as a crowd would. People rotate every 15 minutes; without
+/// the spacing, the benchmark measured the crowd's initiation spread, not a pair's exchange.
 struct ExchangeBenchmark {
     let repository: URL
     let rounds: Int
@@ -30,6 +35,7 @@ struct ExchangeBenchmark {
         let bumble = try bumbleRounds(peripheralPort: ports[2], centralPort: ports[3])
         let ourMedian = median(ours), bumbleMedian = median(bumble)
         say(String(format: "ours:   median %.1f ms, p90 %.1f ms over %d rounds", ourMedian, percentile(ours, 0.9), ours.count))
+        say("ours, each round (ms): " + ours.map { String(format: "%.0f", $0) }.joined(separator: " "))
         say(String(format: "bumble: median %.1f ms, p90 %.1f ms over %d rounds", bumbleMedian, percentile(bumble, 0.9), bumble.count))
         say(String(format: "ratio ours/bumble (medians): %.2fx (target <= 1.2x)", ourMedian / bumbleMedian))
     }
@@ -63,6 +69,8 @@ struct ExchangeBenchmark {
         }
     }
 
+    private var tracing: Bool { ProcessInfo.processInfo.environment["TRACER_BENCH_LOG_LEVEL"] != nil }
+
     private func ourRounds(_ portA: UInt16, _ portB: UInt16) async throws -> [Double] {
         let a = try await Node.open(port: portA)
         let b = try await Node.open(port: portB)
@@ -73,13 +81,18 @@ struct ExchangeBenchmark {
         try await a.exchange.start()
         var times: [Double] = []
         let clock = ContinuousClock()
+        let spacing = ExchangeConfiguration().crowdMemory + .milliseconds(500)
+        var previousRound: ContinuousClock.Instant?
         for round in 0..<rounds {
+            if let previousRound { try await Task.sleep(until: previousRound + spacing, clock: clock) }
+            previousRound = clock.now
             let window = IDWindow(start: base + UnixSeconds(round + 1) * 1_000, end: base + UnixSeconds(round + 2) * 1_000)
             let ownB = OwnID(id: .random(), window: window)
             await b.exchange.rotate(to: ownB)
             if round == 0 { try await b.exchange.start() }
             // Advertising from B's new address has just resumed: a newcomer's first advertisement.
             let started = clock.now
+            if tracing { FileHandle.standardError.write(Data("round \(round) begins at \(Date())\n".utf8)) }
             while true {
                 let aLoggedB = await a.sink.has(ownB.id, window: ownA.window.start)
                 let bLoggedA = await b.sink.has(ownA.id, window: window.start)

@@ -4,7 +4,8 @@ import Logging
 // Figures only: the stack's own info logs would interleave with them.
 LoggingSystem.bootstrap { label in
     var handler = StreamLogHandler.standardError(label: label)
-    handler.logLevel = .warning
+    // TRACER_BENCH_LOG_LEVEL=debug shows the stack's reasoning, for a slow round.
+    handler.logLevel = ProcessInfo.processInfo.environment["TRACER_BENCH_LOG_LEVEL"].flatMap { Logger.Level(rawValue: $0) } ?? .warning
     return handler
 }
 
