@@ -9,12 +9,12 @@ import ServiceLifecycle
 /// Everything one running server shares: its settings, its database, its publisher.
 public struct ServerComponents: Sendable {
     public let configuration: ServerConfiguration
-    public let store: ServerStore
+    public let store: any SubmissionStore
     public let publisher: Publisher
     public let directory: PublishedDirectory
     public let clock: any WallClock
 
-    public init(configuration: ServerConfiguration, store: ServerStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock) {
+    public init(configuration: ServerConfiguration, store: any SubmissionStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock) {
         self.configuration = configuration
         self.store = store
         self.publisher = publisher
