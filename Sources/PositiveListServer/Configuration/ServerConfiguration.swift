@@ -59,6 +59,8 @@ public struct ServerConfiguration: Sendable {
     /// Held keys are published anyway once the first of them has been due this long, so that a
     /// quiet server still warns contacts.
     public var keyBatchMaximumHoldSeconds: Int64 = 86_400
+    /// PostgreSQL instead of the SQLite file in the data directory (see DatabaseConfiguration).
+    public var database: DatabaseConfiguration?
 
     public init(authorities: [AuthorityConfiguration]) {
         self.authorities = authorities
@@ -76,6 +78,7 @@ public struct ServerConfiguration: Sendable {
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
         "idleTimeoutSeconds", "requestReadTimeoutSeconds", "acceptUploads", "maxKeysPerHistory",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
+        "database",
     ]
 
     /// Reads and checks the file at `path`.
@@ -130,6 +133,7 @@ public struct ServerConfiguration: Sendable {
         if let value = file.keyPaddingMultiplier { configuration.keyPaddingMultiplier = value }
         if let value = file.keyBatchMinimumKeys { configuration.keyBatchMinimumKeys = value }
         if let value = file.keyBatchMaximumHoldSeconds { configuration.keyBatchMaximumHoldSeconds = value }
+        if let value = file.database { configuration.database = try DatabaseConfiguration(value, path: path) }
         try configuration.validate(path: path)
         return configuration
     }
@@ -219,6 +223,7 @@ private struct ConfigurationFile: Decodable {
     var keyPaddingMultiplier: Double?
     var keyBatchMinimumKeys: Int?
     var keyBatchMaximumHoldSeconds: Int64?
+    var database: DatabaseConfiguration.File?
 }
 
 /// One health authority: a display name (used in logs and the audit table) and the SHA-256 of
