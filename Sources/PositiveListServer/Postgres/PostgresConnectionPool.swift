@@ -67,7 +67,12 @@ public struct PostgresSettings: Sendable, CustomStringConvertible {
     }
 
     var keywordsAndValues: [(String, String)] {
-        var pairs = [("dbname", connection), ("application_name", "tracer-server"), ("connect_timeout", "10")]
+        // Notices (such as "relation already exists, skipping" from an idempotent migration
+        // step) would go to stderr through libpq's default handler; warnings still do.
+        var pairs = [
+            ("dbname", connection), ("application_name", "tracer-server"), ("connect_timeout", "10"),
+            ("options", "-c client_min_messages=warning"),
+        ]
         if let password { pairs.append(("password", password)) }
         return pairs
     }
