@@ -122,10 +122,42 @@ struct PostgresFixture {
         #expect(try await store.summary(now: fixture.server.clock.now()).storedIDs == 0)
         #expect(try await store.nextBatchNumber() == 2)
 
-        // Key uploads are refused with a typed error, and store nothing.
-        await #expect(throws: ServerStoreError.self) {
-            _ = try await store.appendKeyHistory([], credential: Self.authority, idempotencyKey: nil, now: now)
+    }
+
+    @Test func dailyKeysAreStoredOncePublishedWhenDueAndExpire() async throws {
+        let fixture = try await PostgresFixture.make(stores: 2)
+        defer { fixture.remove() }
+        let now = fixture.server.clock.now()
+        let today = UTCDay(containing: now).number
+        let records = [today - 3, today - 2, today].map { DailyKeyRecord(day: UTCDay(number: $0), intervalSeconds: 900, key: DailyKey.random()) }
+        let code = UploadCode.generate()
+        try await fixture.store.recordIssuedCode(code, authority: "Health Authority B", issuedAt: now, expiresAt: now + 3_600)
+        guard case .stored(let receipt) = try await fixture.store.appendKeyHistory(records, credential: .uploadCode(code), idempotencyKey: nil, now: now) else {
+            Issue.record("not stored"); return
         }
+        #expect(receipt.received == 3 && receipt.stored == 3)
+        // The other instance sees the code used, and the keys already known.
+        #expect(try await fixture.stores[1].appendKeyHistory(records, credential: .uploadCode(code), idempotencyKey: nil, now: now) == .refused(.usedCode))
+        let yesterday = DailyKeyRecord(day: UTCDay(number: today - 1), intervalSeconds: 900, key: DailyKey.random())
+        guard case .stored(let again) = try await fixture.stores[1].appendKeyHistory(records + [yesterday], credential: Self.authority, idempotencyKey: nil, now: now) else {
+            Issue.record("not stored"); return
+        }
+        #expect(again.stored == 1)
+
+        // 08:00 UTC: the keys of the three days before today are due, today's waits.
+        let report = try await fixture.publisher(fixture.stores[1]).publish()
+        #expect(report.newKeyBatch?.number == 1 && report.newKeyBatch?.keyCount == 3 && report.waitingKeys == 1, "\(report)")
+        #expect(FileManager.default.fileExists(atPath: fixture.server.paths.published.keyBatchPath(number: 1)))
+        var summary = try await fixture.store.summary(now: now)
+        #expect(summary.storedKeys == 4 && summary.unpublishedKeys == 1 && summary.liveKeyBatches == 1)
+        #expect(try await fixture.publisher().publish().newKeyBatch == nil)
+
+        fixture.server.clock.advance(by: fixture.server.configuration.retentionSeconds + 2 * 86_400)
+        let expired = try await fixture.publisher().publish()
+        #expect(expired.expiredKeyBatches == [1] && expired.liveKeyBatches == 0)
+        summary = try await fixture.store.summary(now: fixture.server.clock.now())
+        #expect(summary.storedKeys == 0 && summary.liveKeyBatches == 0)
+        #expect(try await fixture.store.nextKeyBatchNumber() == 2)
     }
 
     @Test func aNewerSchemaIsRefusedAndReopeningMigratesNothing() async throws {

@@ -37,6 +37,8 @@ public enum PostgresValue: Sendable {
     case bytes([UInt8])
     /// A bigint[] (written in PostgreSQL's array text form).
     case intArray([Int64])
+    /// A bytea[], each element written as a quoted `\x` hexadecimal literal.
+    case bytesArray([[UInt8]])
 
     fileprivate var oid: Oid {
         switch self {
@@ -45,6 +47,7 @@ public enum PostgresValue: Sendable {
         case .bool: 16
         case .bytes: 17
         case .intArray: 1016
+        case .bytesArray: 1001
         }
     }
 
@@ -55,6 +58,7 @@ public enum PostgresValue: Sendable {
         case .bool(let value): value ? "t" : "f"
         case .text(let value): value
         case .intArray(let values): "{" + values.map(String.init).joined(separator: ",") + "}"
+        case .bytesArray(let values): "{" + values.map { "\"\\\\x" + Hex.encode($0) + "\"" }.joined(separator: ",") + "}"
         }
     }
 }

@@ -76,6 +76,31 @@ enum PostgresSchema {
                 value bigint NOT NULL
             );
             """),
+        (2, "daily keys and key batches", """
+            -- Every accepted daily key until its batch expires, keyed by the key itself, with no
+            -- column linking it to its submission or to the other keys of its upload (as in the
+            -- SQLite store). batch is NULL while the key waits for its day to end plus the delay.
+            CREATE TABLE submitted_keys (
+                key bytea PRIMARY KEY CHECK (length(key) = 16),
+                day bigint NOT NULL,
+                interval bigint NOT NULL,
+                batch bigint
+            );
+            CREATE INDEX submitted_keys_by_batch ON submitted_keys (batch, day);
+
+            -- Published key batches, numbered apart from id batches; expired ones keep their row.
+            CREATE TABLE key_batches (
+                number bigint PRIMARY KEY,
+                range_start bigint NOT NULL,
+                range_end bigint NOT NULL,
+                byte_count integer NOT NULL,
+                sha256 bytea NOT NULL,
+                key_count integer NOT NULL,
+                fake_key_count integer NOT NULL,
+                published_at bigint NOT NULL,
+                expired_at bigint
+            );
+            """),
     ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }

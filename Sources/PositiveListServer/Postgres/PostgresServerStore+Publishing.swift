@@ -151,17 +151,6 @@ extension PostgresServerStore {
             try connection.exec("DELETE FROM idempotency_keys WHERE created_at <= $1", [.int(now - 7 * UnixSeconds.secondsPerDay)])
         }
     }
-
-    // MARK: Keys (not stored on PostgreSQL yet: key uploads are refused, so none is ever due)
-
-    public func dueKeys(before firstUndueDay: UTCDay) async throws(ServerStoreError) -> [DailyKeyRecord] { [] }
-    public func pendingKeyCount() async throws(ServerStoreError) -> Int { 0 }
-    public func nextKeyBatchNumber() async throws(ServerStoreError) -> UInt64 { 1 }
-    public func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey]) async throws(ServerStoreError) -> Bool {
-        throw .unsupportedOnPostgreSQL(feature: "Key batches")
-    }
-    public func expireKeyBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64] { [] }
-    public func liveKeyBatches() async throws(ServerStoreError) -> [KeyBatchRecord] { [] }
 }
 
 /// The publication lock's session; closing it releases the lock.

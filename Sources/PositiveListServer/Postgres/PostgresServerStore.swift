@@ -14,9 +14,6 @@ import PositiveListFormat
 ///   publishes, so ids committed during a publication wait for the next batch;
 /// - deadlocks and serialization failures (SQLSTATE 40P01, 40001) rerun the transaction.
 ///
-/// Daily key uploads are not supported yet: they are refused with
-/// ``ServerStoreError/unsupportedOnPostgreSQL(feature:)`` and nothing is stored.
-///
 /// Unlike the SQLite store, uploads are checked against the database, not against the batch
 /// files: the ids of live batches stay in `submitted_ids` until their batch expires. The
 /// published directory itself must still be shared by the instances (one volume, or synced to
@@ -174,7 +171,7 @@ public final class PostgresServerStore: SubmissionStore {
 
     /// The idempotency and credential checks of ``ServerStore/admit(credential:idempotencyKey:now:db:)``,
     /// in a transaction that other instances may commit next to.
-    private static func admit(
+    static func admit(
         credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds, _ connection: PostgresConnection
     ) throws -> ServerStore.Admission {
         if let idempotencyKey, let answer = try previousAnswer(to: idempotencyKey, credential: credential, connection) {
@@ -222,12 +219,6 @@ public final class PostgresServerStore: SubmissionStore {
             submission: try previous.int(1), received: Int(try previous.int(2)), stored: Int(try previous.int(3))))
     }
 
-    public func appendKeyHistory(
-        _ records: [DailyKeyRecord], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds
-    ) async throws(ServerStoreError) -> SubmissionOutcome {
-        throw .unsupportedOnPostgreSQL(feature: "Daily key uploads")
-    }
-
     /// Checks the connection; the count is of ids in live batches (none is held in memory).
     public func loadPublishedIDs() async throws(ServerStoreError) -> ServerStore.PublishedIDsInMemory {
         let count = try await run { connection in
@@ -245,12 +236,15 @@ public final class PostgresServerStore: SubmissionStore {
                        (SELECT count(*) FROM submitted_ids WHERE batch IS NULL),
                        (SELECT count(*) FROM batches WHERE expired_at IS NULL),
                        (SELECT max(published_at) FROM batches),
-                       (SELECT count(*) FROM upload_codes WHERE used_at IS NULL AND expires_at > $1)
+                       (SELECT count(*) FROM upload_codes WHERE used_at IS NULL AND expires_at > $1),
+                       (SELECT count(*) FROM submitted_keys),
+                       (SELECT count(*) FROM submitted_keys WHERE batch IS NULL),
+                       (SELECT count(*) FROM key_batches WHERE expired_at IS NULL)
                 """, [.int(now)]).first!
             return StoreSummary(
                 submissions: Int(try row.int(0)), storedIDs: Int(try row.int(1)), unpublishedIDs: Int(try row.int(2)),
                 liveBatches: Int(try row.int(3)), lastPublishedAt: try row.optionalInt(4), openUploadCodes: Int(try row.int(5)),
-                storedKeys: 0, unpublishedKeys: 0, liveKeyBatches: 0)
+                storedKeys: Int(try row.int(6)), unpublishedKeys: Int(try row.int(7)), liveKeyBatches: Int(try row.int(8)))
         }
     }
 }

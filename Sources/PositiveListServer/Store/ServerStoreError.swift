@@ -16,8 +16,6 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
     case postgres(PostgresError)
     /// The PostgreSQL database's schema has steps this tracer-server does not know.
     case newerPostgresSchema(version: Int, known: Int)
-    /// A feature the PostgreSQL store does not have yet; nothing was stored.
-    case unsupportedOnPostgreSQL(feature: String)
 
     public var description: String {
         switch self {
@@ -44,8 +42,6 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
             return "\(error); \(next)."
         case .newerPostgresSchema(let version, let known):
             return "The PostgreSQL database has schema version \(version), written by a newer tracer-server (this one knows up to \(known)); upgrade tracer-server. Nothing was changed."
-        case .unsupportedOnPostgreSQL(let feature):
-            return "\(feature) are not supported with a PostgreSQL database yet; nothing was stored. Use the SQLite store (remove the \"database\" setting) for them."
         }
     }
 
