@@ -53,6 +53,12 @@ let package = Package(
         ),
         // libcurl, through typed wrappers of its variadic setters (Debian: libcurl4-openssl-dev).
         .target(name: "CCurl", path: "Sources/CCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // Publication to S3-compatible object storage: a small SigV4 client on libcurl (which signs
+        // itself, CURLOPT_AWS_SIGV4), so no AWS SDK or other new package is needed.
+        .target(
+            name: "ObjectStore",
+            dependencies: ["CCurl", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // Fetching and verifying the positive list, and matching it against the store, locally.
         .target(
             name: "Matching",
@@ -77,6 +83,7 @@ let package = Package(
             name: "PositiveListServer",
             dependencies: [
                 "IDRotation", "PositiveListFormat", "CLibPQ",
+                "ObjectStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
@@ -87,6 +94,7 @@ let package = Package(
             name: "TracerServer",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat",
+                "ObjectStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -120,6 +128,7 @@ let package = Package(
             name: "TracerBench",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
+                "ObjectStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -147,6 +156,7 @@ let package = Package(
             name: "PositiveListServerTests",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat", "IDRotation", "TracerTestSupport",
+                "ObjectStore", "Matching",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

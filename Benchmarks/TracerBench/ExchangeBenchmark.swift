@@ -66,13 +66,15 @@ struct ExchangeBenchmark {
     private func ourRounds(_ portA: UInt16, _ portB: UInt16) async throws -> [Double] {
         let a = try await Node.open(port: portA)
         let b = try await Node.open(port: portB)
-        let ownA = OwnID(id: .random(), window: IDWindow(start: 0, end: 1_000_000))
+        // Windows from now on: the exchange starts no attempt for an id whose window is over.
+        let base = UnixSeconds(Date().timeIntervalSince1970)
+        let ownA = OwnID(id: .random(), window: IDWindow(start: base, end: base + 1_000_000))
         await a.exchange.rotate(to: ownA)
         try await a.exchange.start()
         var times: [Double] = []
         let clock = ContinuousClock()
         for round in 0..<rounds {
-            let window = IDWindow(start: UnixSeconds(round + 1) * 1_000, end: UnixSeconds(round + 2) * 1_000)
+            let window = IDWindow(start: base + UnixSeconds(round + 1) * 1_000, end: base + UnixSeconds(round + 2) * 1_000)
             let ownB = OwnID(id: .random(), window: window)
             await b.exchange.rotate(to: ownB)
             if round == 0 { try await b.exchange.start() }

@@ -10,7 +10,8 @@ LoggingSystem.bootstrap { label in
 
 // Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
-//        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS] | store-backends [SECONDS]]
+//        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
+//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -90,8 +91,14 @@ case "list-bytes":
     let rates = arguments.dropFirst().first.map { $0.split(separator: ",").compactMap { Int($0) } } ?? [1_000, 10_000, 25_000]
     let idUploads = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000
     try await ListBytesBenchmark(directory: directory, uploadsPerDay: rates, idUploads: idUploads).run()
+case "object-store":
+    // object-store [ROUNDS] [IDS]: publish-to-visible time on moto's S3, started from
+    // $TRACER_MOTO_PYTHON or .venv-bumble (scripts/setup installs moto[server] there).
+    let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 3
+    let ids = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000_000
+    try await ObjectStoreBenchmark(directory: directory, rounds: max(1, rounds), idsPerBatch: max(1, ids)).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store\n".utf8))
     exit(2)
 }
 

@@ -13,13 +13,20 @@ public struct ServerComponents: Sendable {
     public let publisher: Publisher
     public let directory: PublishedDirectory
     public let clock: any WallClock
+    /// Run after each scheduled publication when the configuration's objectStore section asks
+    /// for it (`syncAfterPublish`).
+    public let objectStoreSync: ObjectStoreSync?
 
-    public init(configuration: ServerConfiguration, store: any SubmissionStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock) {
+    public init(
+        configuration: ServerConfiguration, store: any SubmissionStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock,
+        objectStoreSync: ObjectStoreSync? = nil
+    ) {
         self.configuration = configuration
         self.store = store
         self.publisher = publisher
         self.directory = directory
         self.clock = clock
+        self.objectStoreSync = objectStoreSync
     }
 }
 
@@ -44,7 +51,8 @@ public enum PositiveListHTTPServer {
         var services: [any Service] = []
         if publishOnSchedule {
             services.append(PublishScheduler(
-                publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds), logger: logger))
+                publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds), logger: logger,
+                sync: components.objectStoreSync))
         }
         // The idle timeout closes a connection that sends nothing, or sends its head a byte at a
         // time (Hummingbird sees no progress until the head is whole), after this long; and one

@@ -37,8 +37,17 @@ struct Serve: AsyncParsableCommand {
         } catch {
             logger.error("uploads will be refused", metadata: ["reason": "\(error)"])
         }
+        // Built before listening, so that missing or unreadable credentials stop the start.
+        var sync: ObjectStoreSync?
+        if let settings = configuration.objectStore, settings.syncAfterPublish {
+            sync = try location.makeSync(settings: settings, logger: logger)
+            logger.info("syncing to the object store after each publication", metadata: [
+                "bucket": "\(settings.location.bucket)", "endpoint": "\(settings.location.endpoint)", "prefix": "\(settings.location.keyPrefix)",
+            ])
+        }
         let components = ServerComponents(
-            configuration: configuration, store: store, publisher: publisher, directory: location.paths.published, clock: SystemWallClock())
+            configuration: configuration, store: store, publisher: publisher, directory: location.paths.published, clock: SystemWallClock(),
+            objectStoreSync: sync)
         let application = PositiveListHTTPServer.makeApplication(components, address: .hostname(host, port: port), logger: logger)
         do {
             try await application.runService()

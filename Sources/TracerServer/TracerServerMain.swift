@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
+import ObjectStore
 import PositiveListFormat
 import PositiveListServer
 
@@ -56,6 +57,7 @@ enum OperatorMessage {
     static func isKnown(_ error: any Error) -> Bool {
         error is CommandFailure || error is ConfigurationError || error is ServerStoreError || error is SigningKeyError
             || error is PublishError || error is FileWriteError || error is PositiveListFormatError || error is DatabasePasswordError
+            || error is ObjectStoreError
     }
 }
 

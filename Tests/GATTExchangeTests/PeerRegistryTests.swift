@@ -78,4 +78,20 @@ import IDRotation
         #expect(registry.othersHeard(since: start + .seconds(4), besides: others[2]) == 1)
         #expect(registry.othersHeard(since: start + .seconds(10), besides: address) == 0)
     }
+
+    /// Two nodes alone: the one that rotated appears at a new address while its old one is still
+    /// remembered. That is no crowd, so the pair meets at once; a third node, or a known address
+    /// heard beside another, still is one.
+    @Test func aNewcomerBesideASingleRememberedPeerIsNoCrowd() {
+        var registry = PeerRegistry(configuration: ExchangeConfiguration())
+        let oldAddress = BluetoothAddress.randomNonResolvablePrivate()
+        let third = BluetoothAddress.randomNonResolvablePrivate()
+        _ = registry.heard(oldAddress, at: start)
+        let cutoff = start - .seconds(10)
+        #expect(!registry.mayBeCrowded(around: address, newcomer: true, since: cutoff))
+        #expect(registry.mayBeCrowded(around: address, newcomer: false, since: cutoff))
+        _ = registry.heard(third, at: start + .milliseconds(100))
+        #expect(registry.mayBeCrowded(around: address, newcomer: true, since: cutoff), "two others make a crowd")
+        #expect(!registry.mayBeCrowded(around: address, newcomer: true, since: start + .seconds(1)), "nobody heard since")
+    }
 }

@@ -156,8 +156,9 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
-    /// Peers rotate with us at the window's end: no connect request starts in its last moments,
-    /// where it could go unanswered; the same sighting earlier in a window starts one.
+    /// Peers rotate with us at the window's end: no connect request starts in its last moments, nor
+    /// after it until our rotation ran, where it could go unanswered; the same sighting in a
+    /// current window starts one.
     @Test func noAttemptStartsJustBeforeOurWindowEnds() async throws {
         let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
             Self.connectAtOnce(&configuration)
@@ -170,6 +171,14 @@ struct ScriptedControllerTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started just before the rotation")
+        // The window is over and our rotation has not run yet (a loaded machine runs it late):
+        // peers have moved on, so still no attempt.
+        await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now - 20, end: now - 1)))
+        for _ in 0..<10 {
+            controller.advertise(from: Self.peerA)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started after the window ended")
         await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now, end: now + 600)))
         #expect(await eventually {
             controller.advertise(from: Self.peerA)
@@ -344,10 +353,57 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// Our own central links leave advertising as it is, so the host must not enable it again when
+    /// they close: RootCanal restarts the advertising interval at every enable, and a node enabling
+    /// after each of a burst of exchanges went unheard for 2.7 s in a 20-node crowd.
+    @Test func closingOurCentralLinksDoesNotEnableAdvertisingAgain() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        try await host.startAdvertising(TracerService.advertisingData(txPower: 0))
+        let enablesBefore = Self.advertisingEnables(controller)
+        for (index, peer) in [Self.peerA, Self.peerB].enumerated() {
+            let attempt = Task { try await host.connect(to: peer, type: .random, timeout: .seconds(20)) }
+            #expect(await eventually { controller.initiatingPeer == peer })
+            controller.connectInitiatedConnection(handle: 0x0040 + UInt16(index))
+            let connection = try await attempt.value
+            await host.disconnect(connection)
+            _ = await connection.disconnected()
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(Self.advertisingEnables(controller) == enablesBefore, "advertising enabled again after central links")
+        #expect(controller.state.withLock { $0.advertising })
+        await host.close()
+    }
+
+    /// A central connecting to us stops legacy advertising: the host enables it once, at once, and
+    /// not again when that link closes while advertising is on.
+    @Test func aPeerConnectingToUsGetsAdvertisingEnabledOnce() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        try await host.startAdvertising(TracerService.advertisingData(txPower: 0))
+        let enablesBefore = Self.advertisingEnables(controller)
+        controller.acceptIncoming(handle: 0x0050, from: Self.peerA)
+        #expect(await eventually { controller.state.withLock { $0.advertising } })
+        #expect(await eventually { await !host.connections.isEmpty })
+        let connection = try #require(await host.connections.values.first)
+        await host.disconnect(connection)
+        _ = await connection.disconnected()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(Self.advertisingEnables(controller) == enablesBefore + 1)
+        await host.close()
+    }
+
     // MARK: Helpers
 
+    static func advertisingEnables(_ controller: ScriptedController) -> Int {
+        controller.state.withLock { $0.commands.filter { $0 == LESetAdvertisingEnable.opcode }.count }
+    }
+
+    /// An id whose window begins `start` seconds from now and lasts 10 minutes: the exchange
+    /// starts no connection attempt for an id whose window is over.
     static func ownID(start: UnixSeconds) -> OwnID {
-        OwnID(id: UserID.random(), window: IDWindow(start: start, end: start + 60))
+        let now = SystemWallClock().now()
+        return OwnID(id: UserID.random(), window: IDWindow(start: now + start, end: now + start + 600))
     }
 
     /// A heard peer is tried at once: no initiation spread, no deferral to the peer.

@@ -22,6 +22,7 @@ extension LEHost {
                 try await hci.send(LESetAdvertisingParameters(intervalMin: interval, intervalMax: interval))
                 // Accepted, so advertising was off (or the controller does not check): turn it on.
                 findings.advertisingWasOff = true
+                advertisingIsOn = false
                 do {
                     try await enableAdvertising(payload)
                     noteAdvertisingWorks()
@@ -29,6 +30,7 @@ extension LEHost {
                     noteAdvertising(failed: error)
                 }
             } catch HCIError.commandFailed(_, .commandDisallowed) {
+                advertisingIsOn = true
                 noteAdvertisingWorks()
             } catch {
                 noteAdvertising(failed: lost ? .controllerLost : .hci(error))

@@ -49,7 +49,7 @@ extension LEHost {
         defer { connectSlot.release() }
         if lost { throw .controllerLost }
         if advertisingOff, advertisement != nil {
-            try? await command { () async throws(HCIError) in try await self.hci.send(LESetAdvertisingEnable(false)) }
+            try? await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
         }
         let timeout = timeout ?? configuration.connectionTimeout
         let number = beginAttempt(peer: peer)
@@ -144,7 +144,7 @@ extension LEHost {
             // a cancel it took without ending the attempt, or commands it dropped. Stop them again.
             logger.warning("address change refused; stopping what the controller still does", metadata: ["error": "\(error)"])
             await endStrayInitiation()
-            try? await command { () async throws(HCIError) in try await self.hci.send(LESetAdvertisingEnable(false)) }
+            try? await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
             try? await command { () async throws(HCIError) in try await self.hci.send(LESetScanEnable(false)) }
             try await setRandomAddress(address)
         }

@@ -44,8 +44,9 @@ public actor LEHost {
     let configuration: Configuration
     let logger: Logger
     let wallClock: any HostWallClock
-    /// Every timeout of the host and the layers it opens runs on this clock.
-    let clock: any HostClock
+    /// Every timeout of the host and the layers it opens runs on this clock, and so do the
+    /// exchange's waits on top of it.
+    public nonisolated let clock: any HostClock
     private let incomingContinuation: AsyncStream<LEConnection>.Continuation
     private let conditionContinuation: AsyncStream<RadioCondition>.Continuation
     /// Every change of `condition`, newest kept.
@@ -65,6 +66,12 @@ public actor LEHost {
     private var scanContinuation: AsyncStream<AdvertisementSighting>.Continuation?
     /// What the caller asked for: the advertisement to keep on air, and whether to scan.
     var advertisement: LegacyAdvertisingPayload?
+    /// Whether the controller advertises, as far as the answers to this host's own commands tell:
+    /// cleared when a central connects to us, since legacy connectable advertising stops then.
+    /// Advertising that is on is not enabled again: RootCanal restarts the advertising interval at
+    /// each enable, and a node re-enabling after each of its own central links (one every 100 to
+    /// 250 ms in a crowd, against a 250 ms interval) went unheard for 2.7 s.
+    var advertisingIsOn = false
     var scanning: Bool { scanContinuation != nil }
     var advertisingOutage = OutageRecord()
     var scanningOutage = OutageRecord()
@@ -158,8 +165,15 @@ public actor LEHost {
             // Parameters always before enabling: Bumble floods with an interval of 0 otherwise.
             try await self.hci.send(LESetAdvertisingParameters(intervalMin: interval, intervalMax: interval))
             try await self.hci.send(LESetAdvertisingData(payload))
-            try await self.hci.send(LESetAdvertisingEnable(true))
+            try await self.sendAdvertisingEnable(true)
         }
+    }
+
+    /// The one way this host turns advertising on or off, so that `advertisingIsOn` follows what
+    /// the controller accepted.
+    func sendAdvertisingEnable(_ enable: Bool) async throws(HCIError) {
+        try await hci.send(LESetAdvertisingEnable(enable))
+        advertisingIsOn = enable
     }
 
     public var isAdvertising: Bool { advertisement != nil }
@@ -168,7 +182,7 @@ public actor LEHost {
         advertisement = nil
         _ = advertisingOutage.recovered()
         publishCondition()
-        try await command { () async throws(HCIError) in try await self.hci.send(LESetAdvertisingEnable(false)) }
+        try await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
     }
 
     // MARK: Scanning
@@ -286,6 +300,7 @@ public actor LEHost {
                 await centralConnectionCompleted(completion, connection: connection)
             } else if let connection {
                 incomingContinuation.yield(connection)
+                advertisingIsOn = false
                 requestAdvertisingResume()
             }
         case .closed(let handle, let reason):
@@ -293,6 +308,7 @@ public actor LEHost {
             connection.markDisconnected(reason: reason)
             await connection.bearer.close()
             logger.debug("disconnected", metadata: ["link": "\(connection)", "reason": "\(reason)"])
+            // A controller that could not advertise beside a peripheral link can now.
             requestAdvertisingResume()
         }
     }
@@ -318,7 +334,7 @@ public actor LEHost {
     /// Asks for advertising to be re-enabled, off the event path: the event loop must keep up with
     /// the controller, and a flood of connections needs only one re-enable, not two commands each.
     func requestAdvertisingResume() {
-        guard advertisement != nil else { return }
+        guard advertisement != nil, !advertisingIsOn else { return }
         resumeRequested = true
         guard !resumeRunning else { return }
         resumeRunning = true
@@ -329,9 +345,9 @@ public actor LEHost {
         defer { resumeRunning = false }
         while resumeRequested {
             resumeRequested = false
-            guard advertisement != nil, !lost else { return }
+            guard advertisement != nil, !lost, !advertisingIsOn else { return }
             do {
-                try await hci.send(LESetAdvertisingEnable(true))
+                try await sendAdvertisingEnable(true)
                 noteAdvertisingWorks()
             } catch HCIError.commandFailed(_, .commandDisallowed) {
                 // Already advertising on older controllers, or refused for now (a strict controller

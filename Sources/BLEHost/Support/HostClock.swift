@@ -11,6 +11,11 @@ public protocol HostClock: Sendable {
 }
 
 extension HostClock {
+    /// Suspends for `duration` on this clock, or throws `CancellationError`.
+    public func sleep(for duration: Duration) async throws {
+        try await sleep(until: now.advanced(by: duration))
+    }
+
     /// Starts a task that calls `action` once `delay` has passed on this clock. The deadline is
     /// read now, not when the task first runs, so that a manual clock advanced in between still
     /// fires it. Cancel the task to disarm the timer.

@@ -44,6 +44,15 @@ public struct PeerRegistry: Sendable {
         entries.reduce(0) { count, element in count + (element.key != address && element.value.lastHeard >= cutoff ? 1 : 0) }
     }
 
+    /// Whether other initiators may be about to answer `address`'s advertising as well: some other
+    /// peer heard since `cutoff`. A newcomer (an address heard for the first time) may itself be
+    /// one of those, moved to a new address with its new id, so for a newcomer a single other
+    /// makes no crowd: two nodes alone, one of which just rotated, meet at once instead of
+    /// drawing a spread of up to 2 s against a crowd of one.
+    public func mayBeCrowded(around address: BluetoothAddress, newcomer: Bool, since cutoff: ContinuousClock.Instant) -> Bool {
+        othersHeard(since: cutoff, besides: address) > (newcomer ? 1 : 0)
+    }
+
     /// True when a connection to `address` is worth trying now: no exchange with it from our
     /// current address yet, no attempt under way, and not backing off after failures.
     public func shouldConnect(to address: BluetoothAddress, at now: ContinuousClock.Instant) -> Bool {

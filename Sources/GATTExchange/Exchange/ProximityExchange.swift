@@ -14,6 +14,9 @@ public actor ProximityExchange {
     private let configuration: ExchangeConfiguration
     private let scanSchedule: ScanSchedule
     private let wallClock: any WallClock
+    /// The host's clock: every wait and every instant here, so that a test on a manual clock
+    /// runs a minute of scan schedule in no time.
+    private let clock: any HostClock
     private let logger: Logger
     private let peerWrites: AsyncStream<PeerWriteEvent>
 
@@ -48,7 +51,9 @@ public actor ProximityExchange {
         self.peerWrites = peerWrites
         self.sink = sink
         self.configuration = configuration
-        self.scanSchedule = scanSchedule ?? ScanSchedule(onTime: configuration.scanOnTime, offTime: configuration.scanOffTime)
+        clock = host.clock
+        self.scanSchedule = scanSchedule
+            ?? ScanSchedule(onTime: configuration.scanOnTime, offTime: configuration.scanOffTime, start: host.clock.now)
         self.wallClock = wallClock
         self.logger = logger
         registry = PeerRegistry(configuration: configuration)
@@ -153,7 +158,7 @@ public actor ProximityExchange {
     /// scanning on during a burst, no connection attempt without an owner), mends what differs,
     /// and resets the controller when advertising stays off too long.
     private func auditLoop() async {
-        while (try? await Task.sleep(for: configuration.auditInterval)) != nil {
+        while (try? await clock.sleep(for: configuration.auditInterval)) != nil {
             guard !rotating else { continue }
             let findings = await host.audit()
             if findings.strayInitiationEnded {
@@ -178,16 +183,16 @@ public actor ProximityExchange {
     /// of its pairs per window.
     private func scanLoop() async {
         while !Task.isCancelled {
-            switch scanSchedule.phase(at: .now) {
+            switch scanSchedule.phase(at: clock.now) {
             case .pause(let until):
-                guard (try? await Task.sleep(until: until)) != nil else { return }
+                guard (try? await clock.sleep(until: until)) != nil else { return }
             case .burst(let until):
                 guard await scanBurst(until: until) else { return }
                 // A session stopped mid-burst leaves the burst to the next session.
                 guard !Task.isCancelled else { return }
-                scanSchedule.burstEnded(at: .now)
+                scanSchedule.burstEnded(at: clock.now)
                 if configuration.scanOffTime > .zero { try? await host.stopScanning() }
-                registry.forget(olderThan: ContinuousClock.now - configuration.peerMemory)
+                registry.forget(olderThan: clock.now - configuration.peerMemory)
             }
         }
     }
@@ -198,7 +203,7 @@ public actor ProximityExchange {
         while !Task.isCancelled {
             // Cancelled, the sleep returns at once without suspending: it would hold the actor
             // and the rotation could never finish.
-            while rotating, !Task.isCancelled { try? await Task.sleep(for: .milliseconds(20)) }
+            while rotating, !Task.isCancelled { try? await clock.sleep(for: .milliseconds(20)) }
             guard !Task.isCancelled else { return true }
             let rotationsBefore = rotations
             let sightings: AsyncStream<AdvertisementSighting>
@@ -207,26 +212,26 @@ public actor ProximityExchange {
             } catch {
                 if case .controllerLost = error { return false }
                 logger.warning("scanning failed; retrying", metadata: ["error": "\(error)"])
-                try? await Task.sleep(for: .seconds(1))
+                try? await clock.sleep(for: .seconds(1))
                 continue
             }
             listening = true
             // Without a pause (tests, demos, mains-powered nodes) a burst never ends: stopping and
             // restarting the scanner would only leave moments in which no attempt can start.
-            let stopper = configuration.scanOffTime == .zero ? nil : Task { [host, configuration] in
+            let stopper = configuration.scanOffTime == .zero ? nil : Task { [host, configuration, clock] in
                 // Ends the burst (and so the loop below) when its time is up and no candidate
                 // waits (up to the extension), and only once the attempts under way have ended:
                 // candidates are tried only while heard, and only a scanner that hears the
                 // peer can tell that a connect request went unanswered. In a 20-node crowd a
                 // request sent after the scanner stopped left a node stuck, unseen, for 47 s.
-                guard (try? await Task.sleep(until: burstEnd)) != nil else { return }
+                guard (try? await clock.sleep(until: burstEnd)) != nil else { return }
                 let extensionEnd = burstEnd + configuration.scanBurstExtension
-                while await !self.candidatesAreEmpty, ContinuousClock.now < extensionEnd {
-                    guard (try? await Task.sleep(for: .milliseconds(250))) != nil else { return }
+                while await !self.candidatesAreEmpty, clock.now < extensionEnd {
+                    guard (try? await clock.sleep(for: .milliseconds(250))) != nil else { return }
                 }
                 await self.endBurst()
-                while await self.attemptsAreUnderWay, ContinuousClock.now < extensionEnd + .seconds(10) {
-                    guard (try? await Task.sleep(for: .milliseconds(100))) != nil else { return }
+                while await self.attemptsAreUnderWay, clock.now < extensionEnd + .seconds(10) {
+                    guard (try? await clock.sleep(for: .milliseconds(100))) != nil else { return }
                 }
                 try? await host.stopScanning()
             }
@@ -244,16 +249,17 @@ public actor ProximityExchange {
 
     private func heard(_ sighting: AdvertisementSighting) async {
         guard sighting.isConnectable, TracerService.isAdvertised(in: sighting.data) else { return }
-        let now = ContinuousClock.now
+        let now = clock.now
         let rssi: Int8? = sighting.rssi == 127 ? nil : sighting.rssi
         let txPower = sighting.data.txPowerLevel
+        let newcomer = registry.entry(sighting.address) == nil
         if let peer = registry.heard(sighting.address, at: now), let ownID = identity.ownID {
             await sink.record(Sighting(
                 peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), rssi: rssi, txPower: txPower))
         }
         guard !rotating, registry.shouldConnect(to: sighting.address, at: now) else { return }
         var eligibleAt = candidates.eligibleAt(sighting.address)
-        if eligibleAt == nil { eligibleAt = now + initiationDelay(toward: sighting.address) }
+        if eligibleAt == nil { eligibleAt = now + initiationDelay(toward: sighting.address, newcomer: newcomer) }
         candidates.offer(ConnectionCandidates.Candidate(
             address: sighting.address, addressType: sighting.addressType, rssi: rssi, txPower: txPower, heardAt: now,
             eligibleAt: eligibleAt ?? now))
@@ -270,10 +276,11 @@ public actor ProximityExchange {
     /// hears every new address at once, and connect requests from several initiators answering
     /// the same advertising event are all but one ignored, which leaves strict controllers waiting
     /// for an answer that never comes (RootCanal then stays deaf until reset). A peer heard alone
-    /// has no other initiator to collide with: no spread.
-    private func initiationDelay(toward peer: BluetoothAddress) -> Duration {
-        let now = ContinuousClock.now
-        let crowded = registry.othersHeard(since: now - configuration.crowdMemory, besides: peer) > 0
+    /// has no other initiator to collide with: no spread (nor one heard for the first time beside
+    /// a single other, which may be that peer's old address).
+    private func initiationDelay(toward peer: BluetoothAddress, newcomer: Bool) -> Duration {
+        let now = clock.now
+        let crowded = registry.mayBeCrowded(around: peer, newcomer: newcomer, since: now - configuration.crowdMemory)
         let spread = crowded ? configuration.initiationSpread * Double.random(in: 0...1) : .zero
         guard let ours = registry.ourAddress else { return spread }
         return spread + (InitiatorRule.initiates(ours, toward: peer) ? .zero : configuration.deferToPeerDelay)
@@ -284,7 +291,7 @@ public actor ProximityExchange {
     private func connectLoop() async {
         while !Task.isCancelled {
             guard !rotating, let candidate = takeCandidate() else {
-                try? await Task.sleep(for: .milliseconds(50))
+                try? await clock.sleep(for: .milliseconds(50))
                 continue
             }
             await exchange(with: candidate)
@@ -294,11 +301,13 @@ public actor ProximityExchange {
     /// The last moments of our id's window. Windows follow the wall clock, so peers rotate at about
     /// the same moment as we do: a connect request sent then may find its peer gone off the air,
     /// and on RootCanal that leaves the controller stuck with nothing to show for it (a crowd of 20
-    /// had a node refuse 110 requests for 50 s after one sent at the boundary). No attempt starts then.
-    private var isJustBeforeRotation: Bool {
+    /// had a node refuse 110 requests for 50 s after one sent at the boundary). No attempt starts then,
+    /// nor after the boundary until our own rotation has run: a loaded machine may run it late, and
+    /// an attempt begun meanwhile goes to an address its peer has just left. Bumble's controller
+    /// never ends such an attempt (it ignores the cancel, and HCI Reset too), so it never initiates again.
+    private var isInRotationQuietTime: Bool {
         guard let end = identity.ownID?.window.end else { return false }
-        let now = wallClock.now()
-        return now < end && now >= end - UnixSeconds(configuration.quietBeforeRotation.components.seconds)
+        return wallClock.now() >= end - UnixSeconds(configuration.quietBeforeRotation.components.seconds)
     }
 
     private var candidatesAreEmpty: Bool { candidates.isEmpty }
@@ -310,8 +319,8 @@ public actor ProximityExchange {
 
     /// The candidate whose turn came first, if the registry still wants a link to it.
     private func takeCandidate() -> ConnectionCandidates.Candidate? {
-        if !listening || isJustBeforeRotation { return nil }
-        let now = ContinuousClock.now
+        if !listening || isInRotationQuietTime { return nil }
+        let now = clock.now
         guard let candidate = candidates.next(at: now), registry.shouldConnect(to: candidate.address, at: now) else {
             return nil
         }
@@ -322,7 +331,7 @@ public actor ProximityExchange {
     private func exchange(with candidate: ConnectionCandidates.Candidate) async {
         guard let ownID = identity.ownID, let ourID = PeerIDBytes(ownID.id.bytes) else { return }
         let connection: LEConnection
-        var attemptStarted = ContinuousClock.now
+        var attemptStarted = clock.now
         var askedAgain = false
         attemptsUnderWay += 1
         do {
@@ -339,7 +348,7 @@ public actor ProximityExchange {
                 logger.debug("peer advertised without our controller connecting; trying it again", metadata: [
                     "peer": "\(candidate.address)",
                 ])
-                attemptStarted = ContinuousClock.now
+                attemptStarted = clock.now
                 askedAgain = true
                 // On failure advertising stays off: the controller is reset just below.
                 connection = try await host.connect(
@@ -348,7 +357,7 @@ public actor ProximityExchange {
             }
         } catch {
             attemptsUnderWay -= 1
-            registry.failed(candidate.address, at: .now)
+            registry.failed(candidate.address, at: clock.now)
             failedExchanges += 1
             logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
             switch error {
@@ -362,14 +371,14 @@ public actor ProximityExchange {
             }
             // An initiating controller is deaf to peers that want to connect to it (strict ones
             // accept no connection meanwhile): after a failed attempt, leave them a moment.
-            try? await Task.sleep(for: configuration.pauseAfterFailedConnection.jittered())
+            try? await clock.sleep(for: configuration.pauseAfterFailedConnection.jittered())
             return
         }
         attemptsUnderWay -= 1
         connectionsFormed()
         // A peer that stalls any step loses the link when the deadline passes, which fails the step.
-        let watchdog = Task { [host, configuration] in
-            guard (try? await Task.sleep(for: configuration.exchangeTimeout)) != nil else { return }
+        let watchdog = Task { [host, configuration, clock] in
+            guard (try? await clock.sleep(for: configuration.exchangeTimeout)) != nil else { return }
             // Closing the bearer fails the pending step at once, even if the link is half-open.
             await connection.bearer.close()
             await host.disconnect(connection)
@@ -381,7 +390,7 @@ public actor ProximityExchange {
             let peerBytes = try await TracerPeerExchange(bearer: connection.bearer).exchange(writing: write)
             await host.disconnect(connection)
             let peer = try UserID(bytes: peerBytes.bytes)
-            registry.learned(peer, at: candidate.address, now: .now)
+            registry.learned(peer, at: candidate.address, now: clock.now)
             completedExchanges += 1
             await sink.record(Sighting(
                 peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), rssi: candidate.rssi,
@@ -389,7 +398,7 @@ public actor ProximityExchange {
             logger.debug("exchanged", metadata: ["peer": "\(peer)", "link": "\(connection)"])
         } catch {
             await host.disconnect(connection)
-            registry.failed(candidate.address, at: .now)
+            registry.failed(candidate.address, at: clock.now)
             failedExchanges += 1
             logger.debug("exchange failed", metadata: ["link": "\(connection)", "error": "\(error)"])
         }
@@ -406,12 +415,12 @@ public actor ProximityExchange {
             }
             incomingCount += 1
             connectionsFormed()
-            registry.connecting(to: connection.peerAddress, at: .now)
+            registry.connecting(to: connection.peerAddress, at: clock.now)
             candidates.remove(connection.peerAddress)
-            Task { [host, configuration] in
+            Task { [host, configuration, clock] in
                 // Closed after a fixed lifetime whatever the peer does: holding a link blocks no one for long.
                 let lifetime = Task {
-                    guard (try? await Task.sleep(for: configuration.incomingLinkLifetime)) != nil else { return }
+                    guard (try? await clock.sleep(for: configuration.incomingLinkLifetime)) != nil else { return }
                     if connection.isConnected { await host.disconnect(connection) }
                 }
                 _ = await connection.disconnected()
@@ -430,7 +439,7 @@ public actor ProximityExchange {
         for await event in peerWrites {
             guard let ownID = identity.ownID, let peer = try? UserID(bytes: event.write.id) else { continue }
             // The writer's connection address is its advertising address: no need to connect back.
-            registry.learned(peer, at: event.peer.address, now: .now)
+            registry.learned(peer, at: event.peer.address, now: clock.now)
             await sink.record(Sighting(
                 peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), txPower: event.write.txPower,
                 // 127 is HCI's "RSSI not available", which a writer sends when it has none.

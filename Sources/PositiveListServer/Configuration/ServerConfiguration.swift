@@ -61,6 +61,9 @@ public struct ServerConfiguration: Sendable {
     public var keyBatchMaximumHoldSeconds: Int64 = 86_400
     /// PostgreSQL instead of the SQLite file in the data directory (see DatabaseConfiguration).
     public var database: DatabaseConfiguration?
+    /// Where `tracer-server sync` mirrors the published directory (S3-compatible object storage);
+    /// nil when the files are served from this host only.
+    public var objectStore: ObjectStoreSettings?
 
     public init(authorities: [AuthorityConfiguration]) {
         self.authorities = authorities
@@ -78,7 +81,7 @@ public struct ServerConfiguration: Sendable {
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
         "idleTimeoutSeconds", "requestReadTimeoutSeconds", "acceptUploads", "maxKeysPerHistory",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
-        "database",
+        "database", "objectStore",
     ]
 
     /// Reads and checks the file at `path`.
@@ -94,6 +97,11 @@ public struct ServerConfiguration: Sendable {
         // A misspelt limit silently falling back to its default would be worse than refusing.
         if let unknown = Set(fields.keys).subtracting(knownKeys).sorted().first {
             throw .unknownSetting(path: path, name: unknown)
+        }
+        if let section = fields["objectStore"] as? [String: Any],
+           let unknown = Set(section.keys).subtracting(ObjectStoreSettings.knownKeys).sorted().first
+        {
+            throw .unknownSetting(path: path, name: "objectStore." + unknown)
         }
         let file: ConfigurationFile
         do {
@@ -134,6 +142,7 @@ public struct ServerConfiguration: Sendable {
         if let value = file.keyBatchMinimumKeys { configuration.keyBatchMinimumKeys = value }
         if let value = file.keyBatchMaximumHoldSeconds { configuration.keyBatchMaximumHoldSeconds = value }
         if let value = file.database { configuration.database = try DatabaseConfiguration(value, path: path) }
+        if let value = file.objectStore { configuration.objectStore = try ObjectStoreSettings(value, path: path) }
         try configuration.validate(path: path)
         return configuration
     }
@@ -224,6 +233,7 @@ private struct ConfigurationFile: Decodable {
     var keyBatchMinimumKeys: Int?
     var keyBatchMaximumHoldSeconds: Int64?
     var database: DatabaseConfiguration.File?
+    var objectStore: ObjectStoreSettings.File?
 }
 
 /// One health authority: a display name (used in logs and the audit table) and the SHA-256 of

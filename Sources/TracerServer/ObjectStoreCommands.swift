@@ -1,0 +1,99 @@
+import ArgumentParser
+import Foundation
+import Logging
+import ObjectStore
+import PositiveListFormat
+import PositiveListServer
+
+/// Where to sync: the configuration's `objectStore` section, each value overridable by a flag
+/// (so `sync` also works without the section, for a one-off copy).
+struct ObjectStoreOptions: ParsableArguments {
+    @Option(help: "The S3-compatible endpoint URL, e.g. https://s3.eu-central-1.amazonaws.com (objectStore.endpoint).")
+    var endpoint: String?
+
+    @Option(help: "The bucket (objectStore.bucket).")
+    var bucket: String?
+
+    @Option(help: "The signing region (objectStore.region; default us-east-1).")
+    var region: String?
+
+    @Option(name: .customLong("key-prefix"), help: "Prepended to every object key, e.g. tracer/ (objectStore.keyPrefix).")
+    var keyPrefix: String?
+
+    @Flag(inversion: .prefixedNo, help: "Address the bucket as ENDPOINT/BUCKET/KEY rather than BUCKET.HOST/KEY (objectStore.pathStyle; default on).")
+    var pathStyle: Bool?
+
+    @Option(
+        name: .customLong("credentials-file"),
+        help: "A mode-0600 file with AWS_ACCESS_KEY_ID=... and AWS_SECRET_ACCESS_KEY=... lines (objectStore.credentialsFile); default: those environment variables.")
+    var credentialsFile: String?
+
+    /// The configured section with the flags applied, or nil when neither names a bucket.
+    func settings(configured: ObjectStoreSettings?) throws -> ObjectStoreSettings? {
+        guard configured != nil || (endpoint != nil && bucket != nil) else { return nil }
+        var location = configured?.location ?? ObjectStoreLocation(endpoint: endpoint ?? "", bucket: bucket ?? "")
+        if let endpoint { location.endpoint = endpoint.hasSuffix("/") ? String(endpoint.dropLast()) : endpoint }
+        if let bucket { location.bucket = bucket }
+        if let region { location.region = region }
+        if let keyPrefix { location.keyPrefix = keyPrefix }
+        if let pathStyle { location.pathStyle = pathStyle }
+        if let problem = location.problems().first { throw ObjectStoreError.invalidSettings(problem) }
+        return ObjectStoreSettings(
+            location: location, credentialsFile: credentialsFile ?? configured?.credentialsFile,
+            syncAfterPublish: configured?.syncAfterPublish ?? false)
+    }
+}
+
+extension ObjectStoreSettings {
+    /// The client, with credentials from the file or the environment.
+    func makeClient() throws -> ObjectStoreClient {
+        let credentials = try ObjectStoreCredentials.load(file: credentialsFile, environment: ProcessInfo.processInfo.environment)
+        return try ObjectStoreClient(location: location, credentials: credentials)
+    }
+}
+
+extension LocationOptions {
+    /// The configuration when the file exists; a missing file is fine for commands whose flags can
+    /// stand in for it, an invalid one is not.
+    func loadConfigurationIfPresent() throws -> ServerConfiguration? {
+        guard FileManager.default.fileExists(atPath: resolvedConfigurationPath) else { return nil }
+        return try loadConfiguration()
+    }
+
+    func makeSync(settings: ObjectStoreSettings, logger: Logger) throws -> ObjectStoreSync {
+        let key = try SigningKeyFile.load(from: resolvedKeyPath)
+        return ObjectStoreSync(
+            client: try settings.makeClient(), directory: paths.published, lockPath: paths.publishLock,
+            publicKey: PositiveListPublicKey(key.publicKey), logger: logger)
+    }
+}
+
+struct Sync: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Mirrors the published directory to S3-compatible object storage: new batches, then the indexes, then deletes expired batches.",
+        discussion: """
+            Safe to run again at any time, also after a crash: it starts from a listing of the bucket. \
+            A batch object with other bytes than the local batch is reported, never overwritten. \
+            Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or --credentials-file; \
+            see deploy/object-store/README.md.
+            """)
+
+    @OptionGroup var location: LocationOptions
+    @OptionGroup var objectStore: ObjectStoreOptions
+
+    func run() async throws {
+        let configured = try location.loadConfigurationIfPresent()?.objectStore
+        guard let settings = try objectStore.settings(configured: configured) else {
+            throw ObjectStoreError.invalidSettings(
+                "no bucket to sync to; add an objectStore section to \(location.resolvedConfigurationPath) or pass --endpoint and --bucket")
+        }
+        let sync = try location.makeSync(settings: settings, logger: Logger(label: "tracer-server"))
+        let report = try await sync.sync()
+        let where_ = "bucket \(settings.location.bucket)\(settings.location.keyPrefix.isEmpty ? "" : " under \(settings.location.keyPrefix)")"
+        print("Uploaded \(report.uploadedBatches.count) new batches to \(where_) (\(report.presentBatches) were there already).")
+        print(report.uploadedIndexes.isEmpty ? "Indexes unchanged." : "Uploaded \(report.uploadedIndexes.joined(separator: " and ")).")
+        if !report.deletedBatches.isEmpty {
+            print("Deleted expired batches: \(report.deletedBatches.joined(separator: ", ")).")
+        }
+    }
+}

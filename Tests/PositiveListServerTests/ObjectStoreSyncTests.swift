@@ -1,0 +1,347 @@
+import Crypto
+import Foundation
+import IDRotation
+import Matching
+import ObjectStore
+import PositiveListFormat
+@testable import PositiveListServer
+import Synchronization
+import Testing
+import TracerTestSupport
+
+/// `ObjectStoreSync` against a real S3-compatible server: moto's, started per test on 127.0.0.1
+/// with SigV4 authentication on (Tests/Support/s3/moto_s3.py). Each test uses buckets of its own.
+@Suite("ObjectStore sync", .serialized)
+struct ObjectStoreSyncTests {
+    static let authority = "Health Authority A"
+    static let day: UnixSeconds = 86_400
+
+    // MARK: Scenario helpers
+
+    /// Ids ending now and yesterday's key (due now: its day ended more than the delay ago).
+    static func appendIDsAndKey(_ fixture: ServerFixture, seed: UInt64) async throws -> [PositiveListEntry] {
+        let now = fixture.clock.now()
+        let entries = try HistoryRules(fixture.configuration)
+            .validate(SubmittedHistory(ids: Histories.entries(count: 50, endingAt: now, seed: seed)), now: now)
+        guard case .stored = try await fixture.store.appendHistory(entries, credential: .authority(name: authority), idempotencyKey: nil, now: now)
+        else { throw HarnessFailure(description: "ids not stored") }
+        let key = try DailyKey(bytes: (0..<16).map { UInt8(truncatingIfNeeded: Int(seed) &* 31 &+ $0) })
+        let record = DailyKeyRecord(day: UTCDay(number: UTCDay(containing: now).number - 1), intervalSeconds: 900, key: key)
+        guard case .stored = try await fixture.store.appendKeyHistory([record], credential: .authority(name: authority), idempotencyKey: nil, now: now)
+        else { throw HarnessFailure(description: "key not stored") }
+        return entries
+    }
+
+    /// Publishes batch 1 and key batch 1.
+    static func firstPublication(_ fixture: ServerFixture) async throws {
+        _ = try await appendIDsAndKey(fixture, seed: 1)
+        let report = try await fixture.makePublisher().publish()
+        #expect(report.newBatch?.number == 1 && report.newKeyBatch?.number == 1)
+    }
+
+    /// A retention period later: batch 2 and key batch 2 published, batch 1 and key batch 1 expired.
+    static func secondPublication(_ fixture: ServerFixture) async throws {
+        fixture.clock.advance(by: fixture.configuration.retentionSeconds + 2 * day)
+        _ = try await appendIDsAndKey(fixture, seed: 2)
+        let report = try await fixture.makePublisher().publish()
+        #expect(report.newBatch?.number == 2 && report.expiredBatches == [1])
+        #expect(report.newKeyBatch?.number == 2 && report.expiredKeyBatches == [1])
+    }
+
+    static func client(_ moto: MotoS3Server, bucket: String, keyPrefix: String = "", secret: String? = nil) throws -> ObjectStoreClient {
+        try ObjectStoreClient(
+            location: ObjectStoreLocation(endpoint: moto.endpoint, bucket: bucket, keyPrefix: keyPrefix),
+            credentials: ObjectStoreCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: secret ?? moto.secretAccessKey),
+            timeout: .seconds(60))
+    }
+
+    static func sync(_ fixture: ServerFixture, _ client: ObjectStoreClient, fault: ObjectStoreSync.FaultInjection? = nil) -> ObjectStoreSync {
+        ObjectStoreSync(
+            client: client, directory: fixture.paths.published, lockPath: fixture.paths.publishLock, publicKey: fixture.publicKey,
+            logger: fixture.logs.logger, faultInjection: fault)
+    }
+
+    /// Records the steps a sync passes, in order; fails at `failing` (its first time).
+    final class StepRecorder: Sendable {
+        let steps = Mutex<[SyncStep]>([])
+        let failing: SyncStep?
+        init(failing: SyncStep? = nil) { self.failing = failing }
+        var all: [SyncStep] { steps.withLock { $0 } }
+        var hook: ObjectStoreSync.FaultInjection {
+            { step in
+                self.steps.withLock { $0.append(step) }
+                if step == self.failing { throw HarnessFailure(description: "injected") }
+            }
+        }
+    }
+
+    /// What a node would meet: every batch an index in the bucket names is there, intact (size,
+    /// SHA-256, signature). Returns the listed relative paths.
+    @discardableResult
+    static func expectBucketValid(_ client: ObjectStoreClient, publicKey: PositiveListPublicKey) async throws -> Set<String> {
+        var listed: Set<String> = []
+        if let bytes = try await client.get(client.location.key(for: PositiveListIndex.relativePath)) {
+            let index = try PositiveListIndex(verifying: bytes, publicKey: publicKey)
+            for listing in index.batches {
+                let batch = try #require(try await client.get(client.location.key(for: listing.relativePath)), "\(listing.relativePath) missing")
+                _ = try PositiveListBatch(verifying: batch, listedAs: listing, publicKey: publicKey)
+                listed.insert(listing.relativePath)
+            }
+        }
+        if let bytes = try await client.get(client.location.key(for: PositiveListKeyIndex.relativePath)) {
+            let index = try PositiveListKeyIndex(verifying: bytes, publicKey: publicKey)
+            for listing in index.batches {
+                let batch = try #require(try await client.get(client.location.key(for: listing.relativePath)), "\(listing.relativePath) missing")
+                _ = try PositiveListKeyBatch(verifying: batch, listedAs: listing, publicKey: publicKey)
+                listed.insert(listing.relativePath)
+            }
+        }
+        return listed
+    }
+
+    /// The bucket holds exactly the local indexes and the batches they name.
+    static func expectMirror(_ client: ObjectStoreClient, of fixture: ServerFixture) async throws {
+        let published = fixture.paths.published
+        for relative in [PositiveListIndex.relativePath, PositiveListKeyIndex.relativePath] {
+            let local = try #require(FileManager.default.contents(atPath: published.path + "/" + relative))
+            #expect(try await client.get(client.location.key(for: relative)) == Array(local), "\(relative) differs")
+        }
+        let listed = try await expectBucketValid(client, publicKey: fixture.publicKey)
+        let keys = Set(try await client.list(prefix: client.location.keyPrefix).map(\.key))
+        let expected = Set((listed.union([PositiveListIndex.relativePath, PositiveListKeyIndex.relativePath])).map(client.location.key(for:)))
+        #expect(keys == expected)
+    }
+
+    // MARK: Tests
+
+    @Test func uploadsBatchesBeforeIndexesWithTheHeadersOfTheNginxConfiguration() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["order"])
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        let client = try Self.client(moto, bucket: "order")
+        let recorder = StepRecorder()
+        let report = try await Self.sync(fixture, client, fault: recorder.hook).sync()
+        #expect(recorder.all == [.batchUploaded, .keyBatchUploaded, .indexUploaded, .keyIndexUploaded], "\(moto.logTail())")
+        #expect(report.uploadedBatches == ["batches/1.tplb", "keys/1.tpkb"])
+        #expect(report.uploadedIndexes == ["index.tpli", "keys/index.tpki"])
+        try await Self.expectMirror(client, of: fixture)
+
+        for (relative, cacheControl) in [
+            ("index.tpli", PublishedFileHeaders.indexCacheControl), ("keys/index.tpki", PublishedFileHeaders.indexCacheControl),
+            ("batches/1.tplb", PublishedFileHeaders.batchCacheControl), ("keys/1.tpkb", PublishedFileHeaders.batchCacheControl),
+        ] {
+            let headers = try #require(try await client.head(relative))
+            #expect(headers.cacheControl == cacheControl, "\(relative)")
+            #expect(headers.contentType == "application/octet-stream", "\(relative)")
+        }
+        // The same values as the nginx example gives the same files.
+        let nginx = try String(contentsOfFile: MotoS3ServerPaths.repositoryRoot + "/deploy/nginx/tracer-server.conf", encoding: .utf8)
+        #expect(nginx.contains("default_type \(PublishedFileHeaders.contentType);"))
+        for location in ["location = /index.tpli {", "location = /keys/index.tpki {"] {
+            #expect(Self.cacheControl(in: nginx, after: location) == PublishedFileHeaders.indexCacheControl, "\(location)")
+        }
+        for location in [#"location ~ "^/batches/[0-9]{1,20}\.tplb$" {"#, #"location ~ "^/keys/[0-9]{1,20}\.tpkb$" {"#] {
+            #expect(Self.cacheControl(in: nginx, after: location) == PublishedFileHeaders.batchCacheControl, "\(location)")
+        }
+    }
+
+    /// The `add_header Cache-Control "..."` value of the nginx block that starts with `location`.
+    static func cacheControl(in nginx: String, after location: String) -> String? {
+        guard let start = nginx.range(of: location), let header = nginx.range(of: "add_header Cache-Control \"", range: start.upperBound..<nginx.endIndex),
+              let end = nginx.range(of: "\"", range: header.upperBound..<nginx.endIndex)
+        else { return nil }
+        return String(nginx[header.upperBound..<end.lowerBound])
+    }
+
+    @Test func aSecondRunUploadsNothing() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["idle"])
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        let client = try Self.client(moto, bucket: "idle")
+        try await Self.sync(fixture, client).sync()
+        let before = try await client.list(prefix: "")
+        let recorder = StepRecorder()
+        let again = try await Self.sync(fixture, client, fault: recorder.hook).sync()
+        #expect(again.uploadedBatches.isEmpty && again.uploadedIndexes.isEmpty && again.deletedBatches.isEmpty)
+        #expect(again.presentBatches == 2)
+        #expect(recorder.all.isEmpty)
+        #expect(try await client.list(prefix: "") == before)
+    }
+
+    @Test func anExpiredBatchIsDeletedOnlyAfterTheIndexWithoutItIsUp() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["expiry"])
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        let client = try Self.client(moto, bucket: "expiry")
+        try await Self.sync(fixture, client).sync()
+        try await Self.secondPublication(fixture)
+
+        // Stopped right after the new batches went up: the old index still names batch 1, which is there.
+        let early = StepRecorder(failing: .keyBatchUploaded)
+        await #expect(throws: ObjectStoreError.injectedFault("keyBatchUploaded")) { try await Self.sync(fixture, client, fault: early.hook).sync() }
+        let oldIndex = try PositiveListIndex(verifying: try #require(try await client.get("index.tpli")), publicKey: fixture.publicKey)
+        #expect(oldIndex.batches.map(\.number) == [1])
+        #expect(try await client.head("batches/1.tplb") != nil)
+        try await Self.expectBucketValid(client, publicKey: fixture.publicKey)
+
+        let recorder = StepRecorder()
+        let report = try await Self.sync(fixture, client, fault: recorder.hook).sync()
+        #expect(recorder.all == [.indexUploaded, .keyIndexUploaded, .expiredBatchDeleted, .expiredKeyBatchDeleted])
+        #expect(report.deletedBatches == ["batches/1.tplb", "keys/1.tpkb"])
+        #expect(try await client.head("batches/1.tplb") == nil)
+        try await Self.expectMirror(client, of: fixture)
+    }
+
+    /// A crash after each step of a sync, then a full run: the bucket is valid in between (every
+    /// batch an index in it names is there and intact) and a mirror of the directory after.
+    @Test(arguments: SyncStep.allCases)
+    func aSyncStoppedAfterAnyStepLeavesAValidBucketAndTheNextRunFinishesIt(step: SyncStep) async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["resume"])
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        let client = try Self.client(moto, bucket: "resume")
+        try await Self.sync(fixture, client).sync()
+        try await Self.secondPublication(fixture)
+
+        let crashing = StepRecorder(failing: step)
+        await #expect(throws: ObjectStoreError.injectedFault(step.rawValue)) { try await Self.sync(fixture, client, fault: crashing.hook).sync() }
+        #expect(crashing.all.last == step)
+        try await Self.expectBucketValid(client, publicKey: fixture.publicKey)
+
+        try await Self.sync(fixture, client).sync()
+        try await Self.expectMirror(client, of: fixture)
+    }
+
+    @Test func aBatchObjectWithOtherBytesIsReportedAndNotOverwritten() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["samesize", "othersize"])
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        let local = try #require(FileManager.default.contents(atPath: fixture.paths.published.batchPath(number: 1)))
+        var forged = Array(local)
+        forged[forged.count - 1] ^= 0xFF
+        for (bucket, stranger) in [("samesize", forged), ("othersize", Array(local) + [0])] {
+            let client = try Self.client(moto, bucket: bucket)
+            try await client.put("batches/1.tplb", body: stranger, contentType: "application/octet-stream", cacheControl: "no-cache")
+            do {
+                try await Self.sync(fixture, client).sync()
+                Issue.record("sync overwrote or accepted a differing batch in \(bucket)")
+            } catch {
+                guard case .batchDiffers(let key, let localBytes, let remoteBytes) = error else { throw error }
+                #expect(key == "batches/1.tplb" && localBytes == local.count && remoteBytes == stranger.count)
+                #expect(error.description.contains("was not overwritten"))
+            }
+            #expect(try await client.get("batches/1.tplb") == stranger)
+            // Nothing that would name the stranger went up.
+            #expect(try await client.head("index.tpli") == nil)
+        }
+    }
+
+    @Test func wrongCredentialsAreRefusedWithAPlainMessageThatHoldsNoSecret() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["locked"])
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        let wrongSecret = "wrong-secret-0123456789abcdefghijklmnopq"
+        for client in [
+            try Self.client(moto, bucket: "locked", secret: wrongSecret),
+            try ObjectStoreClient(
+                location: ObjectStoreLocation(endpoint: moto.endpoint, bucket: "locked"),
+                credentials: ObjectStoreCredentials(accessKeyID: "AKIANOSUCHKEY0000000", secretAccessKey: wrongSecret)),
+        ] {
+            do {
+                try await Self.sync(fixture, client).sync()
+                Issue.record("sync with wrong credentials succeeded")
+            } catch {
+                guard case .credentialsRejected(let operation, let bucket, let code) = error else { throw error }
+                #expect(operation == "list" && bucket == "locked" && !code.isEmpty)
+                #expect(error.description.contains("refused the credentials"))
+                #expect(!error.description.contains(wrongSecret))
+            }
+        }
+        #expect(!fixture.logs.all.joined().contains(wrongSecret))
+        #expect(!fixture.logs.all.joined().contains(moto.secretAccessKey))
+        #expect(try await Self.client(moto, bucket: "locked").list(prefix: "").isEmpty)
+    }
+
+    @Test func aKeyPrefixKeepsEveryObjectUnderIt() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        // Without authentication: moto refuses signed listings whose prefix holds a "/".
+        let moto = try await MotoS3Server(buckets: ["shared"], authenticate: false)
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        let client = try Self.client(moto, bucket: "shared", keyPrefix: "tracer/")
+        try await client.put("other/batches/7.tplb", body: [1, 2, 3], contentType: "application/octet-stream", cacheControl: "no-cache")
+        try await Self.sync(fixture, client).sync()
+        try await Self.secondPublication(fixture)
+        try await Self.sync(fixture, client).sync()
+        try await Self.expectMirror(client, of: fixture)
+        // Not under the prefix: not sync's, so never deleted although it looks like a batch.
+        #expect(try await client.head("other/batches/7.tplb") != nil)
+    }
+
+    /// `serve` with `syncAfterPublish`: the schedule's first tick publishes, then syncs.
+    @Test func theScheduleSyncsAfterEachPublication() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["scheduled"])
+        defer { moto.stop() }
+        _ = try await Self.appendIDsAndKey(fixture, seed: 3)
+        let client = try Self.client(moto, bucket: "scheduled")
+        let scheduler = PublishScheduler(
+            publisher: fixture.makePublisher(), interval: .seconds(3_600), logger: fixture.logs.logger, sync: Self.sync(fixture, client))
+        let running = Task { try await scheduler.run() }
+        let deadline = ContinuousClock.now + .seconds(30)
+        while try await client.head(PositiveListKeyIndex.relativePath) == nil, ContinuousClock.now < deadline {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        running.cancel()
+        _ = try? await running.value
+        try await Self.expectMirror(client, of: fixture)
+        #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
+    }
+
+    /// The whole way: the server publishes, sync uploads, and a node's list updater (libcurl,
+    /// anonymous GETs through the bucket's public-read policy) finds the exposure.
+    @Test func aNodeFetchingFromTheBucketFindsTheExposure() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["public-list"])
+        defer { moto.stop() }
+        let entries = try await Self.appendIDsAndKey(fixture, seed: 7)
+        try await fixture.makePublisher().publish()
+        let client = try Self.client(moto, bucket: "public-list")
+        try await Self.sync(fixture, client).sync()
+
+        let cacheDirectory = NSTemporaryDirectory() + "/tracer-node-cache-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: cacheDirectory) }
+        let cache = PositiveListCache(directory: cacheDirectory)
+        let updater = PositiveListUpdater(
+            source: PositiveListSource(baseURL: client.location.publicListURL, publicKey: fixture.publicKey), cache: cache,
+            http: CurlHTTPClient(), clock: fixture.clock)
+        let update = try await updater.update()
+        #expect(update.index.batches.map(\.number) == [1])
+        #expect(update.keyIndex?.batches.count == 1)
+
+        let met = entries[3]
+        let encounter = EncounterTimes(peer: met.id, ownWindowStart: met.validFrom, firstSeen: met.validFrom + 60, lastSeen: met.validFrom + 600)
+        let outcome = try PositiveListMatcher(encounters: [encounter]).match(try cache.batches(of: update.index))
+        #expect(outcome.matches.map(\.listed.id) == [met.id])
+    }
+}
+
+enum MotoS3ServerPaths {
+    static let repositoryRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+}
