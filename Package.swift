@@ -74,11 +74,15 @@ let package = Package(
             name: "PositiveListFormat",
             dependencies: ["IDRotation", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // libpq, PostgreSQL's C client, for the server's optional PostgreSQL store. A system
+        // library like SQLite and curl: it adds no Swift package, and so no BoringSSL or
+        // NIO-SSL compile to a clean 2-core CI build (postgres-nio would add several minutes).
+        .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         // The positive list server: authorities, upload codes, submissions, publication, HTTP API.
         .target(
             name: "PositiveListServer",
             dependencies: [
-                "IDRotation", "PositiveListFormat",
+                "IDRotation", "PositiveListFormat", "CLibPQ",
                 "ObjectStore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),

@@ -12,7 +12,7 @@ LoggingSystem.bootstrap { label in
 // Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
-//        | object-store [ROUNDS] [IDS]]
+//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -36,6 +36,11 @@ case "exchange":
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
+case "store-backends":
+    // store-backends [SECONDS]: appends/s into SQLite and into a throwaway PostgreSQL 15 (one and
+    // two instances); needs postgresql-15 (scripts/setup).
+    let seconds = arguments.dropFirst().first.flatMap { Int($0) } ?? 10
+    try await StoreBackendBenchmark(directory: directory, seconds: seconds).run()
 case "crowd", "crowd-rootcanal", "crowd-bumble":
     // Run from the repository root, like "link"; build both first: swift build -c release --product tracer, then --product TracerBench.
     // crowd: issue 7's run (Bumble, ids every 120 s, node log level error).
@@ -94,7 +99,7 @@ case "object-store":
     let ids = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000_000
     try await ObjectStoreBenchmark(directory: directory, rounds: max(1, rounds), idsPerBatch: max(1, ids)).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, object-store\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store\n".utf8))
     exit(2)
 }
 

@@ -9,7 +9,7 @@ import ServiceLifecycle
 /// Everything one running server shares: its settings, its database, its publisher.
 public struct ServerComponents: Sendable {
     public let configuration: ServerConfiguration
-    public let store: ServerStore
+    public let store: any SubmissionStore
     public let publisher: Publisher
     public let directory: PublishedDirectory
     public let clock: any WallClock
@@ -18,7 +18,7 @@ public struct ServerComponents: Sendable {
     public let objectStoreSync: ObjectStoreSync?
 
     public init(
-        configuration: ServerConfiguration, store: ServerStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock,
+        configuration: ServerConfiguration, store: any SubmissionStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock,
         objectStoreSync: ObjectStoreSync? = nil
     ) {
         self.configuration = configuration

@@ -25,7 +25,7 @@ struct Serve: AsyncParsableCommand {
         let host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         let logger = Logger(label: "tracer-server")
         let configuration = try location.loadConfiguration()
-        let store = try location.openStore()
+        let store = try await location.openStore(configuration: configuration)
         let publisher = try location.makePublisher(store: store, configuration: configuration, logger: logger)
         try location.paths.published.prepare()
         // Read the published ids before listening, so the first upload does not wait for it.
@@ -96,7 +96,7 @@ struct Append: AsyncParsableCommand {
         }
         guard let data = FileManager.default.contents(atPath: file) else { throw CommandFailure.unreadableHistory(path: file) }
         let now = SystemWallClock().now()
-        let store = try location.openStore()
+        let store = try await location.openStore(configuration: configuration)
         let outcome: SubmissionOutcome
         if keys {
             let history: SubmittedKeyHistory
@@ -160,7 +160,7 @@ struct IssueCode: AsyncParsableCommand {
         guard (60...configuration.uploadCodeLifetimeSeconds).contains(lifetime) else {
             throw ValidationError("--expires-in must be between 60 and \(configuration.uploadCodeLifetimeSeconds) seconds.")
         }
-        let store = try location.openStore()
+        let store = try await location.openStore(configuration: configuration)
         let now = SystemWallClock().now()
         let code = UploadCode.generate()
         try await store.recordIssuedCode(code, authority: authority, issuedAt: now, expiresAt: now + lifetime)
@@ -194,7 +194,7 @@ struct Publish: AsyncParsableCommand {
     func run() async throws {
         let configuration = try location.loadConfiguration()
         if let demoKeyClock { Self.warnAboutDemoKeyClock(demoKeyClock, delay: configuration.keyPublicationDelaySeconds) }
-        let store = try location.openStore()
+        let store = try await location.openStore(configuration: configuration)
         let publisher = try location.makePublisher(store: store, configuration: configuration, logger: Logger(label: "tracer-server"))
         let report = try await publisher.publish(demoKeyClock: demoKeyClock)
         if let batch = report.newBatch {
@@ -245,7 +245,8 @@ struct Status: AsyncParsableCommand {
     @OptionGroup var location: LocationOptions
 
     func run() async throws {
-        let store = try location.openStore()
+        // Without a readable configuration, the data directory's SQLite file.
+        let store = try await location.openStore(configuration: try? location.loadConfiguration())
         let summary = try await store.summary(now: SystemWallClock().now())
         print("Data directory:    \(location.paths.dataDirectory)")
         print("Published files:   \(location.paths.published.path)")

@@ -64,12 +64,17 @@ struct LocationOptions: ParsableArguments {
         try ServerConfiguration.load(path: resolvedConfigurationPath)
     }
 
-    func openStore() throws -> ServerStore {
+    /// The configured store: PostgreSQL when the configuration has a `database` setting,
+    /// otherwise DATA_DIR/server.db.
+    func openStore(configuration: ServerConfiguration?) async throws -> any SubmissionStore {
         try prepareDataDirectory()
+        if let database = configuration?.database {
+            return try await PostgresServerStore.open(settings: try database.settings(), poolSize: database.poolSize)
+        }
         return try ServerStore.open(path: paths.database, publishedDirectory: paths.published)
     }
 
-    func makePublisher(store: ServerStore, configuration: ServerConfiguration, logger: Logger) throws -> Publisher {
+    func makePublisher(store: any SubmissionStore, configuration: ServerConfiguration, logger: Logger) throws -> Publisher {
         let key = try SigningKeyFile.load(from: resolvedKeyPath)
         return Publisher(
             store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,

@@ -56,7 +56,8 @@ enum TracerServerMain {
 enum OperatorMessage {
     static func isKnown(_ error: any Error) -> Bool {
         error is CommandFailure || error is ConfigurationError || error is ServerStoreError || error is SigningKeyError
-            || error is PublishError || error is FileWriteError || error is PositiveListFormatError || error is ObjectStoreError
+            || error is PublishError || error is FileWriteError || error is PositiveListFormatError || error is DatabasePasswordError
+            || error is ObjectStoreError
     }
 }
 

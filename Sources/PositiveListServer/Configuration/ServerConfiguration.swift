@@ -59,6 +59,8 @@ public struct ServerConfiguration: Sendable {
     /// Held keys are published anyway once the first of them has been due this long, so that a
     /// quiet server still warns contacts.
     public var keyBatchMaximumHoldSeconds: Int64 = 86_400
+    /// PostgreSQL instead of the SQLite file in the data directory (see DatabaseConfiguration).
+    public var database: DatabaseConfiguration?
     /// Where `tracer-server sync` mirrors the published directory (S3-compatible object storage);
     /// nil when the files are served from this host only.
     public var objectStore: ObjectStoreSettings?
@@ -79,7 +81,7 @@ public struct ServerConfiguration: Sendable {
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
         "idleTimeoutSeconds", "requestReadTimeoutSeconds", "acceptUploads", "maxKeysPerHistory",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
-        "objectStore",
+        "database", "objectStore",
     ]
 
     /// Reads and checks the file at `path`.
@@ -139,6 +141,7 @@ public struct ServerConfiguration: Sendable {
         if let value = file.keyPaddingMultiplier { configuration.keyPaddingMultiplier = value }
         if let value = file.keyBatchMinimumKeys { configuration.keyBatchMinimumKeys = value }
         if let value = file.keyBatchMaximumHoldSeconds { configuration.keyBatchMaximumHoldSeconds = value }
+        if let value = file.database { configuration.database = try DatabaseConfiguration(value, path: path) }
         if let value = file.objectStore { configuration.objectStore = try ObjectStoreSettings(value, path: path) }
         try configuration.validate(path: path)
         return configuration
@@ -229,6 +232,7 @@ private struct ConfigurationFile: Decodable {
     var keyPaddingMultiplier: Double?
     var keyBatchMinimumKeys: Int?
     var keyBatchMaximumHoldSeconds: Int64?
+    var database: DatabaseConfiguration.File?
     var objectStore: ObjectStoreSettings.File?
 }
 

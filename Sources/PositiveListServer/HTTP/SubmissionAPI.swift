@@ -18,12 +18,12 @@ struct SubmissionAPI: Sendable {
     let authorities: AuthorityRegistry
     let rules: HistoryRules
     let keyRules: KeyHistoryRules
-    let store: ServerStore
+    let store: any SubmissionStore
     let clock: any WallClock
     let limiter: FailedAttemptLimiter
     let forwardedFor: ForwardedFor
 
-    init(configuration: ServerConfiguration, store: ServerStore, clock: any WallClock) {
+    init(configuration: ServerConfiguration, store: any SubmissionStore, clock: any WallClock) {
         self.configuration = configuration
         self.authorities = AuthorityRegistry(configuration.authorities)
         self.rules = HistoryRules(configuration)

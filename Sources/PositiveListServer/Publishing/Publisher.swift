@@ -44,6 +44,8 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
     /// a batch can hold).
     case invalidEntries(PositiveListFormatError)
     case concurrentPublisher
+    /// Another instance on the same PostgreSQL database holds the publication lock.
+    case anotherInstancePublishing
     case injectedFault(PublishStep)
 
     public var description: String {
@@ -54,6 +56,8 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
         case .invalidEntries(let error):
             return "The pending ids could not be written as a batch (\(error)); nothing was published. Please report this with the server's log."
         case .concurrentPublisher: return "Another publisher recorded a batch at the same time; publish again."
+        case .anotherInstancePublishing:
+            return "Another tracer-server instance is publishing right now; it publishes what is due, so nothing needs doing (or publish again later)."
         case .injectedFault(let step): return "Publication stopped after step \(step.rawValue) (injected fault)."
         }
     }
@@ -77,7 +81,7 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
 public actor Publisher {
     public typealias FaultInjection = @Sendable (PublishStep) throws -> Void
 
-    let store: ServerStore
+    let store: any SubmissionStore
     let directory: PublishedDirectory
     private let lockPath: String
     let signingKey: Curve25519.Signing.PrivateKey
@@ -89,7 +93,7 @@ public actor Publisher {
     private let faultInjection: FaultInjection?
 
     public init(
-        store: ServerStore, directory: PublishedDirectory, lockPath: String, signingKey: Curve25519.Signing.PrivateKey,
+        store: any SubmissionStore, directory: PublishedDirectory, lockPath: String, signingKey: Curve25519.Signing.PrivateKey,
         retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, keySettings: KeyPublicationSettings = KeyPublicationSettings(),
         clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil
     ) {
@@ -119,9 +123,15 @@ public actor Publisher {
     public func publish(demoKeyClock: UnixSeconds? = nil) async throws(PublishError) -> PublishReport {
         do {
             try directory.prepare()
-            let lock = try PublishLock(path: lockPath)
-            defer { withExtendedLifetime(lock) {} }
-            return try await publishHoldingLock(demoKeyClock: demoKeyClock)
+            let lock = try await store.lockPublication(lockPath: lockPath)
+            do {
+                let report = try await publishHoldingLock(demoKeyClock: demoKeyClock)
+                await lock.release()
+                return report
+            } catch {
+                await lock.release()
+                throw error
+            }
         } catch let error as PublishError {
             logger.error("publication failed", metadata: ["reason": "\(error)"])
             throw error
@@ -204,7 +214,7 @@ public actor Publisher {
             number: number, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
             sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
             publishedAt: now)
-        guard try await store.recordBatch(record, expectedWatermark: pending.afterSubmission, quarantining: pending.damagedSubmissions) else {
+        guard try await store.recordBatch(record, publishing: pending) else {
             throw PublishError.concurrentPublisher
         }
         try inject(.batchRecorded)

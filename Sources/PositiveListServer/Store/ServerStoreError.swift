@@ -12,6 +12,10 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
     case sqlite(path: String, detail: String)
     /// A live batch's file, which holds the published ids that uploads are checked against.
     case publishedBatchUnreadable(path: String, reason: String)
+    /// The PostgreSQL store: what failed, with the server's SQLSTATE and message.
+    case postgres(PostgresError)
+    /// The PostgreSQL database's schema has steps this tracer-server does not know.
+    case newerPostgresSchema(version: Int, known: Int)
 
     public var description: String {
         switch self {
@@ -31,6 +35,13 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
             return "The database \(path) could not be used (\(detail)); check the file and try again."
         case .publishedBatchUnreadable(let path, let reason):
             return "The published batch \(path) cannot be used (\(reason)), so uploads cannot be checked against the ids it holds and nothing was stored; restore the published directory from a backup (the database records each batch's size and SHA-256)."
+        case .postgres(let error):
+            let next = error.isConnectionFailure
+                ? "check that the server is running and reachable and that the database settings and password are right"
+                : "check the database server's log; try again"
+            return "\(error); \(next)."
+        case .newerPostgresSchema(let version, let known):
+            return "The PostgreSQL database has schema version \(version), written by a newer tracer-server (this one knows up to \(known)); upgrade tracer-server. Nothing was changed."
         }
     }
 

@@ -74,12 +74,12 @@ public struct HistoryRules: Sendable {
     public let clockSkewSeconds: Int64
     public let maxWindowSeconds: Int64
 
-    public init(_ configuration: ServerConfiguration) {
-        maxIDs = configuration.maxIDsPerHistory
-        retentionSeconds = configuration.retentionSeconds
-        retentionDays = configuration.retentionDays
-        clockSkewSeconds = configuration.clockSkewSeconds
-        maxWindowSeconds = configuration.maxWindowSeconds
+    public init(maxIDs: Int, retentionDays: Int, clockSkewSeconds: Int64, maxWindowSeconds: Int64) {
+        self.maxIDs = maxIDs
+        self.retentionSeconds = Int64(retentionDays) * UnixSeconds.secondsPerDay
+        self.retentionDays = retentionDays
+        self.clockSkewSeconds = clockSkewSeconds
+        self.maxWindowSeconds = maxWindowSeconds
     }
 
     /// The entries as the store keeps them, or the first problem found.

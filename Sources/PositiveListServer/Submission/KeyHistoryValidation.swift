@@ -51,11 +51,11 @@ public struct KeyHistoryRules: Sendable {
     public let retentionDays: Int
     public let clockSkewSeconds: Int64
 
-    public init(_ configuration: ServerConfiguration) {
-        maxKeys = configuration.maxKeysPerHistory
-        retentionSeconds = configuration.retentionSeconds
-        retentionDays = configuration.retentionDays
-        clockSkewSeconds = configuration.clockSkewSeconds
+    public init(maxKeys: Int, retentionDays: Int, clockSkewSeconds: Int64) {
+        self.maxKeys = maxKeys
+        self.retentionSeconds = Int64(retentionDays) * UnixSeconds.secondsPerDay
+        self.retentionDays = retentionDays
+        self.clockSkewSeconds = clockSkewSeconds
     }
 
     /// The keys as the store keeps them, in upload order, or the first problem found.

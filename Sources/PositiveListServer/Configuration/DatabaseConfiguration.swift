@@ -1,0 +1,85 @@
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The `database` setting: absent, the server keeps its data in DATA_DIR/server.db (SQLite);
+/// present, in PostgreSQL, so that several `serve` instances can share it.
+///
+/// ```json
+/// "database": {"url": "postgresql://tracer@db.internal:5432/tracer",
+///              "passwordFile": "/etc/tracer-server/database-password"}
+/// ```
+/// The password never sits in the configuration file: it comes from the environment variable
+/// `passwordEnvironment` names (default `TRACER_SERVER_DATABASE_PASSWORD`) or from a file only
+/// its owner can read (mode 0600 or stricter). Without either, libpq's own means apply
+/// (`~/.pgpass`, peer or certificate authentication).
+public struct DatabaseConfiguration: Sendable, Equatable {
+    public static let defaultPasswordEnvironment = "TRACER_SERVER_DATABASE_PASSWORD"
+
+    /// A `postgresql://` URL (or a libpq conninfo string) without a password.
+    public var url: String
+    public var passwordFile: String?
+    public var passwordEnvironment: String = Self.defaultPasswordEnvironment
+    /// Connections per instance; each upload holds one for its transaction.
+    public var poolSize: Int = 4
+
+    public init(url: String) {
+        self.url = url
+    }
+
+    struct File: Decodable {
+        var url: String
+        var passwordFile: String?
+        var passwordEnvironment: String?
+        var poolSize: Int?
+    }
+
+    init(_ file: File, path: String) throws(ConfigurationError) {
+        url = file.url.trimmingCharacters(in: .whitespaces)
+        guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") || url.contains("=") else {
+            throw .invalidValue(path: path, detail: "database.url must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer")
+        }
+        if let components = URLComponents(string: url), components.password != nil {
+            throw .invalidValue(
+                path: path,
+                detail: "database.url must not hold the password; put it in the environment variable \(Self.defaultPasswordEnvironment) or in a 0600 file named by database.passwordFile")
+        }
+        passwordFile = file.passwordFile
+        if let name = file.passwordEnvironment { passwordEnvironment = name }
+        if let size = file.poolSize {
+            guard (1...64).contains(size) else { throw .invalidValue(path: path, detail: "database.poolSize must be between 1 and 64") }
+            poolSize = size
+        }
+    }
+
+    /// The connection settings with the password, read now (never logged: see
+    /// ``PostgresSettings/description``).
+    public func settings(environment: [String: String] = ProcessInfo.processInfo.environment) throws(DatabasePasswordError) -> PostgresSettings {
+        if let value = environment[passwordEnvironment], !value.isEmpty {
+            return PostgresSettings(connection: url, password: value)
+        }
+        guard let passwordFile else { return PostgresSettings(connection: url, password: nil) }
+        var status = stat()
+        guard stat(passwordFile, &status) == 0, let data = FileManager.default.contents(atPath: passwordFile) else {
+            throw .unreadableFile(path: passwordFile)
+        }
+        guard status.st_mode & 0o077 == 0 else { throw .fileReadableByOthers(path: passwordFile) }
+        let password = String(decoding: data, as: UTF8.self).trimmingCharacters(in: .newlines)
+        return PostgresSettings(connection: url, password: password)
+    }
+}
+
+public enum DatabasePasswordError: Error, Sendable, CustomStringConvertible {
+    case unreadableFile(path: String)
+    case fileReadableByOthers(path: String)
+
+    public var description: String {
+        switch self {
+        case .unreadableFile(let path):
+            return "Cannot read the database password file \(path); check database.passwordFile and the file's owner."
+        case .fileReadableByOthers(let path):
+            return "The database password file \(path) can be read by other users; run `chmod 600 \(path)`."
+        }
+    }
+}

@@ -1,0 +1,120 @@
+import Dispatch
+import Synchronization
+
+/// A few PostgreSQL connections, each with its own serial queue: libpq blocks, so its calls run
+/// there and Swift's cooperative threads only wait (suspended) for the answer.
+///
+/// A caller gets one connection for one closure (usually a whole transaction); when every
+/// connection is busy it waits, suspended, for the next one released. A connection that broke
+/// is replaced at its next use.
+public final class PostgresConnectionPool: Sendable {
+    private let settings: PostgresSettings
+    private let state: Mutex<State>
+
+    private struct State {
+        var idle: [PostgresConnectionSlot]
+        var waiters: [CheckedContinuation<PostgresConnectionSlot, Never>] = []
+    }
+
+    public init(settings: PostgresSettings, size: Int) {
+        self.settings = settings
+        let slots = (0..<max(size, 1)).map { PostgresConnectionSlot(label: "tracer-server.postgres.\($0)") }
+        state = Mutex(State(idle: slots))
+    }
+
+    /// Runs `body` on a connection of the pool, off the cooperative thread pool.
+    public func withConnection<T: Sendable>(
+        _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
+        let slot = await acquire()
+        defer { release(slot) }
+        return try await slot.run(settings: settings, body)
+    }
+
+    private func acquire() async -> PostgresConnectionSlot {
+        await withCheckedContinuation { continuation in
+            let slot: PostgresConnectionSlot? = state.withLock { state in
+                if let slot = state.idle.popLast() { return slot }
+                state.waiters.append(continuation)
+                return nil
+            }
+            if let slot { continuation.resume(returning: slot) }
+        }
+    }
+
+    private func release(_ slot: PostgresConnectionSlot) {
+        let waiter: CheckedContinuation<PostgresConnectionSlot, Never>? = state.withLock { state in
+            if state.waiters.isEmpty {
+                state.idle.append(slot)
+                return nil
+            }
+            return state.waiters.removeFirst()
+        }
+        waiter?.resume(returning: slot)
+    }
+}
+
+/// How to reach the database: libpq keywords and values, the password among them if any.
+/// Its description leaves the password out, so it may be logged.
+public struct PostgresSettings: Sendable, CustomStringConvertible {
+    /// A `postgresql://` URL or a libpq conninfo string, without a password.
+    public let connection: String
+    let password: String?
+
+    public init(connection: String, password: String?) {
+        self.connection = connection
+        self.password = password
+    }
+
+    var keywordsAndValues: [(String, String)] {
+        // Notices (such as "relation already exists, skipping" from an idempotent migration
+        // step) would go to stderr through libpq's default handler; warnings still do.
+        var pairs = [
+            ("dbname", connection), ("application_name", "tracer-server"), ("connect_timeout", "10"),
+            ("options", "-c client_min_messages=warning"),
+        ]
+        if let password { pairs.append(("password", password)) }
+        return pairs
+    }
+
+    public var description: String { connection + (password == nil ? "" : " (password given separately)") }
+}
+
+/// One connection and the serial queue it is used on.
+///
+/// `@unchecked Sendable` is safe: `connection` is read and written only by blocks on `queue`,
+/// which is serial, and the pool hands a slot to one caller at a time.
+final class PostgresConnectionSlot: @unchecked Sendable {
+    private let queue: DispatchQueue
+    private var connection: PostgresConnection?
+
+    init(label: String) {
+        queue = DispatchQueue(label: label)
+    }
+
+    func run<T: Sendable>(settings: PostgresSettings, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async {
+                do {
+                    if let connection = self.connection, !connection.isHealthy { self.connection = nil }
+                    let connection = try self.connection ?? PostgresConnection(settings: settings.keywordsAndValues)
+                    self.connection = connection
+                    continuation.resume(returning: try body(connection))
+                } catch {
+                    if let connection = self.connection, !connection.isHealthy { self.connection = nil }
+                    continuation.resume(throwing: error)
+                }
+            }
+        }
+    }
+
+    /// Closes the connection (a session-level advisory lock it holds goes with it).
+    func close() async {
+        await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+            queue.async {
+                self.connection = nil
+                continuation.resume()
+            }
+        }
+    }
+}
