@@ -226,11 +226,11 @@ public actor ProximityExchange {
                 // request sent after the scanner stopped left a node stuck, unseen, for 47 s.
                 guard (try? await clock.sleep(until: burstEnd)) != nil else { return }
                 let extensionEnd = burstEnd + configuration.scanBurstExtension
-                while await !self.candidatesAreEmpty, clock.now < extensionEnd {
+                while !self.candidatesAreEmpty, clock.now < extensionEnd {
                     guard (try? await clock.sleep(for: .milliseconds(250))) != nil else { return }
                 }
-                await self.endBurst()
-                while await self.attemptsAreUnderWay, clock.now < extensionEnd + .seconds(10) {
+                self.endBurst()
+                while self.attemptsAreUnderWay, clock.now < extensionEnd + .seconds(10) {
                     guard (try? await clock.sleep(for: .milliseconds(100))) != nil else { return }
                 }
                 try? await host.stopScanning()
@@ -425,7 +425,7 @@ public actor ProximityExchange {
                 }
                 _ = await connection.disconnected()
                 lifetime.cancel()
-                await self.incomingClosed(from: connection.peerAddress)
+                self.incomingClosed(from: connection.peerAddress)
             }
         }
     }
