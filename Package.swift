@@ -124,6 +124,11 @@ let package = Package(
         // over deploy/nginx/tracer-server.conf, the HTTP fixture server. A plain library
         // (Foundation only), not a test target.
         .target(name: "TracerTestSupport", path: "Tests/TracerTestSupport"),
+        // Fakes and harnesses of the BLE host stack's tests, shared by BLEHostTests and
+        // GATTExchangeTests: scripted controllers, in-memory channels, a manual clock, the reference
+        // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost alone (and Testing,
+        // for the virtual controllers' test descriptions), not a test target.
+        .target(name: "BLEHostTestSupport", dependencies: ["BLEHost"], path: "Tests/BLEHostTestSupport"),
         .executableTarget(
             name: "TracerBench",
             dependencies: [
@@ -142,7 +147,7 @@ let package = Package(
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(
             name: "GATTExchangeTests",
-            dependencies: ["BLEHost", "GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation", "TracerTestSupport"]),
         .testTarget(

@@ -1,5 +1,6 @@
 import Testing
 import BLEHost
+import BLEHostTestSupport
 import GATTExchange
 
 @Suite("Bluetooth UUIDs")

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Two hosts built from this package drive two virtual controllers on one link (Bumble's, then RootCanal's):

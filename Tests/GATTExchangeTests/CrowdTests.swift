@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Tracer nodes and Bumble peripherals (phone stand-ins) on one virtual radio: ten and five on Bumble's, six and

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// The exchange waits on its host's clock, so its schedule can be driven by hand against a

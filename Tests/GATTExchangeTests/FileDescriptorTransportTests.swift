@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 #if canImport(Glibc)
 import Glibc

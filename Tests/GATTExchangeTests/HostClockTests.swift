@@ -1,5 +1,6 @@
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 
 /// The host stack's timeouts on a manual clock: each fires at its deadline to the millisecond and
 /// not a millisecond before, whatever loads the machine, and a 30 s spec timeout costs no 30 s.

@@ -2,6 +2,7 @@ import IDRotation
 import Synchronization
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// The sequences a spec-faithful controller (RootCanal, real silicon) produces and a lenient one

@@ -1,27 +1,26 @@
 import BLEHost
-import GATTExchange
 import Synchronization
 
 /// An in-memory controller stand-in: records what the host sends and answers through a scripted responder.
-final class FakeTransport: HCITransport {
-    typealias Responder = @Sendable (HCIPacket) -> [[UInt8]]
+package final class FakeTransport: HCITransport {
+    package typealias Responder = @Sendable (HCIPacket) -> [[UInt8]]
 
-    let incoming: AsyncThrowingStream<HCIPacket, any Error>
+    package let incoming: AsyncThrowingStream<HCIPacket, any Error>
     private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
     private let state: Mutex<State>
 
     private struct State {
-        var sent: [HCIPacket] = []
+        package var sent: [HCIPacket] = []
         var responder: Responder?
         var isClosed = false
     }
 
-    init(responder: Responder? = nil) {
+    package init(responder: Responder? = nil) {
         (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
         state = Mutex(State(responder: responder))
     }
 
-    func send(_ packet: HCIPacket) async throws(HCITransportError) {
+    package func send(_ packet: HCIPacket) async throws(HCITransportError) {
         let responder: Responder? = try state.withLock { (state: inout State) throws(HCITransportError) -> Responder? in
             if state.isClosed { throw .closed }
             state.sent.append(packet)
@@ -30,39 +29,39 @@ final class FakeTransport: HCITransport {
         for reply in responder?(packet) ?? [] { inject(reply) }
     }
 
-    func close() async {
+    package func close() async {
         state.withLock { $0.isClosed = true }
         continuation.finish()
     }
 
     /// Delivers an H4 packet (with indicator byte) as if the controller sent it.
-    func inject(_ h4: [UInt8]) {
+    package func inject(_ h4: [UInt8]) {
         guard let first = h4.first, let type = HCIPacketType(rawValue: first) else { return }
         continuation.yield(HCIPacket(type: type, body: Array(h4.dropFirst())))
     }
 
-    func dropConnection() {
+    package func dropConnection() {
         state.withLock { $0.isClosed = true }
         continuation.finish(throwing: HCITransportError.disconnected(reason: "test drop"))
     }
 
-    func setResponder(_ responder: Responder?) { state.withLock { $0.responder = responder } }
+    package func setResponder(_ responder: Responder?) { state.withLock { $0.responder = responder } }
 
-    var sent: [HCIPacket] { state.withLock { $0.sent } }
-    var sentCommands: [HCIOpcode] {
+    package var sent: [HCIPacket] { state.withLock { $0.sent } }
+    package var sentCommands: [HCIOpcode] {
         sent.filter { $0.type == .command && $0.body.count >= 2 }.map { HCIOpcode(rawValue: UInt16($0.body[0]) | UInt16($0.body[1]) << 8) }
     }
-    var sentACL: [ACLDataPacket] { sent.filter { $0.type == .aclData }.compactMap { try? ACLDataPacket(decoding: $0.body) } }
+    package var sentACL: [ACLDataPacket] { sent.filter { $0.type == .aclData }.compactMap { try? ACLDataPacket(decoding: $0.body) } }
 }
 
 extension FakeTransport {
-    static func opcode(of packet: HCIPacket) -> HCIOpcode? {
+    package static func opcode(of packet: HCIPacket) -> HCIOpcode? {
         guard packet.type == .command, packet.body.count >= 2 else { return nil }
         return HCIOpcode(rawValue: UInt16(packet.body[0]) | UInt16(packet.body[1]) << 8)
     }
 
     /// Answers like the Bumble controller of h4-reference.txt, with the given LE buffer answer.
-    static func bumbleLike(leBufferComplete: [UInt8] = Reference.leReadBufferSizeComplete) -> Responder {
+    package static func bumbleLike(leBufferComplete: [UInt8] = Reference.leReadBufferSizeComplete) -> Responder {
         { packet in
             guard let opcode = opcode(of: packet) else { return [] }
             switch opcode {

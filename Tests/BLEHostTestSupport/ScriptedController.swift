@@ -1,5 +1,4 @@
 import BLEHost
-import GATTExchange
 import Synchronization
 
 /// A controller that keeps the LE state a spec-faithful controller keeps (RootCanal 1.10.0's rules,
@@ -12,9 +11,9 @@ import Synchronization
 /// - LE Create Connection: Command Disallowed while initiating.
 /// - LE Create Connection Cancel: Command Disallowed when not initiating; otherwise initiating
 ///   stops and, after `cancelCompletionDelay`, the attempt ends as `onCancel` says.
-final class ScriptedController: HCITransport {
+package final class ScriptedController: HCITransport {
     /// What a cancelled attempt reports.
-    enum CancelEnding: Sendable {
+    package enum CancelEnding: Sendable {
         /// LE Connection Complete, 0x02 (the spec's answer).
         case unknownConnectionIdentifier
         /// The connection formed in the meantime: LE Connection Complete, success.
@@ -23,42 +22,42 @@ final class ScriptedController: HCITransport {
         case ignored
     }
 
-    struct State {
-        var advertising = false
-        var scanning = false
+    package struct State {
+        package var advertising = false
+        package var scanning = false
         /// The peer address bytes of the LE Create Connection under way.
-        var initiating: [UInt8]?
-        var randomAddress: [UInt8]?
-        var cancelEnding = CancelEnding.unknownConnectionIdentifier
-        var cancelCompletionDelay: Duration = .milliseconds(30)
+        package var initiating: [UInt8]?
+        package var randomAddress: [UInt8]?
+        package var cancelEnding = CancelEnding.unknownConnectionIdentifier
+        package var cancelCompletionDelay: Duration = .milliseconds(30)
         /// Refuse LE Set Random Address with Command Disallowed regardless of state.
-        var refuseAddressChanges = false
-        var commands: [HCIOpcode] = []
-        var createConnections = 0
+        package var refuseAddressChanges = false
+        package var commands: [HCIOpcode] = []
+        package var createConnections = 0
         /// LE Create Connection commands accepted while the scanner was off.
-        var createConnectionsWhileNotScanning = 0
+        package var createConnectionsWhileNotScanning = 0
         /// LE Create Connection commands refused because one was still under way.
-        var refusedCreateConnections = 0
+        package var refusedCreateConnections = 0
         /// What happened to connection attempts, in order: "create XX:…", "cancel", "ended 0x02", "ended success".
-        var attemptTimeline: [String] = []
-        var isClosed = false
+        package var attemptTimeline: [String] = []
+        package var isClosed = false
     }
 
-    let incoming: AsyncThrowingStream<HCIPacket, any Error>
+    package let incoming: AsyncThrowingStream<HCIPacket, any Error>
     private let continuation: AsyncThrowingStream<HCIPacket, any Error>.Continuation
-    let state = Mutex(State())
+    package let state = Mutex(State())
     private let initAnswers = FakeTransport.bumbleLike()
 
-    init() {
+    package init() {
         (incoming, continuation) = AsyncThrowingStream.makeStream(of: HCIPacket.self, throwing: (any Error).self)
     }
 
-    func close() async {
+    package func close() async {
         state.withLock { $0.isClosed = true }
         continuation.finish()
     }
 
-    func send(_ packet: HCIPacket) async throws(HCITransportError) {
+    package func send(_ packet: HCIPacket) async throws(HCITransportError) {
         guard let opcode = FakeTransport.opcode(of: packet) else { return }
         let parameters = Array(packet.body.dropFirst(3))
         let closed = state.withLock { state -> Bool in
@@ -131,7 +130,7 @@ final class ScriptedController: HCITransport {
     // MARK: What a test makes the controller do
 
     /// The connection under way forms: LE Connection Complete, success, as central.
-    func connectInitiatedConnection(handle: UInt16) {
+    package func connectInitiatedConnection(handle: UInt16) {
         guard let peer = state.withLock({ state -> [UInt8]? in
             defer { state.initiating = nil }
             return state.initiating
@@ -140,16 +139,16 @@ final class ScriptedController: HCITransport {
     }
 
     /// A peer connects to our advertising: advertising stops (legacy), the link completes.
-    func acceptIncoming(handle: UInt16, from peer: BluetoothAddress) {
+    package func acceptIncoming(handle: UInt16, from peer: BluetoothAddress) {
         state.withLock { $0.advertising = false }
         inject(Self.connectionComplete(status: .success, handle: handle, role: .peripheral, peer: peer.littleEndianBytes))
     }
 
-    /// One connectable advertising event of a Tracer node at `peer`, as the scanner reports it
-    /// (LE Advertising Report, ADV_IND). The controller does not connect to it by itself: a test
-    /// that wants the attempt to succeed calls `connectInitiatedConnection`.
-    func advertise(from peer: BluetoothAddress, rssi: Int8 = -60) {
-        let data = (try? TracerService.advertisingData(txPower: 0).encode()) ?? []
+    /// One connectable advertising event at `peer` carrying `advertisingData`, as the scanner
+    /// reports it (LE Advertising Report, ADV_IND). The controller does not connect to it by
+    /// itself: a test that wants the attempt to succeed calls `connectInitiatedConnection`.
+    package func advertise(from peer: BluetoothAddress, data advertisingData: AdvertisingData, rssi: Int8 = -60) {
+        let data = (try? advertisingData.encode()) ?? []
         let report: [UInt8] = [0x01, 0x00, 0x01] + peer.littleEndianBytes + [UInt8(data.count)] + data + [UInt8(bitPattern: rssi)]
         inject([0x04, 0x3E, UInt8(report.count + 1), 0x02] + report)
     }
@@ -157,28 +156,28 @@ final class ScriptedController: HCITransport {
     /// The controller stops initiating and says nothing: RootCanal 1.10.0 does so when the peer
     /// answers a connect request sent while an earlier, unanswered one is still pending (the link
     /// then exists on the peer's side only).
-    func dropInitiationSilently() {
+    package func dropInitiationSilently() {
         state.withLock { $0.initiating = nil }
     }
 
     /// Puts the controller in an initiating state nobody here asked for (a host before us, or a
     /// cancel it took without effect).
-    func startStrayInitiation(to peer: BluetoothAddress) {
+    package func startStrayInitiation(to peer: BluetoothAddress) {
         state.withLock { $0.initiating = peer.littleEndianBytes }
     }
 
-    var initiatingPeer: BluetoothAddress? {
+    package var initiatingPeer: BluetoothAddress? {
         state.withLock { $0.initiating }.flatMap { try? BluetoothAddress(littleEndianBytes: $0) }
     }
 
-    func inject(_ h4: [UInt8]) {
+    package func inject(_ h4: [UInt8]) {
         guard let first = h4.first, let type = HCIPacketType(rawValue: first) else { return }
         continuation.yield(HCIPacket(type: type, body: Array(h4.dropFirst())))
     }
 
     // MARK: Packets
 
-    static func connectionComplete(status: HCIStatusCode, handle: UInt16, role: LERole, peer: [UInt8]) -> [UInt8] {
+    package static func connectionComplete(status: HCIStatusCode, handle: UInt16, role: LERole, peer: [UInt8]) -> [UInt8] {
         [0x04, 0x3E, 0x13, 0x01, status.rawValue, UInt8(handle & 0xFF), UInt8(handle >> 8), role.rawValue, 0x01] + peer
             + [0x18, 0x00, 0x00, 0x00, 0x90, 0x01, 0x00]
     }

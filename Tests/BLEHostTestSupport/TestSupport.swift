@@ -1,8 +1,7 @@
 import BLEHost
-import GATTExchange
 
 /// Bytes from a hex string such as "04 0e 04 01 03 0c 00" (spaces optional).
-func hex(_ text: String) -> [UInt8] {
+package func hex(_ text: String) -> [UInt8] {
     let digits = text.filter { !$0.isWhitespace }
     var bytes: [UInt8] = []
     var index = digits.startIndex
@@ -15,7 +14,7 @@ func hex(_ text: String) -> [UInt8] {
 }
 
 /// Polls until `condition` holds or `timeout` passes; returns whether it held.
-func eventually(timeout: Duration = .seconds(2), _ condition: () async -> Bool) async -> Bool {
+package func eventually(timeout: Duration = .seconds(2), _ condition: () async -> Bool) async -> Bool {
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if await condition() { return true }
@@ -25,9 +24,10 @@ func eventually(timeout: Duration = .seconds(2), _ condition: () async -> Bool) 
 }
 
 /// A deterministic generator so that "random" fuzz inputs are reproducible.
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
+package struct SplitMix64: RandomNumberGenerator {
+    package var state: UInt64
+    package init(state: UInt64) { self.state = state }
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var value = state
         value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -36,4 +36,4 @@ struct SplitMix64: RandomNumberGenerator {
     }
 }
 
-let tracerServiceUUID = BluetoothUUID(string: "a09a0000-5aaa-47f2-9c7f-93bdb3a65376")!
+package let tracerServiceUUID = BluetoothUUID(string: "a09a0000-5aaa-47f2-9c7f-93bdb3a65376")!

@@ -1,11 +1,10 @@
 import BLEHost
-import GATTExchange
 
 /// One end of an in-memory ATT channel; what one end sends, the other receives, in order.
-final class InMemoryFixedChannel: L2CAPFixedChannel {
-    struct ClosedError: Error {}
+package final class InMemoryFixedChannel: L2CAPFixedChannel {
+    package struct ClosedError: Error {}
 
-    let incoming: AsyncStream<[UInt8]>
+    package let incoming: AsyncStream<[UInt8]>
     private let ownInbox: AsyncStream<[UInt8]>.Continuation
     private let peerInbox: AsyncStream<[UInt8]>.Continuation
 
@@ -15,32 +14,32 @@ final class InMemoryFixedChannel: L2CAPFixedChannel {
         self.peerInbox = peerInbox
     }
 
-    static func pair() -> (InMemoryFixedChannel, InMemoryFixedChannel) {
+    package static func pair() -> (InMemoryFixedChannel, InMemoryFixedChannel) {
         let (streamA, inboxA) = AsyncStream.makeStream(of: [UInt8].self)
         let (streamB, inboxB) = AsyncStream.makeStream(of: [UInt8].self)
         return (InMemoryFixedChannel(incoming: streamA, ownInbox: inboxA, peerInbox: inboxB),
                 InMemoryFixedChannel(incoming: streamB, ownInbox: inboxB, peerInbox: inboxA))
     }
 
-    func send(_ payload: [UInt8]) async throws {
+    package func send(_ payload: [UInt8]) async throws {
         guard case .enqueued = peerInbox.yield(payload) else { throw ClosedError() }
     }
 
     /// Models a disconnection: both directions end.
-    func close() {
+    package func close() {
         ownInbox.finish()
         peerInbox.finish()
     }
 }
 
 /// A test-driven ATT peer speaking raw bytes, to provoke a bearer with exact or hostile PDUs.
-actor RawATTPeer {
-    let channel: InMemoryFixedChannel
+package actor RawATTPeer {
+    package let channel: InMemoryFixedChannel
     private var received: [[UInt8]] = []
 
     private init(channel: InMemoryFixedChannel) { self.channel = channel }
 
-    static func attached(to channel: InMemoryFixedChannel) -> RawATTPeer {
+    package static func attached(to channel: InMemoryFixedChannel) -> RawATTPeer {
         let peer = RawATTPeer(channel: channel)
         Task {
             for await payload in channel.incoming { await peer.store(payload) }
@@ -50,10 +49,10 @@ actor RawATTPeer {
 
     private func store(_ payload: [UInt8]) { received.append(payload) }
 
-    func send(_ bytes: [UInt8]) async throws { try await channel.send(bytes) }
+    package func send(_ bytes: [UInt8]) async throws { try await channel.send(bytes) }
 
     /// The next PDU the bearer sent, or nil if none came within `timeout`.
-    func next(timeout: Duration = .seconds(2)) async -> [UInt8]? {
+    package func next(timeout: Duration = .seconds(2)) async -> [UInt8]? {
         let deadline = ContinuousClock.now + timeout
         while received.isEmpty {
             guard ContinuousClock.now < deadline else { return nil }
@@ -63,25 +62,26 @@ actor RawATTPeer {
     }
 
     /// Sends `request` and returns the single PDU that answers it.
-    func exchange(_ request: [UInt8]) async throws -> [UInt8]? {
+    package func exchange(_ request: [UInt8]) async throws -> [UInt8]? {
         try await send(request)
         return await next()
     }
 
-    var pendingCount: Int { received.count }
+    package var pendingCount: Int { received.count }
 }
 
 /// Collects values delivered to application callbacks.
-actor CallbackRecorder<Value: Sendable> {
-    private(set) var values: [Value] = []
-    func record(_ value: Value) { values.append(value) }
+package actor CallbackRecorder<Value: Sendable> {
+    package private(set) var values: [Value] = []
+    package init() {}
+    package func record(_ value: Value) { values.append(value) }
 }
 
 /// A deterministic generator so that random-input tests fail reproducibly.
-struct SeededGenerator: RandomNumberGenerator {
+package struct SeededGenerator: RandomNumberGenerator {
     private var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
+    package init(seed: UInt64) { state = seed }
+    package mutating func next() -> UInt64 {
         state &+= 0x9E37_79B9_7F4A_7C15
         var z = state
         z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
@@ -91,7 +91,7 @@ struct SeededGenerator: RandomNumberGenerator {
 }
 
 /// "02 17 00" -> [0x02, 0x17, 0x00]; whitespace is ignored.
-func bytesFromHex(_ text: String) -> [UInt8] {
+package func bytesFromHex(_ text: String) -> [UInt8] {
     let digits = text.filter { !$0.isWhitespace }
     var bytes: [UInt8] = []
     var index = digits.startIndex

@@ -2,7 +2,7 @@ import Foundation
 
 /// A Bumble device (Tests/Support/bumble/tracer_*.py) running as a separate process: a foreign BLE
 /// stack, the stand-in for a phone app. It prints one JSON object when it finishes.
-final class BumblePeer: @unchecked Sendable {
+package final class BumblePeer: @unchecked Sendable {
     // @unchecked: `process` and `output` are set once in `start` and only read afterwards; the
     // collected stdout is guarded by `lock`.
     private let process = Process()
@@ -12,9 +12,9 @@ final class BumblePeer: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     /// Names a directory to keep each peer's debug log in (`-v`, stderr); unset, peers run quiet.
-    static let logDirectoryVariable = "TRACER_TEST_PEER_LOG_DIR"
+    package static let logDirectoryVariable = "TRACER_TEST_PEER_LOG_DIR"
 
-    static func start(_ script: String, _ arguments: [String]) throws -> BumblePeer {
+    package static func start(_ script: String, _ arguments: [String]) throws -> BumblePeer {
         let peer = BumblePeer()
         let python = [ProcessInfo.processInfo.environment[VirtualRadio.pythonEnvironmentVariable],
                       VirtualRadio.defaultPython].compactMap { $0 }
@@ -49,7 +49,7 @@ final class BumblePeer: @unchecked Sendable {
     }
 
     /// The JSON object the script printed, once it exits (at most `timeout`).
-    func result(timeout: Duration = .seconds(30)) async throws -> [String: Any] {
+    package func result(timeout: Duration = .seconds(30)) async throws -> [String: Any] {
         let seconds = Double(timeout.components.seconds)
         let done: Bool = await withCheckedContinuation { continuation in
             Thread.detachNewThread { continuation.resume(returning: self.finished.wait(timeout: .now() + seconds) == .success) }
@@ -63,9 +63,9 @@ final class BumblePeer: @unchecked Sendable {
         return object
     }
 
-    func stop() {
+    package func stop() {
         if process.isRunning { process.terminate() }
     }
 
-    struct PeerFailure: Error, CustomStringConvertible { let description: String }
+    package struct PeerFailure: Error, CustomStringConvertible { package let description: String }
 }

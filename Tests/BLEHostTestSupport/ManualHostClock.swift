@@ -1,40 +1,40 @@
 import Synchronization
-@testable import BLEHost
+import BLEHost
 
 /// A `HostClock` that moves only when the test advances it, as swift-nio's embedded event loop
 /// does: a timeout sequence runs in no time and exactly, whatever else loads the machine.
-final class ManualHostClock: HostClock {
+package final class ManualHostClock: HostClock {
     private struct Sleeper {
         let deadline: ContinuousClock.Instant
         let continuation: CheckedContinuation<Void, any Error>
     }
 
     private struct State {
-        var now: ContinuousClock.Instant
+        package var now: ContinuousClock.Instant
         var sleepers: [Int: Sleeper] = [:]
         var nextSleeper = 0
     }
 
     private let state: Mutex<State>
     /// Where the clock started, so that tests can speak of offsets from it.
-    let start: ContinuousClock.Instant
+    package let start: ContinuousClock.Instant
 
-    init(start: ContinuousClock.Instant = .now) {
+    package init(start: ContinuousClock.Instant = .now) {
         self.start = start
         state = Mutex(State(now: start))
     }
 
-    var now: ContinuousClock.Instant { state.withLock { $0.now } }
+    package var now: ContinuousClock.Instant { state.withLock { $0.now } }
 
     /// How far the clock has been advanced.
-    var elapsed: Duration { start.duration(to: now) }
+    package var elapsed: Duration { start.duration(to: now) }
 
     /// The deadlines of the sleepers still waiting, as offsets from `start`, earliest first.
-    var pendingDeadlines: [Duration] {
+    package var pendingDeadlines: [Duration] {
         state.withLock { state in state.sleepers.values.map { start.duration(to: $0.deadline) }.sorted() }
     }
 
-    func sleep(until deadline: ContinuousClock.Instant) async throws {
+    package func sleep(until deadline: ContinuousClock.Instant) async throws {
         let id = state.withLock { state -> Int in
             state.nextSleeper += 1
             return state.nextSleeper
@@ -62,7 +62,7 @@ final class ManualHostClock: HostClock {
     }
 
     /// Moves the clock forward and wakes every sleeper whose deadline has come, earliest first.
-    func advance(by duration: Duration) {
+    package func advance(by duration: Duration) {
         let due = state.withLock { state -> [Sleeper] in
             state.now = state.now.advanced(by: duration)
             let now = state.now

@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// The virtual controller an end-to-end test runs on.
-enum VirtualController: String, CaseIterable, CustomTestStringConvertible, Sendable {
+package enum VirtualController: String, CaseIterable, CustomTestStringConvertible, Sendable {
     /// Bumble's controllers on one LocalLink (Tests/Support/bumble/virtual_link.py): lenient, instant,
     /// quirky (/work/shared/bumble/NOTES.md).
     case bumble
@@ -10,7 +10,7 @@ enum VirtualController: String, CaseIterable, CustomTestStringConvertible, Senda
     /// the Core specification and takes the shape of real controller models.
     case rootCanal
 
-    var testDescription: String {
+    package var testDescription: String {
         switch self {
         case .bumble: "Bumble"
         case .rootCanal: "RootCanal"
@@ -21,30 +21,30 @@ enum VirtualController: String, CaseIterable, CustomTestStringConvertible, Senda
 /// One launcher process with N virtual controllers that all hear each other, each reachable as
 /// `tcp:127.0.0.1:PORT`: Bumble's (virtual_link.py) or RootCanal's (rootcanal_phy.py); both print
 /// `READY port…` and stop when stdin closes or on SIGTERM. One per test; `stop()` ends it.
-final class VirtualRadio {
-    let kind: VirtualController
-    let ports: [UInt16]
+package final class VirtualRadio {
+    package let kind: VirtualController
+    package let ports: [UInt16]
     /// RootCanal model of each controller, in port order (empty for Bumble).
-    let models: [String]
+    package let models: [String]
     /// Holds the launcher's stderr and, for RootCanal, rootcanal's log (every HCI command it received,
     /// and why it refused or ignored things). Kept when TRACER_ROOTCANAL_LOG_DIR is set, else removed by `stop()`.
-    let logDirectory: String
+    package let logDirectory: String
     private let keepLogs: Bool
     private let process: Process
     private let standardInput: Pipe
 
-    static let pythonEnvironmentVariable = "TRACER_BUMBLE_PYTHON"
+    package static let pythonEnvironmentVariable = "TRACER_BUMBLE_PYTHON"
     /// A directory for the launchers' logs (one subdirectory per launch), which are then kept.
-    static let logDirectoryEnvironmentVariable = "TRACER_ROOTCANAL_LOG_DIR"
-    /// The repository's root, found from this file's path (Tests/GATTExchangeTests/...).
-    static var repositoryRoot: URL {
+    package static let logDirectoryEnvironmentVariable = "TRACER_ROOTCANAL_LOG_DIR"
+    /// The repository's root, found from this file's path (Tests/BLEHostTestSupport/...).
+    package static var repositoryRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
 
     /// The venv `scripts/setup` creates (Bumble and rootcanal).
-    static var defaultPython: String { repositoryRoot.appendingPathComponent(".venv-bumble/bin/python").path }
+    package static var defaultPython: String { repositoryRoot.appendingPathComponent(".venv-bumble/bin/python").path }
 
-    static func launcherScript(_ kind: VirtualController) -> String {
+    package static func launcherScript(_ kind: VirtualController) -> String {
         switch kind {
         case .bumble: repositoryRoot.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path
         case .rootCanal: repositoryRoot.appendingPathComponent("Tests/Support/rootcanal/rootcanal_phy.py").path
@@ -54,17 +54,17 @@ final class VirtualRadio {
     /// The RootCanal models that N controllers get, in turn, so that every test meets a mix of real
     /// controller shapes: a BR/EDR+LE 5.3 controller, an nRF52840 dongle (LE only, 5.4, 512-octet LE
     /// buffers), a CSR 4.2 dongle (LE shares BR/EDR buffers, no extended advertising), and strict ones.
-    static let rootCanalModelCycle = ["DEFAULT", "LAIRD_BL654", "CSR_RCK_PTS_DONGLE+strict", "DEFAULT+strict"]
+    package static let rootCanalModelCycle = ["DEFAULT", "LAIRD_BL654", "CSR_RCK_PTS_DONGLE+strict", "DEFAULT+strict"]
 
-    static func rootCanalModels(count: Int) -> [String] {
+    package static func rootCanalModels(count: Int) -> [String] {
         (0..<count).map { rootCanalModelCycle[$0 % rootCanalModelCycle.count] }
     }
 
-    enum LaunchError: Error, CustomStringConvertible {
+    package enum LaunchError: Error, CustomStringConvertible {
         case pythonMissing(String)
         case notReady(String)
 
-        var description: String {
+        package var description: String {
             switch self {
             case .pythonMissing(let path):
                 "No Python with Bumble and rootcanal at \(path). Run ./scripts/setup (it creates .venv-bumble), "
@@ -85,7 +85,7 @@ final class VirtualRadio {
         self.keepLogs = keepLogs
     }
 
-    static func launch(_ kind: VirtualController, controllers: Int) async throws -> VirtualRadio {
+    package static func launch(_ kind: VirtualController, controllers: Int) async throws -> VirtualRadio {
         switch kind {
         case .bumble: try await launch(.bumble, arguments: [String(controllers)], models: [], expecting: controllers, retries: 3)
         case .rootCanal: try await launch(rootCanalModels: rootCanalModels(count: controllers))
@@ -94,7 +94,7 @@ final class VirtualRadio {
 
     /// A radio whose controllers listen on these ports, for a test that restarts the "radio". RootCanal
     /// controllers get the same models as `launch(_:controllers:)` gives.
-    static func launch(_ kind: VirtualController, ports: [UInt16]) async throws -> VirtualRadio {
+    package static func launch(_ kind: VirtualController, ports: [UInt16]) async throws -> VirtualRadio {
         let arguments = ports.map(String.init)
         switch kind {
         case .bumble:
@@ -108,7 +108,7 @@ final class VirtualRadio {
 
     /// RootCanal controllers of these models (`DEFAULT`, `LAIRD_BL654`, `CSR_RCK_PTS_DONGLE`, each
     /// optionally `+strict`) on free ports.
-    static func launch(rootCanalModels models: [String]) async throws -> VirtualRadio {
+    package static func launch(rootCanalModels models: [String]) async throws -> VirtualRadio {
         try await launch(.rootCanal, arguments: models, models: models, expecting: models.count, retries: 3)
     }
 
@@ -181,7 +181,7 @@ final class VirtualRadio {
     }
 
     /// Ends the process: SIGTERM, and closing its stdin in case the signal is missed.
-    func stop() {
+    package func stop() {
         if process.isRunning { process.terminate() }
         try? standardInput.fileHandleForWriting.close()
         // A launcher busy with a flood of radio traffic may miss both; a test must still end.
