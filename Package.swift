@@ -145,6 +145,8 @@ let package = Package(
         ),
 
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport"]),
         .testTarget(
             name: "GATTExchangeTests",
             dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]

@@ -1,6 +1,5 @@
 import Testing
 @testable import BLEHost
-@testable import GATTExchange
 
 /// The one-shot signal behind `LEHost.waitUntilLost` and `ProximityExchange.waitUntilControllerIsStuck`.
 @Suite(.timeLimit(.minutes(1)))

@@ -1,7 +1,6 @@
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 @Suite struct ACLFragmentationTests {
     @Test func shortFrameIsOneFirstFragment() throws {

@@ -1,7 +1,6 @@
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 @Suite struct L2CAPLayerTests {
     func makeStack() async throws -> (FakeTransport, HostControllerInterface, L2CAPLayer) {

@@ -2,7 +2,6 @@ import Foundation
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 /// Two hosts built from this package drive two virtual controllers on one link (Bumble's, then RootCanal's):
 /// advertise, scan, connect, exchange ATT bytes over L2CAP, disconnect. Needs the venv with Bumble and

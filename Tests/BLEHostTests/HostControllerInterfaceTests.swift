@@ -1,7 +1,6 @@
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 @Suite struct HostControllerInterfaceTests {
     func complete(_ opcode: HCIOpcode, credits: UInt8 = 1, _ returnParameters: [UInt8] = [0]) -> [UInt8] {

@@ -1,7 +1,6 @@
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 @Suite struct H4FrameParserTests {
     let stream = Reference.controllerToHost.flatMap { $0 } + Reference.attMTUResponseFromHost + Reference.resetCommand

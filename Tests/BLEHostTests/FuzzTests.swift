@@ -1,7 +1,6 @@
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 /// Every decoder, fed every prefix of every sample and random bytes, either decodes or throws; none traps.
 @Suite struct FuzzTests {

@@ -1,5 +1,4 @@
 import BLEHost
-import GATTExchange
 
 /// Collects every event from a stream so that a test can wait for one that matches.
 actor EventRecorder {

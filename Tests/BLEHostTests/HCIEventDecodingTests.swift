@@ -1,7 +1,6 @@
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 /// Events decode to the field values Bumble's own decoder printed for the same bytes (h4-reference.txt).
 @Suite struct HCIEventDecodingTests {

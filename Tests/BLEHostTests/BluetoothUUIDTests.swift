@@ -1,13 +1,12 @@
 import Testing
 import BLEHost
 import BLEHostTestSupport
-import GATTExchange
 
 @Suite("Bluetooth UUIDs")
 struct BluetoothUUIDTests {
     @Test func tracerServiceUUIDParsesAndPrints() throws {
         let parsed = try #require(BluetoothUUID(string: "a09a0000-5aaa-47f2-9c7f-93bdb3a65376"))
-        #expect(parsed == TracerService.serviceUUID)
+        #expect(parsed == BluetoothUUID(0xA09A_0000_5AAA_47F2, 0x9C7F_93BD_B3A6_5376))
         #expect(parsed.width == .bits128)
         #expect(parsed.description == "a09a0000-5aaa-47f2-9c7f-93bdb3a65376")
         #expect(parsed.littleEndianBytes == bytesFromHex("76 53 a6 b3 bd 93 7f 9c f2 47 aa 5a 00 00 9a a0"))

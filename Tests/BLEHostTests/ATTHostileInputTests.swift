@@ -1,7 +1,6 @@
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 @Suite("Hostile ATT input")
 struct ATTHostileInputTests {
@@ -46,15 +45,6 @@ struct ATTHostileInputTests {
                             0x12, 0x13, 0x16, 0x17, 0x18, 0x19, 0x1B, 0x1D, 0x1E, 0x52].randomElement(using: &generator) ?? 0
             }
             decodeWithoutTrapping(bytes)
-        }
-    }
-
-    @Test func peerIDWriteDecodingNeverTraps() {
-        for length in 0...12 {
-            let value = (0..<length).map { UInt8($0) }
-            let decoded = try? PeerIDWrite(decoding: value)
-            #expect((decoded != nil) == (length == 8 || length == 10))
-            if let decoded { #expect(decoded.encode() == value) }
         }
     }
 }

@@ -1,7 +1,6 @@
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 @Suite("ATT PDUs from the Bumble reference capture")
 struct ATTKnownBytesTests {
@@ -74,7 +73,7 @@ struct ATTKnownBytesTests {
         (ATTPDU.findInformationRequest(.init(range: .init(start: 0x0001, end: 0xFFFF))), "04 01 00 ff ff"),
         (.findInformationResponse(.init(entries: [.init(handle: 1, type: .primaryService), .init(handle: 2, type: .characteristic)])),
          "05 01 01 00 00 28 02 00 03 28"),
-        (.findInformationResponse(.init(entries: [.init(handle: 9, type: TracerService.peerIDCharacteristicUUID)])),
+        (.findInformationResponse(.init(entries: [.init(handle: 9, type: BluetoothUUID(0xA09A_0001_5AAA_47F2, 0x9C7F_93BD_B3A6_5376))])),
          "05 02 09 00 76 53 a6 b3 bd 93 7f 9c f2 47 aa 5a 01 00 9a a0"),
         (.readByGroupTypeRequest(.init(range: .init(start: 1, end: 0xFFFF), groupType: .primaryService)), "10 01 00 ff ff 00 28"),
         (.readByGroupTypeResponse(.init(entries: [.init(handle: 1, endGroupHandle: 5, value: [0x00, 0x18]),

@@ -1,6 +1,5 @@
 import Testing
 @testable import BLEHost
-@testable import GATTExchange
 #if canImport(Glibc)
 import Glibc
 #endif

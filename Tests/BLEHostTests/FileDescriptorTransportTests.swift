@@ -2,7 +2,6 @@ import Foundation
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 #if canImport(Glibc)
 import Glibc
 #endif

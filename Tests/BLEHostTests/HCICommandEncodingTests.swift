@@ -1,7 +1,6 @@
 import Testing
 @testable import BLEHost
 import BLEHostTestSupport
-@testable import GATTExchange
 
 /// Commands encode to exactly the bytes a working host sent to Bumble (h4-reference.txt).
 @Suite struct HCICommandEncodingTests {
