@@ -1,8 +1,9 @@
 import Foundation
-import Testing
 
+// CustomStringConvertible, not Testing's CustomTestStringConvertible: this library is not a test
+// target, and swift-testing names a parameterized case by `description` when no test description is given.
 /// The virtual controller an end-to-end test runs on.
-package enum VirtualController: String, CaseIterable, CustomTestStringConvertible, Sendable {
+package enum VirtualController: String, CaseIterable, CustomStringConvertible, Sendable {
     /// Bumble's controllers on one LocalLink (Tests/Support/bumble/virtual_link.py): lenient, instant,
     /// quirky (/work/shared/bumble/NOTES.md).
     case bumble
@@ -10,7 +11,7 @@ package enum VirtualController: String, CaseIterable, CustomTestStringConvertibl
     /// the Core specification and takes the shape of real controller models.
     case rootCanal
 
-    package var testDescription: String {
+    package var description: String {
         switch self {
         case .bumble: "Bumble"
         case .rootCanal: "RootCanal"

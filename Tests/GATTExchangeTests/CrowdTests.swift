@@ -73,7 +73,7 @@ struct CrowdTests {
             #expect(encounters.count == met.count)
         }
         #expect(everyoneMet)
-        print("\(controller.testDescription): crowd of \(nodeCount) nodes and \(phoneIDs.count) phones: everyone met in \(elapsed)")
+        print("\(controller): crowd of \(nodeCount) nodes and \(phoneIDs.count) phones: everyone met in \(elapsed)")
         for node in nodes { await node.stop() }
     }
 }
