@@ -51,8 +51,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // libcurl, through typed wrappers of its variadic setters (Debian: libcurl4-openssl-dev).
-        .target(name: "CCurl", path: "Sources/CCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // libcurl, through typed wrappers of its variadic setters, opened with dlopen on the first
+        // request rather than linked, so `tracer run` never maps it (headers: libcurl4-openssl-dev).
+        .target(name: "CCurl", path: "Sources/CCurl"),
         // Publication to S3-compatible object storage: a small SigV4 client on libcurl (which signs
         // itself, CURLOPT_AWS_SIGV4), so no AWS SDK or other new package is needed.
         .target(

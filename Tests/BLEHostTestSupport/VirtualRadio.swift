@@ -1,7 +1,7 @@
 import Foundation
+// For Test.current, which names a launcher's log directory after the test that started it.
+import Testing
 
-// CustomStringConvertible, not Testing's CustomTestStringConvertible: this library is not a test
-// target, and swift-testing names a parameterized case by `description` when no test description is given.
 /// The virtual controller an end-to-end test runs on.
 package enum VirtualController: String, CaseIterable, CustomStringConvertible, Sendable {
     /// Bumble's controllers on one LocalLink (Tests/Support/bumble/virtual_link.py): lenient, instant,
@@ -164,7 +164,7 @@ package final class VirtualRadio {
             try? input.fileHandleForWriting.close()
             process.waitUntilExit()
             let stderr = (try? String(contentsOfFile: launcherLog, encoding: .utf8)) ?? ""
-            return .notReady("\(kind.testDescription) launcher \(arguments.joined(separator: " ")): \(detail); "
+            return .notReady("\(kind) launcher \(arguments.joined(separator: " ")): \(detail); "
                 + "logs kept in \(logDirectory); its stderr ends:\n\(stderr.suffix(2000))")
         }
         let line: String
