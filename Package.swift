@@ -51,8 +51,9 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // libcurl, through typed wrappers of its variadic setters (Debian: libcurl4-openssl-dev).
-        .target(name: "CCurl", path: "Sources/CCurl", linkerSettings: [.linkedLibrary("curl")]),
+        // libcurl, through typed wrappers of its variadic setters, opened with dlopen on the first
+        // request rather than linked, so `tracer run` never maps it (headers: libcurl4-openssl-dev).
+        .target(name: "CCurl", path: "Sources/CCurl"),
         // Publication to S3-compatible object storage: a small SigV4 client on libcurl (which signs
         // itself, CURLOPT_AWS_SIGV4), so no AWS SDK or other new package is needed.
         .target(
@@ -124,6 +125,11 @@ let package = Package(
         // over deploy/nginx/tracer-server.conf, the HTTP fixture server. A plain library
         // (Foundation only), not a test target.
         .target(name: "TracerTestSupport", path: "Tests/TracerTestSupport"),
+        // Fakes and harnesses of the BLE host stack's tests, shared by BLEHostTests and
+        // GATTExchangeTests: scripted controllers, in-memory channels, a manual clock, the reference
+        // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost alone (and Testing,
+        // for the virtual controllers' test descriptions), not a test target.
+        .target(name: "BLEHostTestSupport", dependencies: ["BLEHost"], path: "Tests/BLEHostTestSupport"),
         .executableTarget(
             name: "TracerBench",
             dependencies: [
@@ -140,9 +146,11 @@ let package = Package(
         ),
 
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", .product(name: "GRDB", package: "GRDB.swift")]),
+        // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport"]),
         .testTarget(
             name: "GATTExchangeTests",
-            dependencies: ["BLEHost", "GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation", "TracerTestSupport"]),
         .testTarget(

@@ -59,21 +59,25 @@ struct S3Transfer: Sendable {
     }
 
     private func run() -> S3TransferOutcome {
-        guard S3LibCurl.isInitialized, let handle = curl_easy_init() else { return .failed(reason: "libcurl could not be initialized") }
+        guard tracer_curl_global_init() == CURLE_OK else {
+            let reason = String(cString: tracer_curl_load_error())
+            return .failed(reason: "could not load libcurl (\(reason)); install it (Debian and Ubuntu: apt install libcurl4), or set TRACER_LIBCURL to the path of libcurl.so.4")
+        }
+        guard let handle = tracer_curl_easy_init() else { return .failed(reason: "libcurl could not create a transfer handle") }
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
         let sink = S3ResponseSink()
         var headerList: UnsafeMutablePointer<curl_slist>?
         defer {
-            curl_easy_cleanup(handle)
-            curl_slist_free_all(headerList)
+            tracer_curl_easy_cleanup(handle)
+            tracer_curl_slist_free_all(headerList)
             errorBuffer.deallocate()
         }
         let payloadHash = request.body.isEmpty ? Self.emptyPayloadHash : SHA256.hash(data: request.body).hex
         // No "Expect:" line to suppress 100-continue: libcurl 7.88 would sign that empty header
         // without sending it, and the service then refuses the signature.
         for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["x-amz-content-sha256: \(payloadHash)"] {
-            headerList = curl_slist_append(headerList, line) ?? headerList
+            headerList = tracer_curl_slist_append(headerList, line) ?? headerList
         }
         var results: [CURLcode] = []
         func set(_ option: CURLoption, _ value: Int) { results.append(tracer_curl_setopt_long(handle, option, value)) }
@@ -114,12 +118,12 @@ struct S3Transfer: Sendable {
         })
         results.append(tracer_curl_setopt_pointer(handle, CURLOPT_HEADERDATA, userdata))
         if let refused = results.first(where: { $0 != CURLE_OK }) {
-            return .failed(reason: "libcurl refused an option: " + String(cString: curl_easy_strerror(refused)))
+            return .failed(reason: "libcurl refused an option: " + String(cString: tracer_curl_easy_strerror(refused)))
         }
-        let code = withExtendedLifetime(sink) { curl_easy_perform(handle) }
+        let code = withExtendedLifetime(sink) { tracer_curl_easy_perform(handle) }
         guard code == CURLE_OK else {
             let detail = String(cString: errorBuffer)
-            return .failed(reason: detail.isEmpty ? String(cString: curl_easy_strerror(code)) : detail)
+            return .failed(reason: detail.isEmpty ? String(cString: tracer_curl_easy_strerror(code)) : detail)
         }
         var status = 0
         _ = tracer_curl_getinfo_long(handle, CURLINFO_RESPONSE_CODE, &status)
@@ -140,11 +144,6 @@ private final class S3ResponseSink {
         guard let colon = line.firstIndex(of: ":") else { return }
         headers[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
     }
-}
-
-enum S3LibCurl {
-    /// curl_global_init, once, before the first handle (a static let is initialized under a lock).
-    static let isInitialized: Bool = tracer_curl_global_init() == CURLE_OK
 }
 
 extension Digest {

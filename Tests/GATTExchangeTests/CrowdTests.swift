@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Tracer nodes and Bumble peripherals (phone stand-ins) on one virtual radio: ten and five on Bumble's, six and
@@ -72,7 +73,7 @@ struct CrowdTests {
             #expect(encounters.count == met.count)
         }
         #expect(everyoneMet)
-        print("\(controller.testDescription): crowd of \(nodeCount) nodes and \(phoneIDs.count) phones: everyone met in \(elapsed)")
+        print("\(controller): crowd of \(nodeCount) nodes and \(phoneIDs.count) phones: everyone met in \(elapsed)")
         for node in nodes { await node.stop() }
     }
 }

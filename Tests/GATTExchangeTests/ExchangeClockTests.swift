@@ -1,5 +1,6 @@
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// The exchange waits on its host's clock, so its schedule can be driven by hand against a
@@ -31,9 +32,9 @@ struct ExchangeClockTests {
         configuration.scanOnTime = .seconds(10)
         configuration.scanOffTime = .seconds(50)
         let exchange = ProximityExchange(
-            host: host, identity: identity, peerWrites: peerWrites, sink: ScriptedControllerTests.DiscardingSink(),
+            host: host, identity: identity, peerWrites: peerWrites, sink: ExchangeScriptedControllerTests.DiscardingSink(),
             configuration: configuration)
-        await exchange.rotate(to: ScriptedControllerTests.ownID(start: 0))
+        await exchange.rotate(to: ExchangeScriptedControllerTests.ownID(start: 0))
         try await exchange.start()
         let wallStart = ContinuousClock.now
         func scanning() -> Bool { controller.state.withLock { $0.scanning } }

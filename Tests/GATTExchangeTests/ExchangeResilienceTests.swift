@@ -3,6 +3,7 @@ import IDRotation
 import Synchronization
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// A transport that records every HCI command the host sends, for checking their order.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Our host against Bumble's own host stack (a foreign implementation, as a phone app would be), in

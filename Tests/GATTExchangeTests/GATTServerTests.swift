@@ -1,5 +1,6 @@
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// The server as a phone would see it: exact request bytes in, exact answers out.

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Issue 4, "Hostile peers": a full Tracer node (store, encounter log, rotator, supervisor) on a virtual controller

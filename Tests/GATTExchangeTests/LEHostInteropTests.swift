@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Our whole host stack in both roles at once: one `LEHost` advertises the Tracer service, another

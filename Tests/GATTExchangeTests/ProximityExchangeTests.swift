@@ -4,6 +4,7 @@ import Logging
 import Synchronization
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Tracer nodes (rotation, store, exchange, host stack) on virtual controllers (Bumble's and RootCanal's), in one process.

@@ -1,5 +1,6 @@
 import Testing
 @testable import BLEHost
+import BLEHostTestSupport
 @testable import GATTExchange
 
 @Suite("Tracer service end to end")

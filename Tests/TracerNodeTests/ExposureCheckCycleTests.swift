@@ -612,6 +612,32 @@ extension TracerNodeTests {
             #expect(!result.stdout.contains("xposure"), "\(result)")
             #expect(!Check.exists(scratch.file("cache/index.tpli")))
         }
+
+        /// libcurl is opened on the first request, not linked: without it, `tracer check` says what
+        /// to install, and every command that makes no request does not need it at all.
+        @Test(.timeLimit(.minutes(1)))
+        func missingLibcurlSaysWhatToInstall() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            try NodeFixture.makeStore(scratch.file("n.db"), encounters: [
+                EncounterSpec(peer: .random(), times: [UnixSeconds(Date().timeIntervalSince1970) - 3_600], rssi: [-50]),
+            ])
+            let key = try ListServerProcess.otherPublicKey(scratch: scratch)
+            let result = try Products.tracer(
+                ["check", "--quiet", "--db", scratch.file("n.db"), "--cache-dir", scratch.file("cache"),
+                 "--server", "http://127.0.0.1:\(try LoopbackPort.free())", "--server-key", key],
+                home: scratch.path,
+                environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config"), "TRACER_LIBCURL": scratch.file("gone/libcurl.so.4")])
+            #expect(result.exitCode == 1 && !result.signaled, "\(result)")
+            #expect(result.stderr.contains("Could not load libcurl"), "\(result)")
+            #expect(result.stderr.contains("apt install libcurl4"), "\(result)")
+            #expect(!result.stdout.contains("xposure"), "\(result)")
+
+            // The dynamic loader lists what the binary needs at start (what ldd prints) and exits.
+            let loaded = try Products.tracer(["--version"], home: scratch.path, environment: ["LD_TRACE_LOADED_OBJECTS": "1"])
+            #expect(loaded.stdout.contains("libc.so"), "\(loaded)")
+            #expect(!loaded.stdout.contains("libcurl"), "tracer links libcurl at start: \(loaded)")
+        }
     }
 }
 

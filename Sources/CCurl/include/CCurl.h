@@ -1,11 +1,30 @@
 #ifndef TRACER_CCURL_H
 #define TRACER_CCURL_H
-// Typed wrappers around libcurl for Swift: curl_easy_setopt and curl_easy_getinfo are variadic,
-// which Swift cannot call, so each argument type gets its own non-variadic function here.
+// libcurl for Swift, loaded on first use. Two reasons for this shim:
+// - curl_easy_setopt and curl_easy_getinfo are variadic, which Swift cannot call, so each
+//   argument type gets its own non-variadic function here;
+// - libcurl is opened with dlopen when the first transfer starts, not linked: loading it and the
+//   libraries behind it (GnuTLS, Kerberos, LDAP, p11-kit ...) costs a process about 6 MB of
+//   resident memory, which `tracer run` never needs; only `tracer check`, `tracer report` and
+//   the server's object-store sync make requests.
+// Only the types and constants come from <curl/curl.h> (Debian: libcurl4-openssl-dev at build
+// time, libcurl4 at run time).
 #include <curl/curl.h>
 
-/// curl_global_init(CURL_GLOBAL_DEFAULT); the flag is a macro expression Swift does not import.
+/// Opens libcurl (the file named by the TRACER_LIBCURL environment variable, or libcurl.so.4) and
+/// runs curl_global_init(CURL_GLOBAL_DEFAULT), once per process, whichever thread calls first.
+/// Returns CURLE_OK, or CURLE_FAILED_INIT with the reason in tracer_curl_load_error(). No other
+/// function here may be called unless this returned CURLE_OK.
 CURLcode tracer_curl_global_init(void);
+/// Why tracer_curl_global_init failed, or "" when it did not.
+const char *tracer_curl_load_error(void);
+
+CURL *tracer_curl_easy_init(void);
+void tracer_curl_easy_cleanup(CURL *handle);
+CURLcode tracer_curl_easy_perform(CURL *handle);
+const char *tracer_curl_easy_strerror(CURLcode code);
+struct curl_slist *tracer_curl_slist_append(struct curl_slist *list, const char *string);
+void tracer_curl_slist_free_all(struct curl_slist *list);
 
 CURLcode tracer_curl_setopt_long(CURL *handle, CURLoption option, long value);
 CURLcode tracer_curl_setopt_off_t(CURL *handle, CURLoption option, curl_off_t value);

@@ -8,12 +8,12 @@ final class CurlHeaderList {
     init(_ fields: [HTTPHeaderField]) {
         // An empty "Expect:" stops libcurl from waiting for "100 Continue" before a large POST body.
         for line in fields.map(Self.line(for:)) + ["Expect:"] {
-            guard let extended = curl_slist_append(list, line) else { continue }
+            guard let extended = tracer_curl_slist_append(list, line) else { continue }
             list = extended
         }
     }
 
-    deinit { curl_slist_free_all(list) }
+    deinit { tracer_curl_slist_free_all(list) }
 
     /// "Name: value"; "Name;" sends an empty value ("Name:" would remove the header instead).
     private static func line(for field: HTTPHeaderField) -> String {

@@ -26,14 +26,15 @@ struct CurlTransfer: Sendable {
 
     /// Blocks until the attempt ends.
     func run(cancellation: CancellationFlag) -> Result<HTTPResponse, TransferFailure> {
-        guard LibCurl.isInitialized, let handle = curl_easy_init() else {
-            return .failure(.transfer(reason: "libcurl could not be initialized", isRetryable: false))
+        if let reason = LibCurl.loadFailure { return .failure(.libcurlUnavailable(reason: reason)) }
+        guard let handle = tracer_curl_easy_init() else {
+            return .failure(.transfer(reason: "libcurl could not create a transfer handle", isRetryable: false))
         }
         // libcurl may write to the error buffer until cleanup, so it is freed after the handle.
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
         errorBuffer.initialize(to: 0)
         defer {
-            curl_easy_cleanup(handle)
+            tracer_curl_easy_cleanup(handle)
             errorBuffer.deallocate()
         }
 
@@ -49,9 +50,9 @@ struct CurlTransfer: Sendable {
         if let failure = options.firstFailure {
             code = failure
         } else {
-            code = withExtendedLifetime((context, headerList)) { curl_easy_perform(handle) }
+            code = withExtendedLifetime((context, headerList)) { tracer_curl_easy_perform(handle) }
         }
-        let message = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: curl_easy_strerror(code))
+        let message = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: tracer_curl_easy_strerror(code))
         return outcome(code: code, message: message, context: context)
     }
 

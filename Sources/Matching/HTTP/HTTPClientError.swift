@@ -2,6 +2,8 @@
 /// never appear, so descriptions are safe to log.
 public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible {
     case invalidURL(url: String)
+    /// libcurl, opened on the first request, is not installed or is not libcurl.
+    case libcurlUnavailable(reason: String)
     /// A header name or value that would break the request (a line break or NUL in it).
     case invalidHeader(name: String)
     /// DNS failure or connection refused; `reason` is libcurl's message.
@@ -21,6 +23,8 @@ public enum HTTPClientError: Error, Sendable, Equatable, CustomStringConvertible
         switch self {
         case .invalidURL(let url):
             "\(url) is not a valid http or https URL; check the server address in the configuration."
+        case .libcurlUnavailable(let reason):
+            "Could not load libcurl, which makes the requests to the list server (\(reason)); install it (Debian and Ubuntu: apt install libcurl4), or set TRACER_LIBCURL to the path of libcurl.so.4."
         case .invalidHeader(let name):
             "The request header \(name.debugDescription) contains a line break or NUL character; remove it from the request."
         case .cannotConnect(let url, let attempts, let reason):

@@ -1,7 +1,9 @@
 import CCurl
 
 enum LibCurl {
-    /// curl_global_init must run once before the first easy handle and is not thread-safe in
-    /// every libcurl build; a static let is initialized exactly once, under a lock.
-    static let isInitialized: Bool = tracer_curl_global_init() == CURLE_OK
+    /// Nil once libcurl is loaded and initialized; else why not (the library is missing, or is not
+    /// libcurl). The shim loads it once per process, under pthread_once, on the first transfer.
+    static var loadFailure: String? {
+        tracer_curl_global_init() == CURLE_OK ? nil : String(cString: tracer_curl_load_error())
+    }
 }

@@ -3,6 +3,7 @@ import CCurl
 /// Why one attempt failed, before the client decides whether to try again.
 enum TransferFailure: Error, Sendable, Equatable {
     case invalidURL
+    case libcurlUnavailable(reason: String)
     case cannotConnect(reason: String)
     case timedOut(reason: String)
     case tls(reason: String)
@@ -17,13 +18,14 @@ enum TransferFailure: Error, Sendable, Equatable {
         switch self {
         case .cannotConnect, .timedOut: true
         case .transfer(_, let isRetryable): isRetryable
-        case .invalidURL, .tls, .pinnedKeyMismatch, .tooLarge, .cannotWriteFile, .cancelled: false
+        case .invalidURL, .libcurlUnavailable, .tls, .pinnedKeyMismatch, .tooLarge, .cannotWriteFile, .cancelled: false
         }
     }
 
     func error(url: String, attempts: Int) -> HTTPClientError {
         switch self {
         case .invalidURL: .invalidURL(url: url)
+        case .libcurlUnavailable(let reason): .libcurlUnavailable(reason: reason)
         case .cannotConnect(let reason): .cannotConnect(url: url, attempts: attempts, reason: reason)
         case .timedOut(let reason): .timedOut(url: url, attempts: attempts, reason: reason)
         case .tls(let reason): .tlsFailure(url: url, reason: reason)

@@ -1,51 +1,6 @@
 import BLEHost
+import BLEHostTestSupport
 import GATTExchange
-
-/// A GATT server behind a bearer on one end of an in-memory channel, and a raw peer on the other.
-struct ServerHarness {
-    let server: GATTServer
-    let bearer: ATTBearer
-    let peer: RawATTPeer
-    let channel: InMemoryFixedChannel
-
-    init(services: [GATTServiceDefinition], localMTU: UInt16 = 247) throws {
-        let (serverEnd, peerEnd) = InMemoryFixedChannel.pair()
-        server = GATTServer(database: try GATTDatabase(services: services, deviceName: "Tracer"))
-        bearer = ATTBearer(channel: serverEnd, configuration: ATTBearerConfiguration(localMTU: localMTU), serverHandler: server)
-        peer = RawATTPeer.attached(to: peerEnd)
-        channel = serverEnd
-    }
-
-    func close() async {
-        await bearer.close()
-        channel.close()
-    }
-}
-
-/// Our client bearer and our server bearer wired to each other.
-struct LinkHarness {
-    let server: GATTServer
-    let serverBearer: ATTBearer
-    let clientBearer: ATTBearer
-    let client: GATTClient
-    let channels: (InMemoryFixedChannel, InMemoryFixedChannel)
-
-    init(services: [GATTServiceDefinition], clientMTU: UInt16 = 247, serverMTU: UInt16 = 247,
-         valueHandler: (@Sendable (ATTHandleValue) async -> Void)? = nil) throws {
-        let (serverEnd, clientEnd) = InMemoryFixedChannel.pair()
-        server = GATTServer(database: try GATTDatabase(services: services, deviceName: "Tracer"))
-        serverBearer = ATTBearer(channel: serverEnd, configuration: ATTBearerConfiguration(localMTU: serverMTU), serverHandler: server)
-        clientBearer = ATTBearer(channel: clientEnd, configuration: ATTBearerConfiguration(localMTU: clientMTU), valueHandler: valueHandler)
-        client = GATTClient(bearer: clientBearer)
-        channels = (serverEnd, clientEnd)
-    }
-
-    func close() async {
-        await clientBearer.close()
-        await serverBearer.close()
-        channels.0.close()
-    }
-}
 
 let sampleID = PeerIDBytes([0x11, 0x22, 0x33, 0x44, 0x55, 0x66, 0x77, 0x88])!
 

@@ -1,0 +1,104 @@
+import BLEHost
+
+/// One end of an in-memory ATT channel; what one end sends, the other receives, in order.
+package final class InMemoryFixedChannel: L2CAPFixedChannel {
+    package struct ClosedError: Error {}
+
+    package let incoming: AsyncStream<[UInt8]>
+    private let ownInbox: AsyncStream<[UInt8]>.Continuation
+    private let peerInbox: AsyncStream<[UInt8]>.Continuation
+
+    private init(incoming: AsyncStream<[UInt8]>, ownInbox: AsyncStream<[UInt8]>.Continuation, peerInbox: AsyncStream<[UInt8]>.Continuation) {
+        self.incoming = incoming
+        self.ownInbox = ownInbox
+        self.peerInbox = peerInbox
+    }
+
+    package static func pair() -> (InMemoryFixedChannel, InMemoryFixedChannel) {
+        let (streamA, inboxA) = AsyncStream.makeStream(of: [UInt8].self)
+        let (streamB, inboxB) = AsyncStream.makeStream(of: [UInt8].self)
+        return (InMemoryFixedChannel(incoming: streamA, ownInbox: inboxA, peerInbox: inboxB),
+                InMemoryFixedChannel(incoming: streamB, ownInbox: inboxB, peerInbox: inboxA))
+    }
+
+    package func send(_ payload: [UInt8]) async throws {
+        guard case .enqueued = peerInbox.yield(payload) else { throw ClosedError() }
+    }
+
+    /// Models a disconnection: both directions end.
+    package func close() {
+        ownInbox.finish()
+        peerInbox.finish()
+    }
+}
+
+/// A test-driven ATT peer speaking raw bytes, to provoke a bearer with exact or hostile PDUs.
+package actor RawATTPeer {
+    package let channel: InMemoryFixedChannel
+    private var received: [[UInt8]] = []
+
+    private init(channel: InMemoryFixedChannel) { self.channel = channel }
+
+    package static func attached(to channel: InMemoryFixedChannel) -> RawATTPeer {
+        let peer = RawATTPeer(channel: channel)
+        Task {
+            for await payload in channel.incoming { await peer.store(payload) }
+        }
+        return peer
+    }
+
+    private func store(_ payload: [UInt8]) { received.append(payload) }
+
+    package func send(_ bytes: [UInt8]) async throws { try await channel.send(bytes) }
+
+    /// The next PDU the bearer sent, or nil if none came within `timeout`.
+    package func next(timeout: Duration = .seconds(2)) async -> [UInt8]? {
+        let deadline = ContinuousClock.now + timeout
+        while received.isEmpty {
+            guard ContinuousClock.now < deadline else { return nil }
+            try? await Task.sleep(for: .milliseconds(1))
+        }
+        return received.removeFirst()
+    }
+
+    /// Sends `request` and returns the single PDU that answers it.
+    package func exchange(_ request: [UInt8]) async throws -> [UInt8]? {
+        try await send(request)
+        return await next()
+    }
+
+    package var pendingCount: Int { received.count }
+}
+
+/// Collects values delivered to application callbacks.
+package actor CallbackRecorder<Value: Sendable> {
+    package private(set) var values: [Value] = []
+    package init() {}
+    package func record(_ value: Value) { values.append(value) }
+}
+
+/// A deterministic generator so that random-input tests fail reproducibly.
+package struct SeededGenerator: RandomNumberGenerator {
+    private var state: UInt64
+    package init(seed: UInt64) { state = seed }
+    package mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}
+
+/// "02 17 00" -> [0x02, 0x17, 0x00]; whitespace is ignored.
+package func bytesFromHex(_ text: String) -> [UInt8] {
+    let digits = text.filter { !$0.isWhitespace }
+    var bytes: [UInt8] = []
+    var index = digits.startIndex
+    while index < digits.endIndex {
+        let next = digits.index(index, offsetBy: 2)
+        bytes.append(UInt8(digits[index..<next], radix: 16) ?? 0)
+        index = next
+    }
+    return bytes
+}

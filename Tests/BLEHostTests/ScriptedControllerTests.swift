@@ -1,0 +1,232 @@
+import Synchronization
+import Testing
+@testable import BLEHost
+import BLEHostTestSupport
+
+/// The sequences a spec-faithful controller (RootCanal, real silicon) produces and a lenient one
+/// (Bumble) hides, each against `ScriptedController`: who owns a connection attempt's end, what a
+/// refusal leads to, and whether the host can always leave the state it is in. The node's policy
+/// on top (ProximityExchange) meets the same controller in GATTExchangeTests'
+/// ExchangeScriptedControllerTests.
+@Suite(.timeLimit(.minutes(1)))
+struct ScriptedControllerTests {
+    static let peerA = BluetoothAddress(string: "3A:00:00:00:00:0A")!
+    static let peerB = BluetoothAddress(string: "3B:00:00:00:00:0B")!
+
+    static func openHost(_ controller: ScriptedController) async throws -> LEHost {
+        var configuration = LEHost.Configuration()
+        configuration.cancelGrace = .milliseconds(500)
+        return try await LEHost.open(
+            transport: controller, databaseForLink: { _ in try GATTDatabase(services: []) }, configuration: configuration)
+    }
+
+    /// Issue 12, steps 1-3: an attempt times out and is cancelled while a second waits. The
+    /// cancelled attempt's 0x02 arrives after the cancel's answer; it must end the first attempt,
+    /// and the second may start only after it, never to be handed that 0x02.
+    @Test func aCancelledAttemptsCompletionEndsThatAttemptAndNoOther() async throws {
+        let controller = ScriptedController()
+        controller.state.withLock { $0.cancelCompletionDelay = .milliseconds(50) }
+        let host = try await Self.openHost(controller)
+        let first = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .milliseconds(150)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        let second = Task { try await host.connect(to: Self.peerB, type: .random, timeout: .seconds(5)) }
+
+        await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .milliseconds(150))) { try await first.value }
+        #expect(await eventually { controller.initiatingPeer == Self.peerB })
+        // Long enough for the 0x02 to arrive while the second attempt is under way, if it started too early.
+        try await Task.sleep(for: .milliseconds(100))
+        controller.connectInitiatedConnection(handle: 0x0041)
+        let connection = try await second.value
+        #expect(connection.peerAddress == Self.peerB)
+        #expect(connection.handle == 0x0041)
+        let refused = controller.state.withLock { $0.refusedCreateConnections }
+        #expect(refused == 0, "an LE Create Connection was sent while another was under way")
+        let timeline = controller.state.withLock { $0.attemptTimeline }
+        #expect(timeline == ["create \(Self.peerA)", "cancel", "ended 0x2", "create \(Self.peerB)"],
+                "the second attempt must start only after the first one's end")
+        await host.close()
+    }
+
+    /// A connection that forms while its attempt is being cancelled is the attempt's result: it is
+    /// returned to the caller, not dropped or left open with no owner.
+    @Test func aLateSuccessAfterCancelIsHandedToItsAttempt() async throws {
+        let controller = ScriptedController()
+        controller.state.withLock { $0.cancelEnding = .lateSuccess(handle: 0x0042) }
+        let host = try await Self.openHost(controller)
+        let connection = try await host.connect(to: Self.peerA, type: .random, timeout: .milliseconds(100))
+        #expect(connection.peerAddress == Self.peerA)
+        #expect(connection.isConnected)
+        #expect(!controller.state.withLock { $0.commands }.contains(Disconnect.opcode), "the late link was closed")
+        #expect(await host.openConnections.map(\.handle) == [0x0042])
+        await host.close()
+    }
+
+    /// RootCanal's initiator, once a connect request of its went unanswered, ignores every
+    /// advertiser while its scanner still reports them. The peer heard advertising with no
+    /// connection following ends the attempt there and then, with a reason that says so, not at
+    /// the timeout.
+    @Test func aPeerHeardAdvertisingWithoutAConnectionEndsTheAttemptEarly() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        let started = ContinuousClock.now
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.advertise(from: Self.peerB)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(controller.initiatingPeer == Self.peerA, "another peer's advertising is no sign")
+        controller.advertise(from: Self.peerA)
+        await #expect(throws: GAPError.peerAdvertisedWithoutConnecting(peer: Self.peerA, advertisements: 1)) {
+            try await attempt.value
+        }
+        #expect(ContinuousClock.now - started < .seconds(10), "the attempt ran to its timeout")
+        #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peerA)", "cancel", "ended 0x2"])
+        await host.close()
+    }
+
+    /// The attempt vanished without an end (RootCanal's stuck initiator): the cancel is refused as
+    /// "not initiating" and no end follows. The attempt ends shortly after the refusal with the
+    /// same sign, and the controller is not taken for one that ignores cancels.
+    @Test func anAttemptThatVanishesWithoutAnEndIsReportedAsUnanswered() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.dropInitiationSilently()
+        controller.advertise(from: Self.peerA)
+        await #expect(throws: GAPError.peerAdvertisedWithoutConnecting(peer: Self.peerA, advertisements: 1)) {
+            try await attempt.value
+        }
+        #expect(await !host.cancelIsUnreliable)
+        await host.close()
+    }
+
+    /// A controller that connects at the peer's first advertisement is left alone.
+    @Test func aPeerHeardOnceAndConnectedIsAnOrdinaryConnection() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.advertise(from: Self.peerA)
+        controller.connectInitiatedConnection(handle: 0x0045)
+        #expect(try await attempt.value.handle == 0x0045)
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peerA)"], "a cancel followed the link")
+        await host.close()
+    }
+
+    /// The controller is initiating for nobody (a host before us, or a cancel it took without
+    /// effect): LE Create Connection is refused with Command Disallowed. The node must end that
+    /// initiation, so that the next attempt goes through, instead of failing forever.
+    @Test func commandDisallowedWhileInitiatingEndsTheStrayAttempt() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        controller.startStrayInitiation(to: Self.peerB)
+
+        await #expect(throws: GAPError.hci(.commandFailed(opcode: LECreateConnection.opcode, status: .commandDisallowed))) {
+            try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(1))
+        }
+        #expect(controller.initiatingPeer == nil, "the stray initiation was not ended")
+        let next = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(5)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.connectInitiatedConnection(handle: 0x0043)
+        #expect(try await next.value.peerAddress == Self.peerA)
+        await host.close()
+    }
+
+    /// A controller that takes a cancel and never ends the attempt (Bumble): the caller is told
+    /// the attempt timed out, and the link that forms later is closed at once.
+    @Test func anIgnoredCancelLeavesNoOwnerlessLink() async throws {
+        let controller = ScriptedController()
+        controller.state.withLock { $0.cancelEnding = .ignored }
+        let host = try await Self.openHost(controller)
+        await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .milliseconds(100))) {
+            try await host.connect(to: Self.peerA, type: .random, timeout: .milliseconds(100))
+        }
+        controller.connectInitiatedConnection(handle: 0x0044)
+        #expect(await eventually { controller.state.withLock { $0.commands }.contains(Disconnect.opcode) })
+        #expect(await eventually { await host.openConnections.isEmpty })
+        await host.close()
+    }
+
+    /// A controller reuses a handle without a Disconnection Complete: the old link ends (its
+    /// waiters hear it), the new one is a new link with its own channel.
+    @Test func aHandleReusedWithoutDisconnectionEndsTheOldLink() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        controller.acceptIncoming(handle: 0x0040, from: Self.peerA)
+        let old = try #require(await incoming.next())
+        controller.acceptIncoming(handle: 0x0040, from: Self.peerB)
+        let new = try #require(await incoming.next())
+        #expect(await old.disconnected() == .unknownConnectionIdentifier)
+        #expect(new.isConnected && new.peerAddress == Self.peerB)
+        #expect(new.channel !== old.channel)
+        #expect(await host.openConnections.map(\.peerAddress) == [Self.peerB])
+        await host.close()
+    }
+
+    /// The controller stops advertising behind our back (a link formed, a command it dropped):
+    /// the audit notices it and turns advertising on again.
+    @Test func theAuditFindsAdvertisingOffAndTurnsItOn() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        try await host.startAdvertising(ScriptedController.nodeAdvertisingData)
+        var clean = await host.audit()
+        #expect(clean.isClean, "a controller doing what we believe needs no mending: \(clean)")
+        controller.state.withLock { $0.advertising = false }
+        let findings = await host.audit()
+        #expect(findings.advertisingWasOff)
+        #expect(controller.state.withLock { $0.advertising })
+        controller.startStrayInitiation(to: Self.peerA)
+        clean = await host.audit()
+        #expect(clean.strayInitiationEnded)
+        #expect(controller.initiatingPeer == nil)
+        await host.close()
+    }
+
+    /// Our own central links leave advertising as it is, so the host must not enable it again when
+    /// they close: RootCanal restarts the advertising interval at every enable, and a node enabling
+    /// after each of a burst of exchanges went unheard for 2.7 s in a 20-node crowd.
+    @Test func closingOurCentralLinksDoesNotEnableAdvertisingAgain() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        try await host.startAdvertising(ScriptedController.nodeAdvertisingData)
+        let enablesBefore = Self.advertisingEnables(controller)
+        for (index, peer) in [Self.peerA, Self.peerB].enumerated() {
+            let attempt = Task { try await host.connect(to: peer, type: .random, timeout: .seconds(20)) }
+            #expect(await eventually { controller.initiatingPeer == peer })
+            controller.connectInitiatedConnection(handle: 0x0040 + UInt16(index))
+            let connection = try await attempt.value
+            await host.disconnect(connection)
+            _ = await connection.disconnected()
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(Self.advertisingEnables(controller) == enablesBefore, "advertising enabled again after central links")
+        #expect(controller.state.withLock { $0.advertising })
+        await host.close()
+    }
+
+    /// A central connecting to us stops legacy advertising: the host enables it once, at once, and
+    /// not again when that link closes while advertising is on.
+    @Test func aPeerConnectingToUsGetsAdvertisingEnabledOnce() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        try await host.startAdvertising(ScriptedController.nodeAdvertisingData)
+        let enablesBefore = Self.advertisingEnables(controller)
+        controller.acceptIncoming(handle: 0x0050, from: Self.peerA)
+        #expect(await eventually { controller.state.withLock { $0.advertising } })
+        #expect(await eventually { await !host.connections.isEmpty })
+        let connection = try #require(await host.connections.values.first)
+        await host.disconnect(connection)
+        _ = await connection.disconnected()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(Self.advertisingEnables(controller) == enablesBefore + 1)
+        await host.close()
+    }
+
+    // MARK: Helpers
+
+    static func advertisingEnables(_ controller: ScriptedController) -> Int {
+        controller.state.withLock { $0.commands.filter { $0 == LESetAdvertisingEnable.opcode }.count }
+    }
+}

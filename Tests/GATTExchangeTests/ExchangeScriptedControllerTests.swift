@@ -1,0 +1,231 @@
+import IDRotation
+import Synchronization
+import Testing
+@testable import BLEHost
+import BLEHostTestSupport
+@testable import GATTExchange
+
+/// The node's policy (ProximityExchange) against `ScriptedController`, a spec-faithful controller:
+/// what a peer advertising through unanswered attempts, a refused address or a rotation leads to,
+/// and whether the node can always leave the state it is in. The host's own part of these
+/// sequences is in BLEHostTests' ScriptedControllerTests.
+@Suite(.timeLimit(.minutes(1)))
+struct ExchangeScriptedControllerTests {
+    static let peerA = BluetoothAddress(string: "3A:00:00:00:00:0A")!
+    static let peerB = BluetoothAddress(string: "3B:00:00:00:00:0B")!
+
+    static func openHost(_ controller: ScriptedController, identity: AdvertisedIdentity = AdvertisedIdentity()) async throws -> LEHost {
+        var configuration = LEHost.Configuration()
+        configuration.cancelGrace = .milliseconds(500)
+        let (_, writes) = AsyncStream.makeStream(of: PeerWriteEvent.self)
+        return try await LEHost.open(
+            transport: controller, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writes),
+            configuration: configuration)
+    }
+
+    /// The node's policy on that sign: ask the same peer again at once (on RootCanal, the request
+    /// that clears the pending one) with advertising off, and when that goes unanswered too, have
+    /// the controller reset.
+    @Test func aPeerAdvertisingThroughTwoAttemptsLeadsToAReset() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            Self.connectAtOnce(&configuration)
+            configuration.connectionTimeout = .seconds(20)
+        }
+        controller.advertise(from: Self.peerA)
+        for attempt in 1...2 {
+            #expect(await eventually { controller.state.withLock { $0.createConnections } == attempt && controller.initiatingPeer == Self.peerA })
+            #expect(controller.state.withLock { $0.advertising } == (attempt == 1), "advertising must be off while asking again")
+            controller.advertise(from: Self.peerA)
+        }
+        let reason = await exchange.waitUntilControllerIsStuck()
+        #expect(reason?.contains("went unanswered, and asking that peer again brought no link") == true, "reason: \(String(describing: reason))")
+        #expect(controller.state.withLock { $0.attemptTimeline } == [
+            "create \(Self.peerA)", "cancel", "ended 0x2", "create \(Self.peerA)", "cancel", "ended 0x2",
+        ])
+        await exchange.stop()
+        await host.close()
+    }
+
+    /// The peer is gone when asked again: only a link to it would have cleared the unanswered
+    /// request, so the controller may still be stuck, and it is reset rather than left advertising.
+    @Test func aRetryThatFindsThePeerGoneAlsoLeadsToAReset() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            Self.connectAtOnce(&configuration)
+            configuration.connectionTimeout = .milliseconds(300)
+        }
+        controller.advertise(from: Self.peerA)
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.advertise(from: Self.peerA)
+        let reason = await exchange.waitUntilControllerIsStuck()
+        #expect(reason != nil)
+        #expect(controller.state.withLock { $0.createConnections } == 2)
+        #expect(!controller.state.withLock { $0.advertising }, "advertising resumed on a controller about to be reset")
+        await exchange.stop()
+        await host.close()
+    }
+
+    /// Peers rotate with us at the window's end: no connect request starts in its last moments, nor
+    /// after it until our rotation ran, where it could go unanswered; the same sighting in a
+    /// current window starts one.
+    @Test func noAttemptStartsJustBeforeOurWindowEnds() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            Self.connectAtOnce(&configuration)
+        }
+        let now = SystemWallClock().now()
+        await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now - 10, end: now + 2)))
+        // Heard again and again, as a peer advertising every 50 ms is (scanning restarts after a rotation).
+        for _ in 0..<10 {
+            controller.advertise(from: Self.peerA)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started just before the rotation")
+        // The window is over and our rotation has not run yet (a loaded machine runs it late):
+        // peers have moved on, so still no attempt.
+        await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now - 20, end: now - 1)))
+        for _ in 0..<10 {
+            controller.advertise(from: Self.peerA)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started after the window ended")
+        await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now, end: now + 600)))
+        #expect(await eventually {
+            controller.advertise(from: Self.peerA)
+            try? await Task.sleep(for: .milliseconds(50))
+            return controller.state.withLock { $0.createConnections } == 1
+        })
+        await exchange.stop()
+        await host.close()
+    }
+
+    /// A connect request the scanner cannot witness could leave a RootCanal controller stuck with
+    /// no sign of it: attempts start only while the scan burst is on, and the burst ends only
+    /// after the attempts under way, even when candidates are still waiting at its end.
+    @Test func noAttemptStartsWhileTheScannerIsOff() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            Self.connectAtOnce(&configuration)
+            configuration.connectionTimeout = .milliseconds(250)
+            configuration.pauseAfterFailedConnection = .milliseconds(50)
+            configuration.scanOnTime = .milliseconds(300)
+            configuration.scanBurstExtension = .milliseconds(200)
+            configuration.scanOffTime = .seconds(30)
+        }
+        let peers = (0..<8).map { _ in BluetoothAddress.randomNonResolvablePrivate() }
+        for peer in peers { controller.advertise(from: peer) }
+        #expect(await eventually(timeout: .seconds(5)) {
+            controller.state.withLock { !$0.scanning && $0.initiating == nil && $0.createConnections > 0 }
+        })
+        try await Task.sleep(for: .seconds(1))
+        let (attempts, unwitnessed) = controller.state.withLock { ($0.createConnections, $0.createConnectionsWhileNotScanning) }
+        #expect(unwitnessed == 0, "\(unwitnessed) of \(attempts) connect attempts started with the scanner off")
+        #expect(attempts < peers.count, "the burst should have ended with candidates left")
+        await exchange.stop()
+        await host.close()
+    }
+
+    /// A rotation stops the scanner to change the address; the scan burst it interrupted goes on
+    /// after it and still ends on time. Ending it there phase-locked every node's bursts to the
+    /// rotation, which follows the wall clock: a crowd of 20 on RootCanal then scanned and
+    /// initiated in the same 10 s before each boundary and logged 70 % of its pairs.
+    @Test func aRotationInsideAScanBurstDoesNotEndIt() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            configuration.scanOnTime = .seconds(2)
+            configuration.scanOffTime = .seconds(30)
+        }
+        #expect(await eventually { controller.state.withLock { $0.scanning } })
+        await exchange.rotate(to: Self.ownID(start: 60))
+        #expect(await eventually { controller.state.withLock { $0.scanning } }, "the burst ended at the rotation")
+        #expect(await eventually(timeout: .seconds(5)) { !controller.state.withLock { $0.scanning } },
+                "the burst outlived its time")
+        await exchange.stop()
+        await host.close()
+    }
+
+    /// A session that starts during the pause between bursts (after a controller reset) waits for
+    /// the next burst instead of starting one of its own: in a RootCanal crowd, with frequent
+    /// resets, fresh bursts had nodes scanning and initiating almost all the time.
+    @Test func aSessionStartedDuringThePauseWaitsForTheNextBurst() async throws {
+        let schedule = ScanSchedule(onTime: .seconds(1), offTime: .milliseconds(700))
+        _ = schedule.phase(at: .now)
+        schedule.burstEnded(at: .now, jitter: 1)
+        let pauseEnds = ContinuousClock.now + .milliseconds(700)
+        let (controller, _, host, exchange, _) = try await Self.runningExchange(scanSchedule: schedule) { configuration in
+            configuration.scanOnTime = .seconds(1)
+            configuration.scanOffTime = .milliseconds(700)
+        }
+        try await Task.sleep(until: pauseEnds - .milliseconds(200))
+        #expect(!controller.state.withLock { $0.scanning }, "a new session scanned during the pause")
+        #expect(await eventually { controller.state.withLock { $0.scanning } }, "the next burst never came")
+        await exchange.stop()
+        await host.close()
+    }
+
+    /// Rotation while the controller still initiates for nobody (it refuses the new address with
+    /// Command Disallowed): the node ends that initiation, changes the address, serves the new id
+    /// and advertises again; it is never left dark.
+    @Test func aRefusedAddressChangeIsMendedAndAdvertisingResumes() async throws {
+        let (controller, identity, host, exchange, _) = try await Self.runningExchange()
+        controller.startStrayInitiation(to: Self.peerB)
+        let addressBefore = await host.randomAddress
+
+        let second = Self.ownID(start: 60)
+        await exchange.rotate(to: second)
+        #expect(identity.ownID == second)
+        #expect(await host.randomAddress != addressBefore)
+        #expect(controller.state.withLock { $0.advertising }, "advertising did not resume")
+        #expect(await host.condition.advertising == nil)
+        await exchange.stop()
+        await host.close()
+    }
+
+    /// A controller that refuses every new address: the new id never goes on air (not from the
+    /// old address, nor at all) and the node asks for a controller reset instead of going dark.
+    @Test func anAddressTheControllerAlwaysRefusesLeadsToAReset() async throws {
+        let (controller, identity, host, exchange, first) = try await Self.runningExchange()
+        controller.state.withLock { $0.refuseAddressChanges = true }
+
+        await exchange.rotate(to: Self.ownID(start: 60))
+        #expect(identity.ownID == first, "the new id was served from the old address")
+        let reason = await exchange.waitUntilControllerIsStuck()
+        #expect(reason?.contains("refused a new address") == true, "reason: \(String(describing: reason))")
+        await exchange.stop()
+        await host.close()
+    }
+
+    // MARK: Helpers
+
+    /// An id whose window begins `start` seconds from now and lasts 10 minutes: the exchange
+    /// starts no connection attempt for an id whose window is over.
+    static func ownID(start: UnixSeconds) -> OwnID {
+        let now = SystemWallClock().now()
+        return OwnID(id: UserID.random(), window: IDWindow(start: now + start, end: now + start + 600))
+    }
+
+    /// A heard peer is tried at once: no initiation spread, no deferral to the peer.
+    static func connectAtOnce(_ configuration: inout ExchangeConfiguration) {
+        configuration.initiationSpread = .zero
+        configuration.deferToPeerDelay = .zero
+    }
+
+    /// An exchange on a scripted controller, started with a first id.
+    static func runningExchange(
+        scanSchedule: ScanSchedule? = nil, configure: (inout ExchangeConfiguration) -> Void = { _ in }
+    ) async throws -> (ScriptedController, AdvertisedIdentity, LEHost, ProximityExchange, OwnID) {
+        let controller = ScriptedController()
+        let identity = AdvertisedIdentity()
+        let host = try await openHost(controller, identity: identity)
+        let (writes, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
+        var configuration = ExchangeConfiguration()
+        configuration.scanOffTime = .zero
+        configure(&configuration)
+        let exchange = ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(),
+                                         configuration: configuration, scanSchedule: scanSchedule)
+        let first = ownID(start: 0)
+        await exchange.rotate(to: first)
+        try await exchange.start()
+        return (controller, identity, host, exchange, first)
+    }
+
+    struct DiscardingSink: EncounterSink {
+        func record(_ sighting: Sighting) async {}
+    }
+}
