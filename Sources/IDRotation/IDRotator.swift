@@ -49,7 +49,9 @@ public actor IDRotator {
     private let schedule: RotationSchedule
     private let derivation: IDDerivation
     private let history: any OwnIDHistory
-    private let clock: any WallClock
+    /// The clock the windows are read from; the exchange reads the same one, so that what it
+    /// counts as the end of our window is the moment this rotator rotates.
+    public nonisolated let clock: any WallClock
     private let makeKey: @Sendable () -> DailyKey
     private let logger: Logger
     private var current: OwnID?

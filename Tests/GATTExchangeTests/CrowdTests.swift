@@ -32,7 +32,7 @@ struct CrowdTests {
         let phoneIDs = (1...(controller == .bumble ? 5 : 3)).map { String(repeating: String(format: "%02x", 0xd0 + $0), count: 8) }
         let link = try await VirtualRadio.launch(controller, controllers: nodeCount + phoneIDs.count)
         defer { link.stop() }
-        let clock = ProximityExchangeTests.FrozenClock(time: SystemWallClock().now())
+        let clock = ProximityExchangeTests.OneWindowClock()
         var nodes: [ProximityExchangeTests.Node] = []
         for index in 0..<nodeCount {
             nodes.append(try .start(port: link.ports[index], schedule: try RotationSchedule(), clock: clock))

@@ -93,7 +93,7 @@ struct ExchangeResilienceTests {
     func controllerLossIsSurvivedAndNothingLoggedIsLost(_ controller: VirtualController) async throws {
         let first = try await VirtualRadio.launch(controller, controllers: 2)
         let ports = first.ports
-        let node = try Node.start(port: ports[0], schedule: try RotationSchedule(), clock: ProximityExchangeTests.FrozenClock(time: SystemWallClock().now()))
+        let node = try Node.start(port: ports[0], schedule: try RotationSchedule(), clock: ProximityExchangeTests.OneWindowClock())
         let before = try BumblePeer.start("tracer_peripheral.py", [
             "--transport", "tcp-client:127.0.0.1:\(ports[1])", "--id", "c1c1c1c1c1c1c1c1", "--connections", "10", "--timeout", "30",
         ])

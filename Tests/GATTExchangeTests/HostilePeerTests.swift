@@ -424,7 +424,7 @@ struct HostilePeerTests {
         func startNode(controller: Int) throws -> Node {
             let node = try Node.start(
                 port: link.ports[controller], schedule: try RotationSchedule(),
-                clock: ProximityExchangeTests.FrozenClock(time: SystemWallClock().now()))
+                clock: ProximityExchangeTests.OneWindowClock())
             nodes.append(node)
             return node
         }

@@ -54,11 +54,21 @@ struct ProximityExchangeTests {
         }
     }
 
-    /// Holds the wall clock at one instant for the rotator, so a test stays inside one window.
-    struct FrozenClock: WallClock {
-        let time: UnixSeconds
-        func now() -> UnixSeconds { time }
-        func sleep(until time: UnixSeconds) async throws { try await Task.sleep(for: .seconds(3600)) }
+    /// The wall clock, running, but set back when made to one second into the current id window
+    /// (of the default 15 minutes), so a test of a few minutes stays inside one window whenever it
+    /// starts. A clock frozen at the start did that for the rotator only: the exchange, which keeps
+    /// quiet from 2 s before its window ends until the rotation, reads the same clock, and when a
+    /// test began just before a quarter hour it waited for a rotation that never came.
+    struct OneWindowClock: WallClock {
+        private let offset: UnixSeconds
+
+        init(windowSeconds: UnixSeconds = 900) {
+            let now = SystemWallClock().now()
+            offset = (now - now % windowSeconds + 1) - now
+        }
+
+        func now() -> UnixSeconds { SystemWallClock().now() + offset }
+        func sleep(until time: UnixSeconds) async throws { try await SystemWallClock().sleep(until: time - offset) }
     }
 
     static func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
@@ -70,11 +80,45 @@ struct ProximityExchangeTests {
         return try await condition()
     }
 
+    /// A wall clock that stands still: the rotator never reaches the end of its window.
+    struct StoppedClock: WallClock {
+        let time: UnixSeconds
+        func now() -> UnixSeconds { time }
+        func sleep(until time: UnixSeconds) async throws { try await Task.sleep(for: .seconds(3600)) }
+    }
+
+    /// The exchange keeps quiet at the end of the window by the rotator's clock, not the system's:
+    /// a node whose rotator stands 1 s before its window ends starts no connection, while a node
+    /// beside it, mid-window, meets the same peripheral.
+    @Test func theQuietBeforeRotationFollowsTheRotatorsClock() async throws {
+        let link = try await VirtualRadio.launch(.bumble, controllers: 3)
+        defer { link.stop() }
+        let now = SystemWallClock().now()
+        let windowEnd = now - now % RotationSchedule.defaultInterval + RotationSchedule.defaultInterval
+        let closing = try Node.start(port: link.ports[0], schedule: try RotationSchedule(), clock: StoppedClock(time: windowEnd - 1))
+        let midWindow = try Node.start(port: link.ports[1], schedule: try RotationSchedule(), clock: OneWindowClock())
+        let peripheral = try BumblePeer.start("tracer_peripheral.py", [
+            "--transport", "tcp-client:127.0.0.1:\(link.ports[2])", "--id", "c3c3c3c3c3c3c3c3", "--connections", "10", "--timeout", "30",
+        ])
+        defer { peripheral.stop() }
+        let peripheralID = try UserID(hex: "c3c3c3c3c3c3c3c3")
+        let midWindowMet = try await Self.waitUntil(timeout: .seconds(15)) {
+            try await midWindow.encounters().contains { $0.peer == peripheralID }
+        }
+        #expect(midWindowMet, "the node mid-window did not meet the peripheral")
+        // A few more seconds in which the closing node could have connected too.
+        try await Task.sleep(for: .seconds(3))
+        #expect(try await !closing.encounters().contains { $0.peer == peripheralID },
+                "a node in its last 2 s (by its rotator's clock) connected to a peer")
+        await closing.stop()
+        await midWindow.stop()
+    }
+
     @Test(arguments: VirtualController.allCases)
     func twoNodesLogEachOthersIDOncePerWindow(_ controller: VirtualController) async throws {
         let link = try await VirtualRadio.launch(controller, controllers: 2)
         defer { link.stop() }
-        let clock = FrozenClock(time: SystemWallClock().now())
+        let clock = OneWindowClock()
         let a = try Node.start(port: link.ports[0], schedule: try RotationSchedule(), clock: clock)
         let b = try Node.start(port: link.ports[1], schedule: try RotationSchedule(), clock: clock)
         let idA = try await a.rotator.currentID()

@@ -71,7 +71,7 @@ public struct ExchangeSession: Sendable {
         }
         let exchange = ProximityExchange(
             host: host, identity: identity, peerWrites: writes, sink: sink, configuration: configuration,
-            scanSchedule: scanSchedule, logger: logger)
+            scanSchedule: scanSchedule, wallClock: rotator.clock, logger: logger)
         do {
             await exchange.rotate(to: try await rotator.currentID())
             try await exchange.start()
