@@ -25,11 +25,35 @@ public struct ObjectHeaders: Sendable, Equatable {
 /// and is simply run again.
 public struct ObjectStoreClient: Sendable {
     public let location: ObjectStoreLocation
-    let credentials: ObjectStoreCredentials
+    /// Asked before each request: temporary credentials are renewed behind a long-running server
+    /// (a credentials file rewritten every hour), and a client built at its start would sign with
+    /// expired ones until restarted.
+    let credentials: @Sendable () throws(ObjectStoreError) -> ObjectStoreCredentials
     /// Per request; a 20 MB batch over a slow uplink needs minutes.
     public var timeout: Duration
 
     public init(location: ObjectStoreLocation, credentials: ObjectStoreCredentials, timeout: Duration = .seconds(300)) throws(ObjectStoreError) {
+        try self.init(location: location, timeout: timeout) { () throws(ObjectStoreError) in credentials }
+    }
+
+    /// A client with the credentials of `credentialsFile`, else of the environment. They are read
+    /// now, so that missing ones stop a server before it listens; a file is read again before each
+    /// request, so temporary credentials renewed by rewriting it are used without a restart.
+    public init(location: ObjectStoreLocation, credentialsFile: String?, environment: [String: String],
+                timeout: Duration = .seconds(300)) throws(ObjectStoreError) {
+        let first = try ObjectStoreCredentials.load(file: credentialsFile, environment: environment)
+        guard let file = credentialsFile else {
+            try self.init(location: location, credentials: first, timeout: timeout)
+            return
+        }
+        try self.init(location: location, timeout: timeout) { () throws(ObjectStoreError) in
+            try ObjectStoreCredentials.load(file: file)
+        }
+    }
+
+    /// A client that signs each request with what `credentials` returns at that moment.
+    public init(location: ObjectStoreLocation, timeout: Duration = .seconds(300),
+                credentials: @escaping @Sendable () throws(ObjectStoreError) -> ObjectStoreCredentials) throws(ObjectStoreError) {
         if let problem = location.problems().first { throw .invalidSettings(problem) }
         self.location = location
         self.credentials = credentials
@@ -90,7 +114,7 @@ public struct ObjectStoreClient: Sendable {
     }
 
     private func send(_ request: S3Request, operation: String, key: String) async throws(ObjectStoreError) -> S3Response {
-        switch await S3Transfer(request: request, region: location.region, credentials: credentials, timeout: timeout).perform() {
+        switch await S3Transfer(request: request, region: location.region, credentials: try credentials(), timeout: timeout).perform() {
         case .answered(let response): return response
         case .failed(let reason): throw .transport(operation: operation, url: request.url.prefix(while: { $0 != "?" }).description, reason: reason)
         }
@@ -101,7 +125,8 @@ public struct ObjectStoreClient: Sendable {
         let code = response.errorCode
         switch (response.status, code) {
         case (403, "InvalidAccessKeyId"), (403, "SignatureDoesNotMatch"), (403, "InvalidClientTokenId"), (403, "AuthorizationHeaderMalformed"),
-             (400, "AuthorizationHeaderMalformed"), (403, "ExpiredToken"), (403, "RequestTimeTooSkewed"):
+             (400, "AuthorizationHeaderMalformed"), (400, "ExpiredToken"), (403, "ExpiredToken"), (403, "InvalidToken"),
+             (400, "InvalidToken"), (403, "RequestTimeTooSkewed"):
             return .credentialsRejected(operation: operation, bucket: location.bucket, code: code)
         case (403, _): return .accessDenied(operation: operation, bucket: location.bucket, key: key)
         case (404, "NoSuchBucket"): return .noSuchBucket(bucket: location.bucket)

@@ -36,8 +36,10 @@ public enum ObjectStoreError: Error, Sendable, Equatable, CustomStringConvertibl
             return "The object store settings are invalid: \(detail)."
         case .transport(let operation, let url, let reason):
             return "Could not \(operation) at \(url) (\(reason)); check the endpoint URL and the network, then run sync again."
+        case .credentialsRejected(let operation, let bucket, let code) where code == "ExpiredToken":
+            return "The object store refused the credentials for \(operation) in bucket \(bucket) (ExpiredToken): the temporary credentials have expired; fetch new ones (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, or the credentials file) and run sync again."
         case .credentialsRejected(let operation, let bucket, let code):
-            return "The object store refused the credentials for \(operation) in bucket \(bucket) (\(code)); check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the credentials file) and the region."
+            return "The object store refused the credentials for \(operation) in bucket \(bucket) (\(code)); check AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY (or the credentials file), AWS_SESSION_TOKEN if the keys are temporary, and the region."
         case .accessDenied(let operation, let bucket, let key):
             return "The object store denied \(operation) of \(key.isEmpty ? "the listing" : key) in bucket \(bucket) (AccessDenied); grant the sync user s3:PutObject, s3:GetObject, s3:DeleteObject and s3:ListBucket on the prefix (deploy/object-store/README.md)."
         case .noSuchBucket(let bucket):

@@ -76,7 +76,9 @@ struct S3Transfer: Sendable {
         let payloadHash = request.body.isEmpty ? Self.emptyPayloadHash : SHA256.hash(data: request.body).hex
         // No "Expect:" line to suppress 100-continue: libcurl 7.88 would sign that empty header
         // without sending it, and the service then refuses the signature.
-        for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["x-amz-content-sha256: \(payloadHash)"] {
+        // libcurl signs every header of this list, so the session token is signed as the service asks.
+        let tokenHeader = credentials.sessionToken.map { ["x-amz-security-token: \($0)"] } ?? []
+        for line in request.headers.map({ "\($0.name): \($0.value)" }) + ["x-amz-content-sha256: \(payloadHash)"] + tokenHeader {
             headerList = tracer_curl_slist_append(headerList, line) ?? headerList
         }
         var results: [CURLcode] = []

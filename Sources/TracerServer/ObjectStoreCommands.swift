@@ -25,7 +25,7 @@ struct ObjectStoreOptions: ParsableArguments {
 
     @Option(
         name: .customLong("credentials-file"),
-        help: "A mode-0600 file with AWS_ACCESS_KEY_ID=... and AWS_SECRET_ACCESS_KEY=... lines (objectStore.credentialsFile); default: those environment variables.")
+        help: "A mode-0600 file with AWS_ACCESS_KEY_ID=... and AWS_SECRET_ACCESS_KEY=... lines, and AWS_SESSION_TOKEN=... for temporary credentials (objectStore.credentialsFile); default: those environment variables.")
     var credentialsFile: String?
 
     /// The configured section with the flags applied, or nil when neither names a bucket.
@@ -45,10 +45,9 @@ struct ObjectStoreOptions: ParsableArguments {
 }
 
 extension ObjectStoreSettings {
-    /// The client, with credentials from the file or the environment.
+    /// The client, with credentials from the file (read again before each request) or the environment.
     func makeClient() throws -> ObjectStoreClient {
-        let credentials = try ObjectStoreCredentials.load(file: credentialsFile, environment: ProcessInfo.processInfo.environment)
-        return try ObjectStoreClient(location: location, credentials: credentials)
+        try ObjectStoreClient(location: location, credentialsFile: credentialsFile, environment: ProcessInfo.processInfo.environment)
     }
 }
 

@@ -65,6 +65,18 @@ struct ObjectStoreCommandTests {
             #expect(!shown.contains(secret) && !shown.contains("AKIAEXAMPLE"), "\(shown)")
         }
         #expect(throws: ObjectStoreError.missingCredentials) { try ObjectStoreCredentials.load(file: nil, environment: [:]) }
+        let token = "FQoGZXIvYXdzEBYaDtemporarysessiontoken"
+        let temporary = try ObjectStoreCredentials.load(file: nil, environment: [
+            "AWS_ACCESS_KEY_ID": "ASIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": secret, "AWS_SESSION_TOKEN": token])
+        #expect(temporary.sessionToken == token && temporary.isTemporary && !fromEnvironment.isTemporary)
+        dumped = ""
+        dump(temporary, to: &dumped)
+        for shown in ["\(temporary)", String(reflecting: temporary), dumped] {
+            #expect(!shown.contains(secret) && !shown.contains(token), "\(shown)")
+        }
+        // An empty AWS_SESSION_TOKEN (a template left unfilled) means none.
+        #expect(try !ObjectStoreCredentials.load(file: nil, environment: [
+            "AWS_ACCESS_KEY_ID": "AKIAEXAMPLE", "AWS_SECRET_ACCESS_KEY": secret, "AWS_SESSION_TOKEN": ""]).isTemporary)
 
         let path = directory + "/s3.env"
         try "# sync user\nAWS_ACCESS_KEY_ID=AKIAFILE\nAWS_SECRET_ACCESS_KEY = \(secret)\n".write(toFile: path, atomically: true, encoding: .utf8)
@@ -72,7 +84,10 @@ struct ObjectStoreCommandTests {
         #expect(throws: ObjectStoreError.credentialsFileTooOpen(path: path, mode: "644")) { try ObjectStoreCredentials.load(file: path) }
         chmod(path, 0o600)
         let fromFile = try ObjectStoreCredentials.load(file: path, environment: ["AWS_ACCESS_KEY_ID": "ignored", "AWS_SECRET_ACCESS_KEY": "ignored"])
-        #expect(fromFile.accessKeyID == "AKIAFILE" && fromFile.secretAccessKey == secret)
+        #expect(fromFile.accessKeyID == "AKIAFILE" && fromFile.secretAccessKey == secret && !fromFile.isTemporary)
+        try "AWS_ACCESS_KEY_ID=ASIAFILE\nAWS_SECRET_ACCESS_KEY=\(secret)\nAWS_SESSION_TOKEN=\(token)\n".write(toFile: path, atomically: true, encoding: .utf8)
+        chmod(path, 0o600)
+        #expect(try ObjectStoreCredentials.load(file: path).sessionToken == token)
         try "AWS_ACCESS_KEY_ID=AKIAFILE\n".write(toFile: path, atomically: true, encoding: .utf8)
         chmod(path, 0o600)
         #expect(throws: ObjectStoreError.malformedCredentialsFile(path: path)) { try ObjectStoreCredentials.load(file: path) }

@@ -274,6 +274,61 @@ struct ObjectStoreSyncTests {
         #expect(try await Self.client(moto, bucket: "locked").list(prefix: "").isEmpty)
     }
 
+    /// Temporary credentials (an assumed role) sign with their session token, which the store
+    /// requires; without it, or with another, they are refused in words that name the token.
+    @Test func temporaryCredentialsSyncWithTheirSessionToken() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["temporary"])
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        func client(token: String?) throws -> ObjectStoreClient {
+            try ObjectStoreClient(
+                location: ObjectStoreLocation(endpoint: moto.endpoint, bucket: "temporary"),
+                credentials: ObjectStoreCredentials(
+                    accessKeyID: moto.temporaryAccessKeyID, secretAccessKey: moto.temporarySecretAccessKey, sessionToken: token),
+                timeout: .seconds(60))
+        }
+        for token in [nil, String(moto.sessionToken.reversed())] {
+            let refused = try client(token: token)
+            do {
+                try await Self.sync(fixture, refused).sync()
+                Issue.record("sync with \(token == nil ? "no" : "a wrong") session token succeeded")
+            } catch {
+                guard case .credentialsRejected = error else { throw error }
+                #expect(error.description.contains("AWS_SESSION_TOKEN"))
+                #expect(!error.description.contains(moto.sessionToken))
+            }
+        }
+        try await Self.sync(fixture, try client(token: moto.sessionToken)).sync()
+        #expect(try await Self.client(moto, bucket: "temporary").head("index.tpli") != nil)
+        #expect(!fixture.logs.all.joined().contains(moto.sessionToken))
+    }
+
+    /// A client built on a credentials file reads it before each request: a long-running server
+    /// goes on syncing after whatever renews temporary credentials rewrites the file.
+    @Test func renewedCredentialsInTheFileAreUsedWithoutANewClient() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["renewed"])
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        let path = fixture.paths.dataDirectory + "/s3-credentials"
+        func write(token: String) throws {
+            try "AWS_ACCESS_KEY_ID=\(moto.temporaryAccessKeyID)\nAWS_SECRET_ACCESS_KEY=\(moto.temporarySecretAccessKey)\nAWS_SESSION_TOKEN=\(token)\n"
+                .write(toFile: path, atomically: true, encoding: .utf8)
+            chmod(path, 0o600)
+        }
+        try write(token: "expired-" + moto.sessionToken.prefix(16))
+        let client = try ObjectStoreClient(
+            location: ObjectStoreLocation(endpoint: moto.endpoint, bucket: "renewed"), credentialsFile: path,
+            environment: ["AWS_ACCESS_KEY_ID": moto.accessKeyID, "AWS_SECRET_ACCESS_KEY": moto.secretAccessKey])
+        await #expect(throws: ObjectStoreError.self) { try await Self.sync(fixture, client).sync() }
+        try write(token: moto.sessionToken)
+        try await Self.sync(fixture, client).sync()
+        #expect(try await Self.client(moto, bucket: "renewed").head("index.tpli") != nil)
+    }
+
     @Test func aKeyPrefixKeepsEveryObjectUnderIt() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }

@@ -19,6 +19,10 @@ public final class MotoS3Server {
     public let port: Int
     public let accessKeyID: String
     public let secretAccessKey: String
+    /// A role's temporary credentials, as STS AssumeRole gives them: valid only with the token.
+    public let temporaryAccessKeyID: String
+    public let temporarySecretAccessKey: String
+    public let sessionToken: String
     public let logDirectory: String
     private let keepLogs: Bool
     private let process: Process
@@ -63,10 +67,13 @@ public final class MotoS3Server {
                 let text = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
                 if let line = text.split(separator: "\n").first(where: { $0.hasPrefix("READY ") }) {
                     let fields = line.split(separator: " ").map(String.init)
-                    if fields.count == 4, Int(fields[1]) == port {
+                    if fields.count == 7, Int(fields[1]) == port {
                         self.port = port
                         self.accessKeyID = fields[2]
                         self.secretAccessKey = fields[3]
+                        self.temporaryAccessKeyID = fields[4]
+                        self.temporarySecretAccessKey = fields[5]
+                        self.sessionToken = fields[6]
                         self.process = process
                         self.input = input
                         return

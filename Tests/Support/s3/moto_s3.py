@@ -6,7 +6,8 @@ Unlike `python -m moto.server`, this launcher turns moto's request authenticatio
 request must carry a valid AWS Signature Version 4 of an IAM user it creates (so the tests prove
 that libcurl's signing is accepted, and that wrong credentials are refused), and anonymous GETs
 are allowed only through a public-read bucket policy, as on a real bucket behind a CDN. It creates
-each BUCKET with that policy, prints `READY PORT ACCESS_KEY_ID SECRET_ACCESS_KEY` and serves until
+each BUCKET with that policy, prints `READY PORT ACCESS_KEY_ID SECRET_ACCESS_KEY` followed by a
+role's temporary `ACCESS_KEY_ID SECRET_ACCESS_KEY SESSION_TOKEN`, and serves until
 its standard input closes (or SIGTERM), so it cannot outlive a crashed test run.
 
 --no-auth leaves moto's authentication off (any signature passes): for the one test of key
@@ -32,6 +33,7 @@ except ImportError as error:
     sys.exit(3)
 
 USER = "tracer-sync"
+ROLE = "tracer-sync-role"
 
 
 def allow_anonymous_object_reads() -> None:
@@ -55,6 +57,24 @@ def allow_anonymous_object_reads() -> None:
     ActionAuthenticatorMixin._authenticate_and_authorize_action = authenticate_unless_anonymous_read
 
 
+def assume_sync_role(iam, policy: str):
+    """Temporary credentials (key id, secret and session token) of a role with the sync user's
+    policy, as STS AssumeRole hands them out: moto accepts their key id only with the matching
+    x-amz-security-token header."""
+    from moto.sts.models import sts_backends
+
+    trust = json.dumps({
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": f"arn:aws:iam::{DEFAULT_ACCOUNT_ID}:root"},
+                       "Action": "sts:AssumeRole"}],
+    })
+    role = iam.create_role(ROLE, trust, "/", None, "tracer sync", [], None)
+    iam.put_role_policy(ROLE, "sync", policy)
+    sts = sts_backends[DEFAULT_ACCOUNT_ID]["aws"]
+    return sts.assume_role(region_name="us-east-1", role_session_name="sync", role_arn=role.arn,
+                           policy=None, duration=3600, external_id=None)
+
+
 def main() -> None:
     arguments = sys.argv[1:]
     authenticate = "--no-auth" not in arguments
@@ -67,12 +87,14 @@ def main() -> None:
     # The four actions deploy/object-store/README.md asks for a real bucket's sync user, so the
     # tests fail if sync needs another. The test-only requests (a stranger's object, a bucket
     # listing) need nothing more either.
-    iam.put_user_policy(USER, "sync", json.dumps({
+    sync_policy = json.dumps({
         "Version": "2012-10-17",
         "Statement": [{"Effect": "Allow",
                        "Action": ["s3:ListBucket", "s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
                        "Resource": "*"}],
-    }))
+    })
+    iam.put_user_policy(USER, "sync", sync_policy)
+    temporary = assume_sync_role(iam, sync_policy)
     s3 = s3_backends[DEFAULT_ACCOUNT_ID]["aws"]
     for bucket in buckets:
         s3.create_bucket(bucket, "us-east-1")
@@ -89,7 +111,8 @@ def main() -> None:
         allow_anonymous_object_reads()
     server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
     server.start()
-    print(f"READY {port} {key.access_key_id} {key.secret_access_key}", flush=True)
+    print(f"READY {port} {key.access_key_id} {key.secret_access_key} "
+          f"{temporary.access_key_id} {temporary.secret_access_key} {temporary.session_token}", flush=True)
     waiter = threading.Thread(target=block_until_stdin_closes, daemon=True)
     waiter.start()
     waiter.join()
