@@ -224,6 +224,40 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// Advertising parameters are refused only while advertising is on: a host asked to advertise
+    /// when the controller already does (turned on by another path in the meantime) takes it as on,
+    /// sets the data, and reports no outage.
+    @Test func advertisingFoundOnAlreadyIsNoOutage() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        try await host.startAdvertising(ScriptedController.nodeAdvertisingData)
+        let dataWrites = controller.state.withLock { $0.commands.filter { $0 == LESetAdvertisingData.opcode }.count }
+        try await host.startAdvertising(ScriptedController.nodeAdvertisingData)
+        #expect(await host.condition.advertising == nil)
+        #expect(controller.state.withLock { $0.advertising })
+        #expect(controller.state.withLock { $0.commands.filter { $0 == LESetAdvertisingData.opcode }.count } == dataWrites + 1)
+        await host.close()
+    }
+
+    /// An address change takes the old address off the air before it waits for the attempt under
+    /// way to end, which can take the cancel grace: the old address must not outlive its window.
+    @Test func anAddressChangeStopsAdvertisingBeforeEndingTheAttempt() async throws {
+        let controller = ScriptedController()
+        let host = try await Self.openHost(controller)
+        try await host.startAdvertising(ScriptedController.nodeAdvertisingData)
+        let attempt = Task { try? await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        let mark = controller.state.withLock { $0.commands.count }
+        try await host.changeRandomAddress(to: BluetoothAddress.randomNonResolvablePrivate()) {}
+        let after = controller.state.withLock { Array($0.commands[mark...]) }
+        let disable = try #require(after.firstIndex(of: LESetAdvertisingEnable.opcode), "advertising never stopped")
+        let cancel = try #require(after.firstIndex(of: LECreateConnectionCancel.opcode), "the attempt was not cancelled")
+        #expect(disable < cancel, "the attempt was ended before the old address went off the air")
+        #expect(!controller.state.withLock { $0.advertising })
+        _ = await attempt.value
+        await host.close()
+    }
+
     // MARK: Helpers
 
     static func advertisingEnables(_ controller: ScriptedController) -> Int {

@@ -117,8 +117,8 @@ extension LEHost {
         if let number = attempt?.number, attempt?.cancelSent == false { attemptTimerFired(number) }
     }
 
-    /// Moves the radio to `address`: ends a connection attempt (waiting for the controller to
-    /// confirm), stops advertising and scanning, closes every link, sets the address, and runs
+    /// Moves the radio to `address`: stops advertising, ends a connection attempt (waiting for the
+    /// controller to confirm), stops scanning, closes every link, sets the address, and runs
     /// `then` (which sets the new id and resumes advertising) before another attempt may start,
     /// so that no link from the new address ever serves the old id, nor the reverse. Throws if the
     /// controller still refuses the address after everything it could be doing was stopped.
@@ -126,12 +126,16 @@ extension LEHost {
         to address: BluetoothAddress, then resume: @Sendable () async -> Void
     ) async throws(GAPError) {
         if lost { throw .controllerLost }
+        // Off the air first, so that no new link forms to the old address meanwhile, and before
+        // waiting for the attempt under way to end: on a controller that ignores the cancel that
+        // takes the cancel grace (about 1 s). The old address then outlived its window, peers that
+        // had already rotated took it for a newcomer and tried it after it was gone, and on Bumble,
+        // whose attempts never end, two nodes of a 20-node crowd never initiated again.
+        try? await stopAdvertising()
         abandonConnectionAttempt()
         await takeConnectSlot(urgent: true)
         defer { connectSlot.release() }
         if lost { throw .controllerLost }
-        // Off the air first, so that no new link forms to the old address meanwhile.
-        try? await stopAdvertising()
         if scanning { try? await stopScanning() }
         for connection in connections.values {
             await connection.bearer.close()

@@ -163,7 +163,19 @@ public actor LEHost {
         let interval = configuration.advertisingInterval
         try await command { () async throws(HCIError) in
             // Parameters always before enabling: Bumble floods with an interval of 0 otherwise.
-            try await self.hci.send(LESetAdvertisingParameters(intervalMin: interval, intervalMax: interval))
+            do throws(HCIError) {
+                try await self.hci.send(LESetAdvertisingParameters(intervalMin: interval, intervalMax: interval))
+            } catch {
+                guard case .commandFailed(_, .commandDisallowed) = error else { throw error }
+                // Refused only while advertising is on (Core Vol 4 Part E 7.8.5), which the audit
+                // relies on too: another path turned it on meanwhile (the resume after a link,
+                // between the audit's question and this). The data may still change while on. Taken
+                // as a failure, this left a node in a 20-node crowd reporting advertising off for 3 s
+                // while the listener heard it throughout.
+                try await self.hci.send(LESetAdvertisingData(payload))
+                self.advertisingIsOn = true
+                return
+            }
             try await self.hci.send(LESetAdvertisingData(payload))
             try await self.sendAdvertisingEnable(true)
         }
