@@ -42,4 +42,77 @@ import Testing
         schedule.burstEnded(at: start + .seconds(10))
         #expect(schedule.phase(at: start + .seconds(10)) == .burst(until: start + .seconds(20)))
     }
+
+    @Test func aResetGivesBackTheTimeItTookFromTheBurst() {
+        let schedule = ScanSchedule(onTime: .seconds(10), offTime: .seconds(50), start: start)
+        _ = schedule.phase(at: start)
+        schedule.interrupted(at: start + .seconds(3))
+        // 7 s were left when the session ended; the next one, 2 s later, gets them.
+        #expect(schedule.phase(at: start + .seconds(5)) == .burst(until: start + .seconds(12)))
+        // Later calls in the same session see the same end.
+        #expect(schedule.phase(at: start + .seconds(6)) == .burst(until: start + .seconds(12)))
+    }
+
+    @Test func aBurstResumedAfterItsTimeStillListensTheMinimum() {
+        let schedule = ScanSchedule(onTime: .seconds(10), offTime: .seconds(50), resumeMinimum: .seconds(3), start: start)
+        _ = schedule.phase(at: start)
+        // Interrupted while candidates kept the burst going past its time.
+        schedule.interrupted(at: start + .seconds(11))
+        #expect(schedule.phase(at: start + .seconds(12)) == .burst(until: start + .seconds(15)))
+    }
+
+    @Test func theTimeGivenBackToOneBurstIsAtMostItsOnTime() {
+        let schedule = ScanSchedule(onTime: .seconds(10), offTime: .seconds(50), resumeMinimum: .seconds(3), start: start)
+        _ = schedule.phase(at: start)
+        schedule.interrupted(at: start + .seconds(1))
+        #expect(schedule.phase(at: start + .seconds(9)) == .burst(until: start + .seconds(18)))
+        schedule.interrupted(at: start + .seconds(18))
+        // 3 s would be due, but only 2 s of the 10 are left to give.
+        #expect(schedule.phase(at: start + .seconds(20)) == .burst(until: start + .seconds(20)))
+        // The next burst has its own allowance.
+        schedule.burstEnded(at: start + .seconds(20), jitter: 1)
+        _ = schedule.phase(at: start + .seconds(70))
+        schedule.interrupted(at: start + .seconds(71))
+        #expect(schedule.phase(at: start + .seconds(72)) == .burst(until: start + .seconds(81)))
+    }
+
+    @Test func anInterruptionDuringThePauseChangesNothing() {
+        let schedule = ScanSchedule(onTime: .seconds(10), offTime: .seconds(50), start: start)
+        _ = schedule.phase(at: start)
+        schedule.burstEnded(at: start + .seconds(10), jitter: 1)
+        schedule.interrupted(at: start + .seconds(20))
+        #expect(schedule.phase(at: start + .seconds(30)) == .pause(until: start + .seconds(60)))
+        #expect(schedule.phase(at: start + .seconds(60)) == .burst(until: start + .seconds(70)))
+    }
+
+    @Test func aPauseThatWouldSkipTheNextIDWindowEndsWithinIt() {
+        let schedule = ScanSchedule(onTime: .seconds(10), offTime: .seconds(50), start: start)
+        _ = schedule.phase(at: start)
+        // The window ends 5 s from now and the next lasts 60 s: a burst may begin in its first 48 s.
+        let room = (start + .seconds(5))...(start + .seconds(53))
+        schedule.burstEnded(at: start, jitter: 1.25, nextWindowStarts: room, placement: 0.5)
+        #expect(schedule.phase(at: start + .seconds(28)) == .pause(until: start + .seconds(29)))
+        #expect(schedule.phase(at: start + .seconds(29)) == .burst(until: start + .seconds(39)))
+    }
+
+    @Test func aPauseThatEndsInTimeIsLeftAsDrawn() {
+        let schedule = ScanSchedule(onTime: .seconds(10), offTime: .seconds(50), start: start)
+        _ = schedule.phase(at: start)
+        // The pause ends 50 s from now, within the next window's 48 s of room.
+        schedule.burstEnded(at: start, jitter: 1, nextWindowStarts: (start + .seconds(30))...(start + .seconds(78)), placement: 0)
+        #expect(schedule.phase(at: start + .seconds(49)) == .pause(until: start + .seconds(50)))
+        // A 15-minute window.
+        _ = schedule.phase(at: start + .seconds(50))
+        schedule.burstEnded(at: start + .seconds(60), jitter: 1.25, nextWindowStarts: (start + .seconds(900))...(start + .seconds(1788)), placement: 0)
+        #expect(schedule.phase(at: start + .seconds(60)) == .pause(until: start + .milliseconds(122_500)))
+    }
+
+    @Test func theFirstBurstBeginsWithinOneCycleAndAtOnceWithoutAPause() {
+        #expect(ScanSchedule.firstBurstDelay(onTime: .seconds(10), offTime: .seconds(50), draw: 0) == .zero)
+        #expect(ScanSchedule.firstBurstDelay(onTime: .seconds(10), offTime: .seconds(50), draw: 0.5) == .seconds(30))
+        #expect(ScanSchedule.firstBurstDelay(onTime: .seconds(10), offTime: .seconds(50), draw: 1) == .seconds(60))
+        #expect(ScanSchedule.firstBurstDelay(onTime: .seconds(10), offTime: .zero, draw: 0.7) == .zero)
+        let delays = Set((0..<20).map { _ in ScanSchedule.firstBurstDelay(onTime: .seconds(10), offTime: .seconds(50)) })
+        #expect(delays.count > 1 && delays.allSatisfy { $0 >= .zero && $0 <= .seconds(60) })
+    }
 }

@@ -187,14 +187,25 @@ public actor ProximityExchange {
             case .pause(let until):
                 guard (try? await clock.sleep(until: until)) != nil else { return }
             case .burst(let until):
-                guard await scanBurst(until: until) else { return }
                 // A session stopped mid-burst leaves the burst to the next session.
-                guard !Task.isCancelled else { return }
-                scanSchedule.burstEnded(at: clock.now)
+                guard await scanBurst(until: until), !Task.isCancelled else {
+                    scanSchedule.interrupted(at: clock.now)
+                    return
+                }
+                scanSchedule.burstEnded(at: clock.now, nextWindowStarts: burstStartsInTheNextWindow)
                 if configuration.scanOffTime > .zero { try? await host.stopScanning() }
                 registry.forget(olderThan: clock.now - configuration.peerMemory)
             }
         }
+    }
+
+    /// When, in the id window after the current one, a burst may begin and still run its time before
+    /// that window's quiet end (`ScanSchedule.burstEnded`); nil without an id or room for a burst.
+    private var burstStartsInTheNextWindow: ClosedRange<ContinuousClock.Instant>? {
+        guard let window = identity.ownID?.window else { return nil }
+        let nextStart = clock.now + .seconds(window.end - wallClock.now())
+        let latest = nextStart + .seconds(window.end - window.start) - configuration.scanOnTime - configuration.quietBeforeRotation
+        return latest > nextStart ? nextStart...latest : nil
     }
 
     /// One scan burst, resumed after each rotation inside it. Returns false once the controller is lost.
