@@ -99,4 +99,27 @@ struct LEHostInteropTests {
         }
         await host.close()
     }
+
+    /// After an attempt to an address nobody uses, the controller connects again: a cancelled attempt
+    /// ends (Core Vol 4 Part E 7.8.13). Stock Bumble controllers never end one, and a node whose peer
+    /// left during its attempt could then never connect as central again (the kill -9 process test
+    /// failed so, in CI); the test bed's Bumble controllers cancel as the specification says.
+    @Test(arguments: VirtualController.allCases)
+    func aCancelledAttemptLeavesTheControllerFreeToConnect(_ controller: VirtualController) async throws {
+        let link = try await VirtualRadio.launch(controller, controllers: 2)
+        defer { link.stop() }
+        let central = try await Self.openHost(port: link.ports[0], id: Self.centralID, writes: CallbackRecorder())
+        let peripheral = try await Self.openHost(port: link.ports[1], id: Self.peripheralID, writes: CallbackRecorder())
+        let nobody = BluetoothAddress.randomNonResolvablePrivate()
+        await #expect(throws: GAPError.connectionTimedOut(peer: nobody, after: .milliseconds(500))) {
+            try await central.connect(to: nobody, type: .random, timeout: .milliseconds(500))
+        }
+        try await peripheral.startAdvertising(TracerService.advertisingData(txPower: 4))
+        let advertisement = try #require(try await Self.firstTracerAdvertisement(from: central))
+        let connection = try await central.connect(to: advertisement.address, type: advertisement.addressType, timeout: .seconds(5))
+        #expect(connection.role == .central)
+        #expect(connection.peerAddress == advertisement.address)
+        await central.close()
+        await peripheral.close()
+    }
 }

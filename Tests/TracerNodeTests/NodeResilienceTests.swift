@@ -159,10 +159,10 @@ extension TracerNodeTests {
         func killNineDuringABusyExchangeTwentyTimes() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            // Each run of B gets a controller of its own. A real controller is reset by the next
-            // host (HCI Reset) and forgets the killed host's links; Bumble's virtual controller does
-            // not implement that reset, and a link left over from the killed run can then keep the
-            // two from ever connecting again (seen once in about 26 runs).
+            // Each run of B gets a controller of its own, as a fresh one: a command the killed host
+            // was half-way through writing would otherwise garble the next host's first. The killed
+            // run's controller stays on the link, advertising and holding its links, like a
+            // controller whose host died; A must cope with that.
             let radio = try VirtualLink(controllers: 1 + Self.kills)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")

@@ -15,6 +15,7 @@ import signal
 import sys
 import threading
 
+from bumble import hci, ll
 from bumble.controller import Controller
 from bumble.hci import Address
 from bumble.link import LocalLink
@@ -39,6 +40,51 @@ class ChanceLink(LocalLink):
         random.shuffle(receivers)
         for controller in receivers:
             loop.call_soon(controller.on_ll_advertising_pdu, packet)
+
+
+class FaithfulController(Controller):
+    """Bumble's controller, with the two commands it leaves unfinished done as the Core specification says.
+
+    Bumble takes LE Create Connection Cancel and goes on initiating: the attempt ends only if the peer advertises
+    again, and HCI Reset does not end it either. An attempt to a peer that left (a node killed, an address rotated)
+    then blocks the initiator for good, which no controller does (Core Vol 4 Part E 7.8.13): in the process tests a
+    node that had made one such attempt never connected as central again, and a peer in the same state met it no more.
+    Bumble's reset also keeps advertising, scanning and links, where a real one drops them all (7.3.2).
+    """
+
+    def on_hci_le_create_connection_cancel_command(self, command):
+        pending = self.pending_le_connection
+        if pending is None:
+            return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.COMMAND_DISALLOWED_ERROR)
+        if not isinstance(pending, hci.HCI_LE_Create_Connection_Command):
+            return super().on_hci_le_create_connection_cancel_command(command)
+        self.pending_le_connection = None
+        # After the Command Complete this returns, as the specification orders them.
+        asyncio.get_running_loop().call_soon(
+            self.send_hci_packet,
+            hci.HCI_LE_Connection_Complete_Event(
+                status=hci.HCI_ErrorCode.UNKNOWN_CONNECTION_IDENTIFIER_ERROR,
+                connection_handle=0,
+                role=hci.Role.CENTRAL,
+                peer_address_type=pending.peer_address_type,
+                peer_address=pending.peer_address,
+                connection_interval=0,
+                peripheral_latency=0,
+                supervision_timeout=0,
+                central_clock_accuracy=0,
+            ),
+        )
+        return hci.HCI_StatusReturnParameters(hci.HCI_ErrorCode.SUCCESS)
+
+    def on_hci_reset_command(self, command):
+        self.le_legacy_advertiser.stop()
+        self.le_scan_enable = False
+        self.pending_le_connection = None
+        for connection in list(self.le_connections.values()):
+            # The peer loses the link as it would on air, by supervision timeout; this host hears nothing of it.
+            connection.send_ll_control_pdu(ll.TerminateInd(hci.HCI_ErrorCode.CONNECTION_TIMEOUT_ERROR))
+            del self.le_connections[connection.peer_address]
+        return super().on_hci_reset_command(command)
 
 
 def requested_ports(arguments: list[str]) -> list[int]:
@@ -75,7 +121,7 @@ async def main() -> None:
     for index, port in enumerate(ports):
         transport = await open_transport(f"tcp-server:127.0.0.1:{port}")
         transports.append(transport)
-        controller = Controller(
+        controller = FaithfulController(
             f"C{index}",
             host_source=transport.source,
             host_sink=transport.sink,
