@@ -40,7 +40,7 @@ struct Serve: AsyncParsableCommand {
         // Built before listening, so that missing or unreadable credentials stop the start.
         var sync: ObjectStoreSync?
         if let settings = configuration.objectStore, settings.syncAfterPublish {
-            sync = try location.makeSync(settings: settings, logger: logger)
+            sync = try location.makeSync(settings: settings, store: store, logger: logger)
             logger.info("syncing to the object store after each publication", metadata: [
                 "bucket": "\(settings.location.bucket)", "endpoint": "\(settings.location.endpoint)", "prefix": "\(settings.location.keyPrefix)",
             ])

@@ -59,11 +59,17 @@ extension LocationOptions {
         return try loadConfiguration()
     }
 
-    func makeSync(settings: ObjectStoreSettings, logger: Logger) throws -> ObjectStoreSync {
+    /// Syncs under `store`'s publication lock; without a store, under the data directory's lock
+    /// file (which is the SQLite store's).
+    func makeSync(settings: ObjectStoreSettings, store: (any SubmissionStore)?, logger: Logger) throws -> ObjectStoreSync {
         let key = try SigningKeyFile.load(from: resolvedKeyPath)
+        let client = try settings.makeClient()
+        let publicKey = PositiveListPublicKey(key.publicKey)
+        guard let store else {
+            return ObjectStoreSync(client: client, directory: paths.published, lockPath: paths.publishLock, publicKey: publicKey, logger: logger)
+        }
         return ObjectStoreSync(
-            client: try settings.makeClient(), directory: paths.published, lockPath: paths.publishLock,
-            publicKey: PositiveListPublicKey(key.publicKey), logger: logger)
+            client: client, directory: paths.published, store: store, lockPath: paths.publishLock, publicKey: publicKey, logger: logger)
     }
 }
 
@@ -81,18 +87,35 @@ struct Sync: AsyncParsableCommand {
     @OptionGroup var objectStore: ObjectStoreOptions
 
     func run() async throws {
-        let configured = try location.loadConfigurationIfPresent()?.objectStore
-        guard let settings = try objectStore.settings(configured: configured) else {
+        let configuration = try location.loadConfigurationIfPresent()
+        guard let settings = try objectStore.settings(configured: configuration?.objectStore) else {
             throw ObjectStoreError.invalidSettings(
                 "no bucket to sync to; add an objectStore section to \(location.resolvedConfigurationPath) or pass --endpoint and --bucket")
         }
-        let sync = try location.makeSync(settings: settings, logger: Logger(label: "tracer-server"))
+        // On PostgreSQL, under the lock every instance publishes under; the SQLite store's is the
+        // data directory's lock file, which needs no store opened.
+        let store: (any SubmissionStore)? = configuration?.database == nil ? nil : try await location.openStore(configuration: configuration)
+        let sync = try location.makeSync(settings: settings, store: store, logger: Logger(label: "tracer-server"))
         let report = try await sync.sync()
+        if report.anotherInstanceBusy {
+            print("Another tracer-server instance is publishing or syncing right now, and syncs after it; nothing was done. Run this again later if the bucket still lags.")
+            return
+        }
         let where_ = "bucket \(settings.location.bucket)\(settings.location.keyPrefix.isEmpty ? "" : " under \(settings.location.keyPrefix)")"
         print("Uploaded \(report.uploadedBatches.count) new batches to \(where_) (\(report.presentBatches) were there already).")
         print(report.uploadedIndexes.isEmpty ? "Indexes unchanged." : "Uploaded \(report.uploadedIndexes.joined(separator: " and ")).")
         if !report.deletedBatches.isEmpty {
             print("Deleted expired batches: \(report.deletedBatches.joined(separator: ", ")).")
+        }
+        if !report.fetchedBatches.isEmpty {
+            print("Copied \(report.fetchedBatches.count) batches another instance published from the bucket into \(location.paths.published.path).")
+        }
+        if !report.newerInBucket.isEmpty {
+            print("""
+                Left \(report.newerInBucket.joined(separator: " and ")) alone: the bucket's is newer. If other instances publish \
+                to this bucket, one did since this one last published, and this directory catches up at its next publication; \
+                if not, this data directory is older than the bucket (restored from a backup?).
+                """)
         }
     }
 }

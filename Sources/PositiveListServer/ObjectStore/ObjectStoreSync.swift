@@ -21,6 +21,14 @@ public struct SyncReport: Sendable, Equatable {
     public var deletedBatches: [String] = []
     /// Batches the bucket already held, byte for byte.
     public var presentBatches = 0
+    /// Batches the local index names that only the bucket held (another instance published
+    /// them), downloaded, checked against the index and kept in the local directory.
+    public var fetchedBatches: [String] = []
+    /// Indexes left alone because the bucket's is newer (a later generation, published by
+    /// another instance since this one last published): this directory is behind, not the bucket.
+    public var newerInBucket: [String] = []
+    /// Another instance held the publication lock (it is publishing or syncing); nothing was done.
+    public var anotherInstanceBusy = false
 }
 
 /// Mirrors the published directory into an S3-compatible bucket, in the order that keeps the
@@ -35,25 +43,61 @@ public struct SyncReport: Sendable, Equatable {
 /// again from a listing of the bucket, not from what an earlier run meant to do, so running it
 /// again finishes what a crashed run left.
 ///
-/// The publish lock is held throughout, so a publication cannot replace the index or remove a
-/// batch while they are being read and uploaded.
+/// The publication lock is held throughout (the data directory's lock file, or on PostgreSQL the
+/// lock every instance publishes under), so no publication, here or on another instance, replaces
+/// an index or removes a batch while a sync reads and uploads them, and two syncs never interleave.
+///
+/// Several instances on one PostgreSQL database may each keep a published directory of their own,
+/// with the bucket as the one they share: an index never replaces a newer one in the bucket (a
+/// later generation, from an instance that published since), and a batch that another instance
+/// published and this directory lacks is taken from the bucket, checked against the signed index.
 public struct ObjectStoreSync: Sendable {
     public typealias FaultInjection = @Sendable (SyncStep) throws -> Void
+    /// Takes the publication lock; ``PublishError/anotherInstancePublishing`` when another
+    /// instance holds it.
+    public typealias LockPublication = @Sendable () async throws(PublishError) -> any PublicationLock
 
     let client: ObjectStoreClient
     let directory: PublishedDirectory
-    let lockPath: String
+    let lockPublication: LockPublication
     let publicKey: PositiveListPublicKey
     let logger: Logger
     private let faultInjection: FaultInjection?
 
+    /// Syncs under the lock the server's `store` publishes under.
+    public init(
+        client: ObjectStoreClient, directory: PublishedDirectory, store: any SubmissionStore, lockPath: String,
+        publicKey: PositiveListPublicKey, logger: Logger, faultInjection: FaultInjection? = nil
+    ) {
+        self.init(
+            client: client, directory: directory, lockPublication: { () async throws(PublishError) in try await store.lockPublication(lockPath: lockPath) },
+            publicKey: publicKey, logger: logger, faultInjection: faultInjection)
+    }
+
+    /// Syncs under the data directory's lock file (the SQLite store's publication lock).
     public init(
         client: ObjectStoreClient, directory: PublishedDirectory, lockPath: String, publicKey: PositiveListPublicKey, logger: Logger,
         faultInjection: FaultInjection? = nil
     ) {
+        self.init(
+            client: client, directory: directory,
+            lockPublication: { () async throws(PublishError) in
+                do throws(FileWriteError) {
+                    return FilePublicationLock(try PublishLock(path: lockPath))
+                } catch {
+                    throw .file(error)
+                }
+            },
+            publicKey: publicKey, logger: logger, faultInjection: faultInjection)
+    }
+
+    public init(
+        client: ObjectStoreClient, directory: PublishedDirectory, lockPublication: @escaping LockPublication,
+        publicKey: PositiveListPublicKey, logger: Logger, faultInjection: FaultInjection? = nil
+    ) {
         self.client = client
         self.directory = directory
-        self.lockPath = lockPath
+        self.lockPublication = lockPublication
         self.publicKey = publicKey
         self.logger = logger
         self.faultInjection = faultInjection
@@ -62,18 +106,36 @@ public struct ObjectStoreSync: Sendable {
     @discardableResult
     public func sync() async throws(ObjectStoreError) -> SyncReport {
         do throws(ObjectStoreError) {
-            let lock: PublishLock
+            let lock: any PublicationLock
             do {
-                lock = try PublishLock(path: lockPath)
+                lock = try await lockPublication()
+            } catch .anotherInstancePublishing {
+                logger.info("object store sync left to another instance, which is publishing or syncing now")
+                var report = SyncReport()
+                report.anotherInstanceBusy = true
+                return report
             } catch {
-                throw ObjectStoreError.localFiles(error.description)
+                throw ObjectStoreError.publicationLockUnavailable(error.description)
             }
-            defer { withExtendedLifetime(lock) {} }
-            let report = try await syncHoldingLock()
+            let report: SyncReport
+            do {
+                report = try await syncHoldingLock()
+            } catch {
+                await lock.release()
+                throw error
+            }
+            await lock.release()
+            if !report.newerInBucket.isEmpty {
+                logger.notice("the bucket holds a newer index than this directory; left as it is", metadata: [
+                    "indexes": "\(report.newerInBucket.joined(separator: ","))",
+                    "next": "none when other instances publish to this bucket (this one catches up at its next publication); with a single instance, this data directory is older than the bucket (restored from a backup?)",
+                ])
+            }
             logger.info("synced to object store", metadata: [
                 "bucket": "\(client.location.bucket)", "prefix": "\(client.location.keyPrefix)",
                 "uploadedBatches": "\(report.uploadedBatches.count)", "uploadedIndexes": "\(report.uploadedIndexes.joined(separator: ","))",
                 "deletedBatches": "\(report.deletedBatches.count)", "presentBatches": "\(report.presentBatches)",
+                "fetchedBatches": "\(report.fetchedBatches.count)", "newerInBucket": "\(report.newerInBucket.joined(separator: ","))",
             ])
             return report
         } catch {
@@ -83,47 +145,78 @@ public struct ObjectStoreSync: Sendable {
     }
 
     private func syncHoldingLock() async throws(ObjectStoreError) -> SyncReport {
-        let ids = try readIndex(PositiveListIndex.relativePath) { bytes throws(PositiveListFormatError) in
-            try PositiveListIndex(verifying: bytes, publicKey: publicKey).batches
+        let readIDs = { (bytes: [UInt8]) throws(PositiveListFormatError) -> VerifiedIndex in
+            let index = try PositiveListIndex(verifying: bytes, publicKey: publicKey)
+            return VerifiedIndex(generation: index.generation, listings: index.batches)
         }
+        let readKeys = { (bytes: [UInt8]) throws(PositiveListFormatError) -> VerifiedIndex in
+            let index = try PositiveListKeyIndex(verifying: bytes, publicKey: publicKey)
+            return VerifiedIndex(generation: index.generation, listings: index.batches)
+        }
+        let ids = try readIndex(PositiveListIndex.relativePath, verify: readIDs)
         guard let ids else { throw .localFiles("there is no \(PositiveListIndex.relativePath) in \(directory.path)") }
         // A directory from before key batches has no key index: its key side is left alone.
-        let keys = try readIndex(PositiveListKeyIndex.relativePath) { bytes throws(PositiveListFormatError) in
-            try PositiveListKeyIndex(verifying: bytes, publicKey: publicKey).batches
-        }
+        let keys = try readIndex(PositiveListKeyIndex.relativePath, verify: readKeys)
         var report = SyncReport()
-        let remoteIDs = try await remoteBatches(in: "batches")
-        let remoteKeys = keys == nil ? [:] : try await remoteBatches(in: "keys")
+        // Read first: a side whose index in the bucket is newer than the local one is left alone.
+        let idsBehind = try await bucketIsNewer(than: ids, verify: readIDs)
+        var keysBehind = true
+        if let keys { keysBehind = try await bucketIsNewer(than: keys, verify: readKeys) }
+        if idsBehind { report.newerInBucket.append(client.location.key(for: ids.relativePath)) }
+        if let keys, keysBehind { report.newerInBucket.append(client.location.key(for: keys.relativePath)) }
+        let remoteIDs = idsBehind ? [:] : try await remoteBatches(in: "batches")
+        let remoteKeys = keysBehind ? [:] : try await remoteBatches(in: "keys")
 
-        try await uploadMissing(ids.listings, remote: remoteIDs, step: .batchUploaded, into: &report)
-        if let keys { try await uploadMissing(keys.listings, remote: remoteKeys, step: .keyBatchUploaded, into: &report) }
+        if !idsBehind { try await uploadMissing(ids.listings, remote: remoteIDs, step: .batchUploaded, into: &report) }
+        if let keys, !keysBehind { try await uploadMissing(keys.listings, remote: remoteKeys, step: .keyBatchUploaded, into: &report) }
 
-        try await uploadIndex(ids, step: .indexUploaded, into: &report)
-        if let keys { try await uploadIndex(keys, step: .keyIndexUploaded, into: &report) }
+        if !idsBehind { try await uploadIndex(ids, step: .indexUploaded, into: &report) }
+        if let keys, !keysBehind { try await uploadIndex(keys, step: .keyIndexUploaded, into: &report) }
 
-        try await deleteUnlisted(remote: remoteIDs, listed: ids.listings, step: .expiredBatchDeleted, into: &report)
-        if let keys { try await deleteUnlisted(remote: remoteKeys, listed: keys.listings, step: .expiredKeyBatchDeleted, into: &report) }
+        if !idsBehind { try await deleteUnlisted(remote: remoteIDs, listed: ids.listings, step: .expiredBatchDeleted, into: &report) }
+        if let keys, !keysBehind {
+            try await deleteUnlisted(remote: remoteKeys, listed: keys.listings, step: .expiredKeyBatchDeleted, into: &report)
+        }
         return report
     }
 
-    /// A local index file, its bytes and the batches it names; nil when the file is absent.
+    /// What sync needs of an index (ids or keys): its generation and the batches it names.
+    private struct VerifiedIndex {
+        let generation: UInt64
+        let listings: [PositiveListIndex.BatchListing]
+    }
+
+    /// A local index file, its bytes and what it says; nil when the file is absent.
     private struct LocalIndex {
         let relativePath: String
         let bytes: [UInt8]
+        let generation: UInt64
         let listings: [PositiveListIndex.BatchListing]
     }
 
     private func readIndex(
-        _ relativePath: String, batches: ([UInt8]) throws(PositiveListFormatError) -> [PositiveListIndex.BatchListing]
+        _ relativePath: String, verify: ([UInt8]) throws(PositiveListFormatError) -> VerifiedIndex
     ) throws(ObjectStoreError) -> LocalIndex? {
         guard let data = FileManager.default.contents(atPath: directory.path + "/" + relativePath) else { return nil }
         let bytes = Array(data)
         do {
-            return LocalIndex(relativePath: relativePath, bytes: bytes, listings: try batches(bytes))
+            let index = try verify(bytes)
+            return LocalIndex(relativePath: relativePath, bytes: bytes, generation: index.generation, listings: index.listings)
         } catch {
             // Never spread an index that nodes would refuse.
             throw .localFiles("\(relativePath) does not verify with the signing key's public key (\(error))")
         }
+    }
+
+    /// Whether the bucket holds a later generation of this index, signed with our key: another
+    /// instance published since this one did. An index in the bucket that does not verify (none
+    /// yet, damaged, another key's) is replaced as before.
+    private func bucketIsNewer(
+        than local: LocalIndex, verify: ([UInt8]) throws(PositiveListFormatError) -> VerifiedIndex
+    ) async throws(ObjectStoreError) -> Bool {
+        guard let bytes = try await client.get(client.location.key(for: local.relativePath)),
+              let remote = try? verify(bytes) else { return false }
+        return remote.generation > local.generation
     }
 
     /// The bucket's batch objects under `prefix + folder + "/"`, by relative path. Listed with the
@@ -153,7 +246,11 @@ public struct ObjectStoreSync: Sendable {
         for listing in listings {
             let relative = listing.relativePath
             let key = client.location.key(for: relative)
-            let bytes = try readBatch(listing)
+            guard let bytes = try readBatch(listing) else {
+                try await fetchBatch(listing, presentInBucket: remote[relative] != nil)
+                report.fetchedBatches.append(key)
+                continue
+            }
             if let stored = remote[relative] {
                 try await requireSame(bytes, as: stored, key: key)
                 report.presentBatches += 1
@@ -167,16 +264,39 @@ public struct ObjectStoreSync: Sendable {
     }
 
     /// The batch file an index names, checked against the index's SHA-256: a damaged local file
-    /// must not become the bucket's immutable copy.
-    private func readBatch(_ listing: PositiveListIndex.BatchListing) throws(ObjectStoreError) -> [UInt8] {
-        guard let data = FileManager.default.contents(atPath: directory.path + "/" + listing.relativePath) else {
-            throw .localFiles("\(listing.relativePath), named by the index, is missing")
-        }
+    /// must not become the bucket's immutable copy. Nil when this directory has no such file.
+    private func readBatch(_ listing: PositiveListIndex.BatchListing) throws(ObjectStoreError) -> [UInt8]? {
+        guard let data = FileManager.default.contents(atPath: directory.path + "/" + listing.relativePath) else { return nil }
         let bytes = Array(data)
-        guard bytes.count == listing.byteCount, Array(SHA256.hash(data: bytes)) == listing.sha256 else {
+        guard Self.matches(bytes, listing) else {
             throw .localFiles("\(listing.relativePath) does not match the SHA-256 the index gives for it (damaged on disk?)")
         }
         return bytes
+    }
+
+    private static func matches(_ bytes: [UInt8], _ listing: PositiveListIndex.BatchListing) -> Bool {
+        bytes.count == listing.byteCount && Array(SHA256.hash(data: bytes)) == listing.sha256
+    }
+
+    /// A batch the local index names but this directory lacks: another instance on the same
+    /// database published it and synced it. Taken from the bucket if it is the one the signed
+    /// index names, and kept here, so that this instance's next publication finds it too.
+    private func fetchBatch(_ listing: PositiveListIndex.BatchListing, presentInBucket: Bool) async throws(ObjectStoreError) {
+        let relative = listing.relativePath
+        let key = client.location.key(for: relative)
+        guard presentInBucket, let bytes = try await client.get(key) else {
+            throw .batchNowhere(path: relative, directory: directory.path)
+        }
+        guard Self.matches(bytes, listing) else {
+            throw .batchDiffers(key: key, localBytes: listing.byteCount, remoteBytes: bytes.count)
+        }
+        do {
+            try directory.prepare()
+            try AtomicFile.write(bytes, to: directory.path + "/" + relative)
+        } catch {
+            throw .localFiles("could not keep \(relative) from the bucket in \(directory.path) (\(error))")
+        }
+        logger.debug("fetched batch another instance published", metadata: ["key": "\(key)", "bytes": "\(bytes.count)"])
     }
 
     /// The stored object holds `bytes`: its size and MD5 ETag agree, or, when the ETag is not an

@@ -15,9 +15,10 @@ import PositiveListFormat
 /// - deadlocks and serialization failures (SQLSTATE 40P01, 40001) rerun the transaction.
 ///
 /// Unlike the SQLite store, uploads are checked against the database, not against the batch
-/// files: the ids of live batches stay in `submitted_ids` until their batch expires. The
-/// published directory itself must still be shared by the instances (one volume, or synced to
-/// the object store that serves it), since whichever instance publishes writes the files.
+/// files: the ids of live batches stay in `submitted_ids` until their batch expires. Whichever
+/// instance publishes writes the files into its own published directory; the instances share
+/// one volume, or each syncs its directory to the one bucket that serves the list
+/// (``ObjectStoreSync`` takes this store's lock and reconciles the directories through the bucket).
 public final class PostgresServerStore: SubmissionStore {
     public let settings: PostgresSettings
     let pool: PostgresConnectionPool

@@ -79,7 +79,7 @@ extension ServerStore: SubmissionStore {
 ///
 /// `@unchecked Sendable` is safe: the lock is only created, then released once by the publisher
 /// that holds it; `PublishLock` has no mutable state (its descriptor is a constant).
-private final class FilePublicationLock: PublicationLock, @unchecked Sendable {
+final class FilePublicationLock: PublicationLock, @unchecked Sendable {
     private var lock: PublishLock?
     init(_ lock: PublishLock) { self.lock = lock }
     func release() async { lock = nil }
