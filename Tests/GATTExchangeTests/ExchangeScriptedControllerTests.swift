@@ -241,6 +241,30 @@ struct ExchangeScriptedControllerTests {
         await host.close()
     }
 
+    /// A session after a controller reset advertises the id from the address it had (a reset is
+    /// no rotation); the next id gets a new one.
+    @Test func aSessionAfterAResetKeepsTheIDsAddress() async throws {
+        let addresses = IDAddresses()
+        let first = Self.ownID(start: 0)
+        var sessions: [(ScriptedController, LEHost, ProximityExchange)] = []
+        for _ in 0..<2 {
+            let controller = ScriptedController()
+            let identity = AdvertisedIdentity()
+            let host = try await Self.openHost(controller, identity: identity)
+            let (writes, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
+            let exchange = ProximityExchange(
+                host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(), addresses: addresses)
+            await exchange.rotate(to: first)
+            sessions.append((controller, host, exchange))
+        }
+        let before = await sessions[0].1.randomAddress
+        #expect(await sessions[1].1.randomAddress == before)
+        #expect(sessions[1].0.state.withLock { $0.randomAddress } == sessions[0].0.state.withLock { $0.randomAddress })
+        await sessions[1].2.rotate(to: Self.ownID(start: 60))
+        #expect(await sessions[1].1.randomAddress != before)
+        for (_, host, _) in sessions { await host.close() }
+    }
+
     // MARK: Helpers
 
     /// An id whose window begins `start` seconds from now and lasts 10 minutes: the exchange

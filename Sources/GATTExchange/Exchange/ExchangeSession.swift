@@ -15,6 +15,8 @@ public struct ExchangeSession: Sendable {
     public let openTransport: @Sendable (TransportSpec) throws(HCITransportError) -> any HCITransport
     /// When to scan, shared by every session: a session after a reset keeps the bursts' rhythm.
     public let scanSchedule: ScanSchedule
+    /// The address of each id, shared by every session: a reset does not change it.
+    public let addresses = IDAddresses()
 
     public init(transport: TransportSpec, rotator: IDRotator, sink: any EncounterSink,
                 configuration: ExchangeConfiguration = ExchangeConfiguration(),
@@ -73,7 +75,7 @@ public struct ExchangeSession: Sendable {
         }
         let exchange = ProximityExchange(
             host: host, identity: identity, peerWrites: writes, sink: sink, configuration: configuration,
-            scanSchedule: scanSchedule, wallClock: rotator.clock, logger: logger)
+            scanSchedule: scanSchedule, addresses: addresses, wallClock: rotator.clock, logger: logger)
         do {
             await exchange.rotate(to: try await rotator.currentID())
             try await exchange.start()

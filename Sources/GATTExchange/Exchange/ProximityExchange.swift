@@ -13,6 +13,7 @@ public actor ProximityExchange {
     private let sink: any EncounterSink
     private let configuration: ExchangeConfiguration
     private let scanSchedule: ScanSchedule
+    private let addresses: IDAddresses
     private let wallClock: any WallClock
     /// The host's clock: every wait and every instant here, so that a test on a manual clock
     /// runs a minute of scan schedule in no time.
@@ -41,10 +42,11 @@ public actor ProximityExchange {
     /// - Parameters:
     ///   - peerWrites: the stream fed by `TracerGATTServer.databaseForLink` on the same host.
     ///   - scanSchedule: when to scan; a session after a controller reset passes on the one before's.
+    ///   - addresses: the address of each id; a session after a controller reset passes on the one before's.
     public init(
         host: LEHost, identity: AdvertisedIdentity, peerWrites: AsyncStream<PeerWriteEvent>, sink: any EncounterSink,
         configuration: ExchangeConfiguration = ExchangeConfiguration(), scanSchedule: ScanSchedule? = nil,
-        wallClock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.exchange")
+        addresses: IDAddresses = IDAddresses(), wallClock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.exchange")
     ) {
         self.host = host
         self.identity = identity
@@ -54,6 +56,7 @@ public actor ProximityExchange {
         clock = host.clock
         self.scanSchedule = scanSchedule
             ?? ScanSchedule(onTime: configuration.scanOnTime, offTime: configuration.scanOffTime, start: host.clock.now)
+        self.addresses = addresses
         self.wallClock = wallClock
         self.logger = logger
         registry = PeerRegistry(configuration: configuration)
@@ -86,8 +89,9 @@ public actor ProximityExchange {
     // MARK: Rotation
 
     /// Moves the radio to a new id in lockstep: end any connection attempt and every link, stop
-    /// advertising and scanning, set a new non-resolvable private address, switch the id the GATT
-    /// service returns, resume. No observer can see the new id with the old address or the old id
+    /// advertising and scanning, set the id's address (a new non-resolvable private one, or, in a
+    /// session after a controller reset, the one the id had), switch the id the GATT service
+    /// returns, resume. No observer can see the new id with the old address or the old id
     /// with the new one. If the controller refuses the new address even then, the new id stays off
     /// the air and the controller is reset (the session ends and starts again).
     public func rotate(to ownID: OwnID) async {
@@ -100,7 +104,7 @@ public actor ProximityExchange {
         let identity = identity
         let host = host
         let logger = logger
-        let address = BluetoothAddress.randomNonResolvablePrivate()
+        let address = addresses.address(for: ownID)
         do {
             try await host.changeRandomAddress(to: address) {
                 identity.set(ownID)
