@@ -1,6 +1,7 @@
 import BLEHost
 import IDRotation
 import Logging
+import Synchronization
 
 /// The exchange on one controller for as long as the controller stays: opens the host, takes the
 /// current id, and rotates the radio with every new id. `ExchangeSupervisor` starts a new session
@@ -148,22 +149,21 @@ public struct ExchangeSupervisor: Sendable {
         onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in }
     ) async {
         var backoff: Duration = .seconds(1)
-        // A stuck controller is reset at once: every second it stays stuck the node is deaf. Resets
-        // in quick succession slow down, but only to `maximumResetBackoff`: in a crowd on RootCanal
-        // they are frequent and each helps, and waiting out 30 s there kept 20 nodes off the air
-        // 42 % of the time (BENCHMARKS.md).
-        var resetBackoff: Duration = .milliseconds(100)
+        var resetBackoff = ResetBackoff(maximum: maximumResetBackoff)
         while !Task.isCancelled {
             let started = ContinuousClock.now
+            let exchange = Mutex<ProximityExchange?>(nil)
             let wait: Duration
             do throws(ExchangeSession.Failure) {
-                try await session.run(onStart: onStart, onCondition: onCondition)
+                try await session.run(onStart: { running, host in
+                    exchange.withLock { $0 = running }
+                    await onStart(running, host)
+                }, onCondition: onCondition)
                 return
             } catch {
                 if case .controllerStuck = error {
-                    if ContinuousClock.now - started > .seconds(10) { resetBackoff = .milliseconds(100) }
-                    wait = resetBackoff
-                    resetBackoff = min(resetBackoff * 2, maximumResetBackoff)
+                    let exchanged = await (exchange.withLock { $0 })?.completedExchanges ?? 0
+                    wait = resetBackoff.wait(afterSessionOf: ContinuousClock.now - started, exchanges: exchanged)
                 } else {
                     if ContinuousClock.now - started > .seconds(60) { backoff = .seconds(1) }
                     wait = backoff
@@ -176,5 +176,30 @@ public struct ExchangeSupervisor: Sendable {
             }
             guard (try? await Task.sleep(for: wait)) != nil else { return }
         }
+    }
+}
+
+/// How long the supervisor waits before the session after a controller reset.
+///
+/// A stuck controller is reset at once: every second it stays stuck the node is deaf. Resets in
+/// quick succession slow down, but only to `maximum`: in a crowd on RootCanal they are frequent
+/// and each helps, and waiting out 30 s there kept 20 nodes off the air 42 % of the time
+/// (BENCHMARKS.md). A session that ran 10 s, or exchanged with anyone, showed the controller
+/// working, so the next wait starts short again: counting such sessions as a loop left a node of a
+/// 20-node crowd, reset four times in ten seconds with exchanges between, silent for 2.5 s.
+public struct ResetBackoff: Sendable {
+    public static let shortest: Duration = .milliseconds(100)
+    public let maximum: Duration
+    private var next = ResetBackoff.shortest
+
+    public init(maximum: Duration) { self.maximum = maximum }
+
+    /// The wait before the next session, after one of `length` that made `exchanges` exchanges
+    /// and ended in a reset.
+    public mutating func wait(afterSessionOf length: Duration, exchanges: Int) -> Duration {
+        if length > .seconds(10) || exchanges > 0 { next = Self.shortest }
+        let wait = next
+        next = min(next * 2, maximum)
+        return wait
     }
 }
