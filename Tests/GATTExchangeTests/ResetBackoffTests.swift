@@ -11,7 +11,7 @@ struct ResetBackoffTests {
         #expect(waits == [.milliseconds(100), .milliseconds(200), .milliseconds(400), .milliseconds(800), .milliseconds(1500), .milliseconds(1500)])
     }
 
-    /// A session that exchanged with anyone, or ran 10 s, showed the controller working: the
+    /// A session that completed an exchange, or ran 10 s, showed the controller working: the
     /// wait after it is the shortest again (a node reset four times in ten seconds, exchanging
     /// between the resets, was silent for 2.5 s when these counted as a reset loop).
     @Test func aSessionThatExchangedOrRanLongStartsTheWaitOver() {

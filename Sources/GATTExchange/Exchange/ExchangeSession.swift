@@ -184,9 +184,10 @@ public struct ExchangeSupervisor: Sendable {
 /// A stuck controller is reset at once: every second it stays stuck the node is deaf. Resets in
 /// quick succession slow down, but only to `maximum`: in a crowd on RootCanal they are frequent
 /// and each helps, and waiting out 30 s there kept 20 nodes off the air 42 % of the time
-/// (BENCHMARKS.md). A session that ran 10 s, or exchanged with anyone, showed the controller
-/// working, so the next wait starts short again: counting such sessions as a loop left a node of a
-/// 20-node crowd, reset four times in ten seconds with exchanges between, silent for 2.5 s.
+/// (BENCHMARKS.md). A session that ran 10 s, or completed an exchange as central, showed the
+/// controller working, so the next wait starts short again: counting such sessions as a loop
+/// left a node of a 20-node crowd, reset four times in ten seconds with exchanges between,
+/// silent for 2.5 s.
 public struct ResetBackoff: Sendable {
     public static let shortest: Duration = .milliseconds(100)
     public let maximum: Duration
