@@ -35,6 +35,42 @@ struct ObjectStoreInstancesTests {
         }
     }
 
+    /// One PostgreSQL database with two instances on it, the first in the fixture's data
+    /// directory, the second in one of its own, and one bucket.
+    struct TwoInstances {
+        let fixture: PostgresFixture
+        let moto: MotoS3Server
+        let client: ObjectStoreClient
+        let secondRoot: String
+        let first: Instance
+        let second: Instance
+
+        static func make() async throws -> TwoInstances {
+            let fixture = try await PostgresFixture.make(stores: 2)
+            let secondRoot = NSTemporaryDirectory() + "tracer-second-instance-" + UUID().uuidString
+            do {
+                let moto = try await MotoS3Server(buckets: ["shared"])
+                try FileManager.default.createDirectory(atPath: secondRoot, withIntermediateDirectories: true)
+                return TwoInstances(
+                    fixture: fixture, moto: moto, client: try ObjectStoreSyncTests.client(moto, bucket: "shared"), secondRoot: secondRoot,
+                    first: Instance(store: fixture.stores[0], directory: fixture.server.paths.published, lockPath: fixture.server.paths.publishLock),
+                    second: Instance(
+                        store: fixture.stores[1], directory: PublishedDirectory(path: secondRoot + "/public"),
+                        lockPath: secondRoot + "/publish.lock"))
+            } catch {
+                try? FileManager.default.removeItem(atPath: secondRoot)
+                fixture.remove()
+                throw error
+            }
+        }
+
+        func remove() {
+            moto.stop()
+            try? FileManager.default.removeItem(atPath: secondRoot)
+            fixture.remove()
+        }
+    }
+
     static func append(_ fixture: PostgresFixture, to instance: Instance, seed: UInt64) async throws {
         let outcome = try await instance.store.appendHistory(
             try fixture.entries(count: 40, seed: seed), credential: PostgresStoreTests.authority, idempotencyKey: nil,
@@ -54,17 +90,9 @@ struct ObjectStoreInstancesTests {
     }
 
     @Test func instancesWithDirectoriesOfTheirOwnKeepOneValidBucket() async throws {
-        let fixture = try await PostgresFixture.make(stores: 2)
-        defer { fixture.remove() }
-        let moto = try await MotoS3Server(buckets: ["shared"])
-        defer { moto.stop() }
-        let client = try ObjectStoreSyncTests.client(moto, bucket: "shared")
-        let secondRoot = NSTemporaryDirectory() + "tracer-second-instance-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: secondRoot, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: secondRoot) }
-        let first = Instance(store: fixture.stores[0], directory: fixture.server.paths.published, lockPath: fixture.server.paths.publishLock)
-        let second = Instance(
-            store: fixture.stores[1], directory: PublishedDirectory(path: secondRoot + "/public"), lockPath: secondRoot + "/publish.lock")
+        let bed = try await TwoInstances.make()
+        defer { bed.remove() }
+        let (fixture, client, first, second) = (bed.fixture, bed.client, bed.first, bed.second)
 
         // The first instance publishes batch 1 and syncs it.
         try await Self.append(fixture, to: first, seed: 1)
@@ -114,17 +142,9 @@ struct ObjectStoreInstancesTests {
     /// A batch the index names that neither the directory nor the bucket holds is reported with
     /// what to do, and nothing in the bucket changes.
     @Test func aBatchMissingHereAndInTheBucketSaysWhereToSyncFrom() async throws {
-        let fixture = try await PostgresFixture.make(stores: 2)
-        defer { fixture.remove() }
-        let moto = try await MotoS3Server(buckets: ["lagging"])
-        defer { moto.stop() }
-        let client = try ObjectStoreSyncTests.client(moto, bucket: "lagging")
-        let secondRoot = NSTemporaryDirectory() + "tracer-second-instance-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: secondRoot, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: secondRoot) }
-        let first = Instance(store: fixture.stores[0], directory: fixture.server.paths.published, lockPath: fixture.server.paths.publishLock)
-        let second = Instance(
-            store: fixture.stores[1], directory: PublishedDirectory(path: secondRoot + "/public"), lockPath: secondRoot + "/publish.lock")
+        let bed = try await TwoInstances.make()
+        defer { bed.remove() }
+        let (fixture, client, first, second) = (bed.fixture, bed.client, bed.first, bed.second)
 
         // The first publishes but never syncs; the second publishes on top and tries to sync.
         try await Self.append(fixture, to: first, seed: 3)

@@ -81,13 +81,7 @@ public struct ObjectStoreSync: Sendable {
     ) {
         self.init(
             client: client, directory: directory,
-            lockPublication: { () async throws(PublishError) in
-                do throws(FileWriteError) {
-                    return FilePublicationLock(try PublishLock(path: lockPath))
-                } catch {
-                    throw .file(error)
-                }
-            },
+            lockPublication: { () async throws(PublishError) in try FilePublicationLock.take(path: lockPath) },
             publicKey: publicKey, logger: logger, faultInjection: faultInjection)
     }
 
@@ -155,29 +149,47 @@ public struct ObjectStoreSync: Sendable {
         }
         let ids = try readIndex(PositiveListIndex.relativePath, verify: readIDs)
         guard let ids else { throw .localFiles("there is no \(PositiveListIndex.relativePath) in \(directory.path)") }
-        // A directory from before key batches has no key index: its key side is left alone.
         let keys = try readIndex(PositiveListKeyIndex.relativePath, verify: readKeys)
         var report = SyncReport()
-        // Read first: a side whose index in the bucket is newer than the local one is left alone.
-        let idsBehind = try await bucketIsNewer(than: ids, verify: readIDs)
-        var keysBehind = true
-        if let keys { keysBehind = try await bucketIsNewer(than: keys, verify: readKeys) }
-        if idsBehind { report.newerInBucket.append(client.location.key(for: ids.relativePath)) }
-        if let keys, keysBehind { report.newerInBucket.append(client.location.key(for: keys.relativePath)) }
-        let remoteIDs = idsBehind ? [:] : try await remoteBatches(in: "batches")
-        let remoteKeys = keysBehind ? [:] : try await remoteBatches(in: "keys")
-
-        if !idsBehind { try await uploadMissing(ids.listings, remote: remoteIDs, step: .batchUploaded, into: &report) }
-        if let keys, !keysBehind { try await uploadMissing(keys.listings, remote: remoteKeys, step: .keyBatchUploaded, into: &report) }
-
-        if !idsBehind { try await uploadIndex(ids, step: .indexUploaded, into: &report) }
-        if let keys, !keysBehind { try await uploadIndex(keys, step: .keyIndexUploaded, into: &report) }
-
-        if !idsBehind { try await deleteUnlisted(remote: remoteIDs, listed: ids.listings, step: .expiredBatchDeleted, into: &report) }
-        if let keys, !keysBehind {
-            try await deleteUnlisted(remote: remoteKeys, listed: keys.listings, step: .expiredKeyBatchDeleted, into: &report)
+        // Each index's side (ids, keys) is synced unless the bucket's index is newer than the local
+        // one; the bucket's index is read once, and also tells whether ours needs uploading.
+        var sides: [Side] = []
+        for (local, folder, steps) in [
+            (ids, "batches", (SyncStep.batchUploaded, SyncStep.indexUploaded, SyncStep.expiredBatchDeleted)),
+            // A directory from before key batches has no key index: its key side is left alone.
+            (keys, "keys", (SyncStep.keyBatchUploaded, SyncStep.keyIndexUploaded, SyncStep.expiredKeyBatchDeleted)),
+        ] {
+            guard let local else { continue }
+            let remoteIndex = try await client.get(client.location.key(for: local.relativePath))
+            // An index in the bucket that does not verify (none yet, damaged, another key's) is replaced.
+            if let remoteIndex, let remote = try? local.verify(remoteIndex), remote.generation > local.generation {
+                report.newerInBucket.append(client.location.key(for: local.relativePath))
+                continue
+            }
+            sides.append(Side(
+                local: local, remoteIndex: remoteIndex, remoteBatches: try await remoteBatches(in: folder),
+                batchStep: steps.0, indexStep: steps.1, deleteStep: steps.2))
+        }
+        for side in sides {
+            try await uploadMissing(side.local.listings, remote: side.remoteBatches, step: side.batchStep, into: &report)
+        }
+        for side in sides {
+            try await uploadIndex(side.local, over: side.remoteIndex, step: side.indexStep, into: &report)
+        }
+        for side in sides {
+            try await deleteUnlisted(remote: side.remoteBatches, listed: side.local.listings, step: side.deleteStep, into: &report)
         }
         return report
+    }
+
+    /// One index and its batches, to be mirrored: the local index, what the bucket holds now.
+    private struct Side {
+        let local: LocalIndex
+        let remoteIndex: [UInt8]?
+        let remoteBatches: [String: StoredObject]
+        let batchStep: SyncStep
+        let indexStep: SyncStep
+        let deleteStep: SyncStep
     }
 
     /// What sync needs of an index (ids or keys): its generation and the batches it names.
@@ -192,32 +204,25 @@ public struct ObjectStoreSync: Sendable {
         let bytes: [UInt8]
         let generation: UInt64
         let listings: [PositiveListIndex.BatchListing]
+        /// Reads another copy of this index (the bucket's) the way this one was read.
+        let verify: ([UInt8]) throws(PositiveListFormatError) -> VerifiedIndex
     }
 
     private func readIndex(
-        _ relativePath: String, verify: ([UInt8]) throws(PositiveListFormatError) -> VerifiedIndex
+        _ relativePath: String, verify: @escaping ([UInt8]) throws(PositiveListFormatError) -> VerifiedIndex
     ) throws(ObjectStoreError) -> LocalIndex? {
         guard let data = FileManager.default.contents(atPath: directory.path + "/" + relativePath) else { return nil }
         let bytes = Array(data)
         do {
             let index = try verify(bytes)
-            return LocalIndex(relativePath: relativePath, bytes: bytes, generation: index.generation, listings: index.listings)
+            return LocalIndex(
+                relativePath: relativePath, bytes: bytes, generation: index.generation, listings: index.listings, verify: verify)
         } catch {
             // Never spread an index that nodes would refuse.
             throw .localFiles("\(relativePath) does not verify with the signing key's public key (\(error))")
         }
     }
 
-    /// Whether the bucket holds a later generation of this index, signed with our key: another
-    /// instance published since this one did. An index in the bucket that does not verify (none
-    /// yet, damaged, another key's) is replaced as before.
-    private func bucketIsNewer(
-        than local: LocalIndex, verify: ([UInt8]) throws(PositiveListFormatError) -> VerifiedIndex
-    ) async throws(ObjectStoreError) -> Bool {
-        guard let bytes = try await client.get(client.location.key(for: local.relativePath)),
-              let remote = try? verify(bytes) else { return false }
-        return remote.generation > local.generation
-    }
 
     /// The bucket's batch objects under `prefix + folder + "/"`, by relative path. Listed with the
     /// folder name without its slash, and filtered here: moto (the tests' server) refuses the
@@ -312,12 +317,12 @@ public struct ObjectStoreSync: Sendable {
         guard remote == bytes else { throw .batchDiffers(key: key, localBytes: bytes.count, remoteBytes: remote?.count ?? 0) }
     }
 
-    private func uploadIndex(_ index: LocalIndex, step: SyncStep, into report: inout SyncReport) async throws(ObjectStoreError) {
+    /// Uploads `index` unless the bucket's copy, read at the start of this sync, is the same bytes.
+    private func uploadIndex(
+        _ index: LocalIndex, over stored: [UInt8]?, step: SyncStep, into report: inout SyncReport
+    ) async throws(ObjectStoreError) {
         let key = client.location.key(for: index.relativePath)
-        let md5 = Insecure.MD5.hash(data: index.bytes).map { String(format: "%02x", $0) }.joined()
-        if let stored = try await client.head(key), stored.etag.lowercased() == md5, stored.size == index.bytes.count {
-            return
-        }
+        if stored == index.bytes { return }
         try await client.put(key, body: index.bytes, contentType: PublishedFileHeaders.contentType, cacheControl: PublishedFileHeaders.indexCacheControl)
         logger.debug("uploaded index", metadata: ["key": "\(key)", "batches": "\(index.listings.count)"])
         report.uploadedIndexes.append(key)

@@ -67,11 +67,7 @@ extension ServerStore: SubmissionStore {
     /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a
     /// `tracer-server publish` run never interleave; waits for the other one to finish.
     public func lockPublication(lockPath: String) async throws(PublishError) -> any PublicationLock {
-        do {
-            return FilePublicationLock(try PublishLock(path: lockPath))
-        } catch {
-            throw .file(error)
-        }
+        try FilePublicationLock.take(path: lockPath)
     }
 }
 
@@ -83,4 +79,13 @@ final class FilePublicationLock: PublicationLock, @unchecked Sendable {
     private var lock: PublishLock?
     init(_ lock: PublishLock) { self.lock = lock }
     func release() async { lock = nil }
+
+    /// Waits for the lock file at `path`.
+    static func take(path: String) throws(PublishError) -> FilePublicationLock {
+        do {
+            return FilePublicationLock(try PublishLock(path: path))
+        } catch {
+            throw .file(error)
+        }
+    }
 }
