@@ -11,6 +11,12 @@ public struct PositiveListBatch: Sendable {
     public static let version: UInt8 = 1
     public static let headerByteCount = 40
     public static let entryByteCount = 16
+    /// The most entries a reader takes in one batch: 2^22 ids (64 MiB), the 28-day histories of
+    /// over 1,500 people (2,688 ids each) in a single publication, hourly by default. The bound
+    /// lets a node refuse a signed listing that claims gigabytes before it downloads a byte; a
+    /// server publishing more in one go must split it into several batches.
+    public static let maximumEntryCount = 1 << 22
+    public static let maximumByteCount = headerByteCount + maximumEntryCount * entryByteCount + SignedFile.signatureByteCount
 
     public let number: UInt64
     public let timeRange: PublishedTimeRange

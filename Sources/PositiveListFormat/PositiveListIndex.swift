@@ -13,6 +13,14 @@ public struct PositiveListIndex: Sendable, Equatable {
     public static let headerByteCount = 32
     public static let listingByteCount = 64
     public static let relativePath = "index.tpli"
+    /// The most listings a reader takes from one index (id or key index): the batches of the
+    /// 28-day retention period plus the day a batch may take to expire, at one publication every
+    /// 5 minutes, twelve times the server's default hourly rate. The default rate needs
+    /// 28 × 24 = 672 listings (43 KB); this bound is 8,352 (535 KB), so a reader can cap the
+    /// download of an index at ``maximumByteCount`` instead of megabytes.
+    public static let maximumListingCount = 29 * 288
+    /// The largest index a reader accepts: an endless or padded answer is cut off here.
+    public static let maximumByteCount = headerByteCount + maximumListingCount * listingByteCount + SignedFile.signatureByteCount
 
     /// What a listed batch holds, which decides its file name; not written in the listing,
     /// since each index lists one kind.
@@ -34,6 +42,14 @@ public struct PositiveListIndex: Sendable, Equatable {
             self.byteCount = byteCount
             self.sha256 = sha256
             self.kind = kind
+        }
+
+        /// The largest file of this kind a reader downloads (see `PositiveListBatch.maximumByteCount`).
+        public var maximumByteCount: Int {
+            switch kind {
+            case .ids: return PositiveListBatch.maximumByteCount
+            case .keys: return PositiveListKeyBatch.maximumByteCount
+            }
         }
 
         public var relativePath: String {

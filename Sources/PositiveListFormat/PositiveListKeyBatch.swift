@@ -20,6 +20,11 @@ public struct PositiveListKeyBatch: Sendable {
     public static let headerByteCount = 24
     public static let groupByteCount = 12
     public static let keyByteCount = DailyKey.byteCount
+    /// The most keys a reader takes in one key batch: 2^20 (about 16,000 uploads of 64 keys in a
+    /// single publication), each at worst in a group of its own. Every key costs a node 96 or
+    /// more AES derivations per check, so this is also a bound on a check's work.
+    public static let maximumKeyCount = 1 << 20
+    public static let maximumByteCount = headerByteCount + maximumKeyCount * (groupByteCount + keyByteCount) + SignedFile.signatureByteCount
 
     /// The keys of one (day, interval) pair: positions `keys` of the batch.
     public struct Group: Sendable, Equatable {

@@ -10,7 +10,8 @@ public final class CurlHTTPClient: HTTPTransferring {
     }
 
     public func perform(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
-        try await send(request, into: .memory(limit: configuration.maxInMemoryResponseBytes), progress: nil)
+        let limit = min(configuration.maxInMemoryResponseBytes, request.maximumByteCount ?? .max)
+        return try await send(request, into: .memory(limit: limit), progress: nil)
     }
 
     public func download(

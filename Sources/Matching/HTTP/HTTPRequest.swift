@@ -21,11 +21,15 @@ public struct HTTPRequest: Sendable {
     public var body: [UInt8]
     /// When known (e.g. from a signed index), scales the overall timeout.
     public var expectedByteCount: Int?
+    /// For `perform`: a tighter bound than the client's `maxInMemoryResponseBytes` for this
+    /// answer (a file whose format bounds its size); a longer body throws responseTooLarge.
+    public var maximumByteCount: Int?
 
     public init(
         method: Method = .get, url: String, headers: [HTTPHeaderField] = [], body: [UInt8] = [],
-        expectedByteCount: Int? = nil
+        expectedByteCount: Int? = nil, maximumByteCount: Int? = nil
     ) {
+        self.maximumByteCount = maximumByteCount
         self.method = method
         self.url = url
         self.headers = headers

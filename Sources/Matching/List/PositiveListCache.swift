@@ -52,8 +52,8 @@ public struct PositiveListCache: Sendable {
 
     var etag: String? {
         guard let data = FileManager.default.contents(atPath: etagPath) else { return nil }
-        let text = String(decoding: data, as: UTF8.self)
-        return text.isEmpty ? nil : text
+        // A cache written before the ETag rule may hold a bad one: it is ignored, not sent.
+        return EntityTag.kept(String(decoding: data, as: UTF8.self))
     }
 
     /// True when the batch file is present with the size the index gives it. Its content was
@@ -86,7 +86,7 @@ public struct PositiveListCache: Sendable {
             // the node does not hold. An old or missing ETag only costs one full index download.
             unlink(etagPath)
             try AtomicFile.write(bytes, to: indexPath, mode: 0o600)
-            if let etag { try AtomicFile.write(Array(etag.utf8), to: etagPath, mode: 0o600) }
+            if let etag = EntityTag.kept(etag) { try AtomicFile.write(Array(etag.utf8), to: etagPath, mode: 0o600) }
         } catch {
             throw .cannotWriteCache(path: indexPath, reason: "\(error)")
         }
@@ -118,8 +118,8 @@ public struct PositiveListCache: Sendable {
 
     var keyEtag: String? {
         guard let data = FileManager.default.contents(atPath: keyEtagPath) else { return nil }
-        let text = String(decoding: data, as: UTF8.self)
-        return text.isEmpty ? nil : text
+        // A cache written before the ETag rule may hold a bad one: it is ignored, not sent.
+        return EntityTag.kept(String(decoding: data, as: UTF8.self))
     }
 
     func holdsKeyBatch(_ listing: PositiveListIndex.BatchListing) -> Bool {
@@ -149,7 +149,7 @@ public struct PositiveListCache: Sendable {
             // older index.
             unlink(keyEtagPath)
             try AtomicFile.write(bytes, to: keyIndexPath, mode: 0o600)
-            if let etag { try AtomicFile.write(Array(etag.utf8), to: keyEtagPath, mode: 0o600) }
+            if let etag = EntityTag.kept(etag) { try AtomicFile.write(Array(etag.utf8), to: keyEtagPath, mode: 0o600) }
         } catch {
             throw .cannotWriteCache(path: keyIndexPath, reason: "\(error)")
         }

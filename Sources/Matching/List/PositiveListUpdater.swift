@@ -94,11 +94,9 @@ public struct PositiveListUpdater: Sendable {
     private func updateHoldingLock(progress: (@Sendable (ListDownloadProgress) -> Void)?) async throws(ListUpdateError) -> ListUpdate {
         let held = cache.index(publicKey: source.publicKey)
         let indexURL = source.url(of: PositiveListIndex.relativePath)
-        var headers: [HTTPHeaderField] = []
         // Only an index that still verifies may be confirmed by a 304: after a key change or a
         // damaged cache the node must download everything again.
-        if held != nil, let etag = cache.etag { headers.append(HTTPHeaderField(name: "If-None-Match", value: etag)) }
-        let response = try await send(HTTPRequest(url: indexURL, headers: headers))
+        let response = try await fetchIndex(indexURL, etag: held == nil ? nil : cache.etag)
         let index: PositiveListIndex
         if response.status == 304, let held {
             index = held
@@ -115,6 +113,7 @@ public struct PositiveListUpdater: Sendable {
             if held == nil { cache.removeIndex() }
         }
 
+        try refuseOversizedListings(of: index.batches, in: indexURL)
         // A 304 confirms the index, not the files: a batch lost from the cache is fetched again.
         let missing = index.batches.filter { !holds($0, vouchedForBy: held) }
         let total = Int64(missing.reduce(0) { $0 + $1.byteCount })
@@ -139,16 +138,19 @@ public struct PositiveListUpdater: Sendable {
             downloadedBytes: Int(done) + keys.bytes, keyIndex: keys.index, downloadedKeyBatches: keys.batches)
     }
 
-    /// The key index and the key batches not held yet, with the same checks as the id files. A
-    /// 404 means a server from before key batches: no keys, not an error, and any keys held from
-    /// an earlier answer are dropped so that they are not matched as if still published.
+    /// The key index and the key batches not held yet, with the same checks as the id files.
+    ///
+    /// A 404 from a server this node never got a key index from means a server from before key
+    /// batches: no keys, not an error. Once a signed key index is held, a 404 is an unsigned
+    /// answer and cannot withdraw it (a server that stops publishing keys signs an empty key
+    /// index): it is a failed update, and the held key batches are kept and still matched. The
+    /// id index does not say whether a key index exists, so the held one is the only evidence.
     private func updateKeys() async throws(ListUpdateError) -> (index: PositiveListKeyIndex?, changed: Bool, batches: Int, bytes: Int) {
         let held = cache.keyIndex(publicKey: source.publicKey)
         let indexURL = source.url(of: PositiveListKeyIndex.relativePath)
-        var headers: [HTTPHeaderField] = []
-        if held != nil, let etag = cache.keyEtag { headers.append(HTTPHeaderField(name: "If-None-Match", value: etag)) }
-        let response = try await send(HTTPRequest(url: indexURL, headers: headers))
+        let response = try await fetchIndex(indexURL, etag: held == nil ? nil : cache.keyEtag)
         if response.status == 404 {
+            if let held { throw .keyIndexMissing(url: indexURL, heldGeneration: held.generation) }
             logger.debug("the server publishes no key index (HTTP 404); matching published ids only", metadata: ["url": "\(indexURL)"])
             cache.removeKeyIndex()
             cache.removeKeyFiles(notListedIn: nil)
@@ -167,6 +169,7 @@ public struct PositiveListUpdater: Sendable {
             }
             if held == nil { cache.removeKeyIndex() }
         }
+        try refuseOversizedListings(of: index.batches, in: indexURL)
         let missing = index.batches.filter { !holdsKeyBatch($0, vouchedForBy: held) }
         var done = 0
         for listing in missing {
@@ -178,6 +181,33 @@ public struct PositiveListUpdater: Sendable {
             cache.removeKeyFiles(notListedIn: index)
         }
         return (index, index != held, missing.count, done)
+    }
+
+    /// GETs an index (`maximumByteCount` bounds it: an endless answer costs at most that much
+    /// memory), conditionally when an ETag is held. A conditional request refused with a 4xx (a
+    /// 412, or a 400 or 431 from a server or cache that cannot take the ETag back) is sent once
+    /// more without it: the ETag only saves a download and must never stop updates.
+    private func fetchIndex(_ url: String, etag: String?) async throws(ListUpdateError) -> HTTPResponse {
+        var request = HTTPRequest(url: url, maximumByteCount: PositiveListIndex.maximumByteCount)
+        guard let etag else { return try await send(request) }
+        request.headers = [HTTPHeaderField(name: "If-None-Match", value: etag)]
+        let response = try await send(request)
+        guard (400..<500).contains(response.status) else { return response }
+        logger.debug("a conditional request was refused; asking again without If-None-Match", metadata: [
+            "url": "\(url)", "status": "\(response.status)",
+        ])
+        request.headers = []
+        return try await send(request)
+    }
+
+    /// A verified index may still list a batch larger than the format allows (a signing key in
+    /// the wrong hands, a server bug): it is refused before anything is downloaded, rather than
+    /// written to disk and read back to find out.
+    private func refuseOversizedListings(of listings: [PositiveListIndex.BatchListing], in indexURL: String) throws(ListUpdateError) {
+        for listing in listings where listing.byteCount > listing.maximumByteCount {
+            throw .listingTooLarge(
+                indexURL: indexURL, batch: listing.relativePath, byteCount: listing.byteCount, limit: listing.maximumByteCount)
+        }
     }
 
     private func refuseIfOutdated(publishedAt: UnixSeconds) throws(ListUpdateError) {
@@ -225,7 +255,9 @@ public struct PositiveListUpdater: Sendable {
             throw Self.listError(error)
         }
         guard response.status == 200 else { throw .unexpectedStatus(url: url, status: response.status) }
-        guard let file = FileManager.default.contents(atPath: temporary) else {
+        // Mapped, so verification holds one copy of the batch (at most its listed size, which
+        // the format bounds), not two.
+        guard let file = try? Data(contentsOf: URL(fileURLWithPath: temporary), options: .alwaysMapped) else {
             throw .cannotWriteCache(path: temporary, reason: "the downloaded file cannot be read back")
         }
         do {

@@ -121,7 +121,11 @@ public struct HistoryReporter: Sendable {
         guard let publicKey else { return UploadAcceptance(kinds: .both, source: .unknown) }
         let url = serverURL + "/" + PositiveListKeyIndex.relativePath
         let response: HTTPResponse
-        do { response = try await http.perform(HTTPRequest(url: url)) } catch { throw .serverUnreachable(error) }
+        do {
+            response = try await http.perform(HTTPRequest(url: url, maximumByteCount: PositiveListIndex.maximumByteCount))
+        } catch {
+            throw .serverUnreachable(error)
+        }
         switch response.status {
         case 200:
             do {
