@@ -21,9 +21,23 @@ GET /count?t=TOKEN answers with that count.
   GET  /headers              200 with repeated and padded headers
   POST /echo                 the request body back; X-Echo-Method and X-Echo-Test-Header headers
   POST /redirect-to?url=U    307 to U (a POST must not follow it)
+
+With --root DIR it is also a list server, honest or hostile (HostileListServerTests):
+
+  GET  /list/PATH            DIR/PATH with a strong ETag (its SHA-256) and 304 for it, unless
+                             DIR/behaviour.json maps PATH to a misbehaviour, read on every
+                             request: {"status": N}, {"etag": "raw value"},
+                             {"refuseConditional": N} (N for any If-None-Match),
+                             {"truncate": N} (announce the file, send N bytes, close),
+                             {"endless": true} (no length, zero bytes until 16 MB or the client
+                             leaves), {"trickle": SECONDS} (one byte every SECONDS),
+                             {"redirect": "PATH2"} (302 to /list/PATH2)
+  GET  /list-requests        every /list/ request so far, one "PATH If-None-Match" per line
 """
 import argparse
 import collections
+import hashlib
+import json
 import os
 import ssl
 import sys
@@ -34,6 +48,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 counts = collections.Counter()
 counts_lock = threading.Lock()
+list_root = None
+list_requests = []
+ENDLESS_LIMIT = 16 << 20
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -69,6 +86,12 @@ class Handler(BaseHTTPRequestHandler):
             with counts_lock:
                 value = counts[token]
             return self.reply(200, str(value).encode())
+        if route == "list-requests":
+            with counts_lock:
+                lines = "".join(line + "\n" for line in list_requests)
+            return self.reply(200, lines.encode("latin-1", "replace"))
+        if route == "list" and list_root:
+            return self.serve_list("/".join(parts[1:]))
         seen = self.count(token)
         if route == "bytes":
             size = int(parts[1])
@@ -129,6 +152,65 @@ class Handler(BaseHTTPRequestHandler):
         else:
             self.reply(404, b"no such route")
 
+    def serve_list(self, path):
+        condition = self.headers.get("If-None-Match")
+        with counts_lock:
+            list_requests.append("%s %s" % (path, condition if condition is not None else "-"))
+        try:
+            with open(os.path.join(list_root, "behaviour.json")) as file:
+                behaviour = json.load(file).get(path, {})
+        except FileNotFoundError:
+            behaviour = {}
+        if "status" in behaviour:
+            return self.reply(behaviour["status"], b"status %d" % behaviour["status"])
+        if "redirect" in behaviour:
+            return self.reply(302, b"", [("Location", "/list/" + behaviour["redirect"])])
+        if condition is not None and "refuseConditional" in behaviour:
+            return self.reply(behaviour["refuseConditional"], b"refused")
+        try:
+            with open(os.path.join(list_root, path), "rb") as file:
+                body = file.read()
+        except (FileNotFoundError, IsADirectoryError):
+            return self.reply(404, b"not found")
+        etag = behaviour.get("etag", '"%s"' % hashlib.sha256(body).hexdigest())
+        # A hostile body is sent whatever the request's condition.
+        hostile = any(name in behaviour for name in ("endless", "truncate", "trickle"))
+        if condition == etag and not hostile:
+            self.send_response(304)
+            self.send_header("ETag", etag)
+            self.end_headers()
+            return
+        if behaviour.get("endless"):
+            self.send_response(200)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            self.close_connection = True
+            zeros = bytes(64 << 10)
+            try:
+                for _ in range(ENDLESS_LIMIT // len(zeros)):
+                    self.wfile.write(zeros)
+            except OSError:
+                pass
+            return
+        self.send_response(200)
+        self.send_header("ETag", etag)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        if "truncate" in behaviour:
+            self.wfile.write(body[: behaviour["truncate"]])
+            self.close_connection = True
+        elif "trickle" in behaviour:
+            try:
+                for position in range(len(body)):
+                    self.wfile.write(body[position : position + 1])
+                    self.wfile.flush()
+                    time.sleep(behaviour["trickle"])
+            except OSError:
+                pass
+            self.close_connection = True
+        else:
+            self.wfile.write(body)
+
     def do_POST(self):
         parts, query, token = self.parse()
         self.count(token)
@@ -151,7 +233,10 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cert")
     parser.add_argument("--key")
+    parser.add_argument("--root")
     arguments = parser.parse_args()
+    global list_root
+    list_root = arguments.root
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     if arguments.cert:

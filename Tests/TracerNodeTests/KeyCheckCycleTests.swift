@@ -89,5 +89,59 @@ extension TracerNodeTests {
             #expect(plain.stdout.contains("96 ids (including those of 1 published daily key) checked"), "\(plain)")
             #expect(plain.stdout.contains("Exposure found"), "\(plain)")
         }
+
+        /// Issue 25, item 1: after a node verified the key index, a 404 for it (a CDN caching the
+        /// origin's 404, or a hostile one) is a failed update. A node whose exposure came from a
+        /// published key still exits 3, with a warning; a node without exposure exits 1, never
+        /// 0. The CDN is the fixture server, serving a copy of the real server's files.
+        @Test(.timeLimit(.minutes(2)))
+        func aMissingKeyIndexNeverMeansNoExposure() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let server = try ListServerProcess(scratch: scratch)
+            defer { server.stop() }
+            let now = UnixSeconds(Date().timeIntervalSince1970)
+            let derivation = try IDDerivation(intervalSeconds: 900)
+            let pastDay = UTCDay(number: UTCDay(containing: now).number - 2)
+            let pastKey = DailyKey.random()
+            let file = scratch.file("keys.json")
+            try #"{"keys": [{"day": \#(pastDay.number), "intervalSeconds": 900, "key": "\#(pastKey.hex)"}]}"#
+                .write(toFile: file, atomically: true, encoding: .utf8)
+            let append = try Products.run(
+                try Products.path(of: "tracer-server"),
+                ["append", "--data-dir", server.dataDirectory, "--authority", "Test Health Authority", "--keys", file], home: scratch.path)
+            try #require(append.exitCode == 0, "tracer-server append --keys failed: \(append)")
+            try server.publish()
+            let window = derivation.windowIndices(of: pastDay).lowerBound + 40
+            let start = derivation.nominalStart(ofWindowIndex: window)
+            try NodeFixture.makeStore(scratch.file("b.db"), encounters: [
+                EncounterSpec(peer: derivation.id(key: pastKey, windowIndex: window), times: [start + 60, start + 600], rssi: [-50, -50]),
+            ])
+            try NodeFixture.makeStore(scratch.file("c.db"))
+
+            func check(_ node: String, server url: String) throws -> ProcessResult {
+                try Products.tracer(
+                    ["check", "--quiet", "--db", scratch.file(node + ".db"), "--cache-dir", scratch.file(node + "-cache"), "--server", url,
+                     "--server-key", server.publicKey],
+                    home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")], timeout: .seconds(60))
+            }
+            let exposed = try check("b", server: server.url)
+            try #require(exposed.exitCode == 3, "\(exposed)")
+            let unexposed = try check("c", server: server.url)
+            try #require(unexposed.exitCode == 0, "\(unexposed)")
+
+            let copy = scratch.file("cdn")
+            try FileManager.default.copyItem(atPath: server.dataDirectory + "/public", toPath: copy)
+            try #"{"keys/index.tpki": {"status": 404}}"#.write(toFile: copy + "/behaviour.json", atomically: true, encoding: .utf8)
+            let cdn = try HTTPFixtureServer(listRoot: copy)
+            defer { cdn.stop() }
+            let stillExposed = try check("b", server: cdn.url("/list"))
+            #expect(stillExposed.exitCode == 3, "\(stillExposed)")
+            #expect(stillExposed.stdout.contains("Warning: the list could not be updated"), "\(stillExposed)")
+            #expect(stillExposed.stdout.contains("Exposure found"), "\(stillExposed)")
+            let notUpdated = try check("c", server: cdn.url("/list"))
+            #expect(notUpdated.exitCode == 1, "a 404 key index gave \(notUpdated.exitCode): \(notUpdated)")
+            #expect(notUpdated.stdout.contains("HTTP 404"), "\(notUpdated)")
+        }
     }
 }

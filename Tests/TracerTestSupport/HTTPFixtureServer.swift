@@ -12,11 +12,13 @@ public final class HTTPFixtureServer {
     static let script = URL(fileURLWithPath: #filePath)
         .deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Support/http_fixture.py").path
 
-    /// Plain HTTP, or HTTPS with this PEM certificate and key.
-    public init(certificatePath: String? = nil, keyPath: String? = nil) throws {
+    /// Plain HTTP, or HTTPS with this PEM certificate and key. With `listRoot`, it also serves
+    /// that directory under /list/, with the misbehaviours its behaviour.json names.
+    public init(certificatePath: String? = nil, keyPath: String? = nil, listRoot: String? = nil) throws {
         let output = Pipe()
         var arguments = ["python3", Self.script]
         if let certificatePath, let keyPath { arguments += ["--cert", certificatePath, "--key", keyPath] }
+        if let listRoot { arguments += ["--root", listRoot] }
         process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
         process.arguments = arguments
         process.standardInput = input
