@@ -29,8 +29,8 @@ With --root DIR it is also a list server, honest or hostile (HostileListServerTe
                              request: {"status": N}, {"etag": "raw value"},
                              {"refuseConditional": N} (N for any If-None-Match),
                              {"truncate": N} (announce the file, send N bytes, close),
-                             {"endless": true} (no length, zero bytes until 16 MB or the client
-                             leaves), {"trickle": SECONDS} (one byte every SECONDS),
+                             {"endless": true} (no length, zero bytes until 16 MB, or N bytes
+                             for {"endless": N}, or the client leaves), {"trickle": SECONDS} (one byte every SECONDS),
                              {"redirect": "PATH2"} (302 to /list/PATH2)
   GET  /list-requests        every /list/ request so far, one "PATH If-None-Match" per line
 """
@@ -187,7 +187,9 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             zeros = bytes(64 << 10)
             try:
-                for _ in range(ENDLESS_LIMIT // len(zeros)):
+                limit = behaviour["endless"]
+                limit = ENDLESS_LIMIT if limit is True else int(limit)
+                for _ in range(max(1, limit // len(zeros))):
                     self.wfile.write(zeros)
             except OSError:
                 pass

@@ -20,6 +20,9 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
     /// (a server that stops publishing keys signs an empty key index) but a failing server,
     /// mirror or cache. The held key batches are still matched.
     case keyIndexMissing(url: String, heldGeneration: UInt64)
+    /// An index longer than the format allows, or a batch longer than its listing: an endless
+    /// or padded answer, cut off at `limit` bytes.
+    case tooLarge(url: String, limit: Int)
     /// A verified index lists a batch larger than the format allows; nothing was downloaded.
     case listingTooLarge(indexURL: String, batch: String, byteCount: Int, limit: Int)
     case cannotWriteCache(path: String, reason: String)
@@ -41,6 +44,8 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
             return "The server's newest list was signed \(age / 3_600) hours ago (at \(signed), by this machine's clock reading \(clock)); the server signs a new one at least every 36 hours, so it, or a cache in front of it, has stopped updating. If this machine's clock is wrong, correct it; otherwise try again later and tell the list's operator if this lasts."
         case .keyIndexMissing(let url, let generation):
             return "The server answered \(url) with HTTP 404, but this node holds a signed key index from this list (generation \(generation)); a list server does not withdraw its keys that way, so the server, or a cache or mirror in front of it, is failing. The keys already downloaded were still checked. Try again later, and tell the list's operator if this lasts."
+        case .tooLarge(let url, let limit):
+            return "The server sent more for \(url) than the list allows (\(limit) bytes), so it was cut off; the server, or a cache or mirror in front of it, is misbehaving. Try again later, and tell the list's operator if this lasts."
         case .listingTooLarge(let indexURL, let batch, let byteCount, let limit):
             return "The list at \(indexURL) names \(batch) with a size of \(byteCount) bytes, more than the format allows (\(limit) bytes); it was not downloaded. The list's server is misbehaving: tell its operator."
         case .cannotWriteCache(let path, let reason):

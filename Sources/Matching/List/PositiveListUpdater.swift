@@ -282,6 +282,7 @@ public struct PositiveListUpdater: Sendable {
 
     private static func listError(_ error: HTTPClientError) -> ListUpdateError {
         if case .cancelled = error { return .cancelled }
+        if case .responseTooLarge(let url, let limit) = error { return .tooLarge(url: url, limit: limit) }
         return .network(error)
     }
 }
