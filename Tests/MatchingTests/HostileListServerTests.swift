@@ -265,6 +265,21 @@ import TracerTestSupport
         #expect(names.allSatisfy { !$0.hasPrefix(AtomicFile.temporaryPrefix) }, "\(names)")
     }
 
+    @Test func aBatchLongerThanItsListingIsCutOffAtItsListedSize() async throws {
+        // Honestly listed, but served without a length and without end.
+        let world = try World()
+        try await world.checkHonestly()
+        try world.publishKeys([1, 2], generation: 2)
+        try world.misbehave(["keys/2.tpkb": ["endless": true]])
+        let report = try await world.check()
+        let index = try PositiveListKeyIndex(
+            verifying: Array(try Data(contentsOf: URL(fileURLWithPath: world.site + "/" + PositiveListKeyIndex.relativePath))),
+            publicKey: world.signer.publicKey)
+        let listed = try #require(index.batches.last).byteCount
+        Self.expectHeldExposure(report, failure: "keys/2.tpkb than the list allows (\(listed) bytes)")
+        #expect(!FileManager.default.fileExists(atPath: world.cache.keyBatchPath(2)))
+    }
+
     @Test func aTricklingKeyIndexEndsWithinItsTimeLimit() async throws {
         let world = try World()
         try await world.checkHonestly()
