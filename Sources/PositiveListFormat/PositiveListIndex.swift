@@ -60,19 +60,34 @@ public struct PositiveListIndex: Sendable, Equatable {
         }
     }
 
+    /// Header byte 5 of the id index. Version 1 readers ignore it, so a bit can be added without
+    /// a new version.
+    public struct Flags: OptionSet, Sendable, Hashable {
+        public let rawValue: UInt8
+        public init(rawValue: UInt8) { self.rawValue = rawValue }
+
+        /// The server publishes `keys/index.tpki` beside this index. A reader that sees this in
+        /// a verified index takes a missing key index for a failing server or cache, never for
+        /// "no keys": an unsigned 404 must not hide key-based exposures from a node that has
+        /// never seen the key index.
+        public static let keyIndexPublished = Flags(rawValue: 1 << 0)
+    }
+
     public let generation: UInt64
     public let publishedAt: UnixSeconds
     public let batches: [BatchListing]
+    public let flags: Flags
 
-    public init(generation: UInt64, publishedAt: UnixSeconds, batches: [BatchListing]) {
+    public init(generation: UInt64, publishedAt: UnixSeconds, batches: [BatchListing], flags: Flags = []) {
         self.generation = generation
         self.publishedAt = publishedAt
         self.batches = batches
+        self.flags = flags
     }
 
     public func encode(signingKey: Curve25519.Signing.PrivateKey) throws -> [UInt8] {
         try IndexCoding.encode(
-            magic: Self.magic, version: Self.version, flags: 0, generation: generation, publishedAt: publishedAt,
+            magic: Self.magic, version: Self.version, flags: flags.rawValue, generation: generation, publishedAt: publishedAt,
             batches: batches, signingKey: signingKey)
     }
 
@@ -87,6 +102,8 @@ public struct PositiveListIndex: Sendable, Equatable {
         generation = decoded.generation
         publishedAt = decoded.publishedAt
         batches = decoded.batches
+        // Bits this reader does not know are ignored, as version 1 readers ignore the byte.
+        flags = Flags(rawValue: decoded.flags).intersection(.keyIndexPublished)
     }
 }
 

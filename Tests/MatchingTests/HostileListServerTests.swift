@@ -74,8 +74,11 @@ import TracerTestSupport
         }
 
         /// Publishes id batches `numbers` (one id nobody met each) under an id index of
-        /// `generation`; the last one listed with the size `claimed`, if given.
-        func publishIDs(_ numbers: [UInt64], generation: UInt64, byteCount claimed: Int? = nil) throws {
+        /// `generation`; the last one listed with the size `claimed`, if given. `flags` as
+        /// today's server sets them, unless a server from before key batches is played.
+        func publishIDs(
+            _ numbers: [UInt64], generation: UInt64, byteCount claimed: Int? = nil, flags: PositiveListIndex.Flags = .keyIndexPublished
+        ) throws {
             var listings: [PositiveListIndex.BatchListing] = []
             for number in numbers {
                 let file = try signer.batch(number: number, [listed(UInt64.random(in: 1...UInt64.max), from: now - 900, to: now)])
@@ -84,7 +87,7 @@ import TracerTestSupport
                     number: number, timeRange: PublishedTimeRange(start: now - 900, end: now), byteCount: number == numbers.last ? claimed ?? file.count : file.count,
                     sha256: Array(SHA256.hash(data: file))))
             }
-            try write(try PositiveListIndex(generation: generation, publishedAt: now, batches: listings).encode(signingKey: signer.key),
+            try write(try PositiveListIndex(generation: generation, publishedAt: now, batches: listings, flags: flags).encode(signingKey: signer.key),
                 to: PositiveListIndex.relativePath)
         }
 
@@ -186,10 +189,26 @@ import TracerTestSupport
         #expect(report.listIsStale, "a 404 on the key index was taken for a server without keys")
     }
 
+    @Test func aFreshNodeTakesAMissingKeyIndexTheIdIndexAnnouncesForAFailedUpdate() async throws {
+        // Never saw the key index: only the signed id index's flag says one exists.
+        let world = try World()
+        try world.publishHonestList()
+        try world.misbehave([PositiveListKeyIndex.relativePath: ["status": 404]])
+        let report = try await world.check()
+        #expect(!report.exposureFound)
+        #expect(report.listIsStale, "a 404 on an announced key index was taken for a server without keys")
+        #expect(world.cache.state.lastFailure?.contains("says it publishes one") == true, "\(world.cache.state.lastFailure ?? "none")")
+
+        try world.misbehave([:])
+        let recovered = try await world.check()
+        #expect(recovered.exposureFound && !recovered.listIsStale && recovered.keysChecked == 1)
+    }
+
     @Test func aServerThatNeverPublishedKeysStillWorks() async throws {
-        // A server from before key batches: a 404 for a node that never held a key index.
+        // A server from before key batches: its id index has no key flag, and a 404 for a node
+        // that never held a key index means no keys.
         let world = try World(exposed: false)
-        try world.publishIDs([1], generation: 1)
+        try world.publishIDs([1], generation: 1, flags: [])
         let report = try await world.check()
         #expect(!report.listIsStale && report.keysChecked == nil)
     }

@@ -63,6 +63,21 @@ import Testing
         }
     }
 
+    @Test func theKeyIndexFlagIsHeaderByteFiveBitZeroAndUnknownBitsAreIgnored() throws {
+        let flagged = try PositiveListIndex(generation: 1, publishedAt: 5, batches: [], flags: .keyIndexPublished).encode(signingKey: key)
+        #expect(Array(flagged[0..<8]) == [0x54, 0x50, 0x4C, 0x49, 0x01, 0x01, 0x00, 0x00])
+        #expect(try PositiveListIndex(verifying: flagged, publicKey: publicKey).flags == .keyIndexPublished)
+        // A later server may set bits this reader does not know: it still reads the index.
+        var later = Array(flagged.dropLast(64))
+        later[5] = 0xF1
+        let read = try PositiveListIndex(verifying: try SignedFile.sign(later, with: key), publicKey: publicKey)
+        #expect(read.flags == .keyIndexPublished)
+        let plain = try PositiveListIndex(generation: 1, publishedAt: 5, batches: []).encode(signingKey: key)
+        #expect(plain[5] == 0)
+        let plainFlags = try PositiveListIndex(verifying: plain, publicKey: publicKey).flags
+        #expect(plainFlags.isEmpty)
+    }
+
     @Test func anotherServersKeyDoesNotVerify() throws {
         let file = try PositiveListBatch.encode(number: 1, entries: sortedEntries(3), signingKey: key)
         let stranger = PositiveListPublicKey(Curve25519.Signing.PrivateKey().publicKey)

@@ -28,6 +28,9 @@ import Testing
         let index = try fixture.verifiedIndex()
         #expect(index.generation == 1)
         #expect(index.batches.map(\.number) == [1])
+        // The key index is published beside it, and the id index says so (issue 25, item 1).
+        #expect(index.flags.contains(.keyIndexPublished))
+        #expect(FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath))
         let batch = try #require(try fixture.verifiedBatches().first)
         // Sorted by value, so the order says nothing about which upload an id came from.
         #expect(batch.entries == (first + second).sorted { $0.id < $1.id })

@@ -16,10 +16,11 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
     /// The newest list the server offers was signed too long ago (see
     /// ``PositiveListUpdater/maximumListAge``); it is held all the same.
     case outdated(publishedAt: UnixSeconds, ageSeconds: UnixSeconds)
-    /// The key index answered 404 while a signed one from this list is held: not a withdrawal
-    /// (a server that stops publishing keys signs an empty key index) but a failing server,
-    /// mirror or cache. The held key batches are still matched.
-    case keyIndexMissing(url: String, heldGeneration: UInt64)
+    /// The key index answered 404 while a signed one from this list is held, or the verified id
+    /// index says one is published: not a withdrawal (a server that stops publishing keys signs
+    /// an empty key index) but a failing server, mirror or cache. Held key batches are still
+    /// matched. `heldGeneration` is nil when the node never had a key index.
+    case keyIndexMissing(url: String, heldGeneration: UInt64?)
     /// An index longer than the format allows, or a batch longer than its listing: an endless
     /// or padded answer, cut off at `limit` bytes.
     case tooLarge(url: String, limit: Int)
@@ -42,8 +43,10 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
             let signed = Date(timeIntervalSince1970: TimeInterval(publishedAt)).formatted(.iso8601)
             let clock = Date(timeIntervalSince1970: TimeInterval(publishedAt + age)).formatted(.iso8601)
             return "The server's newest list was signed \(age / 3_600) hours ago (at \(signed), by this machine's clock reading \(clock)); the server signs a new one at least every 36 hours, so it, or a cache in front of it, has stopped updating. If this machine's clock is wrong, correct it; otherwise try again later and tell the list's operator if this lasts."
-        case .keyIndexMissing(let url, let generation):
+        case .keyIndexMissing(let url, let generation?):
             return "The server answered \(url) with HTTP 404, but this node holds a signed key index from this list (generation \(generation)); a list server does not withdraw its keys that way, so the server, or a cache or mirror in front of it, is failing. The keys already downloaded were still checked. Try again later, and tell the list's operator if this lasts."
+        case .keyIndexMissing(let url, nil):
+            return "The server answered \(url) with HTTP 404, but the signed list says it publishes one; the server, or a cache or mirror in front of it, is failing, so published daily keys could not be checked. Try again later, and tell the list's operator if this lasts."
         case .tooLarge(let url, let limit):
             return "The server sent more for \(url) than the list allows (\(limit) bytes), so it was cut off; the server, or a cache or mirror in front of it, is misbehaving. Try again later, and tell the list's operator if this lasts."
         case .listingTooLarge(let indexURL, let batch, let byteCount, let limit):

@@ -128,7 +128,7 @@ public struct PositiveListUpdater: Sendable {
             try cache.installIndex(response.body, etag: response.header("etag"))
             cache.removeFiles(notListedIn: index)
         }
-        let keys = try await updateKeys()
+        let keys = try await updateKeys(announcedBy: index)
         // Only now: an outdated list the server offers is still newer than the one held, and
         // the node should match against the newest it can get while it says it is outdated.
         try refuseIfOutdated(publishedAt: index.publishedAt)
@@ -140,17 +140,19 @@ public struct PositiveListUpdater: Sendable {
 
     /// The key index and the key batches not held yet, with the same checks as the id files.
     ///
-    /// A 404 from a server this node never got a key index from means a server from before key
-    /// batches: no keys, not an error. Once a signed key index is held, a 404 is an unsigned
-    /// answer and cannot withdraw it (a server that stops publishing keys signs an empty key
-    /// index): it is a failed update, and the held key batches are kept and still matched. The
-    /// id index does not say whether a key index exists, so the held one is the only evidence.
-    private func updateKeys() async throws(ListUpdateError) -> (index: PositiveListKeyIndex?, changed: Bool, batches: Int, bytes: Int) {
+    /// A 404 is an unsigned answer and cannot withdraw signed keys (a server that stops
+    /// publishing keys signs an empty key index). When the verified id index says a key index is
+    /// published, or a signed one from this list is held, a 404 is a failed update and the held
+    /// key batches are kept and still matched. Only an id index without that flag, from a server
+    /// from before key batches, with no key index ever seen, makes a 404 mean "no keys".
+    private func updateKeys(announcedBy idIndex: PositiveListIndex) async throws(ListUpdateError) -> (index: PositiveListKeyIndex?, changed: Bool, batches: Int, bytes: Int) {
         let held = cache.keyIndex(publicKey: source.publicKey)
         let indexURL = source.url(of: PositiveListKeyIndex.relativePath)
         let response = try await fetchIndex(indexURL, etag: held == nil ? nil : cache.keyEtag)
         if response.status == 404 {
-            if let held { throw .keyIndexMissing(url: indexURL, heldGeneration: held.generation) }
+            if held != nil || idIndex.flags.contains(.keyIndexPublished) {
+                throw .keyIndexMissing(url: indexURL, heldGeneration: held?.generation)
+            }
             logger.debug("the server publishes no key index (HTTP 404); matching published ids only", metadata: ["url": "\(indexURL)"])
             cache.removeKeyIndex()
             cache.removeKeyFiles(notListedIn: nil)

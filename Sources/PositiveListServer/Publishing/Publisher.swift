@@ -226,14 +226,17 @@ public actor Publisher {
     /// frozen one); returns the new generation, or nil when the index was already right.
     private func replaceIndexIfStale(live: [BatchRecord], now: UnixSeconds) async throws -> UInt64? {
         let listings = live.map(\.listing)
+        // Every publication also writes keys/index.tpki, even when only ids are accepted: the
+        // flag lets a node tell a missing key index from a server that has none.
+        let flags: PositiveListIndex.Flags = .keyIndexPublished
         if let bytes = FileManager.default.contents(atPath: directory.indexPath),
            let current = try? PositiveListIndex(verifying: Array(bytes), publicKey: publicKey),
-           current.batches == listings, current.publishedAt > now - indexRefreshSeconds
+           current.batches == listings, current.flags == flags, current.publishedAt > now - indexRefreshSeconds
         {
             return nil
         }
         let generation = try await store.claimIndexGeneration()
-        let index = PositiveListIndex(generation: generation, publishedAt: now, batches: listings)
+        let index = PositiveListIndex(generation: generation, publishedAt: now, batches: listings, flags: flags)
         try AtomicFile.write(try index.encode(signingKey: signingKey), to: directory.indexPath) {
             try inject(.indexTemporaryFileWritten)
         }
