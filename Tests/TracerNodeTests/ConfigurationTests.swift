@@ -57,7 +57,8 @@ extension TracerNodeTests {
             "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
             "check.interval", "check.jitter", "check.on_exposure", "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
-            "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period",
+            "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period", "risk.attenuation_summary",
+            "risk.rssi_correction",
         ]
 
         /// JSON values compare by type: JSONSerialization gives NSNumber for both numbers and booleans.

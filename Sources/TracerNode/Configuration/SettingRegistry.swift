@@ -3,6 +3,7 @@ import BLEHost
 import GATTExchange
 import IDRotation
 import Logging
+import Matching
 
 /// Every setting the node reads. Adding a setting is one entry here plus its `NodeSettings`
 /// property; the file reader, environment, flags and `tracer config` all follow this table.
@@ -137,6 +138,15 @@ enum SettingRegistry {
             "risk.sampling_period", \.risk.samplingPeriod, .integer(minimum: 0, maximum: 3_600, unit: "seconds"),
             default: 60, env: "TRACER_RISK_SAMPLING_PERIOD", flag: nil,
             help: "Contact time one sighting stands for: the scan cycle (60 s by default, 10 s of scanning a minute)."),
+        .text(
+            "risk.attenuation_summary", \.risk.attenuationSummary, .choice(RiskModel.AttenuationSummary.allCases.map(\.rawValue)),
+            default: .value(.text("mean")), env: "TRACER_RISK_ATTENUATION_SUMMARY", flag: nil,
+            help: "Which RSSI of an id window decides its bucket: the strongest (the closest the devices came) or the mean.",
+            convert: { RiskModel.AttenuationSummary(rawValue: $0) ?? .mean }),
+        .integer(
+            "risk.rssi_correction", \.risk.rssiCorrection, .integer(minimum: -40, maximum: 40, unit: "dB"),
+            default: 0, env: "TRACER_RISK_RSSI_CORRECTION", flag: nil,
+            help: "Added to every RSSI this node measures: its radio's calibration (the Exposure Notification rssi_offset of a phone model)."),
     ]
 
     static let constraints: [SettingConstraint] = [
