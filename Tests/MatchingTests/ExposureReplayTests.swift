@@ -59,16 +59,16 @@ extension MatchingTests {
         @Test func theVerdictIsTheRiskModelsOverTheMatchedRows() throws {
             let sessions = try replayed()
             let contact = try #require(sessions["t1:A->B"])
-            // Today's model (mean RSSI, 60 s per sighting): window 1 lasts 600 − 60 + 60 s = 10 min
+            // The Exposure Notification example (mean RSSI, 60 s per sighting): window 1 lasts 600 − 60 + 60 s = 10 min
             // at mean −85 + 5 = −80 dBm → 60 dB, medium, × 0.5 = 5; window 2 is 1 min at −73 dBm →
             // 53 dB, near, × 1 = 1. Six weighted minutes: low.
-            let standard = contact.assessment(with: .standard)
+            let standard = contact.assessment(with: .exposureNotificationExample)
             #expect(standard.days.first?.weightedMinutes == 6)
             #expect(standard.level == .low)
             // Uncalibrated, window 2 is 58 dB, medium: 5 + 0.5.
-            #expect(contact.assessment(with: .standard, calibration: .none).days.first?.weightedMinutes == 5.5)
+            #expect(contact.assessment(with: .exposureNotificationExample, calibration: .none).days.first?.weightedMinutes == 5.5)
             // The strongest reading (−65 + 5 = −60 dBm, 40 dB) makes window 1 near: 10 + 1 = 11.
-            var strongest = RiskModel.standard
+            var strongest = RiskModel.exposureNotificationExample
             strongest.attenuationSummary = .strongest
             strongest.highMinutes = 10
             let assessment = contact.assessment(with: strongest)
