@@ -201,7 +201,7 @@ struct VerdictsBenchmark {
                 outcomes.append(outcome(of: sessions[index], model: best.model, threshold: best.threshold, calibration: calibration))
             }
         }
-        let summary = choices.sorted { $0.value > $1.value }.map { "\($0.key) ×\($0.value)" }.joined(separator: "; ")
+        let summary = choices.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { "\($0.key) ×\($0.value)" }.joined(separator: "; ")
         let all = Self.select(candidates, scored: scored, training: Array(sessions.indices))
         return (outcomes, summary, all.map { Self.describe($0.model, threshold: $0.threshold) } ?? "none")
     }
