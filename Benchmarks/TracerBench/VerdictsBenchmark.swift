@@ -7,7 +7,8 @@ import Matching
 /// the recording is replayed into SQLite stores (ExposureReplay), matched with the positive-list
 /// matcher and scored with `ExposureAssessment` under each configuration.
 struct VerdictsBenchmark {
-    let dataDirectory: String
+    let sessionsCSV: String
+    let readingsCSV: String
     let directory: String
     /// Where the ROC curve is written as SVG; nil for none.
     let svgPath: String?
@@ -48,7 +49,6 @@ struct VerdictsBenchmark {
     static let trainingTPR = 0.92
 
     func run() throws {
-        let sessionsCSV = dataDirectory + "/mitll_ua_sessions.csv", readingsCSV = dataDirectory + "/mitll_ua_readings.csv"
         var clock = ContinuousClock.now
         let recording = try ReplayRecording(sessionsCSV: sessionsCSV, readingsCSV: readingsCSV)
         let readingCount = recording.readings.values.reduce(0) { $0 + $1.count }
