@@ -69,6 +69,11 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // Replays recorded field data (sessions and RSSI readings as CSV) through the node's store,
+        // matcher and risk model, and scores the verdicts against ground truth: what TracerBench's
+        // `verdicts` measures is what `tracer check` ships. Its own module so that neither the node
+        // nor Matching carries CSV parsing.
+        .target(name: "ExposureReplay", dependencies: ["IDRotation", "Matching", "PositiveListFormat"]),
         // The published positive list's binary format (batches, index, Ed25519 signatures):
         // written by the server, read and verified by nodes, so it depends on no server code.
         .target(
@@ -134,7 +139,7 @@ let package = Package(
             name: "TracerBench",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
-                "ObjectStore",
+                "ObjectStore", "ExposureReplay",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -156,7 +161,7 @@ let package = Package(
         .testTarget(
             name: "MatchingTests",
             dependencies: [
-                "Matching", "IDRotation", "PositiveListFormat", "TracerTestSupport",
+                "Matching", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -12,7 +12,7 @@ LoggingSystem.bootstrap { label in
 // Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
-//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS]]
+//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -98,8 +98,25 @@ case "object-store":
     let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 3
     let ids = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000_000
     try await ObjectStoreBenchmark(directory: directory, rounds: max(1, rounds), idsPerBatch: max(1, ids)).run()
+case "verdicts":
+    // verdicts [--data DIR | --sessions FILE --readings FILE] [--svg PATH]: issue 26's figures from the MIT LL / U. Arizona field
+    // recordings (DIR holds mitll_ua_sessions.csv and mitll_ua_readings.csv; by default
+    // ../shared/data/mitll-ua from the repository root). A debug build gives the same figures.
+    var options = Array(arguments.dropFirst())
+    func option(_ name: String) -> String? {
+        guard let index = options.firstIndex(of: name), index + 1 < options.count else { return nil }
+        defer { options.removeSubrange(index...index + 1) }
+        return options[index + 1]
+    }
+    // --sessions FILE and --readings FILE read any other pair of CSV files with the same columns.
+    let data = option("--data") ?? "../shared/data/mitll-ua"
+    let svg = option("--svg")
+    try VerdictsBenchmark(
+        sessionsCSV: option("--sessions") ?? data + "/mitll_ua_sessions.csv",
+        readingsCSV: option("--readings") ?? data + "/mitll_ua_readings.csv", directory: directory, svgPath: svg
+    ).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts\n".utf8))
     exit(2)
 }
 

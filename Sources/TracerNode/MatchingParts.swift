@@ -39,6 +39,8 @@ struct MatchingParts {
         model.highMinutes = risk.highMinutes
         model.assumedTxPower = Int(risk.assumedTxPower)
         model.samplingPeriodSeconds = Int(risk.samplingPeriod)
+        model.attenuationSummary = risk.attenuationSummary
+        model.rssiCorrection = Int(risk.rssiCorrection)
         return model
     }
 

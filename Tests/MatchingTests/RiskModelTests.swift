@@ -5,7 +5,38 @@ import Testing
 extension MatchingTests {
     @Suite struct RiskModelTests {
         let day: UnixSeconds = 1_795_305_600  // 2026-11-22T00:00:00Z
-        let model = RiskModel.standard
+        // The bucket arithmetic is checked on the Exposure Notification example (55/70 dB, the
+        // mean RSSI), whose numbers these cases were written for; the measured defaults have
+        // their own test below.
+        let model = RiskModel.exposureNotificationExample
+
+        @Test func theDefaultsAreTheMeasuredOnes() {
+            // docs/risk-model.md, "Measured on real recordings": the strongest RSSI of a window,
+            // near below 54 dB, medium to 59 dB, high from 11 weighted minutes.
+            let standard = RiskModel.standard
+            #expect(standard.attenuationSummary == .strongest)
+            #expect((standard.nearAttenuation, standard.farAttenuation, standard.highMinutes) == (54, 59, 11))
+            // One sighting at −50 dBm and one at −80: the mean (65 dB) would be far, the strongest
+            // (50 dB) is near.
+            var value = encounter(1, from: day, to: day + 60, rssi: -50)
+            value.rssiSum = -50 + -80
+            value.rssiCount = 2
+            value.rssiMin = -80
+            #expect(standard.attenuation(of: value) == 50)
+            #expect(standard.proximity(of: value) == .near)
+            #expect(model.proximity(of: value) == .medium)
+            // The receiver's calibration is added to what it measured: −50 + 6 = −44 dBm, 44 dB.
+            var calibrated = standard
+            calibrated.rssiCorrection = 6
+            #expect(calibrated.attenuation(of: value) == 44)
+            // 54 dB is medium, 59 dB still medium, 60 dB far.
+            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -54, txPower: 0)) == .medium)
+            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -59, txPower: 0)) == .medium)
+            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -60, txPower: 0)) == .far)
+            // 11 weighted minutes are high.
+            #expect(standard.level(weightedMinutes: 11) == .high)
+            #expect(standard.level(weightedMinutes: 10.9) == .low)
+        }
 
         @Test func attenuationBucketsFollowTheExposureNotificationDefaults() {
             // Attenuation = TX power − mean RSSI: 0 − (−54) = 54 dB is near, 55 and 70 medium, 71 far.

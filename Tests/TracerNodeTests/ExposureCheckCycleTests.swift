@@ -99,12 +99,13 @@ extension TracerNodeTests {
             var exposedEncounters: [EncounterSpec] {
                 let (h, m) = (Self.hour, Self.minute)
                 return [
-                    // 10:05 to 10:24 is 19 min, + 1 sampling period = 20 min; 0 - (-50) = 50 dB: near.
+                    // 10:05 to 10:24 is 19 min, + 1 sampling period = 20 min; 0 - (-48) = 48 dB: near.
                     EncounterSpec(
                         peer: reporterID(at: day1 + 10 * h), times: [day1 + 10 * h + 5 * m, day1 + 10 * h + 15 * m, day1 + 10 * h + 24 * m],
                         rssi: [-48, -50, -52]),
-                    // 9 + 1 = 10 min; no TX power advertised, 0 dBm assumed: 62 dB, medium.
-                    EncounterSpec(peer: reporterID(at: day1 + 14 * h), times: [day1 + 14 * h + 10 * m, day1 + 14 * h + 19 * m], rssi: [-60, -64]),
+                    // 9 + 1 = 10 min; no TX power advertised, 0 dBm assumed; the strongest RSSI decides:
+                    // 57 dB, medium (54 to 59 dB).
+                    EncounterSpec(peer: reporterID(at: day1 + 14 * h), times: [day1 + 14 * h + 10 * m, day1 + 14 * h + 19 * m], rssi: [-57, -64]),
                     // 7 + 1 = 8 min; -4 - (-80) = 76 dB: far.
                     EncounterSpec(
                         peer: reporterID(at: day2 + 9 * h), times: [day2 + 9 * h + 30 * m, day2 + 9 * h + 37 * m], rssi: [-80, -80], txPower: -4),

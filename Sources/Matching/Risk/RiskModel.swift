@@ -24,14 +24,40 @@ public struct RiskModel: Sendable, Equatable, Codable {
     /// The time one sighting stands for: the scan cycle, since a node hears a nearby peer once
     /// per cycle. An encounter lasts from its first to its last sighting plus one such period.
     public var samplingPeriodSeconds: Int
+    /// Which of an encounter's RSSI values stands for it: their mean, or the strongest one.
+    public var attenuationSummary: AttenuationSummary
+    /// Added to every RSSI this node measured (dB): the receiver's calibration, as the Exposure
+    /// Notification service's per-model `rssi_offset`. 0 for an uncalibrated node.
+    public var rssiCorrection: Int
 
+    /// How the RSSI values of one encounter (one peer id in one of our id windows) are summarised.
+    public enum AttenuationSummary: String, Sendable, Codable, CaseIterable {
+        /// The mean of all values: every fade and body in the way pulls it down.
+        case mean
+        /// The strongest value: the closest the two devices came in the window, as far as the
+        /// radio can tell. Fades only ever weaken a signal, so the maximum is the robust summary.
+        case strongest
+    }
+
+    /// The defaults, measured on real recordings (docs/risk-model.md, "Measured on real
+    /// recordings"): the strongest RSSI of each id window, near below 54 dB, medium up to 59 dB,
+    /// high from 11 weighted minutes. Chosen by the same rule that the leave-one-test-out figures
+    /// evaluate, on all 24 labelled tests.
     public static let standard = RiskModel(
+        nearAttenuation: 54, farAttenuation: 59, nearWeight: 1.0, mediumWeight: 0.5, farWeight: 0.0,
+        unknownWeight: 0.5, lowMinutes: 5, highMinutes: 11, assumedTxPower: 0, samplingPeriodSeconds: 60,
+        attenuationSummary: .strongest)
+
+    /// The Exposure Notification example configuration, Tracer's defaults before they were
+    /// measured: the mean RSSI, 55/70 dB, weights 1/0.5/0, high from 15 weighted minutes.
+    public static let exposureNotificationExample = RiskModel(
         nearAttenuation: 55, farAttenuation: 70, nearWeight: 1.0, mediumWeight: 0.5, farWeight: 0.0,
         unknownWeight: 0.5, lowMinutes: 5, highMinutes: 15, assumedTxPower: 0, samplingPeriodSeconds: 60)
 
     public init(
         nearAttenuation: Int, farAttenuation: Int, nearWeight: Double, mediumWeight: Double, farWeight: Double,
-        unknownWeight: Double, lowMinutes: Double, highMinutes: Double, assumedTxPower: Int, samplingPeriodSeconds: Int
+        unknownWeight: Double, lowMinutes: Double, highMinutes: Double, assumedTxPower: Int, samplingPeriodSeconds: Int,
+        attenuationSummary: AttenuationSummary = .mean, rssiCorrection: Int = 0
     ) {
         self.nearAttenuation = nearAttenuation
         self.farAttenuation = farAttenuation
@@ -43,6 +69,8 @@ public struct RiskModel: Sendable, Equatable, Codable {
         self.highMinutes = highMinutes
         self.assumedTxPower = assumedTxPower
         self.samplingPeriodSeconds = samplingPeriodSeconds
+        self.attenuationSummary = attenuationSummary
+        self.rssiCorrection = rssiCorrection
     }
 
     public enum Proximity: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable {
@@ -56,13 +84,18 @@ public struct RiskModel: Sendable, Equatable, Codable {
         return .far
     }
 
-    /// TX power minus the mean RSSI we measured; when we measured none, the RSSI the peer
-    /// reported for us stands in (the radio path is the same both ways).
+    /// TX power minus the RSSI we measured (its mean or its strongest value, corrected by this
+    /// node's calibration); when we measured none, the RSSI the peer reported for us stands in
+    /// (the radio path is the same both ways).
     public func attenuation(of encounter: Encounter) -> Int? {
         let txPower = Int(encounter.txPower ?? Int8(clamping: assumedTxPower))
         if encounter.rssiCount > 0 {
-            let mean = (Double(encounter.rssiSum) / Double(encounter.rssiCount)).rounded()
-            return txPower - Int(mean)
+            let measured: Int
+            switch attenuationSummary {
+            case .mean: measured = Int((Double(encounter.rssiSum) / Double(encounter.rssiCount)).rounded())
+            case .strongest: measured = Int(encounter.rssiMax ?? Int8(clamping: encounter.rssiSum / encounter.rssiCount))
+            }
+            return txPower - (measured + rssiCorrection)
         }
         if let reported = encounter.reportedRSSI { return txPower - Int(reported) }
         return nil

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import Matching
 
 /// The node's effective configuration, typed. Build it with `NodeSettings.resolve`; the initial
 /// values below are placeholders, since every setting with a default gets it from
@@ -17,6 +18,8 @@ struct NodeSettings: Equatable, Sendable {
         var highMinutes: Double = 0
         var assumedTxPower: Int64 = 0
         var samplingPeriod: Int64 = 0
+        var attenuationSummary: RiskModel.AttenuationSummary = .mean
+        var rssiCorrection: Int64 = 0
     }
 
     // [node]

@@ -3,6 +3,7 @@ import BLEHost
 import GATTExchange
 import IDRotation
 import Logging
+import Matching
 
 /// Every setting the node reads. Adding a setting is one entry here plus its `NodeSettings`
 /// property; the file reader, environment, flags and `tracer config` all follow this table.
@@ -106,11 +107,11 @@ enum SettingRegistry {
     private static let risk: [SettingDefinition] = [
         .integer(
             "risk.near_attenuation", \.risk.nearAttenuation, .integer(minimum: 0, maximum: 200, unit: "dB"),
-            default: 55, env: "TRACER_RISK_NEAR_ATTENUATION", flag: nil,
+            default: 54, env: "TRACER_RISK_NEAR_ATTENUATION", flag: nil,
             help: "Attenuation up to which a contact counts as near."),
         .integer(
             "risk.far_attenuation", \.risk.farAttenuation, .integer(minimum: 0, maximum: 200, unit: "dB"),
-            default: 70, env: "TRACER_RISK_FAR_ATTENUATION", flag: nil,
+            default: 59, env: "TRACER_RISK_FAR_ATTENUATION", flag: nil,
             help: "Attenuation from which a contact counts as far; above near_attenuation."),
         .number(
             "risk.near_weight", \.risk.nearWeight, .number(minimum: 0, maximum: 1),
@@ -127,7 +128,7 @@ enum SettingRegistry {
             help: "Weighted minutes from which an exposure is reported as low risk."),
         .number(
             "risk.high_minutes", \.risk.highMinutes, .number(minimum: 0, minimumIncluded: false),
-            default: 15, env: "TRACER_RISK_HIGH_MINUTES", flag: nil,
+            default: 11, env: "TRACER_RISK_HIGH_MINUTES", flag: nil,
             help: "Weighted minutes from which an exposure is reported as high risk; at least low_minutes."),
         .integer(
             "risk.assumed_tx_power", \.risk.assumedTxPower, .integer(minimum: -40, maximum: 20, unit: "dBm"),
@@ -137,6 +138,15 @@ enum SettingRegistry {
             "risk.sampling_period", \.risk.samplingPeriod, .integer(minimum: 0, maximum: 3_600, unit: "seconds"),
             default: 60, env: "TRACER_RISK_SAMPLING_PERIOD", flag: nil,
             help: "Contact time one sighting stands for: the scan cycle (60 s by default, 10 s of scanning a minute)."),
+        .text(
+            "risk.attenuation_summary", \.risk.attenuationSummary, .choice(RiskModel.AttenuationSummary.allCases.map(\.rawValue)),
+            default: .value(.text("strongest")), env: "TRACER_RISK_ATTENUATION_SUMMARY", flag: nil,
+            help: "Which RSSI of an id window decides its bucket: the strongest (the closest the devices came) or the mean.",
+            convert: { RiskModel.AttenuationSummary(rawValue: $0) ?? .strongest }),
+        .integer(
+            "risk.rssi_correction", \.risk.rssiCorrection, .integer(minimum: -40, maximum: 40, unit: "dB"),
+            default: 0, env: "TRACER_RISK_RSSI_CORRECTION", flag: nil,
+            help: "Added to every RSSI this node measures: its radio's calibration (the Exposure Notification rssi_offset of a phone model)."),
     ]
 
     static let constraints: [SettingConstraint] = [

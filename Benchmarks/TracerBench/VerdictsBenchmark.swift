@@ -1,0 +1,242 @@
+import ExposureReplay
+import Foundation
+import Matching
+
+/// Issue 26: the verdicts of `tracer check` against ground truth on real recordings (MIT LL /
+/// U. Arizona field tests, ../shared/data/mitll-ua). Every figure comes from the node's own code:
+/// the recording is replayed into SQLite stores (ExposureReplay), matched with the positive-list
+/// matcher and scored with `ExposureAssessment` under each configuration.
+struct VerdictsBenchmark {
+    let sessionsCSV: String
+    let readingsCSV: String
+    let directory: String
+    /// Where the ROC curve is written as SVG; nil for none.
+    let svgPath: String?
+
+    /// A risk configuration under test; `risk.sampling_period` is the recording's scan cycle
+    /// for all of them, as it is a property of the scanner, not of the policy.
+    struct Configuration {
+        var name: String
+        var model: RiskModel
+        var source: String
+    }
+
+    /// The configurations deployed apps used, in Tracer's three-bucket form (docs/risk-model.md
+    /// cites where each number comes from and what the three buckets cannot express).
+    static func deployed(samplingPeriod: Int) -> [Configuration] {
+        func model(_ near: Int, _ far: Int, _ weights: (Double, Double, Double), high: Double) -> RiskModel {
+            RiskModel(
+                nearAttenuation: near, farAttenuation: far, nearWeight: weights.0, mediumWeight: weights.1, farWeight: weights.2,
+                unknownWeight: 0.5, lowMinutes: min(5, high), highMinutes: high, assumedTxPower: 0, samplingPeriodSeconds: samplingPeriod)
+        }
+        return [
+            Configuration(name: "Tracer before issue 26 (GAEN example)", model: {
+                var example = RiskModel.exposureNotificationExample
+                example.samplingPeriodSeconds = samplingPeriod
+                return example
+            }(), source: "mean RSSI, 55/70 dB, 1/0.5/0, 15 min"),
+            Configuration(name: "Switzerland (SwissCovid, DP-3T)", model: model(50, 55, (1, 0.5, 0), high: 15), source: "50/55 dB, 1/0.5/0, 15 min"),
+            Configuration(name: "Germany (CWA 2020, v1)", model: model(55, 63, (1, 0.5, 0), high: 15), source: "55/63 dB, 1/0.5/0, 15 min"),
+            Configuration(name: "Germany (CWA 2021, v2)", model: model(63, 73, (0.8, 1.0, 0.1), high: 13), source: "63/73 dB, 0.8/1.0/0.1, 13 min"),
+            Configuration(name: "Italy (Immuni)", model: model(50, 70, (1, 1, 0), high: 15), source: "50/70 dB, 1/1/0, 15 min"),
+        ]
+    }
+
+    static let environments = ["public_transit", "learning_spaces", "social"]
+    /// The true-positive rate the cross-validation asks of each training set; fixed before any
+    /// held-out figure was seen, a little above the 0.90 target for the positives a held-out
+    /// test adds.
+    static let trainingTPR = 0.92
+
+    func run() throws {
+        var clock = ContinuousClock.now
+        let recording = try ReplayRecording(sessionsCSV: sessionsCSV, readingsCSV: readingsCSV)
+        let readingCount = recording.readings.values.reduce(0) { $0 + $1.count }
+        say("verdicts: \(sessionsCSV) (\(grouped(recording.sessions.count)) sessions), \(readingsCSV) (\(grouped(readingCount)) readings), read in \(format(seconds(ContinuousClock.now - clock), 1)) s")
+        clock = .now
+        let replayed = try ExposureReplay.replay(recording, directory: directory)
+        let matched = replayed.reduce(0) { $0 + $1.matches.count }
+        say("replayed into \(Set(replayed.map { $0.session.test + "/" + $0.session.receiver }).count) node stores, \(grouped(matched)) matched encounters, in \(format(seconds(ContinuousClock.now - clock), 1)) s")
+        let samplingPeriod = recording.medianScanIntervalSeconds
+        say("risk.sampling_period = \(samplingPeriod) s (the recording's median scan interval) for every configuration")
+
+        let labelled = replayed.filter { $0.session.label != nil }
+        let tests = Array(Set(labelled.map(\.session.test))).sorted()
+        say("labelled sessions: \(labelled.count) (\(labelled.filter { $0.session.label == true }.count) positive) in \(tests.count) tests")
+        say("")
+
+        let configurations = Self.deployed(samplingPeriod: samplingPeriod)
+        var curves: [(name: String, points: [(fpr: Double, tpr: Double)], operating: (fpr: Double, tpr: Double)?)] = []
+        var deployedTPRs: [(String, Double)] = []
+        say("## Fixed configurations (nothing fitted: every figure is out of sample)")
+        for configuration in configurations {
+            let outcomes = labelled.map { outcome(of: $0, model: configuration.model) }
+            report(configuration.name + " — " + configuration.source, outcomes)
+            let counts = VerdictCounts(outcomes.map { ($0.verdict, $0.truth) })
+            curves.append((configuration.name, ScoredTruths(outcomes.map { ($0.score, $0.truth) }).rocPoints,
+                           (counts.falsePositiveRate.value, counts.truePositiveRate.value)))
+            deployedTPRs.append((configuration.name, counts.truePositiveRate.value))
+        }
+
+        var current = RiskModel.standard
+        current.samplingPeriodSeconds = samplingPeriod
+        if current != configurations[0].model {
+            report("Tracer's defaults now (RiskModel.standard; chosen on all these tests, so in-sample: see the held-out figures below)",
+                   labelled.map { outcome(of: $0, model: current) })
+        }
+
+        say("## Cross-validated (leave one test out; held-out figures only)")
+        let heldOut = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset)
+        report("Tracer after issue 26 (strongest RSSI per id window, settings chosen without the held-out test)", heldOut.outcomes)
+        let heldOutScores = ScoredTruths(heldOut.outcomes.map { ($0.score, $0.truth) })
+        let heldOutCounts = VerdictCounts(heldOut.outcomes.map { ($0.verdict, $0.truth) })
+        curves.append(("Tracer after issue 26 (held out)", heldOutScores.rocPoints,
+                       (heldOutCounts.falsePositiveRate.value, heldOutCounts.truePositiveRate.value)))
+        say("settings chosen per fold: " + heldOut.choices)
+        say("chosen the same way on all labelled tests (what a default can be): " + heldOut.onAllTests)
+        say("")
+        say("At equal true-positive rate (held-out curve of the new model against each fixed configuration):")
+        for (name, tpr) in deployedTPRs {
+            let ours = heldOutScores.lowestFalsePositiveRate(reaching: tpr)
+            say("  \(name): TPR \(format(tpr, 2)) → FPR \(ours.map { format($0.fpr, 2) } ?? "n/a") (new model)")
+        }
+        say("")
+        let uncalibrated = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .none)
+        report("The same, on uncalibrated receivers (raw RSSI, no per-model offset)", uncalibrated.outcomes)
+        say("settings chosen per fold: " + uncalibrated.choices)
+        say("chosen the same way on all labelled tests: " + uncalibrated.onAllTests)
+        say("")
+
+        // Added after the first held-out run had shown that a far weight of 0 ties every weakly
+        // heard pair at zero (see docs/risk-model.md); reported separately for that reason.
+        let withFarWeight = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, farWeights: [0, 0.1])
+        report("Second run, added after the first: far weight 0 or 0.1 allowed (held out)", withFarWeight.outcomes)
+        say("settings chosen per fold: " + withFarWeight.choices)
+        say("chosen the same way on all labelled tests: " + withFarWeight.onAllTests)
+        let farScores = ScoredTruths(withFarWeight.outcomes.map { ($0.score, $0.truth) })
+        say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
+            "\(name) \(format(tpr, 2)) → \(farScores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
+        }.joined(separator: "; "))
+        say("")
+
+        say("## The deployed app's own verdict (its subset: the sick phone as sender, verdict recorded)")
+        let appSubset = labelled.filter { $0.session.senderIsSick && $0.session.appVerdict != nil }
+        let app = VerdictCounts(appSubset.map { ($0.session.appVerdict == "high", $0.session.label == true) })
+        let appLowOrHigh = VerdictCounts(appSubset.map { ($0.session.appVerdict != "none", $0.session.label == true) })
+        say("app \"high\":        TPR \(app.truePositiveRate.formatted)  FPR \(app.falsePositiveRate.formatted)  precision \(app.precision.formatted)")
+        say("app \"low or high\": TPR \(appLowOrHigh.truePositiveRate.formatted)  FPR \(appLowOrHigh.falsePositiveRate.formatted)")
+        let subsetIDs = Set(appSubset.map(\.session.id))
+        let ours = VerdictCounts(heldOut.outcomes.filter { subsetIDs.contains($0.id) }.map { ($0.verdict, $0.truth) })
+        say("Tracer after issue 26 on the same sessions (held out): TPR \(ours.truePositiveRate.formatted)  FPR \(ours.falsePositiveRate.formatted)  precision \(ours.precision.formatted)")
+        for configuration in configurations {
+            let counts = VerdictCounts(appSubset.map { outcome(of: $0, model: configuration.model) }.map { ($0.verdict, $0.truth) })
+            say("\(configuration.name) on the same sessions: TPR \(counts.truePositiveRate.formatted)  FPR \(counts.falsePositiveRate.formatted)")
+        }
+
+        if let svgPath {
+            try ROCPicture(curves: curves, app: (app.falsePositiveRate.value, app.truePositiveRate.value)).svg
+                .write(toFile: svgPath, atomically: true, encoding: .utf8)
+            say("")
+            say("ROC curve written to \(svgPath)")
+        }
+    }
+
+    struct Outcome {
+        var id: String
+        var environment: String
+        var truth: Bool
+        var verdict: Bool
+        var score: Double
+    }
+
+    /// The verdict is what `tracer check` reports as high risk; the score is the highest day's
+    /// weighted minutes, the quantity the high threshold is applied to.
+    func outcome(of session: ReplayedSession, model: RiskModel, threshold: Double? = nil,
+                 calibration: ReplayedSession.Calibration = .receiverOffset) -> Outcome {
+        var model = model
+        if let threshold { model.highMinutes = threshold; model.lowMinutes = min(model.lowMinutes, threshold) }
+        let assessment = session.assessment(with: model, calibration: calibration)
+        return Outcome(
+            id: session.session.id, environment: session.session.environment, truth: session.session.label == true,
+            verdict: assessment.level == .high, score: assessment.days.map(\.weightedMinutes).max() ?? 0)
+    }
+
+    func report(_ title: String, _ outcomes: [Outcome]) {
+        say("### " + title)
+        say("| sessions | TPR [95 % CI] | FPR [95 % CI] | precision [95 % CI] | ROC AUC |")
+        say("|---|---|---|---|---|")
+        for environment in ["all"] + Self.environments {
+            let subset = environment == "all" ? outcomes : outcomes.filter { $0.environment == environment }
+            let counts = VerdictCounts(subset.map { ($0.verdict, $0.truth) })
+            let area = ScoredTruths(subset.map { ($0.score, $0.truth) }).areaUnderCurve
+            say("| \(environment) (\(subset.count)) | \(counts.truePositiveRate.formatted) | \(counts.falsePositiveRate.formatted) | \(counts.precision.formatted) | \(format(area, 3)) |")
+        }
+        say("")
+    }
+
+    /// The candidate settings: the summary of an id window's RSSI, a near threshold, and either a
+    /// single cut (medium weight 0) or a half-weight medium band 5 or 10 dB wide.
+    static func candidates(samplingPeriod: Int, farWeights: [Double]) -> [RiskModel] {
+        var models: [RiskModel] = []
+        for summary in RiskModel.AttenuationSummary.allCases {
+            for near in 40...75 {
+                for (width, medium) in [(1, 0.0), (5, 0.5), (10, 0.5)] {
+                    for farWeight in farWeights {
+                    var model = RiskModel.standard
+                    model.attenuationSummary = summary
+                    model.nearAttenuation = near
+                    model.farAttenuation = near + width
+                    model.mediumWeight = medium
+                    model.farWeight = farWeight
+                    model.samplingPeriodSeconds = samplingPeriod
+                    models.append(model)
+                    }
+                }
+            }
+        }
+        return models
+    }
+
+    /// Leave one test out: on the other tests, pick the candidate with the lowest false-positive
+    /// rate at a true-positive rate of at least `trainingTPR` (ties: the larger area), and the
+    /// high threshold that reaches it; then score the held-out test with both.
+    func crossValidate(_ sessions: [ReplayedSession], tests: [String], samplingPeriod: Int,
+                       calibration: ReplayedSession.Calibration, farWeights: [Double] = [0]) -> (outcomes: [Outcome], choices: String, onAllTests: String) {
+        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: farWeights)
+        let scored = candidates.map { model in sessions.map { outcome(of: $0, model: model, calibration: calibration) } }
+        var outcomes: [Outcome] = []
+        var choices: [String: Int] = [:]
+        for test in tests {
+            let training = sessions.indices.filter { sessions[$0].session.test != test }
+            let held = sessions.indices.filter { sessions[$0].session.test == test }
+            guard let best = Self.select(candidates, scored: scored, training: training) else { continue }
+            choices[Self.describe(best.model, threshold: best.threshold), default: 0] += 1
+            for index in held {
+                outcomes.append(outcome(of: sessions[index], model: best.model, threshold: best.threshold, calibration: calibration))
+            }
+        }
+        let summary = choices.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { "\($0.key) ×\($0.value)" }.joined(separator: "; ")
+        let all = Self.select(candidates, scored: scored, training: Array(sessions.indices))
+        return (outcomes, summary, all.map { Self.describe($0.model, threshold: $0.threshold) } ?? "none")
+    }
+
+    /// The candidate with the lowest false-positive rate at a true-positive rate of at least
+    /// `trainingTPR` on `training` (ties: the larger area), and the high threshold reaching it.
+    static func select(_ candidates: [RiskModel], scored: [[Outcome]], training: [Int]) -> (model: RiskModel, threshold: Double)? {
+        var best: (index: Int, fpr: Double, area: Double, threshold: Double)?
+        for (index, scores) in scored.enumerated() {
+            let truths = ScoredTruths(training.map { (scores[$0].score, scores[$0].truth) })
+            guard let point = truths.lowestFalsePositiveRate(reaching: trainingTPR) else { continue }
+            let area = truths.areaUnderCurve
+            if best == nil || point.fpr < best!.fpr || (point.fpr == best!.fpr && area > best!.area) {
+                best = (index, point.fpr, area, point.threshold)
+            }
+        }
+        return best.map { (candidates[$0.index], $0.threshold) }
+    }
+
+    static func describe(_ model: RiskModel, threshold: Double) -> String {
+        "\(model.attenuationSummary.rawValue) \(model.nearAttenuation)/\(model.farAttenuation) dB, medium \(model.mediumWeight)"
+            + (model.farWeight > 0 ? ", far \(model.farWeight)" : "") + ", high \(format(threshold, 2)) min"
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+
+/// A proportion with its 95 % Wilson score interval (sound for small counts and for 0 or 1).
+public struct Proportion: Sendable, Equatable {
+    public var successes: Int
+    public var trials: Int
+
+    public init(_ successes: Int, of trials: Int) {
+        self.successes = successes
+        self.trials = trials
+    }
+
+    public var value: Double { trials == 0 ? .nan : Double(successes) / Double(trials) }
+
+    public var wilson95: (low: Double, high: Double) {
+        guard trials > 0 else { return (.nan, .nan) }
+        let z = 1.959_963_985
+        let n = Double(trials), p = value
+        let centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+        let half = z / (1 + z * z / n) * ((p * (1 - p) / n + z * z / (4 * n * n)).squareRoot())
+        return (max(0, centre - half), min(1, centre + half))
+    }
+
+    /// "0.93 [0.83, 0.97] (51/55)".
+    public var formatted: String {
+        guard trials > 0 else { return "n/a (0/0)" }
+        let interval = wilson95
+        return String(format: "%.2f [%.2f, %.2f] (%d/%d)", value, interval.low, interval.high, successes, trials)
+    }
+}
+
+/// How well a yes/no verdict matches the ground truth.
+public struct VerdictCounts: Sendable, Equatable {
+    public var truePositives = 0, falseNegatives = 0, falsePositives = 0, trueNegatives = 0
+
+    public init() {}
+
+    public init<Pairs: Sequence>(_ pairs: Pairs) where Pairs.Element == (verdict: Bool, truth: Bool) {
+        for pair in pairs { add(verdict: pair.verdict, truth: pair.truth) }
+    }
+
+    public mutating func add(verdict: Bool, truth: Bool) {
+        switch (verdict, truth) {
+        case (true, true): truePositives += 1
+        case (false, true): falseNegatives += 1
+        case (true, false): falsePositives += 1
+        case (false, false): trueNegatives += 1
+        }
+    }
+
+    public var truePositiveRate: Proportion { Proportion(truePositives, of: truePositives + falseNegatives) }
+    public var falsePositiveRate: Proportion { Proportion(falsePositives, of: falsePositives + trueNegatives) }
+    public var precision: Proportion { Proportion(truePositives, of: truePositives + falsePositives) }
+}
+
+/// A continuous score against the ground truth: the ROC curve and the area under it.
+public struct ScoredTruths: Sendable {
+    public var scores: [(score: Double, truth: Bool)]
+
+    public init(_ scores: [(score: Double, truth: Bool)]) { self.scores = scores }
+
+    /// The probability that a positive scores above a negative (ties count half): the ROC area.
+    public var areaUnderCurve: Double {
+        let sorted = scores.sorted { $0.score < $1.score }
+        let positives = Double(sorted.filter(\.truth).count), negatives = Double(sorted.count) - positives
+        guard positives > 0, negatives > 0 else { return .nan }
+        // Mann-Whitney U from mid-ranks.
+        var rankSum = 0.0
+        var index = 0
+        while index < sorted.count {
+            var end = index
+            while end + 1 < sorted.count && sorted[end + 1].score == sorted[index].score { end += 1 }
+            let midRank = Double(index + end) / 2 + 1
+            for tied in index...end where sorted[tied].truth { rankSum += midRank }
+            index = end + 1
+        }
+        return (rankSum - positives * (positives + 1) / 2) / (positives * negatives)
+    }
+
+    /// (false-positive rate, true-positive rate) for "score ≥ t" at every distinct t, from (0,0)
+    /// to (1,1).
+    public var rocPoints: [(fpr: Double, tpr: Double)] {
+        let positives = Double(scores.filter(\.truth).count), negatives = Double(scores.count) - positives
+        guard positives > 0, negatives > 0 else { return [] }
+        let sorted = scores.sorted { $0.score > $1.score }
+        var points: [(fpr: Double, tpr: Double)] = [(0, 0)]
+        var truePositives = 0.0, falsePositives = 0.0
+        var index = 0
+        while index < sorted.count {
+            let score = sorted[index].score
+            while index < sorted.count && sorted[index].score == score {
+                if sorted[index].truth { truePositives += 1 } else { falsePositives += 1 }
+                index += 1
+            }
+            points.append((falsePositives / negatives, truePositives / positives))
+        }
+        return points
+    }
+
+    /// The lowest false-positive rate at which "score ≥ t" reaches a true-positive rate of at
+    /// least `tpr`, and that threshold t.
+    public func lowestFalsePositiveRate(reaching tpr: Double) -> (fpr: Double, threshold: Double)? {
+        let positives = Double(scores.filter(\.truth).count), negatives = Double(scores.count) - positives
+        guard positives > 0, negatives > 0 else { return nil }
+        let sorted = scores.sorted { $0.score > $1.score }
+        var truePositives = 0.0, falsePositives = 0.0
+        var index = 0
+        while index < sorted.count {
+            let score = sorted[index].score
+            while index < sorted.count && sorted[index].score == score {
+                if sorted[index].truth { truePositives += 1 } else { falsePositives += 1 }
+                index += 1
+            }
+            if truePositives / positives >= tpr { return (falsePositives / negatives, score) }
+        }
+        return nil
+    }
+}

@@ -1,0 +1,103 @@
+import ExposureReplay
+import Foundation
+import IDRotation
+import Matching
+import Testing
+
+extension MatchingTests {
+    /// A hand-written recording replayed through the node's store, matcher and risk model; every
+    /// expected figure below is worked out by hand in the comments.
+    @Suite struct ExposureReplayTests {
+        // 2021-02-25T16:00:00Z, on a 15-minute boundary: readings before t = 900 s fall in the
+        // first id window, later ones in the second.
+        static let sessionsCSV = """
+            session_id,test_id,environment,test_start_utc,sender_phone,receiver_phone,sender_tx_power_dbm,receiver_rssi_offset_db,label_6ft_15min,sender_is_sick,en_reported_exposure,extra
+            t1:A->B,t1,social,2021-02-25T16:00:00.000Z,A,B,-20,5,1,1,high,x
+            t1:C->B,t1,social,2021-02-25T16:00:00.000Z,C,B,-20,5,0,0,,"a, quoted"
+            t1:B->A,t1,social,2021-02-25T16:00:00.000Z,B,A,-25,0,,0,,
+            """
+        // rssi_dbm is calibrated (the receiver's offset of 5 dB already added): B's radio reported
+        // −65, −95, −95 and −78 dBm.
+        static let readingsCSV = """
+            session_id,scan_idx,reading_idx,t_seconds,scan_start_s,scan_duration_s,rssi_dbm,tx_power_dbm,attenuation_db,distance_m
+            t1:A->B,0,0,60,60,0,-60,-20,40,1.0
+            t1:A->B,1,0,300,300,0,-90,-20,70,1.0
+            t1:A->B,2,0,600,600,0,-90,-20,70,1.0
+            t1:A->B,3,0,960,960,0,-73,-20,53,1.0
+            t1:B->A,0,0,100,100,0,-50,-25,25,1.0
+            """
+
+        func replayed() throws -> [String: ReplayedSession] {
+            let directory = NSTemporaryDirectory() + "tracer-replay-test-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try Self.sessionsCSV.write(toFile: directory + "/sessions.csv", atomically: true, encoding: .utf8)
+            try Self.readingsCSV.write(toFile: directory + "/readings.csv", atomically: true, encoding: .utf8)
+            let recording = try ReplayRecording(sessionsCSV: directory + "/sessions.csv", readingsCSV: directory + "/readings.csv")
+            #expect(recording.medianScanIntervalSeconds == 300)  // gaps 240, 300, 360
+            let sessions = try ExposureReplay.replay(recording, directory: directory)
+            return Dictionary(uniqueKeysWithValues: sessions.map { ($0.session.id, $0) })
+        }
+
+        @Test func theSendersIdsMatchOneEncounterPerWindowOfTheReceiversStore() throws {
+            let sessions = try replayed()
+            let contact = try #require(sessions["t1:A->B"])
+            #expect(contact.session.label == true)
+            #expect(contact.session.appVerdict == "high")
+            let encounters = contact.matches.map(\.encounter).sorted { $0.firstSeen < $1.firstSeen }
+            #expect(encounters.count == 2)
+            // The node stored the raw RSSI (calibrated minus the offset) and the advertised TX power.
+            #expect(encounters.first?.rssiMax == -65)
+            #expect(encounters.first?.rssiSum == -255)
+            #expect(encounters.first?.txPower == -20)
+            // C was never heard, so its published ids match nothing.
+            #expect(sessions["t1:C->B"]?.matches.isEmpty == true)
+            // A's own store holds B, not C or A.
+            #expect(sessions["t1:B->A"]?.matches.count == 1)
+        }
+
+        @Test func theVerdictIsTheRiskModelsOverTheMatchedRows() throws {
+            let sessions = try replayed()
+            let contact = try #require(sessions["t1:A->B"])
+            // The Exposure Notification example (mean RSSI, 60 s per sighting): window 1 lasts 600 − 60 + 60 s = 10 min
+            // at mean −85 + 5 = −80 dBm → 60 dB, medium, × 0.5 = 5; window 2 is 1 min at −73 dBm →
+            // 53 dB, near, × 1 = 1. Six weighted minutes: low.
+            let standard = contact.assessment(with: .exposureNotificationExample)
+            #expect(standard.days.first?.weightedMinutes == 6)
+            #expect(standard.level == .low)
+            // Uncalibrated, window 2 is 58 dB, medium: 5 + 0.5.
+            #expect(contact.assessment(with: .exposureNotificationExample, calibration: .none).days.first?.weightedMinutes == 5.5)
+            // The strongest reading (−65 + 5 = −60 dBm, 40 dB) makes window 1 near: 10 + 1 = 11.
+            var strongest = RiskModel.exposureNotificationExample
+            strongest.attenuationSummary = .strongest
+            strongest.highMinutes = 10
+            let assessment = contact.assessment(with: strongest)
+            #expect(assessment.days.first?.weightedMinutes == 11)
+            #expect(assessment.level == .high)
+            #expect(sessions["t1:C->B"]?.assessment(with: strongest).level == RiskLevel.none)
+        }
+
+        @Test func aMissingColumnIsNamed() throws {
+            let directory = NSTemporaryDirectory() + "tracer-replay-test-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(atPath: directory) }
+            try "session_id,test_id\nx,y\n".write(toFile: directory + "/s.csv", atomically: true, encoding: .utf8)
+            try Self.readingsCSV.write(toFile: directory + "/r.csv", atomically: true, encoding: .utf8)
+            #expect(throws: ReplayError.missingColumn("environment", path: directory + "/s.csv")) {
+                try ReplayRecording(sessionsCSV: directory + "/s.csv", readingsCSV: directory + "/r.csv")
+            }
+        }
+
+        @Test func figuresMatchHandComputedValues() {
+            // Positives score 3 and 2, negatives 2 and 1: of four pairs, three are ordered and one
+            // ties, so the area is 3.5 / 4.
+            let scored = ScoredTruths([(3, true), (2, false), (2, true), (1, false)])
+            #expect(scored.areaUnderCurve == 0.875)
+            #expect(scored.lowestFalsePositiveRate(reaching: 1.0)?.fpr == 0.5)
+            // Wilson for 0/10: upper bound z² / (n + z²) = 3.8415 / 13.8415.
+            let none = Proportion(0, of: 10).wilson95
+            #expect(none.low == 0)
+            #expect(abs(none.high - 0.2775) < 0.0001)
+        }
+    }
+}
