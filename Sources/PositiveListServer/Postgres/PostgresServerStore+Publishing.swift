@@ -31,15 +31,17 @@ extension PostgresServerStore {
         return AdvisoryPublicationLock(slot: slot)
     }
 
-    /// The pending ids whose windows end after `cutoff`, sorted by id. `afterSubmission` and
-    /// `lastSubmission` are both the newest submission they come from: this store has no
-    /// watermark to move past expired ids (``expireBatches(endingBy:now:)`` deletes those), so
-    /// the publisher never needs ``skipExpiredPending(through:quarantining:)``.
-    public func pendingEntries(endingAfter cutoff: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
+    /// The pending ids whose windows end after `cutoff` and stopped being valid by `dueBy`,
+    /// sorted by id; the ones still valid after `dueBy` wait (anyone reading the list could
+    /// broadcast them). `afterSubmission` and `lastSubmission` are both the newest submission
+    /// they come from: this store has no watermark to move past expired ids
+    /// (``expireBatches(endingBy:now:)`` deletes those), so the publisher never needs
+    /// ``skipExpiredPending(through:quarantining:)``.
+    public func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
         try await run { connection in
             let rows = try connection.exec(
-                "SELECT id, valid_from, valid_until, submission FROM submitted_ids WHERE batch IS NULL AND valid_until > $1",
-                [.int(cutoff)]).all
+                "SELECT id, valid_from, valid_until, submission FROM submitted_ids WHERE batch IS NULL AND valid_until > $1 AND valid_until <= $2",
+                [.int(cutoff), .int(dueBy)]).all
             var entries: [PositiveListEntry] = []
             entries.reserveCapacity(rows.count)
             var last: Int64 = 0
@@ -49,7 +51,10 @@ extension PostgresServerStore {
                 last = max(last, try row.int(3))
             }
             entries.sort { $0.id < $1.id }
-            return PendingEntries(entries: entries, afterSubmission: last, lastSubmission: last, damagedSubmissions: [])
+            let waiting = try connection.exec(
+                "SELECT count(*) FROM submitted_ids WHERE batch IS NULL AND valid_until > $1", [.int(dueBy)]).first!.int(0)
+            return PendingEntries(
+                entries: entries, afterSubmission: last, lastSubmission: last, damagedSubmissions: [], waitingIDs: Int(waiting))
         }
     }
 
@@ -93,7 +98,7 @@ extension PostgresServerStore {
         return marked.affectedRowCount == ids.count
     }
 
-    /// Nothing to do: see ``pendingEntries(endingAfter:)``.
+    /// Nothing to do: see ``pendingEntries(endingAfter:dueBy:)``.
     public func skipExpiredPending(through lastSubmission: Int64, quarantining damaged: [Int64]) async throws(ServerStoreError) {}
 
     /// Marks live batches whose every window ended by `cutoff` as expired and forgets their ids,
