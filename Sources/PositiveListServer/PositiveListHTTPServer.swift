@@ -98,9 +98,10 @@ extension PositiveListHTTPServer {
 }
 
 /// Hummingbird's HTTP/1.1 connection with the server's own handlers where Hummingbird's
-/// `additionalChannelHandlers` cannot put them: the connection limit first of all, before any
-/// byte is parsed, and ``RequestHeadPolicy`` before the HTTP types codec, where the request's
-/// version is still known.
+/// `additionalChannelHandlers` cannot put them: the connection limit first of all, decided
+/// before any byte is parsed, and ``RequestHeadPolicy`` before the HTTP types codec, where the
+/// request's version is still known. A refused connection gets no HTTP pipeline at all: a
+/// flood's refused connections cost the server an accept, a write and a close.
 struct GuardedHTTP1Channel: ServerChildChannel {
     typealias Value = HTTP1Channel.Value
 
@@ -108,9 +109,23 @@ struct GuardedHTTP1Channel: ServerChildChannel {
     let limiter: ConnectionLimiter
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let peer = channel.remoteAddress?.ipAddress ?? "unknown"
+        // The spelling the trusted proxies are listed in, so that they are recognised.
+        let address = ForwardedFor.canonicalAddress(peer) ?? peer
+        let refusal: ConnectionLimiter.Refusal?
+        switch limiter.admit(channel, address: address) {
+        case .admitted: refusal = nil
+        case .refused(let reason): refusal = reason
+        }
         do {
-            try channel.pipeline.syncOperations.addHandler(ConnectionAdmissionHandler(limiter: limiter))
+            try channel.pipeline.syncOperations.addHandler(ConnectionAdmissionHandler(limiter: limiter, refusal: refusal))
+            if refusal != nil {
+                // Hummingbird still runs its loop on it; it reads nothing and ends at the close.
+                return channel.eventLoop.makeSucceededFuture(
+                    try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)))
+            }
         } catch {
+            if refusal == nil { limiter.release(channel) }
             return channel.eventLoop.makeFailedFuture(error)
         }
         return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in

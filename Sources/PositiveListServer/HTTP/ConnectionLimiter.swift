@@ -6,10 +6,13 @@ import Synchronization
 /// How many connections the server holds at once: in all, and from one client address.
 ///
 /// Every connection costs a file descriptor, and so does every file the server opens to answer,
-/// the database, the publisher's files and the threads' wake-up pipes. A server that lets
-/// connections take its last descriptor fails in all of those (published files answered 404,
-/// `/healthz` timing out, libdispatch dying when it cannot make a pipe): so connections stop
-/// well below the descriptor limit, leaving a reserve for everything else.
+/// the database, the publisher's files and the runtime's own. A server that lets connections
+/// take its last descriptor fails in all of those (published files answered 404 before they
+/// were answered 503, `/healthz` timing out), and then dies: libdispatch's worker monitor on
+/// Linux opens /proc/TID/stat for each worker thread every second and, when that open fails
+/// (EMFILE), stops the process with DISPATCH_CLIENT_CRASH, "workq: registered worker exited
+/// prematurely", a SIGILL (src/event/workqueue.c; seen under gdb at a37380a). So connections
+/// stop well below the descriptor limit, leaving a reserve for everything else.
 public struct ConnectionLimits: Sendable, Equatable {
     /// Connections open at once, from all clients together.
     public var total: Int
@@ -187,16 +190,21 @@ final class ConnectionLimiter: Sendable {
     }
 }
 
-/// The first handler of every connection: asks the ``ConnectionLimiter`` whether it may stay,
-/// answers 503 and closes it if not, and releases its place when it closes.
+/// The first handler of every connection, placed once the ``ConnectionLimiter`` has decided
+/// about it: an admitted connection gives its place back when it closes; a refused one is
+/// answered 503 and closed as soon as it is active, and nothing it sends is read.
 final class ConnectionAdmissionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
 
     private let limiter: ConnectionLimiter
-    private var admitted = false
+    /// nil for an admitted connection.
+    private let refusal: ConnectionLimiter.Refusal?
+    private var holdsPlace: Bool
 
-    init(limiter: ConnectionLimiter) {
+    init(limiter: ConnectionLimiter, refusal: ConnectionLimiter.Refusal?) {
         self.limiter = limiter
+        self.refusal = refusal
+        self.holdsPlace = refusal == nil
     }
 
     /// Raw bytes: the refused connection never reaches the HTTP parser or the application.
@@ -208,28 +216,23 @@ final class ConnectionAdmissionHandler: ChannelInboundHandler, RemovableChannelH
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        let peer = context.channel.remoteAddress?.ipAddress ?? "unknown"
-        // The spelling the trusted proxies are listed in, so that they are recognised.
-        let address = ForwardedFor.canonicalAddress(peer) ?? peer
-        switch limiter.admit(context.channel, address: address) {
-        case .admitted:
-            admitted = true
+        guard let refusal else {
             context.fireChannelActive()
-        case .refused(let reason):
-            // Nothing of the request is read: the answer and the close cost one write.
-            let channel = context.channel
-            context.writeAndFlush(NIOAny(Self.refusal(reason))).whenComplete { _ in channel.close(promise: nil) }
+            return
         }
+        // The answer and the close cost one write.
+        let channel = context.channel
+        context.writeAndFlush(NIOAny(Self.refusal(refusal))).whenComplete { _ in channel.close(promise: nil) }
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        guard admitted else { return }
+        guard refusal == nil else { return }
         context.fireChannelRead(data)
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        if admitted {
-            admitted = false
+        if holdsPlace {
+            holdsPlace = false
             limiter.release(context.channel)
         }
         context.fireChannelInactive()
