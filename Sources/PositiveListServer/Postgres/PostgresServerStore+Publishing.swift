@@ -28,7 +28,7 @@ extension PostgresServerStore {
             await slot.close()
             throw .anotherInstancePublishing
         }
-        return AdvisoryPublicationLock(slot: slot)
+        return AdvisoryPublicationLock(slot: slot, settings: settings)
     }
 
     /// The pending ids whose windows end after `cutoff` and stopped being valid by `dueBy`,
@@ -161,6 +161,19 @@ extension PostgresServerStore {
 /// The publication lock's session; closing it releases the lock.
 private final class AdvisoryPublicationLock: PublicationLock {
     let slot: PostgresConnectionSlot
-    init(slot: PostgresConnectionSlot) { self.slot = slot }
-    func release() async { await slot.close() }
+    let settings: PostgresSettings
+    init(slot: PostgresConnectionSlot, settings: PostgresSettings) {
+        self.slot = slot
+        self.settings = settings
+    }
+
+    /// Unlocks before closing: the server frees a closed session's locks only once its backend
+    /// has exited, a moment after the close, and a publication started in that moment (the
+    /// next scheduled one, or a test's) would find the lock still held.
+    func release() async {
+        _ = try? await slot.run(settings: settings) { connection in
+            try connection.exec("SELECT pg_advisory_unlock($1)", [.int(PostgresSchema.publicationLockKey)])
+        }
+        await slot.close()
+    }
 }
