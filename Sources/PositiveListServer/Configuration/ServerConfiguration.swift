@@ -53,7 +53,8 @@ public struct ServerConfiguration: Sendable {
     /// changed its interval during a day: every (day, interval) pair appears at most once.
     public var maxKeysPerHistory: Int = 64
     /// The rotation intervals (node.rotation_interval) daily keys are accepted for: those the
-    /// deployment's nodes use, each at least 60 s (at most 1,440 ids per key).
+    /// deployment's nodes use. Each key makes every node derive 86,400 / interval ids, so the
+    /// shortest listed interval bounds that cost (96 ids per key at the default 900 s).
     public var keyIntervalsSeconds: [Int64] = KeyHistoryRules.defaultIntervals
     /// How long after the end of a key's UTC day it may be published (GAEN's rule): a key
     /// published earlier would let anyone broadcast its ids while they are still valid.
@@ -190,8 +191,8 @@ public struct ServerConfiguration: Sendable {
         try require(!acceptUploads.isEmpty, #"acceptUploads must be "ids", "keys" or "both""#)
         try require((1...1_000).contains(maxKeysPerHistory), "maxKeysPerHistory must be between 1 and 1000")
         try require(
-            !keyIntervalsSeconds.isEmpty && keyIntervalsSeconds.allSatisfy { (KeyHistoryRules.shortestInterval...86_400).contains($0) },
-            "keyIntervalsSeconds must list rotation intervals between \(KeyHistoryRules.shortestInterval) and 86400 seconds")
+            !keyIntervalsSeconds.isEmpty && keyIntervalsSeconds.allSatisfy { (try? RotationSchedule(intervalSeconds: $0)) != nil },
+            "keyIntervalsSeconds must list rotation intervals between 5 and 86400 seconds, as node.rotation_interval")
         try require((0...86_400).contains(keyPublicationDelaySeconds), "keyPublicationDelaySeconds must be between 0 and 86400")
         try require((1.0...10.0).contains(keyPaddingMultiplier), "keyPaddingMultiplier must be between 1.0 (no fake keys) and 10.0")
         try require((1...100_000).contains(keyBatchMinimumKeys), "keyBatchMinimumKeys must be between 1 (hold nothing) and 100000")

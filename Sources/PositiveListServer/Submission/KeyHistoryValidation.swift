@@ -55,10 +55,8 @@ public struct KeyHistoryRules: Sendable {
     /// seconds would let one upload of 64 keys cost every node's check millions of ids.
     public let allowedIntervals: [Int64]
 
-    /// The node's default rotation interval (node.rotation_interval).
+    /// The node's default rotation interval (node.rotation_interval): 96 ids per key.
     public static let defaultIntervals: [Int64] = [900]
-    /// The shortest interval a configuration may allow: at most 1,440 ids per key.
-    public static let shortestInterval: Int64 = 60
 
     public init(maxKeys: Int, retentionDays: Int, clockSkewSeconds: Int64, allowedIntervals: [Int64] = defaultIntervals) {
         self.allowedIntervals = allowedIntervals.sorted()
