@@ -34,7 +34,7 @@ struct ObjectStoreBenchmark {
         let clock = SystemWallClock()
         let publisher = Publisher(
             store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,
-            retentionSeconds: 28 * 86_400, clock: clock, logger: logger)
+            retentionSeconds: 28 * 86_400, idPublicationDelaySeconds: 0, clock: clock, logger: logger)
 
         let moto = try await MotoS3Server(buckets: ["bench-list"])
         defer { moto.stop() }

@@ -12,7 +12,8 @@ LoggingSystem.bootstrap { label in
 // Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
-//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH]]
+//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH]
+//        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -33,6 +34,17 @@ case "exchange":
     try await ExchangeBenchmark(
         repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds,
         onRootCanal: arguments.dropFirst(2).first == "rootcanal").run()
+case "flood":
+    // flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS]: a `serve` process under
+    // `ulimit -n OPEN_FILES` flooded from one and from 50 loopback addresses (issue 25).
+    // TRACER_SERVER defaults to the tracer-server built beside this benchmark; give an older
+    // build's to measure the same cases before a change.
+    let rest = Array(arguments.dropFirst())
+    let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tracer-server").path
+    try await FloodBenchmark(
+        directory: directory, serverPath: rest.first ?? beside, openFiles: rest.dropFirst().first.flatMap { Int($0) } ?? 4_096,
+        connections: rest.dropFirst(2).first.flatMap { Int($0) } ?? 5_000, seconds: rest.dropFirst(3).first.flatMap { Int($0) } ?? 10
+    ).run()
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()

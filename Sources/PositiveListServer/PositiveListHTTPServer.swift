@@ -4,6 +4,8 @@ import HummingbirdCore
 import IDRotation
 import Logging
 import NIOCore
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
 import ServiceLifecycle
 
 /// Everything one running server shares: its settings, its database, its publisher.
@@ -58,14 +60,82 @@ public enum PositiveListHTTPServer {
         // time (Hummingbird sees no progress until the head is whole), after this long; and one
         // left open between requests. The read deadline bounds a body sent slowly.
         let requestReadTimeout = TimeAmount.seconds(Int64(components.configuration.requestReadTimeoutSeconds))
+        let limiter = ConnectionLimiter(
+            limits: connectionLimits(components.configuration, logger: logger),
+            unlimitedAddresses: components.configuration.trustForwardedFor
+                ? Set(components.configuration.trustedProxies.compactMap(ForwardedFor.canonicalAddress)) : [])
         let http1 = HTTP1Channel.Configuration(
-            additionalChannelHandlers: [MalformedRequestResponder(), RequestReadDeadline(limit: requestReadTimeout)],
+            additionalChannelHandlers: [
+                MalformedRequestResponder(), RequestReadDeadline(limit: requestReadTimeout),
+                RequestFraming(maxBodyParts: SubmissionAPI.maxBodyParts, limiter: limiter),
+            ],
             idleTimeout: .seconds(Int64(components.configuration.idleTimeoutSeconds)))
         return Application(
             responder: JSONErrorResponder(wrapped: router.buildResponder(), routes: routes),
-            server: .http1(configuration: http1),
+            server: HTTPServerBuilder { responder in
+                GuardedHTTP1Channel(http1: HTTP1Channel(responder: responder, configuration: http1), limiter: limiter)
+            },
             configuration: ApplicationConfiguration(address: address, serverName: nil),
             services: services,
             logger: logger)
+    }
+}
+
+extension PositiveListHTTPServer {
+    /// The configuration's limits for this process's descriptor limit; when those cannot be
+    /// met (`serve` checks before it starts), the largest that leave the reserve.
+    static func connectionLimits(_ configuration: ServerConfiguration, logger: Logger) -> ConnectionLimits {
+        let descriptorLimit = ConnectionLimits.currentDescriptorLimit()
+        do {
+            return try configuration.connectionLimits(descriptorLimit: descriptorLimit)
+        } catch {
+            logger.warning("connection limits lowered", metadata: ["reason": "\(error)"])
+            var lowered = configuration
+            lowered.maxConnections = nil
+            return (try? lowered.connectionLimits(descriptorLimit: descriptorLimit)) ?? ConnectionLimits(total: 16, perAddress: 8)
+        }
+    }
+}
+
+/// Hummingbird's HTTP/1.1 connection with the server's own handlers where Hummingbird's
+/// `additionalChannelHandlers` cannot put them: the connection limit first of all, decided
+/// before any byte is parsed, and ``RequestHeadPolicy`` before the HTTP types codec, where the
+/// request's version is still known. A refused connection gets no HTTP pipeline at all: a
+/// flood's refused connections cost the server an accept, a write and a close.
+struct GuardedHTTP1Channel: ServerChildChannel {
+    typealias Value = HTTP1Channel.Value
+
+    let http1: HTTP1Channel
+    let limiter: ConnectionLimiter
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        let peer = channel.remoteAddress?.ipAddress ?? "unknown"
+        // The spelling the trusted proxies are listed in, so that they are recognised.
+        let address = ForwardedFor.canonicalAddress(peer) ?? peer
+        let refusal: ConnectionLimiter.Refusal?
+        switch limiter.admit(channel, address: address) {
+        case .admitted: refusal = nil
+        case .refused(let reason): refusal = reason
+        }
+        do {
+            try channel.pipeline.syncOperations.addHandler(ConnectionAdmissionHandler(limiter: limiter, refusal: refusal))
+            if refusal != nil {
+                // Hummingbird still runs its loop on it; it reads nothing and ends at the close.
+                return channel.eventLoop.makeSucceededFuture(
+                    try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true)))
+            }
+        } catch {
+            if refusal == nil { limiter.release(channel) }
+            return channel.eventLoop.makeFailedFuture(error)
+        }
+        return http1.setup(channel: channel, logger: logger).flatMapThrowing { value in
+            let codec = try channel.pipeline.syncOperations.handler(type: HTTP1ToHTTPServerCodec.self)
+            try channel.pipeline.syncOperations.addHandler(RequestHeadPolicy(), position: .before(codec))
+            return value
+        }
+    }
+
+    func handle(value: Value, logger: Logger) async {
+        await http1.handle(value: value, logger: logger)
     }
 }

@@ -25,6 +25,17 @@ struct Serve: AsyncParsableCommand {
         let host = String(text[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
         let logger = Logger(label: "tracer-server")
         let configuration = try location.loadConfiguration()
+        // Before anything is opened: connections must stop short of the descriptor limit.
+        let descriptorLimit = ConnectionLimits.currentDescriptorLimit()
+        let limits: ConnectionLimits
+        do {
+            limits = try configuration.connectionLimits(descriptorLimit: descriptorLimit)
+        } catch {
+            throw CommandFailure.serverFailed(error.description)
+        }
+        logger.info("connection limits", metadata: [
+            "openFiles": "\(descriptorLimit)", "maxConnections": "\(limits.total)", "maxConnectionsPerAddress": "\(limits.perAddress)",
+        ])
         let store = try await location.openStore(configuration: configuration)
         let publisher = try location.makePublisher(store: store, configuration: configuration, logger: logger)
         try location.paths.published.prepare()
@@ -180,7 +191,7 @@ struct Publish: AsyncParsableCommand {
     @Option(
         name: .customLong("demo-key-clock"),
         help: ArgumentHelp(
-            "For demos and tests only: release daily keys as if it were this Unix time (at most 3 days ahead), so that today's key can be published now. Never on a server real people rely on: a key published early lets anyone replay its ids while they are still valid.",
+            "For demos and tests only: release daily keys and ids as if it were this Unix time (at most 3 days ahead), so that today's key, or ids still valid, can be published now. Never on a server real people rely on: a key or an id published early lets anyone replay ids while they are still valid.",
             valueName: "unix-seconds"))
     var demoKeyClock: Int64?
 
@@ -214,6 +225,9 @@ struct Publish: AsyncParsableCommand {
             let padding = batch.fakeKeyCount > 0 ? " and \(batch.fakeKeyCount) fake keys" : ""
             print("Published key batch \(batch.number) with \(batch.keyCount) keys\(padding) (\(batch.byteCount) bytes).")
         }
+        if report.waitingIDs > 0 {
+            print("\(report.waitingIDs) ids wait until they are no longer valid (validUntil plus \(configuration.clockSkewSeconds) seconds).")
+        }
         if report.waitingKeys > 0 {
             print("\(report.waitingKeys) keys wait for their day to end plus the publication delay.")
         }
@@ -230,10 +244,10 @@ extension Publish {
     /// Says loudly, on stderr, what the flag does.
     static func warnAboutDemoKeyClock(_ time: Int64, delay: Int64) {
         FileHandle.standardError.write(Data("""
-            WARNING: --demo-key-clock releases daily keys as if it were \(time.utcText), not now. A key \
-            is normally published only after its day has ended plus \(delay) seconds, so that nobody \
-            can broadcast its ids while they are still valid; keys published by this run may still be \
-            valid. For demos and tests only: never use it on a server whose list real people rely on.
+            WARNING: --demo-key-clock releases daily keys and ids as if it were \(time.utcText), not now. \
+            A key is normally published only after its day has ended plus \(delay) seconds, and an id \
+            after it stopped being valid, so that nobody can broadcast ids while they are still valid; \
+            ids published by this run may still be valid. For demos and tests only: never use it on a server whose list real people rely on.
 
             """.utf8))
     }

@@ -79,7 +79,8 @@ struct LocationOptions: ParsableArguments {
         return Publisher(
             store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,
             retentionSeconds: configuration.retentionSeconds, indexRefreshSeconds: configuration.indexRefreshSeconds,
-            keySettings: KeyPublicationSettings(configuration), clock: SystemWallClock(), logger: logger)
+            keySettings: KeyPublicationSettings(configuration), idPublicationDelaySeconds: configuration.clockSkewSeconds,
+            clock: SystemWallClock(), logger: logger)
     }
 
     private static func absolute(_ path: String) -> String {

@@ -60,7 +60,7 @@ import Testing
         #expect(throws: HistoryDecodingError.self) { try SubmittedKeyHistory(json: Data([0x7B, 0x22, 0xFF, 0x22, 0x3A, 0x31, 0x7D])) }
         // Extreme but well-formed values reach validation, which refuses them by position.
         let extreme = try decode(#"{"keys": [{"day": -9223372036854775808, "intervalSeconds": 9223372036854775807, "key": "\#(key("0"))"}]}"#)
-        #expect(throws: KeyHistoryRejection.invalidInterval(position: 0)) { try rules.validate(extreme, now: Self.now) }
+        #expect(throws: KeyHistoryRejection.invalidInterval(position: 0, allowed: [900])) { try rules.validate(extreme, now: Self.now) }
     }
 
     func validate(_ keys: [SubmittedKey]) throws(KeyHistoryRejection) -> [DailyKeyRecord] {
@@ -72,11 +72,13 @@ import Testing
         let records = try validate(keys)
         #expect(records.count == 29)
         #expect(records.first == DailyKeyRecord(day: UTCDay(number: Self.today), intervalSeconds: 900, key: try DailyKey(hex: key("1"))))
-        // The same day at two intervals is two keys (a node restarted with another interval).
-        #expect(try validate([
+        // The same day at two intervals the server accepts is two keys (a node restarted with
+        // another interval).
+        let twoIntervals = KeyHistoryRules(maxKeys: 64, retentionDays: 28, clockSkewSeconds: 300, allowedIntervals: [600, 900])
+        #expect(try twoIntervals.validate(SubmittedKeyHistory(keys: [
             SubmittedKey(day: Self.today, intervalSeconds: 900, key: key("1")),
             SubmittedKey(day: Self.today, intervalSeconds: 600, key: key("2")),
-        ]).count == 2)
+        ]), now: Self.now).count == 2)
     }
 
     @Test func refusesEachBadKeyWithItsPosition() throws {
@@ -84,8 +86,12 @@ import Testing
         let cases: [(SubmittedKey, KeyHistoryRejection)] = [
             (SubmittedKey(day: Self.today - 1, intervalSeconds: 900, key: "abc"), .invalidKey(position: 1)),
             (SubmittedKey(day: Self.today - 1, intervalSeconds: 900, key: key("g")), .invalidKey(position: 1)),
-            (SubmittedKey(day: Self.today - 1, intervalSeconds: 4, key: key("2")), .invalidInterval(position: 1)),
-            (SubmittedKey(day: Self.today - 1, intervalSeconds: 86_401, key: key("2")), .invalidInterval(position: 1)),
+            (SubmittedKey(day: Self.today - 1, intervalSeconds: 4, key: key("2")), .invalidInterval(position: 1, allowed: [900])),
+            (SubmittedKey(day: Self.today - 1, intervalSeconds: 86_401, key: key("2")), .invalidInterval(position: 1, allowed: [900])),
+            // Intervals a RotationSchedule takes but the deployment's nodes do not use: 5 s
+            // would make each key 17,280 ids for every node to derive (issue 25).
+            (SubmittedKey(day: Self.today - 1, intervalSeconds: 5, key: key("2")), .invalidInterval(position: 1, allowed: [900])),
+            (SubmittedKey(day: Self.today - 1, intervalSeconds: 600, key: key("2")), .invalidInterval(position: 1, allowed: [900])),
             (SubmittedKey(day: Self.today - 29, intervalSeconds: 900, key: key("2")), .dayTooOld(position: 1, retentionDays: 28)),
             (SubmittedKey(day: -1, intervalSeconds: 900, key: key("2")), .dayTooOld(position: 1, retentionDays: 28)),
             (SubmittedKey(day: Self.today + 1, intervalSeconds: 900, key: key("2")), .dayInFuture(position: 1)),
@@ -96,7 +102,7 @@ import Testing
             #expect(throws: expected) { try validate([good, bad]) }
         }
         #expect(throws: KeyHistoryRejection.empty) { try validate([]) }
-        let tooMany = (0..<65).map { SubmittedKey(day: Self.today, intervalSeconds: 5 + Int64($0), key: key("3")) }
+        let tooMany = (0..<65).map { SubmittedKey(day: Self.today - Int64($0 % 29), intervalSeconds: 900, key: key("3")) }
         #expect(throws: KeyHistoryRejection.tooManyKeys(count: 65, limit: 64)) { try validate(tooMany) }
     }
 }

@@ -339,7 +339,7 @@ import Testing
         let publisher = Publisher(
             store: fixture.store, directory: fixture.paths.published, lockPath: fixture.paths.publishLock, signingKey: fixture.signingKey,
             retentionSeconds: fixture.configuration.retentionSeconds, keySettings: KeyPublicationSettings(restricted.configuration),
-            clock: fixture.clock, logger: fixture.logs.logger)
+            idPublicationDelaySeconds: 0, clock: fixture.clock, logger: fixture.logs.logger)
         #expect(try await publisher.publish().keyIndexGeneration == 2)
         #expect(try verifiedKeyIndex(fixture).accepts == .ids)
     }

@@ -20,7 +20,7 @@ struct ObjectStoreInstancesTests {
         func publisher(_ fixture: PostgresFixture) -> Publisher {
             Publisher(
                 store: store, directory: directory, lockPath: lockPath, signingKey: fixture.server.signingKey,
-                retentionSeconds: fixture.server.configuration.retentionSeconds, clock: fixture.server.clock,
+                retentionSeconds: fixture.server.configuration.retentionSeconds, idPublicationDelaySeconds: 0, clock: fixture.server.clock,
                 logger: fixture.server.logs.logger)
         }
 

@@ -143,7 +143,7 @@ import Testing
         let published = Histories.entries(count: 20, endingAt: Self.now, seed: 1)
         let arrivedMeanwhile = Histories.entries(count: 8, endingAt: Self.now, seed: 2)
         #expect(try await append(published, to: fixture.store, fixture) == 20)
-        let pending = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
+        let pending = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds, dueBy: Self.now)
         #expect(try await append(arrivedMeanwhile, to: fixture.store, fixture) == 8)
         // The publisher's steps by hand: the file, then its record.
         let file = try PositiveListBatch.encode(number: 1, entries: pending.entries, signingKey: fixture.signingKey)
@@ -161,7 +161,7 @@ import Testing
         #expect(summary.storedIDs == 28)
         #expect(summary.unpublishedIDs == 8)
         #expect(try await append(published + arrivedMeanwhile, to: fixture.store, fixture) == 0)
-        let next = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
+        let next = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds, dueBy: Self.now)
         #expect(next.entries.map(\.id.hex).sorted() == arrivedMeanwhile.map(\.id).sorted())
     }
 
@@ -215,7 +215,8 @@ import Testing
         // The other process publishes; this one finds the ids in the new batch file.
         let otherPublisher = Publisher(
             store: other, directory: fixture.paths.published, lockPath: fixture.paths.publishLock, signingKey: fixture.signingKey,
-            retentionSeconds: fixture.configuration.retentionSeconds, clock: fixture.clock, logger: fixture.logs.logger)
+            retentionSeconds: fixture.configuration.retentionSeconds, idPublicationDelaySeconds: 0, clock: fixture.clock,
+            logger: fixture.logs.logger)
         try await otherPublisher.publish()
         #expect(try await pendingRowCount(fixture.store) == 0)
         let more = Histories.entries(count: 5, endingAt: Self.now, seed: 5)
@@ -351,7 +352,7 @@ import Testing
         let summary = try await store.summary(now: Self.now)
         #expect(summary.storedIDs == 37)
         #expect(summary.unpublishedIDs == 7)
-        let pending = try await store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds)
+        let pending = try await store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds, dueBy: Self.now)
         #expect(pending.entries.map(\.id.hex) == unpublished.map(\.id).sorted())
         #expect(pending.entries.map(\.validUntil).sorted() == unpublished.map(\.validUntil).sorted())
         #expect(pending.lastSubmission == 3)

@@ -43,11 +43,14 @@ struct PostgresFixture {
         server.remove()
     }
 
-    func publisher(_ store: PostgresServerStore? = nil, faultInjection: Publisher.FaultInjection? = nil) -> Publisher {
+    /// `idPublicationDelaySeconds` is 0 unless a test is about that rule, as in ServerFixture.
+    func publisher(
+        _ store: PostgresServerStore? = nil, faultInjection: Publisher.FaultInjection? = nil, idPublicationDelaySeconds: Int64 = 0
+    ) -> Publisher {
         Publisher(
             store: store ?? self.store, directory: server.paths.published, lockPath: server.paths.publishLock,
-            signingKey: server.signingKey, retentionSeconds: server.configuration.retentionSeconds, clock: server.clock,
-            logger: server.logs.logger, faultInjection: faultInjection)
+            signingKey: server.signingKey, retentionSeconds: server.configuration.retentionSeconds,
+            idPublicationDelaySeconds: idPublicationDelaySeconds, clock: server.clock, logger: server.logs.logger, faultInjection: faultInjection)
     }
 
     func entries(count: Int, seed: UInt64, endingAt end: UnixSeconds = ServerFixture.start) throws -> [PositiveListEntry] {
@@ -63,6 +66,30 @@ struct PostgresFixture {
 
 @Suite(.serialized) struct PostgresStoreTests {
     static let authority = SubmissionCredential.authority(name: "Health Authority A")
+
+    @Test func idsStillValidWaitUntilExpiredPlusSkew() async throws {
+        // Issue 25: the same rule as ServerStore's (HostileClientTests), on PostgreSQL.
+        let fixture = try await PostgresFixture.make()
+        defer { fixture.remove() }
+        let now = fixture.server.clock.now()
+        let skew = fixture.server.configuration.clockSkewSeconds
+        let past = try fixture.entries(count: 3, seed: 31, endingAt: now - 900)
+        let current = try fixture.entries(count: 3, seed: 32, endingAt: now + 600)
+        for entries in [past, current] {
+            _ = try await fixture.store.appendHistory(entries, credential: Self.authority, idempotencyKey: nil, now: now)
+        }
+        let publisher = fixture.publisher(idPublicationDelaySeconds: skew)
+        let first = try await publisher.publish()
+        // The current history's two older ids ended by now - 300: due; its newest is not.
+        let dueNow = (past + current).filter { $0.validUntil + skew <= now }
+        #expect(first.newBatch?.idCount == dueNow.count)
+        #expect(first.waitingIDs == past.count + current.count - dueNow.count)
+        fixture.server.clock.advance(by: 600 + skew - 1)
+        #expect(try await publisher.publish().newBatch == nil)
+        fixture.server.clock.advance(by: 1)
+        #expect(try await publisher.publish().newBatch?.idCount == past.count + current.count - dueNow.count)
+        #expect(Set(try fixture.publishedIDs()) == Set((past + current).map(\.id.rawValue)))
+    }
 
     @Test func codesUploadsIdempotencyAndPublicationRoundTrip() async throws {
         let fixture = try await PostgresFixture.make()

@@ -46,6 +46,40 @@ enum ServerCLI {
         return process
     }
 
+    /// `serve` on 127.0.0.1:`port` with at most `openFiles` descriptors (`ulimit -n`, as
+    /// systemd's LimitNOFILE sets it), once it listens.
+    static func serveWithOpenFileLimit(_ openFiles: Int, port: Int, fixture: ServerFixture, stderr: Pipe? = nil) async throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/bin/sh")
+        process.arguments = ["-c", "ulimit -n \(openFiles) && exec \"$0\" serve --bind 127.0.0.1:\(port)", try executable()]
+        var environment = ProcessInfo.processInfo.environment
+        environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
+        environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
+        environment.removeValue(forKey: "TRACER_SERVER_KEY")
+        process.environment = environment
+        process.standardOutput = FileHandle.nullDevice
+        process.standardError = stderr ?? FileHandle.nullDevice
+        try process.run()
+        do {
+            try await LoopbackPort.waitUntilListening(port, orExit: process)
+        } catch {
+            process.terminate()
+            throw error
+        }
+        return process
+    }
+
+    /// User and system CPU seconds `pid` has used (/proc/PID/stat).
+    static func cpuSeconds(_ pid: Int32) -> Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let afterName = stat.range(of: ") ")
+        else { return 0 }
+        let fields = stat[afterName.upperBound...].split(separator: " ")
+        // Fields 14 and 15 of the line (utime, stime), counted after the name (field 2).
+        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     static func run(_ arguments: [String], fixture: ServerFixture) throws -> ProcessResult {
         let out = Pipe()
         let err = Pipe()
@@ -116,6 +150,22 @@ final class RawConnection: Sendable {
         guard LoopbackPort.connectSocket(descriptor, to: port) else {
             Glibc.close(descriptor)
             throw HarnessFailure(description: "cannot connect to 127.0.0.1:\(port)")
+        }
+    }
+
+    /// A connection from `source`, another loopback address (127.0.0.0/8), so that one test
+    /// can be many clients to the server.
+    init(port: Int, from source: String) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var local = sockaddr_in()
+        local.sin_family = sa_family_t(AF_INET)
+        local.sin_addr.s_addr = inet_addr(source)
+        let bound = withUnsafePointer(to: &local) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        guard bound, LoopbackPort.connectSocket(descriptor, to: port) else {
+            Glibc.close(descriptor)
+            throw HarnessFailure(description: "cannot connect from \(source) to 127.0.0.1:\(port)")
         }
     }
 

@@ -150,10 +150,14 @@ import Testing
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         try fixture.writeConfiguration()
-        _ = try await append(fixture, count: 20, seed: 1)
+        // The process publishes by the real clock, and only ids expired 300 s ago or more: the
+        // histories end before that, and the fixture's clock is moved to the real time.
+        let realNow = UnixSeconds(Date().timeIntervalSince1970)
+        fixture.clock.advance(by: realNow - fixture.clock.now())
+        _ = try await append(fixture, count: 20, seed: 1, endingAt: realNow - 600)
         try await fixture.makePublisher().publish()
         for seed in 2..<40 {
-            _ = try await append(fixture, count: 2_600, seed: UInt64(seed), endingAt: Self.now - Int64(seed) * 60)
+            _ = try await append(fixture, count: 2_600, seed: UInt64(seed), endingAt: realNow - 600 - Int64(seed) * 60)
         }
         // Kills at several moments, so that at least one lands inside the publication (a
         // debug build takes about 200 ms for these 100,000 ids).

@@ -89,11 +89,13 @@ struct ServerFixture: Sendable {
 
     var signingKey: Curve25519.Signing.PrivateKey { try! Curve25519.Signing.PrivateKey(rawRepresentation: signingKeyBytes) }
 
-    func makePublisher(faultInjection: Publisher.FaultInjection? = nil) -> Publisher {
+    /// `idPublicationDelaySeconds` is 0 unless a test is about that rule: the fixtures' histories
+    /// end at the fixture's `now` (``Histories``), and most tests publish them at that time.
+    func makePublisher(faultInjection: Publisher.FaultInjection? = nil, idPublicationDelaySeconds: Int64 = 0) -> Publisher {
         Publisher(
             store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: signingKey,
-            retentionSeconds: configuration.retentionSeconds, keySettings: KeyPublicationSettings(configuration), clock: clock,
-            logger: logs.logger, faultInjection: faultInjection)
+            retentionSeconds: configuration.retentionSeconds, keySettings: KeyPublicationSettings(configuration),
+            idPublicationDelaySeconds: idPublicationDelaySeconds, clock: clock, logger: logs.logger, faultInjection: faultInjection)
     }
 
     var components: ServerComponents {

@@ -33,6 +33,8 @@ extension TracerNodeTests {
         func theDemoFindsBsExposureAndNoneForC() throws {
             let result = try runDemo([])
             #expect(result.stdout.contains("Uploaded"), "\(result)")
+            #expect(result.stdout.contains("ids wait until they are no longer valid"), "held at first: \(result)")
+            #expect(result.stderr.contains("WARNING: --demo-key-clock"), "\(result)")
             #expect(result.stdout.contains("Published batch 1"), "\(result)")
         }
 

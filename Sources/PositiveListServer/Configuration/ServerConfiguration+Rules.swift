@@ -15,6 +15,6 @@ extension KeyHistoryRules {
     public init(_ configuration: ServerConfiguration) {
         self.init(
             maxKeys: configuration.maxKeysPerHistory, retentionDays: configuration.retentionDays,
-            clockSkewSeconds: configuration.clockSkewSeconds)
+            clockSkewSeconds: configuration.clockSkewSeconds, allowedIntervals: configuration.keyIntervalsSeconds)
     }
 }

@@ -39,6 +39,12 @@ public struct ServerConfiguration: Sendable {
     /// timeout restarts with every part of a body, so it alone cannot stop one sent a byte at a
     /// time. A node's upload (about 100 kB) needs a fraction of it on a slow link.
     public var requestReadTimeoutSeconds: Int = 60
+    /// Connections open at once from all clients; nil: the descriptor limit (`ulimit -n`,
+    /// `LimitNOFILE`) less a reserve of an eighth, at least 64 (see ConnectionLimits).
+    public var maxConnections: Int?
+    /// Connections open at once from one client address (trusted proxies excepted); nil: a
+    /// sixteenth of maxConnections, between 8 and 256.
+    public var maxConnectionsPerAddress: Int?
     /// The authority's choice of what a diagnosed person may upload: ids (unlinkable, 1.5 kB a
     /// day to every node), daily keys (about 16 bytes, linkable once published), or either.
     /// Published in the signed key index so nodes can follow it.
@@ -46,6 +52,10 @@ public struct ServerConfiguration: Sendable {
     /// 29 days (the retention period and today) at one interval, with room for a node that
     /// changed its interval during a day: every (day, interval) pair appears at most once.
     public var maxKeysPerHistory: Int = 64
+    /// The rotation intervals (node.rotation_interval) daily keys are accepted for: those the
+    /// deployment's nodes use. Each key makes every node derive 86,400 / interval ids, so the
+    /// shortest listed interval bounds that cost (96 ids per key at the default 900 s).
+    public var keyIntervalsSeconds: [Int64] = KeyHistoryRules.defaultIntervals
     /// How long after the end of a key's UTC day it may be published (GAEN's rule): a key
     /// published earlier would let anyone broadcast its ids while they are still valid.
     public var keyPublicationDelaySeconds: Int64 = 7_200
@@ -79,7 +89,7 @@ public struct ServerConfiguration: Sendable {
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
         "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
-        "idleTimeoutSeconds", "requestReadTimeoutSeconds", "acceptUploads", "maxKeysPerHistory",
+        "idleTimeoutSeconds", "requestReadTimeoutSeconds", "maxConnections", "maxConnectionsPerAddress", "acceptUploads", "maxKeysPerHistory", "keyIntervalsSeconds",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
         "database", "objectStore",
     ]
@@ -128,6 +138,8 @@ public struct ServerConfiguration: Sendable {
         if let value = file.trustedProxyHops { configuration.trustedProxyHops = value }
         if let value = file.idleTimeoutSeconds { configuration.idleTimeoutSeconds = value }
         if let value = file.requestReadTimeoutSeconds { configuration.requestReadTimeoutSeconds = value }
+        if let value = file.maxConnections { configuration.maxConnections = value }
+        if let value = file.maxConnectionsPerAddress { configuration.maxConnectionsPerAddress = value }
         if let value = file.acceptUploads {
             switch value {
             case "ids": configuration.acceptUploads = .ids
@@ -137,6 +149,7 @@ public struct ServerConfiguration: Sendable {
             }
         }
         if let value = file.maxKeysPerHistory { configuration.maxKeysPerHistory = value }
+        if let value = file.keyIntervalsSeconds { configuration.keyIntervalsSeconds = value }
         if let value = file.keyPublicationDelaySeconds { configuration.keyPublicationDelaySeconds = value }
         if let value = file.keyPaddingMultiplier { configuration.keyPaddingMultiplier = value }
         if let value = file.keyBatchMinimumKeys { configuration.keyBatchMinimumKeys = value }
@@ -173,8 +186,13 @@ public struct ServerConfiguration: Sendable {
         try require((1...10).contains(trustedProxyHops), "trustedProxyHops must be between 1 and 10")
         try require((1...3_600).contains(idleTimeoutSeconds), "idleTimeoutSeconds must be between 1 and 3600")
         try require((1...3_600).contains(requestReadTimeoutSeconds), "requestReadTimeoutSeconds must be between 1 and 3600")
+        try require(maxConnections.map { $0 >= 16 } ?? true, "maxConnections must be at least 16")
+        try require(maxConnectionsPerAddress.map { $0 >= 1 } ?? true, "maxConnectionsPerAddress must be at least 1")
         try require(!acceptUploads.isEmpty, #"acceptUploads must be "ids", "keys" or "both""#)
         try require((1...1_000).contains(maxKeysPerHistory), "maxKeysPerHistory must be between 1 and 1000")
+        try require(
+            !keyIntervalsSeconds.isEmpty && keyIntervalsSeconds.allSatisfy { (try? RotationSchedule(intervalSeconds: $0)) != nil },
+            "keyIntervalsSeconds must list rotation intervals between 5 and 86400 seconds, as node.rotation_interval")
         try require((0...86_400).contains(keyPublicationDelaySeconds), "keyPublicationDelaySeconds must be between 0 and 86400")
         try require((1.0...10.0).contains(keyPaddingMultiplier), "keyPaddingMultiplier must be between 1.0 (no fake keys) and 10.0")
         try require((1...100_000).contains(keyBatchMinimumKeys), "keyBatchMinimumKeys must be between 1 (hold nothing) and 100000")
@@ -185,6 +203,12 @@ public struct ServerConfiguration: Sendable {
         try require(
             publishIntervalSeconds + indexRefreshSeconds <= Self.longestIndexAgeSeconds,
             "publishIntervalSeconds + indexRefreshSeconds must be at most \(Self.longestIndexAgeSeconds) (36 hours), so nodes never see an index older than that")
+    }
+
+    /// The connection limits for a process allowed `descriptorLimit` open files.
+    public func connectionLimits(descriptorLimit: Int = ConnectionLimits.currentDescriptorLimit()) throws(ConnectionLimitError) -> ConnectionLimits {
+        try ConnectionLimits.resolve(
+            descriptorLimit: descriptorLimit, configuredTotal: maxConnections, configuredPerAddress: maxConnectionsPerAddress)
     }
 
     private static func describe(_ error: any Error) -> String {
@@ -226,8 +250,11 @@ private struct ConfigurationFile: Decodable {
     var trustedProxyHops: Int?
     var idleTimeoutSeconds: Int?
     var requestReadTimeoutSeconds: Int?
+    var maxConnections: Int?
+    var maxConnectionsPerAddress: Int?
     var acceptUploads: String?
     var maxKeysPerHistory: Int?
+    var keyIntervalsSeconds: [Int64]?
     var keyPublicationDelaySeconds: Int64?
     var keyPaddingMultiplier: Double?
     var keyBatchMinimumKeys: Int?

@@ -39,6 +39,18 @@ public struct APIError: HTTPResponseError, Sendable {
         return ByteBuffer(bytes: (try? encoder.encode(["error": code, "detail": detail])) ?? Data("{}".utf8))
     }
 
+    /// The whole HTTP/1.1 response, with `Connection: close`, for a channel handler to write as
+    /// raw bytes: before a request is parsed, or where NIO's encoder would drop the body.
+    var closingHTTP1Response: ByteBuffer {
+        let body = jsonBody
+        var head = "HTTP/1.1 \(status.code) \(status.reasonPhrase)\r\n"
+        for field in headersWithContentType { head += "\(field.name.rawName): \(field.value)\r\n" }
+        head += "Connection: close\r\nContent-Length: \(body.readableBytes)\r\n\r\n"
+        var bytes = ByteBuffer(string: head)
+        bytes.writeImmutableBuffer(body)
+        return bytes
+    }
+
     /// The JSON error for a status the router or Hummingbird chose (404, 405, 413...).
     static func forStatus(_ status: HTTPResponse.Status) -> APIError {
         switch status {
@@ -146,6 +158,12 @@ struct JSONErrorResponder<Wrapped: HTTPResponder>: HTTPResponder where Wrapped.C
                 context.logger.notice("malformed request body refused", metadata: ["reason": "\(error)"])
             }
             return try refusal.response(from: request, context: context)
+        } catch let error as TooManyBodyParts {
+            // A route that reads its body itself answers this; this is for one that does not.
+            return try APIError(
+                .contentTooLarge, "too_many_chunks",
+                "The request body came in more than \(error.limit) chunks; send it with a Content-Length or in larger chunks."
+            ).response(from: request, context: context)
         } catch let error as IOError {
             // Reading the body failed in the socket (a reset): the client is gone too.
             context.logger.debug("client connection failed while sending the request", metadata: ["reason": "\(error)"])

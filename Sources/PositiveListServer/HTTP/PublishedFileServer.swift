@@ -74,7 +74,16 @@ final class PublishedFileServer: Sendable {
     }
 
     private func respond(relativePath: String, cacheControl: String, request: Request) throws -> Response {
-        guard let file = try file(at: relativePath) else {
+        let found: CachedFile?
+        do {
+            found = try file(at: relativePath)
+        } catch let error as FileUnavailable {
+            throw APIError(
+                .serviceUnavailable, "file_unavailable",
+                "The server cannot read this file right now (\(String(cString: strerror(error.errorNumber)))); try again in a few seconds.",
+                headers: [.retryAfter: "5", .cacheControl: "no-store"])
+        }
+        guard let file = found else {
             throw APIError.forStatus(.notFound)
         }
         var headers: HTTPFields = [.eTag: file.entityTag, .cacheControl: cacheControl]
@@ -110,10 +119,11 @@ final class PublishedFileServer: Sendable {
     /// identity and contents come from that one descriptor: nothing can be swapped between the
     /// check and the read. (The directory itself may be a link: that is the operator's choice.)
     func file(at relativePath: String) throws -> CachedFile? {
-        guard let descriptor = Self.openBelow(directory.path, relativePath) else { return nil }
+        guard let descriptor = try Self.openBelow(directory.path, relativePath) else { return nil }
         defer { close(descriptor) }
         var status = stat()
-        guard fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG, status.st_nlink == 1 else { return nil }
+        guard fstat(descriptor, &status) == 0 else { throw FileUnavailable(errorNumber: errno) }
+        guard (status.st_mode & S_IFMT) == S_IFREG, status.st_nlink == 1 else { return nil }
         let identity = FileIdentity(
             device: UInt64(status.st_dev), inode: UInt64(status.st_ino), size: Int64(status.st_size),
             modifiedSeconds: status.st_mtim.tv_sec, modifiedNanoseconds: status.st_mtim.tv_nsec)
@@ -121,7 +131,7 @@ final class PublishedFileServer: Sendable {
             return cached
         }
         // Read outside the lock; two requests racing on a miss both read, which is harmless.
-        guard let data = Self.readAll(descriptor, expectedSize: Int(status.st_size)) else { return nil }
+        guard let data = Self.readAll(descriptor, expectedSize: Int(status.st_size)) else { throw FileUnavailable(errorNumber: errno) }
         let digest = SHA256.hash(data: data)
         let file = CachedFile(
             identity: identity, contents: ByteBuffer(bytes: data),
@@ -140,9 +150,11 @@ final class PublishedFileServer: Sendable {
 
     /// Opens `relativePath` component by component below `directory`, refusing symbolic links
     /// (O_NOFOLLOW: ELOOP) and, for the last, not blocking on a FIFO (fstat then refuses it).
-    private static func openBelow(_ directory: String, _ relativePath: String) -> Int32? {
+    /// nil when there is no such file; throws ``FileUnavailable`` when there may be one that
+    /// cannot be opened now.
+    private static func openBelow(_ directory: String, _ relativePath: String) throws(FileUnavailable) -> Int32? {
         var current = open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
-        guard current >= 0 else { return nil }
+        guard current >= 0 else { return try absence(errno) }
         let components = relativePath.split(separator: "/")
         for (position, component) in components.enumerated() {
             guard component != "..", component != "." else {
@@ -151,11 +163,28 @@ final class PublishedFileServer: Sendable {
             }
             let isLast = position == components.count - 1
             let next = openat(current, String(component), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (isLast ? O_NONBLOCK : O_DIRECTORY))
+            let failure = errno
             close(current)
-            guard next >= 0 else { return nil }
+            guard next >= 0 else { return try absence(failure) }
             current = next
         }
         return current
+    }
+
+    /// A file that may exist but cannot be opened or read now (out of descriptors, EMFILE or
+    /// ENFILE; EACCES; EIO...). Answered 503, never 404: a 404 for a published file tells a
+    /// node (and a CDN that caches it) that the file is not there.
+    struct FileUnavailable: Error {
+        let errorNumber: Int32
+    }
+
+    /// nil for the errors that mean "no such file here" (or a link, which is not served);
+    /// throws for every other.
+    static func absence(_ errorNumber: Int32) throws(FileUnavailable) -> Int32? {
+        switch errorNumber {
+        case ENOENT, ENOTDIR, ELOOP, ENAMETOOLONG: return nil
+        default: throw FileUnavailable(errorNumber: errorNumber)
+        }
     }
 
     private static func readAll(_ descriptor: Int32, expectedSize: Int) -> Data? {

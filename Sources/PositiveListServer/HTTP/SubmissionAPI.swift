@@ -13,6 +13,9 @@ struct SubmissionAPI: Sendable {
     static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
     static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
     static let forwardedForHeader = HTTPField.Name("X-Forwarded-For")!
+    /// The most parts (chunks, or reads) a request's body may come in: a 1 MiB body in chunks
+    /// of 256 bytes. Beyond, the request is refused with 413 (see RequestFraming).
+    static let maxBodyParts = 4_096
 
     let configuration: ServerConfiguration
     let authorities: AuthorityRegistry
@@ -56,7 +59,7 @@ struct SubmissionAPI: Sendable {
             }
             return authority
         }
-        let body = try await readBody(request, limit: 4_096)
+        let body = try await readBody(request, limit: 4_096, address: clientAddress(request, context))
         var lifetime = configuration.uploadCodeLifetimeSeconds
         if body.readableBytes > 0 {
             let parsed: CodeRequest
@@ -138,7 +141,7 @@ struct SubmissionAPI: Sendable {
                 "Send the history as `Content-Type: application/json` (a charset parameter, if any, must be utf-8).")
         }
         let idempotencyKeyText = try idempotencyKey(request)
-        let bodyData = Data(try await readBody(request, limit: configuration.maxRequestBodyBytes).readableBytesView)
+        let bodyData = Data(try await readBody(request, limit: configuration.maxRequestBodyBytes, address: address).readableBytesView)
         // A key history's digest covers its kind too: a body that is both a valid id history and
         // a valid key history must not replay one as the other under the same Idempotency-Key.
         // Id histories keep the plain digest, so keys stored before key histories still match.
@@ -278,13 +281,19 @@ struct SubmissionAPI: Sendable {
 
     /// Refuses a body over `limit` from its Content-Length before reading any of it, and a
     /// chunked one as soon as it passes the limit.
-    private func readBody(_ request: Request, limit: Int) async throws -> ByteBuffer {
+    private func readBody(_ request: Request, limit: Int, address: String) async throws -> ByteBuffer {
         let tooLarge = APIError(.contentTooLarge, "body_too_large", "The request body is larger than \(limit) bytes; send a smaller history.")
         if let declared = request.headers[.contentLength].flatMap(Int.init), declared > limit { throw tooLarge }
         do {
             return try await request.body.collect(upTo: limit)
         } catch let error as any HTTPResponseError where error.status == .contentTooLarge {
             throw tooLarge
+        } catch let error as TooManyBodyParts {
+            // Only a client sending on purpose splits a body so finely: it counts as a failed attempt.
+            await limiter.recordFailure(address)
+            throw APIError(
+                .contentTooLarge, "too_many_chunks",
+                "The request body came in more than \(error.limit) chunks; send it with a Content-Length or in larger chunks.")
         }
     }
 

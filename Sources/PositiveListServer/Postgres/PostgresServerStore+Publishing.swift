@@ -28,18 +28,20 @@ extension PostgresServerStore {
             await slot.close()
             throw .anotherInstancePublishing
         }
-        return AdvisoryPublicationLock(slot: slot)
+        return AdvisoryPublicationLock(slot: slot, settings: settings)
     }
 
-    /// The pending ids whose windows end after `cutoff`, sorted by id. `afterSubmission` and
-    /// `lastSubmission` are both the newest submission they come from: this store has no
-    /// watermark to move past expired ids (``expireBatches(endingBy:now:)`` deletes those), so
-    /// the publisher never needs ``skipExpiredPending(through:quarantining:)``.
-    public func pendingEntries(endingAfter cutoff: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
+    /// The pending ids whose windows end after `cutoff` and stopped being valid by `dueBy`,
+    /// sorted by id; the ones still valid after `dueBy` wait (anyone reading the list could
+    /// broadcast them). `afterSubmission` and `lastSubmission` are both the newest submission
+    /// they come from: this store has no watermark to move past expired ids
+    /// (``expireBatches(endingBy:now:)`` deletes those), so the publisher never needs
+    /// ``skipExpiredPending(through:quarantining:)``.
+    public func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
         try await run { connection in
             let rows = try connection.exec(
-                "SELECT id, valid_from, valid_until, submission FROM submitted_ids WHERE batch IS NULL AND valid_until > $1",
-                [.int(cutoff)]).all
+                "SELECT id, valid_from, valid_until, submission FROM submitted_ids WHERE batch IS NULL AND valid_until > $1 AND valid_until <= $2",
+                [.int(cutoff), .int(dueBy)]).all
             var entries: [PositiveListEntry] = []
             entries.reserveCapacity(rows.count)
             var last: Int64 = 0
@@ -49,7 +51,10 @@ extension PostgresServerStore {
                 last = max(last, try row.int(3))
             }
             entries.sort { $0.id < $1.id }
-            return PendingEntries(entries: entries, afterSubmission: last, lastSubmission: last, damagedSubmissions: [])
+            let waiting = try connection.exec(
+                "SELECT count(*) FROM submitted_ids WHERE batch IS NULL AND valid_until > $1", [.int(dueBy)]).first!.int(0)
+            return PendingEntries(
+                entries: entries, afterSubmission: last, lastSubmission: last, damagedSubmissions: [], waitingIDs: Int(waiting))
         }
     }
 
@@ -93,7 +98,7 @@ extension PostgresServerStore {
         return marked.affectedRowCount == ids.count
     }
 
-    /// Nothing to do: see ``pendingEntries(endingAfter:)``.
+    /// Nothing to do: see ``pendingEntries(endingAfter:dueBy:)``.
     public func skipExpiredPending(through lastSubmission: Int64, quarantining damaged: [Int64]) async throws(ServerStoreError) {}
 
     /// Marks live batches whose every window ended by `cutoff` as expired and forgets their ids,
@@ -156,6 +161,19 @@ extension PostgresServerStore {
 /// The publication lock's session; closing it releases the lock.
 private final class AdvisoryPublicationLock: PublicationLock {
     let slot: PostgresConnectionSlot
-    init(slot: PostgresConnectionSlot) { self.slot = slot }
-    func release() async { await slot.close() }
+    let settings: PostgresSettings
+    init(slot: PostgresConnectionSlot, settings: PostgresSettings) {
+        self.slot = slot
+        self.settings = settings
+    }
+
+    /// Unlocks before closing: the server frees a closed session's locks only once its backend
+    /// has exited, a moment after the close, and a publication started in that moment (the
+    /// next scheduled one, or a test's) would find the lock still held.
+    func release() async {
+        _ = try? await slot.run(settings: settings) { connection in
+            try connection.exec("SELECT pg_advisory_unlock($1)", [.int(PostgresSchema.publicationLockKey)])
+        }
+        await slot.close()
+    }
 }

@@ -34,6 +34,8 @@ public struct PublishReport: Sendable, Equatable {
     public var liveKeyBatches: Int = 0
     /// Accepted keys whose day has not yet ended plus the publication delay.
     public var waitingKeys: Int = 0
+    /// Accepted ids still valid, or valid until less than the id publication delay ago.
+    public var waitingIDs: Int = 0
 }
 
 public enum PublishError: Error, Sendable, CustomStringConvertible {
@@ -86,6 +88,9 @@ public actor Publisher {
     private let lockPath: String
     let signingKey: Curve25519.Signing.PrivateKey
     private let retentionSeconds: Int64
+    /// How long after its `validUntil` an id may be published: the clock-skew allowance
+    /// (`clockSkewSeconds`), within which a node still counts an encounter with it.
+    private let idPublicationDelaySeconds: Int64
     let indexRefreshSeconds: Int64
     let keySettings: KeyPublicationSettings
     private let clock: any WallClock
@@ -95,8 +100,9 @@ public actor Publisher {
     public init(
         store: any SubmissionStore, directory: PublishedDirectory, lockPath: String, signingKey: Curve25519.Signing.PrivateKey,
         retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, keySettings: KeyPublicationSettings = KeyPublicationSettings(),
-        clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil
+        idPublicationDelaySeconds: Int64 = 300, clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil
     ) {
+        self.idPublicationDelaySeconds = idPublicationDelaySeconds
         self.keySettings = keySettings
         self.store = store
         self.directory = directory
@@ -113,9 +119,12 @@ public actor Publisher {
 
     /// Publishes what is due now.
     ///
-    /// `demoKeyClock` is for demos and tests only: daily keys are released as if the time were
-    /// then (never earlier than now), so a key can be published before its day has ended plus
-    /// the delay, while its ids may still be valid on air and could be replayed. Nothing else
+    /// Ids are published once they can no longer be broadcast: `idPublicationDelaySeconds` after
+    /// their `validUntil`; keys once their day has ended plus the key delay.
+    ///
+    /// `demoKeyClock` is for demos and tests only: daily keys and ids are released as if the
+    /// time were then (never earlier than now), so a key or an id can be published before it is
+    /// due, while ids may still be valid on air and could be replayed. Nothing else
     /// moves: batches, indexes and retention keep the real time. Only `tracer-server publish
     /// --demo-key-clock` passes it (with a warning); the schedule in `serve` and the
     /// configuration cannot.
@@ -150,12 +159,13 @@ public actor Publisher {
         var report = PublishReport()
         let keyReleaseTime = max(demoKeyClock ?? now, now)
         if keyReleaseTime > now {
-            logger.warning("releasing daily keys early, for a demo or test: their ids may still be valid and could be replayed", metadata: [
+            logger.warning("releasing daily keys and ids early, for a demo or test: ids may still be valid and could be replayed", metadata: [
                 "asIfAt": "\(keyReleaseTime)", "secondsAhead": "\(keyReleaseTime - now)",
             ])
         }
         do {
-            let pending = try await store.pendingEntries(endingAfter: cutoff)
+            let pending = try await store.pendingEntries(endingAfter: cutoff, dueBy: keyReleaseTime - idPublicationDelaySeconds)
+            report.waitingIDs = pending.waitingIDs
             if !pending.damagedSubmissions.isEmpty {
                 // One damaged row must not stop every publication (and with it the daily
                 // index that tells nodes the list is alive).
@@ -193,6 +203,7 @@ public actor Publisher {
         logger.info("published", metadata: [
             "batch": "\(report.newBatch.map { String($0.number) } ?? "none")",
             "ids": "\(report.newBatch?.idCount ?? 0)",
+            "waitingIDs": "\(report.waitingIDs)",
             "expiredBatches": "\(report.expiredBatches.count)",
             "liveBatches": "\(report.liveBatches)",
             "indexGeneration": "\(report.indexGeneration.map(String.init) ?? "unchanged")",

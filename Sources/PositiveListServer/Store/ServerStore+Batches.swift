@@ -13,6 +13,9 @@ public struct PendingEntries: Sendable {
     /// Submissions whose stored ids are damaged: not published, and moved aside when the
     /// watermark passes them (see ``ServerStore/recordBatch(_:expectedWatermark:quarantining:)``).
     public let damagedSubmissions: [Int64]
+    /// Accepted ids not handed over because some are still valid, or were until the clock-skew
+    /// allowance ago (they wait for a later publication).
+    public var waitingIDs: Int = 0
 }
 
 /// A published batch as the database records it.
@@ -47,23 +50,38 @@ public struct StoreSummary: Sendable, Equatable {
 extension ServerStore {
     static let indexGenerationKey = "index_generation"
 
-    /// Pending ids after the last batch whose windows end after `cutoff`, sorted by id.
-    public func pendingEntries(endingAfter cutoff: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
+    /// Pending ids after the last batch whose windows end after `cutoff`, sorted by id: those of
+    /// the submissions, in order, whose every id stopped being valid by `dueBy` (an id still
+    /// valid could be broadcast by anyone who reads the list). The first submission with an id
+    /// valid after `dueBy` and all later ones wait, so the watermark only ever passes whole
+    /// submissions; a submission is due at most the longest window plus the clock skew after
+    /// its upload.
+    public func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
         try await read { db in
             let watermark = try Self.watermark(db)
             var entries: [PositiveListEntry] = []
             var lastSubmission = watermark
             var damaged: [Int64] = []
+            var waiting = 0
             let rows = try Row.fetchCursor(
                 db, sql: "SELECT submission, id_count, entries FROM pending_histories WHERE submission > ? ORDER BY submission",
                 arguments: [watermark])
             while let row = try rows.next() {
                 let submission: Int64 = row[0]
-                lastSubmission = submission
+                if waiting > 0 {
+                    waiting += row[1] as Int
+                    continue
+                }
                 guard let decoded = PendingEntriesBlob.decode(row[2], idCount: row[1]) else {
+                    lastSubmission = submission
                     damaged.append(submission)
                     continue
                 }
+                if decoded.contains(where: { $0.validUntil > dueBy }) {
+                    waiting = decoded.count
+                    continue
+                }
+                lastSubmission = submission
                 entries.append(contentsOf: decoded.lazy.filter { $0.validUntil > cutoff })
             }
             // Each submission's entries come sorted; the sort merges those runs. An id in two
@@ -73,7 +91,8 @@ extension ServerStore {
             var unique: [PositiveListEntry] = []
             unique.reserveCapacity(entries.count)
             for entry in entries where unique.last?.id != entry.id { unique.append(entry) }
-            return PendingEntries(entries: unique, afterSubmission: watermark, lastSubmission: lastSubmission, damagedSubmissions: damaged)
+            return PendingEntries(
+                entries: unique, afterSubmission: watermark, lastSubmission: lastSubmission, damagedSubmissions: damaged, waitingIDs: waiting)
         }
     }
 

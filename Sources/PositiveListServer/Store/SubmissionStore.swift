@@ -34,7 +34,9 @@ public protocol SubmissionStore: Sendable {
     /// releases it when done. `lockPath` is the data directory's lock file, which only a store
     /// that lives in that directory uses.
     func lockPublication(lockPath: String) async throws(PublishError) -> any PublicationLock
-    func pendingEntries(endingAfter cutoff: UnixSeconds) async throws(ServerStoreError) -> PendingEntries
+    /// The pending ids to publish: windows ending after `cutoff` (retention), and none valid
+    /// after `dueBy` (the publication time less the clock-skew allowance).
+    func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries
     func nextBatchNumber() async throws(ServerStoreError) -> UInt64
     /// Records a batch whose file is written, publishing exactly `pending`'s entries.
     func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool

@@ -6,7 +6,7 @@ public enum KeyHistoryRejection: Error, Sendable, Equatable {
     case empty
     case tooManyKeys(count: Int, limit: Int)
     case invalidKey(position: Int)
-    case invalidInterval(position: Int)
+    case invalidInterval(position: Int, allowed: [Int64])
     case dayTooOld(position: Int, retentionDays: Int)
     case dayInFuture(position: Int)
     case duplicateDay(position: Int, first: Int)
@@ -31,8 +31,8 @@ public enum KeyHistoryRejection: Error, Sendable, Equatable {
             return "The history lists \(count) keys; at most \(limit) are accepted in one history."
         case .invalidKey(let position):
             return "keys[\(position)].key is not a 16-byte key written as 32 hexadecimal characters."
-        case .invalidInterval(let position):
-            return "keys[\(position)].intervalSeconds is not a rotation interval (5 to 86400 seconds)."
+        case .invalidInterval(let position, let allowed):
+            return "keys[\(position)].intervalSeconds is not a rotation interval this server accepts (\(allowed.map(String.init).joined(separator: ", ")) seconds); set the node's rotation_interval to one of them."
         case .dayTooOld(let position, let days):
             return "keys[\(position)].day ended more than \(days) days ago; only keys from the retention period are accepted."
         case .dayInFuture(let position):
@@ -50,8 +50,16 @@ public struct KeyHistoryRules: Sendable {
     public let retentionSeconds: Int64
     public let retentionDays: Int
     public let clockSkewSeconds: Int64
+    /// The rotation intervals keys are accepted for: those the deployment's nodes use. Every
+    /// key makes every node derive a day's ids (86,400 / interval), so an interval of a few
+    /// seconds would let one upload of 64 keys cost every node's check millions of ids.
+    public let allowedIntervals: [Int64]
 
-    public init(maxKeys: Int, retentionDays: Int, clockSkewSeconds: Int64) {
+    /// The node's default rotation interval (node.rotation_interval): 96 ids per key.
+    public static let defaultIntervals: [Int64] = [900]
+
+    public init(maxKeys: Int, retentionDays: Int, clockSkewSeconds: Int64, allowedIntervals: [Int64] = defaultIntervals) {
+        self.allowedIntervals = allowedIntervals.sorted()
         self.maxKeys = maxKeys
         self.retentionSeconds = Int64(retentionDays) * UnixSeconds.secondsPerDay
         self.retentionDays = retentionDays
@@ -67,8 +75,10 @@ public struct KeyHistoryRules: Sendable {
         var seen: [DayAndInterval: Int] = [:]
         for (position, submitted) in history.keys.enumerated() {
             guard let key = try? DailyKey(hex: submitted.key) else { throw .invalidKey(position: position) }
-            guard let derivation = try? IDDerivation(intervalSeconds: submitted.intervalSeconds) else {
-                throw .invalidInterval(position: position)
+            guard allowedIntervals.contains(submitted.intervalSeconds),
+                  let derivation = try? IDDerivation(intervalSeconds: submitted.intervalSeconds)
+            else {
+                throw .invalidInterval(position: position, allowed: allowedIntervals)
             }
             // Days are checked before building a UTCDay so that no product can overflow.
             guard submitted.day >= 0 else { throw .dayTooOld(position: position, retentionDays: retentionDays) }
