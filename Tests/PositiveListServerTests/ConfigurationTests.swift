@@ -60,6 +60,13 @@ import Testing
         }
         #expect(try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "publishIntervalSeconds": 86400, "indexRefreshSeconds": 43200}"#)
             .publishIntervalSeconds == 86_400)
+        // More often than every 5 minutes, 29 days of batches would outgrow the index nodes accept.
+        #expect(ServerConfiguration.shortestPublishIntervalSeconds == 300)
+        #expect(throws: ConfigurationError.self) {
+            try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "publishIntervalSeconds": 299}"#)
+        }
+        #expect(try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "publishIntervalSeconds": 300}"#)
+            .publishIntervalSeconds == 300)
         #expect(throws: ConfigurationError.unreadable(path: "/nonexistent/config.json")) {
             try ServerConfiguration.load(path: "/nonexistent/config.json")
         }

@@ -17,6 +17,9 @@ public struct ServerConfiguration: Sendable {
     public var clockSkewSeconds: Int64 = 300
     public var uploadCodeLifetimeSeconds: Int64 = 86_400
     public var publishIntervalSeconds: Int64 = 3_600
+    /// The node's index limit (`PositiveListIndex.maximumListingCount`) divided into the
+    /// retention period plus a day: one batch every 5 minutes.
+    public static let shortestPublishIntervalSeconds: Int64 = 29 * 86_400 / Int64(PositiveListIndex.maximumListingCount)
     public var failedAttemptsPerMinute: Int = 10
     public var indexMaxAgeSeconds: Int = 60
     /// The age at which the next publication signs the index again although nothing changed;
@@ -175,7 +178,11 @@ public struct ServerConfiguration: Sendable {
         try require(maxWindowSeconds >= 60, "maxWindowSeconds must be at least 60")
         try require((0...3_600).contains(clockSkewSeconds), "clockSkewSeconds must be between 0 and 3600")
         try require((60...30 * 86_400).contains(uploadCodeLifetimeSeconds), "uploadCodeLifetimeSeconds must be between 60 and 2592000")
-        try require(publishIntervalSeconds >= 10, "publishIntervalSeconds must be at least 10")
+        // Nodes read at most PositiveListIndex.maximumListingCount listings (29 days of one batch
+        // every 5 minutes): publishing more often could list batches that nodes refuse.
+        try require(
+            publishIntervalSeconds >= Self.shortestPublishIntervalSeconds,
+            "publishIntervalSeconds must be at least \(Self.shortestPublishIntervalSeconds) (5 minutes): nodes accept an index of at most 29 days of batches published that often")
         try require(failedAttemptsPerMinute >= 1, "failedAttemptsPerMinute must be at least 1")
         try require(indexMaxAgeSeconds >= 0, "indexMaxAgeSeconds must not be negative")
         try require((60...86_400).contains(indexRefreshSeconds), "indexRefreshSeconds must be between 60 and 86400")
