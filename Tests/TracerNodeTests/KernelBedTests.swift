@@ -28,6 +28,21 @@ extension TracerNodeTests {
         }
 
         @Test(.timeLimit(.minutes(8)))
+        func theNodeOnHCI0ChangesItsAddressWithItsID() async throws {
+            let run = try await KernelBedRun.shared.value
+            // Every id the node took ("rotated id": at its start, at each 15 s boundary, and again
+            // after the restart) must come with an address it had not used before.
+            let rotations = ["hci0-node.log", "hci0-restarted.log"].map { run.text($0).components(separatedBy: "rotated id").count - 1 }
+                .reduce(0, +)
+            let python = try #require(Check.which("python3"), "python3 reads the btmon trace")
+            let trace = try Products.run(python, [VirtualRadio.repositoryRoot.path + "/Tests/Support/kernel/btsnoop_addresses.py",
+                                                  run.results + "/btmon.btsnoop", "0"], home: run.results)
+            let addresses = Set(trace.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) })
+            #expect(rotations >= 3, "the node took \(rotations) ids in the run; the test needs a rotation. \(run.evidence("hci0-node.log"))")
+            #expect(addresses.count >= rotations, "the node took \(rotations) ids but set only \(addresses.count) addresses on hci0 (\(trace))")
+        }
+
+        @Test(.timeLimit(.minutes(8)))
         func theSerialTransportOnAGuestTTYExchangesIDsWithHostNodesBothWays() async throws {
             let run = try await KernelBedRun.shared.value
             let guest = try run.store("serial-node.db")
@@ -150,7 +165,7 @@ struct KernelBedRun: Sendable {
             throw HarnessFailure(description: """
                 The kernel bed did not run its scenario (scripts/kernel-bed \(bed.signaled ? "killed by signal" : "exited") \(bed.exitCode)): \
                 \(bed.stderr.suffix(1500))
-                \(run.evidence("guest.log", "scenario.log"))
+                \(run.evidence("guest.log"))
                 If the kernel or qemu is missing, run ./scripts/setup.
                 """)
         }
@@ -177,10 +192,10 @@ struct KernelBedRun: Sendable {
 
     /// Where the evidence is, and the tails of the scenario's log and of the named files.
     func evidence(_ names: String...) -> String {
-        let tails = (["scenario.log"] + names).map { name in
+        let tails = (["scenario.log"] + names.filter { $0 != "scenario.log" }).map { name in
             "--- \(name) (end) ---\n" + String(text(name).suffix(1200))
         }
-        return "Evidence in \(results) (console.log, guest.log, btmon.btsnoop: `btmon -r`, rootcanal-*.log).\n"
+        return "Evidence in \(results) (console.log, guest.log, btmon.btsnoop, rootcanal-*.log, every node's log and database).\n"
             + tails.joined(separator: "\n")
     }
 }

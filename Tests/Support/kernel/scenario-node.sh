@@ -14,7 +14,7 @@
 set -u
 results=$KBED_RESULTS
 tracer=$KBED_TRACER
-phase_seconds=${KBED_PHASE_SECONDS:-90}
+phase_seconds=${KBED_PHASE_SECONDS:-60}
 wanted_peers=${KBED_PEERS:-2}
 service=a09a0000-5aaa-47f2-9c7f-93bdb3a65376
 id_characteristic=a09a0001-5aaa-47f2-9c7f-93bdb3a65376
@@ -29,11 +29,16 @@ peers() {
 # Starts a node in the background (its log: $results/LOG.log, its database /tmp/DB.db) and sets $node to its pid.
 start_node() {
     local log=$1 database=$2 transport=$3
-    "$tracer" run --db "/tmp/$database.db" --transport "$transport" --continuous-scan >>"$results/$log.log" 2>&1 &
+    # Ids rotate every 15 s, so that the run sees the node's address change with its id.
+    "$tracer" run --db "/tmp/$database.db" --transport "$transport" --continuous-scan --rotation-interval 15 \
+        >>"$results/$log.log" 2>&1 &
     node=$!
 }
 # Copies a stopped node's database (kept on the guest's tmpfs: SQLite's WAL needs shared memory, which 9p lacks).
-keep_database() { for file in /tmp/"$1".db*; do [ -e "$file" ] && cp "$file" "$results/"; done; }
+keep_database() {
+    rm -f "$results/$1".db*
+    for file in /tmp/"$1".db*; do [ -e "$file" ] && cp "$file" "$results/"; done
+}
 stop_node() { kill -TERM "$2" 2>/dev/null; wait "$2"; echo "$?" >"$results/$1.exit"; }
 
 say "phase 1: the nodes on hci0 and on serial:/dev/ttyS3 beside the host's nodes"
@@ -57,7 +62,6 @@ keep_database serial-node
 
 say "phase 2: kill -9 of the hci0 node, and a restart"
 kill -KILL "$hci0_node"; wait "$hci0_node" 2>/dev/null
-cp /tmp/hci0-node.db* "$results/" 2>/dev/null
 before=$(peers /tmp/hci0-node.db)
 date +%s >"$results/restart-time"
 start_node hci0-restarted hci0-node hci0
@@ -81,18 +85,18 @@ btmgmt --index 1 info >"$results/hci1-info.txt" 2>&1
 # The node's current advertising address, from the btmon trace of hci0 (the last one it set).
 node_address() { python3 "$KBED_REPO/Tests/Support/kernel/btsnoop_addresses.py" "$results/btmon.btsnoop" 0 | tail -1 | cut -d' ' -f2; }
 read_ok=0 write_ok=0
-for attempt in 1 2 3 4 5 6; do
+for attempt in 1 2 3 4; do
     address=$(node_address)
     say "attempt $attempt: the node advertises as $address"
     echo "$address" >"$results/node-address"
-    if [ "$read_ok" = 0 ] && timeout 20 gatttool -i hci1 -t random -b "$address" --char-read --uuid="$id_characteristic" \
+    if [ "$read_ok" = 0 ] && timeout 10 gatttool -i hci1 -t random -b "$address" --char-read --uuid="$id_characteristic" \
         >"$results/gatttool-read.txt" 2>&1 && grep -q "value:" "$results/gatttool-read.txt"; then
         read_ok=1
     fi
     if [ "$read_ok" = 1 ]; then
-        timeout 20 gatttool -i hci1 -t random -b "$address" --characteristics >"$results/gatttool-characteristics.txt" 2>&1
+        timeout 10 gatttool -i hci1 -t random -b "$address" --characteristics >"$results/gatttool-characteristics.txt" 2>&1
         handle=$(grep -i "uuid = $write_characteristic" "$results/gatttool-characteristics.txt" | grep -o 'char value handle = 0x[0-9a-f]*' | grep -o '0x[0-9a-f]*$')
-        if [ -n "$handle" ] && timeout 20 gatttool -i hci1 -t random -b "$address" --char-write-req -a "$handle" -n "$KBED_WRITTEN_ID" \
+        if [ -n "$handle" ] && timeout 10 gatttool -i hci1 -t random -b "$address" --char-write-req -a "$handle" -n "$KBED_WRITTEN_ID" \
             >"$results/gatttool-write.txt" 2>&1 && grep -q "successfully" "$results/gatttool-write.txt"; then
             write_ok=1
             break
@@ -100,7 +104,7 @@ for attempt in 1 2 3 4 5 6; do
     fi
     sleep 1
 done
-timeout 20 gatttool -i hci1 -t random -b "$address" --primary >"$results/gatttool-primary.txt" 2>&1
+timeout 10 gatttool -i hci1 -t random -b "$address" --primary >"$results/gatttool-primary.txt" 2>&1
 say "phase 3: read $read_ok, write $write_ok"
 sleep 2
 
