@@ -30,16 +30,28 @@ extension TracerNodeTests {
         @Test(.timeLimit(.minutes(8)))
         func theNodeOnHCI0ChangesItsAddressWithItsID() async throws {
             let run = try await KernelBedRun.shared.value
-            // Every id the node took ("rotated id": at its start, at each 15 s boundary, and again
-            // after the restart) must come with an address it had not used before.
-            let rotations = ["hci0-node.log", "hci0-restarted.log"].map { run.text($0).components(separatedBy: "rotated id").count - 1 }
-                .reduce(0, +)
+            // Each rotation at a 15 s boundary ("rotated id" after a node's first one, which is its
+            // start) must put a new address on the air within seconds: a command setting an address
+            // other than the one before it, in the btmon trace of hci0. Both clocks are the guest's.
+            let boundaries = ["hci0-node.log", "hci0-restarted.log"].flatMap { name in
+                run.text(name).split(separator: "\n").filter { $0.contains("rotated id") }.dropFirst()
+                    .compactMap { line in line.split(separator: " ").first.flatMap { try? Date(String($0), strategy: .iso8601) } }
+            }
             let python = try #require(Check.which("python3"), "python3 reads the btmon trace")
             let trace = try Products.run(python, [VirtualRadio.repositoryRoot.path + "/Tests/Support/kernel/btsnoop_addresses.py",
                                                   run.results + "/btmon.btsnoop", "0"], home: run.results)
-            let addresses = Set(trace.stdout.split(separator: "\n").compactMap { $0.split(separator: " ").last.map(String.init) })
-            #expect(rotations >= 3, "the node took \(rotations) ids in the run; the test needs a rotation. \(run.evidence("hci0-node.log"))")
-            #expect(addresses.count >= rotations, "the node took \(rotations) ids but set only \(addresses.count) addresses on hci0 (\(trace))")
+            let settings = trace.stdout.split(separator: "\n").compactMap { line -> (time: Double, address: String)? in
+                let fields = line.split(separator: " ")
+                guard fields.count == 2, let time = Double(fields[0]) else { return nil }
+                return (time, String(fields[1]))
+            }
+            #expect(!boundaries.isEmpty, "the node never rotated at a boundary in the run. \(run.evidence("hci0-node.log"))")
+            for boundary in boundaries.map(\.timeIntervalSince1970) {
+                // The log's timestamps have whole seconds.
+                let before = settings.last { $0.time < boundary - 1 }?.address
+                let changed = settings.contains { $0.time >= boundary - 1 && $0.time <= boundary + 2 && $0.address != before }
+                #expect(changed, "no new address on hci0 around the rotation at \(boundary) (addresses set: \(trace.stdout))")
+            }
         }
 
         @Test(.timeLimit(.minutes(8)))
