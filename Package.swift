@@ -157,7 +157,8 @@ let package = Package(
             name: "GATTExchangeTests",
             dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
         ),
-        .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation", "TracerTestSupport"]),
+        // BLEHostTestSupport: the RootCanal launcher of the kernel bed's suite (KernelBedTests.swift).
+        .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation", "TracerTestSupport", "BLEHostTestSupport"]),
         .testTarget(
             name: "MatchingTests",
             dependencies: [

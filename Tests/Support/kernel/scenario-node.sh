@@ -1,0 +1,123 @@
+#!/bin/bash
+# The kernel suite's guest scenario (Tests/KernelBedTests): runs in the kernel bed's guest with
+# ttyS1 attached as hci0 (the node under test), ttyS2 as hci1 (BlueZ) and ttyS3 left a plain tty
+# (the serial transport), all on the RootCanal phy where the host's nodes run. Each phase leaves
+# its evidence in $KBED_RESULTS for the tests to judge; the scenario itself judges nothing, except
+# that it says which step it is at (scenario.log) so that a failure can be read.
+#   1. `tracer run --transport hci0` and `--transport serial:/dev/ttyS3` beside the host's nodes, until
+#      each has met KBED_PEERS peers (or KBED_PHASE_SECONDS pass).
+#   2. kill -9 of the hci0 node and a restart on the same database: it must take the channel again.
+#   3. bluetoothd on hci1 (the node keeps hci0): gatttool as central reads the node's id at its
+#      current random address and writes KBED_WRITTEN_ID, which the node logs.
+#   4. SIGTERM of the hci0 node: bluetoothd takes hci0 back; a node started then meets EBUSY, and
+#      what it and `tracer doctor` say is kept.
+set -u
+results=$KBED_RESULTS
+tracer=$KBED_TRACER
+phase_seconds=${KBED_PHASE_SECONDS:-60}
+wanted_peers=${KBED_PEERS:-2}
+service=a09a0000-5aaa-47f2-9c7f-93bdb3a65376
+id_characteristic=a09a0001-5aaa-47f2-9c7f-93bdb3a65376
+write_characteristic=a09a0002-5aaa-47f2-9c7f-93bdb3a65376
+
+say() { echo "[$(awk '{print $1}' /proc/uptime) s] $*"; }
+# Distinct peer ids a node's database holds, summed over days (0 while it has none).
+peers() {
+    "$tracer" encounters --json --db "$1" 2>/dev/null | grep -o '"distinctPeerIDs" *: *[0-9]*' | grep -o '[0-9]*$' \
+        | awk '{ total += $1 } END { print total + 0 }'
+}
+# Starts a node in the background (its log: $results/LOG.log, its database /tmp/DB.db) and sets $node to its pid.
+start_node() {
+    local log=$1 database=$2 transport=$3
+    # Ids rotate every 15 s, so that the run sees the node's address change with its id.
+    "$tracer" run --db "/tmp/$database.db" --transport "$transport" --continuous-scan --rotation-interval 15 \
+        >>"$results/$log.log" 2>&1 &
+    node=$!
+}
+# Copies a stopped node's database (kept on the guest's tmpfs: SQLite's WAL needs shared memory, which 9p lacks).
+keep_database() {
+    rm -f "$results/$1".db*
+    for file in /tmp/"$1".db*; do [ -e "$file" ] && cp "$file" "$results/"; done
+}
+stop_node() { kill -TERM "$2" 2>/dev/null; wait "$2"; echo "$?" >"$results/$1.exit"; }
+
+say "phase 1: the nodes on hci0 and on serial:/dev/ttyS3 beside the host's nodes"
+btmgmt --index 0 power off >/dev/null 2>&1
+start_node hci0-node hci0-node hci0
+hci0_node=$node
+start_node serial-node serial-node serial:/dev/ttyS3
+serial_node=$node
+deadline=$(( $(date +%s) + phase_seconds ))
+while [ "$(date +%s)" -lt "$deadline" ]; do
+    hci0_peers=$(peers /tmp/hci0-node.db) serial_peers=$(peers /tmp/serial-node.db)
+    [ "$hci0_peers" -ge "$wanted_peers" ] && [ "$serial_peers" -ge "$wanted_peers" ] && break
+    sleep 2
+done
+say "phase 1: hci0 node met $(peers /tmp/hci0-node.db) peer ids, serial node $(peers /tmp/serial-node.db)"
+echo "$(( $(date +%s) - deadline + phase_seconds ))" >"$results/phase1-seconds"
+# A few more seconds, so that the host's nodes log what they learned by being written to.
+sleep 5
+stop_node serial-node "$serial_node"
+keep_database serial-node
+
+say "phase 2: kill -9 of the hci0 node, and a restart"
+kill -KILL "$hci0_node"; wait "$hci0_node" 2>/dev/null
+before=$(peers /tmp/hci0-node.db)
+date +%s >"$results/restart-time"
+start_node hci0-restarted hci0-node hci0
+hci0_node=$node
+# The restart must take the channel (no EBUSY) and exchange again: a peer id it had not met before
+# the kill (the host's nodes rotate theirs every KBED_HOST_ROTATION seconds) or, failing that, any
+# new encounter row.
+deadline=$(( $(date +%s) + phase_seconds ))
+while [ "$(date +%s)" -lt "$deadline" ]; do
+    [ "$(peers /tmp/hci0-node.db)" -gt "$before" ] && break
+    sleep 2
+done
+say "phase 2: the restarted node has met $(peers /tmp/hci0-node.db) peer ids (before the kill: $before)"
+
+say "phase 3: bluetoothd on hci1, gatttool as central"
+dbus-daemon --system --fork --nopidfile
+/usr/sbin/bluetoothd -n >"$results/bluetoothd.log" 2>&1 &
+bluetoothd_pid=$!
+for _ in $(seq 50); do btmgmt --index 1 info 2>/dev/null | grep -q "current settings:.*powered" && break; sleep 0.2; done
+btmgmt --index 1 info >"$results/hci1-info.txt" 2>&1
+# The node's current advertising address, from the btmon trace of hci0 (the last one it set).
+node_address() { python3 "$KBED_REPO/Tests/Support/kernel/btsnoop_addresses.py" "$results/btmon.btsnoop" 0 | tail -1 | cut -d' ' -f2; }
+read_ok=0 write_ok=0
+for attempt in 1 2 3 4; do
+    address=$(node_address)
+    say "attempt $attempt: the node advertises as $address"
+    echo "$address" >"$results/node-address"
+    if [ "$read_ok" = 0 ] && timeout 10 gatttool -i hci1 -t random -b "$address" --char-read --uuid="$id_characteristic" \
+        >"$results/gatttool-read.txt" 2>&1 && grep -q "value:" "$results/gatttool-read.txt"; then
+        read_ok=1
+    fi
+    if [ "$read_ok" = 1 ]; then
+        timeout 10 gatttool -i hci1 -t random -b "$address" --characteristics >"$results/gatttool-characteristics.txt" 2>&1
+        handle=$(grep -i "uuid = $write_characteristic" "$results/gatttool-characteristics.txt" | grep -o 'char value handle = 0x[0-9a-f]*' | grep -o '0x[0-9a-f]*$')
+        if [ -n "$handle" ] && timeout 10 gatttool -i hci1 -t random -b "$address" --char-write-req -a "$handle" -n "$KBED_WRITTEN_ID" \
+            >"$results/gatttool-write.txt" 2>&1 && grep -q "successfully" "$results/gatttool-write.txt"; then
+            write_ok=1
+            break
+        fi
+    fi
+    sleep 1
+done
+timeout 10 gatttool -i hci1 -t random -b "$address" --primary >"$results/gatttool-primary.txt" 2>&1
+say "phase 3: read $read_ok, write $write_ok"
+sleep 2
+
+say "phase 4: SIGTERM of the hci0 node; bluetoothd takes hci0 back"
+stop_node hci0-restarted "$hci0_node"
+keep_database hci0-node
+for _ in $(seq 50); do btmgmt --index 0 info 2>/dev/null | grep -q "current settings:.*powered" && break; sleep 0.2; done
+btmgmt --index 0 info >"$results/hci0-info-after-sigterm.txt" 2>&1
+start_node hci0-busy hci0-busy hci0
+busy_node=$node
+sleep 8
+kill -KILL "$busy_node"; wait "$busy_node" 2>/dev/null
+"$tracer" doctor --db /tmp/hci0-busy.db --transport hci0 >"$results/doctor-busy.txt" 2>&1
+echo "$?" >"$results/doctor-busy.exit"
+kill "$bluetoothd_pid"
+say "done"

@@ -1,0 +1,213 @@
+import BLEHostTestSupport
+import Foundation
+import IDRotation
+import Testing
+import TracerTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TracerNodeTests {
+    /// The node on a real Linux kernel Bluetooth stack: Debian's 6.1 kernel in the kernel bed's QEMU
+    /// guest (scripts/kernel-bed), its hci0 and hci1 H4 lines to RootCanal controllers on the same phy
+    /// as two `tracer run` nodes on this machine. One guest boot serves every test here: the run
+    /// (Tests/Support/kernel/scenario-node.sh) happens once, and each test judges its own part of
+    /// the evidence it left. When the bed cannot run (no kernel image, no qemu) every test fails and
+    /// says so. Evidence of the latest run: .build/kernel-bed/ (guest console, guest and scenario
+    /// logs, btmon trace, RootCanal log, every node's log and database).
+    @Suite struct KernelBed {
+        @Test(.timeLimit(.minutes(8)))
+        func aNodeOnHCI0ExchangesIDsWithHostNodesBothWays() async throws {
+            let run = try await KernelBedRun.shared.value
+            let guest = try run.store("hci0-node.db")
+            for host in run.hostNodes {
+                let hostStore = try run.store("\(host).db")
+                #expect(try met(guest, hostStore), "the node on hci0 never logged \(host)'s id. \(run.evidence("hci0-node.log", "\(host).log"))")
+                #expect(try met(hostStore, guest), "\(host) never logged the hci0 node's id. \(run.evidence("hci0-node.log", "\(host).log"))")
+            }
+        }
+
+        @Test(.timeLimit(.minutes(8)))
+        func theNodeOnHCI0ChangesItsAddressWithItsID() async throws {
+            let run = try await KernelBedRun.shared.value
+            // Each rotation at a 15 s boundary ("rotated id" after a node's first one, which is its
+            // start) must put a new address on the air within seconds: a command setting an address
+            // other than the one before it, in the btmon trace of hci0. Both clocks are the guest's.
+            let boundaries = ["hci0-node.log", "hci0-restarted.log"].flatMap { name in
+                run.text(name).split(separator: "\n").filter { $0.contains("rotated id") }.dropFirst()
+                    .compactMap { line in line.split(separator: " ").first.flatMap { try? Date(String($0), strategy: .iso8601) } }
+            }
+            let python = try #require(Check.which("python3"), "python3 reads the btmon trace")
+            let trace = try Products.run(python, [VirtualRadio.repositoryRoot.path + "/Tests/Support/kernel/btsnoop_addresses.py",
+                                                  run.results + "/btmon.btsnoop", "0"], home: run.results)
+            let settings = trace.stdout.split(separator: "\n").compactMap { line -> (time: Double, address: String)? in
+                let fields = line.split(separator: " ")
+                guard fields.count == 2, let time = Double(fields[0]) else { return nil }
+                return (time, String(fields[1]))
+            }
+            #expect(!boundaries.isEmpty, "the node never rotated at a boundary in the run. \(run.evidence("hci0-node.log"))")
+            for boundary in boundaries.map(\.timeIntervalSince1970) {
+                // The log's timestamps have whole seconds.
+                let before = settings.last { $0.time < boundary - 1 }?.address
+                let changed = settings.contains { $0.time >= boundary - 1 && $0.time <= boundary + 2 && $0.address != before }
+                #expect(changed, "no new address on hci0 around the rotation at \(boundary) (addresses set: \(trace.stdout))")
+            }
+        }
+
+        @Test(.timeLimit(.minutes(8)))
+        func theSerialTransportOnAGuestTTYExchangesIDsWithHostNodesBothWays() async throws {
+            let run = try await KernelBedRun.shared.value
+            let guest = try run.store("serial-node.db")
+            for host in run.hostNodes {
+                let hostStore = try run.store("\(host).db")
+                #expect(try met(guest, hostStore), "the node on serial:/dev/ttyS3 never logged \(host)'s id. \(run.evidence("serial-node.log"))")
+                #expect(try met(hostStore, guest), "\(host) never logged the serial node's id. \(run.evidence("serial-node.log", "\(host).log"))")
+            }
+        }
+
+        @Test(.timeLimit(.minutes(8)))
+        func aNodeKilledWithSIGKILLTakesTheChannelAgainAndExchanges() async throws {
+            let run = try await KernelBedRun.shared.value
+            let log = run.text("hci0-restarted.log")
+            #expect(!log.contains("EBUSY") && !log.contains("openFailed"), "the restarted node could not take hci0: \(log.suffix(1500))")
+            let restart = try #require(Int64(run.text("restart-time").trimmingCharacters(in: .whitespacesAndNewlines)),
+                                       "the scenario did not reach the restart. \(run.evidence())")
+            // Both times are the guest's clock: the scenario's `date` and the node's own timestamps.
+            let afterRestart = try run.store("hci0-node.db").encounters(since: restart)
+            let hostIDs = try run.hostNodes.reduce(into: Set<String>()) { ids, host in
+                ids.formUnion(try run.store("\(host).db").ownIDs().map(\.id.hex))
+            }
+            #expect(afterRestart.contains { hostIDs.contains($0.peer.hex) },
+                    "no encounter with a host node after the restart. \(run.evidence("hci0-restarted.log"))")
+        }
+
+        @Test(.timeLimit(.minutes(8)))
+        func bluezAsCentralReadsTheNodesIDAndWritesOneThatTheNodeLogs() async throws {
+            let run = try await KernelBedRun.shared.value
+            let guest = try run.store("hci0-node.db")
+            let read = run.text("gatttool-read.txt")
+            let value = read.components(separatedBy: "value:").dropFirst().first?
+                .split(whereSeparator: \.isWhitespace).prefix(8).joined() ?? ""
+            let ownIDs = Set(try guest.ownIDs().map(\.id.hex))
+            #expect(value.count == 16 && ownIDs.contains(value.lowercased()),
+                    "gatttool did not read one of the node's ids (read \"\(read.prefix(300))\", own ids \(ownIDs.count)). \(run.evidence("node-address", "hci0-restarted.log"))")
+            #expect(run.text("gatttool-write.txt").contains("successfully"), "gatttool's write failed: \(run.text("gatttool-write.txt").prefix(300))")
+            #expect(try guest.encounters().contains { $0.peer.hex == run.writtenID },
+                    "the node did not log the id BlueZ wrote (\(run.writtenID)). \(run.evidence("hci0-restarted.log"))")
+            #expect(run.text("gatttool-primary.txt").contains(TracerServiceUUID.service),
+                    "BlueZ did not discover the Tracer service: \(run.text("gatttool-primary.txt").prefix(500))")
+        }
+
+        @Test(.timeLimit(.minutes(8)))
+        func aStoppedNodeLeavesTheAdapterToBluetoothdAndANodeStartedThenSaysWhatToDo() async throws {
+            let run = try await KernelBedRun.shared.value
+            #expect(run.text("hci0-restarted.exit").trimmingCharacters(in: .whitespacesAndNewlines) == "0",
+                    "SIGTERM did not stop the node cleanly. \(run.evidence("hci0-restarted.log"))")
+            let info = run.text("hci0-info-after-sigterm.txt")
+            #expect(info.contains("current settings:") && info.components(separatedBy: "current settings:").last?.contains("powered") == true,
+                    "bluetoothd did not get hci0 back after the node stopped: \(info.prefix(600))")
+            let busy = run.text("hci0-busy.log")
+            #expect(busy.contains("EBUSY") && busy.contains("btmgmt --index 0 power off"),
+                    "the node on an adapter bluetoothd holds does not say what to do: \(busy.suffix(1200))")
+            let doctor = run.text("doctor-busy.txt")
+            #expect(run.text("doctor-busy.exit").trimmingCharacters(in: .whitespacesAndNewlines) != "0", "doctor passed an adapter it cannot open: \(doctor)")
+            #expect(doctor.contains("btmgmt --index 0 power off"), "doctor does not say what to do: \(doctor)")
+        }
+
+        /// True when `store` logged one of `peer`'s own ids.
+        func met(_ store: NodeStore, _ peer: NodeStore) throws -> Bool {
+            !Set(try store.encounters().map(\.peer)).isDisjoint(with: try peer.ownIDs().map(\.id))
+        }
+    }
+}
+
+/// The Tracer service's UUIDs as BlueZ's tools print them (Sources/GATTExchange/TracerProfile).
+enum TracerServiceUUID {
+    static let service = "a09a0000-5aaa-47f2-9c7f-93bdb3a65376"
+}
+
+/// The kernel suite's one guest run and the evidence it left in `results`.
+struct KernelBedRun: Sendable {
+    /// The host's nodes, each on its own RootCanal controller; their databases and logs are `NAME.db`, `NAME.log`.
+    let hostNodes = ["host-a", "host-b"]
+    let results: String
+    /// The id the scenario writes to the node through gatttool (16 hex digits).
+    let writtenID: String
+
+    /// Started by the first test that needs it; every test of the suite awaits the same run.
+    static let shared = Task { try await KernelBedRun.perform() }
+
+    /// RootCanal models: the guest's hci0 (node), hci1 (BlueZ) and ttyS3 (serial node), then the host nodes.
+    static let models = ["DEFAULT", "DEFAULT", "LAIRD_BL654", "CSR_RCK_PTS_DONGLE+strict", "DEFAULT+strict"]
+    static let bedTimeoutSeconds = 420
+
+    static func perform() async throws -> KernelBedRun {
+        let repository = VirtualRadio.repositoryRoot.path
+        let tracer = try Products.path(of: "tracer")
+        let results = repository + "/.build/kernel-bed/latest"
+        try? FileManager.default.removeItem(atPath: results)
+        try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
+        let writtenID = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
+        let run = KernelBedRun(results: results, writtenID: writtenID)
+
+        let radio = try await VirtualRadio.launch(rootCanalModels: models)
+        defer {
+            copyRootCanalLog(from: radio.logDirectory, to: results)
+            radio.stop()
+        }
+        let hostPorts = radio.ports.suffix(run.hostNodes.count)
+        // Host ids rotate every 15 s, so that a restarted guest node meets ids it had not met before.
+        let nodes = try zip(run.hostNodes, hostPorts).map { name, port in
+            try StreamingProcess(tracer, [
+                "run", "--db", "\(results)/\(name).db", "--transport", "tcp:127.0.0.1:\(port)", "--continuous-scan",
+                "--rotation-interval", "15",
+            ], home: results, standardErrorPath: "\(results)/\(name).log")
+        }
+        defer {
+            for node in nodes { kill(node.pid, SIGTERM) }
+            for node in nodes where node.waitForExit(timeout: .seconds(10)) == nil { node.killHard() }
+        }
+        let bed = try Products.run(repository + "/scripts/kernel-bed", [
+            "--attach", "1 2", "--timeout", "\(bedTimeoutSeconds)",
+            "--env", "KBED_TRACER=\(tracer)", "--env", "KBED_WRITTEN_ID=\(writtenID)",
+            results, repository + "/Tests/Support/kernel/scenario-node.sh",
+        ] + radio.ports.prefix(3).map(String.init), home: results, timeout: .seconds(bedTimeoutSeconds + 30))
+        try? (bed.stdout + bed.stderr).write(toFile: results + "/bed.out", atomically: true, encoding: .utf8)
+        guard bed.exitCode == 0, !bed.signaled else {
+            throw HarnessFailure(description: """
+                The kernel bed did not run its scenario (scripts/kernel-bed \(bed.signaled ? "killed by signal" : "exited") \(bed.exitCode)): \
+                \(bed.stderr.suffix(1500))
+                \(run.evidence("guest.log"))
+                If the kernel or qemu is missing, run ./scripts/setup.
+                """)
+        }
+        return run
+    }
+
+    static func copyRootCanalLog(from directory: String, to results: String) {
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix("rootcanal") {
+            try? FileManager.default.copyItem(atPath: directory + "/" + name, toPath: results + "/" + name)
+        }
+    }
+
+    func text(_ name: String) -> String {
+        (try? String(contentsOfFile: results + "/" + name, encoding: .utf8)) ?? ""
+    }
+
+    func store(_ name: String) throws -> NodeStore {
+        let path = results + "/" + name
+        guard Check.exists(path) else {
+            throw HarnessFailure(description: "The kernel bed's run left no \(name). \(evidence())")
+        }
+        return try Check.openStore(path)
+    }
+
+    /// Where the evidence is, and the tails of the scenario's log and of the named files.
+    func evidence(_ names: String...) -> String {
+        let tails = (["scenario.log"] + names.filter { $0 != "scenario.log" }).map { name in
+            "--- \(name) (end) ---\n" + String(text(name).suffix(1200))
+        }
+        return "Evidence in \(results) (console.log, guest.log, btmon.btsnoop, rootcanal-*.log, every node's log and database).\n"
+            + tails.joined(separator: "\n")
+    }
+}
