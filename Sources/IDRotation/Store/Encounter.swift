@@ -64,6 +64,10 @@ public struct Encounter: Sendable, Hashable {
     public var txPower: Int8?
     public var reportedRSSI: Int8?
     public var learnedBy: LearnedBy
+    /// How many readings had each RSSI value: the shape of the window, so that the risk model can
+    /// split its contact time by attenuation (`risk.attenuation_summary = buckets`). Empty for a
+    /// row logged before schema v3, which kept only the bounds, sum and count.
+    public var rssiHistogram: RSSIHistogram
 
     public init(_ sighting: Sighting) {
         peer = sighting.peer
@@ -78,6 +82,8 @@ public struct Encounter: Sendable, Hashable {
         txPower = sighting.txPower
         reportedRSSI = sighting.reportedRSSI
         learnedBy = sighting.learnedBy
+        rssiHistogram = RSSIHistogram()
+        if let rssi = sighting.rssi { rssiHistogram.add(rssi) }
     }
 
     public var key: Key { Key(peer: peer, ownWindowStart: ownWindowStart) }
@@ -97,10 +103,54 @@ public struct Encounter: Sendable, Hashable {
             rssiMax = rssiMax.map { max($0, rssi) } ?? rssi
             rssiSum += Int(rssi)
             rssiCount += 1
+            rssiHistogram.add(rssi)
         }
         if let txPower = sighting.txPower { self.txPower = txPower }
         if let reported = sighting.reportedRSSI { reportedRSSI = reported }
         learnedBy.formUnion(sighting.learnedBy)
+    }
+}
+
+/// How many RSSI readings had each value (dBm), stored compactly: per value present, its byte
+/// (two's complement) and its count as 4 bytes big-endian, in ascending order of value.
+public struct RSSIHistogram: Sendable, Hashable {
+    public private(set) var counts: [Int8: Int] = [:]
+
+    public init() {}
+
+    public init(_ counts: [Int8: Int]) { self.counts = counts.filter { $0.value > 0 } }
+
+    public var isEmpty: Bool { counts.isEmpty }
+    public var total: Int { counts.values.reduce(0, +) }
+
+    public mutating func add(_ rssi: Int8, count: Int = 1) {
+        counts[rssi, default: 0] += count
+    }
+
+    public mutating func merge(_ other: RSSIHistogram) {
+        for (rssi, count) in other.counts { add(rssi, count: count) }
+    }
+
+    static let entrySize = 5
+
+    public var encoded: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(counts.count * Self.entrySize)
+        for (rssi, count) in counts.sorted(by: { $0.key < $1.key }) {
+            let clamped = UInt32(clamping: count)
+            bytes += [UInt8(bitPattern: rssi), UInt8(clamped >> 24), UInt8((clamped >> 16) & 0xff), UInt8((clamped >> 8) & 0xff), UInt8(clamped & 0xff)]
+        }
+        return bytes
+    }
+
+    /// nil when `bytes` is not a whole number of entries.
+    public init?(encoded bytes: some Collection<UInt8>) {
+        let bytes = Array(bytes)
+        guard bytes.count % Self.entrySize == 0 else { return nil }
+        for start in stride(from: 0, to: bytes.count, by: Self.entrySize) {
+            let count = bytes[(start + 1)...(start + 4)].reduce(0) { $0 << 8 | Int($1) }
+            add(Int8(bitPattern: bytes[start]), count: count)
+        }
     }
 }
 
