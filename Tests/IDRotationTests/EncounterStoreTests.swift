@@ -135,6 +135,17 @@ import Testing
         #expect(encounter.rssiHistogram.total == encounter.rssiCount)
     }
 
+    @Test func histogramEncodingsMergeInOrderAndBadOnesAreRefused() throws {
+        let left = RSSIHistogram([-70: 2, -50: 1]).encoded, right = RSSIHistogram([-90: 1, -50: 4, 3: 1]).encoded
+        let merged = try #require(RSSIHistogram.mergeEncoded(left, right))
+        #expect(RSSIHistogram(encoded: merged)?.counts == [-90: 1, -70: 2, -50: 5, 3: 1])
+        #expect(merged == RSSIHistogram([-90: 1, -70: 2, -50: 5, 3: 1]).encoded)
+        #expect(RSSIHistogram.mergeEncoded(left, Array(right.dropLast())) == nil)
+        let unordered = RSSIHistogram([-50: 1]).encoded + RSSIHistogram([-70: 1]).encoded
+        #expect(RSSIHistogram(encoded: unordered) == nil)
+        #expect(RSSIHistogram.mergeEncoded(unordered, left) == nil)
+    }
+
     /// A database logged by a node before schema v3 (no histogram column) keeps every row and
     /// value; its rows start with an empty histogram, and new sightings add to them.
     @Test func aVersion2DatabaseMigratesWithItsEncounters() throws {
