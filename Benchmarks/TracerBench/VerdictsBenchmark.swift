@@ -72,10 +72,13 @@ struct VerdictsBenchmark {
         for configuration in configurations {
             let outcomes = labelled.map { outcome(of: $0, model: configuration.model) }
             report(configuration.name + " — " + configuration.source, outcomes)
-            let counts = VerdictCounts(outcomes.map { ($0.verdict, $0.truth) })
+            // A deployed app notified on "high"; its exit-3 point (level ≥ low) is compared too.
+            let counts = VerdictCounts(outcomes.map { ($0.high, $0.truth) })
+            let exit3 = VerdictCounts(outcomes.map { ($0.exit3, $0.truth) })
             curves.append((configuration.name, ScoredTruths(outcomes.map { ($0.score, $0.truth) }).rocPoints,
                            (counts.falsePositiveRate.value, counts.truePositiveRate.value)))
-            deployedTPRs.append((configuration.name, counts.truePositiveRate.value))
+            deployedTPRs.append((configuration.name + " \"high\"", counts.truePositiveRate.value))
+            deployedTPRs.append((configuration.name + " exit 3", exit3.truePositiveRate.value))
         }
 
         var current = RiskModel.standard
@@ -89,12 +92,14 @@ struct VerdictsBenchmark {
         let heldOut = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset)
         report("Tracer after issue 26 (strongest RSSI per id window, settings chosen without the held-out test)", heldOut.outcomes)
         let heldOutScores = ScoredTruths(heldOut.outcomes.map { ($0.score, $0.truth) })
-        let heldOutCounts = VerdictCounts(heldOut.outcomes.map { ($0.verdict, $0.truth) })
+        let heldOutCounts = VerdictCounts(heldOut.outcomes.map { ($0.exit3, $0.truth) })
         curves.append(("Tracer after issue 26 (held out)", heldOutScores.rocPoints,
                        (heldOutCounts.falsePositiveRate.value, heldOutCounts.truePositiveRate.value)))
         say("settings chosen per fold: " + heldOut.choices)
         say("chosen the same way on all labelled tests (what a default can be): " + heldOut.onAllTests)
         say("")
+        let firstRound = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, fixedLowMinutes: 5)
+        report("The first round's rule (the chosen threshold is \"high\", risk.low_minutes stays 5: the defaults before this change, held out)", firstRound.outcomes)
         say("At equal true-positive rate (held-out curve of the new model against each fixed configuration):")
         for (name, tpr) in deployedTPRs {
             let ours = heldOutScores.lowestFalsePositiveRate(reaching: tpr)
@@ -119,6 +124,22 @@ struct VerdictsBenchmark {
         }.joined(separator: "; "))
         say("")
 
+        // Issue 26, second round: the node keeps each window's RSSI histogram (schema v3), so the
+        // window's time can be split across the buckets instead of summarised by one value.
+        let buckets = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, summaries: [.buckets])
+        report("Time per attenuation bucket (risk.attenuation_summary = buckets; thresholds chosen per fold, held out)", buckets.outcomes)
+        say("settings chosen per fold: " + buckets.choices)
+        say("chosen the same way on all labelled tests: " + buckets.onAllTests)
+        let bucketScores = ScoredTruths(buckets.outcomes.map { ($0.score, $0.truth) })
+        say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
+            "\(name) \(format(tpr, 2)) → \(bucketScores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
+        }.joined(separator: "; "))
+        let bucketCounts = VerdictCounts(buckets.outcomes.map { ($0.exit3, $0.truth) })
+        // Before the default's curve, which the picture draws last and thickest.
+        curves.insert(("Time per bucket (held out)", bucketScores.rocPoints,
+                       (bucketCounts.falsePositiveRate.value, bucketCounts.truePositiveRate.value)), at: curves.count - 1)
+        say("")
+
         say("## The deployed app's own verdict (its subset: the sick phone as sender, verdict recorded)")
         let appSubset = labelled.filter { $0.session.senderIsSick && $0.session.appVerdict != nil }
         let app = VerdictCounts(appSubset.map { ($0.session.appVerdict == "high", $0.session.label == true) })
@@ -126,11 +147,15 @@ struct VerdictsBenchmark {
         say("app \"high\":        TPR \(app.truePositiveRate.formatted)  FPR \(app.falsePositiveRate.formatted)  precision \(app.precision.formatted)")
         say("app \"low or high\": TPR \(appLowOrHigh.truePositiveRate.formatted)  FPR \(appLowOrHigh.falsePositiveRate.formatted)")
         let subsetIDs = Set(appSubset.map(\.session.id))
-        let ours = VerdictCounts(heldOut.outcomes.filter { subsetIDs.contains($0.id) }.map { ($0.verdict, $0.truth) })
-        say("Tracer after issue 26 on the same sessions (held out): TPR \(ours.truePositiveRate.formatted)  FPR \(ours.falsePositiveRate.formatted)  precision \(ours.precision.formatted)")
+        let subsetOutcomes = heldOut.outcomes.filter { subsetIDs.contains($0.id) }
+        for (name, verdict) in [("exit 3", \Outcome.exit3), ("\"high\"", \Outcome.high)] {
+            let ours = VerdictCounts(subsetOutcomes.map { ($0[keyPath: verdict], $0.truth) })
+            say("Tracer after issue 26 on the same sessions (held out), \(name): TPR \(ours.truePositiveRate.formatted)  FPR \(ours.falsePositiveRate.formatted)  precision \(ours.precision.formatted)")
+        }
         for configuration in configurations {
-            let counts = VerdictCounts(appSubset.map { outcome(of: $0, model: configuration.model) }.map { ($0.verdict, $0.truth) })
-            say("\(configuration.name) on the same sessions: TPR \(counts.truePositiveRate.formatted)  FPR \(counts.falsePositiveRate.formatted)")
+            let outcomes = appSubset.map { outcome(of: $0, model: configuration.model) }
+            let exit3 = VerdictCounts(outcomes.map { ($0.exit3, $0.truth) }), high = VerdictCounts(outcomes.map { ($0.high, $0.truth) })
+            say("\(configuration.name) on the same sessions: exit 3 TPR \(exit3.truePositiveRate.formatted)  FPR \(exit3.falsePositiveRate.formatted); high TPR \(high.truePositiveRate.formatted)  FPR \(high.falsePositiveRate.formatted)")
         }
 
         if let svgPath {
@@ -145,40 +170,47 @@ struct VerdictsBenchmark {
         var id: String
         var environment: String
         var truth: Bool
-        var verdict: Bool
+        /// `tracer check` exits 3 ("exposure found"): the level is low or high.
+        var exit3: Bool
+        /// The level is high.
+        var high: Bool
         var score: Double
     }
 
-    /// The verdict is what `tracer check` reports as high risk; the score is the highest day's
-    /// weighted minutes, the quantity the high threshold is applied to.
-    func outcome(of session: ReplayedSession, model: RiskModel, threshold: Double? = nil,
+    /// The two verdicts of `tracer check` (exit 3 at level ≥ low; "high") and the score they
+    /// threshold: the highest day's weighted minutes.
+    func outcome(of session: ReplayedSession, model: RiskModel, thresholds: Thresholds? = nil,
                  calibration: ReplayedSession.Calibration = .receiverOffset) -> Outcome {
         var model = model
-        if let threshold { model.highMinutes = threshold; model.lowMinutes = min(model.lowMinutes, threshold) }
+        if let thresholds { model.lowMinutes = thresholds.low; model.highMinutes = thresholds.high }
         let assessment = session.assessment(with: model, calibration: calibration)
         return Outcome(
             id: session.session.id, environment: session.session.environment, truth: session.session.label == true,
-            verdict: assessment.level == .high, score: assessment.days.map(\.weightedMinutes).max() ?? 0)
+            exit3: assessment.level >= .low, high: assessment.level == .high,
+            score: assessment.days.map(\.weightedMinutes).max() ?? 0)
     }
+
+    struct Thresholds { var low: Double; var high: Double }
 
     func report(_ title: String, _ outcomes: [Outcome]) {
         say("### " + title)
-        say("| sessions | TPR [95 % CI] | FPR [95 % CI] | precision [95 % CI] | ROC AUC |")
-        say("|---|---|---|---|---|")
+        say("| sessions | exit 3 (level ≥ low): TPR [95 % CI] | FPR [95 % CI] | precision [95 % CI] | \"high\": TPR [95 % CI] | FPR [95 % CI] | ROC AUC |")
+        say("|---|---|---|---|---|---|---|")
         for environment in ["all"] + Self.environments {
             let subset = environment == "all" ? outcomes : outcomes.filter { $0.environment == environment }
-            let counts = VerdictCounts(subset.map { ($0.verdict, $0.truth) })
+            let exit3 = VerdictCounts(subset.map { ($0.exit3, $0.truth) })
+            let high = VerdictCounts(subset.map { ($0.high, $0.truth) })
             let area = ScoredTruths(subset.map { ($0.score, $0.truth) }).areaUnderCurve
-            say("| \(environment) (\(subset.count)) | \(counts.truePositiveRate.formatted) | \(counts.falsePositiveRate.formatted) | \(counts.precision.formatted) | \(format(area, 3)) |")
+            say("| \(environment) (\(subset.count)) | \(exit3.truePositiveRate.formatted) | \(exit3.falsePositiveRate.formatted) | \(exit3.precision.formatted) | \(high.truePositiveRate.formatted) | \(high.falsePositiveRate.formatted) | \(format(area, 3)) |")
         }
         say("")
     }
 
     /// The candidate settings: the summary of an id window's RSSI, a near threshold, and either a
     /// single cut (medium weight 0) or a half-weight medium band 5 or 10 dB wide.
-    static func candidates(samplingPeriod: Int, farWeights: [Double]) -> [RiskModel] {
+    static func candidates(samplingPeriod: Int, farWeights: [Double], summaries: [RiskModel.AttenuationSummary]) -> [RiskModel] {
         var models: [RiskModel] = []
-        for summary in RiskModel.AttenuationSummary.allCases {
+        for summary in summaries {
             for near in 40...75 {
                 for (width, medium) in [(1, 0.0), (5, 0.5), (10, 0.5)] {
                     for farWeight in farWeights {
@@ -198,31 +230,44 @@ struct VerdictsBenchmark {
     }
 
     /// Leave one test out: on the other tests, pick the candidate with the lowest false-positive
-    /// rate at a true-positive rate of at least `trainingTPR` (ties: the larger area), and the
-    /// high threshold that reaches it; then score the held-out test with both.
+    /// rate at a true-positive rate of at least `trainingTPR` (ties: the larger area); its
+    /// threshold becomes `risk.low_minutes` (exit 3), and the lowest threshold keeping the training
+    /// false-positive rate at or below `trainingHighFPR` becomes `risk.high_minutes`. Then score
+    /// the held-out test with them.
     func crossValidate(_ sessions: [ReplayedSession], tests: [String], samplingPeriod: Int,
-                       calibration: ReplayedSession.Calibration, farWeights: [Double] = [0]) -> (outcomes: [Outcome], choices: String, onAllTests: String) {
-        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: farWeights)
+                       calibration: ReplayedSession.Calibration, farWeights: [Double] = [0],
+                       summaries: [RiskModel.AttenuationSummary] = [.mean, .strongest],
+                       fixedLowMinutes: Double? = nil) -> (outcomes: [Outcome], choices: String, onAllTests: String) {
+        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: farWeights, summaries: summaries)
         let scored = candidates.map { model in sessions.map { outcome(of: $0, model: model, calibration: calibration) } }
         var outcomes: [Outcome] = []
         var choices: [String: Int] = [:]
         for test in tests {
             let training = sessions.indices.filter { sessions[$0].session.test != test }
             let held = sessions.indices.filter { sessions[$0].session.test == test }
-            guard let best = Self.select(candidates, scored: scored, training: training) else { continue }
-            choices[Self.describe(best.model, threshold: best.threshold), default: 0] += 1
+            guard var best = Self.select(candidates, scored: scored, training: training) else { continue }
+            if let fixedLowMinutes {
+                // The first round's rule: the chosen threshold is "high", low stays where it was.
+                best.thresholds = Thresholds(low: min(fixedLowMinutes, best.thresholds.low), high: best.thresholds.low)
+            }
+            choices[Self.describe(best.model, thresholds: best.thresholds), default: 0] += 1
             for index in held {
-                outcomes.append(outcome(of: sessions[index], model: best.model, threshold: best.threshold, calibration: calibration))
+                outcomes.append(outcome(of: sessions[index], model: best.model, thresholds: best.thresholds, calibration: calibration))
             }
         }
         let summary = choices.sorted { ($0.value, $1.key) > ($1.value, $0.key) }.map { "\($0.key) ×\($0.value)" }.joined(separator: "; ")
         let all = Self.select(candidates, scored: scored, training: Array(sessions.indices))
-        return (outcomes, summary, all.map { Self.describe($0.model, threshold: $0.threshold) } ?? "none")
+        return (outcomes, summary, all.map { Self.describe($0.model, thresholds: $0.thresholds) } ?? "none")
     }
 
+    /// The false-positive rate "high" may have on the training tests: fixed before any held-out
+    /// figure of it was seen; "high" is the more certain of the two levels that exit 3.
+    static let trainingHighFPR = 0.20
+
     /// The candidate with the lowest false-positive rate at a true-positive rate of at least
-    /// `trainingTPR` on `training` (ties: the larger area), and the high threshold reaching it.
-    static func select(_ candidates: [RiskModel], scored: [[Outcome]], training: [Int]) -> (model: RiskModel, threshold: Double)? {
+    /// `trainingTPR` on `training` (ties: the larger area), the exit-3 threshold reaching it and
+    /// the high threshold.
+    static func select(_ candidates: [RiskModel], scored: [[Outcome]], training: [Int]) -> (model: RiskModel, thresholds: Thresholds)? {
         var best: (index: Int, fpr: Double, area: Double, threshold: Double)?
         for (index, scores) in scored.enumerated() {
             let truths = ScoredTruths(training.map { (scores[$0].score, scores[$0].truth) })
@@ -232,11 +277,15 @@ struct VerdictsBenchmark {
                 best = (index, point.fpr, area, point.threshold)
             }
         }
-        return best.map { (candidates[$0.index], $0.threshold) }
+        return best.map { best in
+            let truths = ScoredTruths(training.map { (scored[best.index][$0].score, scored[best.index][$0].truth) })
+            let high = truths.lowestThreshold(keepingFalsePositiveRateAtMost: trainingHighFPR)?.threshold ?? best.threshold
+            return (candidates[best.index], Thresholds(low: best.threshold, high: max(best.threshold, high)))
+        }
     }
 
-    static func describe(_ model: RiskModel, threshold: Double) -> String {
+    static func describe(_ model: RiskModel, thresholds: Thresholds) -> String {
         "\(model.attenuationSummary.rawValue) \(model.nearAttenuation)/\(model.farAttenuation) dB, medium \(model.mediumWeight)"
-            + (model.farWeight > 0 ? ", far \(model.farWeight)" : "") + ", high \(format(threshold, 2)) min"
+            + (model.farWeight > 0 ? ", far \(model.farWeight)" : "") + ", low \(format(thresholds.low, 2)) min, high \(format(thresholds.high, 2)) min"
     }
 }

@@ -115,4 +115,25 @@ public struct ScoredTruths: Sendable {
         }
         return nil
     }
+
+    /// The lowest threshold t at which "score ≥ t" keeps the false-positive rate at or below
+    /// `fpr`, with the true-positive rate it reaches; nil when even the highest score exceeds it.
+    public func lowestThreshold(keepingFalsePositiveRateAtMost fpr: Double) -> (tpr: Double, threshold: Double)? {
+        let positives = Double(scores.filter(\.truth).count), negatives = Double(scores.count) - positives
+        guard positives > 0, negatives > 0 else { return nil }
+        let sorted = scores.sorted { $0.score > $1.score }
+        var truePositives = 0.0, falsePositives = 0.0
+        var found: (tpr: Double, threshold: Double)?
+        var index = 0
+        while index < sorted.count {
+            let score = sorted[index].score
+            while index < sorted.count && sorted[index].score == score {
+                if sorted[index].truth { truePositives += 1 } else { falsePositives += 1 }
+                index += 1
+            }
+            if falsePositives / negatives > fpr { break }
+            found = (truePositives / positives, score)
+        }
+        return found
+    }
 }

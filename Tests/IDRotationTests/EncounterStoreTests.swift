@@ -1,6 +1,6 @@
 import Foundation
 import GRDB
-import IDRotation
+@testable import IDRotation
 import Testing
 
 @Suite struct EncounterStoreTests {
@@ -115,5 +115,75 @@ import Testing
         // The same instant is still 2026-11-21 in New York.
         let local = EncounterDaySummary.summarize([a1], timeZone: TimeZone(identifier: "America/New_York")!)
         #expect(local.map(\.day) == ["2026-11-21"])
+    }
+
+    @Test func theRSSIHistogramMergesAcrossBatches() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = try NodeStore.open(temporary.location())
+        let peer = UserID.random()
+        var first = SightingBatch()
+        for rssi: Int8 in [-60, -60, -75] { first.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_000, rssi: rssi)) }
+        try store.write(first)
+        var second = SightingBatch()
+        second.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_100, rssi: -60))
+        second.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_110, reportedRSSI: -50))  // no RSSI of ours
+        second.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_120, rssi: -128))
+        try store.write(second)
+        let encounter = try #require(try store.encounters().first)
+        #expect(encounter.rssiHistogram.counts == [-60: 3, -75: 1, -128: 1])
+        #expect(encounter.rssiHistogram.total == encounter.rssiCount)
+    }
+
+    @Test func histogramEncodingsMergeInOrderAndBadOnesAreRefused() throws {
+        let left = RSSIHistogram([-70: 2, -50: 1]).encoded, right = RSSIHistogram([-90: 1, -50: 4, 3: 1]).encoded
+        let merged = try #require(RSSIHistogram.mergeEncoded(left, right))
+        #expect(RSSIHistogram(encoded: merged)?.counts == [-90: 1, -70: 2, -50: 5, 3: 1])
+        #expect(merged == RSSIHistogram([-90: 1, -70: 2, -50: 5, 3: 1]).encoded)
+        #expect(RSSIHistogram.mergeEncoded(left, Array(right.dropLast())) == nil)
+        let unordered = RSSIHistogram([-50: 1]).encoded + RSSIHistogram([-70: 1]).encoded
+        #expect(RSSIHistogram(encoded: unordered) == nil)
+        #expect(RSSIHistogram.mergeEncoded(unordered, left) == nil)
+    }
+
+    /// A database logged by a node before schema v3 (no histogram column) keeps every row and
+    /// value; its rows start with an empty histogram, and new sightings add to them.
+    @Test func aVersion2DatabaseMigratesWithItsEncounters() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let location = temporary.location()
+        let peer = UserID.random()
+        do {
+            try FileManager.default.createDirectory(
+                atPath: (location.path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            let queue = try DatabaseQueue(path: location.path)
+            try Schema.migrator.migrate(queue, upTo: "v2: daily keys")
+            try queue.write { db in
+                try db.execute(
+                    sql: """
+                        INSERT INTO encounters (own_window_start, peer_id, first_seen, last_seen, sightings,
+                            rssi_min, rssi_max, rssi_sum, rssi_count, tx_power, reported_rssi, learned_by)
+                        VALUES (900, ?, 1000, 1200, 4, -70, -50, -240, 4, -20, -55, 1)
+                        """,
+                    arguments: [peer.databaseValue])
+            }
+            let columns = try queue.read { db in try db.columns(in: "encounters").map(\.name) }
+            try #require(!columns.contains("rssi_histogram"), "not a v2 database: \(columns)")
+            try queue.close()
+        }
+        let store = try NodeStore.open(location)
+        #expect(try store.appliedSchemaVersions() == NodeStore.schemaVersions)
+        let old = try #require(try store.encounters().first)
+        #expect((old.firstSeen, old.lastSeen, old.sightings, old.rssiMin, old.rssiMax) == (1_000, 1_200, 4, -70, -50))
+        #expect((old.rssiSum, old.rssiCount, old.txPower, old.reportedRSSI, old.learnedBy) == (-240, 4, -20, -55, .read))
+        #expect(old.rssiHistogram.isEmpty)
+
+        var batch = SightingBatch()
+        batch.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_300, rssi: -45))
+        try store.write(batch)
+        let merged = try #require(try store.encounters().first)
+        #expect((merged.sightings, merged.rssiCount, merged.rssiMax, merged.lastSeen) == (5, 5, -45, 1_300))
+        #expect(merged.rssiHistogram.counts == [-45: 1])
+        #expect(try store.integrityCheck() == ["ok"])
     }
 }

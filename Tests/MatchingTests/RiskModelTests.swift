@@ -10,12 +10,33 @@ extension MatchingTests {
         // their own test below.
         let model = RiskModel.exposureNotificationExample
 
+        @Test func bucketsSplitAWindowsTimeByItsReadings() {
+            var buckets = RiskModel.standard
+            buckets.attenuationSummary = .buckets
+            buckets.samplingPeriodSeconds = 0
+            // Eight minutes; 3 readings near (50 dB), 1 medium (56 dB), 4 far (70 dB).
+            var value = encounter(1, from: day, to: day + 480, rssi: -50, txPower: 0)
+            value.rssiHistogram = RSSIHistogram([-50: 3, -56: 1, -70: 4])
+            let split = buckets.minutesByProximity(of: value)
+            #expect(split == [.near: 3, .medium: 1, .far: 4])
+            let assessment = ExposureAssessment(matches: [ExposureMatch(encounter: value, listed: listed(1, from: day, to: day + 900))], model: buckets)
+            #expect(assessment.days.first?.weightedMinutes == 3 + 0.5)
+            // The strongest value puts all eight minutes in "near"; a row without a histogram
+            // (logged before schema v3) is scored that way under buckets too.
+            var strongest = buckets
+            strongest.attenuationSummary = .strongest
+            #expect(strongest.minutesByProximity(of: value) == [.near: 8])
+            value.rssiHistogram = RSSIHistogram()
+            #expect(buckets.minutesByProximity(of: value) == [.near: 8])
+        }
+
         @Test func theDefaultsAreTheMeasuredOnes() {
             // docs/risk-model.md, "Measured on real recordings": the strongest RSSI of a window,
             // near below 54 dB, medium to 59 dB, high from 11 weighted minutes.
             let standard = RiskModel.standard
             #expect(standard.attenuationSummary == .strongest)
-            #expect((standard.nearAttenuation, standard.farAttenuation, standard.highMinutes) == (54, 59, 11))
+            #expect((standard.nearAttenuation, standard.farAttenuation) == (54, 59))
+            #expect((standard.lowMinutes, standard.highMinutes) == (11, 25))
             // One sighting at −50 dBm and one at −80: the mean (65 dB) would be far, the strongest
             // (50 dB) is near.
             var value = encounter(1, from: day, to: day + 60, rssi: -50)
@@ -33,9 +54,11 @@ extension MatchingTests {
             #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -54, txPower: 0)) == .medium)
             #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -59, txPower: 0)) == .medium)
             #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -60, txPower: 0)) == .far)
-            // 11 weighted minutes are high.
-            #expect(standard.level(weightedMinutes: 11) == .high)
-            #expect(standard.level(weightedMinutes: 10.9) == .low)
+            // 11 weighted minutes are an exposure (tracer check exits 3), 25 are high.
+            #expect(standard.level(weightedMinutes: 10.9) == .none)
+            #expect(standard.level(weightedMinutes: 11) == .low)
+            #expect(standard.level(weightedMinutes: 24.9) == .low)
+            #expect(standard.level(weightedMinutes: 25) == .high)
         }
 
         @Test func attenuationBucketsFollowTheExposureNotificationDefaults() {

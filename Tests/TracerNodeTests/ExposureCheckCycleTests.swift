@@ -194,7 +194,12 @@ extension TracerNodeTests {
                 try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
                 try NodeFixture.makeStore(world.db("c"), encounters: world.unexposedEncounters)
                 let counter = world.scratch.file("notifications")
-                let hook = ["--on-exposure", "echo \"$TRACER_RISK $TRACER_EXPOSURE_DAYS\" >> '\(counter)'"]
+                // Day 2 (6 weighted minutes) was written as a low day under the Exposure
+                // Notification example's low threshold of 5 minutes; the measured default (11)
+                // would make it none, so this test pins 5 to keep the low path covered.
+                let config = world.scratch.file("low5.toml")
+                try "[risk]\nlow_minutes = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+                let hook = ["--config", config, "--on-exposure", "echo \"$TRACER_RISK $TRACER_EXPOSURE_DAYS\" >> '\(counter)'"]
                 let (day1, day2) = (Self.dayName(world.day1), Self.dayName(world.day2))
 
                 // B met four of A's ids while they were valid.
@@ -241,7 +246,7 @@ extension TracerNodeTests {
                 #expect(notifications == "high \(day1),\(day2)\n", "the hook must run exactly once: \(notifications.debugDescription)")
 
                 // The plain output says the same in words.
-                let plain = try world.check("b", ["--quiet"])
+                let plain = try world.check("b", ["--config", config, "--quiet"])
                 #expect(plain.exitCode == 3, "\(plain)")
                 #expect(plain.stdout.contains("Exposure found: HIGH risk."), "\(plain)")
                 #expect(plain.stdout.contains("\(day1): 30 minutes of contact with 2 diagnosed ids"), "\(plain)")
@@ -300,7 +305,11 @@ extension TracerNodeTests {
                 #expect(d.days.isEmpty)
                 #expect(d.assessment.level == "none")
 
-                let e = try world.checkJSON("e", expecting: 3)
+                // E's 7 weighted minutes are an exposure under the Exposure Notification example's
+                // low threshold (5), which this fixture was written for; the default is 11.
+                let config = world.scratch.file("low5.toml")
+                try "[risk]\nlow_minutes = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+                let e = try world.checkJSON("e", ["--config", config], expecting: 3)
                 #expect(e.matchedIDs == 1)
                 #expect(e.idsSeenOutsideTheirWindow == 0)
                 #expect(e.days.first?.weightedMinutes == 7)

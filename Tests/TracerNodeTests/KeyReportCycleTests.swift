@@ -101,7 +101,8 @@ extension TracerNodeTests {
             let todayStart = derivation.nominalStart(ofWindowIndex: todayWindow)
             let pastKey = try #require(keys[past]), todaysKey = try #require(keys[today])
             try NodeFixture.makeStore(scratch.file("b.db"), encounters: [
-                EncounterSpec(peer: derivation.id(key: pastKey, windowIndex: pastWindow), times: [pastStart + 60, pastStart + 600], rssi: [-50, -50]),
+                // 14 near minutes: an exposure under the default risk.low_minutes (11).
+                EncounterSpec(peer: derivation.id(key: pastKey, windowIndex: pastWindow), times: [pastStart + 60, pastStart + 840], rssi: [-50, -50]),
                 EncounterSpec(
                     peer: derivation.id(key: pastKey, windowIndex: pastWindow + 1), times: [pastStart + 36_900, pastStart + 37_200], rssi: [-50, -50]),
                 EncounterSpec(peer: derivation.id(key: todaysKey, windowIndex: todayWindow), times: [todayStart + 60, todayStart + 300], rssi: [-50, -50]),

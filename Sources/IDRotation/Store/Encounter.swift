@@ -64,6 +64,10 @@ public struct Encounter: Sendable, Hashable {
     public var txPower: Int8?
     public var reportedRSSI: Int8?
     public var learnedBy: LearnedBy
+    /// How many readings had each RSSI value: the shape of the window, so that the risk model can
+    /// split its contact time by attenuation (`risk.attenuation_summary = buckets`). Empty for a
+    /// row logged before schema v3, which kept only the bounds, sum and count.
+    public var rssiHistogram: RSSIHistogram
 
     public init(_ sighting: Sighting) {
         peer = sighting.peer
@@ -78,6 +82,8 @@ public struct Encounter: Sendable, Hashable {
         txPower = sighting.txPower
         reportedRSSI = sighting.reportedRSSI
         learnedBy = sighting.learnedBy
+        rssiHistogram = RSSIHistogram()
+        if let rssi = sighting.rssi { rssiHistogram.add(rssi) }
     }
 
     public var key: Key { Key(peer: peer, ownWindowStart: ownWindowStart) }
@@ -97,10 +103,117 @@ public struct Encounter: Sendable, Hashable {
             rssiMax = rssiMax.map { max($0, rssi) } ?? rssi
             rssiSum += Int(rssi)
             rssiCount += 1
+            rssiHistogram.add(rssi)
         }
         if let txPower = sighting.txPower { self.txPower = txPower }
         if let reported = sighting.reportedRSSI { reportedRSSI = reported }
         learnedBy.formUnion(sighting.learnedBy)
+    }
+}
+
+/// How many RSSI readings had each value (dBm), stored compactly: per value present, its byte
+/// (two's complement) and its count as 4 bytes big-endian, in ascending order of value. Kept as
+/// a sorted array, not a dictionary: it is updated for every sighting and merged in every upsert,
+/// and a window rarely holds more than a few dozen distinct values.
+public struct RSSIHistogram: Sendable, Hashable {
+    struct Entry: Sendable, Hashable {
+        var rssi: Int8
+        var count: UInt32
+    }
+
+    private(set) var entries: [Entry] = []
+
+    public init() {}
+
+    public init(_ counts: [Int8: Int]) {
+        for (rssi, count) in counts where count > 0 { add(rssi, count: count) }
+    }
+
+    public var counts: [Int8: Int] {
+        Dictionary(uniqueKeysWithValues: entries.map { ($0.rssi, Int($0.count)) })
+    }
+
+    public var isEmpty: Bool { entries.isEmpty }
+    public var total: Int { entries.reduce(0) { $0 + Int($1.count) } }
+
+    public mutating func add(_ rssi: Int8, count: Int = 1) {
+        var index = entries.count
+        while index > 0 && entries[index - 1].rssi > rssi { index -= 1 }
+        if index > 0 && entries[index - 1].rssi == rssi {
+            entries[index - 1].count = entries[index - 1].count.addingSaturating(UInt32(clamping: count))
+        } else {
+            entries.insert(Entry(rssi: rssi, count: UInt32(clamping: count)), at: index)
+        }
+    }
+
+    static let entrySize = 5
+
+    public var encoded: [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(entries.count * Self.entrySize)
+        for entry in entries { Self.append(entry, to: &bytes) }
+        return bytes
+    }
+
+    /// nil when `bytes` is not a whole number of entries in ascending order of value.
+    public init?(encoded bytes: some Collection<UInt8>) {
+        guard let entries = Self.entries(Array(bytes)) else { return nil }
+        self.entries = entries
+    }
+
+    /// Two encoded histograms merged into one, without building either: what the store's upsert
+    /// runs for every row it updates. nil when either is not a valid encoding.
+    public static func mergeEncoded(_ left: [UInt8], _ right: [UInt8]) -> [UInt8]? {
+        guard left.count % entrySize == 0, right.count % entrySize == 0 else { return nil }
+        var merged: [UInt8] = []
+        merged.reserveCapacity(left.count + right.count)
+        var (l, r) = (0, 0)
+        var previous: Int8?
+        while l < left.count || r < right.count {
+            let entry: Entry
+            if r >= right.count || (l < left.count && Int8(bitPattern: left[l]) < Int8(bitPattern: right[r])) {
+                entry = Self.entry(left, at: l); l += entrySize
+            } else if l >= left.count || Int8(bitPattern: right[r]) < Int8(bitPattern: left[l]) {
+                entry = Self.entry(right, at: r); r += entrySize
+            } else {
+                var sum = Self.entry(left, at: l)
+                sum.count = sum.count.addingSaturating(Self.entry(right, at: r).count)
+                entry = sum; l += entrySize; r += entrySize
+            }
+            if let previous, previous >= entry.rssi { return nil }
+            previous = entry.rssi
+            append(entry, to: &merged)
+        }
+        return merged
+    }
+
+    private static func entries(_ bytes: [UInt8]) -> [Entry]? {
+        guard bytes.count % entrySize == 0 else { return nil }
+        var entries: [Entry] = []
+        entries.reserveCapacity(bytes.count / entrySize)
+        for start in stride(from: 0, to: bytes.count, by: entrySize) {
+            let entry = entry(bytes, at: start)
+            if let last = entries.last, last.rssi >= entry.rssi { return nil }
+            entries.append(entry)
+        }
+        return entries
+    }
+
+    private static func entry(_ bytes: [UInt8], at start: Int) -> Entry {
+        let count = UInt32(bytes[start + 1]) << 24 | UInt32(bytes[start + 2]) << 16 | UInt32(bytes[start + 3]) << 8 | UInt32(bytes[start + 4])
+        return Entry(rssi: Int8(bitPattern: bytes[start]), count: count)
+    }
+
+    private static func append(_ entry: Entry, to bytes: inout [UInt8]) {
+        bytes += [UInt8(bitPattern: entry.rssi), UInt8(entry.count >> 24), UInt8((entry.count >> 16) & 0xff),
+                  UInt8((entry.count >> 8) & 0xff), UInt8(entry.count & 0xff)]
+    }
+}
+
+extension UInt32 {
+    func addingSaturating(_ other: UInt32) -> UInt32 {
+        let (sum, overflow) = addingReportingOverflow(other)
+        return overflow ? .max : sum
     }
 }
 

@@ -1,3 +1,4 @@
+import Foundation
 import GRDB
 
 extension NodeStore {
@@ -5,8 +6,8 @@ extension NodeStore {
     // when any argument is NULL, hence the coalesce pairs for the optional RSSI bounds.
     private static let upsertEncounter = """
         INSERT INTO encounters (peer_id, own_window_start, first_seen, last_seen, sightings,
-            rssi_min, rssi_max, rssi_sum, rssi_count, tx_power, reported_rssi, learned_by)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            rssi_min, rssi_max, rssi_sum, rssi_count, tx_power, reported_rssi, learned_by, rssi_histogram)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (own_window_start, peer_id) DO UPDATE SET
             first_seen = min(first_seen, excluded.first_seen),
             last_seen = max(last_seen, excluded.last_seen),
@@ -17,8 +18,24 @@ extension NodeStore {
             rssi_count = rssi_count + excluded.rssi_count,
             tx_power = coalesce(excluded.tx_power, tx_power),
             reported_rssi = coalesce(excluded.reported_rssi, reported_rssi),
-            learned_by = learned_by | excluded.learned_by
+            learned_by = learned_by | excluded.learned_by,
+            rssi_histogram = \(mergeHistograms.name)(rssi_histogram, excluded.rssi_histogram)
         """
+
+    /// The SQL function the upsert merges two histogram blobs with (NULL, for none, is empty).
+    /// Registered on every connection that writes (`NodeStore.open`).
+    static let mergeHistograms = DatabaseFunction("tracer_merge_rssi_histograms", argumentCount: 2, pure: true) { values in
+        let existing = Data.fromDatabaseValue(values[0]).map { [UInt8]($0) } ?? []
+        let added = Data.fromDatabaseValue(values[1]).map { [UInt8]($0) } ?? []
+        if existing.isEmpty || added.isEmpty {
+            let only = existing.isEmpty ? added : existing
+            return only.isEmpty ? nil : Data(only)
+        }
+        guard let merged = RSSIHistogram.mergeEncoded(existing, added) else {
+            throw DatabaseError(message: "an rssi_histogram of \(existing.count) or \(added.count) bytes is not a valid histogram")
+        }
+        return Data(merged)
+    }
 
     /// Writes a batch of aggregated sightings in one transaction: all of it or none of it.
     public func write(_ batch: SightingBatch) throws(StoreError) {
@@ -33,6 +50,7 @@ extension NodeStore {
                     encounter.rssiMax.map { Int($0) }, encounter.rssiSum, encounter.rssiCount,
                     encounter.txPower.map { Int($0) }, encounter.reportedRSSI.map { Int($0) },
                     encounter.learnedBy.rawValue,
+                    encounter.rssiHistogram.isEmpty ? nil : Data(encounter.rssiHistogram.encoded),
                 ])
                 try statement.execute()
             }
@@ -46,7 +64,7 @@ extension NodeStore {
                 db,
                 sql: """
                     SELECT peer_id, own_window_start, first_seen, last_seen, sightings, rssi_min, rssi_max,
-                        rssi_sum, rssi_count, tx_power, reported_rssi, learned_by
+                        rssi_sum, rssi_count, tx_power, reported_rssi, learned_by, rssi_histogram
                     FROM encounters WHERE last_seen >= ? ORDER BY first_seen, peer_id
                     """,
                 arguments: [since]
@@ -90,6 +108,8 @@ extension Encounter {
         self.txPower = txPower.flatMap { Int8(exactly: $0) }
         self.reportedRSSI = reported.flatMap { Int8(exactly: $0) }
         self.learnedBy = LearnedBy(rawValue: row[11])
+        let histogram: Data? = row[12]
+        self.rssiHistogram = histogram.flatMap { RSSIHistogram(encoded: $0) } ?? RSSIHistogram()
     }
 }
 
@@ -136,7 +156,7 @@ extension NodeStore {
         try read { db in
             let statement = try db.cachedStatement(sql: """
                 SELECT peer_id, own_window_start, first_seen, last_seen, sightings, rssi_min, rssi_max,
-                    rssi_sum, rssi_count, tx_power, reported_rssi, learned_by
+                    rssi_sum, rssi_count, tx_power, reported_rssi, learned_by, rssi_histogram
                 FROM encounters WHERE own_window_start = ? AND peer_id = ?
                 """)
             return try keys.compactMap { key in

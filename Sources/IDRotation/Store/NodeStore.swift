@@ -34,6 +34,7 @@ public final class NodeStore: Sendable {
             // NORMAL is durable against a process crash in WAL mode; only a power cut can lose
             // the last commits, and never the file's integrity.
             try db.execute(sql: "PRAGMA synchronous = NORMAL; PRAGMA secure_delete = ON")
+            db.add(function: NodeStore.mergeHistograms)
         }
         do {
             let queue = try DatabaseQueue(path: location.path, configuration: configuration)

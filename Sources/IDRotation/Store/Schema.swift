@@ -61,6 +61,11 @@ enum Schema {
                 ) WITHOUT ROWID;
                 """)
         }
+        migrator.registerMigration("v3: RSSI histogram per encounter") { db in
+            // Rows logged before this step keep their bounds, sum and count and get no
+            // histogram (NULL): the risk model scores them by their strongest value.
+            try db.execute(sql: "ALTER TABLE encounters ADD COLUMN rssi_histogram BLOB")
+        }
         return migrator
     }
 

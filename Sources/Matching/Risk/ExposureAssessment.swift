@@ -40,10 +40,9 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
             let encounter = match.encounter
             guard seen.insert(EncounterKey(peer: encounter.peer, ownWindowStart: encounter.ownWindowStart)).inserted else { continue }
             let dayStart = encounter.firstSeen - encounter.firstSeen.modulo(UnixSeconds.secondsPerDay)
-            let minutes = Double(model.contactSeconds(of: encounter)) / 60
             var day = byDay[dayStart] ?? (ids: [], minutes: [:])
             day.ids.insert(encounter.peer)
-            day.minutes[model.proximity(of: encounter), default: 0] += minutes
+            for (proximity, minutes) in model.minutesByProximity(of: encounter) { day.minutes[proximity, default: 0] += minutes }
             byDay[dayStart] = day
         }
         days = byDay.keys.sorted().map { dayStart in

@@ -37,15 +37,19 @@ public struct RiskModel: Sendable, Equatable, Codable {
         /// The strongest value: the closest the two devices came in the window, as far as the
         /// radio can tell. Fades only ever weaken a signal, so the maximum is the robust summary.
         case strongest
+        /// Every value: the window's contact time split across the buckets in proportion to the
+        /// readings heard in each (GAEN's attenuation durations). A row logged before the node
+        /// kept its readings' histogram (schema v3) is scored by its strongest value.
+        case buckets
     }
 
     /// The defaults, measured on real recordings (docs/risk-model.md, "Measured on real
-    /// recordings"): the strongest RSSI of each id window, near below 54 dB, medium up to 59 dB,
-    /// high from 11 weighted minutes. Chosen by the same rule that the leave-one-test-out figures
-    /// evaluate, on all 24 labelled tests.
+    /// recordings"): the strongest RSSI of each id window, near below 54 dB, medium up to 59 dB;
+    /// an exposure (exit 3) from 11 weighted minutes, high from 25. Chosen by the same rules that
+    /// the leave-one-test-out figures evaluate, on all 24 labelled tests.
     public static let standard = RiskModel(
         nearAttenuation: 54, farAttenuation: 59, nearWeight: 1.0, mediumWeight: 0.5, farWeight: 0.0,
-        unknownWeight: 0.5, lowMinutes: 5, highMinutes: 11, assumedTxPower: 0, samplingPeriodSeconds: 60,
+        unknownWeight: 0.5, lowMinutes: 11, highMinutes: 25, assumedTxPower: 0, samplingPeriodSeconds: 60,
         attenuationSummary: .strongest)
 
     /// The Exposure Notification example configuration, Tracer's defaults before they were
@@ -79,6 +83,10 @@ public struct RiskModel: Sendable, Equatable, Codable {
 
     public func proximity(of encounter: Encounter) -> Proximity {
         guard let attenuation = attenuation(of: encounter) else { return .unknown }
+        return proximity(ofAttenuation: attenuation)
+    }
+
+    public func proximity(ofAttenuation attenuation: Int) -> Proximity {
         if attenuation < nearAttenuation { return .near }
         if attenuation <= farAttenuation { return .medium }
         return .far
@@ -93,7 +101,7 @@ public struct RiskModel: Sendable, Equatable, Codable {
             let measured: Int
             switch attenuationSummary {
             case .mean: measured = Int((Double(encounter.rssiSum) / Double(encounter.rssiCount)).rounded())
-            case .strongest: measured = Int(encounter.rssiMax ?? Int8(clamping: encounter.rssiSum / encounter.rssiCount))
+            case .strongest, .buckets: measured = Int(encounter.rssiMax ?? Int8(clamping: encounter.rssiSum / encounter.rssiCount))
             }
             return txPower - (measured + rssiCorrection)
         }
@@ -108,6 +116,21 @@ public struct RiskModel: Sendable, Equatable, Codable {
         case .far: farWeight
         case .unknown: unknownWeight
         }
+    }
+
+    /// An encounter's contact minutes by proximity bucket: all in one bucket, or with `.buckets`
+    /// split in proportion to the readings of each attenuation.
+    public func minutesByProximity(of encounter: Encounter) -> [Proximity: Double] {
+        let minutes = Double(contactSeconds(of: encounter)) / 60
+        let histogram = encounter.rssiHistogram
+        guard attenuationSummary == .buckets, !histogram.isEmpty else { return [proximity(of: encounter): minutes] }
+        let txPower = Int(encounter.txPower ?? Int8(clamping: assumedTxPower))
+        let readings = Double(histogram.total)
+        var split: [Proximity: Double] = [:]
+        for (rssi, count) in histogram.counts {
+            split[proximity(ofAttenuation: txPower - (Int(rssi) + rssiCorrection)), default: 0] += minutes * Double(count) / readings
+        }
+        return split
     }
 
     /// Contact time an encounter stands for, in seconds.

@@ -124,11 +124,11 @@ enum SettingRegistry {
             default: 0.0, env: "TRACER_RISK_FAR_WEIGHT", flag: nil, help: "Weight of a far minute."),
         .number(
             "risk.low_minutes", \.risk.lowMinutes, .number(minimum: 0, minimumIncluded: false),
-            default: 5, env: "TRACER_RISK_LOW_MINUTES", flag: nil,
-            help: "Weighted minutes from which an exposure is reported as low risk."),
+            default: 11, env: "TRACER_RISK_LOW_MINUTES", flag: nil,
+            help: "Weighted minutes from which an exposure is reported (low risk; tracer check exits 3)."),
         .number(
             "risk.high_minutes", \.risk.highMinutes, .number(minimum: 0, minimumIncluded: false),
-            default: 11, env: "TRACER_RISK_HIGH_MINUTES", flag: nil,
+            default: 25, env: "TRACER_RISK_HIGH_MINUTES", flag: nil,
             help: "Weighted minutes from which an exposure is reported as high risk; at least low_minutes."),
         .integer(
             "risk.assumed_tx_power", \.risk.assumedTxPower, .integer(minimum: -40, maximum: 20, unit: "dBm"),
@@ -141,7 +141,7 @@ enum SettingRegistry {
         .text(
             "risk.attenuation_summary", \.risk.attenuationSummary, .choice(RiskModel.AttenuationSummary.allCases.map(\.rawValue)),
             default: .value(.text("strongest")), env: "TRACER_RISK_ATTENUATION_SUMMARY", flag: nil,
-            help: "Which RSSI of an id window decides its bucket: the strongest (the closest the devices came) or the mean.",
+            help: "Which RSSI of an id window decides its bucket: the strongest (the closest the devices came), the mean, or buckets (its time split by the readings' attenuations).",
             convert: { RiskModel.AttenuationSummary(rawValue: $0) ?? .strongest }),
         .integer(
             "risk.rssi_correction", \.risk.rssiCorrection, .integer(minimum: -40, maximum: 40, unit: "dB"),
