@@ -77,13 +77,13 @@ public struct ScoredTruths: Sendable {
         return (rankSum - positives * (positives + 1) / 2) / (positives * negatives)
     }
 
-    /// (false-positive rate, true-positive rate) for "score ≥ t" at every distinct t, from (0,0)
-    /// to (1,1).
-    public var rocPoints: [(fpr: Double, tpr: Double)] {
+    /// "score ≥ t" at every distinct t, from the highest score down: its threshold and the
+    /// (false-positive rate, true-positive rate) it gives. Empty without both classes.
+    private var thresholdSweep: [(threshold: Double, fpr: Double, tpr: Double)] {
         let positives = Double(scores.filter(\.truth).count), negatives = Double(scores.count) - positives
         guard positives > 0, negatives > 0 else { return [] }
         let sorted = scores.sorted { $0.score > $1.score }
-        var points: [(fpr: Double, tpr: Double)] = [(0, 0)]
+        var sweep: [(threshold: Double, fpr: Double, tpr: Double)] = []
         var truePositives = 0.0, falsePositives = 0.0
         var index = 0
         while index < sorted.count {
@@ -92,48 +92,28 @@ public struct ScoredTruths: Sendable {
                 if sorted[index].truth { truePositives += 1 } else { falsePositives += 1 }
                 index += 1
             }
-            points.append((falsePositives / negatives, truePositives / positives))
+            sweep.append((score, falsePositives / negatives, truePositives / positives))
         }
-        return points
+        return sweep
+    }
+
+    /// (false-positive rate, true-positive rate) for "score ≥ t" at every distinct t, from (0,0)
+    /// to (1,1).
+    public var rocPoints: [(fpr: Double, tpr: Double)] {
+        let sweep = thresholdSweep
+        guard !sweep.isEmpty else { return [] }
+        return [(0, 0)] + sweep.map { ($0.fpr, $0.tpr) }
     }
 
     /// The lowest false-positive rate at which "score ≥ t" reaches a true-positive rate of at
     /// least `tpr`, and that threshold t.
     public func lowestFalsePositiveRate(reaching tpr: Double) -> (fpr: Double, threshold: Double)? {
-        let positives = Double(scores.filter(\.truth).count), negatives = Double(scores.count) - positives
-        guard positives > 0, negatives > 0 else { return nil }
-        let sorted = scores.sorted { $0.score > $1.score }
-        var truePositives = 0.0, falsePositives = 0.0
-        var index = 0
-        while index < sorted.count {
-            let score = sorted[index].score
-            while index < sorted.count && sorted[index].score == score {
-                if sorted[index].truth { truePositives += 1 } else { falsePositives += 1 }
-                index += 1
-            }
-            if truePositives / positives >= tpr { return (falsePositives / negatives, score) }
-        }
-        return nil
+        thresholdSweep.first { $0.tpr >= tpr }.map { ($0.fpr, $0.threshold) }
     }
 
     /// The lowest threshold t at which "score ≥ t" keeps the false-positive rate at or below
     /// `fpr`, with the true-positive rate it reaches; nil when even the highest score exceeds it.
     public func lowestThreshold(keepingFalsePositiveRateAtMost fpr: Double) -> (tpr: Double, threshold: Double)? {
-        let positives = Double(scores.filter(\.truth).count), negatives = Double(scores.count) - positives
-        guard positives > 0, negatives > 0 else { return nil }
-        let sorted = scores.sorted { $0.score > $1.score }
-        var truePositives = 0.0, falsePositives = 0.0
-        var found: (tpr: Double, threshold: Double)?
-        var index = 0
-        while index < sorted.count {
-            let score = sorted[index].score
-            while index < sorted.count && sorted[index].score == score {
-                if sorted[index].truth { truePositives += 1 } else { falsePositives += 1 }
-                index += 1
-            }
-            if falsePositives / negatives > fpr { break }
-            found = (truePositives / positives, score)
-        }
-        return found
+        thresholdSweep.prefix { $0.fpr <= fpr }.last.map { ($0.tpr, $0.threshold) }
     }
 }
