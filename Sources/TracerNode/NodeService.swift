@@ -9,6 +9,7 @@ import Logging
 struct NodeService {
     let store: NodeStore
     let transport: TransportSpec
+    let heldAdapter: HeldAdapterPolicy
     let schedule: RotationSchedule
     let retention: RetentionPolicy
     let exchange: ExchangeConfiguration
@@ -19,7 +20,13 @@ struct NodeService {
     func run() async {
         let log = EncounterLog(store: store, logger: logger)
         let rotator = IDRotator(schedule: schedule, history: store, logger: logger)
-        let session = ExchangeSession(transport: transport, rotator: rotator, sink: log, configuration: exchange, logger: logger)
+        let session = ExchangeSession(
+            transport: transport, rotator: rotator, sink: log, configuration: exchange, logger: logger,
+            openTransport: { [heldAdapter, logger] spec throws(HCITransportError) in
+                try openHCITransport(spec, heldAdapter: heldAdapter) { index in
+                    logger.warning("hci\(index) was held up by bluetoothd: the node powered it off to take it (node.take_adapter). Desktop Bluetooth on hci\(index) (headphones, mice, file transfer) stops while the node runs and comes back when it stops")
+                }
+            })
         logger.info("node starting", metadata: ["transport": "\(transport)", "database": "\(store.location.path)"])
         await withTaskGroup(of: Void.self) { group in
             group.addTask { await log.runPeriodicFlush() }

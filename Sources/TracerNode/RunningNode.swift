@@ -31,7 +31,8 @@ actor RunningNode {
         var exchange = ExchangeConfiguration()
         if settings.continuousScan { exchange.scanOffTime = .zero }
         let service = NodeService(
-            store: store, transport: transport, schedule: schedule, retention: .standard, exchange: exchange,
+            store: store, transport: transport, heldAdapter: settings.takeAdapter ? .take : .refuse,
+            schedule: schedule, retention: .standard, exchange: exchange,
             status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport), logger: logger)
         let serviceTask = Task { await service.run() }
         startChecks()
@@ -77,6 +78,7 @@ actor RunningNode {
             ("node.rotation_interval", fresh.rotationInterval != settings.rotationInterval),
             ("node.rotation_jitter", fresh.rotationJitter != settings.rotationJitter),
             ("node.continuous_scan", fresh.continuousScan != settings.continuousScan),
+            ("node.take_adapter", fresh.takeAdapter != settings.takeAdapter),
             ("log.format", fresh.logFormat != settings.logFormat),
         ].filter(\.1).map(\.0)
         var applied = fresh
@@ -86,6 +88,7 @@ actor RunningNode {
         applied.rotationInterval = settings.rotationInterval
         applied.rotationJitter = settings.rotationJitter
         applied.continuousScan = settings.continuousScan
+        applied.takeAdapter = settings.takeAdapter
         applied.logFormat = settings.logFormat
         // The log level is applied above without touching a check that may be under way.
         var comparable = applied

@@ -47,6 +47,7 @@ import Glibc
         #expect(busy.contains("sudo btmgmt --index 1 power off"))
         #expect(busy.contains("sudo hciconfig hci1 down"))
         #expect(busy.contains("bluetoothd"))
+        #expect(busy.contains("--take-adapter") && busy.contains("node.take_adapter = true"))
         #expect(HCIUserChannel.explainFailure(errno: EPERM, adapterIndex: 0, step: "bind").contains("CAP_NET_ADMIN"))
         #expect(HCIUserChannel.explainFailure(errno: EAFNOSUPPORT, adapterIndex: 0, step: "socket").contains("no Bluetooth support"))
         #expect(HCIUserChannel.explainFailure(errno: ENODEV, adapterIndex: 4, step: "bind").contains("no adapter hci4"))

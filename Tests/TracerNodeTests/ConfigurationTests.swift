@@ -54,7 +54,7 @@ extension TracerNodeTests {
 
         static let allKeys = [
             "node.transport", "node.database", "node.rotation_interval", "node.rotation_jitter", "node.continuous_scan",
-            "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
+            "node.take_adapter", "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
             "check.interval", "check.jitter", "check.on_exposure", "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
             "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period", "risk.attenuation_summary",
@@ -83,6 +83,7 @@ extension TracerNodeTests {
             #expect(config.value("node.rotation_interval") as? Int == 900)
             #expect(config.value("node.rotation_jitter") as? Int == 0)
             #expect(config.value("node.continuous_scan") as? Bool == false)
+            #expect(config.value("node.take_adapter") as? Bool == false)
             #expect(config.value("log.level") as? String == "info")
             #expect(config.value("log.format") as? String == "text")
             #expect(config.value("check.interval") as? Int == 21_600)
@@ -177,13 +178,15 @@ extension TracerNodeTests {
             #expect(fromEnvironment.source("check.jitter")["line"] as? Int == 3)
 
             let fromFlags = try home.settings(
-                ["--check-interval", "120", "--log-level=debug", "--continuous-scan"], environment: environment)
+                ["--check-interval", "120", "--log-level=debug", "--continuous-scan", "--take-adapter"], environment: environment)
             #expect(fromFlags.value("check.interval") as? Int == 120)
             #expect(fromFlags.sourceKind("check.interval") == "flag")
             #expect(fromFlags.source("check.interval")["flag"] as? String == "--check-interval")
             #expect(fromFlags.value("log.level") as? String == "debug")
             #expect(fromFlags.value("node.continuous_scan") as? Bool == true)
             #expect(fromFlags.source("node.continuous_scan")["flag"] as? String == "--continuous-scan")
+            #expect(fromFlags.value("node.take_adapter") as? Bool == true)
+            #expect(fromFlags.source("node.take_adapter")["flag"] as? String == "--take-adapter")
             #expect(fromFlags.sourceKind("check.jitter") == "file")
 
             // Flags before --json work too, and the text output names the flag as the source.

@@ -5,11 +5,41 @@ import Glibc
 
 /// The Linux HCI user channel: exclusive access to one adapter, with H4 packet indicators on every packet.
 enum HCIUserChannel {
-    static func open(adapterIndex: UInt16) throws(HCITransportError) -> Int32 {
+    /// Binds the channel. When the adapter is up (EBUSY: bluetoothd holds it) and `heldAdapter` is
+    /// `.take`, powers it off through the management interface, tells `onTaken`, and binds again.
+    static func open(adapterIndex: UInt16, heldAdapter: HeldAdapterPolicy = .refuse,
+                     onTaken: (UInt16) -> Void = { _ in }) throws(HCITransportError) -> Int32 {
         let spec = TransportSpec.hciUserChannel(index: adapterIndex).description
+        let refusal: Int32
+        switch bindChannel(adapterIndex: adapterIndex, spec: spec) {
+        case .success(let descriptor): return descriptor
+        case .failure(.other(let failure)): throw failure
+        case .failure(.bindFailed(let code)): refusal = code
+        }
+        guard refusal == EBUSY, heldAdapter == .take else {
+            throw .openFailed(spec: spec, reason: explainFailure(errno: refusal, adapterIndex: adapterIndex, step: "bind"))
+        }
+        do { try ManagementChannel.powerOff(index: adapterIndex) } catch {
+            throw .openFailed(spec: spec, reason: "hci\(adapterIndex) is up or held by bluetoothd and node.take_adapter is set, but powering it off failed: \(error). Run `sudo btmgmt --index \(adapterIndex) power off` and check that the node has CAP_NET_ADMIN")
+        }
+        onTaken(adapterIndex)
+        switch bindChannel(adapterIndex: adapterIndex, spec: spec) {
+        case .success(let descriptor): return descriptor
+        case .failure(.other(let failure)): throw failure
+        case .failure(.bindFailed(let code)):
+            throw .openFailed(spec: spec, reason: explainFailure(errno: code, adapterIndex: adapterIndex, step: "bind after powering the adapter off"))
+        }
+    }
+
+    private enum BindFailure: Error {
+        case bindFailed(Int32)
+        case other(HCITransportError)
+    }
+
+    private static func bindChannel(adapterIndex: UInt16, spec: String) -> Result<Int32, BindFailure> {
         let descriptor = socket(tracer_af_bluetooth, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), tracer_btproto_hci)
         guard descriptor >= 0 else {
-            throw .openFailed(spec: spec, reason: explainFailure(errno: errno, adapterIndex: adapterIndex, step: "socket"))
+            return .failure(.other(.openFailed(spec: spec, reason: explainFailure(errno: errno, adapterIndex: adapterIndex, step: "socket"))))
         }
         var address = sockaddr_hci()
         address.hci_family = sa_family_t(tracer_af_bluetooth)
@@ -23,9 +53,9 @@ enum HCIUserChannel {
         guard result == 0 else {
             let code = errno
             Glibc.close(descriptor)
-            throw .openFailed(spec: spec, reason: explainFailure(errno: code, adapterIndex: adapterIndex, step: "bind"))
+            return .failure(.bindFailed(code))
         }
-        return descriptor
+        return .success(descriptor)
     }
 
     /// Says why the kernel refused and what a person can do about it.
@@ -35,7 +65,7 @@ enum HCIUserChannel {
         case EAFNOSUPPORT:
             return "\(cause): this kernel has no Bluetooth support (AF_BLUETOOTH is unavailable); use a tcp:, unix: or serial: transport instead"
         case EBUSY:
-            return "\(cause): hci\(adapterIndex) is up or held by bluetoothd. Take it down with `sudo btmgmt --index \(adapterIndex) power off` or `sudo hciconfig hci\(adapterIndex) down`, and stop bluetoothd (`sudo systemctl stop bluetooth`)"
+            return "\(cause): hci\(adapterIndex) is up or held by bluetoothd. Take it down with `sudo btmgmt --index \(adapterIndex) power off` or `sudo hciconfig hci\(adapterIndex) down`, and stop bluetoothd (`sudo systemctl stop bluetooth`); or let the node power it off itself at every start with `--take-adapter` (node.take_adapter = true), which stops desktop Bluetooth on hci\(adapterIndex) while the node runs"
         case EPERM, EACCES:
             return "\(cause): the HCI user channel needs CAP_NET_ADMIN. Run as root or grant it: `sudo setcap cap_net_admin+ep <binary>`"
         case ENODEV:
@@ -48,4 +78,12 @@ enum HCIUserChannel {
             return cause
         }
     }
+}
+
+/// What opening the user channel does with an adapter that is up (bluetoothd powers every adapter it manages).
+public enum HeldAdapterPolicy: Sendable, Equatable {
+    /// Refuse with a message that says how to free the adapter (the default).
+    case refuse
+    /// Power it off through the management interface and take it (`node.take_adapter`).
+    case take
 }

@@ -4,7 +4,9 @@ import Glibc
 #endif
 
 /// Opens the transport a spec names. Blocking (connect, open) but brief: call it before the stack starts.
-public func openHCITransport(_ spec: TransportSpec) throws(HCITransportError) -> any HCITransport {
+/// `heldAdapter` and `onAdapterTaken` concern only the HCI user channel (`HCIUserChannel.open`).
+public func openHCITransport(_ spec: TransportSpec, heldAdapter: HeldAdapterPolicy = .refuse,
+                             onAdapterTaken: (UInt16) -> Void = { _ in }) throws(HCITransportError) -> any HCITransport {
     switch spec {
     case .tcp(let host, let port):
         let descriptor = try connectTCP(host: host, port: port, spec: spec)
@@ -16,7 +18,7 @@ public func openHCITransport(_ spec: TransportSpec) throws(HCITransportError) ->
         let descriptor = try SerialPortSettings(baudRate: baudRate).open(device: device, spec: spec)
         return try FileDescriptorTransport(descriptor: descriptor, name: spec.description, isSocket: false)
     case .hciUserChannel(let index):
-        let descriptor = try HCIUserChannel.open(adapterIndex: index)
+        let descriptor = try HCIUserChannel.open(adapterIndex: index, heldAdapter: heldAdapter, onTaken: onAdapterTaken)
         return try FileDescriptorTransport(descriptor: descriptor, name: spec.description, isSocket: true, isDatagram: true)
     }
 }

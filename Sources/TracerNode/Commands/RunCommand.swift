@@ -11,7 +11,7 @@ struct RunCommand: AsyncParsableCommand {
         abstract: "Run the node: rotate ids, advertise and scan over Bluetooth LE, log encounters, check the list.",
         discussion: """
             The transport names the Bluetooth controller: hci0 (a Linux adapter through the HCI user \
-            channel; it must be down and not held by bluetoothd), serial:/dev/ttyACM0[,BAUD] (a UART \
+            channel; it must be down and not held by bluetoothd, unless --take-adapter lets the node power it off), serial:/dev/ttyACM0[,BAUD] (a UART \
             controller), or tcp:HOST:PORT / unix:PATH (H4 over a socket, for example a Bumble virtual \
             controller). With a positive list server configured, the node also checks the list every \
             check.interval seconds (plus a random delay of up to check.jitter). Every option is also a \
@@ -30,6 +30,8 @@ struct RunCommand: AsyncParsableCommand {
     var rotationJitter: String?
     @Flag(help: "Scan without pause instead of 10 s bursts every minute (node.continuous_scan; for demos and tests, costs battery).")
     var continuousScan = false
+    @Flag(help: "On an hciN adapter that bluetoothd holds up, power it off and take it; desktop Bluetooth on it stops while the node runs (node.take_adapter).")
+    var takeAdapter = false
     @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error (log.level).", valueName: "level"))
     var logLevel: String?
     @Option(help: ArgumentHelp("Log lines as text or json (log.format).", valueName: "format"))
@@ -50,6 +52,7 @@ struct RunCommand: AsyncParsableCommand {
         flags["node.rotation_interval"] = rotationInterval
         flags["node.rotation_jitter"] = rotationJitter
         if continuousScan { flags["node.continuous_scan"] = "true" }
+        if takeAdapter { flags["node.take_adapter"] = "true" }
         flags["log.level"] = logLevel
         flags["log.format"] = logFormat
         flags["check.interval"] = checkInterval

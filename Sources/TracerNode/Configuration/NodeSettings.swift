@@ -28,6 +28,7 @@ struct NodeSettings: Equatable, Sendable {
     var rotationInterval: Int64 = 0
     var rotationJitter: Int64 = 0
     var continuousScan = false
+    var takeAdapter = false
     // [log]
     var logLevel: Logger.Level = .info
     var logFormat: LogFormat = .text

@@ -37,6 +37,10 @@ enum SettingRegistry {
             "node.continuous_scan", \.continuousScan, default: false,
             env: "TRACER_CONTINUOUS_SCAN", flag: "--continuous-scan",
             help: "Scan without pause instead of 10 s bursts every minute (costs battery)."),
+        .boolean(
+            "node.take_adapter", \.takeAdapter, default: false,
+            env: "TRACER_TAKE_ADAPTER", flag: "--take-adapter",
+            help: "With an hciN transport: when bluetoothd holds the adapter up, power it off through the kernel's management interface and take it (desktop Bluetooth on that adapter stops while the node runs)."),
     ]
 
     private static let log: [SettingDefinition] = [

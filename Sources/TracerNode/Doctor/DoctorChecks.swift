@@ -144,7 +144,7 @@ struct DoctorChecks {
     private static func transportFix(_ spec: TransportSpec) -> String {
         switch spec {
         case .hciUserChannel:
-            "Bring the adapter down and stop bluetoothd (`sudo systemctl stop bluetooth; sudo btmgmt --index 0 power off`), and run with CAP_NET_ADMIN (`sudo setcap cap_net_admin+ep $(command -v tracer)`)."
+            "Bring the adapter down and stop bluetoothd (`sudo systemctl stop bluetooth; sudo btmgmt --index 0 power off`), or let the node power the adapter off itself at every start with `--take-adapter` (node.take_adapter = true; desktop Bluetooth on that adapter stops while the node runs); and run with CAP_NET_ADMIN (`sudo setcap cap_net_admin+ep $(command -v tracer)`)."
         case .serial:
             "Check the device path, that you are in the dialout group, and the baud rate."
         case .tcp, .unix:
