@@ -114,6 +114,33 @@ extension TracerNodeTests {
             #expect(doctor.contains("btmgmt --index 0 power off"), "doctor does not say what to do: \(doctor)")
         }
 
+        @Test(.timeLimit(.minutes(8)))
+        func withTakeAdapterTheNodeTakesHCI0FromBluetoothdAndTakesItAgainAfterKill9() async throws {
+            let run = try await KernelBedRun.shared.value
+            let hostIDs = try run.hostNodes.reduce(into: Set<String>()) { ids, host in
+                ids.formUnion(try run.store("\(host).db").ownIDs().map(\.id.hex))
+            }
+            // Each start: bluetoothd held hci0 powered (so a plain bind meets EBUSY), the node said it
+            // powered the adapter off, and it exchanged with a host node after that start.
+            for (log, powered, time) in [("hci0-take", "hci0-info-before-take.txt", "take-time"),
+                                         ("hci0-take-restarted", "hci0-info-after-take-kill.txt", "take-restart-time")] {
+                let info = run.text(powered)
+                #expect(info.components(separatedBy: "current settings:").last?.contains("powered") == true,
+                        "bluetoothd did not hold hci0 powered before \(log) started, so the case was not met: \(info.prefix(600))")
+                let text = run.text("\(log).log")
+                #expect(text.contains("the node powered it off to take it") && text.contains("Desktop Bluetooth on hci0"),
+                        "\(log) did not say it took hci0 from bluetoothd: \(text.suffix(1500))")
+                #expect(!text.contains("EBUSY") && !text.contains("openFailed"), "\(log) could not take hci0: \(text.suffix(1500))")
+                let start = try #require(Int64(run.text(time).trimmingCharacters(in: .whitespacesAndNewlines)),
+                                         "the scenario did not reach \(log). \(run.evidence())")
+                let encounters = try run.store("hci0-take.db").encounters(since: start)
+                #expect(encounters.contains { hostIDs.contains($0.peer.hex) },
+                        "no encounter with a host node after \(log) started. \(run.evidence("\(log).log"))")
+            }
+            #expect(run.text("hci0-take-restarted.exit").trimmingCharacters(in: .whitespacesAndNewlines) == "0",
+                    "SIGTERM did not stop the taking node cleanly. \(run.evidence("hci0-take-restarted.log"))")
+        }
+
         /// True when `store` logged one of `peer`'s own ids.
         func met(_ store: NodeStore, _ peer: NodeStore) throws -> Bool {
             !Set(try store.encounters().map(\.peer)).isDisjoint(with: try peer.ownIDs().map(\.id))

@@ -11,6 +11,9 @@
 #      current random address and writes KBED_WRITTEN_ID, which the node logs.
 #   4. SIGTERM of the hci0 node: bluetoothd takes hci0 back; a node started then meets EBUSY, and
 #      what it and `tracer doctor` say is kept.
+#   5. With bluetoothd still holding hci0 powered, `tracer run --take-adapter` powers it off and
+#      exchanges with the host's nodes; after kill -9, bluetoothd powers hci0 again at once, and the
+#      restarted node (--take-adapter) takes it again and exchanges again.
 set -u
 results=$KBED_RESULTS
 tracer=$KBED_TRACER
@@ -26,11 +29,13 @@ peers() {
     "$tracer" encounters --json --db "$1" 2>/dev/null | grep -o '"distinctPeerIDs" *: *[0-9]*' | grep -o '[0-9]*$' \
         | awk '{ total += $1 } END { print total + 0 }'
 }
-# Starts a node in the background (its log: $results/LOG.log, its database /tmp/DB.db) and sets $node to its pid.
+# Starts a node in the background (its log: $results/LOG.log, its database /tmp/DB.db; further
+# arguments go to `tracer run`) and sets $node to its pid.
 start_node() {
     local log=$1 database=$2 transport=$3
+    shift 3
     # Ids rotate every 15 s, so that the run sees the node's address change with its id.
-    "$tracer" run --db "/tmp/$database.db" --transport "$transport" --continuous-scan --rotation-interval 15 \
+    "$tracer" run --db "/tmp/$database.db" --transport "$transport" --continuous-scan --rotation-interval 15 "$@" \
         >>"$results/$log.log" 2>&1 &
     node=$!
 }
@@ -119,5 +124,37 @@ sleep 8
 kill -KILL "$busy_node"; wait "$busy_node" 2>/dev/null
 "$tracer" doctor --db /tmp/hci0-busy.db --transport hci0 >"$results/doctor-busy.txt" 2>&1
 echo "$?" >"$results/doctor-busy.exit"
+
+# Waits (up to $2 seconds) until hci0 reports powered, and keeps what btmgmt says in $results/$1.
+hci0_powered() {
+    for _ in $(seq $(( $2 * 5 ))); do btmgmt --index 0 info 2>/dev/null | grep -q "current settings:.*powered" && break; sleep 0.2; done
+    btmgmt --index 0 info >"$results/$1" 2>&1
+}
+# Waits (up to $2 seconds) until the database /tmp/$1.db holds more than $3 distinct peer ids.
+wait_for_peers() {
+    local deadline=$(( $(date +%s) + $2 ))
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        [ "$(peers "/tmp/$1.db")" -gt "$3" ] && break
+        sleep 2
+    done
+}
+take_seconds=${KBED_TAKE_SECONDS:-30}
+say "phase 5: --take-adapter while bluetoothd holds hci0 powered"
+hci0_powered hci0-info-before-take.txt 10
+date +%s >"$results/take-time"
+start_node hci0-take hci0-take hci0 --take-adapter
+take_node=$node
+wait_for_peers hci0-take "$take_seconds" 0
+say "phase 5: the taking node met $(peers /tmp/hci0-take.db) peer ids; kill -9"
+kill -KILL "$take_node"; wait "$take_node" 2>/dev/null
+before=$(peers /tmp/hci0-take.db)
+hci0_powered hci0-info-after-take-kill.txt 10
+date +%s >"$results/take-restart-time"
+start_node hci0-take-restarted hci0-take hci0 --take-adapter
+take_node=$node
+wait_for_peers hci0-take "$take_seconds" "$before"
+say "phase 5: the restarted taking node has met $(peers /tmp/hci0-take.db) peer ids (before the kill: $before)"
+stop_node hci0-take-restarted "$take_node"
+keep_database hci0-take
 kill "$bluetoothd_pid"
 say "done"
