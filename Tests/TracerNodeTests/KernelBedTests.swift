@@ -112,6 +112,11 @@ extension TracerNodeTests {
             let doctor = run.text("doctor-busy.txt")
             #expect(run.text("doctor-busy.exit").trimmingCharacters(in: .whitespacesAndNewlines) != "0", "doctor passed an adapter it cannot open: \(doctor)")
             #expect(doctor.contains("btmgmt --index 0 power off"), "doctor does not say what to do: \(doctor)")
+            // The alternative to stopping bluetoothd: the node's own message and doctor's fix name the setting.
+            #expect(busy.contains("--take-adapter") && busy.contains("node.take_adapter = true"),
+                    "the node's refusal does not name --take-adapter: \(busy.suffix(1200))")
+            #expect(doctor.components(separatedBy: "fix:").dropFirst().contains { $0.contains("--take-adapter") },
+                    "doctor's fix does not name --take-adapter: \(doctor)")
         }
 
         @Test(.timeLimit(.minutes(8)))
