@@ -110,6 +110,19 @@ extension TracerNodeTests {
         }
 
         @Test(.timeLimit(.minutes(1)))
+        func doctorOnAnHCIAdapterNamesTakeAdapterAndSaysWhenItIsSet() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let arguments = ["doctor", "--db", scratch.file("node.db"), "--transport", "hci0"]
+            // This machine has no kernel Bluetooth, so opening hci0 fails here as an adapter bluetoothd holds would.
+            let plain = try Products.tracer(arguments, home: scratch.path)
+            #expect(plain.stdout.contains("[FAIL] transport"), "\(plain)")
+            #expect(plain.stdout.contains("`--take-adapter` (node.take_adapter = true"), "\(plain)")
+            let taking = try Products.tracer(arguments, home: scratch.path, environment: ["TRACER_TAKE_ADAPTER": "true"])
+            #expect(taking.stdout.contains("node.take_adapter is set, so `tracer run` powers a busy adapter off"), "\(taking)")
+        }
+
+        @Test(.timeLimit(.minutes(1)))
         func statusAndDoctorSeeTheRunningNode() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }

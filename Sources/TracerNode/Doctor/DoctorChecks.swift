@@ -63,7 +63,7 @@ struct DoctorChecks {
         }
         let transport: any HCITransport
         do { transport = try openHCITransport(spec) } catch {
-            return [.fail("transport", "\(spec): \(error)", fix: Self.transportFix(spec))]
+            return [.fail("transport", "\(spec): \(error)", fix: Self.transportFix(spec, takeAdapter: settings.takeAdapter))]
         }
         var checks: [DoctorCheck] = [.pass("transport", "\(spec) opened")]
         var logger = Logger(label: "tracer.doctor")
@@ -141,8 +141,11 @@ struct DoctorChecks {
         }
     }
 
-    private static func transportFix(_ spec: TransportSpec) -> String {
+    private static func transportFix(_ spec: TransportSpec, takeAdapter: Bool) -> String {
         switch spec {
+        case .hciUserChannel where takeAdapter:
+            // Doctor only looks: it does not power off an adapter that desktop Bluetooth may be using.
+            "node.take_adapter is set, so `tracer run` powers a busy adapter off and takes it; doctor does not. If the error is not EBUSY, run with CAP_NET_ADMIN (`sudo setcap cap_net_admin+ep $(command -v tracer)`)."
         case .hciUserChannel:
             "Bring the adapter down and stop bluetoothd (`sudo systemctl stop bluetooth; sudo btmgmt --index 0 power off`), or let the node power the adapter off itself at every start with `--take-adapter` (node.take_adapter = true; desktop Bluetooth on that adapter stops while the node runs); and run with CAP_NET_ADMIN (`sudo setcap cap_net_admin+ep $(command -v tracer)`)."
         case .serial:
