@@ -41,21 +41,26 @@ enum HCIUserChannel {
         guard descriptor >= 0 else {
             return .failure(.other(.openFailed(spec: spec, reason: explainFailure(errno: errno, adapterIndex: adapterIndex, step: "socket"))))
         }
-        var address = sockaddr_hci()
-        address.hci_family = sa_family_t(tracer_af_bluetooth)
-        address.hci_dev = adapterIndex
-        address.hci_channel = tracer_hci_channel_user
-        let result = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_hci>.size))
-            }
-        }
-        guard result == 0 else {
+        guard bindHCISocket(descriptor, device: adapterIndex, channel: tracer_hci_channel_user) == 0 else {
             let code = errno
             Glibc.close(descriptor)
             return .failure(.bindFailed(code))
         }
         return .success(descriptor)
+    }
+
+    /// Binds a Bluetooth HCI socket to `channel` of `device` (an adapter index, or `HCI_DEV_NONE`);
+    /// bind's result, with errno set on failure.
+    static func bindHCISocket(_ descriptor: Int32, device: UInt16, channel: UInt16) -> Int32 {
+        var address = sockaddr_hci()
+        address.hci_family = sa_family_t(tracer_af_bluetooth)
+        address.hci_dev = device
+        address.hci_channel = channel
+        return withUnsafePointer(to: &address) { pointer in
+            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_hci>.size))
+            }
+        }
     }
 
     /// Says why the kernel refused and what a person can do about it.

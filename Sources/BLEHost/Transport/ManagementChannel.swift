@@ -13,16 +13,7 @@ enum ManagementChannel {
         let descriptor = socket(tracer_af_bluetooth, Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue), tracer_btproto_hci)
         guard descriptor >= 0 else { throw ManagementFailure("socket failed with \(describeErrno(errno))") }
         defer { Glibc.close(descriptor) }
-        var address = sockaddr_hci()
-        address.hci_family = sa_family_t(tracer_af_bluetooth)
-        address.hci_dev = tracer_hci_dev_none
-        address.hci_channel = tracer_hci_channel_control
-        let bound = withUnsafePointer(to: &address) { pointer in
-            pointer.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, socklen_t(MemoryLayout<sockaddr_hci>.size))
-            }
-        }
-        guard bound == 0 else { throw ManagementFailure("binding the management channel failed with \(describeErrno(errno))") }
+        guard HCIUserChannel.bindHCISocket(descriptor, device: tracer_hci_dev_none, channel: tracer_hci_channel_control) == 0 else { throw ManagementFailure("binding the management channel failed with \(describeErrno(errno))") }
         let command = ManagementCommand.setPowered(index: index, on: false)
         let packet = command.encode()
         let written = packet.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
