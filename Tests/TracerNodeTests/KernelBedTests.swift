@@ -16,9 +16,12 @@ extension TracerNodeTests {
     /// says so. Evidence of the latest run: .build/kernel-bed/ (guest console, guest and scenario
     /// logs, btmon trace, RootCanal log, every node's log and database).
     @Suite struct KernelBed {
+        /// Started by the first test that needs it; every test of the suite awaits the same run.
+        static let bed = Task { try await KernelBedRun.perform(.node) }
+
         @Test(.timeLimit(.minutes(8)))
         func aNodeOnHCI0ExchangesIDsWithHostNodesBothWays() async throws {
-            let run = try await KernelBedRun.shared.value
+            let run = try await KernelBed.bed.value
             let guest = try run.store("hci0-node.db")
             for host in run.hostNodes {
                 let hostStore = try run.store("\(host).db")
@@ -29,7 +32,7 @@ extension TracerNodeTests {
 
         @Test(.timeLimit(.minutes(8)))
         func theNodeOnHCI0ChangesItsAddressWithItsID() async throws {
-            let run = try await KernelBedRun.shared.value
+            let run = try await KernelBed.bed.value
             // Each rotation at a 15 s boundary ("rotated id" after a node's first one, which is its
             // start) must put a new address on the air within seconds: a command setting an address
             // other than the one before it, in the btmon trace of hci0. Both clocks are the guest's.
@@ -56,7 +59,7 @@ extension TracerNodeTests {
 
         @Test(.timeLimit(.minutes(8)))
         func theSerialTransportOnAGuestTTYExchangesIDsWithHostNodesBothWays() async throws {
-            let run = try await KernelBedRun.shared.value
+            let run = try await KernelBed.bed.value
             let guest = try run.store("serial-node.db")
             for host in run.hostNodes {
                 let hostStore = try run.store("\(host).db")
@@ -67,7 +70,7 @@ extension TracerNodeTests {
 
         @Test(.timeLimit(.minutes(8)))
         func aNodeKilledWithSIGKILLTakesTheChannelAgainAndExchanges() async throws {
-            let run = try await KernelBedRun.shared.value
+            let run = try await KernelBed.bed.value
             let log = run.text("hci0-restarted.log")
             #expect(!log.contains("EBUSY") && !log.contains("openFailed"), "the restarted node could not take hci0: \(log.suffix(1500))")
             let restart = try #require(Int64(run.text("restart-time").trimmingCharacters(in: .whitespacesAndNewlines)),
@@ -83,7 +86,7 @@ extension TracerNodeTests {
 
         @Test(.timeLimit(.minutes(8)))
         func bluezAsCentralReadsTheNodesIDAndWritesOneThatTheNodeLogs() async throws {
-            let run = try await KernelBedRun.shared.value
+            let run = try await KernelBed.bed.value
             let guest = try run.store("hci0-node.db")
             let read = run.text("gatttool-read.txt")
             let value = read.components(separatedBy: "value:").dropFirst().first?
@@ -100,7 +103,7 @@ extension TracerNodeTests {
 
         @Test(.timeLimit(.minutes(8)))
         func aStoppedNodeLeavesTheAdapterToBluetoothdAndANodeStartedThenSaysWhatToDo() async throws {
-            let run = try await KernelBedRun.shared.value
+            let run = try await KernelBed.bed.value
             #expect(run.text("hci0-restarted.exit").trimmingCharacters(in: .whitespacesAndNewlines) == "0",
                     "SIGTERM did not stop the node cleanly. \(run.evidence("hci0-restarted.log"))")
             let info = run.text("hci0-info-after-sigterm.txt")
@@ -121,7 +124,7 @@ extension TracerNodeTests {
 
         @Test(.timeLimit(.minutes(8)))
         func withTakeAdapterTheNodeTakesHCI0FromBluetoothdAndTakesItAgainAfterKill9() async throws {
-            let run = try await KernelBedRun.shared.value
+            let run = try await KernelBed.bed.value
             let hostIDs = try run.hostNodes.reduce(into: Set<String>()) { ids, host in
                 ids.formUnion(try run.store("\(host).db").ownIDs().map(\.id.hex))
             }
@@ -156,90 +159,4 @@ extension TracerNodeTests {
 /// The Tracer service's UUIDs as BlueZ's tools print them (Sources/GATTExchange/TracerProfile).
 enum TracerServiceUUID {
     static let service = "a09a0000-5aaa-47f2-9c7f-93bdb3a65376"
-}
-
-/// The kernel suite's one guest run and the evidence it left in `results`.
-struct KernelBedRun: Sendable {
-    /// The host's nodes, each on its own RootCanal controller; their databases and logs are `NAME.db`, `NAME.log`.
-    let hostNodes = ["host-a", "host-b"]
-    let results: String
-    /// The id the scenario writes to the node through gatttool (16 hex digits).
-    let writtenID: String
-
-    /// Started by the first test that needs it; every test of the suite awaits the same run.
-    static let shared = Task { try await KernelBedRun.perform() }
-
-    /// RootCanal models: the guest's hci0 (node), hci1 (BlueZ) and ttyS3 (serial node), then the host nodes.
-    static let models = ["DEFAULT", "DEFAULT", "LAIRD_BL654", "CSR_RCK_PTS_DONGLE+strict", "DEFAULT+strict"]
-    static let bedTimeoutSeconds = 420
-
-    static func perform() async throws -> KernelBedRun {
-        let repository = VirtualRadio.repositoryRoot.path
-        let tracer = try Products.path(of: "tracer")
-        let results = repository + "/.build/kernel-bed/latest"
-        try? FileManager.default.removeItem(atPath: results)
-        try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
-        let writtenID = (0..<8).map { _ in String(format: "%02x", UInt8.random(in: 0...255)) }.joined()
-        let run = KernelBedRun(results: results, writtenID: writtenID)
-
-        let radio = try await VirtualRadio.launch(rootCanalModels: models)
-        defer {
-            copyRootCanalLog(from: radio.logDirectory, to: results)
-            radio.stop()
-        }
-        let hostPorts = radio.ports.suffix(run.hostNodes.count)
-        // Host ids rotate every 15 s, so that a restarted guest node meets ids it had not met before.
-        let nodes = try zip(run.hostNodes, hostPorts).map { name, port in
-            try StreamingProcess(tracer, [
-                "run", "--db", "\(results)/\(name).db", "--transport", "tcp:127.0.0.1:\(port)", "--continuous-scan",
-                "--rotation-interval", "15",
-            ], home: results, standardErrorPath: "\(results)/\(name).log")
-        }
-        defer {
-            for node in nodes { kill(node.pid, SIGTERM) }
-            for node in nodes where node.waitForExit(timeout: .seconds(10)) == nil { node.killHard() }
-        }
-        let bed = try Products.run(repository + "/scripts/kernel-bed", [
-            "--attach", "1 2", "--timeout", "\(bedTimeoutSeconds)",
-            "--env", "KBED_TRACER=\(tracer)", "--env", "KBED_WRITTEN_ID=\(writtenID)",
-            results, repository + "/Tests/Support/kernel/scenario-node.sh",
-        ] + radio.ports.prefix(3).map(String.init), home: results, timeout: .seconds(bedTimeoutSeconds + 30))
-        try? (bed.stdout + bed.stderr).write(toFile: results + "/bed.out", atomically: true, encoding: .utf8)
-        guard bed.exitCode == 0, !bed.signaled else {
-            throw HarnessFailure(description: """
-                The kernel bed did not run its scenario (scripts/kernel-bed \(bed.signaled ? "killed by signal" : "exited") \(bed.exitCode)): \
-                \(bed.stderr.suffix(1500))
-                \(run.evidence("guest.log"))
-                If the kernel or qemu is missing, run ./scripts/setup.
-                """)
-        }
-        return run
-    }
-
-    static func copyRootCanalLog(from directory: String, to results: String) {
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix("rootcanal") {
-            try? FileManager.default.copyItem(atPath: directory + "/" + name, toPath: results + "/" + name)
-        }
-    }
-
-    func text(_ name: String) -> String {
-        (try? String(contentsOfFile: results + "/" + name, encoding: .utf8)) ?? ""
-    }
-
-    func store(_ name: String) throws -> NodeStore {
-        let path = results + "/" + name
-        guard Check.exists(path) else {
-            throw HarnessFailure(description: "The kernel bed's run left no \(name). \(evidence())")
-        }
-        return try Check.openStore(path)
-    }
-
-    /// Where the evidence is, and the tails of the scenario's log and of the named files.
-    func evidence(_ names: String...) -> String {
-        let tails = (["scenario.log"] + names.filter { $0 != "scenario.log" }).map { name in
-            "--- \(name) (end) ---\n" + String(text(name).suffix(1200))
-        }
-        return "Evidence in \(results) (console.log, guest.log, btmon.btsnoop, rootcanal-*.log, every node's log and database).\n"
-            + tails.joined(separator: "\n")
-    }
 }
