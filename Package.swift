@@ -96,10 +96,12 @@ let package = Package(
                 .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
+        // How both programs end: one mapping from what a command threw to its exit code and message.
+        .target(name: "CommandLineMain", dependencies: [.product(name: "ArgumentParser", package: "swift-argument-parser")]),
         .executableTarget(
             name: "TracerServer",
             dependencies: [
-                "PositiveListServer", "PositiveListFormat",
+                "PositiveListServer", "PositiveListFormat", "CommandLineMain",
                 "ObjectStore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -109,7 +111,7 @@ let package = Package(
         .executableTarget(
             name: "TracerNode",
             dependencies: [
-                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListFormat",
+                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListFormat", "CommandLineMain",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -158,7 +160,13 @@ let package = Package(
             dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
         ),
         // BLEHostTestSupport: the RootCanal launcher of the kernel bed's suite (KernelBedTests.swift).
-        .testTarget(name: "TracerNodeTests", dependencies: ["IDRotation", "TracerTestSupport", "BLEHostTestSupport"]),
+        .testTarget(
+            name: "TracerNodeTests",
+            dependencies: [
+                "IDRotation", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .testTarget(
             name: "MatchingTests",
             dependencies: [

@@ -5,13 +5,6 @@ import PositiveListFormat
 
 /// Turns any error into the one plain sentence the user sees.
 enum UserMessage {
-    static func isKnown(_ error: any Error) -> Bool {
-        error is CommandFailure || error is StoreError || error is RotationScheduleError || error is UserIDError
-            || error is CocoaError || error is ConfigurationError || error is ExposureCheckError
-            || error is ListUpdateError || error is ReportError || error is MatchingError || error is HTTPClientError
-            || error is PositiveListFormatError
-    }
-
     static func describe(_ error: any Error) -> String {
         switch error {
         case let error as CommandFailure: return error.description

@@ -1,4 +1,5 @@
 import ArgumentParser
+import CommandLineMain
 import Foundation
 import Logging
 import ObjectStore
@@ -15,46 +16,24 @@ enum TracerServerMain {
             handler.logLevel = ProcessInfo.processInfo.environment["TRACER_SERVER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
             return handler
         }
-        var command: any ParsableCommand
-        do {
-            command = try TracerServerCommand.parseAsRoot(Array(CommandLine.arguments.dropFirst()))
-        } catch {
-            exitForParseFailure(error)
-        }
-        do {
-            if var asyncCommand = command as? any AsyncParsableCommand {
-                try await asyncCommand.run()
-            } else {
-                try command.run()
-            }
-        } catch let exit as ExitCode {
-            Foundation.exit(exit.rawValue)
-        } catch let error as CleanExit {
-            TracerServerCommand.exit(withError: error)
-        } catch let error as ValidationError {
-            exitForParseFailure(error)
-        } catch let error as any CustomStringConvertible & Error where OperatorMessage.isKnown(error) {
-            FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
-            Foundation.exit(1)
-        } catch {
-            exitForParseFailure(error)
-        }
-    }
-
-    private static func exitForParseFailure(_ error: any Error) -> Never {
-        let message = TracerServerCommand.fullMessage(for: error)
-        if TracerServerCommand.exitCode(for: error) == .success {
-            print(message)
-            Foundation.exit(0)
-        }
-        FileHandle.standardError.write(Data((message.isEmpty ? "" : message + "\n").utf8))
-        Foundation.exit(2)
+        await CommandLineMain.run(TracerServerCommand.self, arguments: Array(CommandLine.arguments.dropFirst()),
+                                  describe: OperatorMessage.describe)
     }
 }
 
-/// The errors that already carry a sentence for the operator.
+/// Turns any error into the one sentence the operator sees.
 enum OperatorMessage {
-    static func isKnown(_ error: any Error) -> Bool {
+    static func describe(_ error: any Error) -> String {
+        switch error {
+        case let error as any CustomStringConvertible & Error where carriesASentence(error):
+            return error.description
+        default:
+            return "Something unexpected went wrong (\(error)); please report this with the command you ran."
+        }
+    }
+
+    /// The errors whose description is already a sentence for the operator.
+    private static func carriesASentence(_ error: any Error) -> Bool {
         error is CommandFailure || error is ConfigurationError || error is ServerStoreError || error is SigningKeyError
             || error is PublishError || error is FileWriteError || error is PositiveListFormatError || error is DatabasePasswordError
             || error is ObjectStoreError
