@@ -27,23 +27,9 @@ struct EncountersCommand: ParsableCommand {
             var longestContactSeconds: Int64
             var strongestRSSI: Int8?
         }
-        struct Entry: Encodable {
-            var peerTag: String
-            var peerID: String?
-            var ownWindowStart: UnixSeconds
-            var firstSeen: UnixSeconds
-            var lastSeen: UnixSeconds
-            var sightings: Int
-            var rssiMin: Int8?
-            var rssiMean: Double?
-            var rssiMax: Int8?
-            var txPower: Int8?
-            var reportedRSSI: Int8?
-            var learnedBy: [String]
-        }
         var timeZone: String
         var days: [Day]
-        var encounters: [Entry]?
+        var encounters: [EncounterJSON]?
     }
 
     func run() throws {
@@ -58,7 +44,7 @@ struct EncountersCommand: ParsableCommand {
                           sightings: $0.sightings, longestContactSeconds: $0.longestContactSeconds,
                           strongestRSSI: $0.strongestRSSI)
                 },
-                encounters: details ? encounters.map(entry) : nil))
+                encounters: details ? encounters.map { EncounterJSON($0, tag: true, fullID: reveal.reveal) } : nil))
             return
         }
         guard !encounters.isEmpty else {
@@ -82,15 +68,6 @@ struct EncountersCommand: ParsableCommand {
                      encounter.learnedBy.names.isEmpty ? "-" : encounter.learnedBy.names.joined(separator: "+")]
                 }))
         }
-    }
-
-    private func entry(_ encounter: Encounter) -> Report.Entry {
-        Report.Entry(
-            peerTag: encounter.peer.tag, peerID: reveal.reveal ? encounter.peer.hex : nil,
-            ownWindowStart: encounter.ownWindowStart, firstSeen: encounter.firstSeen, lastSeen: encounter.lastSeen,
-            sightings: encounter.sightings, rssiMin: encounter.rssiMin, rssiMean: encounter.rssiMean,
-            rssiMax: encounter.rssiMax, txPower: encounter.txPower, reportedRSSI: encounter.reportedRSSI,
-            learnedBy: encounter.learnedBy.names)
     }
 
     private func rssiText(_ encounter: Encounter) -> String {

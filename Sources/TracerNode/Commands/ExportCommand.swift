@@ -30,19 +30,6 @@ struct ExportCommand: ParsableCommand {
             var intervalSeconds: Int64
             var key: String
         }
-        struct EncounterEntry: Encodable {
-            var peerID: String
-            var ownWindowStart: UnixSeconds
-            var firstSeen: UnixSeconds
-            var lastSeen: UnixSeconds
-            var sightings: Int
-            var rssiMin: Int8?
-            var rssiMean: Double?
-            var rssiMax: Int8?
-            var txPower: Int8?
-            var reportedRSSI: Int8?
-            var learnedBy: [String]
-        }
         var format = "tracer-export"
         // 2 added dailyKeys.
         var formatVersion = 2
@@ -52,7 +39,7 @@ struct ExportCommand: ParsableCommand {
         var schema: [String]
         var ownIDs: [OwnIDEntry]
         var dailyKeys: [DailyKeyEntry]
-        var encounters: [EncounterEntry]
+        var encounters: [EncounterJSON]
     }
 
     func run() throws {
@@ -68,12 +55,7 @@ struct ExportCommand: ParsableCommand {
             dailyKeys: try (opened?.dailyKeys() ?? []).map {
                 .init(day: $0.day.date, dayStart: $0.day.start, intervalSeconds: $0.intervalSeconds, key: $0.key.hex)
             },
-            encounters: try (opened?.encounters() ?? []).map {
-                .init(peerID: $0.peer.hex, ownWindowStart: $0.ownWindowStart, firstSeen: $0.firstSeen,
-                      lastSeen: $0.lastSeen, sightings: $0.sightings, rssiMin: $0.rssiMin, rssiMean: $0.rssiMean,
-                      rssiMax: $0.rssiMax, txPower: $0.txPower, reportedRSSI: $0.reportedRSSI,
-                      learnedBy: $0.learnedBy.names)
-            })
+            encounters: try (opened?.encounters() ?? []).map { EncounterJSON($0, tag: false, fullID: true) })
         let data = try Output.jsonData(export)
         guard let output else {
             FileHandle.standardOutput.write(data + Data("\n".utf8))
