@@ -54,25 +54,16 @@ public final class NodeStore: Sendable {
     /// Refuses a file that is not a Tracer database; reports schema steps this binary does not know.
     @discardableResult
     static func inspect(_ location: StoreLocation) throws(StoreError) -> Contents {
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.busyMode = .timeout(5)
+        let contents: SQLiteFileProbe.Contents
         do {
-            let probe = try DatabaseQueue(path: location.path, configuration: configuration)
-            defer { try? probe.close() }
-            return try probe.read { db in
-                let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-                let objectCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
-                if objectCount == 0 && applicationID == 0 { return .empty }
-                guard applicationID == Schema.applicationID else {
-                    throw StoreError.notATracerDatabase(path: location.path)
-                }
-                let migrator = Schema.migrator
-                let unknown = try migrator.appliedIdentifiers(db).subtracting(migrator.migrations)
-                return .tracer(unknownMigrations: unknown.sorted())
-            }
+            contents = try SQLiteFileProbe.inspect(path: location.path, applicationID: Schema.applicationID, migrator: Schema.migrator)
         } catch {
             throw StoreError(error, path: location.path)
+        }
+        switch contents {
+        case .empty: return .empty
+        case .foreign: throw .notATracerDatabase(path: location.path)
+        case .own(let unknown): return .tracer(unknownMigrations: unknown)
         }
     }
 

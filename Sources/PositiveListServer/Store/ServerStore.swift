@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import IDRotation
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -54,25 +55,17 @@ public final class ServerStore: Sendable {
     /// Refuses, before writing anything, a file that is another program's database or one from
     /// a newer server.
     private static func refuseForeignFile(at path: String) throws(ServerStoreError) {
-        var configuration = Configuration()
-        configuration.readonly = true
-        configuration.busyMode = .timeout(5)
+        let contents: SQLiteFileProbe.Contents
         do {
-            let probe = try DatabaseQueue(path: path, configuration: configuration)
-            defer { try? probe.close() }
-            try probe.read { db in
-                let applicationID = try Int32.fetchOne(db, sql: "PRAGMA application_id") ?? 0
-                let objectCount = try Int.fetchOne(db, sql: "SELECT count(*) FROM sqlite_master") ?? 0
-                if objectCount == 0 && applicationID == 0 { return }
-                guard applicationID == ServerSchema.applicationID else {
-                    throw ServerStoreError.notAServerDatabase(path: path)
-                }
-                let migrator = ServerSchema.migrator
-                let unknown = try migrator.appliedIdentifiers(db).subtracting(migrator.migrations)
-                if !unknown.isEmpty { throw ServerStoreError.newerSchema(path: path, unknownMigrations: unknown.sorted()) }
-            }
+            contents = try SQLiteFileProbe.inspect(path: path, applicationID: ServerSchema.applicationID, migrator: ServerSchema.migrator)
         } catch {
             throw ServerStoreError(error, path: path)
+        }
+        switch contents {
+        case .empty: return
+        case .foreign: throw .notAServerDatabase(path: path)
+        case .own(let unknown) where !unknown.isEmpty: throw .newerSchema(path: path, unknownMigrations: unknown)
+        case .own: return
         }
     }
 
