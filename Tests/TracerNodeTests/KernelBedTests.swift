@@ -159,4 +159,6 @@ extension TracerNodeTests {
 /// The Tracer service's UUIDs as BlueZ's tools print them (Sources/GATTExchange/TracerProfile).
 enum TracerServiceUUID {
     static let service = "a09a0000-5aaa-47f2-9c7f-93bdb3a65376"
+    static let idCharacteristic = "a09a0001-5aaa-47f2-9c7f-93bdb3a65376"
+    static let writeCharacteristic = "a09a0002-5aaa-47f2-9c7f-93bdb3a65376"
 }

@@ -16,7 +16,8 @@ LE_SET_ADVERTISING_SET_RANDOM_ADDRESS = 0x2035
 EPOCH_OFFSET_US = 0x00DCDDB30F2F8000  # BTSnoop timestamps count microseconds from year 0
 
 
-def addresses(path: str, index: int):
+def records(path: str):
+    """Every record of a btmon trace: (seconds since the epoch, adapter index, monitor opcode, packet)."""
     with open(path, "rb") as trace:
         data = trace.read()
     if data[:8] != b"btsnoop\0":
@@ -31,17 +32,21 @@ def addresses(path: str, index: int):
         offset += 24 + included
         if len(packet) < included:
             break  # the last record of a trace still being written
-        if flags >> 16 != index or flags & 0xFFFF != COMMAND_PACKET or len(packet) < 3:
+        yield (timestamp - EPOCH_OFFSET_US) / 1e6, flags >> 16, flags & 0xFFFF, packet
+
+
+def addresses(path: str, index: int):
+    for seconds, adapter, opcode, packet in records(path):
+        if adapter != index or opcode != COMMAND_PACKET or len(packet) < 3:
             continue
-        opcode = struct.unpack("<H", packet[:2])[0]
+        command = struct.unpack("<H", packet[:2])[0]
         parameters = packet[3:]
-        if opcode == LE_SET_RANDOM_ADDRESS and len(parameters) >= 6:
+        if command == LE_SET_RANDOM_ADDRESS and len(parameters) >= 6:
             address = parameters[:6]
-        elif opcode == LE_SET_ADVERTISING_SET_RANDOM_ADDRESS and len(parameters) >= 7:
+        elif command == LE_SET_ADVERTISING_SET_RANDOM_ADDRESS and len(parameters) >= 7:
             address = parameters[1:7]
         else:
             continue
-        seconds = (timestamp - EPOCH_OFFSET_US) / 1e6
         yield seconds, ":".join(f"{octet:02X}" for octet in reversed(address))
 
 
