@@ -24,8 +24,10 @@ extension TracerNodeTests {
     @Suite struct KernelBedPackage {
         static let bed = Task { try await KernelBedRun.perform(.package(deb: try buildPackage())) }
 
-        /// Runs scripts/package on the debug build the tests run, into .build/kernel-bed/package-deb/.
+        /// Runs scripts/package on the debug build the tests run, into .build/kernel-bed/package-deb/;
+        /// KBED_PACKAGE_DEB names another package to test instead (a release one, from scripts/package).
         static func buildPackage() throws -> String {
+            if let given = ProcessInfo.processInfo.environment["KBED_PACKAGE_DEB"], !given.isEmpty { return given }
             let repository = VirtualRadio.repositoryRoot.path
             let output = repository + "/.build/kernel-bed/package-deb"
             try? FileManager.default.removeItem(atPath: output)

@@ -48,6 +48,8 @@ user=$(unit_value User | tail -1)
 # systemd's CAP_NET_ADMIN is setpriv's +net_admin.
 capabilities=$(unit_value AmbientCapabilities | tr ' ' '\n' | grep . | tr 'A-Z' 'a-z' | sed 's/^cap_/+/' | paste -sd, -)
 bounding=$(unit_value CapabilityBoundingSet | tr ' ' '\n' | grep . | tr 'A-Z' 'a-z' | sed 's/^cap_/+/' | paste -sd, -)
+# A unit without AmbientCapabilities= gives its user none; without CapabilityBoundingSet=, all.
+capabilities=${capabilities:--all} bounding=${bounding:-+all}
 no_new_privileges=()
 [ "$(unit_value NoNewPrivileges | tail -1)" = yes ] && no_new_privileges=(--no-new-privs)
 # Environment=TRACER_DB=%S/tracer/tracer.db: %S, %C, %E are /var/lib, /var/cache, /etc for a system unit.
