@@ -72,7 +72,7 @@ enum HCIUserChannel {
         case EBUSY:
             return "\(cause): hci\(adapterIndex) is up or held by bluetoothd. Take it down with `sudo btmgmt --index \(adapterIndex) power off` or `sudo hciconfig hci\(adapterIndex) down`, and stop bluetoothd (`sudo systemctl stop bluetooth`); or let the node power it off itself at every start with `--take-adapter` (node.take_adapter = true), which stops desktop Bluetooth on hci\(adapterIndex) while the node runs"
         case EPERM, EACCES:
-            return "\(cause): the HCI user channel needs CAP_NET_ADMIN. Run as root or grant it: `sudo setcap cap_net_admin+ep <binary>`"
+            return "\(cause): the HCI user channel needs CAP_NET_ADMIN: run as root or through the systemd unit (tracer.service), which grants it; or grant it to the binary with `sudo setcap cap_net_admin+ep $(command -v tracer)`"
         case ENODEV:
             return "\(cause): there is no adapter hci\(adapterIndex) (list adapters with `btmgmt info` or `hciconfig`)"
         case EALREADY:

@@ -1,0 +1,129 @@
+import BLEHostTestSupport
+import Foundation
+import Testing
+import TracerTestSupport
+
+extension KernelBedPlan {
+    /// The package scenario (Tests/Support/kernel/scenario-package.sh): the Debian package installed
+    /// in the guest, its node on hci0 beside one host node.
+    static func package(deb: String) -> KernelBedPlan {
+        KernelBedPlan(
+            name: "package", scenario: "scenario-package.sh", models: ["DEFAULT", "DEFAULT"],
+            attachedLines: [1], hostNodes: ["host-a"],
+            environment: ["KBED_PACKAGE": deb], timeoutSeconds: 240)
+    }
+}
+
+extension TracerNodeTests {
+    /// The node installed as a user installs it: `scripts/package --debug` makes the Debian package
+    /// from this build (the release build is too slow for CI; README, "Install as a package"), the
+    /// kernel bed's guest installs it with dpkg, runs the installed node as its systemd unit would
+    /// (the unit's user and capabilities, read from the installed unit) on hci0 beside a host node,
+    /// then removes and purges it. One guest boot serves every test here; evidence of the latest
+    /// run: .build/kernel-bed/package/.
+    @Suite struct KernelBedPackage {
+        static let bed = Task { try await KernelBedRun.perform(.package(deb: try buildPackage())) }
+
+        /// Runs scripts/package on the debug build the tests run, into .build/kernel-bed/package-deb/;
+        /// KBED_PACKAGE_DEB names another package to test instead (a release one, from scripts/package).
+        static func buildPackage() throws -> String {
+            if let given = ProcessInfo.processInfo.environment["KBED_PACKAGE_DEB"], !given.isEmpty { return given }
+            let repository = VirtualRadio.repositoryRoot.path
+            let output = repository + "/.build/kernel-bed/package-deb"
+            try? FileManager.default.removeItem(atPath: output)
+            let build = try Products.run(repository + "/scripts/package", [
+                "--debug", "--binary", try Products.path(of: "tracer"), "--output", output,
+            ], home: repository + "/.build", timeout: .seconds(180))
+            let debs = (try? FileManager.default.contentsOfDirectory(atPath: output))?.filter { $0.hasSuffix(".deb") } ?? []
+            guard build.exitCode == 0, let deb = debs.first else {
+                throw HarnessFailure(description: "scripts/package --debug failed (\(build.exitCode)): \(build.stderr.suffix(1500))")
+            }
+            return output + "/" + deb
+        }
+
+        @Test(.timeLimit(.minutes(6)))
+        func dpkgInstallsTheBinaryTheUnitTheConfigurationAndTheUserAndEnablesTheUnitWithoutStartingIt() async throws {
+            let run = try await KernelBedPackage.bed.value
+            let install = run.text("dpkg-install.txt")
+            #expect(run.text("dpkg-install.exit").trimmed == "0", "dpkg -i failed: \(install.suffix(1500))")
+            let files = Set(run.text("installed-files.txt").split(separator: "\n").map(String.init))
+            for path in ["/usr/bin/tracer", "/lib/systemd/system/tracer.service", "/etc/tracer/tracer.toml", "/usr/share/doc/tracer/README.md"] {
+                #expect(files.contains(path), "the package did not install \(path): \(files.sorted())")
+            }
+            #expect(run.text("conffiles.txt").contains("/etc/tracer/tracer.toml"), "tracer.toml is not a conffile: \(run.text("conffiles.txt"))")
+            // A system user (uid below 1000) that cannot log in.
+            let user = run.text("user.txt").trimmed.split(separator: ":", omittingEmptySubsequences: false)
+            #expect(user.count == 7 && user[0] == "tracer" && (Int(user[2]) ?? 1000) < 1000 && user[6].hasSuffix("nologin"),
+                    "no system user tracer: \(run.text("user.txt"))")
+            #expect(run.text("enabled.txt").contains("tracer.service -> /lib/systemd/system/tracer.service"),
+                    "the unit is not enabled: \(run.text("enabled.txt"))")
+            #expect(install.contains("enabled, not started") && install.contains("node.transport"),
+                    "dpkg -i did not say what to set before the service starts: \(install.suffix(800))")
+        }
+
+        @Test(.timeLimit(.minutes(6)))
+        func theInstalledNodeRunsAsTheUnitsUserWithOnlyItsCapabilityAndExchangesWithAHostNode() async throws {
+            let run = try await KernelBedPackage.bed.value
+            let process = run.text("package-node-process.txt")
+            let uid = run.text("user.txt").split(separator: ":", omittingEmptySubsequences: false).dropFirst(2).first.map(String.init) ?? "?"
+            // The kernel's view of the running node: the tracer user (real and effective), and
+            // CAP_NET_ADMIN (bit 12) as its only effective, permitted, ambient and bounding capability.
+            #expect(field("Uid", in: process).first == uid && field("Uid", in: process).dropFirst().first == uid,
+                    "the node did not run as the user tracer (uid \(uid)): \(process)")
+            for set in ["CapEff", "CapPrm", "CapAmb", "CapBnd"] {
+                #expect(field(set, in: process).first == "0000000000001000", "\(set) is not exactly CAP_NET_ADMIN: \(process)")
+            }
+            #expect(run.text("package-node-process.txt").contains("NoNewPrivs:\t1"), "NoNewPrivileges=yes was not applied: \(process)")
+            let installed = try run.store("tracer.db")
+            let host = try run.store("host-a.db")
+            #expect(!Set(try installed.encounters().map(\.peer)).isDisjoint(with: try host.ownIDs().map(\.id)),
+                    "the installed node never logged the host node's id. \(run.evidence("package-node.log", "unit-reading.txt", "package-node.command"))")
+            #expect(!Set(try host.encounters().map(\.peer)).isDisjoint(with: try installed.ownIDs().map(\.id)),
+                    "the host node never logged the installed node's id. \(run.evidence("package-node.log", "host-a.log"))")
+            #expect(run.text("package-node.exit").trimmed == "0", "SIGTERM did not stop the installed node cleanly. \(run.evidence("package-node.log"))")
+        }
+
+        @Test(.timeLimit(.minutes(6)))
+        func withoutTheCapabilityTheInstalledNodeSaysItNeedsCAPNETADMINAndWhereToGetIt() async throws {
+            let run = try await KernelBedPackage.bed.value
+            let log = run.text("nocap-node.log")
+            #expect(log.contains("EPERM") && log.contains("needs CAP_NET_ADMIN: run as root or through the systemd unit"),
+                    "the node without CAP_NET_ADMIN does not say what it needs: \(log.suffix(1500))")
+        }
+
+        @Test(.timeLimit(.minutes(6)))
+        func removeKeepsTheConfigurationAndDataAndPurgeLeavesNothingBehind() async throws {
+            let run = try await KernelBedPackage.bed.value
+            #expect(run.text("dpkg-remove.exit").trimmed == "0", "dpkg -r failed: \(run.text("dpkg-remove.txt"))")
+            let removed = run.text("after-remove.txt")
+            for line in ["absent /usr/bin/tracer", "absent /lib/systemd/system/tracer.service",
+                         "present /etc/tracer/tracer.toml", "present /var/lib/tracer/tracer.db", "user tracer"] {
+                #expect(removed.contains(line + "\n"), "after dpkg -r, expected \"\(line)\": \(removed)")
+            }
+            #expect(run.text("dpkg-purge.exit").trimmed == "0", "dpkg --purge failed: \(run.text("dpkg-purge.txt"))")
+            let purged = run.text("after-purge.txt")
+            for line in ["absent /etc/tracer", "absent /var/lib/tracer", "absent /var/cache/tracer", "no user tracer",
+                         "no group tracer", "passwd unchanged", "group unchanged"] {
+                #expect(purged.contains(line + "\n"), "after dpkg --purge, expected \"\(line)\": \(purged)")
+            }
+            // Every file or link the guest wrote since before the install, except dpkg's and the
+            // user database's own bookkeeping, which any package's life leaves.
+            let bookkeeping = ["/var/lib/dpkg/", "/var/log/dpkg.log", "/var/cache/debconf/", "/etc/passwd", "/etc/group",
+                               "/etc/shadow", "/etc/gshadow", "/etc/subuid", "/etc/subgid", "/etc/.pwd.lock"]
+            let left = run.text("left-after-purge.txt").split(separator: "\n").map(String.init)
+                .filter { path in !bookkeeping.contains { path.hasPrefix($0) } }
+            #expect(!run.text("upper-before.txt").isEmpty || !run.text("upper-after.txt").isEmpty, "the scenario could not see the overlay's upper layer")
+            #expect(left.isEmpty, "dpkg --purge left these behind: \(left)")
+        }
+
+        /// The tab-separated values of a /proc/PID/status field.
+        func field(_ name: String, in status: String) -> [String] {
+            status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
+                .map { $0.dropFirst(name.count + 1).split(whereSeparator: \.isWhitespace).map(String.init) } ?? []
+        }
+    }
+}
+
+private extension String {
+    var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
+}
