@@ -91,8 +91,19 @@ date +%s >"$results/gone-time"
 sleep 6
 "$tracer" status --db /tmp/hci0-node.db >"$results/status-gone.txt" 2>&1
 before=$(peers /tmp/hci0-node.db)
-# Nothing is done to the line: the kernel's init of the returning adapter runs over the same
-# RootCanal connection (the controller behind it stayed on) and succeeds.
+# A controller that returns after being unplugged was powered off: it starts reset and quiet.
+# RootCanal's controller behind the line stayed on (the vanished host had it scanning and
+# advertising), and a btattach started on that line may begin reading in the middle of a packet:
+# the kernel then logs "hci0: Frame reassembly failed (-84)", its HCI Reset times out ("Opcode
+# 0x0c03 failed: -110") and hci0 stays DOWN at 00:00:00:00:00:00 (in one of three runs without this). So
+# the line is reset as a power cycle would: an HCI Reset, and its answer read away.
+if [ "${KBED_LINE_RESET:-1}" = 1 ]; then
+    stty -F /dev/ttyS1 115200 raw -echo
+    exec 3<>/dev/ttyS1
+    printf '\x01\x03\x0c\x00' >&3
+    timeout 1 cat <&3 >"$results/line-drained.bin"
+    exec 3<&-
+fi
 say "phase 2: btattach again"
 btattach -B /dev/ttyS1 -P h4 -S 115200 >>"$results/btattach-ttyS1.log" 2>&1 &
 for _ in $(seq 200); do adapter_ready hci0 && break; sleep 0.1; done
