@@ -65,4 +65,42 @@ import Testing
         let event = try ManagementEvent(decoding: buffer[1...])
         #expect(event.kind == .commandStatus(opcode: 0x0005, status: 0x00))
     }
+
+    @Test func readIndexListAndControllerInformationEncodeAsBtmgmtSendsThem() {
+        // Read Controller Index List (0x0003) on MGMT_INDEX_NONE, no parameters.
+        #expect(ManagementCommand.readControllerIndexList().encode() == [0x03, 0x00, 0xff, 0xff, 0x00, 0x00])
+        // Read Controller Information (0x0004) on index 1, no parameters.
+        #expect(ManagementCommand.readControllerInformation(index: 1).encode() == [0x04, 0x00, 0x01, 0x00, 0x00, 0x00])
+    }
+
+    @Test func theIndexListReplyDecodesItsIndices() throws {
+        // Command Complete for 0x0003 on index 0xffff, Success, two controllers: 0 and 1.
+        let event = try ManagementEvent(decoding: [0x01, 0x00, 0xff, 0xff, 0x09, 0x00, 0x03, 0x00, 0x00,
+                                                   0x02, 0x00, 0x00, 0x00, 0x01, 0x00])
+        guard case .commandComplete(0x0003, 0x00, let returned) = event.kind else {
+            Issue.record("not a Command Complete for Read Controller Index List: \(event)")
+            return
+        }
+        #expect(try decodeControllerIndexList(returned) == [0, 1])
+        #expect(try decodeControllerIndexList([0x00, 0x00]) == [])
+        #expect(throws: ManagementDecodingError.tooShort(needed: 2, got: 1)) { try decodeControllerIndexList([0x01]) }
+        // A count beyond the indices that follow.
+        #expect(throws: ManagementDecodingError.lengthMismatch(declared: 4, actual: 2)) { try decodeControllerIndexList([0x02, 0x00, 0x01, 0x00]) }
+    }
+
+    @Test func controllerInformationDecodesAddressManufacturerSettingsAndName() throws {
+        // mgmt-api.txt: address (6, least significant first), version, manufacturer (2),
+        // supported settings (4), current settings (4), class of device (3), name (249), short name (11).
+        var returned: [UInt8] = [0xa1, 0x32, 0x07, 0xdc, 0x1b, 0x00, 0x0c, 0x02, 0x00,
+                                 0xff, 0xff, 0x01, 0x00, 0xd1, 0x0a, 0x00, 0x00, 0x00, 0x00, 0x00]
+        returned += Array("kernel-bed".utf8) + [UInt8](repeating: 0, count: 249 - 10) + [UInt8](repeating: 0, count: 11)
+        #expect(returned.count == 280)
+        let information = try ManagementControllerInformation(decoding: returned)
+        #expect(information == ManagementControllerInformation(address: "00:1B:DC:07:32:A1", manufacturer: 2,
+                                                               supportedSettings: 0x0001_ffff, currentSettings: 0x0000_0ad1, name: "kernel-bed"))
+        #expect(information.isPowered)
+        returned[13] = 0xd0
+        #expect(try !ManagementControllerInformation(decoding: returned).isPowered)
+        #expect(throws: ManagementDecodingError.tooShort(needed: 280, got: 279)) { try ManagementControllerInformation(decoding: returned.dropLast()) }
+    }
 }

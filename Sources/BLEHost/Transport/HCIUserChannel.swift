@@ -74,7 +74,8 @@ enum HCIUserChannel {
         case EPERM, EACCES:
             return "\(cause): the HCI user channel needs CAP_NET_ADMIN: run as root or through the systemd unit (tracer.service), which grants it; or grant it to the binary with `sudo setcap cap_net_admin+ep $(command -v tracer)`"
         case ENODEV:
-            return "\(cause): there is no adapter hci\(adapterIndex) (list adapters with `btmgmt info` or `hciconfig`)"
+            // Also what a running node meets when its adapter vanishes (unplugged, or btattach stopped).
+            return "\(cause): there is no adapter hci\(adapterIndex): it is unplugged, or its driver let it go (for a UART controller, btattach stopped). Plug it in or restart btattach; the node keeps retrying and takes it again when it returns. `tracer doctor` lists the adapters there are"
         case EALREADY:
             return "\(cause): another process already holds the user channel of hci\(adapterIndex)"
         case ERFKILL:

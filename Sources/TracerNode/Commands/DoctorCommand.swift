@@ -9,6 +9,7 @@ struct DoctorCommand: AsyncParsableCommand {
             Checks the configuration, the database (integrity check), the Bluetooth controller \
             (transport, LE initialisation, advertising, scanning; while `tracer run` holds it, advertising \
             and scanning fail only when the running node reports them off), \
+            the kernel's Bluetooth adapters (address, powered, held by bluetoothd or a user channel, which to use), \
             the positive list server (reachable, list verifies with the configured key) and the clock. \
             Exit code 0 when nothing failed, 1 otherwise.
             """)
@@ -32,6 +33,7 @@ struct DoctorCommand: AsyncParsableCommand {
             let checks = DoctorChecks(resolved: resolved)
             results.append(checks.store())
             results += await checks.radio()
+            results += checks.adapters()
             let (list, serverDate) = await checks.listServer()
             results.append(list)
             results.append(checks.clock(serverDate: serverDate))
@@ -46,6 +48,7 @@ struct DoctorCommand: AsyncParsableCommand {
                 case .pass: "[ ok ]"
                 case .fail: "[FAIL]"
                 case .skipped: "[skip]"
+                case .info: "[info]"
                 }
                 print("\(mark) \(result.name): \(result.detail)")
                 if let fix = result.fix { print("       fix: \(fix)") }

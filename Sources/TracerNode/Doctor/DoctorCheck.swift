@@ -2,6 +2,8 @@
 struct DoctorCheck: Encodable, Equatable {
     enum Outcome: String, Encodable {
         case pass, fail, skipped
+        /// Facts to act on, neither passed nor failed (the kernel's adapters).
+        case info
     }
 
     var name: String
@@ -16,6 +18,10 @@ struct DoctorCheck: Encodable, Equatable {
 
     static func fail(_ name: String, _ detail: String, fix: String) -> DoctorCheck {
         DoctorCheck(name: name, outcome: .fail, detail: detail, fix: fix)
+    }
+
+    static func info(_ name: String, _ detail: String) -> DoctorCheck {
+        DoctorCheck(name: name, outcome: .info, detail: detail)
     }
 
     static func skipped(_ name: String, _ detail: String) -> DoctorCheck {

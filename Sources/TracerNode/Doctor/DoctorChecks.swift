@@ -97,6 +97,44 @@ struct DoctorChecks {
         return checks
     }
 
+    /// The kernel's Bluetooth adapters: each one's address, whether it is powered, who holds it,
+    /// and which to run the node on. Only looks; never changes an adapter.
+    func adapters() -> [DoctorCheck] {
+        let adapters: [KernelAdapter]
+        do { adapters = try KernelAdapters.list() } catch {
+            if error == .noKernelBluetooth {
+                return [.skipped("adapters", "\(error): no hciN adapter here; use a tcp:, unix: or serial: transport")]
+            }
+            return [.skipped("adapters", "cannot list the kernel's adapters: \(error)")]
+        }
+        guard !adapters.isEmpty else {
+            return [.info("adapters", "the kernel has Bluetooth but no adapter: plug one in, or attach a UART controller with `btattach -B /dev/ttyS1 -P h4`")]
+        }
+        let bluetoothd = Self.bluetoothdIsRunning()
+        var nodeAdapter: (index: UInt16, pid: Int32)?
+        if let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.processIsAlive,
+           case .hciUserChannel(let index)? = try? TransportSpec(parsing: running.transport) {
+            nodeAdapter = (index, running.pid)
+        }
+        var checks = adapters.map { adapter in
+            DoctorCheck.info(adapter.name, adapter.describe(bluetoothdRunning: bluetoothd,
+                                                            heldByThisNode: nodeAdapter?.index == adapter.index ? nodeAdapter?.pid : nil))
+        }
+        if let advice = KernelAdapter.recommendation(adapters, bluetoothdRunning: bluetoothd) {
+            checks.append(.info("adapters", advice))
+        }
+        return checks
+    }
+
+    /// True when a process named bluetoothd runs (it powers every adapter the management interface manages).
+    static func bluetoothdIsRunning() -> Bool {
+        let processes = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
+        return processes.contains { entry in
+            entry.allSatisfy(\.isNumber)
+                && (try? String(contentsOfFile: "/proc/\(entry)/comm", encoding: .utf8))?.trimmingCharacters(in: .whitespacesAndNewlines) == "bluetoothd"
+        }
+    }
+
     /// A running node's outages, from its status file: the radio checks cannot run beside it,
     /// but what it reports fails them just the same.
     private static func outages(of running: NodeRuntimeStatus) -> [DoctorCheck] {
