@@ -28,7 +28,9 @@ struct ConsolePages {
         let formatter = DateFormatter()
         formatter.locale = Locale(identifier: "en_GB_POSIX")
         formatter.timeZone = timeZone
-        formatter.dateFormat = "d MMM yyyy, HH:mm zzz"
+        // Foundation calls UTC "GMT"; the console's readers know it as UTC.
+        formatter.dateFormat = timeZone.secondsFromGMT() == 0 && ["UTC", "GMT", "Etc/UTC"].contains(timeZone.identifier)
+            ? "d MMM yyyy, HH:mm 'UTC'" : "d MMM yyyy, HH:mm zzz"
         return formatter.string(from: Date(timeIntervalSince1970: TimeInterval(seconds)))
     }
 
