@@ -7,8 +7,9 @@ import _CryptoExtras
 /// which GPUs and custom chips cannot shortcut the way they do a plain hash.
 ///
 /// Stored as `scrypt$LOG2N$R$P$SALT$KEY` (hex), so that the cost can be raised later and older
-/// hashes still verify. N = 2^15, r = 8, p = 1 (32 MiB) is the work factor RFC 7914 and OWASP
-/// name for interactive sign-in; it takes about 80 ms here (BENCHMARKS.md), and sign-in
+/// hashes still verify. N = 2^15, r = 8, p = 1 (32 MiB): twice scrypt paper's interactive
+/// setting (2^14, under 100 ms in 2009); scrypt with these parameters takes 74-95 ms on this
+/// 2-core machine (OpenSSL's, BENCHMARKS.md), which a person signing in does not notice; sign-in
 /// attempts are limited per account and per address (FailedAttemptLimiter), so hashing cannot
 /// be used to load the server much.
 public struct PasswordHash: Sendable, Equatable {
