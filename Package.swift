@@ -91,6 +91,8 @@ let package = Package(
                 "IDRotation", "PositiveListFormat", "CLibPQ",
                 "ObjectStore",
                 .product(name: "Crypto", package: "swift-crypto"),
+                // Scrypt, for the console's passwords.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -13,7 +13,7 @@ LoggingSystem.bootstrap { label in
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
 //        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH]
-//        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS]]
+//        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -127,8 +127,13 @@ case "verdicts":
         sessionsCSV: option("--sessions") ?? data + "/mitll_ua_sessions.csv",
         readingsCSV: option("--readings") ?? data + "/mitll_ua_readings.csv", directory: directory, svgPath: svg
     ).run()
+case "console-signin":
+    // console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE]: scrypt's cost per sign-in check (issue 28).
+    let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 20
+    let attempts = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 10
+    try ConsoleSignInBenchmark(rounds: max(1, rounds), attemptsPerMinute: max(1, attempts)).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts, console-signin\n".utf8))
     exit(2)
 }
 

@@ -56,6 +56,16 @@ public enum PositiveListHTTPServer {
                 publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds), logger: logger,
                 sync: components.objectStoreSync))
         }
+        if let console = components.configuration.console, console.enabled {
+            // `serve` refuses to start the console on a store without its tables.
+            if let consoleStore = components.store as? any ConsoleStore {
+                services.append(ConsoleServer(
+                    settings: console, configuration: components.configuration, codes: components.store, store: consoleStore, clock: components.clock
+                ).makeApplication(logger: logger))
+            } else {
+                logger.error("console not started: the PostgreSQL store does not keep console accounts yet")
+            }
+        }
         // The idle timeout closes a connection that sends nothing, or sends its head a byte at a
         // time (Hummingbird sees no progress until the head is whole), after this long; and one
         // left open between requests. The read deadline bounds a body sent slowly.

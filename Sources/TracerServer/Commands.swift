@@ -36,9 +36,15 @@ struct Serve: AsyncParsableCommand {
         logger.info("connection limits", metadata: [
             "openFiles": "\(descriptorLimit)", "maxConnections": "\(limits.total)", "maxConnectionsPerAddress": "\(limits.perAddress)",
         ])
+        if configuration.console?.enabled == true && configuration.database != nil {
+            throw CommandFailure.consoleNeedsSQLite
+        }
         let store = try await location.openStore(configuration: configuration)
         let publisher = try location.makePublisher(store: store, configuration: configuration, logger: logger)
         try location.paths.published.prepare()
+        if let console = configuration.console, console.enabled {
+            logger.info("console enabled", metadata: ["listen": "\(console.host):\(console.port)", "authority": "\(console.authority)"])
+        }
         // Read the published ids before listening, so the first upload does not wait for it.
         // A damaged batch file still lets the server serve the list; uploads are refused (503)
         // with the same reason until the file is restored.
@@ -172,11 +178,9 @@ struct IssueCode: AsyncParsableCommand {
             throw ValidationError("--expires-in must be between 60 and \(configuration.uploadCodeLifetimeSeconds) seconds.")
         }
         let store = try await location.openStore(configuration: configuration)
-        let now = SystemWallClock().now()
-        let code = UploadCode.generate()
-        try await store.recordIssuedCode(code, authority: authority, issuedAt: now, expiresAt: now + lifetime)
-        print(code.display)
-        FileHandle.standardError.write(Data("Valid once, until \((now + lifetime).utcText).\n".utf8))
+        let issued = try await store.issueUploadCode(authority: authority, lifetimeSeconds: lifetime, now: SystemWallClock().now())
+        print(issued.code.display)
+        FileHandle.standardError.write(Data("Valid once, until \(issued.expiresAt.utcText).\n".utf8))
     }
 }
 

@@ -36,7 +36,7 @@ enum OperatorMessage {
     private static func carriesASentence(_ error: any Error) -> Bool {
         error is CommandFailure || error is ConfigurationError || error is ServerStoreError || error is SigningKeyError
             || error is PublishError || error is FileWriteError || error is PositiveListFormatError || error is DatabasePasswordError
-            || error is ObjectStoreError
+            || error is ObjectStoreError || error is PasswordProblem
     }
 }
 
@@ -50,6 +50,10 @@ enum CommandFailure: Error, CustomStringConvertible {
     case invalidBind(String)
     case cannotCreateDirectory(path: String, reason: String)
     case serverFailed(String)
+    case consoleNeedsSQLite
+    case accountExists(String)
+    case invalidAccountName(String)
+    case passwordNotSet(String)
 
     var description: String {
         switch self {
@@ -67,6 +71,14 @@ enum CommandFailure: Error, CustomStringConvertible {
             return "\"\(text)\" is not an address to listen on; use HOST:PORT, for example 127.0.0.1:8080."
         case .cannotCreateDirectory(let path, let reason):
             return "Cannot create the data directory \(path) (\(reason)); check permissions or choose another with --data-dir."
+        case .consoleNeedsSQLite:
+            return "The console keeps its accounts in the SQLite store only for now, and this configuration uses PostgreSQL (database); remove the console section or set console.enabled to false."
+        case .accountExists(let name):
+            return "A console account named \"\(name)\" exists already (names are compared without case); choose another name."
+        case .invalidAccountName(let name):
+            return "\"\(name)\" cannot be an account name; use 1 to 64 letters, digits, dots, dashes, underscores or @."
+        case .passwordNotSet(let detail):
+            return "No account was created: \(detail)"
         case .serverFailed(let detail):
             return "The server stopped with an error (\(detail)); check that the address is free and try again."
         }

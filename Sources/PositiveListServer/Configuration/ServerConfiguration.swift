@@ -77,6 +77,8 @@ public struct ServerConfiguration: Sendable {
     /// Where `tracer-server sync` mirrors the published directory (S3-compatible object storage);
     /// nil when the files are served from this host only.
     public var objectStore: ObjectStoreSettings?
+    /// The staff's web console (see ConsoleSettings); nil or not enabled: no console.
+    public var console: ConsoleSettings?
 
     public init(authorities: [AuthorityConfiguration]) {
         self.authorities = authorities
@@ -94,7 +96,7 @@ public struct ServerConfiguration: Sendable {
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
         "idleTimeoutSeconds", "requestReadTimeoutSeconds", "maxConnections", "maxConnectionsPerAddress", "acceptUploads", "maxKeysPerHistory", "keyIntervalsSeconds",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
-        "database", "objectStore",
+        "database", "objectStore", "console",
     ]
 
     /// Reads and checks the file at `path`.
@@ -115,6 +117,11 @@ public struct ServerConfiguration: Sendable {
            let unknown = Set(section.keys).subtracting(ObjectStoreSettings.knownKeys).sorted().first
         {
             throw .unknownSetting(path: path, name: "objectStore." + unknown)
+        }
+        if let section = fields["console"] as? [String: Any],
+           let unknown = Set(section.keys).subtracting(ConsoleSettings.knownKeys).sorted().first
+        {
+            throw .unknownSetting(path: path, name: "console." + unknown)
         }
         let file: ConfigurationFile
         do {
@@ -159,6 +166,7 @@ public struct ServerConfiguration: Sendable {
         if let value = file.keyBatchMaximumHoldSeconds { configuration.keyBatchMaximumHoldSeconds = value }
         if let value = file.database { configuration.database = try DatabaseConfiguration(value, path: path) }
         if let value = file.objectStore { configuration.objectStore = try ObjectStoreSettings(value, path: path) }
+        if let value = file.console { configuration.console = try ConsoleSettings(value, authorities: configuration.authorities, path: path) }
         try configuration.validate(path: path)
         return configuration
     }
@@ -268,6 +276,7 @@ private struct ConfigurationFile: Decodable {
     var keyBatchMaximumHoldSeconds: Int64?
     var database: DatabaseConfiguration.File?
     var objectStore: ObjectStoreSettings.File?
+    var console: ConsoleSettings.File?
 }
 
 /// One health authority: a display name (used in logs and the audit table) and the SHA-256 of

@@ -79,11 +79,9 @@ struct SubmissionAPI: Sendable {
                 lifetime = requested
             }
         }
-        let now = clock.now()
-        let code = UploadCode.generate()
-        try await store.recordIssuedCode(code, authority: authority.name, issuedAt: now, expiresAt: now + lifetime)
-        context.logger.info("upload code issued", metadata: ["authority": "\(authority.name)", "expiresAt": "\(now + lifetime)"])
-        return try json(.created, IssuedCode(code: code.display, expiresAt: now + lifetime, authority: authority.name))
+        let issued = try await store.issueUploadCode(authority: authority.name, lifetimeSeconds: lifetime, now: clock.now())
+        context.logger.info("upload code issued", metadata: ["authority": "\(authority.name)", "expiresAt": "\(issued.expiresAt)"])
+        return try json(.created, IssuedCode(code: issued.code.display, expiresAt: issued.expiresAt, authority: authority.name))
     }
 
     // MARK: Histories

@@ -205,6 +205,7 @@ enum ServerSchema {
                 );
                 """)
         }
+        registerConsoleMigration(&migrator)
         return migrator
     }
 }

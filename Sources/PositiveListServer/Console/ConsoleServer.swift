@@ -1,0 +1,323 @@
+import Crypto
+import Dispatch
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdCore
+import IDRotation
+import Logging
+import NIOCore
+
+/// The staff's web console on its own listener (`console.listen`): sign-in, issuing and
+/// revoking upload codes, and for operators the audit log.
+///
+/// Sessions: a 256-bit id from the system's CSPRNG in a `Secure; HttpOnly; SameSite=Strict`
+/// cookie, kept by the store only as its SHA-256, replaced at every sign-in, ended after
+/// `sessionIdleSeconds` unused or `sessionLifetimeSeconds` in all. Every form carries a token
+/// checked in constant time on every POST: the session's own, or before sign-in one tied to a
+/// short-lived cookie (so that nobody can sign a browser in to their own account).
+public struct ConsoleServer: Sendable {
+    static let sessionCookie = "console_session"
+    static let signInCookie = "console_signin"
+
+    let settings: ConsoleSettings
+    let configuration: ServerConfiguration
+    let codes: any SubmissionStore
+    let store: any ConsoleStore
+    let clock: any WallClock
+    let pages: ConsolePages
+    let addressLimiter: FailedAttemptLimiter
+    let accountLimiter: FailedAttemptLimiter
+    let forwardedFor: ForwardedFor
+
+    public init(settings: ConsoleSettings, configuration: ServerConfiguration, codes: any SubmissionStore, store: any ConsoleStore, clock: any WallClock) {
+        self.settings = settings
+        self.configuration = configuration
+        self.codes = codes
+        self.store = store
+        self.clock = clock
+        pages = ConsolePages(timeZone: settings.timeZone, authority: settings.authority)
+        // The upload codes' limit, per address and, so that one account cannot be guessed at
+        // from many addresses, per account name.
+        addressLimiter = FailedAttemptLimiter(limitPerMinute: configuration.failedAttemptsPerMinute, clock: clock)
+        accountLimiter = FailedAttemptLimiter(limitPerMinute: configuration.failedAttemptsPerMinute, clock: clock)
+        forwardedFor = ForwardedFor(trustedProxies: configuration.trustedProxies, trustedHops: configuration.trustedProxyHops)
+    }
+
+    /// The console's own Hummingbird application, run as a service of the API's (see
+    /// PositiveListHTTPServer.makeApplication).
+    public func makeApplication(logger: Logger) -> some ApplicationProtocol {
+        let router = Router(context: PositiveListRequestContext.self)
+        router.add(middleware: ConsoleResponseMiddleware(pages: pages))
+        addRoutes(to: router)
+        let http1 = HTTP1Channel.Configuration(
+            additionalChannelHandlers: [
+                MalformedRequestResponder(),
+                RequestReadDeadline(limit: .seconds(Int64(configuration.requestReadTimeoutSeconds))),
+            ],
+            idleTimeout: .seconds(Int64(configuration.idleTimeoutSeconds)))
+        return Application(
+            router: router, server: .http1(configuration: http1),
+            configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
+            logger: logger)
+    }
+
+    func addRoutes(to router: Router<PositiveListRequestContext>) {
+        router.get("console.css") { _, _ in
+            Response(
+                status: .ok, headers: [.contentType: "text/css; charset=utf-8"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: ConsolePages.stylesheet)))
+        }
+        router.get("/") { _, _ in Self.redirect("/codes") }
+        router.get("sign-in") { request, _ in try await showSignIn(request) }
+        router.post("sign-in") { request, context in try await signIn(request, context) }
+        router.post("sign-out") { request, context in try await signOut(request, context) }
+        router.get("codes") { request, _ in try await showCodes(request) }
+        router.post("codes") { request, context in try await issueCode(request, context) }
+        router.post("codes/revoke") { request, context in try await revokeCode(request, context) }
+        router.get("operator") { request, _ in try await showAuditLog(request) }
+    }
+
+    // MARK: Sign-in and sign-out
+
+    private func showSignIn(_ request: Request) async throws -> Response {
+        if try await session(request) != nil { return Self.redirect("/codes") }
+        let (token, cookie) = signInToken(request)
+        return Self.html(.ok, pages.signIn(csrfToken: token), cookies: cookie.map { [$0] } ?? [])
+    }
+
+    private func signIn(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let form = try await ConsoleForm.read(request)
+        guard let cookieToken = ConsoleCookies(request)[Self.signInCookie], let formToken = form["csrf"],
+              ConstantTime.equal(Array(cookieToken.utf8), Array(formToken.utf8))
+        else { throw ConsoleRefusal.forgedForm }
+        let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
+        let password = form["password"] ?? ""
+        let address = clientAddress(request, context)
+        let addressTicket: FailedAttemptLimiter.Ticket
+        switch await addressLimiter.admit(address) {
+        case .refused(let seconds): throw ConsoleRefusal.tooManyAttempts(retryAfterSeconds: seconds)
+        case .admitted(let ticket): addressTicket = ticket
+        }
+        let accountKey = String(name.lowercased().prefix(64))
+        let accountTicket: FailedAttemptLimiter.Ticket
+        switch await accountLimiter.admit(accountKey) {
+        case .refused(let seconds):
+            await addressLimiter.settle(addressTicket, failed: false)
+            throw ConsoleRefusal.tooManyAttempts(retryAfterSeconds: seconds)
+        case .admitted(let ticket): accountTicket = ticket
+        }
+        let account: ConsoleAccount?
+        do {
+            account = name.isEmpty || name.count > 64 ? nil : try await store.consoleAccount(named: name)
+        } catch {
+            await addressLimiter.settle(addressTicket, failed: false)
+            await accountLimiter.settle(accountTicket, failed: false)
+            throw error
+        }
+        // A missing account costs the same hashing as a wrong password.
+        let passwordMatches = await Self.verify(password, against: account?.passwordHash ?? .decoy)
+        let accepted = passwordMatches && account != nil && account?.disabledAt == nil
+        await addressLimiter.settle(addressTicket, failed: !accepted)
+        await accountLimiter.settle(accountTicket, failed: !accepted)
+        let now = clock.now()
+        guard accepted, let account else {
+            context.logger.warning("console sign-in refused", metadata: ["client": "\(address)"])
+            try await store.appendConsoleAudit(ConsoleAuditEntry(
+                at: now, account: String(name.prefix(64)), event: .failedSignIn, detail: account?.disabledAt != nil ? "account disabled" : "", client: address))
+            return Self.html(.unauthorized, pages.signIn(csrfToken: formToken, name: name, error: "The account name or the password is wrong. Check both and try again."))
+        }
+        // A session id the browser brought along (planted or old) is never kept: the signed-in
+        // session always gets a new one.
+        if let old = Self.sessionDigest(request) { try await store.deleteConsoleSession(digest: old) }
+        let sessionID = Self.randomToken()
+        try await store.createConsoleSession(digest: Self.digest(sessionID), account: account.id, csrfToken: Self.randomToken(), now: now)
+        try await store.appendConsoleAudit(ConsoleAuditEntry(at: now, account: account.name, event: .signIn, detail: account.role.rawValue, client: address))
+        context.logger.info("console sign-in", metadata: ["account": "\(account.name)", "client": "\(address)"])
+        return Self.redirect("/codes", cookies: [
+            Self.cookie(Self.sessionCookie, sessionID), Self.cookie(Self.signInCookie, "", maxAge: 0),
+        ])
+    }
+
+    private func signOut(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let session = try await requireSession(request)
+        try await checkForm(try await ConsoleForm.read(request), session: session)
+        if let digest = Self.sessionDigest(request) { try await store.deleteConsoleSession(digest: digest) }
+        try await store.appendConsoleAudit(ConsoleAuditEntry(
+            at: clock.now(), account: session.account.name, event: .signOut, detail: "", client: clientAddress(request, context)))
+        return Self.redirect("/sign-in", cookies: [Self.cookie(Self.sessionCookie, "", maxAge: 0)])
+    }
+
+    // MARK: Codes
+
+    private func showCodes(_ request: Request) async throws -> Response {
+        let session = try await requireSession(request)
+        let codes = try await store.consoleCodes(account: session.account.id, now: clock.now(), limit: 50)
+        return Self.html(.ok, pages.codes(session: session, codes: codes, lifetimeSeconds: configuration.uploadCodeLifetimeSeconds))
+    }
+
+    private func issueCode(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let session = try await requireSession(request)
+        try await checkForm(try await ConsoleForm.read(request), session: session)
+        // The same path as POST /v1/codes and `tracer-server issue-code`. Should recording who
+        // issued it fail, the code is shown to nobody and simply expires.
+        let issued = try await codes.issueUploadCode(
+            authority: settings.authority, lifetimeSeconds: configuration.uploadCodeLifetimeSeconds, now: clock.now())
+        let number = try await store.recordConsoleCode(
+            codeDigest: issued.code.digest, account: session.account.id, issuedAt: issued.issuedAt, expiresAt: issued.expiresAt)
+        try await store.appendConsoleAudit(ConsoleAuditEntry(
+            at: issued.issuedAt, account: session.account.name, event: .issue,
+            detail: "code no. \(number) (\(issued.code)), expires \(issued.expiresAt.consoleUTC)", client: clientAddress(request, context)))
+        context.logger.info("upload code issued", metadata: ["authority": "\(issued.authority)", "console": "\(session.account.name)"])
+        return Self.html(.ok, pages.issued(session: session, code: issued))
+    }
+
+    private func revokeCode(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let session = try await requireSession(request)
+        let form = try await ConsoleForm.read(request)
+        try await checkForm(form, session: session)
+        guard let text = form["id"], let number = Int64(text) else { throw ConsoleRefusal.badForm("no code number") }
+        let now = clock.now()
+        guard try await store.revokeConsoleCode(id: number, account: session.account.id, now: now) else {
+            throw ConsoleRefusal(
+                status: .conflict, title: "Not revoked",
+                message: "Code no. \(number) cannot be revoked: it is not one of yours, or it was used, has expired or was revoked already. Go back to upload codes to see its state.")
+        }
+        try await store.appendConsoleAudit(ConsoleAuditEntry(
+            at: now, account: session.account.name, event: .revoke, detail: "code no. \(number)", client: clientAddress(request, context)))
+        return Self.redirect("/codes")
+    }
+
+    // MARK: Operator
+
+    private func showAuditLog(_ request: Request) async throws -> Response {
+        let session = try await requireSession(request)
+        guard session.account.role == .operator else { throw ConsoleRefusal.operatorsOnly }
+        return Self.html(.ok, pages.audit(session: session, entries: try await store.consoleAudit(limit: 200)))
+    }
+
+    // MARK: Sessions and forms
+
+    private func session(_ request: Request) async throws -> ConsoleSession? {
+        guard let digest = Self.sessionDigest(request) else { return nil }
+        return try await store.consoleSession(
+            digest: digest, now: clock.now(), idleSeconds: settings.sessionIdleSeconds, lifetimeSeconds: settings.sessionLifetimeSeconds)
+    }
+
+    private func requireSession(_ request: Request) async throws -> ConsoleSession {
+        guard let session = try await session(request) else { throw ConsoleRefusal.signInNeeded }
+        return session
+    }
+
+    /// Every POST of a signed-in page: its token must be the session's.
+    private func checkForm(_ form: ConsoleForm, session: ConsoleSession) async throws {
+        guard let token = form["csrf"], ConstantTime.equal(Array(token.utf8), Array(session.csrfToken.utf8)) else {
+            throw ConsoleRefusal.forgedForm
+        }
+    }
+
+    /// The sign-in form's token: the browser's sign-in cookie if it has a well-formed one, else a
+    /// new one with the cookie to set.
+    private func signInToken(_ request: Request) -> (String, String?) {
+        if let existing = ConsoleCookies(request)[Self.signInCookie], existing.utf8.count == 64, Hex.decode(existing) != nil {
+            return (existing, nil)
+        }
+        let token = Self.randomToken()
+        return (token, Self.cookie(Self.signInCookie, token, maxAge: 3_600))
+    }
+
+    private static func sessionDigest(_ request: Request) -> [UInt8]? {
+        guard let text = ConsoleCookies(request)[sessionCookie], let bytes = Hex.decode(text), bytes.count == 32 else { return nil }
+        return Array(SHA256.hash(data: bytes))
+    }
+
+    private static func digest(_ hexToken: String) -> [UInt8] {
+        Array(SHA256.hash(data: Hex.decode(hexToken) ?? []))
+    }
+
+    /// 256 bits from the system's CSPRNG (getrandom), as hex.
+    static func randomToken() -> String {
+        var generator = SystemRandomNumberGenerator()
+        return Hex.encode((0..<32).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+
+    /// Scrypt takes tens of milliseconds: off the server's event loops and Swift's few threads.
+    private static func verify(_ password: String, against hash: PasswordHash) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(returning: hash.verify(password)) }
+        }
+    }
+
+    private func clientAddress(_ request: Request, _ context: PositiveListRequestContext) -> String {
+        let peer = context.peerAddress ?? "unknown"
+        guard configuration.trustForwardedFor else { return peer }
+        return forwardedFor.clientAddress(peer: peer, headerValues: request.headers[values: SubmissionAPI.forwardedForHeader]) ?? peer
+    }
+
+    // MARK: Responses
+
+    static func cookie(_ name: String, _ value: String, maxAge: Int? = nil) -> String {
+        "\(name)=\(value); Secure; HttpOnly; SameSite=Strict; Path=/" + (maxAge.map { "; Max-Age=\($0)" } ?? "")
+    }
+
+    static func html(_ status: HTTPResponse.Status, _ text: String, cookies: [String] = []) -> Response {
+        var headers: HTTPFields = [.contentType: "text/html; charset=utf-8"]
+        for cookie in cookies { headers.append(HTTPField(name: .setCookie, value: cookie)) }
+        return Response(status: status, headers: headers, body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+    }
+
+    static func redirect(_ location: String, cookies: [String] = []) -> Response {
+        var headers: HTTPFields = [.location: location]
+        for cookie in cookies { headers.append(HTTPField(name: .setCookie, value: cookie)) }
+        return Response(status: .seeOther, headers: headers)
+    }
+}
+
+/// Turns refusals and errors into plain pages and gives every response, pages, redirects and
+/// errors alike, the headers that keep the console out of frames, caches and referrers.
+struct ConsoleResponseMiddleware: RouterMiddleware {
+    typealias Context = PositiveListRequestContext
+    let pages: ConsolePages
+
+    static let securityHeaders: [(HTTPField.Name, String)] = [
+        (HTTPField.Name("Content-Security-Policy")!, "default-src 'self'; frame-ancestors 'none'; form-action 'self'; base-uri 'none'"),
+        (HTTPField.Name("X-Frame-Options")!, "DENY"),
+        (HTTPField.Name("Referrer-Policy")!, "no-referrer"),
+        (HTTPField.Name("X-Content-Type-Options")!, "nosniff"),
+        (.cacheControl, "no-store"),
+    ]
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        var response: Response
+        do {
+            response = try await next(request, context)
+        } catch let refusal as ConsoleRefusal {
+            response = answer(refusal)
+        } catch let error as any HTTPResponseError {
+            switch error.status {
+            case .notFound, .methodNotAllowed: response = answer(.notFound)
+            case .contentTooLarge: response = answer(.tooLarge)
+            default: response = answer(ConsoleRefusal(status: error.status, title: "Request refused", message: "The console could not handle this request. Go back and try again."))
+            }
+        } catch {
+            context.logger.error("console request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            response = answer(ConsoleRefusal(
+                status: .serviceUnavailable, title: "Console unavailable",
+                message: "The console cannot reach its database just now. Nothing was changed; try again in a minute, and tell an operator if it persists."))
+        }
+        for (name, value) in Self.securityHeaders { response.headers[name] = value }
+        return response
+    }
+
+    private func answer(_ refusal: ConsoleRefusal) -> Response {
+        if let location = refusal.redirect { return ConsoleServer.redirect(location) }
+        var response = ConsoleServer.html(refusal.status, pages.refusal(refusal))
+        if let seconds = refusal.retryAfterSeconds { response.headers[.retryAfter] = String(seconds) }
+        return response
+    }
+}
+
+extension UnixSeconds {
+    /// For the audit log's detail column, which does not depend on the console's time zone.
+    var consoleUTC: String { ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: TimeInterval(self))) }
+}

@@ -1,0 +1,19 @@
+import IDRotation
+
+/// An upload code just made: the only moment the code itself exists outside the person's hands.
+public struct IssuedUploadCode: Sendable {
+    public let code: UploadCode
+    public let authority: String
+    public let issuedAt: UnixSeconds
+    public let expiresAt: UnixSeconds
+}
+
+extension SubmissionStore {
+    /// Makes and records a code: the one way codes are issued, by `POST /v1/codes`,
+    /// `tracer-server issue-code` and the console alike.
+    public func issueUploadCode(authority: String, lifetimeSeconds: Int64, now: UnixSeconds) async throws(ServerStoreError) -> IssuedUploadCode {
+        let code = UploadCode.generate()
+        try await recordIssuedCode(code, authority: authority, issuedAt: now, expiresAt: now + lifetimeSeconds)
+        return IssuedUploadCode(code: code, authority: authority, issuedAt: now, expiresAt: now + lifetimeSeconds)
+    }
+}

@@ -1,0 +1,183 @@
+import Foundation
+import Testing
+import TracerTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A real `tracer-server serve` with the console on a port of its own, and accounts created by
+/// `tracer-server console add-account` as an operator would.
+final class ConsoleServerProcess {
+    static let password = "correct horse battery staple"
+
+    let fixture: ServerFixture
+    let apiPort: Int
+    let consolePort: Int
+    private var process: Process?
+
+    /// `console` is further members of the console section, such as `"sessionIdleSeconds": 3`;
+    /// `settings` further top-level members.
+    init(console: String = "", settings: String = "") async throws {
+        fixture = try ServerFixture()
+        apiPort = try LoopbackPort.free()
+        consolePort = try LoopbackPort.free()
+        let more = console.isEmpty ? "" : ", " + console
+        try fixture.writeConfiguration(extra: """
+            , "console": {"enabled": true, "listen": "127.0.0.1:\(consolePort)", "authority": "Health Authority A"\(more)}\(settings.isEmpty ? "" : ", " + settings)
+            """)
+        try addAccount("olga", role: "operator")
+        try addAccount("sam", role: "staff")
+        let process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(apiPort)"], fixture: fixture)
+        self.process = process
+        do {
+            try await LoopbackPort.waitUntilListening(consolePort, orExit: process)
+            try await LoopbackPort.waitUntilListening(apiPort, orExit: process)
+        } catch {
+            stop()
+            throw error
+        }
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        guard let process else { return }
+        self.process = nil
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        fixture.remove()
+    }
+
+    @discardableResult
+    func addAccount(_ name: String, role: String, password: String = ConsoleServerProcess.password) throws -> ProcessResult {
+        try Self.addAccount(name, role: role, password: password, fixture: fixture)
+    }
+
+    /// `console add-account --password-stdin`, the password sent on standard input.
+    static func addAccount(_ name: String, role: String, password: String, fixture: ServerFixture) throws -> ProcessResult {
+        let input = Pipe()
+        let out = Pipe()
+        let err = Pipe()
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try ServerCLI.executable())
+        process.arguments = ["console", "add-account", "--role", role, "--password-stdin", name]
+        var environment = ProcessInfo.processInfo.environment
+        environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
+        environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
+        process.environment = environment
+        process.standardInput = input
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        input.fileHandleForWriting.write(Data((password + "\n").utf8))
+        try input.fileHandleForWriting.close()
+        let stdout = out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = err.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return ProcessResult(
+            exitCode: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    func browser(from source: String = "127.0.0.1") -> ConsoleClient { ConsoleClient(port: consolePort, source: source) }
+}
+
+/// What a browser does with the console, over plain sockets: cookies kept from `Set-Cookie`
+/// and sent back, forms posted as `application/x-www-form-urlencoded`. Each request on its own
+/// connection from `source` (a 127.0.0.0/8 address, so that one test can be many computers).
+struct ConsoleClient {
+    let port: Int
+    let source: String
+    var cookies: [String: String] = [:]
+
+    init(port: Int, source: String) {
+        self.port = port
+        self.source = source
+    }
+
+    mutating func get(_ path: String) async throws -> RawConnection.Response {
+        try await send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\(cookieLine)\r\n")
+    }
+
+    mutating func post(_ path: String, _ fields: [(String, String)]) async throws -> RawConnection.Response {
+        let body = fields.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
+        return try await post(path, body: body)
+    }
+
+    mutating func post(_ path: String, body: String, contentType: String = "application/x-www-form-urlencoded") async throws -> RawConnection.Response {
+        try await send(
+            "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\(cookieLine)Content-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
+    }
+
+    /// Signs in through the sign-in page as a browser does.
+    mutating func signIn(_ name: String, password: String = ConsoleServerProcess.password) async throws -> RawConnection.Response {
+        let page = try await get("/sign-in")
+        let token = try #require(Self.formToken(page.body), "no token on the sign-in page: \(page.text.prefix(2000))")
+        return try await post("/sign-in", [("csrf", token), ("name", name), ("password", password)])
+    }
+
+    /// The session's form token from a signed-in page.
+    mutating func sessionToken() async throws -> String {
+        let page = try await get("/codes")
+        return try #require(Self.formToken(page.body), "no token on /codes: \(page.text.prefix(2000))")
+    }
+
+    /// Issues a code through the page's form and returns it as shown, grouped.
+    mutating func issueCode() async throws -> String {
+        let response = try await post("/codes", [("csrf", try await sessionToken())])
+        try #require(response.status == 200, "issuing failed: \(response.text.prefix(2000))")
+        return try #require(Self.issuedCode(response.body), "no code on the page: \(response.body.prefix(2000))")
+    }
+
+    static func formToken(_ html: String) -> String? {
+        value(in: html, after: #"name="csrf" value=""#)
+    }
+
+    static func issuedCode(_ html: String) -> String? {
+        value(in: html, after: #"id="issued-code" data-code=""#)
+    }
+
+    private static func value(in html: String, after marker: String) -> String? {
+        guard let start = html.range(of: marker) else { return nil }
+        return String(html[start.upperBound...].prefix { $0 != "\"" })
+    }
+
+    private var cookieLine: String {
+        cookies.isEmpty ? "" : "Cookie: " + cookies.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: "; ") + "\r\n"
+    }
+
+    private mutating func send(_ request: String) async throws -> RawConnection.Response {
+        let connection = try RawConnection(port: port, from: source)
+        connection.send(request)
+        let response = try await connection.receiveResponse()
+        for cookie in Self.setCookies(response) {
+            let pair = cookie.split(separator: ";").first ?? ""
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            guard parts.count == 2 else { continue }
+            let name = parts[0].trimmingCharacters(in: .whitespaces)
+            if cookie.contains("Max-Age=0") { cookies[name] = nil } else { cookies[name] = String(parts[1]) }
+        }
+        return response
+    }
+
+    static func setCookies(_ response: RawConnection.Response) -> [String] {
+        response.head.components(separatedBy: "\r\n").dropFirst().compactMap { line in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            guard parts.count == 2, parts[0].lowercased() == "set-cookie" else { return nil }
+            return parts[1].trimmingCharacters(in: .whitespaces)
+        }
+    }
+
+    private static func encode(_ text: String) -> String {
+        var allowed = CharacterSet.alphanumerics
+        allowed.insert(charactersIn: "-._~")
+        return text.addingPercentEncoding(withAllowedCharacters: allowed) ?? text
+    }
+}
+
+/// The headers every console response must carry, whatever its status.
+func expectConsoleHeaders(_ response: RawConnection.Response, sourceLocation: SourceLocation = #_sourceLocation) {
+    #expect(response.header("content-security-policy")?.contains("default-src 'self'") == true, "\(response.head)", sourceLocation: sourceLocation)
+    #expect(response.header("x-frame-options") == "DENY", "\(response.head)", sourceLocation: sourceLocation)
+    #expect(response.header("referrer-policy") == "no-referrer", "\(response.head)", sourceLocation: sourceLocation)
+    #expect(response.header("cache-control") == "no-store", "\(response.head)", sourceLocation: sourceLocation)
+}

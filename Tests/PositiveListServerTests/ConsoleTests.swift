@@ -1,0 +1,242 @@
+import Foundation
+import PositiveListServer
+import Testing
+import TracerTestSupport
+
+/// The staff console against a real `tracer-server serve`: what staff do, and each way a hostile
+/// browser, page or guesser is refused.
+@Suite struct ConsoleTests {
+    /// An API request with an upload code: 400 invalid_json means the code was accepted (the
+    /// body is not a history, so nothing is stored and the code stays unused).
+    func uploadCodeAnswer(_ server: ConsoleServerProcess, code: String) async throws -> RawConnection.Response {
+        try await RawHTTP.exchange(port: server.apiPort, sending: """
+            POST /v1/histories HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nUpload-Code: \(code)\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}
+            """).asResponse
+    }
+
+    @Test func staffSignInIssueACodeTheAPIAcceptsAndRevokeIt() async throws {
+        let server = try await ConsoleServerProcess()
+        defer { server.stop() }
+        var browser = server.browser()
+        let signIn = try await browser.signIn("sam")
+        #expect(signIn.status == 303 && signIn.header("location") == "/codes", "\(signIn.head)")
+        let cookie = try #require(ConsoleClient.setCookies(signIn).first { $0.hasPrefix("console_session=") })
+        for attribute in ["Secure", "HttpOnly", "SameSite=Strict", "Path=/"] {
+            #expect(cookie.contains(attribute), "\(cookie)")
+        }
+        let code = try await browser.issueCode()
+        #expect(code.count == 14 && code.split(separator: "-").count == 3, "\(code)")
+        let page = try await browser.get("/codes")
+        expectConsoleHeaders(page)
+        #expect(page.body.contains(#"class="state-open">open"#), "\(page.body)")
+        #expect(!page.body.contains(code), "my codes must never show a code")
+
+        #expect(try await uploadCodeAnswer(server, code: code).apiError == "invalid_json")
+        let revoke = try await browser.post("/codes/revoke", [("csrf", try await browser.sessionToken()), ("id", "1")])
+        #expect(revoke.status == 303, "\(revoke.text.prefix(1000))")
+        #expect(try await browser.get("/codes").body.contains(#"class="state-revoked">revoked"#))
+        #expect(try await uploadCodeAnswer(server, code: code).apiError == "expired_code")
+        // Revoked once; a second time is refused, as is another account's code.
+        #expect(try await browser.post("/codes/revoke", [("csrf", try await browser.sessionToken()), ("id", "1")]).status == 409)
+        var operatorBrowser = server.browser()
+        _ = try await operatorBrowser.signIn("olga")
+        _ = try await browser.issueCode()
+        let foreign = try await operatorBrowser.post("/codes/revoke", [("csrf", try await operatorBrowser.sessionToken()), ("id", "2")])
+        #expect(foreign.status == 409)
+
+        // The audit log has the events, never a code.
+        let audit = try await operatorBrowser.get("/operator")
+        #expect(audit.status == 200)
+        for event in ["sign-in", "issue", "revoke"] { #expect(audit.body.contains("<td>\(event)</td>"), "\(event): \(audit.body)") }
+        #expect(!audit.body.contains(code) && !audit.body.contains(code.replacingOccurrences(of: "-", with: "")))
+    }
+
+    @Test func formsWithoutTheSessionsTokenAreRefused() async throws {
+        let server = try await ConsoleServerProcess()
+        defer { server.stop() }
+        var browser = server.browser()
+        _ = try await browser.signIn("sam")
+        var other = server.browser()
+        _ = try await other.signIn("olga")
+        let othersToken = try await other.sessionToken()
+        for fields in [[], [("csrf", "")], [("csrf", "0123")], [("csrf", othersToken)]] {
+            let response = try await browser.post("/codes", fields)
+            #expect(response.status == 403, "\(fields): \(response.head)")
+            expectConsoleHeaders(response)
+        }
+        #expect(try await browser.post("/sign-out", []).status == 403)
+        #expect(try await browser.get("/codes").body.contains("You have not issued any codes yet."))
+        // Sign-in's own form: without the sign-in cookie's token, refused before any password check.
+        var stranger = server.browser()
+        let forged = try await stranger.post("/sign-in", [("csrf", "a"), ("name", "sam"), ("password", ConsoleServerProcess.password)])
+        #expect(forged.status == 403 && ConsoleClient.setCookies(forged).isEmpty, "\(forged.head)")
+    }
+
+    @Test func signInGivesANewSessionIDAndSignOutEndsIt() async throws {
+        let server = try await ConsoleServerProcess()
+        defer { server.stop() }
+        var browser = server.browser()
+        let planted = String(repeating: "ab", count: 32)
+        browser.cookies["console_session"] = planted
+        _ = try await browser.signIn("sam")
+        let session = try #require(browser.cookies["console_session"])
+        #expect(session != planted)
+        #expect(try await browser.get("/codes").status == 200)
+        var attacker = server.browser()
+        attacker.cookies["console_session"] = planted
+        let refused = try await attacker.get("/codes")
+        #expect(refused.status == 303 && refused.header("location") == "/sign-in")
+        // Signing in again with the session still in the browser replaces it; the old id no
+        // longer works. (A signed-in browser asking for the sign-in page is sent to /codes, so
+        // the page is fetched as if signed out.)
+        browser.cookies["console_session"] = nil
+        let again = try #require(ConsoleClient.formToken(try await browser.get("/sign-in").body))
+        browser.cookies["console_session"] = session
+        #expect(try await browser.post("/sign-in", [("csrf", again), ("name", "sam"), ("password", ConsoleServerProcess.password)]).status == 303)
+        #expect(browser.cookies["console_session"] != session)
+        var old = server.browser()
+        old.cookies["console_session"] = session
+        #expect(try await old.get("/codes").status == 303)
+        let signOut = try await browser.post("/sign-out", [("csrf", try await browser.sessionToken())])
+        #expect(signOut.status == 303 && browser.cookies["console_session"] == nil)
+    }
+
+    @Test func sessionsExpireWhenIdleAndWhenOld() async throws {
+        let server = try await ConsoleServerProcess(console: #""sessionIdleSeconds": 3, "sessionLifetimeSeconds": 6"#)
+        defer { server.stop() }
+        var idle = server.browser()
+        var busy = server.browser()
+        _ = try await idle.signIn("sam")
+        _ = try await busy.signIn("olga")
+        let start = ContinuousClock.now
+        for step in 1...3 {
+            try await Task.sleep(until: start + .milliseconds(1_500 * step))
+            #expect(try await busy.get("/codes").status == 200, "used every 1.5 s, still valid at step \(step)")
+        }
+        let expiredIdle = try await idle.get("/codes")
+        #expect(expiredIdle.status == 303 && expiredIdle.header("location") == "/sign-in", "unused for 4.5 s, idle limit 3 s")
+        try await Task.sleep(until: start + .milliseconds(6_000))
+        let expiredOld = try await busy.get("/codes")
+        #expect(expiredOld.status == 303, "used every 1.5 s but 6 s old, lifetime 6 s")
+    }
+
+    @Test func signInAttemptsAreLimitedPerAddressAndPerAccount() async throws {
+        let server = try await ConsoleServerProcess(settings: #""failedAttemptsPerMinute": 3"#)
+        defer { server.stop() }
+        // One address guessing at one account.
+        var guesser = server.browser(from: "127.0.0.2")
+        for _ in 1...3 { #expect(try await guesser.signIn("sam", password: "wrong password 123").status == 401) }
+        let limited = try await guesser.signIn("sam")
+        #expect(limited.status == 429 && limited.header("retry-after") != nil, "\(limited.head)")
+        expectConsoleHeaders(limited)
+        // The account stays locked from any other address for the minute...
+        var elsewhere = server.browser(from: "127.0.0.3")
+        #expect(try await elsewhere.signIn("sam").status == 429)
+        // ...while other accounts sign in from there.
+        #expect(try await elsewhere.signIn("olga").status == 303)
+        // One address guessing at many accounts, named or not.
+        var sprayer = server.browser(from: "127.0.0.4")
+        for name in ["nobody1", "nobody2", "nobody3"] { #expect(try await sprayer.signIn(name).status == 401) }
+        #expect(try await sprayer.signIn("olga").status == 429)
+    }
+
+    @Test func staffCannotReachOperatorPages() async throws {
+        let server = try await ConsoleServerProcess()
+        defer { server.stop() }
+        var staff = server.browser()
+        _ = try await staff.signIn("sam")
+        let refused = try await staff.get("/operator")
+        #expect(refused.status == 403 && refused.body.contains("Operators only"), "\(refused.text.prefix(1000))")
+        expectConsoleHeaders(refused)
+        #expect(!(try await staff.get("/codes").body.contains("/operator")), "staff get no link to it either")
+        var anonymous = server.browser()
+        #expect(try await anonymous.get("/operator").status == 303)
+    }
+
+    @Test func hostileFormsAreRefusedAndIssueNothing() async throws {
+        let server = try await ConsoleServerProcess()
+        defer { server.stop() }
+        var browser = server.browser()
+        _ = try await browser.signIn("sam")
+        let token = try await browser.sessionToken()
+        let cases: [(String, String, String, Int)] = [
+            ("oversize", "csrf=\(token)&pad=" + String(repeating: "a", count: 5_000), "application/x-www-form-urlencoded", 413),
+            ("bad escape", "csrf=\(token)&x=%ZZ", "application/x-www-form-urlencoded", 400),
+            ("not UTF-8", "csrf=\(token)&x=%FF%FE", "application/x-www-form-urlencoded", 400),
+            ("control character", "csrf=\(token)&x=a%00b", "application/x-www-form-urlencoded", 400),
+            ("raw non-ASCII", "csrf=\(token)&x=é", "application/x-www-form-urlencoded", 400),
+            ("field twice", "csrf=\(token)&csrf=\(token)", "application/x-www-form-urlencoded", 400),
+            ("too many fields", "csrf=\(token)" + String(repeating: "&a=1", count: 20), "application/x-www-form-urlencoded", 400),
+            ("JSON", #"{"csrf": "\#(token)"}"#, "application/json", 415),
+            ("multipart", "csrf=\(token)", "multipart/form-data; boundary=x", 415),
+        ]
+        for (name, body, contentType, status) in cases {
+            let response = try await browser.post("/codes", body: body, contentType: contentType)
+            #expect(response.status == status, "\(name): \(response.head)")
+            expectConsoleHeaders(response)
+        }
+        let hostileName = try await browser.post("/sign-in", body: "csrf=x&name=%3Cscript%3E&password=x")
+        #expect(hostileName.status == 403)
+        #expect(try await browser.get("/codes").body.contains("You have not issued any codes yet."))
+        // Names echoed back into the sign-in page are escaped.
+        var stranger = server.browser()
+        let page = try await stranger.get("/sign-in")
+        let signInToken = try #require(ConsoleClient.formToken(page.body))
+        let echoed = try await stranger.post("/sign-in", [("csrf", signInToken), ("name", "<script>alert(1)</script>"), ("password", "x")])
+        #expect(echoed.status == 401 && !echoed.body.contains("<script>") && echoed.body.contains("&lt;script&gt;"))
+        expectConsoleHeaders(try await stranger.get("/no-such-page"))
+    }
+
+    @Test func addAccountRefusesWeakPasswordsAndTakenNames() async throws {
+        let server = try await ConsoleServerProcess()
+        defer { server.stop() }
+        let weak = try server.addAccount("pat", role: "staff", password: "short")
+        #expect(weak.exitCode == 1 && weak.stderr.contains("shorter than 12"), "\(weak)")
+        let taken = try server.addAccount("SAM", role: "staff")
+        #expect(taken.exitCode == 1 && taken.stderr.contains("exists already"), "\(taken)")
+        let badRole = try server.addAccount("pat", role: "admin")
+        #expect(badRole.exitCode == 2, "\(badRole)")
+    }
+
+    @Test func theConsoleIsRefusedOnPostgreSQLUntilItsTablesExistThere() throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration(extra: #", "database": {"url": "postgresql://tracer@127.0.0.1:1/tracer"}, "console": {"enabled": true, "authority": "Health Authority A"}"#)
+        let result = try ServerCLI.run(["serve", "--bind", "127.0.0.1:0"], fixture: fixture)
+        #expect(result.exitCode == 1 && result.stderr.contains("console keeps its accounts in the SQLite store"), "\(result)")
+    }
+
+    @Test func consoleSettingsAreCheckedAndOffByDefault() throws {
+        func parse(_ console: String) throws(ConfigurationError) -> ServerConfiguration {
+            try ServerConfiguration.parse(Data("""
+                {"authorities": [{"name": "A", "token": "authority-token-0123456789abcdef"}, {"name": "B", "token": "authority-token-0123456789abcdeg"}]\(console)}
+                """.utf8), path: "config.json")
+        }
+        #expect(try parse("").console == nil)
+        #expect(try parse(#", "console": {"authority": "B"}"#).console?.enabled == false)
+        let settings = try #require(try parse(#", "console": {"enabled": true, "authority": "B", "listen": "[::1]:9000", "timeZone": "Europe/Zurich"}"#).console)
+        #expect(settings.host == "::1" && settings.port == 9000 && settings.timeZone.identifier == "Europe/Zurich")
+        #expect(throws: ConfigurationError.self) { try parse(#", "console": {"enabled": true}"#) }
+        #expect(throws: ConfigurationError.self) { try parse(#", "console": {"authority": "C"}"#) }
+        #expect(throws: ConfigurationError.self) { try parse(#", "console": {"authority": "A", "listen": "9000"}"#) }
+        #expect(throws: ConfigurationError.self) { try parse(#", "console": {"authority": "A", "timeZone": "Mars/Olympus"}"#) }
+        #expect(throws: ConfigurationError.self) { try parse(#", "console": {"authority": "A", "sessionIdleSecond": 5}"#) }
+    }
+
+    @Test func passwordHashesVerifyOnlyTheirPasswordAndCarryTheirCost() throws {
+        let hash = try PasswordHash.make(password: "correct horse battery staple")
+        #expect(hash.verify("correct horse battery staple"))
+        #expect(!hash.verify("correct horse battery stapl"))
+        #expect(!hash.verify(""))
+        #expect(hash.encoded.hasPrefix("scrypt$15$8$1$"))
+        #expect(try PasswordHash.make(password: "correct horse battery staple") != hash, "each hash has its own salt")
+        #expect(PasswordHash(encoded: hash.encoded) == hash)
+        #expect(PasswordHash(encoded: "scrypt$30$8$1$00112233445566778899aabbccddeeff$" + String(repeating: "00", count: 32)) == nil, "a damaged row asking for 2^30 rounds is refused")
+        #expect(!PasswordHash.decoy.verify("correct horse battery staple"))
+    }
+}
+
+extension String {
+    /// A raw exchange's text as a response.
+    var asResponse: RawConnection.Response { RawConnection.Response(text: self) }
+}
