@@ -168,6 +168,8 @@ struct VerdictsBenchmark {
 
     struct Outcome {
         var id: String
+        /// The test the pair was recorded in: the cluster the bootstrap resamples.
+        var test: String
         var environment: String
         var truth: Bool
         /// `tracer check` exits 3 ("exposure found"): the level is low or high.
@@ -185,7 +187,7 @@ struct VerdictsBenchmark {
         if let thresholds { model.lowMinutes = thresholds.low; model.highMinutes = thresholds.high }
         let assessment = session.assessment(with: model, calibration: calibration)
         return Outcome(
-            id: session.session.id, environment: session.session.environment, truth: session.session.label == true,
+            id: session.session.id, test: session.session.test, environment: session.session.environment, truth: session.session.label == true,
             exit3: assessment.level >= .low, high: assessment.level == .high,
             score: assessment.days.map(\.weightedMinutes).max() ?? 0)
     }
@@ -202,6 +204,12 @@ struct VerdictsBenchmark {
             let high = VerdictCounts(subset.map { ($0.high, $0.truth) })
             let area = ScoredTruths(subset.map { ($0.score, $0.truth) }).areaUnderCurve
             say("| \(environment) (\(subset.count)) | \(exit3.truePositiveRate.formatted) | \(exit3.falsePositiveRate.formatted) | \(exit3.precision.formatted) | \(high.truePositiveRate.formatted) | \(high.falsePositiveRate.formatted) | \(format(area, 3)) |")
+        }
+        // The Wilson intervals above count pairs as independent; pairs of one test are not.
+        let bootstrap = ClusterBootstrap()
+        if let intervals = bootstrap.intervals(outcomes.map { .init(cluster: $0.test, verdict: $0.exit3, score: $0.score, truth: $0.truth) }) {
+            func interval(_ bounds: (low: Double, high: Double)) -> String { "[\(format(bounds.low, 2)), \(format(bounds.high, 2))]" }
+            say("cluster bootstrap over tests (\(bootstrap.resamples) resamples of whole tests), all sessions, exit 3: TPR \(interval(intervals.truePositiveRate)), FPR \(interval(intervals.falsePositiveRate)); ROC area \(interval(intervals.areaUnderCurve))")
         }
         say("")
     }

@@ -99,5 +99,32 @@ extension MatchingTests {
             #expect(none.low == 0)
             #expect(abs(none.high - 0.2775) < 0.0001)
         }
+
+        @Test func theClusterBootstrapResamplesWholeTests() throws {
+            // Test a detects all 50 of its positives, test b none of its 50: pairs taken as
+            // independent give 0.50 with a Wilson interval of about [0.40, 0.60]; whole tests
+            // resampled give 0, 0.5 or 1 (two tests, each drawn twice with probability 1/4), so
+            // the 95 % interval spans [0, 1]. Each test has one negative, never flagged, scored
+            // below every positive: the FPR is always 0 and the area always 1.
+            func test(_ name: String, detected: Bool) -> [ClusterBootstrap.Pair] {
+                Array(repeating: .init(cluster: name, verdict: detected, score: 2, truth: true), count: 50)
+                    + [.init(cluster: name, verdict: false, score: 1, truth: false)]
+            }
+            let pairs = test("a", detected: true) + test("b", detected: false)
+            let wilson = Proportion(50, of: 100).wilson95
+            #expect(wilson.low > 0.39 && wilson.high < 0.61)
+            let intervals = try #require(ClusterBootstrap(resamples: 400).intervals(pairs))
+            #expect(intervals.truePositiveRate == (0, 1))
+            #expect(intervals.falsePositiveRate == (0, 0))
+            #expect(intervals.areaUnderCurve == (1, 1))
+            // Tests that all look alike leave nothing to vary: TPR 1/2 in every draw.
+            let alike = ["x", "y", "z"].flatMap { name in
+                [ClusterBootstrap.Pair(cluster: name, verdict: true, score: 1, truth: true),
+                 .init(cluster: name, verdict: false, score: 1, truth: true)]
+            }
+            let alikeIntervals = try #require(ClusterBootstrap(resamples: 50).intervals(alike))
+            #expect(alikeIntervals.truePositiveRate == (0.5, 0.5))
+            #expect(ClusterBootstrap().intervals([]) == nil)
+        }
     }
 }
