@@ -27,7 +27,7 @@ extension MatchingTests {
             t1:B->A,0,0,100,100,0,-50,-25,25,1.0
             """
 
-        func replayed() throws -> [String: ReplayedSession] {
+        func replayed(reports: ExposureReplay.PeerReports = .calibrated) throws -> [String: ReplayedSession] {
             let directory = NSTemporaryDirectory() + "tracer-replay-test-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -35,7 +35,7 @@ extension MatchingTests {
             try Self.readingsCSV.write(toFile: directory + "/readings.csv", atomically: true, encoding: .utf8)
             let recording = try ReplayRecording(sessionsCSV: directory + "/sessions.csv", readingsCSV: directory + "/readings.csv")
             #expect(recording.medianScanIntervalSeconds == 300)  // gaps 240, 300, 360
-            let sessions = try ExposureReplay.replay(recording, directory: directory)
+            let sessions = try ExposureReplay.replay(recording, directory: directory, reports: reports)
             return Dictionary(uniqueKeysWithValues: sessions.map { ($0.session.id, $0) })
         }
 
@@ -52,8 +52,37 @@ extension MatchingTests {
             #expect(encounters.first?.txPower == -20)
             // C was never heard, so its published ids match nothing.
             #expect(sessions["t1:C->B"]?.matches.isEmpty == true)
-            // A's own store holds B, not C or A.
-            #expect(sessions["t1:B->A"]?.matches.count == 1)
+            // B heard A first (t = 60 s, A heard B at 100 s), so B connected and wrote: B learned
+            // no reading of A's, in either window.
+            #expect(encounters.allSatisfy { $0.reportedRSSI == nil })
+        }
+
+        @Test func theWriterReportsWhatItHeardOncePerWindow() throws {
+            // A's store: B heard A first in window 1 (60 s against 100 s) and alone in window 2
+            // (960 s), so B wrote to A both times, reporting its first reading of A. Window 2 is
+            // known to A only through that write.
+            let calibrated = try #require(try replayed()["t1:B->A"])
+            let windows = calibrated.matches.map(\.encounter).sorted { $0.firstSeen < $1.firstSeen }
+            #expect(windows.count == 2)
+            #expect(windows.map(\.reportedRSSI) == [-60, -73])  // calibrated: B applied its offset of 5 dB
+            #expect(windows.map(\.rssiCount) == [1, 0])
+            #expect(windows.first?.firstSeen == windows.first.map { $0.ownWindowStart + 60 })
+            #expect(calibrated.receiverTxPower == -20)  // A's TX power, from A->B
+            // B's raw RSSI (today's protocol): 5 dB weaker.
+            #expect(try replayed(reports: .raw)["t1:B->A"]?.matches.map(\.encounter.reportedRSSI).sorted { ($0 ?? 0) > ($1 ?? 0) } == [-65, -78])
+            // Without the exchange modelled, A never learns of window 2.
+            #expect(try replayed(reports: .none)["t1:B->A"]?.matches.count == 1)
+            // Both directions: window 1 is A's −50 dBm from B's TX −25 (25 dB) or −20 − (−60) = 40 dB: 25.
+            var both = RiskModel.standard
+            both.directions = .both
+            #expect(calibrated.assessment(with: both).days.count == 1)
+            let attenuations = windows.map { window in
+                var model = both
+                model.ownTxPower = calibrated.receiverTxPower
+                model.rssiCorrection = calibrated.session.receiverRSSIOffset
+                return model.attenuation(of: window)
+            }
+            #expect(attenuations == [25, 53])
         }
 
         @Test func theVerdictIsTheRiskModelsOverTheMatchedRows() throws {
