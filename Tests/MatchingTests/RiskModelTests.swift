@@ -98,6 +98,24 @@ extension MatchingTests {
             #expect(ours.attenuation(of: reportOnly) == 45)
         }
 
+        @Test func theUpperQuartileIgnoresOneLuckyReading() {
+            var quartile = RiskModel.standard
+            quartile.attenuationSummary = .upperQuartile
+            // Eight readings: one at −40, one at −60, six at −70. A quarter is two readings: the
+            // strongest value two reach is −60 (60 dB), not the lucky −40.
+            var value = encounter(1, from: day, to: day, rssi: -40, txPower: 0)
+            value.rssiHistogram = RSSIHistogram([-40: 1, -60: 1, -70: 6])
+            #expect(RiskModel.upperQuartile(of: value.rssiHistogram) == -60)
+            #expect(quartile.attenuation(of: value) == 60)
+            #expect(RiskModel.standard.attenuation(of: value) == 40)
+            // Four readings: one reading is a quarter, so the strongest counts.
+            #expect(RiskModel.upperQuartile(of: RSSIHistogram([-40: 1, -70: 3])) == -40)
+            #expect(RiskModel.upperQuartile(of: RSSIHistogram()) == nil)
+            // A row without a histogram falls back to its strongest value.
+            value.rssiHistogram = RSSIHistogram()
+            #expect(quartile.attenuation(of: value) == 40)
+        }
+
         @Test func theMeanRSSIOfAllSightingsDecides() {
             var value = encounter(1, from: day, to: day + 60, rssi: -40)
             value.rssiSum = -40 + -80

@@ -56,6 +56,10 @@ public struct RiskModel: Sendable, Equatable, Codable {
         /// readings heard in each (GAEN's attenuation durations). A row logged before the node
         /// kept its readings' histogram (schema v3) is scored by its strongest value.
         case buckets
+        /// The upper quartile: the strongest value that at least a quarter of the window's
+        /// readings reach, so one lucky reading does not decide. A row without a histogram
+        /// (logged before schema v3) is scored by its strongest value.
+        case upperQuartile = "upper_quartile"
     }
 
     /// The defaults, measured on real recordings (docs/risk-model.md, "Measured on real
@@ -122,10 +126,23 @@ public struct RiskModel: Sendable, Equatable, Codable {
         switch attenuationSummary {
         case .mean: measured = Int((Double(encounter.rssiSum) / Double(encounter.rssiCount)).rounded())
         case .strongest, .buckets: measured = Int(encounter.rssiMax ?? Int8(clamping: encounter.rssiSum / encounter.rssiCount))
+        case .upperQuartile:
+            measured = Int(Self.upperQuartile(of: encounter.rssiHistogram) ?? encounter.rssiMax ?? Int8(clamping: encounter.rssiSum / encounter.rssiCount))
         }
         let forward = txPower - (measured + rssiCorrection)
         guard directions == .both, let reverse else { return forward }
         return min(forward, reverse)
+    }
+
+    /// The largest RSSI that at least a quarter of the readings reach or exceed; nil when empty.
+    static func upperQuartile(of histogram: RSSIHistogram) -> Int8? {
+        let needed = (histogram.total + 3) / 4
+        var reached = 0
+        for (rssi, count) in histogram.counts.sorted(by: { $0.key > $1.key }) {
+            reached += count
+            if reached >= needed { return rssi }
+        }
+        return nil
     }
 
     /// Our TX power (or the peer's, when ours is not set) minus the RSSI the peer reported for us.

@@ -145,7 +145,7 @@ enum SettingRegistry {
         .text(
             "risk.attenuation_summary", \.risk.attenuationSummary, .choice(RiskModel.AttenuationSummary.allCases.map(\.rawValue)),
             default: .value(.text("strongest")), env: "TRACER_RISK_ATTENUATION_SUMMARY", flag: nil,
-            help: "Which RSSI of an id window decides its bucket: the strongest (the closest the devices came), the mean, or buckets (its time split by the readings' attenuations).",
+            help: "Which RSSI of an id window decides its bucket: the strongest (the closest the devices came), the mean, upper_quartile (the strongest a quarter of the readings reach), or buckets (its time split by the readings' attenuations).",
             convert: { RiskModel.AttenuationSummary(rawValue: $0) ?? .strongest }),
         .text(
             "risk.directions", \.risk.directions, .choice(RiskModel.Directions.allCases.map(\.rawValue)),
