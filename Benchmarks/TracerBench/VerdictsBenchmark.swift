@@ -54,7 +54,9 @@ struct VerdictsBenchmark {
         let readingCount = recording.readings.values.reduce(0) { $0 + $1.count }
         say("verdicts: \(sessionsCSV) (\(grouped(recording.sessions.count)) sessions), \(readingsCSV) (\(grouped(readingCount)) readings), read in \(format(seconds(ContinuousClock.now - clock), 1)) s")
         clock = .now
-        let replayed = try ExposureReplay.replay(recording, directory: directory)
+        // The phones' Exposure Notification service exchanges nothing: the deployed configurations
+        // and the first two rounds are scored on what each receiver heard, one direction only.
+        let replayed = try ExposureReplay.replay(recording, directory: directory, reports: .none)
         let matched = replayed.reduce(0) { $0 + $1.matches.count }
         say("replayed into \(Set(replayed.map { $0.session.test + "/" + $0.session.receiver }).count) node stores, \(grouped(matched)) matched encounters, in \(format(seconds(ContinuousClock.now - clock), 1)) s")
         let samplingPeriod = recording.medianScanIntervalSeconds
@@ -62,6 +64,10 @@ struct VerdictsBenchmark {
 
         let labelled = replayed.filter { $0.session.label != nil }
         let tests = Array(Set(labelled.map(\.session.test))).sorted()
+        // What a Tracer node learns besides: the reading the peer reports when it writes its id
+        // (today's protocol: its raw RSSI; ExposureReplay.PeerReports says what is assumed).
+        let exchanged = try ExposureReplay.replay(recording, directory: directory, reports: .raw).filter { $0.session.label != nil }
+        say("replayed again with Tracer's exchange: \(grouped(exchanged.reduce(0) { $0 + $1.matches.filter { $0.encounter.reportedRSSI != nil }.count })) labelled matched encounters carry the RSSI the sender reported")
         say("labelled sessions: \(labelled.count) (\(labelled.filter { $0.session.label == true }.count) positive) in \(tests.count) tests")
         say("")
 
@@ -84,28 +90,27 @@ struct VerdictsBenchmark {
         var current = RiskModel.standard
         current.samplingPeriodSeconds = samplingPeriod
         if current != configurations[0].model {
-            report("Tracer's defaults now (RiskModel.standard; chosen on all these tests, so in-sample: see the held-out figures below)",
-                   labelled.map { outcome(of: $0, model: current) })
+            report("Tracer's defaults now (RiskModel.standard, with the exchange's reports; chosen on all these tests, so in-sample: see the held-out figures below)",
+                   exchanged.map { outcome(of: $0, model: current) })
         }
 
         say("## Cross-validated (leave one test out; held-out figures only)")
         let heldOut = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset)
-        report("Tracer after issue 26 (strongest RSSI per id window, settings chosen without the held-out test)", heldOut.outcomes)
+        report("Second round: our readings only (strongest RSSI per id window, settings chosen without the held-out test)", heldOut.outcomes)
         let heldOutScores = ScoredTruths(heldOut.outcomes.map { ($0.score, $0.truth) })
         let heldOutCounts = VerdictCounts(heldOut.outcomes.map { ($0.exit3, $0.truth) })
-        curves.append(("Tracer after issue 26 (held out)", heldOutScores.rocPoints,
+        curves.append(("Our readings only (held out)", heldOutScores.rocPoints,
                        (heldOutCounts.falsePositiveRate.value, heldOutCounts.truePositiveRate.value)))
         say("settings chosen per fold: " + heldOut.choices)
         say("chosen the same way on all labelled tests (what a default can be): " + heldOut.onAllTests)
         say("")
-        let firstRound = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, fixedLowMinutes: 5)
-        report("The first round's rule (the chosen threshold is \"high\", risk.low_minutes stays 5: the defaults before this change, held out)", firstRound.outcomes)
-        say("At equal true-positive rate (held-out curve of the new model against each fixed configuration):")
+        say("At equal true-positive rate (held-out curve of our readings only):")
         for (name, tpr) in deployedTPRs {
-            let ours = heldOutScores.lowestFalsePositiveRate(reaching: tpr)
-            say("  \(name): TPR \(format(tpr, 2)) → FPR \(ours.map { format($0.fpr, 2) } ?? "n/a") (new model)")
+            say("  \(name): TPR \(format(tpr, 2)) → FPR \(heldOutScores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")")
         }
         say("")
+        let firstRound = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, fixedLowMinutes: 5)
+        report("The first round's rule (the chosen threshold is \"high\", risk.low_minutes stays 5: the defaults before this change, held out)", firstRound.outcomes)
         let uncalibrated = crossValidate(labelled, tests: tests, samplingPeriod: samplingPeriod, calibration: .none)
         report("The same, on uncalibrated receivers (raw RSSI, no per-model offset)", uncalibrated.outcomes)
         say("settings chosen per fold: " + uncalibrated.choices)
@@ -140,6 +145,40 @@ struct VerdictsBenchmark {
                        (bucketCounts.falsePositiveRate.value, bucketCounts.truePositiveRate.value)), at: curves.count - 1)
         say("")
 
+        // Issue 26, third round: both directions of a contact, as Tracer's exchange carries them.
+        say("## Both directions of a contact (Tracer's exchange: the RSSI the sender reported for the receiver)")
+        let bothDirections = crossValidate(exchanged, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, directions: [.both])
+        report("Tracer after issue 26: the stronger of our readings and the peer's report (today's protocol, raw RSSI reported; held out)", bothDirections.outcomes)
+        say("settings chosen per fold: " + bothDirections.choices)
+        say("chosen the same way on all labelled tests (what a default can be): " + bothDirections.onAllTests)
+        let bothScores = ScoredTruths(bothDirections.outcomes.map { ($0.score, $0.truth) })
+        let bothCounts = VerdictCounts(bothDirections.outcomes.map { ($0.exit3, $0.truth) })
+        curves.append(("Tracer now: both directions (held out)", bothScores.rocPoints,
+                       (bothCounts.falsePositiveRate.value, bothCounts.truePositiveRate.value)))
+        say("At equal true-positive rate (held-out curve, both directions):")
+        for (name, tpr) in deployedTPRs {
+            say("  \(name): TPR \(format(tpr, 2)) → FPR \(bothScores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")")
+        }
+        say("")
+        let exchangedOurs = crossValidate(exchanged, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset)
+        report("The same replay, our readings only (the report stands in only for windows we heard nothing in; held out)", exchangedOurs.outcomes)
+        say("settings chosen per fold: " + exchangedOurs.choices)
+        say("")
+        // A robust summary instead of the strongest value (added after the both-directions figures
+        // above were seen; reported beside them, not instead).
+        let quartile = crossValidate(exchanged, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset,
+                                     summaries: [.upperQuartile], directions: [.both])
+        report("Upper quartile of the window's readings instead of the strongest, both directions (held out)", quartile.outcomes)
+        say("settings chosen per fold: " + quartile.choices)
+        say("chosen the same way on all labelled tests: " + quartile.onAllTests)
+        say("")
+        let calibrated = try ExposureReplay.replay(recording, directory: directory, reports: .calibrated).filter { $0.session.label != nil }
+        let calibratedBoth = crossValidate(calibrated, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, directions: [.both])
+        report("If the writer reported its calibrated RSSI (a protocol change, not made; both directions, held out)", calibratedBoth.outcomes)
+        say("settings chosen per fold: " + calibratedBoth.choices)
+        say("chosen the same way on all labelled tests: " + calibratedBoth.onAllTests)
+        say("")
+
         say("## The deployed app's own verdict (its subset: the sick phone as sender, verdict recorded)")
         let appSubset = labelled.filter { $0.session.senderIsSick && $0.session.appVerdict != nil }
         let app = VerdictCounts(appSubset.map { ($0.session.appVerdict == "high", $0.session.label == true) })
@@ -147,10 +186,12 @@ struct VerdictsBenchmark {
         say("app \"high\":        TPR \(app.truePositiveRate.formatted)  FPR \(app.falsePositiveRate.formatted)  precision \(app.precision.formatted)")
         say("app \"low or high\": TPR \(appLowOrHigh.truePositiveRate.formatted)  FPR \(appLowOrHigh.falsePositiveRate.formatted)")
         let subsetIDs = Set(appSubset.map(\.session.id))
-        let subsetOutcomes = heldOut.outcomes.filter { subsetIDs.contains($0.id) }
-        for (name, verdict) in [("exit 3", \Outcome.exit3), ("\"high\"", \Outcome.high)] {
-            let ours = VerdictCounts(subsetOutcomes.map { ($0[keyPath: verdict], $0.truth) })
-            say("Tracer after issue 26 on the same sessions (held out), \(name): TPR \(ours.truePositiveRate.formatted)  FPR \(ours.falsePositiveRate.formatted)  precision \(ours.precision.formatted)")
+        for (title, heldOutOutcomes) in [("Tracer after issue 26, both directions", bothDirections.outcomes), ("Our readings only", heldOut.outcomes)] {
+            let subsetOutcomes = heldOutOutcomes.filter { subsetIDs.contains($0.id) }
+            for (name, verdict) in [("exit 3", \Outcome.exit3), ("\"high\"", \Outcome.high)] {
+                let ours = VerdictCounts(subsetOutcomes.map { ($0[keyPath: verdict], $0.truth) })
+                say("\(title) on the same sessions (held out), \(name): TPR \(ours.truePositiveRate.formatted)  FPR \(ours.falsePositiveRate.formatted)  precision \(ours.precision.formatted)")
+            }
         }
         for configuration in configurations {
             let outcomes = appSubset.map { outcome(of: $0, model: configuration.model) }
@@ -168,6 +209,8 @@ struct VerdictsBenchmark {
 
     struct Outcome {
         var id: String
+        /// The test the pair was recorded in: the cluster the bootstrap resamples.
+        var test: String
         var environment: String
         var truth: Bool
         /// `tracer check` exits 3 ("exposure found"): the level is low or high.
@@ -185,7 +228,7 @@ struct VerdictsBenchmark {
         if let thresholds { model.lowMinutes = thresholds.low; model.highMinutes = thresholds.high }
         let assessment = session.assessment(with: model, calibration: calibration)
         return Outcome(
-            id: session.session.id, environment: session.session.environment, truth: session.session.label == true,
+            id: session.session.id, test: session.session.test, environment: session.session.environment, truth: session.session.label == true,
             exit3: assessment.level >= .low, high: assessment.level == .high,
             score: assessment.days.map(\.weightedMinutes).max() ?? 0)
     }
@@ -203,19 +246,27 @@ struct VerdictsBenchmark {
             let area = ScoredTruths(subset.map { ($0.score, $0.truth) }).areaUnderCurve
             say("| \(environment) (\(subset.count)) | \(exit3.truePositiveRate.formatted) | \(exit3.falsePositiveRate.formatted) | \(exit3.precision.formatted) | \(high.truePositiveRate.formatted) | \(high.falsePositiveRate.formatted) | \(format(area, 3)) |")
         }
+        // The Wilson intervals above count pairs as independent; pairs of one test are not.
+        let bootstrap = ClusterBootstrap()
+        if let intervals = bootstrap.intervals(outcomes.map { .init(cluster: $0.test, verdict: $0.exit3, score: $0.score, truth: $0.truth) }) {
+            func interval(_ bounds: (low: Double, high: Double)) -> String { "[\(format(bounds.low, 2)), \(format(bounds.high, 2))]" }
+            say("cluster bootstrap over tests (\(bootstrap.resamples) resamples of whole tests), all sessions, exit 3: TPR \(interval(intervals.truePositiveRate)), FPR \(interval(intervals.falsePositiveRate)); ROC area \(interval(intervals.areaUnderCurve))")
+        }
         say("")
     }
 
     /// The candidate settings: the summary of an id window's RSSI, a near threshold, and either a
     /// single cut (medium weight 0) or a half-weight medium band 5 or 10 dB wide.
-    static func candidates(samplingPeriod: Int, farWeights: [Double], summaries: [RiskModel.AttenuationSummary]) -> [RiskModel] {
+    static func candidates(samplingPeriod: Int, farWeights: [Double], summaries: [RiskModel.AttenuationSummary],
+                           directions: [RiskModel.Directions] = [.ours]) -> [RiskModel] {
         var models: [RiskModel] = []
-        for summary in summaries {
+        for summary in summaries { for direction in directions {
             for near in 40...75 {
                 for (width, medium) in [(1, 0.0), (5, 0.5), (10, 0.5)] {
                     for farWeight in farWeights {
                     var model = RiskModel.standard
                     model.attenuationSummary = summary
+                    model.directions = direction
                     model.nearAttenuation = near
                     model.farAttenuation = near + width
                     model.mediumWeight = medium
@@ -225,6 +276,7 @@ struct VerdictsBenchmark {
                     }
                 }
             }
+        }
         }
         return models
     }
@@ -236,9 +288,9 @@ struct VerdictsBenchmark {
     /// the held-out test with them.
     func crossValidate(_ sessions: [ReplayedSession], tests: [String], samplingPeriod: Int,
                        calibration: ReplayedSession.Calibration, farWeights: [Double] = [0],
-                       summaries: [RiskModel.AttenuationSummary] = [.mean, .strongest],
+                       summaries: [RiskModel.AttenuationSummary] = [.mean, .strongest], directions: [RiskModel.Directions] = [.ours],
                        fixedLowMinutes: Double? = nil) -> (outcomes: [Outcome], choices: String, onAllTests: String) {
-        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: farWeights, summaries: summaries)
+        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: farWeights, summaries: summaries, directions: directions)
         let scored = candidates.map { model in sessions.map { outcome(of: $0, model: model, calibration: calibration) } }
         var outcomes: [Outcome] = []
         var choices: [String: Int] = [:]
@@ -285,7 +337,7 @@ struct VerdictsBenchmark {
     }
 
     static func describe(_ model: RiskModel, thresholds: Thresholds) -> String {
-        "\(model.attenuationSummary.rawValue) \(model.nearAttenuation)/\(model.farAttenuation) dB, medium \(model.mediumWeight)"
+        "\(model.attenuationSummary.rawValue)\(model.directions == .both ? " both directions" : "") \(model.nearAttenuation)/\(model.farAttenuation) dB, medium \(model.mediumWeight)"
             + (model.farWeight > 0 ? ", far \(model.farWeight)" : "") + ", low \(format(thresholds.low, 2)) min, high \(format(thresholds.high, 2)) min"
     }
 }

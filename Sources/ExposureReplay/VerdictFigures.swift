@@ -117,3 +117,90 @@ public struct ScoredTruths: Sendable {
         thresholdSweep.prefix { $0.fpr <= fpr }.last.map { ($0.tpr, $0.threshold) }
     }
 }
+
+/// 95 % intervals that do not treat pairs as independent: pairs of one test share the room, the
+/// phones and the day, so the test is the unit that is resampled. Each of `resamples` draws
+/// takes as many tests as there are, with replacement, keeping every pair of each drawn test;
+/// the interval is the 2.5th and 97.5th percentile of the statistic over the draws.
+public struct ClusterBootstrap: Sendable {
+    /// One labelled pair: its test (the cluster), its yes/no verdict, its score and the truth.
+    public struct Pair: Sendable, Equatable {
+        public var cluster: String
+        public var verdict: Bool
+        public var score: Double
+        public var truth: Bool
+
+        public init(cluster: String, verdict: Bool, score: Double, truth: Bool) {
+            self.cluster = cluster
+            self.verdict = verdict
+            self.score = score
+            self.truth = truth
+        }
+    }
+
+    public struct Intervals: Sendable, Equatable {
+        public var truePositiveRate: (low: Double, high: Double)
+        public var falsePositiveRate: (low: Double, high: Double)
+        public var areaUnderCurve: (low: Double, high: Double)
+
+        public static func == (lhs: Intervals, rhs: Intervals) -> Bool {
+            lhs.truePositiveRate == rhs.truePositiveRate && lhs.falsePositiveRate == rhs.falsePositiveRate
+                && lhs.areaUnderCurve == rhs.areaUnderCurve
+        }
+    }
+
+    public var resamples: Int
+    /// The generator's seed: the same seed gives the same intervals, so reruns print the same figures.
+    public var seed: UInt64
+
+    public init(resamples: Int = 1000, seed: UInt64 = 26) {
+        self.resamples = resamples
+        self.seed = seed
+    }
+
+    /// nil without pairs. A draw without positives (or negatives) has no TPR (FPR, area) and is
+    /// left out of that statistic's percentiles.
+    public func intervals(_ pairs: [Pair]) -> Intervals? {
+        let clusters = Dictionary(grouping: pairs, by: \.cluster)
+        let names = clusters.keys.sorted()
+        guard !names.isEmpty, resamples > 0 else { return nil }
+        var generator = SplitMix64(seed: seed)
+        var tprs: [Double] = [], fprs: [Double] = [], areas: [Double] = []
+        for _ in 0..<resamples {
+            var draw: [Pair] = []
+            for _ in names.indices { draw += clusters[names[Int(generator.next() % UInt64(names.count))]]! }
+            let counts = VerdictCounts(draw.map { ($0.verdict, $0.truth) })
+            let area = ScoredTruths(draw.map { ($0.score, $0.truth) }).areaUnderCurve
+            if counts.truePositiveRate.trials > 0 { tprs.append(counts.truePositiveRate.value) }
+            if counts.falsePositiveRate.trials > 0 { fprs.append(counts.falsePositiveRate.value) }
+            if !area.isNaN { areas.append(area) }
+        }
+        return Intervals(truePositiveRate: Self.percentiles(tprs), falsePositiveRate: Self.percentiles(fprs),
+                         areaUnderCurve: Self.percentiles(areas))
+    }
+
+    /// The 2.5th and 97.5th percentiles (nearest rank); NaN for no values.
+    static func percentiles(_ values: [Double]) -> (low: Double, high: Double) {
+        guard !values.isEmpty else { return (.nan, .nan) }
+        let sorted = values.sorted()
+        func rank(_ fraction: Double) -> Double {
+            sorted[min(sorted.count - 1, max(0, Int((fraction * Double(sorted.count)).rounded(.up)) - 1))]
+        }
+        return (rank(0.025), rank(0.975))
+    }
+}
+
+/// A small seeded generator (SplitMix64), so the bootstrap is reproducible on every platform.
+struct SplitMix64: RandomNumberGenerator {
+    private var state: UInt64
+
+    init(seed: UInt64) { state = seed }
+
+    mutating func next() -> UInt64 {
+        state &+= 0x9E37_79B9_7F4A_7C15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
+        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
+        return z ^ (z >> 31)
+    }
+}

@@ -40,6 +40,7 @@ struct MatchingParts {
         model.assumedTxPower = Int(risk.assumedTxPower)
         model.samplingPeriodSeconds = Int(risk.samplingPeriod)
         model.attenuationSummary = risk.attenuationSummary
+        model.directions = risk.directions
         model.rssiCorrection = Int(risk.rssiCorrection)
         return model
     }

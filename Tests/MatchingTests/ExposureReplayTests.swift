@@ -27,7 +27,7 @@ extension MatchingTests {
             t1:B->A,0,0,100,100,0,-50,-25,25,1.0
             """
 
-        func replayed() throws -> [String: ReplayedSession] {
+        func replayed(reports: ExposureReplay.PeerReports = .calibrated) throws -> [String: ReplayedSession] {
             let directory = NSTemporaryDirectory() + "tracer-replay-test-" + UUID().uuidString
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -35,7 +35,7 @@ extension MatchingTests {
             try Self.readingsCSV.write(toFile: directory + "/readings.csv", atomically: true, encoding: .utf8)
             let recording = try ReplayRecording(sessionsCSV: directory + "/sessions.csv", readingsCSV: directory + "/readings.csv")
             #expect(recording.medianScanIntervalSeconds == 300)  // gaps 240, 300, 360
-            let sessions = try ExposureReplay.replay(recording, directory: directory)
+            let sessions = try ExposureReplay.replay(recording, directory: directory, reports: reports)
             return Dictionary(uniqueKeysWithValues: sessions.map { ($0.session.id, $0) })
         }
 
@@ -52,8 +52,37 @@ extension MatchingTests {
             #expect(encounters.first?.txPower == -20)
             // C was never heard, so its published ids match nothing.
             #expect(sessions["t1:C->B"]?.matches.isEmpty == true)
-            // A's own store holds B, not C or A.
-            #expect(sessions["t1:B->A"]?.matches.count == 1)
+            // B heard A first (t = 60 s, A heard B at 100 s), so B connected and wrote: B learned
+            // no reading of A's, in either window.
+            #expect(encounters.allSatisfy { $0.reportedRSSI == nil })
+        }
+
+        @Test func theWriterReportsWhatItHeardOncePerWindow() throws {
+            // A's store: B heard A first in window 1 (60 s against 100 s) and alone in window 2
+            // (960 s), so B wrote to A both times, reporting its first reading of A. Window 2 is
+            // known to A only through that write.
+            let calibrated = try #require(try replayed()["t1:B->A"])
+            let windows = calibrated.matches.map(\.encounter).sorted { $0.firstSeen < $1.firstSeen }
+            #expect(windows.count == 2)
+            #expect(windows.map(\.reportedRSSI) == [-60, -73])  // calibrated: B applied its offset of 5 dB
+            #expect(windows.map(\.rssiCount) == [1, 0])
+            #expect(windows.first?.firstSeen == windows.first.map { $0.ownWindowStart + 60 })
+            #expect(calibrated.receiverTxPower == -20)  // A's TX power, from A->B
+            // B's raw RSSI (today's protocol): 5 dB weaker.
+            #expect(try replayed(reports: .raw)["t1:B->A"]?.matches.map(\.encounter.reportedRSSI).sorted { ($0 ?? 0) > ($1 ?? 0) } == [-65, -78])
+            // Without the exchange modelled, A never learns of window 2.
+            #expect(try replayed(reports: .none)["t1:B->A"]?.matches.count == 1)
+            // Both directions: window 1 is A's −50 dBm from B's TX −25 (25 dB) or −20 − (−60) = 40 dB: 25.
+            var both = RiskModel.standard
+            both.directions = .both
+            #expect(calibrated.assessment(with: both).days.count == 1)
+            let attenuations = windows.map { window in
+                var model = both
+                model.ownTxPower = calibrated.receiverTxPower
+                model.rssiCorrection = calibrated.session.receiverRSSIOffset
+                return model.attenuation(of: window)
+            }
+            #expect(attenuations == [25, 53])
         }
 
         @Test func theVerdictIsTheRiskModelsOverTheMatchedRows() throws {
@@ -98,6 +127,33 @@ extension MatchingTests {
             let none = Proportion(0, of: 10).wilson95
             #expect(none.low == 0)
             #expect(abs(none.high - 0.2775) < 0.0001)
+        }
+
+        @Test func theClusterBootstrapResamplesWholeTests() throws {
+            // Test a detects all 50 of its positives, test b none of its 50: pairs taken as
+            // independent give 0.50 with a Wilson interval of about [0.40, 0.60]; whole tests
+            // resampled give 0, 0.5 or 1 (two tests, each drawn twice with probability 1/4), so
+            // the 95 % interval spans [0, 1]. Each test has one negative, never flagged, scored
+            // below every positive: the FPR is always 0 and the area always 1.
+            func test(_ name: String, detected: Bool) -> [ClusterBootstrap.Pair] {
+                Array(repeating: .init(cluster: name, verdict: detected, score: 2, truth: true), count: 50)
+                    + [.init(cluster: name, verdict: false, score: 1, truth: false)]
+            }
+            let pairs = test("a", detected: true) + test("b", detected: false)
+            let wilson = Proportion(50, of: 100).wilson95
+            #expect(wilson.low > 0.39 && wilson.high < 0.61)
+            let intervals = try #require(ClusterBootstrap(resamples: 400).intervals(pairs))
+            #expect(intervals.truePositiveRate == (0, 1))
+            #expect(intervals.falsePositiveRate == (0, 0))
+            #expect(intervals.areaUnderCurve == (1, 1))
+            // Tests that all look alike leave nothing to vary: TPR 1/2 in every draw.
+            let alike = ["x", "y", "z"].flatMap { name in
+                [ClusterBootstrap.Pair(cluster: name, verdict: true, score: 1, truth: true),
+                 .init(cluster: name, verdict: false, score: 1, truth: true)]
+            }
+            let alikeIntervals = try #require(ClusterBootstrap(resamples: 50).intervals(alike))
+            #expect(alikeIntervals.truePositiveRate == (0.5, 0.5))
+            #expect(ClusterBootstrap().intervals([]) == nil)
         }
     }
 }

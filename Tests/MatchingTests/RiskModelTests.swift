@@ -31,12 +31,14 @@ extension MatchingTests {
         }
 
         @Test func theDefaultsAreTheMeasuredOnes() {
-            // docs/risk-model.md, "Measured on real recordings": the strongest RSSI of a window,
-            // near below 54 dB, medium to 59 dB, high from 11 weighted minutes.
+            // docs/risk-model.md, "Measured on real recordings": the strongest RSSI of a window or
+            // the peer's report, near below 51 dB, medium to 56 dB, an exposure from 5.8 weighted
+            // minutes, high from 18.4.
             let standard = RiskModel.standard
             #expect(standard.attenuationSummary == .strongest)
-            #expect((standard.nearAttenuation, standard.farAttenuation) == (54, 59))
-            #expect((standard.lowMinutes, standard.highMinutes) == (11, 25))
+            #expect(standard.directions == .both)
+            #expect((standard.nearAttenuation, standard.farAttenuation) == (51, 56))
+            #expect((standard.lowMinutes, standard.highMinutes) == (5.8, 18.4))
             // One sighting at −50 dBm and one at −80: the mean (65 dB) would be far, the strongest
             // (50 dB) is near.
             var value = encounter(1, from: day, to: day + 60, rssi: -50)
@@ -50,15 +52,16 @@ extension MatchingTests {
             var calibrated = standard
             calibrated.rssiCorrection = 6
             #expect(calibrated.attenuation(of: value) == 44)
-            // 54 dB is medium, 59 dB still medium, 60 dB far.
-            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -54, txPower: 0)) == .medium)
-            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -59, txPower: 0)) == .medium)
-            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -60, txPower: 0)) == .far)
-            // 11 weighted minutes are an exposure (tracer check exits 3), 25 are high.
-            #expect(standard.level(weightedMinutes: 10.9) == .none)
-            #expect(standard.level(weightedMinutes: 11) == .low)
-            #expect(standard.level(weightedMinutes: 24.9) == .low)
-            #expect(standard.level(weightedMinutes: 25) == .high)
+            // 51 dB is medium, 56 dB still medium, 57 dB far.
+            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -50, txPower: 0)) == .near)
+            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -51, txPower: 0)) == .medium)
+            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -56, txPower: 0)) == .medium)
+            #expect(standard.proximity(of: encounter(1, from: day, to: day, rssi: -57, txPower: 0)) == .far)
+            // 5.8 weighted minutes are an exposure (tracer check exits 3), 18.4 are high.
+            #expect(standard.level(weightedMinutes: 5.7) == .none)
+            #expect(standard.level(weightedMinutes: 5.8) == .low)
+            #expect(standard.level(weightedMinutes: 18.3) == .low)
+            #expect(standard.level(weightedMinutes: 18.4) == .high)
         }
 
         @Test func attenuationBucketsFollowTheExposureNotificationDefaults() {
@@ -74,6 +77,43 @@ extension MatchingTests {
             // We measured nothing, the peer reported what it heard of us.
             #expect(model.attenuation(of: encounter(1, from: day, to: day, rssi: nil, txPower: 0, reportedRSSI: -40)) == 40)
             #expect(model.proximity(of: encounter(1, from: day, to: day, rssi: nil, txPower: 0)) == .unknown)
+        }
+
+        @Test func bothDirectionsTakeTheSmallerAttenuation() {
+            var both = RiskModel.standard
+            var ours = RiskModel.standard
+            ours.directions = .ours
+            // We heard the peer (TX 0) at −70 dBm at best: 70 dB. It heard us at −45 dBm.
+            let value = encounter(1, from: day, to: day, rssi: -70, txPower: 0, reportedRSSI: -45)
+            #expect(ours.attenuation(of: value) == 70)  // ours alone: the report is ignored
+            #expect(both.attenuation(of: value) == 45)
+            // Our own TX power (−20 dBm) is what the peer's reading measures: −20 − (−45) = 25 dB.
+            both.ownTxPower = -20
+            #expect(both.attenuation(of: value) == 25)
+            // The weaker of the two never wins: a report of −90 dBm leaves our 70 dB.
+            #expect(both.attenuation(of: encounter(1, from: day, to: day, rssi: -70, txPower: 0, reportedRSSI: -90)) == 70)
+            // A window we measured nothing in: the report alone, under either setting.
+            let reportOnly = encounter(1, from: day, to: day, rssi: nil, txPower: 0, reportedRSSI: -45)
+            #expect(both.attenuation(of: reportOnly) == 25)
+            #expect(ours.attenuation(of: reportOnly) == 45)
+        }
+
+        @Test func theUpperQuartileIgnoresOneLuckyReading() {
+            var quartile = RiskModel.standard
+            quartile.attenuationSummary = .upperQuartile
+            // Eight readings: one at −40, one at −60, six at −70. A quarter is two readings: the
+            // strongest value two reach is −60 (60 dB), not the lucky −40.
+            var value = encounter(1, from: day, to: day, rssi: -40, txPower: 0)
+            value.rssiHistogram = RSSIHistogram([-40: 1, -60: 1, -70: 6])
+            #expect(RiskModel.upperQuartile(of: value.rssiHistogram) == -60)
+            #expect(quartile.attenuation(of: value) == 60)
+            #expect(RiskModel.standard.attenuation(of: value) == 40)
+            // Four readings: one reading is a quarter, so the strongest counts.
+            #expect(RiskModel.upperQuartile(of: RSSIHistogram([-40: 1, -70: 3])) == -40)
+            #expect(RiskModel.upperQuartile(of: RSSIHistogram()) == nil)
+            // A row without a histogram falls back to its strongest value.
+            value.rssiHistogram = RSSIHistogram()
+            #expect(quartile.attenuation(of: value) == 40)
         }
 
         @Test func theMeanRSSIOfAllSightingsDecides() {

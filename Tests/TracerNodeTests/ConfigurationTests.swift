@@ -58,7 +58,7 @@ extension TracerNodeTests {
             "check.interval", "check.jitter", "check.on_exposure", "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
             "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period", "risk.attenuation_summary",
-            "risk.rssi_correction",
+            "risk.directions", "risk.rssi_correction",
         ]
 
         /// JSON values compare by type: JSONSerialization gives NSNumber for both numbers and booleans.
@@ -91,8 +91,9 @@ extension TracerNodeTests {
             #expect(config.value("check.clock_skew") as? Int == 300)
             #expect(config.value("check.max_list_age") as? Int == 172_800)
             #expect(config.value("risk.medium_weight") as? Double == 0.5)
-            #expect(config.value("risk.far_attenuation") as? Int == 59)
+            #expect(config.value("risk.far_attenuation") as? Int == 56)
             #expect(config.value("risk.attenuation_summary") as? String == "strongest")
+            #expect(config.value("risk.directions") as? String == "both")
             #expect(config.value("node.database") as? String == home.scratch.path + "/xdg-data/tracer/tracer.db")
             #expect(config.value("check.cache_dir") as? String == home.scratch.path + "/xdg-cache/tracer")
             for unset in ["node.transport", "server.url", "server.public_key", "server.pinned_key", "check.on_exposure"] {

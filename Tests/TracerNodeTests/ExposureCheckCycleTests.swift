@@ -195,10 +195,11 @@ extension TracerNodeTests {
                 try NodeFixture.makeStore(world.db("c"), encounters: world.unexposedEncounters)
                 let counter = world.scratch.file("notifications")
                 // Day 2 (6 weighted minutes) was written as a low day under the Exposure
-                // Notification example's low threshold of 5 minutes; the measured default (11)
-                // would make it none, so this test pins 5 to keep the low path covered.
+                // Notification example's low threshold of 5 minutes, and day 1's 55 dB as medium
+                // under 54/59 dB; this test pins those so the low path and the medium bucket stay
+                // covered whatever the measured defaults are (docs/risk-model.md).
                 let config = world.scratch.file("low5.toml")
-                try "[risk]\nlow_minutes = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+                try "[risk]\nlow_minutes = 5\nnear_attenuation = 54\nfar_attenuation = 59\n".write(toFile: config, atomically: true, encoding: .utf8)
                 let hook = ["--config", config, "--on-exposure", "echo \"$TRACER_RISK $TRACER_EXPOSURE_DAYS\" >> '\(counter)'"]
                 let (day1, day2) = (Self.dayName(world.day1), Self.dayName(world.day2))
 
@@ -306,7 +307,7 @@ extension TracerNodeTests {
                 #expect(d.assessment.level == "none")
 
                 // E's 7 weighted minutes are an exposure under the Exposure Notification example's
-                // low threshold (5), which this fixture was written for; the default is 11.
+                // low threshold (5), which this fixture was written for (pinned, whatever the default).
                 let config = world.scratch.file("low5.toml")
                 try "[risk]\nlow_minutes = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
                 let e = try world.checkJSON("e", ["--config", config], expecting: 3)

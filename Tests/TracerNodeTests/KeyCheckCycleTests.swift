@@ -59,7 +59,7 @@ extension TracerNodeTests {
             let todayStart = derivation.nominalStart(ofWindowIndex: derivation.windowIndices(of: today).lowerBound)
             let db = scratch.file("b.db")
             try NodeFixture.makeStore(db, encounters: [
-                // 14 near minutes: an exposure under the default risk.low_minutes (11).
+                // 14 near minutes: an exposure under the default risk.low_minutes (5.8).
                 EncounterSpec(peer: metID, times: [start + 60, start + 840], rssi: [-50, -50]),
                 EncounterSpec(
                     peer: derivation.id(key: pastKey, windowIndex: window + 1), times: [start + 36_900, start + 37_200], rssi: [-50, -50]),
@@ -116,7 +116,7 @@ extension TracerNodeTests {
             let window = derivation.windowIndices(of: pastDay).lowerBound + 40
             let start = derivation.nominalStart(ofWindowIndex: window)
             try NodeFixture.makeStore(scratch.file("b.db"), encounters: [
-                // 14 near minutes: an exposure under the default risk.low_minutes (11).
+                // 14 near minutes: an exposure under the default risk.low_minutes (5.8).
                 EncounterSpec(peer: derivation.id(key: pastKey, windowIndex: window), times: [start + 60, start + 840], rssi: [-50, -50]),
             ])
             try NodeFixture.makeStore(scratch.file("c.db"))

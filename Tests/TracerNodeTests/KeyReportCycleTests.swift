@@ -101,7 +101,7 @@ extension TracerNodeTests {
             let todayStart = derivation.nominalStart(ofWindowIndex: todayWindow)
             let pastKey = try #require(keys[past]), todaysKey = try #require(keys[today])
             try NodeFixture.makeStore(scratch.file("b.db"), encounters: [
-                // 14 near minutes: an exposure under the default risk.low_minutes (11).
+                // 14 near minutes: an exposure under the default risk.low_minutes (5.8).
                 EncounterSpec(peer: derivation.id(key: pastKey, windowIndex: pastWindow), times: [pastStart + 60, pastStart + 840], rssi: [-50, -50]),
                 EncounterSpec(
                     peer: derivation.id(key: pastKey, windowIndex: pastWindow + 1), times: [pastStart + 36_900, pastStart + 37_200], rssi: [-50, -50]),

@@ -29,6 +29,21 @@ public struct RiskModel: Sendable, Equatable, Codable {
     /// Added to every RSSI this node measured (dB): the receiver's calibration, as the Exposure
     /// Notification service's per-model `rssi_offset`. 0 for an uncalibrated node.
     public var rssiCorrection: Int
+    /// Whether the RSSI the peer reported for us in the exchange counts beside our own readings.
+    public var directions: Directions
+    /// This node's advertised TX power (dBm): the reverse direction's attenuation is it minus the
+    /// RSSI the peer reported. nil: the peer's TX power stands in, as it does between Linux nodes,
+    /// which all advertise the same.
+    public var ownTxPower: Int?
+
+    /// Whose readings of the radio path between the two devices decide an encounter's bucket.
+    public enum Directions: String, Sendable, Codable, CaseIterable {
+        /// Ours; the peer's report stands in only for a window in which we measured nothing.
+        case ours
+        /// The stronger of ours and the peer's report: the path is the same both ways, and what
+        /// shades one phone's readings (a pocket, a body) need not shade the other's at the same moment.
+        case both
+    }
 
     /// How the RSSI values of one encounter (one peer id in one of our id windows) are summarised.
     public enum AttenuationSummary: String, Sendable, Codable, CaseIterable {
@@ -41,16 +56,21 @@ public struct RiskModel: Sendable, Equatable, Codable {
         /// readings heard in each (GAEN's attenuation durations). A row logged before the node
         /// kept its readings' histogram (schema v3) is scored by its strongest value.
         case buckets
+        /// The upper quartile: the strongest value that at least a quarter of the window's
+        /// readings reach, so one lucky reading does not decide. A row without a histogram
+        /// (logged before schema v3) is scored by its strongest value.
+        case upperQuartile = "upper_quartile"
     }
 
     /// The defaults, measured on real recordings (docs/risk-model.md, "Measured on real
-    /// recordings"): the strongest RSSI of each id window, near below 54 dB, medium up to 59 dB;
-    /// an exposure (exit 3) from 11 weighted minutes, high from 25. Chosen by the same rules that
-    /// the leave-one-test-out figures evaluate, on all 24 labelled tests.
+    /// recordings"): the strongest RSSI of each id window or the peer's report, whichever is
+    /// stronger; near below 51 dB, medium up to 56 dB; an exposure (exit 3) from 5.8 weighted
+    /// minutes, high from 18.4. Chosen by the same rules that the leave-one-test-out figures
+    /// evaluate, on all 24 labelled tests.
     public static let standard = RiskModel(
-        nearAttenuation: 54, farAttenuation: 59, nearWeight: 1.0, mediumWeight: 0.5, farWeight: 0.0,
-        unknownWeight: 0.5, lowMinutes: 11, highMinutes: 25, assumedTxPower: 0, samplingPeriodSeconds: 60,
-        attenuationSummary: .strongest)
+        nearAttenuation: 51, farAttenuation: 56, nearWeight: 1.0, mediumWeight: 0.5, farWeight: 0.0,
+        unknownWeight: 0.5, lowMinutes: 5.8, highMinutes: 18.4, assumedTxPower: 0, samplingPeriodSeconds: 60,
+        attenuationSummary: .strongest, directions: .both)
 
     /// The Exposure Notification example configuration, Tracer's defaults before they were
     /// measured: the mean RSSI, 55/70 dB, weights 1/0.5/0, high from 15 weighted minutes.
@@ -61,7 +81,8 @@ public struct RiskModel: Sendable, Equatable, Codable {
     public init(
         nearAttenuation: Int, farAttenuation: Int, nearWeight: Double, mediumWeight: Double, farWeight: Double,
         unknownWeight: Double, lowMinutes: Double, highMinutes: Double, assumedTxPower: Int, samplingPeriodSeconds: Int,
-        attenuationSummary: AttenuationSummary = .mean, rssiCorrection: Int = 0
+        attenuationSummary: AttenuationSummary = .mean, rssiCorrection: Int = 0, directions: Directions = .ours,
+        ownTxPower: Int? = nil
     ) {
         self.nearAttenuation = nearAttenuation
         self.farAttenuation = farAttenuation
@@ -75,6 +96,8 @@ public struct RiskModel: Sendable, Equatable, Codable {
         self.samplingPeriodSeconds = samplingPeriodSeconds
         self.attenuationSummary = attenuationSummary
         self.rssiCorrection = rssiCorrection
+        self.directions = directions
+        self.ownTxPower = ownTxPower
     }
 
     public enum Proximity: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable {
@@ -93,20 +116,39 @@ public struct RiskModel: Sendable, Equatable, Codable {
     }
 
     /// TX power minus the RSSI we measured (its mean or its strongest value, corrected by this
-    /// node's calibration); when we measured none, the RSSI the peer reported for us stands in
-    /// (the radio path is the same both ways).
+    /// node's calibration); when we measured none, or with `directions = .both` when it is
+    /// smaller, the attenuation the peer reported for us (our TX power minus its RSSI).
     public func attenuation(of encounter: Encounter) -> Int? {
+        let reverse = reverseAttenuation(of: encounter)
+        guard encounter.rssiCount > 0 else { return reverse }
         let txPower = Int(encounter.txPower ?? Int8(clamping: assumedTxPower))
-        if encounter.rssiCount > 0 {
-            let measured: Int
-            switch attenuationSummary {
-            case .mean: measured = Int((Double(encounter.rssiSum) / Double(encounter.rssiCount)).rounded())
-            case .strongest, .buckets: measured = Int(encounter.rssiMax ?? Int8(clamping: encounter.rssiSum / encounter.rssiCount))
-            }
-            return txPower - (measured + rssiCorrection)
+        let measured: Int
+        switch attenuationSummary {
+        case .mean: measured = Int((Double(encounter.rssiSum) / Double(encounter.rssiCount)).rounded())
+        case .strongest, .buckets: measured = Int(encounter.rssiMax ?? Int8(clamping: encounter.rssiSum / encounter.rssiCount))
+        case .upperQuartile:
+            measured = Int(Self.upperQuartile(of: encounter.rssiHistogram) ?? encounter.rssiMax ?? Int8(clamping: encounter.rssiSum / encounter.rssiCount))
         }
-        if let reported = encounter.reportedRSSI { return txPower - Int(reported) }
+        let forward = txPower - (measured + rssiCorrection)
+        guard directions == .both, let reverse else { return forward }
+        return min(forward, reverse)
+    }
+
+    /// The largest RSSI that at least a quarter of the readings reach or exceed; nil when empty.
+    static func upperQuartile(of histogram: RSSIHistogram) -> Int8? {
+        let needed = (histogram.total + 3) / 4
+        var reached = 0
+        for (rssi, count) in histogram.counts.sorted(by: { $0.key > $1.key }) {
+            reached += count
+            if reached >= needed { return rssi }
+        }
         return nil
+    }
+
+    /// Our TX power (or the peer's, when ours is not set) minus the RSSI the peer reported for us.
+    func reverseAttenuation(of encounter: Encounter) -> Int? {
+        guard let reported = encounter.reportedRSSI else { return nil }
+        return (ownTxPower ?? Int(encounter.txPower ?? Int8(clamping: assumedTxPower))) - Int(reported)
     }
 
     public func weight(of proximity: Proximity) -> Double {

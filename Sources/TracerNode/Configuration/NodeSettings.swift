@@ -19,6 +19,7 @@ struct NodeSettings: Equatable, Sendable {
         var assumedTxPower: Int64 = 0
         var samplingPeriod: Int64 = 0
         var attenuationSummary: RiskModel.AttenuationSummary = .mean
+        var directions: RiskModel.Directions = .ours
         var rssiCorrection: Int64 = 0
     }
 

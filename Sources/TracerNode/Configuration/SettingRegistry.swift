@@ -111,11 +111,11 @@ enum SettingRegistry {
     private static let risk: [SettingDefinition] = [
         .integer(
             "risk.near_attenuation", \.risk.nearAttenuation, .integer(minimum: 0, maximum: 200, unit: "dB"),
-            default: 54, env: "TRACER_RISK_NEAR_ATTENUATION", flag: nil,
+            default: 51, env: "TRACER_RISK_NEAR_ATTENUATION", flag: nil,
             help: "Attenuation up to which a contact counts as near."),
         .integer(
             "risk.far_attenuation", \.risk.farAttenuation, .integer(minimum: 0, maximum: 200, unit: "dB"),
-            default: 59, env: "TRACER_RISK_FAR_ATTENUATION", flag: nil,
+            default: 56, env: "TRACER_RISK_FAR_ATTENUATION", flag: nil,
             help: "Attenuation from which a contact counts as far; above near_attenuation."),
         .number(
             "risk.near_weight", \.risk.nearWeight, .number(minimum: 0, maximum: 1),
@@ -128,11 +128,11 @@ enum SettingRegistry {
             default: 0.0, env: "TRACER_RISK_FAR_WEIGHT", flag: nil, help: "Weight of a far minute."),
         .number(
             "risk.low_minutes", \.risk.lowMinutes, .number(minimum: 0, minimumIncluded: false),
-            default: 11, env: "TRACER_RISK_LOW_MINUTES", flag: nil,
+            default: 5.8, env: "TRACER_RISK_LOW_MINUTES", flag: nil,
             help: "Weighted minutes from which an exposure is reported (low risk; tracer check exits 3)."),
         .number(
             "risk.high_minutes", \.risk.highMinutes, .number(minimum: 0, minimumIncluded: false),
-            default: 25, env: "TRACER_RISK_HIGH_MINUTES", flag: nil,
+            default: 18.4, env: "TRACER_RISK_HIGH_MINUTES", flag: nil,
             help: "Weighted minutes from which an exposure is reported as high risk; at least low_minutes."),
         .integer(
             "risk.assumed_tx_power", \.risk.assumedTxPower, .integer(minimum: -40, maximum: 20, unit: "dBm"),
@@ -145,8 +145,13 @@ enum SettingRegistry {
         .text(
             "risk.attenuation_summary", \.risk.attenuationSummary, .choice(RiskModel.AttenuationSummary.allCases.map(\.rawValue)),
             default: .value(.text("strongest")), env: "TRACER_RISK_ATTENUATION_SUMMARY", flag: nil,
-            help: "Which RSSI of an id window decides its bucket: the strongest (the closest the devices came), the mean, or buckets (its time split by the readings' attenuations).",
+            help: "Which RSSI of an id window decides its bucket: the strongest (the closest the devices came), the mean, upper_quartile (the strongest a quarter of the readings reach), or buckets (its time split by the readings' attenuations).",
             convert: { RiskModel.AttenuationSummary(rawValue: $0) ?? .strongest }),
+        .text(
+            "risk.directions", \.risk.directions, .choice(RiskModel.Directions.allCases.map(\.rawValue)),
+            default: .value(.text("both")), env: "TRACER_RISK_DIRECTIONS", flag: nil,
+            help: "Whose readings decide a window's bucket: both (ours or the RSSI the peer reported for us in the exchange, whichever is stronger) or ours (the report only when we heard nothing).",
+            convert: { RiskModel.Directions(rawValue: $0) ?? .both }),
         .integer(
             "risk.rssi_correction", \.risk.rssiCorrection, .integer(minimum: -40, maximum: 40, unit: "dB"),
             default: 0, env: "TRACER_RISK_RSSI_CORRECTION", flag: nil,
