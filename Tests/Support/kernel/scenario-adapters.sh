@@ -17,34 +17,7 @@ tracer=$KBED_TRACER
 phase_seconds=${KBED_PHASE_SECONDS:-45}
 wanted_peers=${KBED_PEERS:-2}
 
-say() { echo "[$(awk '{print $1}' /proc/uptime) s] $*"; }
-# Distinct peer ids a node's database holds, summed over days (0 while it has none).
-peers() {
-    "$tracer" encounters --json --db "$1" 2>/dev/null | grep -o '"distinctPeerIDs" *: *[0-9]*' | grep -o '[0-9]*$' \
-        | awk '{ total += $1 } END { print total + 0 }'
-}
-# Starts a node in the background (log $results/LOG.log, database /tmp/DB.db; further arguments
-# go to `tracer run`) and sets $node to its pid.
-start_node() {
-    local log=$1 database=$2 transport=$3
-    shift 3
-    "$tracer" run --db "/tmp/$database.db" --transport "$transport" --continuous-scan --rotation-interval 15 "$@" \
-        >>"$results/$log.log" 2>&1 &
-    node=$!
-}
-keep_database() {
-    rm -f "$results/$1".db*
-    for file in /tmp/"$1".db*; do [ -e "$file" ] && cp "$file" "$results/"; done
-}
-stop_node() { kill -TERM "$2" 2>/dev/null; wait "$2"; echo "$?" >"$results/$1.exit"; }
-# Waits (up to $2 seconds) until the database /tmp/$1.db holds more than $3 distinct peer ids.
-wait_for_peers() {
-    local deadline=$(( $(date +%s) + $2 ))
-    while [ "$(date +%s)" -lt "$deadline" ]; do
-        [ "$(peers "/tmp/$1.db")" -gt "$3" ] && break
-        sleep 2
-    done
-}
+source "$KBED_REPO/Tests/Support/kernel/scenario-lib.sh"
 # hciN is registered and initialised.
 adapter_ready() { hciconfig "$1" 2>/dev/null | grep -q "BD Address" && ! hciconfig "$1" | grep -q INIT; }
 powered() { btmgmt --index "$1" info 2>/dev/null | grep -q "current settings:.*powered"; }

@@ -16,12 +16,7 @@ results=$KBED_RESULTS
 tracer=$KBED_TRACER
 phase_seconds=${KBED_PHASE_SECONDS:-30}
 
-say() { echo "[$(awk '{print $1}' /proc/uptime) s] $*"; }
-# Distinct peer ids a node's database holds, summed over days (0 while it has none).
-peers() {
-    "$tracer" encounters --json --db "$1" 2>/dev/null | grep -o '"distinctPeerIDs" *: *[0-9]*' | grep -o '[0-9]*$' \
-        | awk '{ total += $1 } END { print total + 0 }'
-}
+source "$KBED_REPO/Tests/Support/kernel/scenario-lib.sh"
 # The node's current advertising address, from the btmon trace of hci0 (the last one it set).
 node_address() { python3 "$KBED_REPO/Tests/Support/kernel/btsnoop_addresses.py" "$results/btmon.btsnoop" 0 | tail -1 | cut -d' ' -f2; }
 # Waits (up to $2 seconds) until the command $1 succeeds.

@@ -23,28 +23,7 @@ service=a09a0000-5aaa-47f2-9c7f-93bdb3a65376
 id_characteristic=a09a0001-5aaa-47f2-9c7f-93bdb3a65376
 write_characteristic=a09a0002-5aaa-47f2-9c7f-93bdb3a65376
 
-say() { echo "[$(awk '{print $1}' /proc/uptime) s] $*"; }
-# Distinct peer ids a node's database holds, summed over days (0 while it has none).
-peers() {
-    "$tracer" encounters --json --db "$1" 2>/dev/null | grep -o '"distinctPeerIDs" *: *[0-9]*' | grep -o '[0-9]*$' \
-        | awk '{ total += $1 } END { print total + 0 }'
-}
-# Starts a node in the background (its log: $results/LOG.log, its database /tmp/DB.db; further
-# arguments go to `tracer run`) and sets $node to its pid.
-start_node() {
-    local log=$1 database=$2 transport=$3
-    shift 3
-    # Ids rotate every 15 s, so that the run sees the node's address change with its id.
-    "$tracer" run --db "/tmp/$database.db" --transport "$transport" --continuous-scan --rotation-interval 15 "$@" \
-        >>"$results/$log.log" 2>&1 &
-    node=$!
-}
-# Copies a stopped node's database (kept on the guest's tmpfs: SQLite's WAL needs shared memory, which 9p lacks).
-keep_database() {
-    rm -f "$results/$1".db*
-    for file in /tmp/"$1".db*; do [ -e "$file" ] && cp "$file" "$results/"; done
-}
-stop_node() { kill -TERM "$2" 2>/dev/null; wait "$2"; echo "$?" >"$results/$1.exit"; }
+source "$KBED_REPO/Tests/Support/kernel/scenario-lib.sh"
 
 say "phase 1: the nodes on hci0 and on serial:/dev/ttyS3 beside the host's nodes"
 btmgmt --index 0 power off >/dev/null 2>&1
@@ -129,14 +108,6 @@ echo "$?" >"$results/doctor-busy.exit"
 hci0_powered() {
     for _ in $(seq $(( $2 * 5 ))); do btmgmt --index 0 info 2>/dev/null | grep -q "current settings:.*powered" && break; sleep 0.2; done
     btmgmt --index 0 info >"$results/$1" 2>&1
-}
-# Waits (up to $2 seconds) until the database /tmp/$1.db holds more than $3 distinct peer ids.
-wait_for_peers() {
-    local deadline=$(( $(date +%s) + $2 ))
-    while [ "$(date +%s)" -lt "$deadline" ]; do
-        [ "$(peers "/tmp/$1.db")" -gt "$3" ] && break
-        sleep 2
-    done
 }
 take_seconds=${KBED_TAKE_SECONDS:-30}
 say "phase 5: --take-adapter while bluetoothd holds hci0 powered"

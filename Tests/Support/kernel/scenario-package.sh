@@ -16,9 +16,11 @@ set -u
 results=$KBED_RESULTS
 package=$KBED_PACKAGE
 unit=/lib/systemd/system/tracer.service
+# The installed node, which the shared helpers (peers) run.
+tracer=/usr/bin/tracer
 phase_seconds=${KBED_PHASE_SECONDS:-60}
 
-say() { echo "[$(awk '{print $1}' /proc/uptime) s] $*"; }
+source "$KBED_REPO/Tests/Support/kernel/scenario-lib.sh"
 # The overlay's upper layer (every path the guest wrote), without the folders the bed itself uses.
 written_paths() {
     (cd /kbed-upper/data && find . -mindepth 1 \( -type f -o -type l \) | sed 's|^\.||' \
@@ -26,10 +28,6 @@ written_paths() {
 }
 # The value of the unit's KEY= line(s) (the last one wins for single-valued keys).
 unit_value() { sed -n "s/^$1=//p" "$unit"; }
-peers() {
-    /usr/bin/tracer encounters --json --db "$1" 2>/dev/null | grep -o '"distinctPeerIDs" *: *[0-9]*' | grep -o '[0-9]*$' \
-        | awk '{ total += $1 } END { print total + 0 }'
-}
 
 say "phase 1: dpkg -i $package"
 [ -d /kbed-upper/data ] || say "no /kbed-upper: the leftover check cannot run"
