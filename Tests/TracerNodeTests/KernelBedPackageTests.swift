@@ -12,6 +12,17 @@ extension KernelBedPlan {
             attachedLines: [1], hostNodes: ["host-a"],
             environment: ["KBED_PACKAGE": deb], timeoutSeconds: 240)
     }
+
+    /// The systemd scenario (Tests/Support/kernel/scenario-systemd.sh): systemd as the guest's PID 1,
+    /// the package's unit started with systemctl, with all its sandboxing, on hci0 beside one host node.
+    static func systemd(deb: String) -> KernelBedPlan {
+        var plan = KernelBedPlan(
+            name: "systemd", scenario: "scenario-systemd.sh", models: ["DEFAULT", "DEFAULT"],
+            attachedLines: [1], hostNodes: ["host-a"],
+            environment: ["KBED_PACKAGE": deb], timeoutSeconds: 180)
+        plan.guestInit = "systemd"
+        return plan
+    }
 }
 
 extension TracerNodeTests {
@@ -120,6 +131,53 @@ extension TracerNodeTests {
         func field(_ name: String, in status: String) -> [String] {
             status.split(separator: "\n").first { $0.hasPrefix(name + ":") }
                 .map { $0.dropFirst(name.count + 1).split(whereSeparator: \.isWhitespace).map(String.init) } ?? []
+        }
+    }
+}
+
+extension TracerNodeTests {
+    /// The package's unit run by systemd itself: the guest boots systemd (scripts/kernel-bed --init
+    /// systemd), installs the package, sets node.transport = "hci0" and runs `systemctl start tracer`,
+    /// so the unit's sandboxing (ProtectSystem=strict, PrivateDevices=, RestrictAddressFamilies=,
+    /// SystemCallFilter=, ...) meets the real kernel's HCI user channel. Evidence of the latest run:
+    /// .build/kernel-bed/systemd/.
+    @Suite struct KernelBedSystemd {
+        static let bed = Task { try await KernelBedRun.perform(.systemd(deb: try TracerNodeTests.KernelBedPackage.buildPackage())) }
+
+        @Test(.timeLimit(.minutes(5)))
+        func systemctlStartsTheInstalledUnitUnderSystemdAsItsUserWithOnlyItsCapability() async throws {
+            let run = try await KernelBedSystemd.bed.value
+            #expect(run.text("pid1.txt").trimmed == "systemd", "the guest's PID 1 is not systemd: \(run.text("pid1.txt"))")
+            #expect(run.text("dpkg-install.exit").trimmed == "0", "dpkg -i failed: \(run.text("dpkg-install.txt").suffix(1500))")
+            #expect(run.text("systemctl-start.exit").trimmed == "0", "systemctl start tracer failed. \(run.evidence("systemctl-start.txt", "tracer-journal.txt"))")
+            let process = run.text("unit-process.txt")
+            #expect(process.contains("Name:\ttracer"), "no running tracer process under the unit: \(process)")
+            for set in ["CapEff", "CapAmb", "CapBnd"] {
+                #expect(process.contains("\(set):\t0000000000001000"), "\(set) is not exactly CAP_NET_ADMIN: \(process)")
+            }
+            // SystemCallFilter= is applied: the kernel reports a seccomp filter (mode 2).
+            #expect(process.contains("Seccomp:\t2"), "the unit's system call filter is not applied: \(process)")
+        }
+
+        @Test(.timeLimit(.minutes(5)))
+        func theSandboxedUnitsNodeExchangesIdsWithAHostNodeOnHci0() async throws {
+            let run = try await KernelBedSystemd.bed.value
+            let unit = try run.store("tracer.db")
+            let host = try run.store("host-a.db")
+            #expect(!Set(try unit.encounters().map(\.peer)).isDisjoint(with: try host.ownIDs().map(\.id)),
+                    "the unit's node never logged the host node's id. \(run.evidence("tracer-journal.txt", "systemctl-status.txt"))")
+            #expect(!Set(try host.encounters().map(\.peer)).isDisjoint(with: try unit.ownIDs().map(\.id)),
+                    "the host node never logged the unit's node's id. \(run.evidence("tracer-journal.txt", "host-a.log"))")
+            #expect(run.text("unit-before-stop.txt").contains("NRestarts=0"), "the unit restarted: \(run.evidence("unit-before-stop.txt", "tracer-journal.txt"))")
+        }
+
+        @Test(.timeLimit(.minutes(5)))
+        func systemctlStopEndsTheUnitCleanly() async throws {
+            let run = try await KernelBedSystemd.bed.value
+            let after = run.text("unit-after-stop.txt")
+            #expect(run.text("systemctl-stop.exit").trimmed == "0", "systemctl stop failed: \(run.text("systemctl-stop.txt"))")
+            #expect(after.contains("Result=success") && after.contains("ExecMainStatus=0") && after.contains("ActiveState=inactive"),
+                    "the unit did not stop cleanly: \(run.evidence("unit-after-stop.txt", "tracer-journal.txt"))")
         }
     }
 }

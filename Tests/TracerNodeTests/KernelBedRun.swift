@@ -27,6 +27,8 @@ struct KernelBedPlan: Sendable {
     /// Extra environment for the scenario (beyond KBED_TRACER, the built `tracer`).
     var environment: [String: String] = [:]
     var timeoutSeconds = 420
+    /// The guest's PID 1: "script" (the bed's own init) or "systemd" (scripts/kernel-bed --init).
+    var guestInit = "script"
 
     var guestLines: Int { models.count - hostNodes.count }
 
@@ -78,6 +80,7 @@ struct KernelBedRun: Sendable {
         let environment = (["KBED_TRACER": tracer].merging(plan.environment) { first, _ in first })
             .sorted { $0.key < $1.key }.flatMap { ["--env", "\($0.key)=\($0.value)"] }
         let bed = try Products.run(repository + "/scripts/kernel-bed", [
+            "--init", plan.guestInit,
             "--attach", plan.attachedLines.map(String.init).joined(separator: " "), "--timeout", "\(plan.timeoutSeconds)",
         ] + environment + [
             results, repository + "/Tests/Support/kernel/" + plan.scenario,

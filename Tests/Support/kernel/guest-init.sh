@@ -21,10 +21,13 @@ finish() {
     sleep 30
 }
 
-mount -t tmpfs -o mode=1777 tmpfs /tmp
-mount -t tmpfs -o mode=755 tmpfs /run
-mkdir -p /run/dbus /var/run /dev/pts
-mount -t devpts devpts /dev/pts
+# Under systemd (guest-systemd-init.sh) this runs as kbed.service, and systemd has mounted these.
+if [ "${KBED_INIT:-}" != systemd ]; then
+    mount -t tmpfs -o mode=1777 tmpfs /tmp
+    mount -t tmpfs -o mode=755 tmpfs /run
+    mkdir -p /run/dbus /var/run /dev/pts
+    mount -t devpts devpts /dev/pts
+fi
 hostname kernel-bed
 echo "kernel-bed: guest init at $(seconds) s, kernel $(uname -r)"
 
