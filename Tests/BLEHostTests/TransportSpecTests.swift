@@ -51,6 +51,7 @@ import Glibc
         let denied = HCIUserChannel.explainFailure(errno: EPERM, adapterIndex: 0, step: "bind")
         #expect(denied.contains("needs CAP_NET_ADMIN: run as root or through the systemd unit"))
         #expect(HCIUserChannel.explainFailure(errno: EAFNOSUPPORT, adapterIndex: 0, step: "socket").contains("no Bluetooth support"))
+        #expect(HCIUserChannel.explainFailure(errno: EAFNOSUPPORT, adapterIndex: 0, step: "socket").contains("RestrictAddressFamilies="))
         #expect(HCIUserChannel.explainFailure(errno: ENODEV, adapterIndex: 4, step: "bind").contains("no adapter hci4"))
     }
 

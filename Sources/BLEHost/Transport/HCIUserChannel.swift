@@ -68,7 +68,8 @@ enum HCIUserChannel {
         let cause = "\(step) failed with \(describeErrno(code))"
         switch code {
         case EAFNOSUPPORT:
-            return "\(cause): this kernel has no Bluetooth support (AF_BLUETOOTH is unavailable); use a tcp:, unix: or serial: transport instead"
+            // A sandbox refuses the address family with the same errno as a kernel without Bluetooth.
+            return "\(cause): AF_BLUETOOTH is unavailable to this process: this kernel has no Bluetooth support, or a sandbox forbids it (a systemd unit's RestrictAddressFamilies= must list AF_BLUETOOTH, as deploy/systemd/tracer.service does); without kernel Bluetooth use a tcp:, unix: or serial: transport instead"
         case EBUSY:
             return "\(cause): hci\(adapterIndex) is up or held by bluetoothd. Take it down with `sudo btmgmt --index \(adapterIndex) power off` or `sudo hciconfig hci\(adapterIndex) down`, and stop bluetoothd (`sudo systemctl stop bluetooth`); or let the node power it off itself at every start with `--take-adapter` (node.take_adapter = true), which stops desktop Bluetooth on hci\(adapterIndex) while the node runs"
         case EPERM, EACCES:
