@@ -4,8 +4,9 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
-@Suite struct PublicationTests {
+@Suite(.tags(.unit)) struct PublicationTests {
     static let now = ServerFixture.start
 
     func append(_ fixture: ServerFixture, count: Int, seed: UInt64, endingAt end: UnixSeconds = now) async throws -> [PositiveListEntry] {
