@@ -145,7 +145,7 @@ import TestTiers
         #expect(fixture.paths.published.batchFileNumbers().sorted() == [1, 2])
     }
 
-    @Test func aKilledPublishProcessLeavesAValidIndex() async throws {
+    @Test(.tags(.endToEnd)) func aKilledPublishProcessLeavesAValidIndex() async throws {
         // A real crash: the publisher process is killed with SIGKILL while it publishes a large
         // batch; the index it leaves must still verify, whichever step it died in.
         let fixture = try ServerFixture()
