@@ -139,6 +139,8 @@ let package = Package(
         // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost alone (and Testing,
         // for the virtual controllers' test descriptions), not a test target.
         .target(name: "BLEHostTestSupport", dependencies: ["BLEHost"], path: "Tests/BLEHostTestSupport"),
+        // The test tiers' tags (.unit, .integration, .endToEnd), seen by every test target.
+        .target(name: "TestTiers", path: "Tests/TestTiers"),
         .executableTarget(
             name: "TracerBench",
             dependencies: [
@@ -154,25 +156,25 @@ let package = Package(
             path: "Benchmarks/TracerBench"
         ),
 
-        .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
         // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
-        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport"]),
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport", "TestTiers"]),
         .testTarget(
             name: "GATTExchangeTests",
-            dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", "TestTiers", .product(name: "Logging", package: "swift-log")]
         ),
         // BLEHostTestSupport: the RootCanal launcher of the kernel bed's suite (KernelBedTests.swift).
         .testTarget(
             name: "TracerNodeTests",
             dependencies: [
-                "IDRotation", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain",
+                "IDRotation", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain", "TestTiers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(
             name: "MatchingTests",
             dependencies: [
-                "Matching", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay",
+                "Matching", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -180,7 +182,7 @@ let package = Package(
             name: "PositiveListServerTests",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat", "IDRotation", "TracerTestSupport",
-                "ObjectStore", "Matching",
+                "ObjectStore", "Matching", "TestTiers",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

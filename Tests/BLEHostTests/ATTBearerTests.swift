@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
-@Suite("ATT bearer")
+@Suite("ATT bearer", .tags(.unit))
 struct ATTBearerTests {
     @Test func unansweredRequestTimesOutAndClosesTheBearer() async throws {
         let (ours, theirs) = InMemoryFixedChannel.pair()

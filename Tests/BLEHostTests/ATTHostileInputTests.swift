@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
-@Suite("Hostile ATT input")
+@Suite("Hostile ATT input", .tags(.unit))
 struct ATTHostileInputTests {
     /// Every decodable input re-encodes to itself; everything else throws. Nothing traps.
     private func decodeWithoutTrapping(_ bytes: [UInt8]) {

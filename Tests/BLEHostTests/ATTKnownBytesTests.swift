@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
-@Suite("ATT PDUs from the Bumble reference capture")
+@Suite("ATT PDUs from the Bumble reference capture", .tags(.unit))
 struct ATTKnownBytesTests {
     private func decodeAndRoundTrip(_ packet: String) throws -> ATTPDU {
         let bytes = ReferenceCapture.attPDU(packet)

@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
-@Suite struct BluetoothAddressTests {
+@Suite(.tags(.unit)) struct BluetoothAddressTests {
     @Test func wireOrderIsLeastSignificantFirst() throws {
         let address = try BluetoothAddress(littleEndianBytes: hex("dd 00 00 00 00 c0"))
         #expect(address.description == "C0:00:00:00:00:DD")
@@ -50,7 +51,7 @@ import BLEHostTestSupport
     }
 }
 
-@Suite struct AdvertisedUUIDTests {
+@Suite(.tags(.unit)) struct AdvertisedUUIDTests {
     @Test func stringAndAirForms() throws {
         let uuid = tracerServiceUUID
         #expect(uuid.description == "a09a0000-5aaa-47f2-9c7f-93bdb3a65376")
@@ -73,7 +74,7 @@ import BLEHostTestSupport
     }
 }
 
-@Suite struct AdvertisingDataTests {
+@Suite(.tags(.unit)) struct AdvertisingDataTests {
     @Test func parsesTheReferenceAdvertisement() throws {
         let data = AdvertisingData(parsing: Reference.advertisedAD)
         #expect(data.flags == 0x06)
@@ -119,7 +120,7 @@ import BLEHostTestSupport
     }
 }
 
-@Suite struct HCIStatusCodeTests {
+@Suite(.tags(.unit)) struct HCIStatusCodeTests {
     @Test func printsSpecificationNames() {
         #expect(HCIStatusCode(rawValue: 0x02).description == "Unknown Connection Identifier (0x02)")
         #expect(HCIStatusCode(rawValue: 0x00).description == "Success (0x00)")

@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 import BLEHost
 import BLEHostTestSupport
 
-@Suite("Bluetooth UUIDs")
+@Suite("Bluetooth UUIDs", .tags(.unit))
 struct BluetoothUUIDTests {
     @Test func tracerServiceUUIDParsesAndPrints() throws {
         let parsed = try #require(BluetoothUUID(string: "a09a0000-5aaa-47f2-9c7f-93bdb3a65376"))

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
 /// Two hosts built from this package drive two virtual controllers on one link (Bumble's, then RootCanal's):
 /// advertise, scan, connect, exchange ATT bytes over L2CAP, disconnect. Needs the venv with Bumble and
 /// rootcanal (see VirtualRadio); without it the tests fail rather than skip.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.tags(.integration), .serialized, .timeLimit(.minutes(1)))
 struct BumbleIntegrationTests {
     struct Host {
         let hci: HostControllerInterface

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 #if canImport(Glibc)
@@ -7,7 +8,7 @@ import Glibc
 #endif
 
 /// The POSIX transport over real descriptors: a socket pair and a Unix socket opened by spec.
-@Suite struct FileDescriptorTransportTests {
+@Suite(.tags(.unit)) struct FileDescriptorTransportTests {
     func writeAll(_ descriptor: Int32, _ bytes: [UInt8]) {
         var offset = 0
         while offset < bytes.count {

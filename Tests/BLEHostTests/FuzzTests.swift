@@ -1,9 +1,10 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
 /// Every decoder, fed every prefix of every sample and random bytes, either decodes or throws; none traps.
-@Suite struct FuzzTests {
+@Suite(.tags(.unit)) struct FuzzTests {
     static let decoders: [(String, @Sendable ([UInt8]) throws -> Void)] = [
         ("HCIEvent", { _ = try HCIEvent(decoding: $0) }),
         ("LEMetaEvent", { _ = try LEMetaEvent(decoding: $0) }),

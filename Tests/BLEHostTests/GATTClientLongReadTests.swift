@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
-@Suite("Long reads and MTU")
+@Suite("Long reads and MTU", .tags(.unit))
 struct GATTClientLongReadTests {
     private static let longValue = (0..<300).map { UInt8(truncatingIfNeeded: $0 &* 7) }
 

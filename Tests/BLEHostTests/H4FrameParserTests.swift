@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
-@Suite struct H4FrameParserTests {
+@Suite(.tags(.unit)) struct H4FrameParserTests {
     let stream = Reference.controllerToHost.flatMap { $0 } + Reference.attMTUResponseFromHost + Reference.resetCommand
 
     var expected: [HCIPacket] {
@@ -79,7 +80,7 @@ import BLEHostTestSupport
     }
 }
 
-@Suite struct H4FrameParserEmitTests {
+@Suite(.tags(.unit)) struct H4FrameParserEmitTests {
     @Test func packetsBeforeABadIndicatorAreStillEmitted() {
         var parser = H4FrameParser()
         var emitted: [HCIPacket] = []

@@ -1,9 +1,10 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
 /// Commands encode to exactly the bytes a working host sent to Bumble (h4-reference.txt).
-@Suite struct HCICommandEncodingTests {
+@Suite(.tags(.unit)) struct HCICommandEncodingTests {
     @Test func initSequenceCommands() {
         #expect(Reset().packet.h4Encoded == Reference.resetCommand)
         #expect(ReadLocalVersionInformation().packet.h4Encoded == Reference.readLocalVersionCommand)

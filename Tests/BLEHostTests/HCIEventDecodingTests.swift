@@ -1,9 +1,10 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
 /// Events decode to the field values Bumble's own decoder printed for the same bytes (h4-reference.txt).
-@Suite struct HCIEventDecodingTests {
+@Suite(.tags(.unit)) struct HCIEventDecodingTests {
     func event(_ h4: [UInt8]) throws -> HCIEvent {
         #expect(h4.first == HCIPacketType.event.rawValue)
         return try HCIEvent(decoding: Array(h4.dropFirst()))

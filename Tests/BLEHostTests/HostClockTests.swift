@@ -1,10 +1,11 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
 /// The host stack's timeouts on a manual clock: each fires at its deadline to the millisecond and
 /// not a millisecond before, whatever loads the machine, and a 30 s spec timeout costs no 30 s.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
 struct HostClockTests {
     static let peer = BluetoothAddress(string: "3A:00:00:00:00:0A")!
 

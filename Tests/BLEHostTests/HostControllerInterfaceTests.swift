@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
-@Suite struct HostControllerInterfaceTests {
+@Suite(.tags(.unit)) struct HostControllerInterfaceTests {
     func complete(_ opcode: HCIOpcode, credits: UInt8 = 1, _ returnParameters: [UInt8] = [0]) -> [UInt8] {
         [0x04] + CommandCompleteEvent(numHCICommandPackets: credits, opcode: opcode, returnParameters: returnParameters).encode()
     }

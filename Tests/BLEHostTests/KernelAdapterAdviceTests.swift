@@ -1,10 +1,11 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 
 /// `tracer doctor`'s adapter list: who holds each adapter, judged from the ioctl list (which sees
 /// every adapter and whether it is up) and the management interface's list (which hides adapters a
 /// user channel holds), and which adapter to run the node on.
-@Suite struct KernelAdapterAdviceTests {
+@Suite(.tags(.unit)) struct KernelAdapterAdviceTests {
     let heldByBluetoothd = KernelAdapter(index: 0, address: "00:1B:DC:07:32:A1", isUp: true, isManaged: true)
     let free = KernelAdapter(index: 1, address: "00:1B:DC:07:32:A2", isUp: false, isManaged: true)
     let userChannel = KernelAdapter(index: 2, address: "00:1B:DC:07:32:A3", isUp: true, isManaged: false)

@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
-@Suite struct L2CAPLayerTests {
+@Suite(.tags(.unit)) struct L2CAPLayerTests {
     func makeStack() async throws -> (FakeTransport, HostControllerInterface, L2CAPLayer) {
         let transport = FakeTransport(responder: FakeTransport.bumbleLike())
         let hci = HostControllerInterface(transport: transport)

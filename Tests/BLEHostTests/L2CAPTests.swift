@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
-@Suite struct ACLFragmentationTests {
+@Suite(.tags(.unit)) struct ACLFragmentationTests {
     @Test func shortFrameIsOneFirstFragment() throws {
         let frame = try L2CAPBasicFrame(channelID: 4, payload: hex("03 17 00")).encode()
         let packets = ACLFragmentation.fragments(of: frame, connectionHandle: 1, maximumPacketLength: 27)
@@ -38,7 +39,7 @@ import BLEHostTestSupport
     }
 }
 
-@Suite struct ACLReassemblerTests {
+@Suite(.tags(.unit)) struct ACLReassemblerTests {
     func packet(_ handle: UInt16, _ boundary: ACLPacketBoundary, _ data: [UInt8]) -> ACLDataPacket {
         ACLDataPacket(connectionHandle: handle, packetBoundary: boundary, data: data)
     }
@@ -132,7 +133,7 @@ import BLEHostTestSupport
     }
 }
 
-@Suite struct FixedChannelResponderTests {
+@Suite(.tags(.unit)) struct FixedChannelResponderTests {
     @Test func acceptsConnectionParameterUpdate() throws {
         let request = LESignalingCommand(
             code: 0x12, identifier: 0x07,

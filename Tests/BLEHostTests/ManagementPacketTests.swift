@@ -1,9 +1,10 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 
 /// The kernel's management interface (BlueZ doc/mgmt-api.txt): what the node sends to power an
 /// adapter off, and how it reads the kernel's answer, including bytes no kernel should send.
-@Suite struct ManagementPacketTests {
+@Suite(.tags(.unit)) struct ManagementPacketTests {
     @Test func setPoweredOffEncodesOpcodeIndexLengthAndParameter() {
         // What `btmgmt --index 0 power off` writes: opcode 0x0005, index 0, length 1, powered 0.
         #expect(ManagementCommand.setPowered(index: 0, on: false).encode() == [0x05, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00])

@@ -1,8 +1,9 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 
 /// The one-shot signal behind `LEHost.waitUntilLost` and `ProximityExchange.waitUntilControllerIsStuck`.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
 struct OnceSignalTests {
     @Test func aWaiterAfterTheValueGetsItAtOnce() async {
         let signal = OnceSignal<String>()

@@ -1,5 +1,6 @@
 import Synchronization
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 
@@ -8,7 +9,7 @@ import BLEHostTestSupport
 /// refusal leads to, and whether the host can always leave the state it is in. The node's policy
 /// on top (ProximityExchange) meets the same controller in GATTExchangeTests'
 /// ExchangeScriptedControllerTests.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
 struct ScriptedControllerTests {
     static let peerA = BluetoothAddress(string: "3A:00:00:00:00:0A")!
     static let peerB = BluetoothAddress(string: "3B:00:00:00:00:0B")!

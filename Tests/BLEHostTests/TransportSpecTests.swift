@@ -1,10 +1,11 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite struct TransportSpecTests {
+@Suite(.tags(.unit)) struct TransportSpecTests {
     @Test(arguments: [
         ("tcp:127.0.0.1:9001", TransportSpec.tcp(host: "127.0.0.1", port: 9001)),
         ("tcp:localhost:1", .tcp(host: "localhost", port: 1)),

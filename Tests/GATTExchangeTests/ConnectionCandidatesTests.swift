@@ -1,9 +1,10 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 @testable import GATTExchange
 
 /// Which advertiser the node connects to next, and when its controller's initiator counts as stuck.
-@Suite struct ConnectionCandidatesTests {
+@Suite(.tags(.unit)) struct ConnectionCandidatesTests {
     let start = ContinuousClock.now
     let peerA = BluetoothAddress(string: "3A:00:00:00:00:0A")!
     let peerB = BluetoothAddress(string: "3B:00:00:00:00:0B")!

@@ -1,13 +1,14 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Tracer nodes and Bumble peripherals (phone stand-ins) on one virtual radio: ten and five on Bumble's, six and
 /// three on RootCanal's.
-@Suite(.serialized, .timeLimit(.minutes(3)))
+@Suite(.tags(.endToEnd), .serialized, .timeLimit(.minutes(3)))
 struct CrowdTests {
     @Test func everyNodeLogsEveryPeerInTheWindowOnBumble() async throws {
         try await everyNodeLogsEveryPeerInTheWindow(.bumble)

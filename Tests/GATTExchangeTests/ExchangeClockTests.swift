@@ -1,11 +1,12 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
 
 /// The exchange waits on its host's clock, so its schedule can be driven by hand against a
 /// scripted controller: a minute of duty cycle runs in a second or two, and exactly.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
 struct ExchangeClockTests {
     /// Moves the clock to `offset` from its start in 100 ms steps, letting the tasks woken by each
     /// step run before the next.

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Synchronization
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
@@ -28,7 +29,7 @@ final class RecordingTransport: HCITransport {
     var sent: [(opcode: UInt16, parameters: [UInt8])] { commands.withLock { $0 } }
 }
 
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.tags(.integration), .serialized, .timeLimit(.minutes(2)))
 struct ExchangeResilienceTests {
     typealias Node = ProximityExchangeTests.Node
 

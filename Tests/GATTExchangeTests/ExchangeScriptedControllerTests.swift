@@ -1,6 +1,7 @@
 import IDRotation
 import Synchronization
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
@@ -9,7 +10,7 @@ import BLEHostTestSupport
 /// what a peer advertising through unanswered attempts, a refused address or a rotation leads to,
 /// and whether the node can always leave the state it is in. The host's own part of these
 /// sequences is in BLEHostTests' ScriptedControllerTests.
-@Suite(.timeLimit(.minutes(1)))
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
 struct ExchangeScriptedControllerTests {
     static let peerA = BluetoothAddress(string: "3A:00:00:00:00:0A")!
     static let peerB = BluetoothAddress(string: "3B:00:00:00:00:0B")!

@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Our host against Bumble's own host stack (a foreign implementation, as a phone app would be), in
 /// both roles, over virtual controllers (Bumble's and RootCanal's) on one link. Each test asserts the bytes that crossed.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.tags(.integration), .serialized, .timeLimit(.minutes(1)))
 struct ForeignStackInteropTests {
     static let ourID = PeerIDBytes([0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7, 0xA8])!
 

@@ -1,9 +1,10 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
 
-@Suite("Discovery across several responses")
+@Suite("Discovery across several responses", .tags(.unit))
 struct GATTPaginationTests {
     @Test func characteristicDiscoveryContinuesUntilTheServiceEnds() async throws {
         let uuids: [BluetoothUUID] = (0..<10).map { BluetoothUUID(0xFF10 + UInt16($0)) }

@@ -1,10 +1,11 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
 
 /// The server as a phone would see it: exact request bytes in, exact answers out.
-@Suite("GATT server behaviour")
+@Suite("GATT server behaviour", .tags(.unit))
 struct GATTServerTests {
     private func errorResponse(_ opcode: UInt8, _ handle: UInt16, _ code: ATTErrorCode) -> [UInt8] {
         [0x01, opcode, UInt8(truncatingIfNeeded: handle), UInt8(truncatingIfNeeded: handle >> 8), code.rawValue]

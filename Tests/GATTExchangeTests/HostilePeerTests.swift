@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
@@ -11,7 +12,7 @@ import BLEHostTestSupport
 /// from it reaches the node's log, and that the node keeps exchanging with the honest peers meanwhile.
 ///
 /// The node runs on a frozen wall clock, so each test stays inside one id window (and so at one address).
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.tags(.integration), .serialized, .timeLimit(.minutes(2)))
 struct HostilePeerTests {
     typealias Node = ProximityExchangeTests.Node
 

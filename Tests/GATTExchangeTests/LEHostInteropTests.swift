@@ -1,12 +1,13 @@
 import Foundation
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Our whole host stack in both roles at once: one `LEHost` advertises the Tracer service, another
 /// scans, connects and swaps ids with it, over virtual controllers (Bumble's and RootCanal's) on one link.
-@Suite(.serialized, .timeLimit(.minutes(1)))
+@Suite(.tags(.integration), .serialized, .timeLimit(.minutes(1)))
 struct LEHostInteropTests {
     static let peripheralID = PeerIDBytes([0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7, 0xA8])!
     static let centralID = PeerIDBytes([0xC1, 0xC2, 0xC3, 0xC4, 0xC5, 0xC6, 0xC7, 0xC8])!

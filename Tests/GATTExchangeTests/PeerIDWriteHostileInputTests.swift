@@ -1,7 +1,8 @@
 import Testing
+import TestTiers
 @testable import GATTExchange
 
-@Suite("Hostile ATT input: Tracer values")
+@Suite("Hostile ATT input: Tracer values", .tags(.unit))
 struct PeerIDWriteHostileInputTests {
     @Test func peerIDWriteDecodingNeverTraps() {
         for length in 0...12 {

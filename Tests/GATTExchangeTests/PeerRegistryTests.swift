@@ -1,9 +1,10 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 @testable import GATTExchange
 import IDRotation
 
-@Suite struct PeerRegistryTests {
+@Suite(.tags(.unit)) struct PeerRegistryTests {
     let address = BluetoothAddress.randomNonResolvablePrivate()
     let start = ContinuousClock.now
 

@@ -3,12 +3,13 @@ import IDRotation
 import Logging
 import Synchronization
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
 
 /// Tracer nodes (rotation, store, exchange, host stack) on virtual controllers (Bumble's and RootCanal's), in one process.
-@Suite(.serialized, .timeLimit(.minutes(2)))
+@Suite(.tags(.integration), .serialized, .timeLimit(.minutes(2)))
 struct ProximityExchangeTests {
     /// A node's parts, as `tracer run` wires them.
     struct Node {

@@ -1,8 +1,9 @@
 import GATTExchange
 import Testing
+import TestTiers
 
 /// The wait before the session after a controller reset.
-struct ResetBackoffTests {
+@Suite(.tags(.unit)) struct ResetBackoffTests {
     /// Resets of sessions that never exchanged come faster than the controller recovers: they
     /// slow down, doubling up to the maximum.
     @Test func barrenSessionsDoubleTheWaitUpToTheMaximum() {

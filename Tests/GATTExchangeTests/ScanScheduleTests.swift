@@ -1,7 +1,8 @@
 import Testing
+import TestTiers
 @testable import GATTExchange
 
-@Suite struct ScanScheduleTests {
+@Suite(.tags(.unit)) struct ScanScheduleTests {
     let start = ContinuousClock.now
 
     @Test func theFirstBurstBeginsAtTheStartAndANewSessionGoesOnWithIt() {

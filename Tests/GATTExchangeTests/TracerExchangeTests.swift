@@ -1,9 +1,10 @@
 import Testing
+import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
 
-@Suite("Tracer service end to end")
+@Suite("Tracer service end to end", .tags(.unit))
 struct TracerExchangeTests {
     private let ourID = PeerIDBytes([0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7, 0xA8])!
 

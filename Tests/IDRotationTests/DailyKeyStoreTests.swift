@@ -2,10 +2,11 @@ import Foundation
 import GRDB
 @testable import IDRotation
 import Testing
+import TestTiers
 
 /// Daily keys in the node's store: one per day and interval, kept across restarts, migrated
 /// into, purged and erased with the ids.
-@Suite struct DailyKeyStoreTests {
+@Suite(.tags(.unit)) struct DailyKeyStoreTests {
     let now: UnixSeconds = 1_795_324_033  // 2026-11-22 05:07:13 UTC
     let today = UTCDay(number: 20_779)
 

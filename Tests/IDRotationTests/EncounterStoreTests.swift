@@ -2,8 +2,9 @@ import Foundation
 import GRDB
 @testable import IDRotation
 import Testing
+import TestTiers
 
-@Suite struct EncounterStoreTests {
+@Suite(.tags(.unit)) struct EncounterStoreTests {
     @Test func sightingsInAWindowUpdateOneRow() throws {
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }

@@ -1,8 +1,9 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 
-@Suite struct IDDerivationTests {
+@Suite(.tags(.unit)) struct IDDerivationTests {
     /// docs/daily-keys.md, "Test vectors": computed with OpenSSL (Python's `cryptography`, AES-128
     /// in ECB mode, one block per window; three cross-checked with the `openssl enc` command), not
     /// with this code.

@@ -2,8 +2,9 @@ import Foundation
 import GRDB
 import IDRotation
 import Testing
+import TestTiers
 
-@Suite struct NodeStoreTests {
+@Suite(.tags(.unit)) struct NodeStoreTests {
     @Test func createsAPrivateFileInAPrivateDirectoryInWALMode() throws {
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }

@@ -2,8 +2,9 @@ import Foundation
 import GRDB
 import IDRotation
 import Testing
+import TestTiers
 
-@Suite struct RetentionTests {
+@Suite(.tags(.unit)) struct RetentionTests {
     let now: UnixSeconds = 1_795_324_033
     let day = UnixSeconds.secondsPerDay
 
@@ -90,7 +91,7 @@ import Testing
     }
 }
 
-@Suite struct PeriodicPurgeTests {
+@Suite(.tags(.unit)) struct PeriodicPurgeTests {
     @Test func purgesOnStartAndAgainOnEveryTick() async throws {
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }

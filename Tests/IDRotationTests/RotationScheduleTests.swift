@@ -1,8 +1,9 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 
-@Suite struct RotationScheduleTests {
+@Suite(.tags(.unit)) struct RotationScheduleTests {
     let schedule = try! RotationSchedule()
 
     @Test func defaultIsFifteenMinutesAlignedToTheClock() {

@@ -1,7 +1,8 @@
 import IDRotation
 import Testing
+import TestTiers
 
-@Suite struct UserIDTests {
+@Suite(.tags(.unit)) struct UserIDTests {
     @Test func bytesHexAndIntegerAgree() throws {
         let id = try UserID(bytes: [0x01, 0x23, 0x45, 0x67, 0x89, 0xab, 0xcd, 0xef])
         #expect(id.rawValue == 0x0123_4567_89ab_cdef)

@@ -1,10 +1,11 @@
 import Foundation
 @testable import Matching
 import Testing
+import TestTiers
 
 /// The `--on-exposure` command: what it is given, how its end is reported, and that a command
 /// running past its timeout is stopped with everything it started.
-@Suite struct ExposureHookTests {
+@Suite(.tags(.integration)) struct ExposureHookTests {
     let report = ExposureCheckReport(
         checkedAt: 1_800_000_000,
         list: .init(lastUpdated: 1_800_000_000, generation: 3, publishedAt: 1_799_990_000, batches: 2, updateFailure: nil, offline: false),

@@ -3,11 +3,12 @@ import Foundation
 import IDRotation
 import Matching
 import Testing
+import TestTiers
 
 extension MatchingTests {
     /// A hand-written recording replayed through the node's store, matcher and risk model; every
     /// expected figure below is worked out by hand in the comments.
-    @Suite struct ExposureReplayTests {
+    @Suite(.tags(.unit)) struct ExposureReplayTests {
         // 2021-02-25T16:00:00Z, on a 15-minute boundary: readings before t = 900 s fall in the
         // first id window, later ones in the second.
         static let sessionsCSV = """

@@ -1,8 +1,9 @@
 @testable import Matching
 import Testing
+import TestTiers
 
 /// The client's pure parts: header parsing, URL redaction, timeouts and backoff.
-@Suite struct HTTPClientPartsTests {
+@Suite(.tags(.unit)) struct HTTPClientPartsTests {
     private func parse(_ lines: [String]) -> [String: String] {
         var parser = HTTPHeaderParser()
         for line in lines {

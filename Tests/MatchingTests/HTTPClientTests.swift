@@ -2,9 +2,10 @@ import Foundation
 import Matching
 import Synchronization
 import Testing
+import TestTiers
 
 /// CurlHTTPClient against a real local server (Tests/Support/http_fixture.py), one per test.
-@Suite struct HTTPClientTests {
+@Suite(.tags(.integration)) struct HTTPClientTests {
     @Test func getReturnsTheBodyAndTheHeaders() async throws {
         let fixture = try HTTPFixture()
         let response = try await quickClient().perform(HTTPRequest(url: fixture.url("/bytes/100000", token: uniqueToken())))
@@ -290,7 +291,7 @@ import Testing
 }
 
 /// HTTPS with a self-signed certificate made at test time.
-@Suite struct HTTPSClientTests {
+@Suite(.tags(.integration)) struct HTTPSClientTests {
     @Test func matchingPinSucceeds() async throws {
         let scratch = try ScratchDirectory()
         defer { scratch.remove() }

@@ -2,11 +2,12 @@ import Foundation
 import IDRotation
 import Synchronization
 import Testing
+import TestTiers
 @testable import Matching
 
 extension MatchingTests {
     /// `tracer report`'s upload, against a stand-in server that records what it receives.
-    @Suite struct HistoryReporterTests {
+    @Suite(.tags(.unit)) struct HistoryReporterTests {
         /// Answers from a script, recording every request.
         final class ScriptedServer: HTTPTransferring {
             enum Answer: Sendable {

@@ -5,6 +5,7 @@ import Logging
 @testable import Matching
 import PositiveListFormat
 import Testing
+import TestTiers
 import TracerTestSupport
 
 /// The hostile list server suite (issue 25): a compromised CDN in front of the list, played by
@@ -21,7 +22,7 @@ import TracerTestSupport
 /// a server that is down or slow (ExposureCheckCycleTests.failedUpdateKeepsTheVerifiedList),
 /// id index rollback and frozen mirrors (ListFreshnessTests, ExposureCheckCycleTests), the HTTP
 /// client's own limits: redirect counts, stalls, huge Content-Length (HTTPClientTests).
-@Suite(.timeLimit(.minutes(1))) struct HostileListServerTests {
+@Suite(.tags(.integration), .timeLimit(.minutes(1))) struct HostileListServerTests {
     /// One node and its list server: signed files in `site/`, the node's cache and store.
     final class World {
         let directory: TemporaryDirectory

@@ -4,10 +4,11 @@ import IDRotation
 @testable import Matching
 import PositiveListFormat
 import Testing
+import TestTiers
 
 /// The updater's key half: `keys/index.tpki` and its batches fetched incrementally and verified
 /// like id batches, and a server without keys (404) still a working server.
-@Suite struct KeyListUpdateTests {
+@Suite(.tags(.unit)) struct KeyListUpdateTests {
     let now = ListFreshnessTests.now
     let signer = BatchSigner()
     let server = ListFreshnessTests.StaticServer()

@@ -2,10 +2,11 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import Testing
+import TestTiers
 @testable import Matching
 
 extension MatchingTests {
-    @Suite struct KeyMatchingTests {
+    @Suite(.tags(.unit)) struct KeyMatchingTests {
         let day = UTCDay(containing: 1_795_305_600)  // 2026-11-22
         let derivation = try! IDDerivation(intervalSeconds: 900)
 

@@ -2,13 +2,14 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import Testing
+import TestTiers
 @testable import Matching
 
 extension MatchingTests {
     /// `tracer report`'s key half: what the server accepts (read from its signed key index), the
     /// choice that follows from it, and uploading daily keys with the same credentials and
     /// idempotency as ids.
-    @Suite struct KeyReportTests {
+    @Suite(.tags(.unit)) struct KeyReportTests {
         typealias ScriptedServer = HistoryReporterTests.ScriptedServer
         typealias FixedClock = HistoryReporterTests.FixedClock
 

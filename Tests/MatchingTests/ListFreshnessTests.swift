@@ -5,11 +5,12 @@ import IDRotation
 import PositiveListFormat
 import Synchronization
 import Testing
+import TestTiers
 
 /// A list signed too long ago is reported as outdated, whether the server sends it or confirms
 /// the held one with a 304: a frozen mirror must not look current. The node still holds the
 /// newest list it could get, since an old list is better than an older one.
-@Suite struct ListFreshnessTests {
+@Suite(.tags(.unit)) struct ListFreshnessTests {
     static let now: UnixSeconds = 1_800_000_000
     static let day: UnixSeconds = 86_400
 

@@ -2,10 +2,11 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import Testing
+import TestTiers
 @testable import Matching
 
 extension MatchingTests {
-    @Suite struct PositiveListMatcherTests {
+    @Suite(.tags(.unit)) struct PositiveListMatcherTests {
         let day: UnixSeconds = 1_795_305_600  // 2026-11-22T00:00:00Z
 
         @Test func findsAnIDMetInsideItsWindowAndNothingElse() throws {

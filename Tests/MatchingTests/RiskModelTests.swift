@@ -1,9 +1,10 @@
 import IDRotation
 import Testing
+import TestTiers
 @testable import Matching
 
 extension MatchingTests {
-    @Suite struct RiskModelTests {
+    @Suite(.tags(.unit)) struct RiskModelTests {
         let day: UnixSeconds = 1_795_305_600  // 2026-11-22T00:00:00Z
         // The bucket arithmetic is checked on the Exposure Notification example (55/70 dB, the
         // mean RSSI), whose numbers these cases were written for; the measured defaults have

@@ -5,10 +5,11 @@ import HummingbirdTesting
 import IDRotation
 import PositiveListServer
 import Testing
+import TestTiers
 
 /// docs/openapi.yaml must stay true: the error codes it lists are exactly those the server's
 /// source can produce, and every path and method it documents is routed.
-@Suite struct APIDocumentTests {
+@Suite(.tags(.unit)) struct APIDocumentTests {
     static let root = NginxInstance.repositoryRoot
 
     static func documentedErrorCodes() throws -> Set<String> {

@@ -3,12 +3,13 @@ import IDRotation
 import PositiveListFormat
 import PositiveListServer
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
 
-@Suite struct CLITests {
+@Suite(.tags(.endToEnd)) struct CLITests {
     /// A fixture whose data directory has no key yet, as on a new server.
     func freshFixture() throws -> ServerFixture {
         let fixture = try ServerFixture()

@@ -3,8 +3,9 @@ import Hummingbird
 import HummingbirdTesting
 import PositiveListServer
 import Testing
+import TestTiers
 
-@Suite struct CodesAPITests {
+@Suite(.tags(.unit)) struct CodesAPITests {
     @Test func anAuthorityGetsAOneTimeCodeWithTheDefaultExpiry() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
@@ -66,7 +67,7 @@ import Testing
     }
 }
 
-@Suite struct HealthAndRoutingTests {
+@Suite(.tags(.unit)) struct HealthAndRoutingTests {
     @Test func healthzAnswersAndUnknownPathsGetAJSONError() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }

@@ -2,8 +2,9 @@ import Crypto
 import Foundation
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
-@Suite struct ConfigurationTests {
+@Suite(.tags(.unit)) struct ConfigurationTests {
     func parse(_ text: String) throws(ConfigurationError) -> ServerConfiguration {
         try ServerConfiguration.parse(Data(text.utf8), path: "config.json")
     }
@@ -73,7 +74,7 @@ import Testing
     }
 }
 
-@Suite struct UploadCodeTests {
+@Suite(.tags(.unit)) struct UploadCodeTests {
     @Test func codesUseOnlyUnambiguousCharactersAndAreLongEnough() {
         for _ in 0..<200 {
             let code = UploadCode.generate()
@@ -106,7 +107,7 @@ extension ServerConfiguration {
     }
 }
 
-@Suite struct KeyConfigurationTests {
+@Suite(.tags(.unit)) struct KeyConfigurationTests {
     func parse(_ extra: String = "") throws(ConfigurationError) -> ServerConfiguration {
         try ServerConfiguration.parseWithOneAuthority(extra)
     }

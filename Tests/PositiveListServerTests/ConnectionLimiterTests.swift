@@ -2,10 +2,11 @@ import NIOCore
 import NIOEmbedded
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
 /// The connection limits' arithmetic and choices, without sockets (the floods against a real
 /// server are in HostileClientTests).
-@Suite struct ConnectionLimiterTests {
+@Suite(.tags(.unit)) struct ConnectionLimiterTests {
     @Test func limitsFollowTheDescriptorLimitWithAReserve() throws {
         #expect(try ConnectionLimits.resolve(descriptorLimit: 1_024, configuredTotal: nil, configuredPerAddress: nil)
             == ConnectionLimits(total: 896, perAddress: 56))

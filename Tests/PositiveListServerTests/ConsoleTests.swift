@@ -1,11 +1,12 @@
 import Foundation
 import PositiveListServer
 import Testing
+import TestTiers
 import TracerTestSupport
 
 /// The staff console against a real `tracer-server serve`: what staff do, and each way a hostile
 /// browser, page or guesser is refused.
-@Suite struct ConsoleTests {
+@Suite(.tags(.endToEnd)) struct ConsoleTests {
     /// An API request with an upload code: 400 invalid_json means the code was accepted (the
     /// body is not a history, so nothing is stored and the code stays unused).
     func uploadCodeAnswer(_ server: ConsoleServerProcess, code: String) async throws -> RawConnection.Response {

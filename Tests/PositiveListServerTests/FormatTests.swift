@@ -3,8 +3,9 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import Testing
+import TestTiers
 
-@Suite struct FormatTests {
+@Suite(.tags(.unit)) struct FormatTests {
     let key = Curve25519.Signing.PrivateKey()
     var publicKey: PositiveListPublicKey { PositiveListPublicKey(key.publicKey) }
 

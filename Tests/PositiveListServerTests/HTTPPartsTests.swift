@@ -1,8 +1,9 @@
 import Foundation
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
-@Suite struct ConnectionConfigurationTests {
+@Suite(.tags(.unit)) struct ConnectionConfigurationTests {
     func parse(_ extra: String = "") throws(ConfigurationError) -> ServerConfiguration {
         try ServerConfiguration.parseWithOneAuthority(extra)
     }
@@ -31,7 +32,7 @@ import Testing
     }
 }
 
-@Suite struct ForwardedForTests {
+@Suite(.tags(.unit)) struct ForwardedForTests {
     @Test func theClientIsTheEntryTheTrustedProxiesWroteAndOnlyFromThem() {
         let one = ForwardedFor(trustedProxies: ["127.0.0.1", "::1"], trustedHops: 1)
         #expect(one.clientAddress(peer: "127.0.0.1", headerValues: ["203.0.113.7"]) == "203.0.113.7")
@@ -54,7 +55,7 @@ import Testing
     }
 }
 
-@Suite struct MediaTypeTests {
+@Suite(.tags(.unit)) struct MediaTypeTests {
     @Test func mediaTypesAreParsedAsRFC9110Says() {
         #expect(MediaType("application/json")?.isJSON == true)
         #expect(MediaType("application/json;charset=utf-8")?.isJSON == true)

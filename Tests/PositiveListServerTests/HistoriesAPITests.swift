@@ -6,8 +6,9 @@ import IDRotation
 import PositiveListFormat
 import PositiveListServer
 import Testing
+import TestTiers
 
-@Suite struct HistoriesAPITests {
+@Suite(.tags(.unit)) struct HistoriesAPITests {
     static let now = ServerFixture.start
 
     func issueCode(_ client: any TestClientProtocol) async throws -> String {

@@ -3,8 +3,9 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
-@Suite struct HistoryJSONDecoderTests {
+@Suite(.tags(.unit)) struct HistoryJSONDecoderTests {
     func decode(_ text: String) throws(HistoryDecodingError) -> SubmittedHistory {
         try SubmittedHistory(json: Data(text.utf8))
     }

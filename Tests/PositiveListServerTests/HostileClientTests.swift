@@ -4,10 +4,11 @@ import Hummingbird
 import HummingbirdTesting
 import PositiveListServer
 import Testing
+import TestTiers
 
 /// What a hostile client on 127.0.0.1 tried (issue 14), each answered as docs/openapi.yaml
 /// says: a 4xx with a JSON error, no error in the log, nothing spent or served that should not be.
-@Suite struct HostileClientTests {
+@Suite(.tags(.integration)) struct HostileClientTests {
     static let now = ServerFixture.start
 
     static func issueCode(_ client: any TestClientProtocol) async throws -> String {

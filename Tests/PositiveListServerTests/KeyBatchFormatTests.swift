@@ -3,9 +3,10 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import Testing
+import TestTiers
 
 /// The key batch and key index of format version 2 (docs/positive-list-format.md).
-@Suite struct KeyBatchFormatTests {
+@Suite(.tags(.unit)) struct KeyBatchFormatTests {
     let signingKey = Curve25519.Signing.PrivateKey()
     var publicKey: PositiveListPublicKey { PositiveListPublicKey(signingKey.publicKey) }
 

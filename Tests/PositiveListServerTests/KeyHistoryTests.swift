@@ -3,9 +3,10 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
 /// Decoding and validating `POST /v1/key-histories` bodies.
-@Suite struct KeyHistoryTests {
+@Suite(.tags(.unit)) struct KeyHistoryTests {
     static let now: UnixSeconds = 20_410 * 86_400 + 43_200
     static let today: Int64 = 20_410
     let rules = KeyHistoryRules(ServerConfiguration(authorities: []))

@@ -7,10 +7,11 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
 /// Key histories from upload to the published key batches: the publication delay, the order
 /// and padding of published keys, idempotency, refusals, the accepted-uploads setting, expiry.
-@Suite struct KeyPublicationTests {
+@Suite(.tags(.unit)) struct KeyPublicationTests {
     /// 2027-01-15 08:00 UTC.
     static let now = ServerFixture.start
     static let today = UTCDay(containing: now)

@@ -6,6 +6,7 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 import TracerTestSupport
 
 /// nginx from Debian's package (TracerTestSupport's NginxProcess), started by the test over a
@@ -54,7 +55,7 @@ final class NginxInstance {
     }
 }
 
-@Suite(.serialized) struct NginxTests {
+@Suite(.tags(.integration), .serialized) struct NginxTests {
     @Test func nginxServesThePublishedDirectoryUnchangedAndNodesVerifyIt() async throws {
         let fixture = try ServerFixture { $0.trustForwardedFor = true }
         defer { fixture.remove() }

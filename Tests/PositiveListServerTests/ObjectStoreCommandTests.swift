@@ -4,6 +4,7 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -11,7 +12,7 @@ import Glibc
 
 /// The `objectStore` configuration section, and `tracer-server sync` and `doctor` as an operator
 /// runs them (the built binary, against moto's S3).
-@Suite("ObjectStore commands", .serialized)
+@Suite("ObjectStore commands", .tags(.endToEnd), .serialized)
 struct ObjectStoreCommandTests {
     static let authorities = #"{"authorities": [{"name": "A", "token": "authority-token-0123456789abcdef"}]"#
 

@@ -4,12 +4,13 @@ import ObjectStore
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 import TracerTestSupport
 
 /// Two `serve` instances on one PostgreSQL database, each with a published directory of its own
 /// (two machines), syncing to one bucket: the bucket is what they share, and it stays valid
 /// whichever instance publishes or syncs, and in whatever order.
-@Suite("ObjectStore sync from several instances", .serialized)
+@Suite("ObjectStore sync from several instances", .tags(.integration), .serialized)
 struct ObjectStoreInstancesTests {
     /// One instance: its connection pool, published directory and lock file.
     struct Instance {

@@ -7,11 +7,12 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Synchronization
 import Testing
+import TestTiers
 import TracerTestSupport
 
 /// `ObjectStoreSync` against a real S3-compatible server: moto's, started per test on 127.0.0.1
 /// with SigV4 authentication on (Tests/Support/s3/moto_s3.py). Each test uses buckets of its own.
-@Suite("ObjectStore sync", .serialized)
+@Suite("ObjectStore sync", .tags(.integration), .serialized)
 struct ObjectStoreSyncTests {
     static let authority = "Health Authority A"
     static let day: UnixSeconds = 86_400

@@ -5,11 +5,12 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
 /// Appending into the pending table and publishing from it: "stored once" across the pending ids
 /// and the live batches, the receipts' counts, other processes, crashes between the steps, and
 /// databases from earlier releases.
-@Suite struct PendingIDsTests {
+@Suite(.tags(.unit)) struct PendingIDsTests {
     static let now = ServerFixture.start
 
     func entries(_ fixture: ServerFixture, _ submitted: [SubmittedEntry]) throws -> [PositiveListEntry] {

@@ -3,6 +3,7 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ import Glibc
 
 /// Two real `tracer-server serve` processes on one PostgreSQL database and one data directory
 /// (standing for a shared volume), as a scaled-out deployment runs them.
-@Suite(.serialized) struct PostgresServeTests {
+@Suite(.tags(.integration), .serialized) struct PostgresServeTests {
     @Test func twoServeProcessesOnOneDatabaseUseEachCodeOnceAndPublishEveryIdOnce() async throws {
         let fixture = try await PostgresFixture.make()
         defer { fixture.remove() }

@@ -5,6 +5,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Synchronization
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -64,7 +65,7 @@ struct PostgresFixture {
     }
 }
 
-@Suite(.serialized) struct PostgresStoreTests {
+@Suite(.tags(.integration), .serialized) struct PostgresStoreTests {
     static let authority = SubmissionCredential.authority(name: "Health Authority A")
 
     @Test func idsStillValidWaitUntilExpiredPlusSkew() async throws {

@@ -4,8 +4,9 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
-@Suite struct PublicationTests {
+@Suite(.tags(.unit)) struct PublicationTests {
     static let now = ServerFixture.start
 
     func append(_ fixture: ServerFixture, count: Int, seed: UInt64, endingAt end: UnixSeconds = now) async throws -> [PositiveListEntry] {
@@ -144,7 +145,7 @@ import Testing
         #expect(fixture.paths.published.batchFileNumbers().sorted() == [1, 2])
     }
 
-    @Test func aKilledPublishProcessLeavesAValidIndex() async throws {
+    @Test(.tags(.endToEnd)) func aKilledPublishProcessLeavesAValidIndex() async throws {
         // A real crash: the publisher process is killed with SIGKILL while it publishes a large
         // batch; the index it leaves must still verify, whichever step it died in.
         let fixture = try ServerFixture()

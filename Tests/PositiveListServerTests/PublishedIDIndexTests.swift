@@ -1,8 +1,9 @@
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
 /// The in-memory index of published ids against a plain set doing the same operations.
-@Suite struct PublishedIDIndexTests {
+@Suite(.tags(.unit)) struct PublishedIDIndexTests {
     @Test func anEmptyIndexHoldsNothing() {
         let index = PublishedIDIndex()
         for id: UInt64 in [0, 1, .max, 1 << 63] { #expect(!index.contains(id)) }

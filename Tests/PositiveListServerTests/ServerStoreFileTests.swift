@@ -3,11 +3,12 @@ import GRDB
 import IDRotation
 import PositiveListServer
 import Testing
+import TestTiers
 
 /// The server's SQLite file: another program's database, or one from a newer server, is refused
 /// before anything writes to it. (SQLite's read-only probe of a WAL-mode file may still create its
 /// empty -wal and -shm companions; the database file itself is not changed.)
-@Suite struct ServerStoreFileTests {
+@Suite(.tags(.unit)) struct ServerStoreFileTests {
     let root = NSTemporaryDirectory() + "/tracer-server-store-file-" + UUID().uuidString
 
     func paths() throws -> ServerPaths {

@@ -6,6 +6,7 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import Testing
+import TestTiers
 
 /// What a node does: fetch the index, verify it, fetch the batches it does not have yet.
 struct NodeFetcher {
@@ -38,7 +39,7 @@ struct NodeFetcher {
     }
 }
 
-@Suite struct ServingTests {
+@Suite(.tags(.unit)) struct ServingTests {
     static let now = ServerFixture.start
 
     func append(_ fixture: ServerFixture, count: Int, seed: UInt64) async throws {

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 
 extension TracerNodeTests {
     /// One usage mistake: the arguments, a word the error must name, and the usage line expected.
@@ -12,7 +13,7 @@ extension TracerNodeTests {
     }
 
     /// Usage mistakes: exit code 2, the usage on stderr, nothing on stdout.
-    @Suite struct ArgumentErrors {
+    @Suite(.tags(.endToEnd)) struct ArgumentErrors {
         @Test(arguments: [
             UsageCase(arguments: ["frobnicate"], names: "frobnicate", usage: "Usage: tracer <subcommand>"),
             UsageCase(arguments: ["ids", "--no-such-option"], names: "--no-such-option", usage: "Usage: tracer ids"),
@@ -37,7 +38,7 @@ extension TracerNodeTests {
     }
 
     /// Failures the user can act on: exit code 1 and exactly one plain line on stderr.
-    @Suite struct UserFacingFailures {
+    @Suite(.tags(.endToEnd)) struct UserFacingFailures {
         /// The shape every user-facing failure must have.
         static func expectOneErrorLine(_ result: ProcessResult, mentioning phrases: [String],
                                        sourceLocation: SourceLocation = #_sourceLocation) {

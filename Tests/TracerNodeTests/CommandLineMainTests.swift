@@ -1,10 +1,11 @@
 import ArgumentParser
 import CommandLineMain
 import Testing
+import TestTiers
 
 extension TracerNodeTests {
     /// The one mapping from what a command threw to how `tracer` and `tracer-server` end.
-    @Suite struct CommandLineEndings {
+    @Suite(.tags(.unit)) struct CommandLineEndings {
         struct Root: ParsableCommand {
             static let configuration = CommandConfiguration(commandName: "probe", subcommands: [Leaf.self])
         }

@@ -1,10 +1,11 @@
 import Foundation
 import Testing
+import TestTiers
 
 extension TracerNodeTests {
     /// The configuration layer through `tracer config`: defaults, then the TOML file, then TRACER_*
     /// variables, then flags; and the one-line errors for bad files, values and syntax.
-    @Suite struct ConfigurationTests {
+    @Suite(.tags(.endToEnd)) struct ConfigurationTests {
         /// A scratch home whose XDG config and cache directories are its own, with every TRACER_*
         /// variable of the test's own environment blanked (an empty variable counts as unset).
         struct Home {

@@ -1,12 +1,13 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 
 extension TracerNodeTests {
     /// The staff console in a real headless Chromium (chromedriver's WebDriver API), and the code
     /// it shows handed to a real `tracer report` against the same `tracer-server`.
-    @Suite struct ConsoleBrowserTests {
+    @Suite(.tags(.endToEnd)) struct ConsoleBrowserTests {
         static let password = "correct horse battery staple"
 
         /// Where screenshots go when a step fails (and always, with TRACER_CONSOLE_SCREENSHOTS=DIR).

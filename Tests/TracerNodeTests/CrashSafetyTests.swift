@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -8,7 +9,7 @@ import Glibc
 extension TracerNodeTests {
     /// Issue requirement: "a kill -9 at any moment leaves a database that opens and passes
     /// PRAGMA integrity_check; at most the last batch (at most 1 s of sightings) may be lost".
-    @Suite struct CrashSafety {
+    @Suite(.tags(.endToEnd)) struct CrashSafety {
         static let runs = 20
         static let rate = 20_000
         static let peers = 500

@@ -1,11 +1,12 @@
 import Foundation
 import Testing
+import TestTiers
 
 extension TracerNodeTests {
     /// The README's main job, end to end: `scripts/demo` with the binaries this test run built.
     /// Three `tracer run` nodes on Bumble virtual links (A meets B, C meets no one), a real
     /// tracer-server, `tracer report` from A with a one-time code, and `tracer check` on B and C.
-    @Suite struct DemoScenario {
+    @Suite(.tags(.endToEnd)) struct DemoScenario {
         /// Runs `scripts/demo` with `arguments`; checks what both modes share and returns the result.
         func runDemo(_ arguments: [String]) throws -> ProcessResult {
             let scratch = try Scratch()

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ extension TracerNodeTests {
     /// `tracer report` and `tracer check` against a real `tracer-server`: the whole cycle from an
     /// authority's upload code to a node finding its exposure, the window rule, incremental list
     /// updates, and what a node does when the list cannot be updated.
-    @Suite struct ExposureCheckCycleTests {
+    @Suite(.tags(.endToEnd)) struct ExposureCheckCycleTests {
         /// A published positive list: a running server, and node A's own ids of the last two days
         /// reported with an upload code and published as batch 1. Times are relative to now;
         /// the contacts happen the day before yesterday (`day1`) and yesterday (`day2`), UTC, so

@@ -2,6 +2,7 @@ import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 
 extension KernelBedPlan {
@@ -30,7 +31,7 @@ extension TracerNodeTests {
     /// adapter vanishing and returning under the running node, and a dedicated adapter beside
     /// bluetoothd with `tracer doctor` listing who holds which. Evidence of the latest run:
     /// .build/kernel-bed/adapters/.
-    @Suite struct KernelBedAdapters {
+    @Suite(.tags(.endToEnd)) struct KernelBedAdapters {
         static let bed = Task { try await KernelBedRun.perform(.adapters) }
 
         @Test(.timeLimit(.minutes(6)), arguments: ["hci0-node"] + KernelBedPlan.otherModels.map { "model-\($0)" })

@@ -2,6 +2,7 @@ import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 
 extension KernelBedPlan {
@@ -21,7 +22,7 @@ extension TracerNodeTests {
     /// bluetoothd discovering the node's whole database). One guest boot serves the suite.
     /// Evidence of the latest run: .build/kernel-bed/bluez (bluetoothd.log with debug lines,
     /// btmon.btsnoop, console.log, the node's log and database, what bluetoothctl printed).
-    @Suite struct KernelBedBlueZ {
+    @Suite(.tags(.endToEnd)) struct KernelBedBlueZ {
         static let bed = Task { try await KernelBedRun.perform(.bluez) }
 
         var bluezID: String { KernelBedPlan.bluez.environment["KBED_BLUEZ_ID"] ?? "" }

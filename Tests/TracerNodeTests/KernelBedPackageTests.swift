@@ -32,7 +32,7 @@ extension TracerNodeTests {
     /// (the unit's user and capabilities, read from the installed unit) on hci0 beside a host node,
     /// then removes and purges it. One guest boot serves every test here; evidence of the latest
     /// run: .build/kernel-bed/package/.
-    @Suite struct KernelBedPackage {
+    @Suite(.tags(.endToEnd)) struct KernelBedPackage {
         static let bed = Task { try await KernelBedRun.perform(.package(deb: try buildPackage())) }
 
         /// Runs scripts/package on the debug build the tests run, into .build/kernel-bed/package-deb/;

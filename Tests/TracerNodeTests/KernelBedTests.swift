@@ -2,6 +2,7 @@ import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,7 @@ extension TracerNodeTests {
     /// the evidence it left. When the bed cannot run (no kernel image, no qemu) every test fails and
     /// says so. Evidence of the latest run: .build/kernel-bed/ (guest console, guest and scenario
     /// logs, btmon trace, RootCanal log, every node's log and database).
-    @Suite struct KernelBed {
+    @Suite(.tags(.endToEnd)) struct KernelBed {
         /// Started by the first test that needs it; every test of the suite awaits the same run.
         static let bed = Task { try await KernelBedRun.perform(.node) }
 

@@ -1,12 +1,13 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 
 extension TracerNodeTests {
     /// `tracer check` against a real `tracer-server` that publishes daily keys: the node fetches
     /// the key index and batch, derives the ids and applies the window rule to each.
-    @Suite struct KeyCheckCycleTests {
+    @Suite(.tags(.endToEnd)) struct KeyCheckCycleTests {
         /// `tracer check --json`, only the fields key matching adds or changes; decoded apart
         /// from the Matching module so that a format change shows here.
         struct KeyCheckReport: Decodable {

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 
 extension TracerNodeTests {
@@ -8,7 +9,7 @@ extension TracerNodeTests {
     /// processes, and the key cycle end to end: `tracer report --keys`, publication no earlier
     /// than the day's end plus the delay, `tracer check` matching the derived ids inside their
     /// windows only.
-    @Suite struct KeyReportCycleTests {
+    @Suite(.tags(.endToEnd)) struct KeyReportCycleTests {
         typealias KeyCheckReport = KeyCheckCycleTests.KeyCheckReport
 
         /// A node's store holding the daily keys of `days` (interval 900) and, when `ids`, an id

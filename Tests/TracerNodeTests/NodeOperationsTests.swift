@@ -1,13 +1,14 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
 
 extension TracerNodeTests {
     /// `tracer run` as an operator meets it: JSON logs without secrets, SIGHUP, `status`, `doctor`.
-    @Suite struct NodeOperations {
+    @Suite(.tags(.endToEnd)) struct NodeOperations {
         /// Starts `tracer run` on a controller of `link`, logging to `scratch/nodeN.log`.
         func startNode(_ index: Int, port: UInt16, scratch: Scratch, extra: [String] = []) throws -> StreamingProcess {
             try StreamingProcess(try Products.path(of: "tracer"), [

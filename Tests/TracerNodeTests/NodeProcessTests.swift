@@ -1,13 +1,14 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
 
 extension TracerNodeTests {
     /// Two `tracer run` processes on Bumble virtual controllers meet, and stop cleanly on SIGTERM.
-    @Suite struct NodeProcesses {
+    @Suite(.tags(.endToEnd)) struct NodeProcesses {
         @Test(.timeLimit(.minutes(1)))
         func twoNodeProcessesMeetAndStopOnSIGTERM() throws {
             let scratch = try Scratch()

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,7 @@ extension TracerNodeTests {
     /// Issue 7, at the process level: `tracer run` survives kill -9 during an exchange, a
     /// controller (the virtual radio process) that dies and comes back, and a list server that is
     /// down when the scheduled check runs.
-    @Suite struct NodeResilience {
+    @Suite(.tags(.endToEnd)) struct NodeResilience {
         // MARK: Harness
 
         /// A child process whose stderr (a node's or the server's log) is read line by line while it runs.

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -7,7 +8,7 @@ import Glibc
 extension TracerNodeTests {
     /// `tracer status` and `tracer doctor` on a status file that says the node cannot advertise:
     /// the file is written here as a running node would (this process's pid, a fresh heartbeat).
-    @Suite struct RadioStatus {
+    @Suite(.tags(.endToEnd)) struct RadioStatus {
         static let refusal = "controller: HCI command LE Set Advertising Enable failed: Command Disallowed (0x0C)"
         static let outageStart = Int64(Date().timeIntervalSince1970) - 725
 

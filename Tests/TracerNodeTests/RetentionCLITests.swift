@@ -1,10 +1,11 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 
 extension TracerNodeTests {
     /// `tracer purge` keeps 28 days: rows last seen 28.1 days ago go, rows from 27.9 days ago stay.
-    @Suite struct RetentionThroughCLI {
+    @Suite(.tags(.endToEnd)) struct RetentionThroughCLI {
         @Test func purgeDeletesExactlyWhatIsOlderThan28Days() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }

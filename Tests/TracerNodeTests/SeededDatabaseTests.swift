@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -44,7 +45,7 @@ struct SeededDatabase {
 }
 
 extension TracerNodeTests {
-    @Suite struct SeededDatabaseBehaviour {
+    @Suite(.tags(.endToEnd)) struct SeededDatabaseBehaviour {
         @Test func idsJSONWindowsAreContiguousAndIDsHiddenUnlessRevealed() throws {
             let seeded = try SeededDatabase()
             defer { seeded.remove() }
@@ -256,7 +257,7 @@ extension TracerNodeTests {
         }
     }
 
-    @Suite struct DatabaseLocation {
+    @Suite(.tags(.endToEnd)) struct DatabaseLocation {
         static func revealedIDs(_ result: ProcessResult) throws -> [String] {
             try #require(result.exitCode == 0 && !result.signaled, "\(result)")
             let entries = try #require(try Check.json(result.stdout)["ownIDs"] as? [[String: Any]])
