@@ -141,7 +141,7 @@ extension TracerNodeTests {
     /// so the unit's sandboxing (ProtectSystem=strict, PrivateDevices=, RestrictAddressFamilies=,
     /// SystemCallFilter=, ...) meets the real kernel's HCI user channel. Evidence of the latest run:
     /// .build/kernel-bed/systemd/.
-    @Suite struct KernelBedSystemd {
+    @Suite(.tags(.endToEnd)) struct KernelBedSystemd {
         static let bed = Task { try await KernelBedRun.perform(.systemd(deb: try TracerNodeTests.KernelBedPackage.buildPackage())) }
 
         @Test(.timeLimit(.minutes(5)))
