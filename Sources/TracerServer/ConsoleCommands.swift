@@ -14,7 +14,7 @@ struct ConsoleCommand: AsyncParsableCommand {
 
 struct AddAccount: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        commandName: "add-account", abstract: "Creates a console account; the first one is an operator.",
+        commandName: "add-account", abstract: "Creates a console account (staff unless --role operator; make the first one an operator).",
         discussion: """
             The password is read from the terminal, typed twice and not shown; with --password-stdin, from the first \
             line of standard input, for scripts. It is never an argument: arguments are visible to every user of the \
@@ -41,7 +41,7 @@ struct AddAccount: AsyncParsableCommand {
         guard (1...64).contains(name.count), name.unicodeScalars.allSatisfy(allowed.contains) else {
             throw CommandFailure.invalidAccountName(name)
         }
-        let configuration = try? location.loadConfiguration()
+        let configuration = try location.loadConfigurationIfPresent()
         if configuration?.database != nil { throw CommandFailure.consoleNeedsSQLite }
         let password = try readPassword()
         if let problem = PasswordProblem.check(password) { throw problem }

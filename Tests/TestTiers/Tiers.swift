@@ -1,7 +1,8 @@
 import Testing
 
 /// The test tiers (issue 27): every suite carries exactly one, so a developer can run the fast tier
-/// alone (`scripts/test-unit`) and CI still runs all three. `TierGuardTests` fails on a suite without one.
+/// alone (`scripts/test-unit`) and CI still runs all three. `scripts/test-tiers check` (run by
+/// scripts/test) fails on a test in no tier.
 extension Tag {
     /// In-process only: no subprocess, no network beyond loopback inside the process, no emulator;
     /// each test finishes well under a second.

@@ -33,7 +33,10 @@ extension TracerNodeTests {
     /// then removes and purges it. One guest boot serves every test here; evidence of the latest
     /// run: .build/kernel-bed/package/.
     @Suite(.tags(.endToEnd)) struct KernelBedPackage {
-        static let bed = Task { try await KernelBedRun.perform(.package(deb: try buildPackage())) }
+        static let bed = Task { try await KernelBedRun.perform(.package(deb: try await debugPackage.value)) }
+
+        /// Built once for both package suites (this one and KernelBedSystemd), which may run side by side.
+        static let debugPackage = Task { try buildPackage() }
 
         /// Runs scripts/package on the debug build the tests run, into .build/kernel-bed/package-deb/;
         /// KBED_PACKAGE_DEB names another package to test instead (a release one, from scripts/package).
@@ -142,7 +145,7 @@ extension TracerNodeTests {
     /// SystemCallFilter=, ...) meets the real kernel's HCI user channel. Evidence of the latest run:
     /// .build/kernel-bed/systemd/.
     @Suite(.tags(.endToEnd)) struct KernelBedSystemd {
-        static let bed = Task { try await KernelBedRun.perform(.systemd(deb: try TracerNodeTests.KernelBedPackage.buildPackage())) }
+        static let bed = Task { try await KernelBedRun.perform(.systemd(deb: try await TracerNodeTests.KernelBedPackage.debugPackage.value)) }
 
         @Test(.timeLimit(.minutes(5)))
         func systemctlStartsTheInstalledUnitUnderSystemdAsItsUserWithOnlyItsCapability() async throws {
