@@ -39,8 +39,17 @@ public enum PositiveListHTTPServer {
     ) -> some ApplicationProtocol {
         let router = Router(context: PositiveListRequestContext.self)
         var routes = RouteTable()
-        SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock)
+        // Uploads ask the scheduler to publish; without a schedule (tests, `publish` by hand)
+        // nobody would answer.
+        let demand = publishOnSchedule ? PublicationDemand() : nil
+        let watch = components.configuration.longPollSeconds.map { _ in
+            GenerationWatch(directory: components.directory, publicKey: components.publisher.publicKey)
+        }
+        SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock, demand: demand)
             .addRoutes(to: router, table: &routes)
+        if let watch, let seconds = components.configuration.longPollSeconds {
+            GenerationAPI(watch: watch, timeout: .seconds(seconds)).addRoutes(to: router, table: &routes)
+        }
         PublishedFileServer(directory: components.directory, indexMaxAgeSeconds: components.configuration.indexMaxAgeSeconds)
             .addRoutes(to: router, table: &routes)
         routes.add("healthz", .get, to: router) { _, _ in
@@ -53,7 +62,8 @@ public enum PositiveListHTTPServer {
         var services: [any Service] = []
         if publishOnSchedule {
             services.append(PublishScheduler(
-                publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds), logger: logger,
+                publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds),
+                spacing: .seconds(components.configuration.publishSpacingSeconds), demand: demand, watch: watch, logger: logger,
                 sync: components.objectStoreSync))
         }
         if let console = components.configuration.console, console.enabled {

@@ -21,10 +21,21 @@ struct MatchingParts {
     }
 
     func httpClient() -> CurlHTTPClient {
+        CurlHTTPClient(configuration: httpConfiguration)
+    }
+
+    private var httpConfiguration: HTTPClientConfiguration {
         var configuration = HTTPClientConfiguration()
         configuration.pinnedPublicKey = settings.serverPinnedKey
         configuration.baseTimeout = .seconds(settings.serverTimeout)
-        return CurlHTTPClient(configuration: configuration)
+        return configuration
+    }
+
+    /// The long poll on the server's `GET /v1/generation` (check.long_poll).
+    func longPoll() throws -> GenerationLongPoll {
+        GenerationLongPoll(
+            serverURL: try serverURL(), cache: cache, publicKey: try publicKey(),
+            http: CurlHTTPClient(configuration: GenerationLongPoll.clientConfiguration(httpConfiguration)))
     }
 
     var riskModel: RiskModel {

@@ -58,7 +58,9 @@ actor RunningNode {
             let parts = MatchingParts(settings: settings)
             let schedule = ExposureCheckSchedule(
                 checker: try parts.checker(store: store, offline: false), hook: settings.onExposure.map { ExposureHook(command: $0) },
-                interval: settings.checkInterval, jitter: settings.checkJitter, logger: Logger(label: "tracer.check"))
+                interval: settings.checkInterval, jitter: settings.checkJitter,
+                refreshInterval: settings.refreshInterval, refreshJitter: settings.refreshJitter,
+                longPoll: settings.longPoll ? try parts.longPoll() : nil, logger: Logger(label: "tracer.check"))
             checkTask = Task { await schedule.run() }
         } catch {
             logger.error("exposure checks are off", metadata: ["reason": "\(UserMessage.describe(error))"])

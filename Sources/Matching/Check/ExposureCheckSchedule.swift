@@ -1,26 +1,41 @@
 import IDRotation
 import Logging
 
-/// The running node's periodic exposure check: every `interval` plus a random delay of up to
-/// `jitter` (so that a million nodes started at 9:00 do not all ask the server at 15:00), with
-/// quicker retries while the server cannot be reached or the list cannot be verified.
+/// The running node's periodic exposure check: a full check every `interval` plus a random
+/// delay of up to `jitter` (so that a million nodes started at 9:00 do not all ask the server
+/// at 15:00), with quicker retries while the server cannot be reached or the list cannot be
+/// verified; and between them, every `refreshInterval` plus up to `refreshJitter`, a cheap
+/// revalidation of the list (conditional requests, 304 while nothing changed) that checks at
+/// once when the list changed, so a verdict follows a publication within minutes. With a
+/// `longPoll`, the server also says when it publishes, and the node revalidates then.
 public struct ExposureCheckSchedule: Sendable {
     public let checker: ExposureChecker
     public let hook: ExposureHook?
     public let interval: UnixSeconds
     public let jitter: UnixSeconds
+    /// 0: no revalidation between full checks (as before refreshes existed).
+    public let refreshInterval: UnixSeconds
+    public let refreshJitter: UnixSeconds
+    public let longPoll: GenerationLongPoll?
     /// The first retry after a failed update; doubled after every further failure, up to `interval`.
     public let firstRetryDelay: UnixSeconds
     let logger: Logger
+    /// One check or revalidation at a time, so that the on-exposure command runs once per new
+    /// exposure even when the long poll and the timer wake together.
+    private let turn = CheckTurn()
 
     public init(
         checker: ExposureChecker, hook: ExposureHook?, interval: UnixSeconds, jitter: UnixSeconds,
+        refreshInterval: UnixSeconds = 0, refreshJitter: UnixSeconds = 0, longPoll: GenerationLongPoll? = nil,
         firstRetryDelay: UnixSeconds = 15, logger: Logger
     ) {
         self.checker = checker
         self.hook = hook
         self.interval = interval
         self.jitter = jitter
+        self.refreshInterval = refreshInterval
+        self.refreshJitter = refreshJitter
+        self.longPoll = longPoll
         self.firstRetryDelay = firstRetryDelay
         self.logger = logger
     }
@@ -28,17 +43,83 @@ public struct ExposureCheckSchedule: Sendable {
     /// Runs until cancelled. The first check comes after a random part of the jitter, so that a
     /// restart does not line nodes up either.
     public func run() async {
-        var delay = UnixSeconds.random(in: 0...max(0, jitter))
+        await withTaskGroup(of: Void.self) { group in
+            if let longPoll { group.addTask { await followLongPoll(longPoll) } }
+            group.addTask { await runTimers() }
+            await group.next()
+            group.cancelAll()
+        }
+    }
+
+    private func runTimers() async {
+        let clock = ContinuousClock()
+        var nextCheck = clock.now + .seconds(UnixSeconds.random(in: 0...max(0, jitter)))
+        var nextRefresh = nextRefreshTime(after: clock.now)
         var retryDelay = firstRetryDelay
         while !Task.isCancelled {
-            do { try await Task.sleep(for: .seconds(delay)) } catch { return }
-            if await checkOnce() {
-                retryDelay = firstRetryDelay
-                delay = interval + UnixSeconds.random(in: 0...max(0, jitter))
+            let wakeAt = nextRefresh.map { min($0, nextCheck) } ?? nextCheck
+            do { try await Task.sleep(until: wakeAt, clock: clock) } catch { return }
+            if clock.now >= nextCheck {
+                if await turn.run({ await checkOnce() }) {
+                    retryDelay = firstRetryDelay
+                    nextCheck = clock.now + .seconds(interval + UnixSeconds.random(in: 0...max(0, jitter)))
+                } else {
+                    nextCheck = clock.now + .seconds(retryDelay)
+                    retryDelay = min(interval, retryDelay * 2)
+                }
             } else {
-                delay = retryDelay
-                retryDelay = min(interval, retryDelay * 2)
+                await turn.run({ await refreshOnce() })
             }
+            nextRefresh = nextRefreshTime(after: clock.now)
+        }
+    }
+
+    private func nextRefreshTime(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        guard refreshInterval > 0 else { return nil }
+        return now + .seconds(refreshInterval + UnixSeconds.random(in: 0...max(0, refreshJitter)))
+    }
+
+    /// Polls for as long as the node runs; after a failure waits the refresh interval (or a
+    /// minute), so a server without the route (404) is not asked in a loop.
+    private func followLongPoll(_ longPoll: GenerationLongPoll) async {
+        while !Task.isCancelled {
+            do {
+                if try await longPoll.waitForNewGeneration() {
+                    logger.debug("the server published a new generation; revalidating")
+                    await turn.run({ await refreshOnce() })
+                }
+            } catch .cancelled {
+                return
+            } catch {
+                logger.warning("the long poll failed; the node still revalidates on its timer", metadata: ["reason": "\(error)"])
+                do { try await Task.sleep(for: .seconds(max(refreshInterval, 60))) } catch { return }
+            }
+        }
+    }
+
+    /// One revalidation; checks only when the list changed.
+    func refreshOnce() async -> Bool {
+        let outcome: ExposureChecker.RefreshOutcome
+        do {
+            outcome = try await checker.refresh()
+        } catch .cancelled {
+            return true
+        } catch {
+            logger.warning("list revalidation failed; retrying later", metadata: ["reason": "\(error)"])
+            return false
+        }
+        switch outcome {
+        case .unchanged:
+            logger.debug("the list is unchanged")
+            return true
+        case .failed(let error):
+            // The full check's retries handle an unreachable server; one failed revalidation
+            // is not worth a warning every few minutes.
+            logger.info("list revalidation failed; the next one retries", metadata: ["reason": "\(error)"])
+            return false
+        case .checked(let report):
+            await handle(report)
+            return true
         }
     }
 
@@ -54,6 +135,11 @@ public struct ExposureCheckSchedule: Sendable {
             logger.warning("exposure check failed; retrying later", metadata: ["reason": "\(error)"])
             return false
         }
+        await handle(report)
+        return !report.listIsStale
+    }
+
+    private func handle(_ report: ExposureCheckReport) async {
         var metadata: Logger.Metadata = [
             "risk": "\(report.assessment.level.rawValue)", "idsChecked": "\(report.idsChecked)",
             "encounters": "\(report.encountersChecked)",
@@ -65,7 +151,6 @@ public struct ExposureCheckSchedule: Sendable {
             logger.info("exposure check done", metadata: metadata)
         }
         if report.newExposure { await notify(report) }
-        return !report.listIsStale
     }
 
     private func notify(_ report: ExposureCheckReport) async {
@@ -83,5 +168,23 @@ public struct ExposureCheckSchedule: Sendable {
         do { try checker.markNotified(report) } catch {
             logger.error("could not record the notification", metadata: ["error": "\(error)"])
         }
+    }
+}
+
+/// Runs one piece of work at a time, in the order asked (an actor alone would interleave two
+/// works at their suspension points).
+actor CheckTurn {
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    func run<Result: Sendable>(_ work: @Sendable () async -> Result) async -> Result {
+        if busy {
+            await withCheckedContinuation { waiting.append($0) }
+        }
+        busy = true
+        defer {
+            if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
+        }
+        return await work()
     }
 }

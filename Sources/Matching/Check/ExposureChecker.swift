@@ -44,11 +44,7 @@ public struct ExposureChecker: Sendable {
 
     public func check(progress: (@Sendable (ListDownloadProgress) -> Void)? = nil) async throws(ExposureCheckError) -> ExposureCheckReport {
         // Held through the match too: another process must not replace files while they are read.
-        let lock: CacheLock
-        do { lock = try await cache.lock() } catch {
-            if error == .cancelled { throw .cancelled }
-            throw .noVerifiedList(updateFailure: error, offline: updater == nil)
-        }
+        let lock = try await lockCache()
         defer { lock.release() }
         var updateFailure: ListUpdateError?
         if let updater {
@@ -57,6 +53,45 @@ public struct ExposureChecker: Sendable {
                 updateFailure = error
             }
         }
+        return try await matchHoldingLock(updateFailure: updateFailure)
+    }
+
+    /// What a revalidation found.
+    public enum RefreshOutcome: Sendable {
+        /// The server confirmed the held list (a 304, or the same index again): no check needed.
+        case unchanged
+        /// The list changed; the new list was checked.
+        case checked(ExposureCheckReport)
+        /// The list could not be revalidated; the held one stays, and nothing was checked.
+        case failed(ListUpdateError)
+    }
+
+    /// The cheap, frequent step: revalidates the list (conditional requests, answered 304 while
+    /// nothing changed) and matches only when it changed, which is when a verdict can change
+    /// for encounters already checked. An offline checker has nothing to revalidate.
+    public func refresh() async throws(ExposureCheckError) -> RefreshOutcome {
+        guard let updater else { return .unchanged }
+        let lock = try await lockCache()
+        defer { lock.release() }
+        do {
+            guard try await updater.update(holding: lock).changed else { return .unchanged }
+        } catch {
+            if error == .cancelled { throw .cancelled }
+            return .failed(error)
+        }
+        return .checked(try await matchHoldingLock(updateFailure: nil))
+    }
+
+    private func lockCache() async throws(ExposureCheckError) -> CacheLock {
+        do { return try await cache.lock() } catch {
+            if error == .cancelled { throw .cancelled }
+            throw .noVerifiedList(updateFailure: error, offline: updater == nil)
+        }
+    }
+
+    /// Matches the held list against the encounters and records the report; the caller holds
+    /// the cache's lock.
+    private func matchHoldingLock(updateFailure: ListUpdateError?) async throws(ExposureCheckError) -> ExposureCheckReport {
         guard let index = cache.index(publicKey: publicKey) else {
             if updater == nil && FileManager.default.fileExists(atPath: cache.indexPath) { throw .cachedListNotTrusted }
             throw .noVerifiedList(updateFailure: updateFailure, offline: updater == nil)

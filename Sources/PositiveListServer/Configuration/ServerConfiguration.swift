@@ -20,6 +20,13 @@ public struct ServerConfiguration: Sendable {
     /// The node's index limit (`PositiveListIndex.maximumListingCount`) divided into the
     /// retention period plus a day: one batch every 5 minutes.
     public static let shortestPublishIntervalSeconds: Int64 = 29 * 86_400 / Int64(PositiveListIndex.maximumListingCount)
+    /// An accepted upload makes the server publish at once, unless the last publication that
+    /// cut a batch was less than this long ago; then it publishes when it was. Bounds the
+    /// batches (and index generations nodes fetch) a stream of uploads makes: see docs/refresh.md.
+    public var publishSpacingSeconds: Int64 = 600
+    /// How long `GET /v1/generation` holds a request before answering 204; nil: the long poll is
+    /// off (404), as for a national deployment whose nodes revalidate through a CDN.
+    public var longPollSeconds: Int64?
     public var failedAttemptsPerMinute: Int = 10
     public var indexMaxAgeSeconds: Int = 60
     /// The age at which the next publication signs the index again although nothing changed;
@@ -92,7 +99,7 @@ public struct ServerConfiguration: Sendable {
 
     private static let knownKeys: Set<String> = [
         "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
-        "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "failedAttemptsPerMinute",
+        "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "publishSpacingSeconds", "longPollSeconds", "failedAttemptsPerMinute",
         "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
         "idleTimeoutSeconds", "requestReadTimeoutSeconds", "maxConnections", "maxConnectionsPerAddress", "acceptUploads", "maxKeysPerHistory", "keyIntervalsSeconds",
         "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
@@ -140,6 +147,8 @@ public struct ServerConfiguration: Sendable {
         if let value = file.clockSkewSeconds { configuration.clockSkewSeconds = value }
         if let value = file.uploadCodeLifetimeSeconds { configuration.uploadCodeLifetimeSeconds = value }
         if let value = file.publishIntervalSeconds { configuration.publishIntervalSeconds = value }
+        if let value = file.publishSpacingSeconds { configuration.publishSpacingSeconds = value }
+        if let value = file.longPollSeconds { configuration.longPollSeconds = value }
         if let value = file.failedAttemptsPerMinute { configuration.failedAttemptsPerMinute = value }
         if let value = file.indexMaxAgeSeconds { configuration.indexMaxAgeSeconds = value }
         if let value = file.indexRefreshSeconds { configuration.indexRefreshSeconds = value }
@@ -191,6 +200,14 @@ public struct ServerConfiguration: Sendable {
         try require(
             publishIntervalSeconds >= Self.shortestPublishIntervalSeconds,
             "publishIntervalSeconds must be at least \(Self.shortestPublishIntervalSeconds) (5 minutes): nodes accept an index of at most 29 days of batches published that often")
+        try require(
+            (Self.shortestPublishIntervalSeconds...publishIntervalSeconds).contains(publishSpacingSeconds),
+            "publishSpacingSeconds must be between \(Self.shortestPublishIntervalSeconds) (5 minutes: nodes accept at most 29 days of batches cut that often) and publishIntervalSeconds")
+        // A held request must end before the proxies in front give up on it (nginx's
+        // proxy_read_timeout is 60 s unless raised).
+        try require(
+            longPollSeconds.map { (1...300).contains($0) } ?? true,
+            "longPollSeconds must be between 1 and 300 (leave it out to turn the long poll off)")
         try require(failedAttemptsPerMinute >= 1, "failedAttemptsPerMinute must be at least 1")
         try require(indexMaxAgeSeconds >= 0, "indexMaxAgeSeconds must not be negative")
         try require((60...86_400).contains(indexRefreshSeconds), "indexRefreshSeconds must be between 60 and 86400")
@@ -257,6 +274,8 @@ private struct ConfigurationFile: Decodable {
     var clockSkewSeconds: Int64?
     var uploadCodeLifetimeSeconds: Int64?
     var publishIntervalSeconds: Int64?
+    var publishSpacingSeconds: Int64?
+    var longPollSeconds: Int64?
     var failedAttemptsPerMinute: Int?
     var indexMaxAgeSeconds: Int?
     var indexRefreshSeconds: Int64?

@@ -25,8 +25,11 @@ struct SubmissionAPI: Sendable {
     let clock: any WallClock
     let limiter: FailedAttemptLimiter
     let forwardedFor: ForwardedFor
+    /// Told of every stored history, so that the scheduler publishes what is due soon.
+    let demand: PublicationDemand?
 
-    init(configuration: ServerConfiguration, store: any SubmissionStore, clock: any WallClock) {
+    init(configuration: ServerConfiguration, store: any SubmissionStore, clock: any WallClock, demand: PublicationDemand? = nil) {
+        self.demand = demand
         self.configuration = configuration
         self.authorities = AuthorityRegistry(configuration.authorities)
         self.rules = HistoryRules(configuration)
@@ -151,6 +154,7 @@ struct SubmissionAPI: Sendable {
         let kindName = kind == .ids ? "ids" : "keys"
         switch outcome {
         case .stored(let receipt):
+            if receipt.stored > 0 { demand?.request() }
             context.logger.info("history stored", metadata: [
                 "submission": "\(receipt.submission)", "kind": "\(kindName)", "received": "\(receipt.received)",
                 "new": "\(receipt.stored)", "viaUploadCode": "\(credential.isUploadCode)",

@@ -1,26 +1,45 @@
 import Logging
 import ServiceLifecycle
 
-/// Publishes once at start (which also repairs whatever a crash interrupted) and then every
-/// interval, until graceful shutdown; a publication in progress finishes first. With `sync`,
-/// mirrors the directory to the object store after each publication.
+/// The one owner of publication in a running server. Publishes once at start (which also
+/// repairs whatever a crash interrupted), then every interval, and soon after a ``demand``
+/// (an accepted upload): at once when the last publication that cut a batch is at least
+/// `spacing` ago, else when it will be. The spacing bounds how many batches a flood of uploads
+/// can cut (nodes accept at most 29 days of batches cut every 5 minutes) and how often nodes
+/// fetch a new index. A publication in progress finishes before graceful shutdown. With
+/// `sync`, mirrors the directory to the object store after each publication; with `watch`,
+/// tells long-polling nodes of each new index generation.
 public struct PublishScheduler: Service {
     let publisher: Publisher
     let interval: Duration
+    let spacing: Duration
+    let demand: PublicationDemand?
+    let watch: GenerationWatch?
     let logger: Logger
     let sync: ObjectStoreSync?
 
-    public init(publisher: Publisher, interval: Duration, logger: Logger, sync: ObjectStoreSync? = nil) {
+    public init(
+        publisher: Publisher, interval: Duration, spacing: Duration = .seconds(ServerConfiguration.shortestPublishIntervalSeconds),
+        demand: PublicationDemand? = nil, watch: GenerationWatch? = nil, logger: Logger, sync: ObjectStoreSync? = nil
+    ) {
         self.publisher = publisher
         self.interval = interval
+        self.spacing = spacing
+        self.demand = demand
+        self.watch = watch
         self.logger = logger
         self.sync = sync
     }
 
+    static let shortestGap: Duration = .seconds(1)
+
     public func run() async throws {
+        var lastBatchCut: ContinuousClock.Instant?
         while !Task.isShuttingDownGracefully && !Task.isCancelled {
+            let started = ContinuousClock.now
             do {
-                try await publisher.publish()
+                let report = try await publisher.publish()
+                if report.newBatch != nil || report.newKeyBatch != nil { lastBatchCut = started }
             } catch {
                 // Logged by the publisher; the next tick retries, and the published directory
                 // still holds the previous, valid index.
@@ -30,11 +49,36 @@ public struct PublishScheduler: Service {
                 // retries a sync that failed on the previous tick. Its failures are logged by it.
                 _ = try? await sync.sync()
             }
-            do {
-                try await cancelWhenGracefulShutdown { try await Task.sleep(for: interval) }
-            } catch {
-                return
-            }
+            // After the sync: a node told of a generation must find it wherever it downloads.
+            await watch?.publishedDirectoryChanged()
+            guard await waitForNextPublication(after: started, lastBatchCut: lastBatchCut) else { break }
         }
+        await watch?.stop()
+    }
+
+    /// Waits until the interval has passed since `started`, or until a demand is due; false
+    /// when the server is stopping.
+    private func waitForNextPublication(after started: ContinuousClock.Instant, lastBatchCut: ContinuousClock.Instant?) async -> Bool {
+        let scheduled = started + interval
+        do {
+            try await cancelWhenGracefulShutdown {
+                guard let demand else { return try await Task.sleep(until: scheduled, clock: .continuous) }
+                await demand.wait(until: scheduled)
+                try Task.checkCancellation()
+                guard await demand.takeRequest() else { return }
+                // Uploads whose ids are not due yet publish nothing new; the second still keeps
+                // a stream of them from running publications back to back.
+                let earliest = max(lastBatchCut.map { $0 + spacing } ?? .now, started + Self.shortestGap)
+                if earliest > .now {
+                    logger.debug("publication requested; waiting for the spacing", metadata: [
+                        "seconds": "\((earliest - .now).components.seconds)",
+                    ])
+                    try await Task.sleep(until: min(earliest, scheduled), clock: .continuous)
+                }
+            }
+        } catch {
+            return false
+        }
+        return !Task.isShuttingDownGracefully && !Task.isCancelled
     }
 }

@@ -87,6 +87,7 @@ public actor Publisher {
     let directory: PublishedDirectory
     private let lockPath: String
     let signingKey: Curve25519.Signing.PrivateKey
+    public nonisolated let publicKey: PositiveListPublicKey
     private let retentionSeconds: Int64
     /// How long after its `validUntil` an id may be published: the clock-skew allowance
     /// (`clockSkewSeconds`), within which a node still counts an encounter with it.
@@ -108,6 +109,7 @@ public actor Publisher {
         self.directory = directory
         self.lockPath = lockPath
         self.signingKey = signingKey
+        self.publicKey = PositiveListPublicKey(signingKey.publicKey)
         self.retentionSeconds = retentionSeconds
         self.indexRefreshSeconds = indexRefreshSeconds
         self.clock = clock
@@ -115,7 +117,6 @@ public actor Publisher {
         self.faultInjection = faultInjection
     }
 
-    public var publicKey: PositiveListPublicKey { PositiveListPublicKey(signingKey.publicKey) }
 
     /// Publishes what is due now.
     ///

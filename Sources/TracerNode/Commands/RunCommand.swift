@@ -14,7 +14,9 @@ struct RunCommand: AsyncParsableCommand {
             channel; it must be down and not held by bluetoothd, unless --take-adapter lets the node power it off), serial:/dev/ttyACM0[,BAUD] (a UART \
             controller), or tcp:HOST:PORT / unix:PATH (H4 over a socket, for example a Bumble virtual \
             controller). With a positive list server configured, the node also checks the list every \
-            check.interval seconds (plus a random delay of up to check.jitter). Every option is also a \
+            check.interval seconds (plus a random delay of up to check.jitter), and between checks \
+            revalidates it every check.refresh_interval seconds (plus up to check.refresh_jitter), \
+            checking at once when it changed. Every option is also a \
             setting of the configuration file (see `tracer config`). Stops cleanly on SIGINT or \
             SIGTERM; SIGHUP reloads the configuration.
             """)
@@ -40,6 +42,12 @@ struct RunCommand: AsyncParsableCommand {
     var checkInterval: String?
     @Option(help: ArgumentHelp("Largest random delay added to each check, in seconds (check.jitter).", valueName: "seconds"))
     var checkJitter: String?
+    @Option(help: ArgumentHelp("Seconds between revalidations of the list, checked at once when it changed; 0: off (check.refresh_interval).", valueName: "seconds"))
+    var refreshInterval: String?
+    @Option(help: ArgumentHelp("Largest random delay added to each revalidation, in seconds (check.refresh_jitter).", valueName: "seconds"))
+    var refreshJitter: String?
+    @Flag(help: "Wait on the server's long poll and revalidate as soon as it publishes (check.long_poll).")
+    var longPoll = false
     @Option(name: .customLong("on-exposure"), help: ArgumentHelp("A shell command to run when a check finds a new exposure (check.on_exposure).", valueName: "command"))
     var onExposure: String?
 
@@ -57,6 +65,9 @@ struct RunCommand: AsyncParsableCommand {
         flags["log.format"] = logFormat
         flags["check.interval"] = checkInterval
         flags["check.jitter"] = checkJitter
+        flags["check.refresh_interval"] = refreshInterval
+        flags["check.refresh_jitter"] = refreshJitter
+        if longPoll { flags["check.long_poll"] = "true" }
         flags["check.on_exposure"] = onExposure
         return flags
     }

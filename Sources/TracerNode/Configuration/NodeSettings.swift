@@ -45,6 +45,10 @@ struct NodeSettings: Equatable, Sendable {
     var cacheDirectory: String = ""
     var checkInterval: Int64 = 0
     var checkJitter: Int64 = 0
+    var refreshInterval: Int64 = 0
+    var refreshJitter: Int64 = 0
+    /// Wait on the server's long poll (`GET /v1/generation`) besides the refresh timer.
+    var longPoll = false
     /// A shell command run when an exposure is found.
     var onExposure: String?
     var clockSkew: Int64 = 0

@@ -94,6 +94,18 @@ enum SettingRegistry {
             "check.jitter", \.checkJitter, .integer(minimum: 0, maximum: 86_400, unit: "seconds"),
             default: 3_600, env: "TRACER_CHECK_JITTER", flag: "--check-jitter",
             help: "Largest random delay added to each check, in seconds."),
+        .integer(
+            "check.refresh_interval", \.refreshInterval, .integer(minimum: 0, maximum: 86_400, unit: "seconds"),
+            default: 300, env: "TRACER_REFRESH_INTERVAL", flag: "--refresh-interval",
+            help: "Seconds between cheap revalidations of the list (304 while unchanged) between checks; a changed list is checked at once. 0 turns them off."),
+        .integer(
+            "check.refresh_jitter", \.refreshJitter, .integer(minimum: 0, maximum: 86_400, unit: "seconds"),
+            default: 60, env: "TRACER_REFRESH_JITTER", flag: "--refresh-jitter",
+            help: "Largest random delay added to each revalidation, in seconds."),
+        .boolean(
+            "check.long_poll", \.longPoll, default: false,
+            env: "TRACER_LONG_POLL", flag: "--long-poll",
+            help: "Also wait on the server's GET /v1/generation (a server with longPollSeconds) and revalidate as soon as it publishes."),
         .text(
             "check.on_exposure", \.onExposure, .text(describe: "a shell command", problem: { _ in nil }),
             env: "TRACER_ON_EXPOSURE", flag: "--on-exposure",

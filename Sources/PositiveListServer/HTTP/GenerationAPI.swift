@@ -1,0 +1,38 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+
+/// `GET /v1/generation?after=G&keys=K`, the long poll (on only when `longPollSeconds` is set):
+/// answers `200 {"generation": g, "keyGeneration": k}` as soon as the published id index's
+/// generation is above G or the key index's above K (at once if it already is), or `204` after
+/// `longPollSeconds` with nothing new. The answer is a hint, not the list: the node then
+/// revalidates the signed indexes as usual, so a lying answer costs it one conditional request.
+struct GenerationAPI: Sendable {
+    let watch: GenerationWatch
+    let timeout: Duration
+
+    func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
+        table.add("v1/generation", .get, to: router) { request, _ in try await answer(request) }
+    }
+
+    private func answer(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        func generation(_ name: String) throws -> UInt64 {
+            guard let text = query[Substring(name)] else { return 0 }
+            guard let value = UInt64(text) else {
+                throw APIError(.badRequest, "invalid_generation", "\(name) must be a whole number, the generation the node holds (0 for none).")
+            }
+            return value
+        }
+        let held = GenerationWatch.Generations(generation: try generation("after"), keyGeneration: try generation("keys"))
+        let headers: HTTPFields = [.cacheControl: "no-store"]
+        guard let newer = await watch.wait(after: held, until: .now + timeout) else {
+            return Response(status: .noContent, headers: headers)
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        var jsonHeaders = headers
+        jsonHeaders[.contentType] = "application/json"
+        return Response(status: .ok, headers: jsonHeaders, body: ResponseBody(byteBuffer: ByteBuffer(bytes: try encoder.encode(newer))))
+    }
+}

@@ -1,0 +1,87 @@
+import Foundation
+import PositiveListFormat
+
+/// The generations of the published id and key indexes, for the long-poll route
+/// (`GET /v1/generation`): a node on a campus or in a company waits on it and revalidates its
+/// list the moment a publication changes either index, instead of at its next refresh.
+///
+/// The scheduler calls ``publishedDirectoryChanged()`` after each publication (and sync); the
+/// generations are read back from the verified files, so the answer names only what a node can
+/// download. A waiting request costs one suspended task and its connection, which the server's
+/// connection limits bound (per address and in all).
+public actor GenerationWatch {
+    public struct Generations: Sendable, Equatable, Codable {
+        public var generation: UInt64
+        public var keyGeneration: UInt64
+    }
+
+    private let directory: PublishedDirectory
+    private let publicKey: PositiveListPublicKey
+    private var current: Generations
+    private var stopped = false
+    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var nextWaiter: UInt64 = 0
+
+    public init(directory: PublishedDirectory, publicKey: PositiveListPublicKey) {
+        self.directory = directory
+        self.publicKey = publicKey
+        current = Self.read(directory, publicKey: publicKey)
+    }
+
+    /// The generations now; 0 for an index not (yet) published.
+    public var generations: Generations { current }
+
+    /// Re-reads the indexes and wakes every waiter when either generation moved.
+    public func publishedDirectoryChanged() {
+        let fresh = Self.read(directory, publicKey: publicKey)
+        guard fresh != current else { return }
+        current = fresh
+        wakeAll()
+    }
+
+    /// Wakes every waiter for good: the server is stopping, and a long poll must not hold
+    /// its graceful shutdown.
+    public func stop() {
+        stopped = true
+        wakeAll()
+    }
+
+    /// The generations once either is above what the node holds, or nil at `deadline` (or when
+    /// the server stops or the request goes away).
+    public func wait(after held: Generations, until deadline: ContinuousClock.Instant) async -> Generations? {
+        func isNewer() -> Bool { current.generation > held.generation || current.keyGeneration > held.keyGeneration }
+        if isNewer() { return current }
+        guard !stopped, !Task.isCancelled else { return nil }
+        let number = nextWaiter
+        nextWaiter += 1
+        let timer = Task { [weak self] in
+            try? await Task.sleep(until: deadline, clock: .continuous)
+            await self?.wake(number)
+        }
+        defer { timer.cancel() }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in waiters[number] = continuation }
+        } onCancel: {
+            Task { await self.wake(number) }
+        }
+        return isNewer() ? current : nil
+    }
+
+    private func wake(_ number: UInt64) {
+        waiters.removeValue(forKey: number)?.resume()
+    }
+
+    private func wakeAll() {
+        let woken = waiters
+        waiters = [:]
+        for continuation in woken.values { continuation.resume() }
+    }
+
+    private static func read(_ directory: PublishedDirectory, publicKey: PositiveListPublicKey) -> Generations {
+        let index = FileManager.default.contents(atPath: directory.indexPath)
+            .flatMap { try? PositiveListIndex(verifying: Array($0), publicKey: publicKey) }
+        let keyIndex = FileManager.default.contents(atPath: directory.keyIndexPath)
+            .flatMap { try? PositiveListKeyIndex(verifying: Array($0), publicKey: publicKey) }
+        return Generations(generation: index?.generation ?? 0, keyGeneration: keyIndex?.generation ?? 0)
+    }
+}

@@ -1,0 +1,118 @@
+import Foundation
+import IDRotation
+import PositiveListFormat
+import PositiveListServer
+import Testing
+import TracerTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 29, the server's half of "a verdict within minutes": a real `serve` publishes soon
+/// after an accepted upload (not at its hourly tick), spaces publications out under a stream of
+/// uploads, and answers the long poll `GET /v1/generation` when it publishes, after its timeout,
+/// or not at all over the connection limit.
+@Suite(.tags(.integration)) struct PublishSoonTests {
+    /// A fixture's `serve` (hourly schedule unless `extra` says otherwise), once it has
+    /// published its first, empty indexes.
+    static func withServer(_ extra: String = "", _ body: (ServerFixture, Int) async throws -> Void) async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration(extra: extra)
+        let port = try LoopbackPort.free()
+        let server = try await ServerCLI.serveWithOpenFileLimit(1_024, port: port, fixture: fixture)
+        defer {
+            server.terminate()
+            server.waitUntilExit()
+        }
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        try await body(fixture, port)
+    }
+
+    static func generations(_ fixture: ServerFixture) throws -> (ids: UInt64, keys: UInt64) {
+        let keyBytes = try #require(FileManager.default.contents(atPath: fixture.paths.published.keyIndexPath))
+        let keys = try PositiveListKeyIndex(verifying: Array(keyBytes), publicKey: fixture.publicKey)
+        return (try fixture.verifiedIndex().generation, keys.generation)
+    }
+
+    static func longPoll(port: Int, after held: (ids: UInt64, keys: UInt64), from source: String = "127.0.0.1") throws -> RawConnection {
+        let connection = try RawConnection(port: port, from: source)
+        connection.send("GET /v1/generation?after=\(held.ids)&keys=\(held.keys) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+        return connection
+    }
+
+    /// Ids whose windows ended 10 minutes ago and earlier: past their validity and the
+    /// clock-skew allowance (300 s), so the server may publish them at once.
+    static func upload(port: Int, seed: UInt64) async throws -> RawConnection.Response {
+        let now = UnixSeconds(Date().timeIntervalSince1970)
+        let body = String(decoding: Histories.body(Histories.entries(count: 8, endingAt: now - 600, seed: seed)).readableBytesView, as: UTF8.self)
+        let connection = try RawConnection(port: port)
+        connection.send(
+            "POST /v1/histories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(ServerFixture.authorityToken)\r\n"
+                + "Content-Type: application/json\r\nContent-Length: \(body.utf8.count)\r\nConnection: close\r\n\r\n" + body)
+        return try await connection.receiveResponse()
+    }
+
+    @Test(.timeLimit(.minutes(1))) func anUploadIsPublishedAtOnceAndTheLongPollAnswers() async throws {
+        try await Self.withServer(#", "longPollSeconds": 30"#) { fixture, port in
+            let before = try Self.generations(fixture)
+            let poll = try Self.longPoll(port: port, after: before)
+            try await Task.sleep(for: .milliseconds(500))
+            #expect(try await !poll.waitForClose(within: .milliseconds(1)))
+
+            let uploaded = ContinuousClock.now
+            #expect(try await Self.upload(port: port, seed: 1).status == 201)
+            let answer = try await poll.receiveResponse(timeout: .seconds(10))
+            #expect(answer.status == 200, "\(answer.text)")
+            #expect(ContinuousClock.now - uploaded < .seconds(5), "published \(ContinuousClock.now - uploaded) after the upload")
+            let told = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: UInt64])
+            let after = try Self.generations(fixture)
+            #expect(told["generation"] == after.ids && after.ids > before.ids, "\(told) \(after)")
+            #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
+            #expect(try fixture.verifiedBatches().first?.count == 8)
+
+            // A second upload inside the spacing (600 s) waits: no batch per upload.
+            #expect(try await Self.upload(port: port, seed: 2).status == 201)
+            try await Task.sleep(for: .seconds(2))
+            #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func theLongPollTimesOutCleanlyAndIsOffByDefault() async throws {
+        try await Self.withServer(#", "longPollSeconds": 1"#) { fixture, port in
+            let held = try Self.generations(fixture)
+            let started = ContinuousClock.now
+            let poll = try Self.longPoll(port: port, after: held)
+            let answer = try await poll.receiveResponse(timeout: .seconds(5))
+            #expect(answer.status == 204, "\(answer.text)")
+            #expect(ContinuousClock.now - started >= .milliseconds(900))
+            // The connection stays usable: the same client polls again on it.
+            poll.send("GET /v1/generation?after=0&keys=0 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            #expect(try await poll.receiveResponse(timeout: .seconds(2)).status == 200)
+            let bad = try RawConnection(port: port)
+            bad.send("GET /v1/generation?after=latest HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            let refused = try await bad.receiveResponse()
+            #expect(refused.status == 400 && refused.apiError == "invalid_generation", "\(refused.text)")
+        }
+        try await Self.withServer { fixture, port in
+            let poll = try Self.longPoll(port: port, after: try Self.generations(fixture))
+            #expect(try await poll.receiveResponse(timeout: .seconds(2)).status == 404)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1))) func longPollsOverTheAddressLimitAreRefused() async throws {
+        try await Self.withServer(#", "longPollSeconds": 3, "maxConnectionsPerAddress": 2"#) { fixture, port in
+            let held = try Self.generations(fixture)
+            let polls = try (0..<2).map { _ in try Self.longPoll(port: port, after: held, from: "127.0.0.5") }
+            try await Task.sleep(for: .milliseconds(300))
+            let third = try Self.longPoll(port: port, after: held, from: "127.0.0.5")
+            let refused = try await third.receiveResponse(timeout: .seconds(2))
+            #expect(refused.status == 503 && refused.apiError == "too_many_connections", "\(refused.text)")
+            // Another address is served meanwhile, and the held polls end with 204.
+            #expect(try await Self.longPoll(port: port, after: (0, 0), from: "127.0.0.6").receiveResponse(timeout: .seconds(2)).status == 200)
+            for poll in polls { #expect(try await poll.receiveResponse(timeout: .seconds(6)).status == 204) }
+        }
+    }
+}

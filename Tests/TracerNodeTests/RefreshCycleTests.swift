@@ -1,0 +1,73 @@
+import Foundation
+import IDRotation
+import Testing
+import TestTiers
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TracerNodeTests {
+    /// Issue 29: a verdict within minutes of a diagnosis, across processes. A running node
+    /// (`tracer run` on a Bumble controller) that met a diagnosed person has checked its list
+    /// and found nothing; the person's `tracer report` is accepted by a real `tracer-server
+    /// serve` on its hourly schedule; the server publishes soon after the upload and the node's
+    /// revalidation (every second here, as the default 300 s scaled down) checks the new list
+    /// and runs its on-exposure command, long before the next full check (an hour).
+    @Suite(.tags(.endToEnd)) struct RefreshCycle {
+        @Test(.timeLimit(.minutes(1)))
+        func aRunningNodeWarnsSecondsAfterTheUpload() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let server = try ListServerProcess(scratch: scratch)
+            defer { server.stop() }
+            let now = UnixSeconds(Date().timeIntervalSince1970)
+            let day = now - now % 86_400 - 86_400
+            let reporterIDs = NodeFixture.hourlyIDs(from: day, until: now)
+            try NodeFixture.makeStore(scratch.file("a.db"), ownIDs: reporterIDs)
+            // Twenty minutes close to the diagnosed person's id of 10:00 yesterday: high risk.
+            let met = reporterIDs.first { $0.window.contains(day + 10 * 3_600) }!.id
+            try NodeFixture.makeStore(scratch.file("b.db"), encounters: [
+                EncounterSpec(peer: met, times: [day + 36_300, day + 36_900, day + 37_440], rssi: [-48, -50, -52]),
+            ])
+
+            let link = try VirtualLink(controllers: 1)
+            defer { link.stop() }
+            let warned = scratch.file("warned")
+            let node = try StreamingProcess(try Products.path(of: "tracer"), [
+                "run", "--db", scratch.file("b.db"), "--transport", "tcp:127.0.0.1:\(link.ports[0])",
+                "--server", server.url, "--server-key", server.publicKey, "--cache-dir", scratch.file("b-cache"),
+                "--check-interval", "3600", "--check-jitter", "0", "--refresh-interval", "1", "--refresh-jitter", "0",
+                "--on-exposure", "date +%s.%N > '\(warned)'", "--log-level", "info", "--log-format", "json",
+            ], home: scratch.path, standardErrorPath: scratch.file("b.log"))
+            defer {
+                kill(node.pid, SIGTERM)
+                if node.waitForExit(timeout: .seconds(10)) == nil { node.killHard() }
+            }
+            // The node's first full check (check.jitter 0: at start) finds nothing yet.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !Self.log(scratch).contains("exposure check done") && ContinuousClock.now < deadline { usleep(50_000) }
+            try #require(Self.log(scratch).contains("exposure check done"), "no first check: \(Self.log(scratch).suffix(2_000))")
+            #expect(!Check.exists(warned))
+
+            let report = try Products.tracer(
+                ["report", "--db", scratch.file("a.db"), "--server", server.url, "--code", try server.issueCode(), "--yes"],
+                home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")])
+            try #require(report.exitCode == 0, "tracer report failed: \(report)")
+            let uploaded = Date().timeIntervalSince1970
+            let warnDeadline = ContinuousClock.now + .seconds(15)
+            while !Check.exists(warned) && ContinuousClock.now < warnDeadline { usleep(50_000) }
+            try #require(Check.exists(warned), "no warning 15 s after the upload; node log: \(Self.log(scratch).suffix(3_000))")
+            let warnedAt = try #require(Double(try String(contentsOfFile: warned, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(warnedAt - uploaded < 10, "warned \(warnedAt - uploaded) s after the upload")
+            // The verdict is the one `tracer check` gives: exit 3, an exposure.
+            let check = try Products.tracer(
+                ["check", "--db", scratch.file("b.db"), "--cache-dir", scratch.file("b-cache"), "--offline", "--server-key", server.publicKey,
+                 "--quiet"], home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")])
+            #expect(check.exitCode == 3, "\(check)")
+        }
+
+        static func log(_ scratch: Scratch) -> String {
+            (try? String(contentsOfFile: scratch.file("b.log"), encoding: .utf8)) ?? ""
+        }
+    }
+}
