@@ -13,7 +13,8 @@ LoggingSystem.bootstrap { label in
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
 //        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH]
-//        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE]]
+//        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE]
+//        | refresh [RUNS] [SCALE]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -44,6 +45,16 @@ case "flood":
     try await FloodBenchmark(
         directory: directory, serverPath: rest.first ?? beside, openFiles: rest.dropFirst().first.flatMap { Int($0) } ?? 4_096,
         connections: rest.dropFirst(2).first.flatMap { Int($0) } ?? 5_000, seconds: rest.dropFirst(3).first.flatMap { Int($0) } ?? 10
+    ).run()
+case "refresh":
+    // refresh [RUNS] [SCALE]: issue 29's upload-to-verdict time across real processes, the
+    // node's revalidation schedule divided by SCALE (default 60), and the idle traffic. Run
+    // from the repository root (it starts Bumble from .venv-bumble); build tracer and
+    // tracer-server beside TracerBench first.
+    let runs = arguments.dropFirst().first.flatMap { Int($0) } ?? 30
+    let scale = arguments.dropFirst(2).first.flatMap { Int64($0) } ?? 60
+    try await RefreshBenchmark(
+        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), directory: directory, runs: runs, scale: scale
     ).run()
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.

@@ -73,7 +73,7 @@ import Glibc
             #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
             #expect(try fixture.verifiedBatches().first?.count == 8)
 
-            // A second upload inside the spacing (600 s) waits: no batch per upload.
+            // A second upload inside the spacing (1,800 s) waits: no batch per upload.
             #expect(try await Self.upload(port: port, seed: 2).status == 201)
             try await Task.sleep(for: .seconds(2))
             #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])

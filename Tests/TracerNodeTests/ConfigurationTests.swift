@@ -56,7 +56,8 @@ extension TracerNodeTests {
         static let allKeys = [
             "node.transport", "node.database", "node.rotation_interval", "node.rotation_jitter", "node.continuous_scan",
             "node.take_adapter", "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
-            "check.interval", "check.jitter", "check.on_exposure", "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
+            "check.interval", "check.jitter", "check.refresh_interval", "check.refresh_jitter", "check.long_poll", "check.on_exposure",
+            "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
             "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period", "risk.attenuation_summary",
             "risk.directions", "risk.rssi_correction",

@@ -16,9 +16,20 @@ extension TracerNodeTests {
     @Suite(.tags(.endToEnd)) struct RefreshCycle {
         @Test(.timeLimit(.minutes(1)))
         func aRunningNodeWarnsSecondsAfterTheUpload() throws {
+            try Self.warnsAfterUpload(node: ["--refresh-interval", "1", "--refresh-jitter", "0"])
+        }
+
+        /// With the long poll, the node learns of the publication from the server: its timer
+        /// (an hour here) plays no part.
+        @Test(.timeLimit(.minutes(1)))
+        func aLongPollingNodeWarnsSecondsAfterTheUpload() throws {
+            try Self.warnsAfterUpload(server: #""longPollSeconds": 20"#, node: ["--refresh-interval", "3600", "--long-poll"])
+        }
+
+        static func warnsAfterUpload(server settings: String = "", node schedule: [String]) throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let server = try ListServerProcess(scratch: scratch)
+            let server = try ListServerProcess(scratch: scratch, settings: settings)
             defer { server.stop() }
             let now = UnixSeconds(Date().timeIntervalSince1970)
             let day = now - now % 86_400 - 86_400
@@ -36,17 +47,17 @@ extension TracerNodeTests {
             let node = try StreamingProcess(try Products.path(of: "tracer"), [
                 "run", "--db", scratch.file("b.db"), "--transport", "tcp:127.0.0.1:\(link.ports[0])",
                 "--server", server.url, "--server-key", server.publicKey, "--cache-dir", scratch.file("b-cache"),
-                "--check-interval", "3600", "--check-jitter", "0", "--refresh-interval", "1", "--refresh-jitter", "0",
+                "--check-interval", "3600", "--check-jitter", "0",
                 "--on-exposure", "date +%s.%N > '\(warned)'", "--log-level", "info", "--log-format", "json",
-            ], home: scratch.path, standardErrorPath: scratch.file("b.log"))
+            ] + schedule, home: scratch.path, standardErrorPath: scratch.file("b.log"))
             defer {
                 kill(node.pid, SIGTERM)
                 if node.waitForExit(timeout: .seconds(10)) == nil { node.killHard() }
             }
             // The node's first full check (check.jitter 0: at start) finds nothing yet.
             let deadline = ContinuousClock.now + .seconds(20)
-            while !Self.log(scratch).contains("exposure check done") && ContinuousClock.now < deadline { usleep(50_000) }
-            try #require(Self.log(scratch).contains("exposure check done"), "no first check: \(Self.log(scratch).suffix(2_000))")
+            while !log(scratch).contains("exposure check done") && ContinuousClock.now < deadline { usleep(50_000) }
+            try #require(log(scratch).contains("exposure check done"), "no first check: \(log(scratch).suffix(2_000))")
             #expect(!Check.exists(warned))
 
             let report = try Products.tracer(
@@ -56,7 +67,7 @@ extension TracerNodeTests {
             let uploaded = Date().timeIntervalSince1970
             let warnDeadline = ContinuousClock.now + .seconds(15)
             while !Check.exists(warned) && ContinuousClock.now < warnDeadline { usleep(50_000) }
-            try #require(Check.exists(warned), "no warning 15 s after the upload; node log: \(Self.log(scratch).suffix(3_000))")
+            try #require(Check.exists(warned), "no warning 15 s after the upload; node log: \(log(scratch).suffix(3_000))")
             let warnedAt = try #require(Double(try String(contentsOfFile: warned, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)))
             #expect(warnedAt - uploaded < 10, "warned \(warnedAt - uploaded) s after the upload")
             // The verdict is the one `tracer check` gives: exit 3, an exposure.

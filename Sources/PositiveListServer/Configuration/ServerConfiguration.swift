@@ -22,8 +22,10 @@ public struct ServerConfiguration: Sendable {
     public static let shortestPublishIntervalSeconds: Int64 = 29 * 86_400 / Int64(PositiveListIndex.maximumListingCount)
     /// An accepted upload makes the server publish at once, unless the last publication that
     /// cut a batch was less than this long ago; then it publishes when it was. Bounds the
-    /// batches (and index generations nodes fetch) a stream of uploads makes: see docs/refresh.md.
-    public var publishSpacingSeconds: Int64 = 600
+    /// batches a stream of uploads makes, and so the index every node downloads at each
+    /// generation: its bytes per node per day grow with the square of the publication rate
+    /// (docs/refresh.md). A quiet server (a campus) publishes each upload at once.
+    public var publishSpacingSeconds: Int64 = 1_800
     /// How long `GET /v1/generation` holds a request before answering 204; nil: the long poll is
     /// off (404), as for a national deployment whose nodes revalidate through a CDN.
     public var longPollSeconds: Int64?
