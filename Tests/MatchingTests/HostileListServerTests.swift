@@ -406,4 +406,40 @@ import TracerTestSupport
         Self.expectHeldExposure(last, failure: "HTTP 404")
         #expect(try String(contentsOfFile: notifications, encoding: .utf8) == "notified\n", "notified once, not again")
     }
+
+    /// Issue 29: the frequent revalidation between full checks costs two conditional requests
+    /// (304) while the list is unchanged and matches nothing; once an index changes it downloads
+    /// the new batch, matches at once and runs the on-exposure command.
+    @Test func theRevalidationMatchesOnlyWhenTheListChanged() async throws {
+        let world = try World()
+        try world.publishIDs([1], generation: 1)
+        try world.publishKeys([2], generation: 1)
+        let notifications = world.directory.path + "/notifications"
+        let checker = world.checker()
+        let schedule = ExposureCheckSchedule(
+            checker: checker, hook: ExposureHook(command: "echo notified >> '\(notifications)'"), interval: 3_600, jitter: 0,
+            refreshInterval: 300, refreshJitter: 60, logger: Logger(label: "test.check"))
+        #expect(await schedule.checkOnce())
+        #expect(!FileManager.default.fileExists(atPath: notifications), "nobody diagnosed yet")
+        let before = try await world.requests().count
+
+        guard case .unchanged = try await checker.refresh() else {
+            Issue.record("an unchanged list was matched again")
+            return
+        }
+        let revalidation = try await world.requests().dropFirst(before)
+        #expect(revalidation.map(\.path) == ["index.tpli", "keys/index.tpki"])
+        #expect(revalidation.allSatisfy { $0.condition != nil }, "both requests conditional: \(revalidation)")
+
+        // The diagnosed person's key is published: the next revalidation warns.
+        try world.publishKeys([1, 2], generation: 2)
+        #expect(await schedule.refreshOnce())
+        #expect(try String(contentsOfFile: notifications, encoding: .utf8) == "notified\n")
+        let report = try #require(try ExposureChecker.lastReport(in: world.store))
+        #expect(report.newExposure && report.list.keyBatches == 2)
+        // The id batch already verified was not downloaded again (its index answered 304).
+        let all = try await world.requests()
+        #expect(all.filter { $0.path == "batches/1.tplb" }.count == 1, "\(all.map(\.path))")
+        #expect(all.contains { $0.path == "keys/1.tpkb" })
+    }
 }

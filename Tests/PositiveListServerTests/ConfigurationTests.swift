@@ -68,6 +68,20 @@ import TestTiers
         }
         #expect(try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "publishIntervalSeconds": 300}"#)
             .publishIntervalSeconds == 300)
+        // Issue 29: uploads trigger publications at most every publishSpacingSeconds, between
+        // the same 5 minutes and the interval (which publishes anyway); unset, 30 minutes or
+        // the interval if shorter.
+        let token = #"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}]"#
+        #expect(try parse(token + "}").publishSpacingSeconds == 1_800)
+        #expect(try parse(token + #", "publishIntervalSeconds": 600}"#).publishSpacingSeconds == 600)
+        #expect(try parse(token + #", "publishSpacingSeconds": 300}"#).publishSpacingSeconds == 300)
+        #expect(throws: ConfigurationError.self) { try parse(token + #", "publishSpacingSeconds": 299}"#) }
+        #expect(throws: ConfigurationError.self) { try parse(token + #", "publishSpacingSeconds": 3601}"#) }
+        // The long poll is off unless set, and holds a request at most 5 minutes.
+        #expect(try parse(token + "}").longPollSeconds == nil)
+        #expect(try parse(token + #", "longPollSeconds": 50}"#).longPollSeconds == 50)
+        #expect(throws: ConfigurationError.self) { try parse(token + #", "longPollSeconds": 301}"#) }
+        #expect(throws: ConfigurationError.self) { try parse(token + #", "longPollSeconds": 0}"#) }
         #expect(throws: ConfigurationError.unreadable(path: "/nonexistent/config.json")) {
             try ServerConfiguration.load(path: "/nonexistent/config.json")
         }

@@ -149,7 +149,9 @@ public struct ServerConfiguration: Sendable {
         if let value = file.clockSkewSeconds { configuration.clockSkewSeconds = value }
         if let value = file.uploadCodeLifetimeSeconds { configuration.uploadCodeLifetimeSeconds = value }
         if let value = file.publishIntervalSeconds { configuration.publishIntervalSeconds = value }
-        if let value = file.publishSpacingSeconds { configuration.publishSpacingSeconds = value }
+        // Unset, the spacing never exceeds the interval: the interval publishes anyway.
+        configuration.publishSpacingSeconds = file.publishSpacingSeconds
+            ?? min(configuration.publishSpacingSeconds, configuration.publishIntervalSeconds)
         if let value = file.longPollSeconds { configuration.longPollSeconds = value }
         if let value = file.failedAttemptsPerMinute { configuration.failedAttemptsPerMinute = value }
         if let value = file.indexMaxAgeSeconds { configuration.indexMaxAgeSeconds = value }
