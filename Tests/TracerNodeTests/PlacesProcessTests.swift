@@ -288,6 +288,11 @@ extension TracerNodeTests {
                 #expect(!text.contains(peer.hex) && !text.contains(peer.tag), "the export names a peer")
             }
             #expect(Check.fullHexIDs(in: text).isEmpty, "the export holds an id")
+            // The user's own views hold them too: encounters (--json --details) and the full export.
+            let details = try Self.tracer(scratch, ["encounters", "--json", "--details", "--db", scratch.file("n.db")])
+            #expect(details.stdout.contains("\"name\" : \"Library, main entrance\"") && details.stdout.contains("\"precisionMeters\" : 100"), "\(details)")
+            let everything = try Self.tracer(scratch, ["export", "--db", scratch.file("n.db")])
+            #expect(everything.stdout.contains("\"place\" : {") && everything.stdout.contains("Bus 42"), "\(everything)")
             try FileManager.default.removeItem(atPath: output)
             let scripted = try Self.tracer(scratch, arguments + ["--yes"])
             #expect(scripted.exitCode == 0 && Check.exists(output), "\(scripted)")
