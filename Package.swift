@@ -152,7 +152,7 @@ let package = Package(
             name: "TracerBench",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
-                "ObjectStore", "ExposureReplay",
+                "ObjectStore", "ExposureReplay", "Places",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
