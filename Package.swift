@@ -34,6 +34,13 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
+        // Where the node is, for the place recorded with each encounter: a gpsd client (its JSON
+        // protocol over TCP) and the grid positions are rounded to. Kept out of IDRotation, which
+        // only stores places, and out of the exchange, which must never wait for it.
+        .target(
+            name: "Places",
+            dependencies: ["IDRotation", .product(name: "Logging", package: "swift-log")]
+        ),
         // BlueZ headers only (sockaddr_hci, HCI_CHANNEL_USER) for the hci0 user-channel
         // transport; no libbluetooth symbol is used, so nothing is linked.
         .systemLibrary(name: "CBlueZ", path: "Sources/CBlueZ", providers: [.apt(["libbluetooth-dev"])]),
@@ -113,7 +120,7 @@ let package = Package(
         .executableTarget(
             name: "TracerNode",
             dependencies: [
-                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListFormat", "CommandLineMain",
+                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListFormat", "CommandLineMain", "Places",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -145,7 +152,7 @@ let package = Package(
             name: "TracerBench",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
-                "ObjectStore", "ExposureReplay",
+                "ObjectStore", "ExposureReplay", "Places",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -157,6 +164,7 @@ let package = Package(
         ),
 
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TestTiers"]),
         // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport", "TestTiers"]),
         .testTarget(
@@ -167,7 +175,7 @@ let package = Package(
         .testTarget(
             name: "TracerNodeTests",
             dependencies: [
-                "IDRotation", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain", "TestTiers",
+                "IDRotation", "Places", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain", "TestTiers",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

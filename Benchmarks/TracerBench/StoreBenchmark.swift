@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import Places
 
 /// Encounter logging figures for BENCHMARKS.md: throughput with the node's batching against a
 /// one-transaction-per-sighting baseline measured in the same run, the size of a 28-day file,
@@ -146,6 +147,81 @@ struct StoreBenchmark {
                      daily, purged.encountersDeleted + purged.ownIDsDeleted, everything))
         say(String(format: "file after purging everything: %.2f MB (pages are kept for reuse; no VACUUM)",
                      Double(fileSize(location.path)) / 1_048_576))
+    }
+
+    /// Where the 28-day node of `twentyEightDays` was when it met each person.
+    enum PlaceMode: String, CaseIterable {
+        /// No place configured (the default).
+        case none
+        /// A fixed node: one name for every encounter.
+        case name
+        /// A moving node with gpsd, at its worst for size: a different 100 m cell for every
+        /// person it meets (28,000 cells), each stored once and named by every row of that person.
+        case cellPerPerson = "cell-per-person"
+    }
+
+    /// The 28-day file's size without places, with a fixed place and with a new gpsd cell per
+    /// person, in one run (`TracerBench store-places`): the same generator and counts, so the
+    /// difference is what places cost.
+    func places() throws {
+        say("# Encounter store with places (\(Date()))")
+        say("SQLite \(NodeStore.sqliteVersion); 28 days at 1,000 distinct people a day (each 1-8 windows, a sighting every 4 s)")
+        say("| places | encounter rows | place rows | file (MB) | vs none |")
+        say("| --- | --- | --- | --- | --- |")
+        var baseline: Int?
+        for mode in PlaceMode.allCases {
+            let location = location("28-days-\(mode.rawValue).db")
+            let store = try NodeStore.open(location)
+            try fillTwentyEightDays(store, places: mode)
+            try store.purge(now: 1_795_300_000 - .secondsPerDay * 100)  // checkpoints the WAL; deletes nothing
+            let bytes = fileSize(location.path)
+            let placeRows = Set(try store.encounters().compactMap(\.place)).count
+            baseline = baseline ?? bytes
+            say(String(format: "| %@ | %d | %d | %.2f | %+.1f %% |", mode.rawValue, try store.counts().encounters, placeRows,
+                       Double(bytes) / 1_048_576, 100 * (Double(bytes) / Double(baseline!) - 1)))
+        }
+    }
+
+    /// The 28 days of `twentyEightDays`, with each person's encounters at the place `places` gives.
+    private func fillTwentyEightDays(_ store: NodeStore, places: PlaceMode) throws {
+        var random = SystemRandomNumberGenerator()
+        let now: UnixSeconds = 1_795_300_000
+        let firstDay = now - 28 * .secondsPerDay
+        let library = Place(name: "Library, main entrance", position: nil)
+        for day in 0..<28 {
+            let dayStart = firstDay + UnixSeconds(day) * .secondsPerDay
+            var batch = SightingBatch()
+            for _ in 0..<1_000 {
+                let arrival = dayStart + UnixSeconds.random(in: 0..<(.secondsPerDay - 8 * 900), using: &random)
+                let windows = Int.random(in: 1...8, using: &random)
+                let closeness = Int8.random(in: -90 ... -45, using: &random)
+                let place: Place? = switch places {
+                case .none: nil
+                case .name: library
+                case .cellPerPerson:
+                    // Somewhere in a 40 km square around Berlin, on the default 100 m grid.
+                    Place(name: nil, position: PlaceGrid.cell(
+                        latitude: 52.3 + Double.random(in: 0..<0.36, using: &random),
+                        longitude: 13.1 + Double.random(in: 0..<0.6, using: &random), precisionMeters: 100))
+                }
+                for window in 0..<windows {
+                    let windowStart = arrival - arrival % 900 + UnixSeconds(window) * 900
+                    let peer = UserID.random(using: &random)
+                    var time = max(windowStart, arrival)
+                    while time < windowStart + 900 {
+                        batch.add(Sighting(peer: peer, ownWindowStart: windowStart, time: time,
+                                           rssi: closeness, txPower: 0, learnedBy: time == arrival ? .read : [], place: place))
+                        time += 4
+                    }
+                }
+            }
+            try store.write(batch)
+            var ownStart = dayStart
+            while ownStart < dayStart + .secondsPerDay {
+                try store.recordOwnID(OwnID(id: .random(using: &random), window: IDWindow(start: ownStart, end: ownStart + 900)))
+                ownStart += 900
+            }
+        }
     }
 
     private func location(_ name: String) -> StoreLocation {

@@ -9,7 +9,7 @@ LoggingSystem.bootstrap { label in
     return handler
 }
 
-// Usage: swift run -c release TracerBench [store | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
+// Usage: swift run -c release TracerBench [store | store-places | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
 //        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH]
@@ -24,6 +24,9 @@ defer { try? FileManager.default.removeItem(atPath: directory) }
 switch which {
 case "store":
     try await StoreBenchmark(directory: directory).run()
+case "store-places":
+    // The 28-day file without places, with a fixed place, and with a new gpsd cell per person.
+    try StoreBenchmark(directory: directory).places()
 case "link":
     // Run from the repository root: it starts Bumble from .venv-bumble and Tests/Support/bumble.
     let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 50
@@ -144,7 +147,7 @@ case "console-signin":
     let attempts = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 10
     try ConsoleSignInBenchmark(rounds: max(1, rounds), attemptsPerMinute: max(1, attempts)).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts, console-signin\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, store-places, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts, console-signin\n".utf8))
     exit(2)
 }
 

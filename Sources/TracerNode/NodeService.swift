@@ -3,6 +3,7 @@ import BLEHost
 import GATTExchange
 import IDRotation
 import Logging
+import Places
 
 /// The running node: composes id rotation, the BLE exchange, the encounter log and retention.
 /// It holds no logic of its own beyond starting the parts together and stopping them in order.
@@ -14,11 +15,15 @@ struct NodeService {
     let retention: RetentionPolicy
     let exchange: ExchangeConfiguration
     let status: NodeStatusRecorder
+    /// The place in force, recorded with each encounter; nil when the node has none configured.
+    let places: PlaceBoard?
+    /// Feeds `places` with positions, when the place source is gpsd.
+    let gpsd: GPSDClient?
     let logger: Logger
 
     /// Runs until the task is cancelled (SIGINT/SIGTERM), then flushes the log.
     func run() async {
-        let log = EncounterLog(store: store, logger: logger)
+        let log = EncounterLog(store: store, logger: logger, placeInForce: { [places] in places?.current() })
         let rotator = IDRotator(schedule: schedule, history: store, logger: logger)
         let session = ExchangeSession(
             transport: transport, rotator: rotator, sink: log, configuration: exchange, logger: logger,
@@ -38,6 +43,7 @@ struct NodeService {
                     onCondition: { condition in await status.conditionChanged(condition) })
             }
             group.addTask { await status.runHeartbeat() }
+            if let gpsd { group.addTask { await gpsd.run() } }
             await group.waitForAll()
         }
         do {

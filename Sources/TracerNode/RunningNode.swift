@@ -5,6 +5,7 @@ import GATTExchange
 import IDRotation
 import Logging
 import Matching
+import Places
 
 /// `tracer run` once its settings are known: the node service (rotation, BLE exchange, store,
 /// purge) and, when a list server is configured, the periodic exposure check. Signals: SIGINT
@@ -27,13 +28,26 @@ actor RunningNode {
         self.settings = settings
     }
 
+    /// The place in force and, with place.source = gpsd, the client that feeds it positions; nil
+    /// when neither a name nor a source is configured.
+    private static func placeParts(_ settings: NodeSettings) -> (board: PlaceBoard, gpsd: GPSDClient?)? {
+        guard settings.placeName != nil || settings.placeSource != .none else { return nil }
+        let board = PlaceBoard(name: settings.placeName, maximumFixAge: .seconds(settings.placeMaxFixAge))
+        guard settings.placeSource == .gpsd else { return (board, nil) }
+        return (board, GPSDClient(
+            host: settings.gpsdHost, port: Int(settings.gpsdPort), precisionMeters: Int(settings.placePrecision),
+            board: board, logger: Logger(label: "tracer.place")))
+    }
+
     func run(levelControl: LogLevelControl, reload: @escaping @Sendable () throws -> ResolvedSettings) async {
         var exchange = ExchangeConfiguration()
         if settings.continuousScan { exchange.scanOffTime = .zero }
+        let place = Self.placeParts(settings)
         let service = NodeService(
             store: store, transport: transport, heldAdapter: settings.takeAdapter ? .take : .refuse,
             schedule: schedule, retention: .standard, exchange: exchange,
-            status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport), logger: logger)
+            status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport),
+            places: place?.board, gpsd: place?.gpsd, logger: logger)
         let serviceTask = Task { await service.run() }
         startChecks()
 
@@ -82,6 +96,9 @@ actor RunningNode {
             ("node.continuous_scan", fresh.continuousScan != settings.continuousScan),
             ("node.take_adapter", fresh.takeAdapter != settings.takeAdapter),
             ("log.format", fresh.logFormat != settings.logFormat),
+            ("place.*", fresh.placeName != settings.placeName || fresh.placeSource != settings.placeSource
+                || fresh.gpsdHost != settings.gpsdHost || fresh.gpsdPort != settings.gpsdPort
+                || fresh.placePrecision != settings.placePrecision || fresh.placeMaxFixAge != settings.placeMaxFixAge),
         ].filter(\.1).map(\.0)
         var applied = fresh
         // Kept as running until a restart, so that the next reload still sees the difference.
@@ -92,6 +109,12 @@ actor RunningNode {
         applied.continuousScan = settings.continuousScan
         applied.takeAdapter = settings.takeAdapter
         applied.logFormat = settings.logFormat
+        applied.placeName = settings.placeName
+        applied.placeSource = settings.placeSource
+        applied.gpsdHost = settings.gpsdHost
+        applied.gpsdPort = settings.gpsdPort
+        applied.placePrecision = settings.placePrecision
+        applied.placeMaxFixAge = settings.placeMaxFixAge
         // The log level is applied above without touching a check that may be under way.
         var comparable = applied
         comparable.logLevel = settings.logLevel

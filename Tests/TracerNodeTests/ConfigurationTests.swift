@@ -61,6 +61,7 @@ extension TracerNodeTests {
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
             "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period", "risk.attenuation_summary",
             "risk.directions", "risk.rssi_correction",
+            "place.name", "place.source", "place.gpsd_host", "place.gpsd_port", "place.precision", "place.max_fix_age",
         ]
 
         /// JSON values compare by type: JSONSerialization gives NSNumber for both numbers and booleans.
@@ -98,7 +99,13 @@ extension TracerNodeTests {
             #expect(config.value("risk.directions") as? String == "both")
             #expect(config.value("node.database") as? String == home.scratch.path + "/xdg-data/tracer/tracer.db")
             #expect(config.value("check.cache_dir") as? String == home.scratch.path + "/xdg-cache/tracer")
-            for unset in ["node.transport", "server.url", "server.public_key", "server.pinned_key", "check.on_exposure"] {
+            // Places are off unless asked for; a gpsd source reads the usual local gpsd, rounded to 100 m.
+            #expect(config.value("place.source") as? String == "none")
+            #expect(config.value("place.gpsd_host") as? String == "127.0.0.1")
+            #expect(config.value("place.gpsd_port") as? Int == 2947)
+            #expect(config.value("place.precision") as? Int == 100)
+            #expect(config.value("place.max_fix_age") as? Int == 30)
+            for unset in ["node.transport", "server.url", "server.public_key", "server.pinned_key", "check.on_exposure", "place.name"] {
                 #expect(config.value(unset) is NSNull, "\(unset) should be unset: \(String(describing: config.value(unset)))")
             }
 

@@ -119,9 +119,11 @@ struct EncounterSpec {
     var times: [UnixSeconds]
     var rssi: [Int8?]
     var txPower: Int8? = nil
+    var place: Place? = nil
 
-    init(peer: UserID, times: [UnixSeconds], rssi: [Int8?]? = nil, txPower: Int8? = nil) {
+    init(peer: UserID, times: [UnixSeconds], rssi: [Int8?]? = nil, txPower: Int8? = nil, place: Place? = nil) {
         self.peer = peer
+        self.place = place
         self.ownWindowStart = times[0] - times[0] % 3_600
         self.times = times
         self.rssi = rssi ?? times.map { _ in nil }
@@ -139,7 +141,7 @@ enum NodeFixture {
             for (time, rssi) in zip(encounter.times, encounter.rssi) {
                 batch.add(Sighting(
                     peer: encounter.peer, ownWindowStart: encounter.ownWindowStart, time: time, rssi: rssi,
-                    txPower: encounter.txPower, learnedBy: .read))
+                    txPower: encounter.txPower, learnedBy: .read, place: encounter.place))
             }
         }
         if !batch.isEmpty { try store.write(batch) }

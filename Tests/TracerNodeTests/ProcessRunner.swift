@@ -217,11 +217,12 @@ final class StreamingProcess {
     let pid: Int32
 
     /// `standardErrorPath`: a file that receives the child's stderr (its logs), else the test's own.
-    init(_ executable: String, _ arguments: [String], home: String, standardErrorPath: String? = nil) throws {
+    init(_ executable: String, _ arguments: [String], home: String, standardErrorPath: String? = nil,
+         environment: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
-        process.environment = Products.environment(home: home)
+        process.environment = Products.environment(home: home, overrides: environment)
         process.currentDirectoryURL = URL(fileURLWithPath: home)
         process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/null"))
         let pipe = Pipe()

@@ -159,7 +159,7 @@ extension TracerNodeTests {
             #expect(exportedSightings == (try store.encounters()).reduce(0) { $0 + $1.sightings })
             #expect(Set(ownIDs.compactMap { $0["id"] as? String }) == Set(try store.ownIDs().map(\.id.hex)))
             #expect((export["schema"] as? [String])?.isEmpty == false)
-            #expect((export["formatVersion"] as? NSNumber)?.intValue == 2)
+            #expect((export["formatVersion"] as? NSNumber)?.intValue == 3)
 
             // Every own id the seed's rotator made is derived from an exported key of its day.
             let keys = try #require(export["dailyKeys"] as? [[String: Any]])

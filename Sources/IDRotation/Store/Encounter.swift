@@ -30,11 +30,14 @@ public struct Sighting: Sendable, Hashable {
     /// The RSSI the peer says it measured for us (10-byte write form).
     public var reportedRSSI: Int8?
     public var learnedBy: LearnedBy
+    /// Where this node was, when it knew (`EncounterLog` fills it in from the place in force).
+    public var place: Place?
 
     public init(
         peer: UserID, ownWindowStart: UnixSeconds, time: UnixSeconds, rssi: Int8? = nil,
-        txPower: Int8? = nil, reportedRSSI: Int8? = nil, learnedBy: LearnedBy = []
+        txPower: Int8? = nil, reportedRSSI: Int8? = nil, learnedBy: LearnedBy = [], place: Place? = nil
     ) {
+        self.place = place
         self.peer = peer
         self.ownWindowStart = ownWindowStart
         self.time = time
@@ -68,8 +71,12 @@ public struct Encounter: Sendable, Hashable {
     /// split its contact time by attenuation (`risk.attenuation_summary = buckets`). Empty for a
     /// row logged before schema v3, which kept only the bounds, sum and count.
     public var rssiHistogram: RSSIHistogram
+    /// Where this node was when the window's contact began (the first sighting that knew); nil
+    /// for a node without a place, without a fix, or a row logged before places were recorded.
+    public var place: Place?
 
     public init(_ sighting: Sighting) {
+        place = sighting.place
         peer = sighting.peer
         ownWindowStart = sighting.ownWindowStart
         firstSeen = sighting.time
@@ -108,6 +115,7 @@ public struct Encounter: Sendable, Hashable {
         if let txPower = sighting.txPower { self.txPower = txPower }
         if let reported = sighting.reportedRSSI { reportedRSSI = reported }
         learnedBy.formUnion(sighting.learnedBy)
+        if place == nil { place = sighting.place }
     }
 }
 

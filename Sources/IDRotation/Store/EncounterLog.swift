@@ -14,15 +14,21 @@ public actor EncounterLog {
     private let logger: Logger
     private var batch = SightingBatch()
     private var lastFailure: StoreError?
+    /// The place in force, read at each sighting; it must answer at once (the exchange waits).
+    private let placeInForce: @Sendable () -> Place?
 
     public init(store: NodeStore, maxPendingRows: Int = EncounterLog.defaultMaxPendingRows,
-                logger: Logger = Logger(label: "tracer.encounters")) {
+                logger: Logger = Logger(label: "tracer.encounters"),
+                placeInForce: @escaping @Sendable () -> Place? = { nil }) {
         self.store = store
+        self.placeInForce = placeInForce
         self.maxPendingRows = maxPendingRows
         self.logger = logger
     }
 
     public func record(_ sighting: Sighting) {
+        var sighting = sighting
+        if sighting.place == nil { sighting.place = placeInForce() }
         batch.add(sighting)
         if batch.rowCount >= maxPendingRows { try? flush() }
     }

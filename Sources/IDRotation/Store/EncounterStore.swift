@@ -6,8 +6,8 @@ extension NodeStore {
     // when any argument is NULL, hence the coalesce pairs for the optional RSSI bounds.
     private static let upsertEncounter = """
         INSERT INTO encounters (peer_id, own_window_start, first_seen, last_seen, sightings,
-            rssi_min, rssi_max, rssi_sum, rssi_count, tx_power, reported_rssi, learned_by, rssi_histogram)
-        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+            rssi_min, rssi_max, rssi_sum, rssi_count, tx_power, reported_rssi, learned_by, rssi_histogram, place_id)
+        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
         ON CONFLICT (own_window_start, peer_id) DO UPDATE SET
             first_seen = min(first_seen, excluded.first_seen),
             last_seen = max(last_seen, excluded.last_seen),
@@ -19,7 +19,18 @@ extension NodeStore {
             tx_power = coalesce(excluded.tx_power, tx_power),
             reported_rssi = coalesce(excluded.reported_rssi, reported_rssi),
             learned_by = learned_by | excluded.learned_by,
-            rssi_histogram = \(mergeHistograms.name)(rssi_histogram, excluded.rssi_histogram)
+            rssi_histogram = \(mergeHistograms.name)(rssi_histogram, excluded.rssi_histogram),
+            -- The place where the window's contact began is kept; a later one fills in only a
+            -- window that had none.
+            place_id = coalesce(place_id, excluded.place_id)
+        """
+
+    /// The columns every full encounter read selects, in `Encounter.init(row:)`'s order.
+    static let encounterColumns = """
+        e.peer_id, e.own_window_start, e.first_seen, e.last_seen, e.sightings, e.rssi_min, e.rssi_max,
+        e.rssi_sum, e.rssi_count, e.tx_power, e.reported_rssi, e.learned_by, e.rssi_histogram,
+        p.name, p.latitude, p.longitude, p.precision_m
+        FROM encounters e LEFT JOIN places p ON p.id = e.place_id
         """
 
     /// The SQL function the upsert merges two histogram blobs with (NULL, for none, is empty).
@@ -42,8 +53,14 @@ extension NodeStore {
         guard !batch.isEmpty else { return }
         let encounters = Array(batch.pending.values)
         try write { db in
+            var placeIDs: [Place: Int64] = [:]
             let statement = try db.cachedStatement(sql: Self.upsertEncounter)
             for encounter in encounters {
+                var placeID: Int64?
+                if let place = encounter.place {
+                    placeID = try placeIDs[place] ?? Self.placeID(of: place, in: db)
+                    placeIDs[place] = placeID
+                }
                 statement.setUncheckedArguments([
                     encounter.peer.databaseValue, encounter.ownWindowStart, encounter.firstSeen,
                     encounter.lastSeen, encounter.sightings, encounter.rssiMin.map { Int($0) },
@@ -51,10 +68,25 @@ extension NodeStore {
                     encounter.txPower.map { Int($0) }, encounter.reportedRSSI.map { Int($0) },
                     encounter.learnedBy.rawValue,
                     encounter.rssiHistogram.isEmpty ? nil : Data(encounter.rssiHistogram.encoded),
+                    placeID,
                 ])
                 try statement.execute()
             }
         }
+    }
+
+    /// The id of a place's row, inserted when it is new.
+    private static func placeID(of place: Place, in db: Database) throws -> Int64 {
+        let values: StatementArguments = [
+            place.position?.latitude, place.position?.longitude, place.position?.precisionMeters, place.name,
+        ]
+        if let id = try Int64.fetchOne(
+            db, sql: "SELECT id FROM places WHERE latitude IS ? AND longitude IS ? AND precision_m IS ? AND name IS ?",
+            arguments: values) {
+            return id
+        }
+        try db.execute(sql: "INSERT INTO places (latitude, longitude, precision_m, name) VALUES (?, ?, ?, ?)", arguments: values)
+        return db.lastInsertedRowID
     }
 
     /// Encounters last seen at or after `since`, ordered by first sighting.
@@ -63,9 +95,8 @@ extension NodeStore {
             try Row.fetchAll(
                 db,
                 sql: """
-                    SELECT peer_id, own_window_start, first_seen, last_seen, sightings, rssi_min, rssi_max,
-                        rssi_sum, rssi_count, tx_power, reported_rssi, learned_by, rssi_histogram
-                    FROM encounters WHERE last_seen >= ? ORDER BY first_seen, peer_id
+                    SELECT \(Self.encounterColumns)
+                    WHERE e.last_seen >= ? ORDER BY e.first_seen, e.peer_id
                     """,
                 arguments: [since]
             ).map(Encounter.init(row:))
@@ -110,6 +141,12 @@ extension Encounter {
         self.learnedBy = LearnedBy(rawValue: row[11])
         let histogram: Data? = row[12]
         self.rssiHistogram = histogram.flatMap { RSSIHistogram(encoded: $0) } ?? RSSIHistogram()
+        let latitude: Double? = row[14], longitude: Double? = row[15], precision: Int? = row[16]
+        var position: Place.Position?
+        if let latitude, let longitude, let precision {
+            position = Place.Position(latitude: latitude, longitude: longitude, precisionMeters: precision)
+        }
+        self.place = Place(name: row[13], position: position)
     }
 }
 
@@ -155,9 +192,8 @@ extension NodeStore {
     public func encounters(at keys: [EncounterTimes]) throws(StoreError) -> [Encounter] {
         try read { db in
             let statement = try db.cachedStatement(sql: """
-                SELECT peer_id, own_window_start, first_seen, last_seen, sightings, rssi_min, rssi_max,
-                    rssi_sum, rssi_count, tx_power, reported_rssi, learned_by, rssi_histogram
-                FROM encounters WHERE own_window_start = ? AND peer_id = ?
+                SELECT \(Self.encounterColumns)
+                WHERE e.own_window_start = ? AND e.peer_id = ?
                 """)
             return try keys.compactMap { key in
                 try Row.fetchOne(statement, arguments: [key.ownWindowStart, key.peer.databaseValue]).map(Encounter.init(row:))

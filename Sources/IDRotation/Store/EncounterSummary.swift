@@ -13,6 +13,8 @@ public struct EncounterDaySummary: Sendable, Equatable {
     public var longestContactSeconds: Int64
     /// The strongest signal seen that day (closest contact, roughly), when any RSSI was measured.
     public var strongestRSSI: Int8?
+    /// The places the day's encounters were logged at, in order of first encounter.
+    public var places: [Place] = []
 
     /// Groups encounters by the day of their first sighting.
     public static func summarize(_ encounters: [Encounter], timeZone: TimeZone) -> [EncounterDaySummary] {
@@ -31,6 +33,7 @@ public struct EncounterDaySummary: Sendable, Equatable {
                 entry.summary.strongestRSSI = max(entry.summary.strongestRSSI ?? rssi, rssi)
             }
             entry.summary.distinctPeerIDs = entry.peers.count
+            if let place = encounter.place, !entry.summary.places.contains(place) { entry.summary.places.append(place) }
             byDay[day] = entry
         }
         return byDay.values.map(\.summary).sorted { $0.day < $1.day }

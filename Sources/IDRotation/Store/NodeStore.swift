@@ -161,7 +161,7 @@ public final class NodeStore: Sendable {
                 // Overwrite before unlinking so the content does not survive in the file's old
                 // blocks on storage that overwrites in place.
                 _ = try? store.write { db in
-                    try db.execute(sql: "DELETE FROM encounters; DELETE FROM own_ids; DELETE FROM daily_keys; DELETE FROM node_state")
+                    try db.execute(sql: "DELETE FROM encounters; DELETE FROM own_ids; DELETE FROM daily_keys; DELETE FROM node_state; DELETE FROM places")
                 }
                 try? store.checkpoint()
             }

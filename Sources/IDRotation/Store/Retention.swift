@@ -36,11 +36,13 @@ public struct PurgeResult: Sendable, Equatable {
     public var encountersDeleted: Int
     public var ownIDsDeleted: Int
     public var dailyKeysDeleted: Int
+    public var placesDeleted: Int
 
-    public init(encountersDeleted: Int, ownIDsDeleted: Int, dailyKeysDeleted: Int = 0) {
+    public init(encountersDeleted: Int, ownIDsDeleted: Int, dailyKeysDeleted: Int = 0, placesDeleted: Int = 0) {
         self.encountersDeleted = encountersDeleted
         self.ownIDsDeleted = ownIDsDeleted
         self.dailyKeysDeleted = dailyKeysDeleted
+        self.placesDeleted = placesDeleted
     }
 }
 
@@ -61,6 +63,9 @@ extension NodeStore {
                 sql: "DELETE FROM encounters WHERE own_window_start < ? AND last_seen < ?",
                 arguments: [encounterCutoff, encounterCutoff])
             let encounters = db.changesCount
+            // A place goes with the last encounter that was logged there.
+            try db.execute(sql: "DELETE FROM places WHERE id NOT IN (SELECT place_id FROM encounters WHERE place_id IS NOT NULL)")
+            let places = db.changesCount
             try db.execute(sql: "DELETE FROM own_ids WHERE valid_until < ?", arguments: [ownIDCutoff])
             let ownIDs = db.changesCount
             // A key can recompute every id of its day, so it goes no later than the last of them
@@ -74,7 +79,7 @@ extension NodeStore {
             try db.execute(
                 sql: "INSERT INTO node_state (key, value) VALUES ('last_purge', ?) ON CONFLICT (key) DO UPDATE SET value = excluded.value",
                 arguments: [now])
-            return PurgeResult(encountersDeleted: encounters, ownIDsDeleted: ownIDs, dailyKeysDeleted: dailyKeys)
+            return PurgeResult(encountersDeleted: encounters, ownIDsDeleted: ownIDs, dailyKeysDeleted: dailyKeys, placesDeleted: places)
         }
         try checkpoint()
         return result
@@ -95,10 +100,10 @@ extension NodeStore {
         while !Task.isCancelled {
             do {
                 let result = try purge(now: clock.now(), policy: policy)
-                if result.encountersDeleted + result.ownIDsDeleted + result.dailyKeysDeleted > 0 {
+                if result.encountersDeleted + result.ownIDsDeleted + result.dailyKeysDeleted + result.placesDeleted > 0 {
                     logger.info("purged expired data", metadata: [
                         "encounters": "\(result.encountersDeleted)", "ownIDs": "\(result.ownIDsDeleted)",
-                        "dailyKeys": "\(result.dailyKeysDeleted)",
+                        "dailyKeys": "\(result.dailyKeysDeleted)", "places": "\(result.placesDeleted)",
                     ])
                 }
             } catch {

@@ -66,6 +66,25 @@ enum Schema {
             // histogram (NULL): the risk model scores them by their strongest value.
             try db.execute(sql: "ALTER TABLE encounters ADD COLUMN rssi_histogram BLOB")
         }
+        migrator.registerMigration("v4 (places): the place of each encounter") { db in
+            // Only adds: rows logged before this step keep every value and have no place (NULL).
+            // A place is stored once and referenced by its id, so an encounter row grows by a
+            // byte or two; purge deletes places no encounter references any more. No foreign key:
+            // SQLite would scan every encounter for each place a purge deletes.
+            try db.execute(sql: """
+                CREATE TABLE places (
+                    id INTEGER NOT NULL PRIMARY KEY,
+                    name TEXT,
+                    latitude REAL,
+                    longitude REAL,
+                    precision_m INTEGER,
+                    CHECK (name IS NOT NULL OR latitude IS NOT NULL),
+                    CHECK ((latitude IS NULL) = (longitude IS NULL) AND (latitude IS NULL) = (precision_m IS NULL))
+                );
+                CREATE INDEX places_by_value ON places(latitude, longitude, precision_m, name);
+                ALTER TABLE encounters ADD COLUMN place_id INTEGER;
+                """)
+        }
         return migrator
     }
 

@@ -33,6 +33,14 @@ public struct ExposureCheckReport: Codable, Sendable, Equatable {
     public var newExposure: Bool
 
     public var exposureFound: Bool { assessment.level > .none }
+    /// This report with every place removed: what is kept in the store beyond the check and what
+    /// the exposure hook (a command that may send it elsewhere) receives.
+    public var withoutPlaces: ExposureCheckReport {
+        var copy = self
+        for index in copy.assessment.days.indices { copy.assessment.days[index].places = nil }
+        return copy
+    }
+
     /// True when the list could have missed newer diagnoses.
     public var listIsStale: Bool { list.updateFailure != nil }
 }

@@ -117,7 +117,7 @@ public struct ExposureChecker: Sendable {
             matchedIDs: Set(found.outcome.matches.map(\.times.peer)).count,
             idsSeenOutsideTheirWindow: found.outcome.idsSeenOutsideTheirWindow, assessment: assessment, newExposure: newExposure)
         // Best effort: the result is returned (and shown) even when the store cannot keep it.
-        if let text = try? Self.json(report) { try? store.setStateValue(text, forKey: Self.lastReportKey) }
+        if let text = try? Self.json(report.withoutPlaces) { try? store.setStateValue(text, forKey: Self.lastReportKey) }
         return report
     }
 

@@ -73,7 +73,7 @@ public struct ExposureHook: Sendable {
     /// read it cannot block the check.
     private static func inputFile(for report: ExposureCheckReport) throws -> FileHandle {
         let path = NSTemporaryDirectory() + "/tracer-exposure-\(UUID().uuidString).json"
-        let json = (try? ExposureChecker.json(report)).map { $0 + "\n" } ?? ""
+        let json = (try? ExposureChecker.json(report.withoutPlaces)).map { $0 + "\n" } ?? ""
         guard FileManager.default.createFile(atPath: path, contents: Data(json.utf8), attributes: [.posixPermissions: 0o600]) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: path])
         }

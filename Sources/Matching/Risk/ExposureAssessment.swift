@@ -12,6 +12,10 @@ public struct ExposureDay: Sendable, Equatable, Codable {
     public var minutes: [RiskModel.Proximity: Double]
     public var weightedMinutes: Double
     public var level: RiskLevel
+    /// Where this node was during the day's matched encounters, when it recorded a place: so the
+    /// user can tell the bus from the office. Never stored with the last report nor given to the
+    /// exposure hook (`withoutPlaces`); nil when none was recorded.
+    public var places: [Place]? = nil
 
     public var totalMinutes: Double { minutes.values.reduce(0, +) }
 
@@ -35,13 +39,14 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
     public init(matches: [ExposureMatch], model: RiskModel) {
         // The same encounter can be matched twice when an id is listed in two batches.
         var seen = Set<EncounterKey>()
-        var byDay: [UnixSeconds: (ids: Set<UserID>, minutes: [RiskModel.Proximity: Double])] = [:]
+        var byDay: [UnixSeconds: (ids: Set<UserID>, minutes: [RiskModel.Proximity: Double], places: [Place])] = [:]
         for match in matches {
             let encounter = match.encounter
             guard seen.insert(EncounterKey(peer: encounter.peer, ownWindowStart: encounter.ownWindowStart)).inserted else { continue }
             let dayStart = encounter.firstSeen - encounter.firstSeen.modulo(UnixSeconds.secondsPerDay)
-            var day = byDay[dayStart] ?? (ids: [], minutes: [:])
+            var day = byDay[dayStart] ?? (ids: [], minutes: [:], places: [])
             day.ids.insert(encounter.peer)
+            if let place = encounter.place, !day.places.contains(place) { day.places.append(place) }
             for (proximity, minutes) in model.minutesByProximity(of: encounter) { day.minutes[proximity, default: 0] += minutes }
             byDay[dayStart] = day
         }
@@ -50,7 +55,8 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
             let weighted = day.minutes.reduce(0) { $0 + $1.value * model.weight(of: $1.key) }
             return ExposureDay(
                 day: Self.dayName(dayStart), dayStart: dayStart, diagnosedIDs: day.ids.count, minutes: day.minutes,
-                weightedMinutes: weighted, level: model.level(weightedMinutes: weighted))
+                weightedMinutes: weighted, level: model.level(weightedMinutes: weighted),
+                places: day.places.isEmpty ? nil : day.places)
         }
         level = days.map(\.level).max() ?? .none
     }

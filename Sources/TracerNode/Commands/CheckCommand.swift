@@ -117,6 +117,7 @@ struct CheckReportText {
         for day in assessment.days where day.level > .none {
             let ids = day.diagnosedIDs == 1 ? "1 diagnosed id" : "\(day.diagnosedIDs) diagnosed ids"
             lines.append("  \(day.day): \(minutes(day.totalMinutes)) of contact with \(ids): \(closeness(day)); \(day.level.rawValue) risk")
+            if let places = day.places { lines.append("    where this node was: \(Place.listText(places))") }
         }
         lines.append("")
         lines.append("""

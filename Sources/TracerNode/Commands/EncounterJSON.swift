@@ -15,6 +15,8 @@ struct EncounterJSON: Encodable {
     var txPower: Int8?
     var reportedRSSI: Int8?
     var learnedBy: [String]
+    /// Where this node was; left out for an encounter logged without a place.
+    var place: Place?
 
     init(_ encounter: Encounter, tag: Bool, fullID: Bool) {
         peerTag = tag ? encounter.peer.tag : nil
@@ -29,5 +31,6 @@ struct EncounterJSON: Encodable {
         txPower = encounter.txPower
         reportedRSSI = encounter.reportedRSSI
         learnedBy = encounter.learnedBy.names
+        place = encounter.place
     }
 }

@@ -26,6 +26,8 @@ struct EncountersCommand: ParsableCommand {
             var sightings: Int
             var longestContactSeconds: Int64
             var strongestRSSI: Int8?
+            /// The places encounters of the day were logged at, in order of first encounter.
+            var places: [Place]
         }
         var timeZone: String
         var days: [Day]
@@ -42,7 +44,7 @@ struct EncountersCommand: ParsableCommand {
                 days: days.map {
                     .init(day: $0.day, distinctPeerIDs: $0.distinctPeerIDs, encounters: $0.encounters,
                           sightings: $0.sightings, longestContactSeconds: $0.longestContactSeconds,
-                          strongestRSSI: $0.strongestRSSI)
+                          strongestRSSI: $0.strongestRSSI, places: $0.places)
                 },
                 encounters: details ? encounters.map { EncounterJSON($0, tag: true, fullID: reveal.reveal) } : nil))
             return
@@ -52,20 +54,22 @@ struct EncountersCommand: ParsableCommand {
             return
         }
         print(Output.table(
-            header: ["DAY", "PEER IDS", "ENCOUNTERS", "SIGHTINGS", "LONGEST CONTACT", "STRONGEST SIGNAL"],
+            header: ["DAY", "PEER IDS", "ENCOUNTERS", "SIGHTINGS", "LONGEST CONTACT", "STRONGEST SIGNAL", "PLACES"],
             rows: days.map {
                 [$0.day, "\($0.distinctPeerIDs)", "\($0.encounters)", "\($0.sightings)",
-                 Output.duration($0.longestContactSeconds), $0.strongestRSSI.map { "\($0) dBm" } ?? "-"]
+                 Output.duration($0.longestContactSeconds), $0.strongestRSSI.map { "\($0) dBm" } ?? "-",
+                 Place.listText($0.places)]
             }))
         if details {
             print("")
             print(Output.table(
-                header: ["FIRST SEEN", "LAST SEEN", "PEER", "SIGHTINGS", "RSSI MIN/MEAN/MAX", "LEARNED"],
+                header: ["FIRST SEEN", "LAST SEEN", "PEER", "SIGHTINGS", "RSSI MIN/MEAN/MAX", "LEARNED", "PLACE"],
                 rows: encounters.map { encounter in
                     [Output.localTime(encounter.firstSeen, timeZone: timeZone),
                      Output.localTime(encounter.lastSeen, timeZone: timeZone),
                      reveal.render(encounter.peer), "\(encounter.sightings)", rssiText(encounter),
-                     encounter.learnedBy.names.isEmpty ? "-" : encounter.learnedBy.names.joined(separator: "+")]
+                     encounter.learnedBy.names.isEmpty ? "-" : encounter.learnedBy.names.joined(separator: "+"),
+                     encounter.place?.text ?? "-"]
                 }))
         }
     }

@@ -7,8 +7,9 @@ struct ExportCommand: ParsableCommand {
         commandName: "export",
         abstract: "Write all local data as JSON, for your own records.",
         discussion: """
-            The export holds full ids and the daily keys they derive from: keep it as private as \
-            the database itself. Written to stdout, or with --output to a new file readable only \
+            The export holds full ids, the daily keys they derive from and the place of each \
+            encounter: keep it as private as the database itself. (To give a contact tracer your \
+            places and times without any ids, use `tracer places export`.) Written to stdout, or with --output to a new file readable only \
             by you. Times are Unix seconds (UTC).
             """)
 
@@ -31,8 +32,8 @@ struct ExportCommand: ParsableCommand {
             var key: String
         }
         var format = "tracer-export"
-        // 2 added dailyKeys.
-        var formatVersion = 2
+        // 2 added dailyKeys; 3 the place of each encounter.
+        var formatVersion = 3
         var tracerVersion = Tracer.version
         var exportedAt: UnixSeconds
         var database: String

@@ -34,10 +34,10 @@ struct PurgeCommand: ParsableCommand {
         if json {
             try Output.printJSON([
                 "encountersDeleted": result.encountersDeleted, "ownIDsDeleted": result.ownIDsDeleted,
-                "dailyKeysDeleted": result.dailyKeysDeleted,
+                "dailyKeysDeleted": result.dailyKeysDeleted, "placesDeleted": result.placesDeleted,
             ])
         } else {
-            print("Deleted \(result.encountersDeleted) encounter(s) older than \(policy.encounterDays) days and \(result.ownIDsDeleted) own id(s) and \(result.dailyKeysDeleted) daily key(s) older than \(policy.ownIDDays) days.")
+            print("Deleted \(result.encountersDeleted) encounter(s) older than \(policy.encounterDays) days and \(result.ownIDsDeleted) own id(s) and \(result.dailyKeysDeleted) daily key(s) older than \(policy.ownIDDays) days, and \(result.placesDeleted) place(s) no kept encounter was logged at.")
         }
     }
 }

@@ -50,6 +50,12 @@ struct RunCommand: AsyncParsableCommand {
     var longPoll = false
     @Option(name: .customLong("on-exposure"), help: ArgumentHelp("A shell command to run when a check finds a new exposure (check.on_exposure).", valueName: "command"))
     var onExposure: String?
+    @Option(help: ArgumentHelp("The name of this node's place, recorded with each encounter (place.name).", valueName: "name"))
+    var placeName: String?
+    @Option(help: ArgumentHelp("Where the node's position comes from: none or gpsd (place.source).", valueName: "source"))
+    var placeSource: String?
+    @Option(help: ArgumentHelp("Grid cell size positions are rounded to, in metres (place.precision).", valueName: "metres"))
+    var placePrecision: String?
 
     /// The setting flags given on the command line, by setting key; the rest come from the
     /// environment, the configuration file or defaults.
@@ -69,6 +75,9 @@ struct RunCommand: AsyncParsableCommand {
         flags["check.refresh_jitter"] = refreshJitter
         if longPoll { flags["check.long_poll"] = "true" }
         flags["check.on_exposure"] = onExposure
+        flags["place.name"] = placeName
+        flags["place.source"] = placeSource
+        flags["place.precision"] = placePrecision
         return flags
     }
 

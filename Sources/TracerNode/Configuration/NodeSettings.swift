@@ -56,6 +56,18 @@ struct NodeSettings: Equatable, Sendable {
     var maxListAge: Int64 = 0
     // [risk]
     var risk = Risk()
+    // [place]
+    /// The name of a fixed node's place, recorded with each encounter.
+    var placeName: String?
+    var placeSource: PlaceSource = .none
+    var gpsdHost: String = ""
+    var gpsdPort: Int64 = 0
+    /// The grid cell size positions are rounded to, in metres.
+    var placePrecision: Int64 = 0
+    /// A fix older than this, in seconds, is no fix.
+    var placeMaxFixAge: Int64 = 0
+
+    enum PlaceSource: String, Sendable, CaseIterable { case none, gpsd }
 }
 
 /// The settings plus, for each key, its value and where that came from.

@@ -4,11 +4,12 @@ import GATTExchange
 import IDRotation
 import Logging
 import Matching
+import Places
 
 /// Every setting the node reads. Adding a setting is one entry here plus its `NodeSettings`
 /// property; the file reader, environment, flags and `tracer config` all follow this table.
 enum SettingRegistry {
-    static let all: [SettingDefinition] = node + log + server + check + risk
+    static let all: [SettingDefinition] = node + log + server + check + risk + place
 
     static func definition(_ key: String) -> SettingDefinition? { all.first { $0.key == key } }
 
@@ -189,8 +190,56 @@ enum SettingRegistry {
     ]
 }
 
+extension SettingRegistry {
+    /// Where the node is, recorded with each encounter and kept on this machine (README, Privacy).
+    fileprivate static let place: [SettingDefinition] = [
+        .text(
+            "place.name", \.placeName, .text(describe: "a short name such as \"Library, main entrance\"", problem: TextRules.placeName),
+            env: "TRACER_PLACE_NAME", flag: "--place-name",
+            help: "The name of this node's place (a fixed node: \"Library, main entrance\"), recorded with each encounter.",
+            convert: { $0 }),
+        .text(
+            "place.source", \.placeSource, .choice(NodeSettings.PlaceSource.allCases.map(\.rawValue)),
+            default: .value(.text("none")), env: "TRACER_PLACE_SOURCE", flag: "--place-source",
+            help: "Where a moving node's position comes from: none, or gpsd (Linux's GPS daemon), rounded to place.precision.",
+            convert: { NodeSettings.PlaceSource(rawValue: $0) ?? .none }),
+        .text(
+            "place.gpsd_host", \.gpsdHost, .text(describe: "a host name or IP address", problem: TextRules.hostName),
+            default: .value(.text(GPSDClient.defaultHost)), env: "TRACER_PLACE_GPSD_HOST", flag: nil,
+            help: "The host gpsd listens on.", convert: { $0 }),
+        .integer(
+            "place.gpsd_port", \.gpsdPort, .integer(minimum: 1, maximum: 65_535, unit: ""),
+            default: Int64(GPSDClient.defaultPort), env: "TRACER_PLACE_GPSD_PORT", flag: nil,
+            help: "The TCP port gpsd listens on."),
+        .integer(
+            "place.precision", \.placePrecision,
+            .integer(minimum: Int64(PlaceGrid.precisionRange.lowerBound), maximum: Int64(PlaceGrid.precisionRange.upperBound), unit: "metres"),
+            default: Int64(PlaceGrid.defaultPrecision), env: "TRACER_PLACE_PRECISION", flag: "--place-precision",
+            help: "The size of the grid cells positions are rounded to, in metres: the node stores a cell's centre, never the fix."),
+        .integer(
+            "place.max_fix_age", \.placeMaxFixAge, .integer(minimum: 1, maximum: 3_600, unit: "seconds"),
+            default: Int64(PlaceBoard.defaultMaximumFixAge.components.seconds), env: "TRACER_PLACE_MAX_FIX_AGE", flag: nil,
+            help: "Seconds a gpsd fix stays in force; an older fix is no fix and encounters get no position."),
+    ]
+}
+
 /// Checks of text settings; each returns nil for good text or the problem.
 private enum TextRules {
+    static func placeName(_ text: String) -> String? {
+        let trimmed = text.trimmingCharacters(in: .whitespaces)
+        guard !trimmed.isEmpty, trimmed.count <= 200, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            return "must be a name of 1 to 200 characters on one line, such as \"Library, main entrance\""
+        }
+        return nil
+    }
+
+    static func hostName(_ text: String) -> String? {
+        guard !text.isEmpty, text.count <= 253, !text.contains(where: { $0.isWhitespace || $0 == "/" }) else {
+            return "must be a host name or IP address such as 127.0.0.1, got \(text.quotedForMessage)"
+        }
+        return nil
+    }
+
     static func transport(_ text: String) -> String? {
         do {
             _ = try TransportSpec(parsing: text)

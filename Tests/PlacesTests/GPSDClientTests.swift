@@ -1,0 +1,100 @@
+import Foundation
+import IDRotation
+import Logging
+@testable import Places
+import Synchronization
+import Testing
+import TestTiers
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The gpsd client against a gpsd stand-in on loopback, in this process: it keeps retrying while
+/// nothing listens, reads fixes once something does, drops the fix on a no-fix report and when the
+/// connection goes, and comes back by itself.
+@Suite(.tags(.integration)) struct GPSDClientTests {
+    /// A listening socket on 127.0.0.1 whose accepted connections the test writes to by hand.
+    final class StandIn: Sendable {
+        let listener: Int32
+        let port: Int
+
+        init() throws {
+            let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            self.listener = listener
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+            let bound = withUnsafeMutablePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, length) == 0 && getsockname(listener, $0, &length) == 0 }
+            }
+            try #require(bound)
+            port = Int(UInt16(bigEndian: address.sin_port))
+        }
+
+        /// Bound but not listening: connections are refused until this.
+        func listen() { _ = Glibc.listen(listener, 4) }
+
+        /// Waits up to `seconds` for the client to connect; the connection's descriptor.
+        func accept(within seconds: Int32) -> Int32? {
+            var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+            guard poll(&poller, 1, seconds * 1_000) > 0 else { return nil }
+            let connection = Glibc.accept(listener, nil, nil)
+            return connection >= 0 ? connection : nil
+        }
+
+        static func say(_ line: String, on connection: Int32) {
+            let bytes = Array((line + "\n").utf8)
+            _ = bytes.withUnsafeBytes { send(connection, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        }
+
+        deinit { close(listener) }
+    }
+
+    static func waitUntil(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
+        while ContinuousClock.now < deadline {
+            if condition() { return true }
+            try? await Task.sleep(for: .milliseconds(50))
+        }
+        return condition()
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func retriesReadsFixesAndComesBackAfterAHangUp() async throws {
+        let standIn = try StandIn()
+        let board = PlaceBoard(name: nil)
+        let client = GPSDClient(host: "127.0.0.1", port: standIn.port, precisionMeters: 100, board: board, logger: Logger(label: "test"))
+        let running = Task { await client.run() }
+        defer { running.cancel() }
+        let cell = try #require(PlaceGrid.cell(latitude: 46.498293369, longitude: 7.567411672, precisionMeters: 100))
+
+        // Refused at first; the client retries after its back-off.
+        try await Task.sleep(for: .milliseconds(300))
+        #expect(board.current() == nil)
+        standIn.listen()
+        let first = try #require(standIn.accept(within: 5), "the client did not retry within 5 s")
+        var watch = [UInt8](repeating: 0, count: 256)
+        let got = recv(first, &watch, watch.count, 0)
+        #expect(String(decoding: watch.prefix(max(got, 0)), as: UTF8.self) == #"?WATCH={"enable":true,"json":true}"# + "\n")
+        StandIn.say(#"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#, on: first)
+        StandIn.say(#"{"class":"TPV","device":"/dev/pts/1","mode":3,"lat":46.498293369,"lon":7.567411672}"#, on: first)
+        #expect(await Self.waitUntil(3) { board.current()?.position == cell }, "no rounded fix on the board")
+        StandIn.say(#"{"class":"TPV","device":"/dev/pts/1","mode":1}"#, on: first)
+        #expect(await Self.waitUntil(3) { board.current() == nil }, "a no-fix report left the position")
+
+        // A fix, then the connection goes: the fix goes with it, and the client comes back.
+        StandIn.say(#"{"class":"TPV","mode":2,"lat":46.498293369,"lon":7.567411672}"#, on: first)
+        #expect(await Self.waitUntil(3) { board.current()?.position == cell })
+        close(first)
+        #expect(await Self.waitUntil(3) { board.current() == nil }, "a hang-up left the position")
+        let second = try #require(standIn.accept(within: 5), "the client did not reconnect within 5 s")
+        defer { close(second) }
+        // Garbage and an overlong line first: ignored, and the next good line still counts.
+        StandIn.say(String(repeating: "x", count: GPSDReport.maximumLineBytes + 100), on: second)
+        StandIn.say("{\"class\":\"TPV\",\"mode\":3,\"lat\":\"north\"}", on: second)
+        StandIn.say(#"{"class":"TPV","mode":3,"lat":46.498293369,"lon":7.567411672}"#, on: second)
+        #expect(await Self.waitUntil(3) { board.current()?.position == cell }, "no fix after reconnecting")
+        running.cancel()
+    }
+}
