@@ -59,7 +59,7 @@ extension TracerNodeTests {
             "check.interval", "check.jitter", "check.on_exposure", "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
             "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period", "risk.attenuation_summary",
-            "risk.directions", "risk.rssi_correction",
+            "risk.directions", "risk.rssi_correction", "risk.weight_curve",
         ]
 
         /// JSON values compare by type: JSONSerialization gives NSNumber for both numbers and booleans.
@@ -95,6 +95,7 @@ extension TracerNodeTests {
             #expect(config.value("risk.far_attenuation") as? Int == 56)
             #expect(config.value("risk.attenuation_summary") as? String == "strongest")
             #expect(config.value("risk.directions") as? String == "both")
+            #expect(config.value("risk.weight_curve") as? String == "steps")
             #expect(config.value("node.database") as? String == home.scratch.path + "/xdg-data/tracer/tracer.db")
             #expect(config.value("check.cache_dir") as? String == home.scratch.path + "/xdg-cache/tracer")
             for unset in ["node.transport", "server.url", "server.public_key", "server.pinned_key", "check.on_exposure"] {
