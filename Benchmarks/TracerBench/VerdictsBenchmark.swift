@@ -12,6 +12,8 @@ struct VerdictsBenchmark {
     let directory: String
     /// Where the ROC curve is written as SVG; nil for none.
     let svgPath: String?
+    /// Only the newest round's section (a quicker run while exploring; the full run gives the figures).
+    var newestOnly = false
 
     /// A risk configuration under test; `risk.sampling_period` is the recording's scan cycle
     /// for all of them, as it is a property of the scanner, not of the policy.
@@ -87,6 +89,10 @@ struct VerdictsBenchmark {
             deployedTPRs.append((configuration.name + " exit 3", exit3.truePositiveRate.value))
         }
 
+        if newestOnly {
+            _ = continuousWeights(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
+            return
+        }
         var current = RiskModel.standard
         current.samplingPeriodSeconds = samplingPeriod
         if current != configurations[0].model {
@@ -160,6 +166,9 @@ struct VerdictsBenchmark {
             say("  \(name): TPR \(format(tpr, 2)) → FPR \(bothScores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")")
         }
         say("")
+        let continuous = continuousWeights(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
+        // Before the default's curve, which the picture draws last and thickest.
+        curves.insert(continuous, at: curves.count - 1)
         let exchangedOurs = crossValidate(exchanged, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset)
         report("The same replay, our readings only (the report stands in only for windows we heard nothing in; held out)", exchangedOurs.outcomes)
         say("settings chosen per fold: " + exchangedOurs.choices)
@@ -207,6 +216,46 @@ struct VerdictsBenchmark {
         }
     }
 
+    /// Issue 26, fourth round: a weight that falls continuously with attenuation instead of three
+    /// steps, per window (strongest value or the peer's report) or per reading (the schema v3
+    /// histogram); the curve is chosen per fold among these and the steps, both directions.
+    func continuousWeights(_ exchanged: [ReplayedSession], tests: [String], samplingPeriod: Int, deployedTPRs: [(String, Double)])
+        -> (name: String, points: [(fpr: Double, tpr: Double)], operating: (fpr: Double, tpr: Double)?) {
+        say("## A continuous weight (risk.weight_curve = linear)")
+        var last: (name: String, points: [(fpr: Double, tpr: Double)], operating: (fpr: Double, tpr: Double)?)?
+        let runs: [(String, [RiskModel.AttenuationSummary], [RiskModel.WeightCurve])] = [
+            ("Linear weight of the window's strongest value or the peer's report, both directions (held out)", [.strongest], [.linear]),
+            ("Linear weight per reading of the window's histogram (held out)", [.buckets], [.linear]),
+            ("Steps or linear, strongest or per reading, chosen per fold (held out)", [.strongest, .buckets], [.steps, .linear]),
+            ("Linear weight, strongest or per reading, far weight 0 or 0.1 (held out)", [.strongest, .buckets], [.linear]),
+        ]
+        for (title, summaries, curves) in runs {
+            let result = crossValidate(exchanged, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset,
+                                       farWeights: title.contains("far weight") ? [0, 0.1] : [0],
+                                       summaries: summaries, directions: [.both], curves: curves)
+            report(title, result.outcomes)
+            say("settings chosen per fold: " + result.choices)
+            say("chosen the same way on all labelled tests: " + result.onAllTests)
+            let scores = ScoredTruths(result.outcomes.map { ($0.score, $0.truth) })
+            say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
+                "\(name) \(format(tpr, 2)) → \(scores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
+            }.joined(separator: "; "))
+            say("")
+            let counts = VerdictCounts(result.outcomes.map { ($0.exit3, $0.truth) })
+            if last == nil {
+                last = ("Linear weight, both directions (held out)", scores.rocPoints, (counts.falsePositiveRate.value, counts.truePositiveRate.value))
+            }
+        }
+        // A node counts 60 s per sighting where these phones scanned every 4-5 minutes: the same
+        // rules with a sighting standing for 60 s show how much the chosen minutes lean on that.
+        let nodePeriod = crossValidate(exchanged, tests: tests, samplingPeriod: 60, calibration: .receiverOffset, directions: [.both])
+        report("Today's candidates with a sighting counted as 60 s, as a node counts it (held out)", nodePeriod.outcomes)
+        say("settings chosen per fold: " + nodePeriod.choices)
+        say("chosen the same way on all labelled tests: " + nodePeriod.onAllTests)
+        say("")
+        return last!
+    }
+
     struct Outcome {
         var id: String
         /// The test the pair was recorded in: the cluster the bootstrap resamples.
@@ -218,6 +267,9 @@ struct VerdictsBenchmark {
         /// The level is high.
         var high: Bool
         var score: Double
+        /// The exit-3 threshold the score was compared with: folds choose different settings, so
+        /// held-out scores of different folds compare only as multiples of their own threshold.
+        var threshold: Double
     }
 
     /// The two verdicts of `tracer check` (exit 3 at level ≥ low; "high") and the score they
@@ -230,7 +282,7 @@ struct VerdictsBenchmark {
         return Outcome(
             id: session.session.id, test: session.session.test, environment: session.session.environment, truth: session.session.label == true,
             exit3: assessment.level >= .low, high: assessment.level == .high,
-            score: assessment.days.map(\.weightedMinutes).max() ?? 0)
+            score: assessment.days.map(\.weightedMinutes).max() ?? 0, threshold: model.lowMinutes)
     }
 
     struct Thresholds { var low: Double; var high: Double }
@@ -246,6 +298,8 @@ struct VerdictsBenchmark {
             let area = ScoredTruths(subset.map { ($0.score, $0.truth) }).areaUnderCurve
             say("| \(environment) (\(subset.count)) | \(exit3.truePositiveRate.formatted) | \(exit3.falsePositiveRate.formatted) | \(exit3.precision.formatted) | \(high.truePositiveRate.formatted) | \(high.falsePositiveRate.formatted) | \(format(area, 3)) |")
         }
+        let relative = ScoredTruths(outcomes.map { ($0.score / $0.threshold, $0.truth) }).areaUnderCurve
+        say("ROC area of the scores as multiples of their fold's exit-3 threshold (what each held-out verdict compares): \(format(relative, 3))")
         // The Wilson intervals above count pairs as independent; pairs of one test are not.
         let bootstrap = ClusterBootstrap()
         if let intervals = bootstrap.intervals(outcomes.map { .init(cluster: $0.test, verdict: $0.exit3, score: $0.score, truth: $0.truth) }) {
@@ -256,15 +310,18 @@ struct VerdictsBenchmark {
     }
 
     /// The candidate settings: the summary of an id window's RSSI, a near threshold, and either a
-    /// single cut (medium weight 0) or a half-weight medium band 5 or 10 dB wide.
+    /// single cut (medium weight 0) or a half-weight medium band 5 or 10 dB wide; with the linear
+    /// weight curve, a line from weight 1 at the near threshold to the far weight 4 to 24 dB further.
     static func candidates(samplingPeriod: Int, farWeights: [Double], summaries: [RiskModel.AttenuationSummary],
-                           directions: [RiskModel.Directions] = [.ours]) -> [RiskModel] {
+                           directions: [RiskModel.Directions] = [.ours], curves: [RiskModel.WeightCurve] = [.steps]) -> [RiskModel] {
         var models: [RiskModel] = []
-        for summary in summaries { for direction in directions {
+        for curve in curves { for summary in summaries { for direction in directions {
             for near in 40...75 {
-                for (width, medium) in [(1, 0.0), (5, 0.5), (10, 0.5)] {
+                let bands: [(Int, Double)] = curve == .steps ? [(1, 0.0), (5, 0.5), (10, 0.5)] : [(4, 0.5), (8, 0.5), (12, 0.5), (16, 0.5), (24, 0.5)]
+                for (width, medium) in bands {
                     for farWeight in farWeights {
                     var model = RiskModel.standard
+                    model.weightCurve = curve
                     model.attenuationSummary = summary
                     model.directions = direction
                     model.nearAttenuation = near
@@ -277,7 +334,7 @@ struct VerdictsBenchmark {
                 }
             }
         }
-        }
+        } }
         return models
     }
 
@@ -289,8 +346,9 @@ struct VerdictsBenchmark {
     func crossValidate(_ sessions: [ReplayedSession], tests: [String], samplingPeriod: Int,
                        calibration: ReplayedSession.Calibration, farWeights: [Double] = [0],
                        summaries: [RiskModel.AttenuationSummary] = [.mean, .strongest], directions: [RiskModel.Directions] = [.ours],
+                       curves: [RiskModel.WeightCurve] = [.steps],
                        fixedLowMinutes: Double? = nil) -> (outcomes: [Outcome], choices: String, onAllTests: String) {
-        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: farWeights, summaries: summaries, directions: directions)
+        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: farWeights, summaries: summaries, directions: directions, curves: curves)
         let scored = candidates.map { model in sessions.map { outcome(of: $0, model: model, calibration: calibration) } }
         var outcomes: [Outcome] = []
         var choices: [String: Int] = [:]
@@ -337,7 +395,8 @@ struct VerdictsBenchmark {
     }
 
     static func describe(_ model: RiskModel, thresholds: Thresholds) -> String {
-        "\(model.attenuationSummary.rawValue)\(model.directions == .both ? " both directions" : "") \(model.nearAttenuation)/\(model.farAttenuation) dB, medium \(model.mediumWeight)"
+        "\(model.attenuationSummary.rawValue)\(model.directions == .both ? " both directions" : "")\(model.weightCurve == .linear ? " linear" : "") \(model.nearAttenuation)/\(model.farAttenuation) dB"
+            + (model.weightCurve == .steps ? ", medium \(model.mediumWeight)" : "")
             + (model.farWeight > 0 ? ", far \(model.farWeight)" : "") + ", low \(format(thresholds.low, 2)) min, high \(format(thresholds.high, 2)) min"
     }
 }

@@ -12,7 +12,7 @@ LoggingSystem.bootstrap { label in
 // Usage: swift run -c release TracerBench [store | store-places | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
-//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH]
+//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH] [--newest]
 //        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE]
 //        | refresh [RUNS] [SCALE]]
 let arguments = CommandLine.arguments.dropFirst()
@@ -137,9 +137,11 @@ case "verdicts":
     // --sessions FILE and --readings FILE read any other pair of CSV files with the same columns.
     let data = option("--data") ?? "../shared/data/mitll-ua"
     let svg = option("--svg")
+    // --newest runs only the newest round's section: quicker while exploring.
     try VerdictsBenchmark(
         sessionsCSV: option("--sessions") ?? data + "/mitll_ua_sessions.csv",
-        readingsCSV: option("--readings") ?? data + "/mitll_ua_readings.csv", directory: directory, svgPath: svg
+        readingsCSV: option("--readings") ?? data + "/mitll_ua_readings.csv", directory: directory, svgPath: svg,
+        newestOnly: options.contains("--newest")
     ).run()
 case "console-signin":
     // console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE]: scrypt's cost per sign-in check (issue 28).

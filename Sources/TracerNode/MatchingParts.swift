@@ -53,6 +53,7 @@ struct MatchingParts {
         model.attenuationSummary = risk.attenuationSummary
         model.directions = risk.directions
         model.rssiCorrection = Int(risk.rssiCorrection)
+        model.weightCurve = risk.weightCurve
         return model
     }
 

@@ -3,6 +3,7 @@ import BLEHost
 import GATTExchange
 import IDRotation
 import Logging
+import Matching
 import Places
 
 /// The running node: composes id rotation, the BLE exchange, the encounter log and retention.
@@ -38,7 +39,10 @@ struct NodeService {
             group.addTask { await store.purgePeriodically(policy: retention, logger: logger) }
             group.addTask { [status] in
                 await ExchangeSupervisor(session: session).run(
-                    onStart: { _, host in await status.started(host) },
+                    onStart: { exchange, host in
+                        await status.started(host)
+                        store.recordAdvertisingTxPower(exchange.controllerTxPower, logger: logger)
+                    },
                     onSessionEnded: { failure in await status.sessionEnded(failure) },
                     onCondition: { condition in await status.conditionChanged(condition) })
             }

@@ -140,6 +140,11 @@ struct ProximityExchangeTests {
         #expect(seenByA.first?.ownWindowStart == idA.window.start)
         #expect((seenByA.first?.sightings ?? 0) > 1, "advertising reports after the exchange update the row")
         #expect(seenByA.first?.learnedBy.isEmpty == false)
+        // Each node advertises the TX power its controller reports (Bumble 0 dBm, RootCanal −10 dBm),
+        // not the configured default of 0, so the peer's attenuation starts from the real power.
+        let controllerTxPower: Int8 = controller == .rootCanal ? -10 : 0
+        #expect(seenByA.first?.txPower == controllerTxPower)
+        #expect(seenByB.first?.txPower == controllerTxPower)
         await a.stop()
         await b.stop()
     }

@@ -99,6 +99,43 @@ extension MatchingTests {
             #expect(ours.attenuation(of: reportOnly) == 45)
         }
 
+        @Test func theLinearCurveWeighsEachDecibelBetweenTheThresholds() {
+            var linear = RiskModel.standard
+            linear.weightCurve = .linear
+            linear.directions = .ours
+            (linear.nearAttenuation, linear.farAttenuation) = (40, 60)
+            linear.samplingPeriodSeconds = 0
+            // Weight 1 up to 40 dB, 0 from 60 dB, and a straight line between: 45 dB weighs 0.75.
+            #expect(linear.weight(ofAttenuation: 35) == 1)
+            #expect(linear.weight(ofAttenuation: 40) == 1)
+            #expect(linear.weight(ofAttenuation: 45) == 0.75)
+            #expect(linear.weight(ofAttenuation: 50) == 0.5)
+            #expect(linear.weight(ofAttenuation: 60) == 0)
+            #expect(linear.weight(ofAttenuation: 70) == 0)
+            // With a far weight of 0.1 the line ends there: 50 dB weighs 0.55.
+            var floor = linear
+            floor.farWeight = 0.1
+            #expect(abs(floor.weight(ofAttenuation: 50) - 0.55) < 1e-12)
+            // Ten minutes at 45 dB (strongest −45 dBm, TX 0) are 7.5 weighted minutes; steps would give 5.
+            let value = encounter(1, from: day, to: day + 600, rssi: -45, txPower: 0)
+            #expect(linear.weightedMinutes(of: value) == 7.5)
+            var steps = linear
+            steps.weightCurve = .steps
+            #expect(steps.weightedMinutes(of: value) == 5)
+            // Per reading (the window's histogram): 2 readings at 40 dB and 2 at 60 dB over 10 minutes.
+            var perReading = linear
+            perReading.attenuationSummary = .buckets
+            var split = encounter(1, from: day, to: day + 600, rssi: -40, txPower: 0)
+            split.rssiHistogram = RSSIHistogram([-40: 2, -60: 2])
+            #expect(perReading.weightedMinutes(of: split) == 5)
+            // A window measured by nobody weighs the unknown weight.
+            #expect(linear.weightedMinutes(of: encounter(1, from: day, to: day + 600, rssi: nil, txPower: 0)) == 5)
+            // The day's score is the sum over its encounters.
+            let assessment = ExposureAssessment(
+                matches: [ExposureMatch(encounter: value, listed: listed(1, from: day, to: day + 900))], model: linear)
+            #expect(assessment.days.first?.weightedMinutes == 7.5)
+        }
+
         @Test func theUpperQuartileIgnoresOneLuckyReading() {
             var quartile = RiskModel.standard
             quartile.attenuationSummary = .upperQuartile

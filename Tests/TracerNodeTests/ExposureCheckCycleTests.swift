@@ -256,6 +256,26 @@ extension TracerNodeTests {
             }
         }
 
+        /// `tracer check` measures the reverse direction from the TX power `tracer run` learned
+        /// from its controller and kept in the store, not from the peer's.
+        @Test(.timeLimit(.minutes(2)))
+        func theReverseDirectionStartsFromTheTxPowerTheNodeLearned() throws {
+            try Self.withWorld { world in
+                let (h, m) = (World.hour, World.minute)
+                // 19 + 1 = 20 minutes with one of A's ids. We heard A (TX 0 dBm) at −70 dBm at
+                // best: 70 dB, far. A wrote that it heard us at −48 dBm: 48 dB from A's TX power
+                // (near, 20 weighted minutes: high), 58 dB from ours of +10 dBm (far: none).
+                try NodeFixture.makeStore(world.db("b"), encounters: [EncounterSpec(
+                    peer: world.reporterID(at: world.day1 + 10 * h), times: [world.day1 + 10 * h + 5 * m, world.day1 + 10 * h + 24 * m],
+                    rssi: [-70, -72], txPower: 0, reportedRSSI: -48)])
+                let peersTxPower = try world.checkJSON("b", expecting: 3)
+                #expect(peersTxPower.assessment.level == "high")
+                try Check.openStore(world.db("b")).setStateValue("10", forKey: "radio.advertising_tx_power")
+                let ownTxPower = try world.checkJSON("b", expecting: 0)
+                #expect(ownTxPower.assessment.level == "none")
+            }
+        }
+
         /// The --on-exposure hook gets the report on its stdin, but need not read it: a hook that
         /// exits at once must not take the check down with it (SIGPIPE). A failing hook is run
         /// again at the next check, so each of these checks runs it.

@@ -120,14 +120,17 @@ struct EncounterSpec {
     var rssi: [Int8?]
     var txPower: Int8? = nil
     var place: Place? = nil
+    /// The RSSI the peer wrote that it heard us at, with the first sighting.
+    var reportedRSSI: Int8? = nil
 
-    init(peer: UserID, times: [UnixSeconds], rssi: [Int8?]? = nil, txPower: Int8? = nil, place: Place? = nil) {
+    init(peer: UserID, times: [UnixSeconds], rssi: [Int8?]? = nil, txPower: Int8? = nil, reportedRSSI: Int8? = nil, place: Place? = nil) {
         self.peer = peer
         self.place = place
         self.ownWindowStart = times[0] - times[0] % 3_600
         self.times = times
         self.rssi = rssi ?? times.map { _ in nil }
         self.txPower = txPower
+        self.reportedRSSI = reportedRSSI
     }
 }
 
@@ -138,10 +141,11 @@ enum NodeFixture {
         for ownID in ownIDs { try store.recordOwnID(ownID) }
         var batch = SightingBatch()
         for encounter in encounters {
-            for (time, rssi) in zip(encounter.times, encounter.rssi) {
+            for (index, (time, rssi)) in zip(encounter.times, encounter.rssi).enumerated() {
                 batch.add(Sighting(
                     peer: encounter.peer, ownWindowStart: encounter.ownWindowStart, time: time, rssi: rssi,
-                    txPower: encounter.txPower, learnedBy: .read, place: encounter.place))
+                    txPower: encounter.txPower, reportedRSSI: index == 0 ? encounter.reportedRSSI : nil, learnedBy: .read,
+                    place: encounter.place))
             }
         }
         if !batch.isEmpty { try store.write(batch) }

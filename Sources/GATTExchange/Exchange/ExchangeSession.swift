@@ -76,7 +76,8 @@ public struct ExchangeSession: Sendable {
         }
         let exchange = ProximityExchange(
             host: host, identity: identity, peerWrites: writes, sink: sink, configuration: configuration,
-            scanSchedule: scanSchedule, addresses: addresses, wallClock: rotator.clock, logger: logger)
+            scanSchedule: scanSchedule, addresses: addresses, wallClock: rotator.clock, logger: logger,
+            controllerTxPower: await host.readAdvertisingTxPower())
         do {
             await exchange.rotate(to: try await rotator.currentID())
             try await exchange.start()

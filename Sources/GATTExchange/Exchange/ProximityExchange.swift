@@ -12,6 +12,9 @@ public actor ProximityExchange {
     private let identity: AdvertisedIdentity
     private let sink: any EncounterSink
     private let configuration: ExchangeConfiguration
+    /// The controller's advertising TX power as it reported it at start-up (nil: it did not),
+    /// which the node then advertises and writes instead of `ExchangeConfiguration.txPower`.
+    public nonisolated let controllerTxPower: Int8?
     private let scanSchedule: ScanSchedule
     private let addresses: IDAddresses
     private let wallClock: any WallClock
@@ -46,13 +49,17 @@ public actor ProximityExchange {
     public init(
         host: LEHost, identity: AdvertisedIdentity, peerWrites: AsyncStream<PeerWriteEvent>, sink: any EncounterSink,
         configuration: ExchangeConfiguration = ExchangeConfiguration(), scanSchedule: ScanSchedule? = nil,
-        addresses: IDAddresses = IDAddresses(), wallClock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.exchange")
+        addresses: IDAddresses = IDAddresses(), wallClock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.exchange"),
+        controllerTxPower: Int8? = nil
     ) {
         self.host = host
         self.identity = identity
         self.peerWrites = peerWrites
         self.sink = sink
+        var configuration = configuration
+        if let controllerTxPower { configuration.txPower = controllerTxPower }
         self.configuration = configuration
+        self.controllerTxPower = controllerTxPower
         clock = host.clock
         self.scanSchedule = scanSchedule
             ?? ScanSchedule(onTime: configuration.scanOnTime, offTime: configuration.scanOffTime, start: host.clock.now)

@@ -103,6 +103,10 @@ public struct ExposureChecker: Sendable {
         let found = try await Self.offTheCooperativePool { [self, updateFailure] () throws(ExposureCheckError) in
             try matchBlocking(index, keyIndex: keyIndex, since: retention.encounterCutoff(now: now), updateFailure: updateFailure)
         }
+        var model = model
+        // The TX power `tracer run` learned from the controller (it may run in another process,
+        // or have learned it after this checker was made): the reverse direction's reference.
+        if model.ownTxPower == nil { model.ownTxPower = store.advertisingTxPower() }
         let assessment = ExposureAssessment(matches: found.matches, model: model)
 
         let notified = notifiedLevels()

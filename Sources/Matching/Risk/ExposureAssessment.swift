@@ -39,20 +39,21 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
     public init(matches: [ExposureMatch], model: RiskModel) {
         // The same encounter can be matched twice when an id is listed in two batches.
         var seen = Set<EncounterKey>()
-        var byDay: [UnixSeconds: (ids: Set<UserID>, minutes: [RiskModel.Proximity: Double], places: [Place])] = [:]
+        var byDay: [UnixSeconds: (ids: Set<UserID>, minutes: [RiskModel.Proximity: Double], weighted: Double, places: [Place])] = [:]
         for match in matches {
             let encounter = match.encounter
             guard seen.insert(EncounterKey(peer: encounter.peer, ownWindowStart: encounter.ownWindowStart)).inserted else { continue }
             let dayStart = encounter.firstSeen - encounter.firstSeen.modulo(UnixSeconds.secondsPerDay)
-            var day = byDay[dayStart] ?? (ids: [], minutes: [:], places: [])
+            var day = byDay[dayStart] ?? (ids: [], minutes: [:], weighted: 0, places: [])
             day.ids.insert(encounter.peer)
             if let place = encounter.place, !day.places.contains(place) { day.places.append(place) }
             for (proximity, minutes) in model.minutesByProximity(of: encounter) { day.minutes[proximity, default: 0] += minutes }
+            day.weighted += model.weightedMinutes(of: encounter)
             byDay[dayStart] = day
         }
         days = byDay.keys.sorted().map { dayStart in
             let day = byDay[dayStart]!
-            let weighted = day.minutes.reduce(0) { $0 + $1.value * model.weight(of: $1.key) }
+            let weighted = day.weighted
             return ExposureDay(
                 day: Self.dayName(dayStart), dayStart: dayStart, diagnosedIDs: day.ids.count, minutes: day.minutes,
                 weightedMinutes: weighted, level: model.level(weightedMinutes: weighted),

@@ -35,6 +35,18 @@ public struct RiskModel: Sendable, Equatable, Codable {
     /// RSSI the peer reported. nil: the peer's TX power stands in, as it does between Linux nodes,
     /// which all advertise the same.
     public var ownTxPower: Int?
+    /// How an attenuation becomes a weight: three steps, or a line between the thresholds.
+    public var weightCurve: WeightCurve
+
+    /// How a window's attenuation turns into the weight of its minutes.
+    public enum WeightCurve: String, Sendable, Codable, CaseIterable {
+        /// Near, medium and far buckets, each with its weight (GAEN's attenuation buckets).
+        case steps
+        /// The near weight up to the near threshold, the far weight from the far threshold, and a
+        /// straight line between (the medium weight is unused): a window 1 dB beyond a threshold
+        /// then counts almost as one 1 dB inside it, and scores stop piling up in three values.
+        case linear
+    }
 
     /// Whose readings of the radio path between the two devices decide an encounter's bucket.
     public enum Directions: String, Sendable, Codable, CaseIterable {
@@ -82,7 +94,7 @@ public struct RiskModel: Sendable, Equatable, Codable {
         nearAttenuation: Int, farAttenuation: Int, nearWeight: Double, mediumWeight: Double, farWeight: Double,
         unknownWeight: Double, lowMinutes: Double, highMinutes: Double, assumedTxPower: Int, samplingPeriodSeconds: Int,
         attenuationSummary: AttenuationSummary = .mean, rssiCorrection: Int = 0, directions: Directions = .ours,
-        ownTxPower: Int? = nil
+        ownTxPower: Int? = nil, weightCurve: WeightCurve = .steps
     ) {
         self.nearAttenuation = nearAttenuation
         self.farAttenuation = farAttenuation
@@ -98,6 +110,7 @@ public struct RiskModel: Sendable, Equatable, Codable {
         self.rssiCorrection = rssiCorrection
         self.directions = directions
         self.ownTxPower = ownTxPower
+        self.weightCurve = weightCurve
     }
 
     public enum Proximity: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable {
@@ -157,6 +170,39 @@ public struct RiskModel: Sendable, Equatable, Codable {
         case .medium: mediumWeight
         case .far: farWeight
         case .unknown: unknownWeight
+        }
+    }
+
+    /// The weight of a minute at `attenuation`, on the model's curve.
+    public func weight(ofAttenuation attenuation: Int) -> Double {
+        switch weightCurve {
+        case .steps:
+            return weight(of: proximity(ofAttenuation: attenuation))
+        case .linear:
+            if attenuation <= nearAttenuation { return nearWeight }
+            if attenuation >= farAttenuation { return farWeight }
+            let fraction = Double(attenuation - nearAttenuation) / Double(farAttenuation - nearAttenuation)
+            return nearWeight + (farWeight - nearWeight) * fraction
+        }
+    }
+
+    /// An encounter's contact minutes, weighted: what a day's level is decided on.
+    public func weightedMinutes(of encounter: Encounter) -> Double {
+        switch weightCurve {
+        case .steps:
+            return minutesByProximity(of: encounter).reduce(0) { $0 + $1.value * weight(of: $1.key) }
+        case .linear:
+            let minutes = Double(contactSeconds(of: encounter)) / 60
+            let histogram = encounter.rssiHistogram
+            if attenuationSummary == .buckets, !histogram.isEmpty {
+                let txPower = Int(encounter.txPower ?? Int8(clamping: assumedTxPower))
+                let readings = Double(histogram.total)
+                return histogram.counts.reduce(0) { sum, reading in
+                    sum + minutes * Double(reading.value) / readings * weight(ofAttenuation: txPower - (Int(reading.key) + rssiCorrection))
+                }
+            }
+            guard let attenuation = attenuation(of: encounter) else { return minutes * unknownWeight }
+            return minutes * weight(ofAttenuation: attenuation)
         }
     }
 

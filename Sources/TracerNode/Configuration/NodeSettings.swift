@@ -21,6 +21,7 @@ struct NodeSettings: Equatable, Sendable {
         var attenuationSummary: RiskModel.AttenuationSummary = .mean
         var directions: RiskModel.Directions = .ours
         var rssiCorrection: Int64 = 0
+        var weightCurve: RiskModel.WeightCurve = .steps
     }
 
     // [node]

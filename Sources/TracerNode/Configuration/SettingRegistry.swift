@@ -169,6 +169,11 @@ enum SettingRegistry {
             "risk.rssi_correction", \.risk.rssiCorrection, .integer(minimum: -40, maximum: 40, unit: "dB"),
             default: 0, env: "TRACER_RISK_RSSI_CORRECTION", flag: nil,
             help: "Added to every RSSI this node measures: its radio's calibration (the Exposure Notification rssi_offset of a phone model)."),
+        .text(
+            "risk.weight_curve", \.risk.weightCurve, .choice(RiskModel.WeightCurve.allCases.map(\.rawValue)),
+            default: .value(.text("steps")), env: "TRACER_RISK_WEIGHT_CURVE", flag: nil,
+            help: "How attenuation becomes a weight: steps (the near, medium and far weights) or linear (from the near weight at near_attenuation down to the far weight at far_attenuation).",
+            convert: { RiskModel.WeightCurve(rawValue: $0) ?? .steps }),
     ]
 
     static let constraints: [SettingConstraint] = [
