@@ -18,7 +18,8 @@ package final class ScriptedController: HCITransport {
         case unknownConnectionIdentifier
         /// The connection formed in the meantime: LE Connection Complete, success.
         case lateSuccess(handle: UInt16)
-        /// Nothing at all, and the controller keeps initiating (Bumble's quirk 7).
+        /// Nothing at all, and the controller keeps initiating
+        /// (`ControllerQuirks.cancelTakenWithoutEndingAttempt`).
         case ignored
     }
 
@@ -40,6 +41,13 @@ package final class ScriptedController: HCITransport {
         package var refusedCreateConnections = 0
         /// What happened to connection attempts, in order: "create XX:…", "cancel", "ended 0x02", "ended success".
         package var attemptTimeline: [String] = []
+        /// LE Set Advertising Parameters, or LE Set Advertising Enable turning advertising on,
+        /// received while initiating: what only another procedure's commands would be.
+        package var advertisingCommandsWhileInitiating = 0
+        /// The next command with this opcode gets its answer only at `releaseHeldAnswer()`, so that
+        /// a test can act while a procedure waits on the controller.
+        package var holdAnswerTo: HCIOpcode?
+        package var heldAnswer: [UInt8]?
         package var isClosed = false
     }
 
@@ -65,6 +73,11 @@ package final class ScriptedController: HCITransport {
             return state.isClosed
         }
         if closed { throw .closed }
+        state.withLock { state in
+            let advertisingOn = opcode == LESetAdvertisingParameters.opcode
+                || (opcode == LESetAdvertisingEnable.opcode && parameters.first == 1)
+            if advertisingOn, state.initiating != nil { state.advertisingCommandsWhileInitiating += 1 }
+        }
         switch opcode {
         case LESetRandomAddress.opcode:
             let refused = state.withLock { state -> Bool in
@@ -123,7 +136,7 @@ package final class ScriptedController: HCITransport {
             let handle = UInt16(parameters[0]) | UInt16(parameters[1]) << 8
             inject([0x04, 0x05, 0x04, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x16])
         default:
-            for reply in initAnswers(packet) { inject(reply) }
+            for reply in initAnswers(packet) { answer(opcode, reply) }
         }
     }
 
@@ -170,6 +183,17 @@ package final class ScriptedController: HCITransport {
         state.withLock { $0.initiating }.flatMap { try? BluetoothAddress(littleEndianBytes: $0) }
     }
 
+    /// Sends the answer held back by `holdAnswerTo`.
+    package func releaseHeldAnswer() {
+        guard let answer = state.withLock({ state -> [UInt8]? in
+            defer { state.heldAnswer = nil }
+            return state.heldAnswer
+        }) else { return }
+        inject(answer)
+    }
+
+    package var isHoldingAnswer: Bool { state.withLock { $0.heldAnswer != nil } }
+
     package func inject(_ h4: [UInt8]) {
         guard let first = h4.first, let type = HCIPacketType(rawValue: first) else { return }
         continuation.yield(HCIPacket(type: type, body: Array(h4.dropFirst())))
@@ -183,11 +207,21 @@ package final class ScriptedController: HCITransport {
     }
 
     private func complete(_ opcode: HCIOpcode, _ status: HCIStatusCode) {
-        inject([0x04] + CommandCompleteEvent(numHCICommandPackets: 1, opcode: opcode, returnParameters: [status.rawValue]).encode())
+        answer(opcode, [0x04] + CommandCompleteEvent(numHCICommandPackets: 1, opcode: opcode, returnParameters: [status.rawValue]).encode())
     }
 
     private func status(_ opcode: HCIOpcode, _ status: HCIStatusCode) {
-        inject([0x04] + CommandStatusEvent(status: status, numHCICommandPackets: 1, opcode: opcode).encode())
+        answer(opcode, [0x04] + CommandStatusEvent(status: status, numHCICommandPackets: 1, opcode: opcode).encode())
+    }
+
+    private func answer(_ opcode: HCIOpcode, _ h4: [UInt8]) {
+        let held = state.withLock { state -> Bool in
+            guard state.holdAnswerTo == opcode else { return false }
+            state.holdAnswerTo = nil
+            state.heldAnswer = h4
+            return true
+        }
+        if !held { inject(h4) }
     }
 
     private func later(_ delay: Duration, _ h4: [UInt8]) {

@@ -6,7 +6,8 @@ public enum GAPError: Error, Sendable, Equatable, CustomStringConvertible {
     case connectionTimedOut(peer: BluetoothAddress, after: Duration)
     /// The peer kept advertising during the attempt and the controller never connected to it: a
     /// controller that listens connects at the first such advertisement, so its connect request went
-    /// unanswered and it may be stuck waiting for the answer (RootCanal is). The attempt was cancelled.
+    /// unanswered and it may be stuck waiting for the answer (some controllers then ignore every
+    /// advertiser until reset). The attempt was cancelled.
     case peerAdvertisedWithoutConnecting(peer: BluetoothAddress, advertisements: Int)
     /// The controller reported the connection as failed.
     case connectionFailed(peer: BluetoothAddress, status: HCIStatusCode)
@@ -14,6 +15,8 @@ public enum GAPError: Error, Sendable, Equatable, CustomStringConvertible {
     case controllerLost
     /// The advertising data does not fit a legacy advertisement.
     case advertisingDataTooLong(Int)
+    /// The calling task was cancelled while the procedure waited for its turn; nothing was sent.
+    case cancelled
 
     public var description: String {
         switch self {
@@ -24,6 +27,7 @@ public enum GAPError: Error, Sendable, Equatable, CustomStringConvertible {
         case .connectionFailed(let peer, let status): return "connection to \(peer) failed: \(status)"
         case .controllerLost: return "the connection to the Bluetooth controller was lost"
         case .advertisingDataTooLong(let length): return "advertising data of \(length) bytes exceeds 31"
+        case .cancelled: return "cancelled before the controller was asked"
         }
     }
 }

@@ -1,6 +1,6 @@
 /// One LE Create Connection, from the command to the LE Connection Complete that ends it. Only one
-/// exists at a time, as controllers allow: it holds the connect slot until the controller has
-/// reported its end, so that no later attempt can be handed this one's completion.
+/// exists at a time, as controllers allow: its procedure holds the host's turn until the controller
+/// has reported its end, so that no later attempt can be handed this one's completion.
 struct ConnectionAttempt {
     enum Outcome: Sendable {
         /// The controller ended the attempt: a link (success), 0x02 after a cancel, or a failure.
@@ -11,16 +11,20 @@ struct ConnectionAttempt {
     }
 
     /// How long the end of an attempt may trail a cancel refused with Command Disallowed. The
-    /// refusal means the controller is not initiating, so the end is already on its way; RootCanal,
-    /// whose initiator was stuck on an earlier unanswered request, drops the attempt with no end.
+    /// refusal means the controller is not initiating, so the end is already on its way, unless it
+    /// dropped the attempt with no end (`ControllerQuirks.attemptDroppedWithoutEnd`).
     static let endAfterRefusedCancel: Duration = .milliseconds(300)
 
     let number: UInt64
     /// The peer asked for; nil while ending an initiation that nobody here owns any more.
     let peer: BluetoothAddress?
     var cancelSent = false
-    /// Someone needs the controller idle (an address change): stop waiting and cancel.
+    /// Someone needs the controller idle (an address change, the caller's task cancelled): stop
+    /// waiting and cancel.
     var abortRequested = false
+    /// The address change that abandoned the attempt wants the old address off the air before
+    /// the cancel, whose end may take the cancel grace.
+    var stopAdvertisingBeforeCancel = false
     /// When the controller accepted LE Create Connection; sightings of the peer after it count.
     var initiatingSince: ContinuousClock.Instant?
     /// Sightings of the peer while initiating: the controller should have answered the first.
@@ -36,29 +40,38 @@ struct ConnectionAttempt {
 extension LEHost {
     /// Connects to `peer` as central. The attempt is cancelled after the timeout, and this returns
     /// only once the controller has reported the attempt's end: a connection that completes during
-    /// the cancel is returned like any other. Attempts queue here, one at a time.
+    /// the cancel is returned like any other. The attempt is one procedure, from the command to its
+    /// end, as Linux's `hci_le_create_conn_sync` is: no other procedure's commands come in between.
+    /// Cancelling the calling task gives the attempt up as an address change does: it is cancelled
+    /// at the controller and its end still awaited (a connect still waiting for its turn just leaves).
     ///
-    /// With `advertisingOff`, advertising stops once this attempt's turn has come, and resumes only
-    /// if it connects: on failure the caller decides (resets the controller, or leaves it to the
-    /// audit to turn advertising on again).
+    /// With `advertisingOff`, advertising stops once this attempt's turn has come, stays off for
+    /// the whole attempt, and resumes only if it connects: on failure the caller decides (resets the
+    /// controller, or leaves it to the audit to turn advertising on again).
     public func connect(
         to peer: BluetoothAddress, type: LEAddressType, timeout: Duration? = nil, advertisingOff: Bool = false
     ) async throws(GAPError) -> LEConnection {
         if lost { throw .controllerLost }
-        await takeConnectSlot(urgent: false)
-        defer { connectSlot.release() }
+        let timeout = timeout ?? configuration.connectionTimeout
+        return try await procedure { () async throws(GAPError) -> LEConnection in
+            try await self.attemptConnection(to: peer, type: type, timeout: timeout, advertisingOff: advertisingOff)
+        }
+    }
+
+    private func attemptConnection(
+        to peer: BluetoothAddress, type: LEAddressType, timeout: Duration, advertisingOff: Bool
+    ) async throws(GAPError) -> LEConnection {
         if lost { throw .controllerLost }
         if advertisingOff, advertisement != nil {
             try? await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
         }
-        let timeout = timeout ?? configuration.connectionTimeout
         let number = beginAttempt(peer: peer)
         defer { finishAttempt(number) }
-        let command = LECreateConnection(
+        let request = LECreateConnection(
             peerAddressType: type, peerAddress: peer, scanInterval: configuration.initiatorScanInterval,
             scanWindow: configuration.initiatorScanWindow)
         do {
-            try await hci.send(command)
+            try await hci.send(request)
         } catch {
             if lost { throw .controllerLost }
             finishAttempt(number)
@@ -79,6 +92,9 @@ extension LEHost {
         var outcome = await waitForAttempt(number, upTo: timeout)
         var cancelRefused = false
         if case .timedOut = outcome {
+            if attempt?.stopAdvertisingBeforeCancel == true {
+                try? await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
+            }
             (outcome, cancelRefused) = await cancelAttempt(number)
         }
         let unanswered = attempt?.peerSightings ?? 0
@@ -97,9 +113,11 @@ extension LEHost {
         case .timedOut:
             // Should the connection still form, it is closed at once.
             abandonedConnectionPeers.insert(peer)
-            // Took the cancel and never ended the attempt (Bumble's controllers do that), or
-            // refused it as not initiating and never ended it either (a stuck RootCanal).
-            if !cancelRefused { noteCancelIgnored() }
+            if cancelRefused {
+                noteQuirk(.attemptDroppedWithoutEnd, "the controller dropped a connection attempt without reporting its end")
+            } else {
+                noteCancelIgnored()
+            }
             if unanswered > 0 {
                 throw .peerAdvertisedWithoutConnecting(peer: peer, advertisements: unanswered)
             }
@@ -112,16 +130,25 @@ extension LEHost {
     /// Asks the connection attempt under way, if any, to give up now (an address change needs the
     /// controller idle). Its caller still waits for the controller to confirm the end.
     public func abandonConnectionAttempt() {
-        guard attempt != nil else { return }
+        if let number = attempt?.number { abandonAttempt(number) }
+    }
+
+    /// Gives up attempt `number` if it is still the one under way. With `stoppingAdvertisingFirst`,
+    /// it turns advertising off before it cancels.
+    func abandonAttempt(_ number: UInt64, stoppingAdvertisingFirst: Bool = false) {
+        guard attempt?.number == number else { return }
         attempt?.abortRequested = true
-        if let number = attempt?.number, attempt?.cancelSent == false { attemptTimerFired(number) }
+        if stoppingAdvertisingFirst { attempt?.stopAdvertisingBeforeCancel = true }
+        if attempt?.cancelSent == false { attemptTimerFired(number) }
     }
 
     /// Moves the radio to `address`: stops advertising, ends a connection attempt (waiting for the
     /// controller to confirm), stops scanning, closes every link, sets the address, and runs
-    /// `then` (which sets the new id and resumes advertising) before another attempt may start,
-    /// so that no link from the new address ever serves the old id, nor the reverse. Throws if the
-    /// controller still refuses the address after everything it could be doing was stopped.
+    /// `then` (which sets the new id and resumes advertising) in the same procedure, before any
+    /// other may start, so that no link from the new address ever serves the old id, nor the
+    /// reverse. Calls `then` makes to this host run inside that procedure. Goes before the
+    /// procedures still waiting. Throws if the controller still refuses the address after
+    /// everything it could be doing was stopped.
     public func changeRandomAddress(
         to address: BluetoothAddress, then resume: @Sendable () async -> Void
     ) async throws(GAPError) {
@@ -129,38 +156,37 @@ extension LEHost {
         // Off the air first, so that no new link forms to the old address meanwhile, and before
         // waiting for the attempt under way to end: on a controller that ignores the cancel that
         // takes the cancel grace (about 1 s). The old address then outlived its window, peers that
-        // had already rotated took it for a newcomer and tried it after it was gone, and on Bumble,
-        // whose attempts never end, two nodes of a 20-node crowd never initiated again.
-        try? await stopAdvertising()
-        abandonConnectionAttempt()
-        await takeConnectSlot(urgent: true)
-        defer { connectSlot.release() }
-        if lost { throw .controllerLost }
-        if scanning { try? await stopScanning() }
-        for connection in connections.values {
-            await connection.bearer.close()
-            await disconnect(connection)
+        // had already rotated took it for a newcomer and tried it after it was gone, and where
+        // attempts never end (`ControllerQuirks.cancelTakenWithoutEndingAttempt`), two nodes of a
+        // 20-node crowd never initiated again. So nobody wants the old advertising from now on, and
+        // the attempt under way turns it off before its cancel.
+        withdrawAdvertising()
+        if let number = attempt?.number { abandonAttempt(number, stoppingAdvertisingFirst: true) }
+        try await procedure(urgent: true) { () async throws(GAPError) in
+            if self.lost { throw .controllerLost }
+            try? await self.command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
+            if self.scanning { try? await self.stopScanningNow() }
+            for connection in self.connections.values {
+                await connection.bearer.close()
+                await self.disconnect(connection)
+            }
+            do throws(GAPError) {
+                try await self.setRandomAddressNow(address)
+            } catch .hci(let error) where error.status == .commandDisallowed {
+                // The controller still advertises, scans or initiates although we stopped all
+                // three: a cancel it took without ending the attempt, or commands it dropped.
+                self.logger.warning("address change refused; stopping what the controller still does",
+                                    metadata: ["error": "\(error)"])
+                await self.endStrayInitiation()
+                try? await self.command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
+                try? await self.command { () async throws(HCIError) in try await self.hci.send(LESetScanEnable(false)) }
+                try await self.setRandomAddressNow(address)
+            }
+            await resume()
         }
-        do {
-            try await setRandomAddress(address)
-        } catch .hci(let error) where error.status == .commandDisallowed {
-            // The controller still advertises, scans or initiates although we stopped all three:
-            // a cancel it took without ending the attempt, or commands it dropped. Stop them again.
-            logger.warning("address change refused; stopping what the controller still does", metadata: ["error": "\(error)"])
-            await endStrayInitiation()
-            try? await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
-            try? await command { () async throws(HCIError) in try await self.hci.send(LESetScanEnable(false)) }
-            try await setRandomAddress(address)
-        }
-        await resume()
     }
 
     // MARK: The attempt's lifecycle
-
-    func takeConnectSlot(urgent: Bool) async {
-        if connectSlot.tryTake() { return }
-        await withCheckedContinuation { connectSlot.enqueue($0, urgent: urgent) }
-    }
 
     func beginAttempt(peer: BluetoothAddress?) -> UInt64 {
         attemptNumber += 1
@@ -175,16 +201,21 @@ extension LEHost {
         attempt = nil
     }
 
-    /// Waits until the attempt ends or `limit` passes.
+    /// Waits until the attempt ends or `limit` passes. The calling task cancelled, an attempt not
+    /// yet cancelled is given up (`abandonAttempt`); one already cancelled is waited for all the same.
     func waitForAttempt(_ number: UInt64, upTo limit: Duration) async -> ConnectionAttempt.Outcome {
         guard let current = attempt, current.number == number else { return .lost }
         if let ended = current.ended { return ended }
-        if current.abortRequested, !current.cancelSent { return .timedOut }
-        return await withCheckedContinuation { continuation in
-            attempt?.waiter = continuation
-            attempt?.timer = clock.timer(after: limit) { [weak self] in
-                await self?.attemptTimerFired(number)
+        if (current.abortRequested || Task.isCancelled), !current.cancelSent { return .timedOut }
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                attempt?.waiter = continuation
+                attempt?.timer = clock.timer(after: limit) { [weak self] in
+                    await self?.attemptTimerFired(number)
+                }
             }
+        } onCancel: {
+            Task { await self.abandonAttempt(number) }
         }
     }
 
@@ -192,8 +223,8 @@ extension LEHost {
     /// with a connect request, and the connection completes within milliseconds; a sighting with no
     /// connection after `unansweredAdvertisingWait` means the request went unanswered (another
     /// initiator won that advertising event) or was never sent (the controller is stuck). Ending
-    /// the attempt then, rather than at the timeout, shortens the time a RootCanal controller in
-    /// that state spends advertising while refusing every peer's connect request.
+    /// the attempt then, rather than at the timeout, shortens the time a controller stuck that way
+    /// spends advertising while refusing every peer's connect request.
     func attemptPeerAdvertised(_ address: BluetoothAddress, at time: ContinuousClock.Instant) {
         guard let current = attempt, current.peer == address, let since = current.initiatingSince, time > since,
               !current.cancelSent, current.ended == nil else { return }
@@ -244,7 +275,7 @@ extension LEHost {
     enum StrayInitiation { case none, ended, unknown }
 
     /// Ends an initiation that nobody here owns: sends a cancel and waits for the end it causes.
-    /// Call with the connect slot held.
+    /// Call inside a procedure, so that no attempt of this host is under way.
     @discardableResult
     func endStrayInitiation() async -> StrayInitiation {
         // Begun before the cancel is sent: its 0x02 may follow the cancel's answer at once.
@@ -260,7 +291,7 @@ extension LEHost {
             return .unknown
         }
         // A controller known to take cancels without effect would only make us wait.
-        if cancelIsUnreliable { return .unknown }
+        if quirks.contains(.cancelTakenWithoutEndingAttempt) { return .unknown }
         switch await waitForAttempt(number, upTo: configuration.cancelGrace) {
         case .completed:
             logger.warning("the controller was still initiating a connection nobody waited for; ended it")
@@ -274,9 +305,8 @@ extension LEHost {
     }
 
     private func noteCancelIgnored() {
-        guard !cancelIsUnreliable else { return }
-        cancelIsUnreliable = true
-        logger.info("the controller accepts connection cancels without ending the attempt; links that still form are closed")
+        noteQuirk(.cancelTakenWithoutEndingAttempt,
+                  "the controller accepts connection cancels without ending the attempt; links that still form are closed")
     }
 
     /// Routes a central LE Connection Complete to the attempt that caused it. One LE Create

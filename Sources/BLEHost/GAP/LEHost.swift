@@ -7,6 +7,13 @@ import Logging
 /// It keeps what it believes the controller is doing (advertising, scanning, initiating) and checks
 /// it against the controller: every refusal leads back to a known state, and `audit()` finds and
 /// ends what the controller does without our knowing (see LEHost+Connecting and LEHost+Audit).
+///
+/// Every GAP procedure (start or stop advertising or scanning, set the address, connect, change
+/// the address, audit, resume advertising after a link) runs whole, one at a time, in order of
+/// submission (`ProcedureQueue`): the actor is reentrant, so without the queue one procedure's
+/// commands could fall between another's across an `await`. Events are not procedures: a link's
+/// opening and closing reach their owners while a procedure waits. Disconnect is not one either:
+/// it changes no role of the controller, and a link's watchdog must not wait behind an attempt.
 public actor LEHost {
     public struct Configuration: Sendable {
         /// Advertising interval in 0.625 ms units (spec); 0x0190 = 250 ms.
@@ -29,6 +36,9 @@ public actor LEHost {
         /// send the connect request, or at the first connection event (30 ms at our interval);
         /// should one come after the cancel, it is the attempt's result all the same.
         public var unansweredAdvertisingWait: Duration = .milliseconds(100)
+        /// Quirks of the controller known before it shows them (see `ControllerQuirks`); the
+        /// host learns the ones it adapts to anyway, at the first sign.
+        public var knownQuirks: ControllerQuirks = []
         public var attBearer = ATTBearerConfiguration()
         public var hci = HostControllerInterface.Configuration()
         public init() {}
@@ -54,23 +64,26 @@ public actor LEHost {
 
     /// Open links by handle, following L2CAP's table in its order.
     var connections: [UInt16: LEConnection] = [:]
-    var connectSlot = ConnectSlot()
+    let procedures = ProcedureQueue()
+    /// The procedure the current task runs, so that a call made from inside it (the `then` of an
+    /// address change) runs as part of it instead of queueing behind it for ever. A task started
+    /// inside a procedure inherits this: such a task must not call a procedure of this host.
+    @TaskLocal static var currentProcedure: ProcedureQueue.Ticket?
     var attempt: ConnectionAttempt?
     var attemptNumber: UInt64 = 0
     /// Peers of attempts that never reported their end: a connection that still forms is closed.
     var abandonedConnectionPeers: Set<BluetoothAddress> = []
-    /// Set once a cancel was answered with success and no completion followed (Bumble's
-    /// controllers do that): probing with a cancel then proves nothing.
-    var cancelIsUnreliable = false
+    /// The quirks the controller has shown, and those the configuration knew of.
+    public private(set) var quirks: ControllerQuirks
 
     private var scanContinuation: AsyncStream<AdvertisementSighting>.Continuation?
     /// What the caller asked for: the advertisement to keep on air, and whether to scan.
     var advertisement: LegacyAdvertisingPayload?
     /// Whether the controller advertises, as far as the answers to this host's own commands tell:
     /// cleared when a central connects to us, since legacy connectable advertising stops then.
-    /// Advertising that is on is not enabled again: RootCanal restarts the advertising interval at
-    /// each enable, and a node re-enabling after each of its own central links (one every 100 to
-    /// 250 ms in a crowd, against a 250 ms interval) went unheard for 2.7 s.
+    /// Advertising that is on is not enabled again (`ControllerQuirks.advertisingEnableRestartsInterval`):
+    /// a node re-enabling after each of its own central links (one every 100 to 250 ms in a crowd,
+    /// against a 250 ms interval) went unheard for 2.7 s on such a controller.
     var advertisingIsOn = false
     var scanning: Bool { scanContinuation != nil }
     var advertisingOutage = OutageRecord()
@@ -78,8 +91,8 @@ public actor LEHost {
     public private(set) var condition = RadioCondition()
 
     var lost = false
-    private var resumeRequested = false
-    private var resumeRunning = false
+    /// A resume of advertising is queued and has not begun: another request joins it.
+    private var resumeQueued = false
     private let loss = OnceSignal<Void>()
 
     /// Builds the GATT database a new link is served from. Per link, so that write handlers know
@@ -129,6 +142,7 @@ public actor LEHost {
         self.wallClock = wallClock
         self.clock = clock
         self.logger = logger
+        quirks = configuration.knownQuirks
         (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
         (conditionChanges, conditionContinuation) = AsyncStream.makeStream(
             of: RadioCondition.self, bufferingPolicy: .bufferingNewest(1))
@@ -137,6 +151,10 @@ public actor LEHost {
     /// Sets the address used for advertising, scanning and connecting. The controller refuses
     /// this while advertising, scanning or initiating with it: see `changeRandomAddress`.
     public func setRandomAddress(_ address: BluetoothAddress) async throws(GAPError) {
+        try await procedure { () async throws(GAPError) in try await self.setRandomAddressNow(address) }
+    }
+
+    func setRandomAddressNow(_ address: BluetoothAddress) async throws(GAPError) {
         try await command { () async throws(HCIError) in try await self.hci.send(LESetRandomAddress(address: address)) }
         randomAddress = address
     }
@@ -149,29 +167,32 @@ public actor LEHost {
     public func startAdvertising(_ data: AdvertisingData) async throws(GAPError) {
         let payload: LegacyAdvertisingPayload
         do { payload = try LegacyAdvertisingPayload(data) } catch { throw .advertisingDataTooLong((try? data.encode())?.count ?? 0) }
-        advertisement = payload
-        do {
-            try await enableAdvertising(payload)
-        } catch {
-            noteAdvertising(failed: error)
-            throw error
+        try await procedure { () async throws(GAPError) in
+            self.advertisement = payload
+            do throws(GAPError) {
+                try await self.enableAdvertising(payload)
+            } catch {
+                self.noteAdvertising(failed: error)
+                throw error
+            }
+            self.noteAdvertisingWorks()
         }
-        noteAdvertisingWorks()
     }
 
     func enableAdvertising(_ payload: LegacyAdvertisingPayload) async throws(GAPError) {
         let interval = configuration.advertisingInterval
         try await command { () async throws(HCIError) in
-            // Parameters always before enabling: Bumble floods with an interval of 0 otherwise.
+            // Parameters always before enabling (`ControllerQuirks.advertisingFloodsWithoutParameters`).
             do throws(HCIError) {
                 try await self.hci.send(LESetAdvertisingParameters(intervalMin: interval, intervalMax: interval))
             } catch {
                 guard case .commandFailed(_, .commandDisallowed) = error else { throw error }
                 // Refused only while advertising is on (Core Vol 4 Part E 7.8.5), which the audit
-                // relies on too: another path turned it on meanwhile (the resume after a link,
-                // between the audit's question and this). The data may still change while on. Taken
-                // as a failure, this left a node in a 20-node crowd reporting advertising off for 3 s
-                // while the listener heard it throughout.
+                // relies on too: the controller advertises although this host did not know it.
+                // Before procedures ran one at a time, another path (the resume after a link)
+                // turned it on between the audit's question and this; taken as a failure, that
+                // left a node in a 20-node crowd reporting advertising off for 3 s while the
+                // listener heard it throughout. The data may still change while on.
                 try await self.hci.send(LESetAdvertisingData(payload))
                 self.advertisingIsOn = true
                 return
@@ -191,10 +212,17 @@ public actor LEHost {
     public var isAdvertising: Bool { advertisement != nil }
 
     public func stopAdvertising() async throws(GAPError) {
+        try await procedure { () async throws(GAPError) in
+            self.withdrawAdvertising()
+            try await self.command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
+        }
+    }
+
+    /// Nobody wants advertising any more: no outage to report, no resume to run.
+    func withdrawAdvertising() {
         advertisement = nil
         _ = advertisingOutage.recovered()
         publishCondition()
-        try await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
     }
 
     // MARK: Scanning
@@ -202,20 +230,22 @@ public actor LEHost {
     /// Starts scanning and returns the advertisements heard, until `stopScanning()`. A consumer
     /// that falls behind loses the oldest reports, never memory.
     public func startScanning() async throws(GAPError) -> AsyncStream<AdvertisementSighting> {
-        scanContinuation?.finish()
-        let (stream, continuation) = AsyncStream.makeStream(
-            of: AdvertisementSighting.self, bufferingPolicy: .bufferingNewest(512))
-        scanContinuation = continuation
-        do {
-            try await enableScanning()
-        } catch {
-            scanContinuation?.finish()
-            scanContinuation = nil
-            noteScanning(failed: error)
-            throw error
+        try await procedure { () async throws(GAPError) -> AsyncStream<AdvertisementSighting> in
+            self.scanContinuation?.finish()
+            let (stream, continuation) = AsyncStream.makeStream(
+                of: AdvertisementSighting.self, bufferingPolicy: .bufferingNewest(512))
+            self.scanContinuation = continuation
+            do throws(GAPError) {
+                try await self.enableScanning()
+            } catch {
+                self.scanContinuation?.finish()
+                self.scanContinuation = nil
+                self.noteScanning(failed: error)
+                throw error
+            }
+            self.noteScanningWorks()
+            return stream
         }
-        noteScanningWorks()
-        return stream
     }
 
     func enableScanning() async throws(GAPError) {
@@ -228,6 +258,10 @@ public actor LEHost {
     }
 
     public func stopScanning() async throws(GAPError) {
+        try await procedure { () async throws(GAPError) in try await self.stopScanningNow() }
+    }
+
+    func stopScanningNow() async throws(GAPError) {
         scanContinuation?.finish()
         scanContinuation = nil
         try await command { () async throws(HCIError) in try await self.hci.send(LESetScanEnable(false)) }
@@ -258,15 +292,20 @@ public actor LEHost {
         _ = await loss.wait()
     }
 
-    /// Stops advertising and scanning, ends a connection attempt, closes every link, then the
-    /// transport. Controllers keep advertising after their host goes away (Bumble's do), which
-    /// would lure peers to a node that no longer answers.
+    /// Ends a connection attempt, stops advertising and scanning, closes every link, then the
+    /// transport (`ControllerQuirks.advertisingOutlivesHost`: advertising left on would lure peers
+    /// to a node that no longer answers). Goes before the procedures still waiting.
     public func close() async {
         if !lost {
-            if advertisement != nil { try? await stopAdvertising() }
-            if scanContinuation != nil { try? await stopScanning() }
             abandonConnectionAttempt()
-            for connection in connections.values { await disconnect(connection) }
+            try? await procedure(urgent: true) { () async throws(GAPError) in
+                if self.advertisement != nil {
+                    self.withdrawAdvertising()
+                    try? await self.command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
+                }
+                if self.scanning { try? await self.stopScanningNow() }
+                for connection in self.connections.values { await self.disconnect(connection) }
+            }
         }
         await hci.close()
     }
@@ -343,32 +382,30 @@ public actor LEHost {
         return connection
     }
 
-    /// Asks for advertising to be re-enabled, off the event path: the event loop must keep up with
-    /// the controller, and a flood of connections needs only one re-enable, not two commands each.
+    /// Asks for advertising to be re-enabled, as a procedure of its own submitted now, so that it
+    /// keeps its place before procedures asked for later: off the event path, since the event loop
+    /// must keep up with the controller, and one for a flood of connections, not two commands each.
     func requestAdvertisingResume() {
-        guard advertisement != nil, !advertisingIsOn else { return }
-        resumeRequested = true
-        guard !resumeRunning else { return }
-        resumeRunning = true
-        Task { await self.resumeAdvertising() }
+        guard advertisement != nil, !advertisingIsOn, !resumeQueued else { return }
+        resumeQueued = true
+        let ticket = procedures.submit()
+        Task { await self.resumeAdvertising(ticket) }
     }
 
-    private func resumeAdvertising() async {
-        defer { resumeRunning = false }
-        while resumeRequested {
-            resumeRequested = false
-            guard advertisement != nil, !lost, !advertisingIsOn else { return }
-            do {
-                try await sendAdvertisingEnable(true)
-                noteAdvertisingWorks()
-            } catch HCIError.commandFailed(_, .commandDisallowed) {
-                // Already advertising on older controllers, or refused for now (a strict controller
-                // that is initiating): the audit checks which.
-            } catch where advertisement != nil && !lost {
-                logger.warning("could not resume advertising", metadata: ["error": "\(error)"])
-                noteAdvertising(failed: .hci(error))
+    private func resumeAdvertising(_ ticket: ProcedureQueue.Ticket) async {
+        try? await run(ticket) { () async throws(GAPError) in
+            self.resumeQueued = false
+            guard self.advertisement != nil, !self.lost, !self.advertisingIsOn else { return }
+            do throws(HCIError) {
+                try await self.sendAdvertisingEnable(true)
+                self.noteAdvertisingWorks()
             } catch {
-                return  // closing or lost
+                if case .commandFailed(_, .commandDisallowed) = error {
+                    // Already advertising on older controllers, or refused for now: the audit checks which.
+                } else if self.advertisement != nil, !self.lost {
+                    self.logger.warning("could not resume advertising", metadata: ["error": "\(error)"])
+                    self.noteAdvertising(failed: .hci(error))
+                }
             }
         }
     }
@@ -381,12 +418,47 @@ public actor LEHost {
         scanContinuation?.finish()
         incomingContinuation.finish()
         controllerLostDuringAttempt()
-        connectSlot.releaseAll()
         conditionContinuation.finish()
     }
 
     func command(_ body: () async throws(HCIError) -> Void) async throws(GAPError) {
         do { try await body() } catch { throw lost ? .controllerLost : .hci(error) }
+    }
+
+    // MARK: Procedures
+
+    /// Runs `body` as one procedure, once every procedure submitted before it has ended (an urgent
+    /// one goes before those still waiting). Inside a procedure, `body` runs at once as part of it.
+    /// Throws `.cancelled` if the calling task is cancelled while it waits.
+    func procedure<Result>(
+        urgent: Bool = false, _ body: () async throws(GAPError) -> Result
+    ) async throws(GAPError) -> Result {
+        if let current = Self.currentProcedure, procedures.isRunning(current) { return try await body() }
+        return try await run(procedures.submit(urgent: urgent), body)
+    }
+
+    /// Runs `body` in the turn of `ticket`, a place taken earlier.
+    func run<Result>(
+        _ ticket: ProcedureQueue.Ticket, _ body: () async throws(GAPError) -> Result
+    ) async throws(GAPError) -> Result {
+        do { try await procedures.awaitTurn(ticket) } catch { throw .cancelled }
+        defer { procedures.finish(ticket) }
+        do {
+            return try await Self.$currentProcedure.withValue(ticket) { try await body() }
+        } catch let error as GAPError {
+            throw error
+        } catch {
+            preconditionFailure("a procedure's body throws only GAPError: \(error)")
+        }
+    }
+
+    /// Procedures waiting for their turn, for tests and diagnostics.
+    package var waitingProcedures: Int { procedures.waitingCount }
+
+    func noteQuirk(_ quirk: ControllerQuirks, _ message: Logger.Message) {
+        guard !quirks.contains(quirk) else { return }
+        quirks.insert(quirk)
+        logger.info(message, metadata: ["quirk": "\(quirk)"])
     }
 
     // MARK: Condition

@@ -5,7 +5,7 @@ import Logging
 public actor HostControllerInterface {
     public struct Configuration: Sendable {
         /// Every command fails with `HCIError.commandTimedOut` if the controller does not answer in time
-        /// (some controllers, Bumble's among them, never answer commands they do not implement).
+        /// (`ControllerQuirks.commandsLeftUnanswered`: some never answer commands they do not implement).
         public var commandTimeout: Duration = .seconds(2)
         /// Events buffered per subscriber before the oldest are dropped; advertising reports can arrive in floods.
         public var eventBufferLimit = 1024

@@ -136,7 +136,7 @@ public struct ExchangeSession: Sendable {
 public struct ExchangeSupervisor: Sendable {
     public let session: ExchangeSession
     public var maximumBackoff: Duration = .seconds(30)
-    /// With the controller's re-initialisation (under 0.1 s on RootCanal), a reset keeps the node
+    /// With the controller's re-initialisation (under 0.1 s on a virtual controller), a reset keeps the node
     /// off the air for under 2 s, the longest silence a crowd should see; at 2 s it was 2.1 s.
     public var maximumResetBackoff: Duration = .milliseconds(1500)
 
@@ -183,7 +183,7 @@ public struct ExchangeSupervisor: Sendable {
 /// How long the supervisor waits before the session after a controller reset.
 ///
 /// A stuck controller is reset at once: every second it stays stuck the node is deaf. Resets in
-/// quick succession slow down, but only to `maximum`: in a crowd on RootCanal they are frequent
+/// quick succession slow down, but only to `maximum`: in a crowd on strict controllers they are frequent
 /// and each helps, and waiting out 30 s there kept 20 nodes off the air 42 % of the time
 /// (BENCHMARKS.md). A session that ran 10 s, or completed an exchange as central, showed the
 /// controller working, so the next wait starts short again: counting such sessions as a loop

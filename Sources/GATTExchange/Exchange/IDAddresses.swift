@@ -7,7 +7,7 @@ import Synchronization
 /// address, and the address still changes only with the id.
 ///
 /// With a new address at every session start, each reset looked like a newcomer to the whole
-/// crowd: in a 20-node RootCanal run a node's id showed up under four addresses in one window,
+/// crowd: in a 20-node crowd run a node's id showed up under four addresses in one window,
 /// every peer connected to each of them again, and peers that had heard an address a moment
 /// before the reset spent their attempts on it after it was gone.
 public final class IDAddresses: Sendable {

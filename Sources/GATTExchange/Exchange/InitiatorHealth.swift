@@ -4,11 +4,12 @@ import BLEHost
 /// state, no I/O.
 ///
 /// A controller whose connect request went unanswered (another initiator won the advertising event,
-/// or the advertiser was itself stuck) can stay deaf to every advertiser until it is reset: RootCanal
-/// clears its pending connection only on a connection or HCI Reset, and while it is pending the
-/// controller also refuses its peers' connect requests, which leaves them stuck in turn. The signs:
+/// or the advertiser was itself stuck) can stay deaf to every advertiser until it is reset
+/// (`ControllerQuirks.initiatorStuckOnUnansweredRequest`): such a controller clears its pending
+/// connection only on a connection or HCI Reset, and while it is pending it also refuses its
+/// peers' connect requests, which leaves them stuck in turn. The signs:
 /// - a request went unanswered (the peer was heard advertising and no link followed) and asking
-///   the same peer again, which on RootCanal is what clears it, brought no link either;
+///   the same peer again, which is what clears it, brought no link either;
 /// - an attempt timed out although its peer was heard advertising well into it (a controller that
 ///   listens connects at the first such advertisement); a peer that went away or changed address
 ///   proves nothing, so those timeouts count only towards the second sign;

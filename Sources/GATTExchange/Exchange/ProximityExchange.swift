@@ -142,7 +142,7 @@ public actor ProximityExchange {
     // MARK: Keeping the controller honest
 
     /// A stuck initiator is reset at once (`InitiatorHealth` says when): resetting at the first
-    /// sign took a crowd of six on RootCanal from 47-100 % of ids per window to 100 %.
+    /// sign took a crowd of six on strict controllers from 47-100 % of ids per window to 100 %.
     private func connectionTimedOut(toward address: BluetoothAddress, attemptStarted: ContinuousClock.Instant) {
         let heardDuringAttempt = registry.entry(address).map { $0.lastHeard > attemptStarted + .milliseconds(300) } ?? false
         if let reason = initiatorHealth.attemptTimedOut(toward: address, peerHeardDuringAttempt: heardDuringAttempt) {
@@ -190,7 +190,7 @@ public actor ProximityExchange {
     /// A rotation stops the scanner to change the address; the burst it interrupted goes on once
     /// the new address is set, rather than ending there. Ending it there phase-locked every node's
     /// bursts to the rotation: windows follow the wall clock, so a whole crowd then scanned and
-    /// initiated in the same 10 s before each boundary, and a crowd of 20 on RootCanal logged 70 %
+    /// initiated in the same 10 s before each boundary, and a crowd of 20 on strict controllers logged 70 %
     /// of its pairs per window.
     private func scanLoop() async {
         while !Task.isCancelled {
@@ -297,7 +297,8 @@ public actor ProximityExchange {
     /// Where other peers are about, a random spread comes on top: after a rotation every node
     /// hears every new address at once, and connect requests from several initiators answering
     /// the same advertising event are all but one ignored, which leaves strict controllers waiting
-    /// for an answer that never comes (RootCanal then stays deaf until reset). A peer heard alone
+    /// for an answer that never comes (`ControllerQuirks.initiatorStuckOnUnansweredRequest`: deaf
+    /// until reset). A peer heard alone
     /// has no other initiator to collide with: no spread (nor one heard for the first time beside
     /// a single other, which may be that peer's old address).
     private func initiationDelay(toward peer: BluetoothAddress, newcomer: Bool) -> Duration {
@@ -322,11 +323,12 @@ public actor ProximityExchange {
 
     /// The last moments of our id's window. Windows follow the wall clock, so peers rotate at about
     /// the same moment as we do: a connect request sent then may find its peer gone off the air,
-    /// and on RootCanal that leaves the controller stuck with nothing to show for it (a crowd of 20
+    /// and on strict controllers that leaves the controller stuck with nothing to show for it (a crowd of 20
     /// had a node refuse 110 requests for 50 s after one sent at the boundary). No attempt starts then,
     /// nor after the boundary until our own rotation has run: a loaded machine may run it late, and
-    /// an attempt begun meanwhile goes to an address its peer has just left. Bumble's controller
-    /// never ends such an attempt (it ignores the cancel, and HCI Reset too), so it never initiates again.
+    /// an attempt begun meanwhile goes to an address its peer has just left. A controller that
+    /// takes a cancel without ending the attempt (`ControllerQuirks.cancelTakenWithoutEndingAttempt`),
+    /// and ignores HCI Reset too, never ends such an attempt, and so never initiates again.
     private var isInRotationQuietTime: Bool {
         guard let end = identity.ownID?.window.end else { return false }
         return wallClock.now() >= end - UnixSeconds(configuration.quietBeforeRotation.components.seconds)
@@ -362,11 +364,12 @@ public actor ProximityExchange {
                     to: candidate.address, type: candidate.addressType, timeout: configuration.connectionTimeout)
             } catch .peerAdvertisedWithoutConnecting {
                 // Our connect request went unanswered (another initiator won that advertising
-                // event). Asking the same peer again at once is what clears such a request on
-                // RootCanal, where it would otherwise stay pending and make the controller refuse
-                // everyone; on other controllers it is simply a second try at a peer that is there.
+                // event). Asking the same peer again at once is what clears such a request where
+                // it would otherwise stay pending and make the controller refuse everyone
+                // (`ControllerQuirks.initiatorStuckOnUnansweredRequest`); on other controllers it
+                // is simply a second try at a peer that is there.
                 // Off the air meanwhile: every peer whose request such a controller refuses is left
-                // stuck in turn, and in crowds on RootCanal that chain, not lost races, stuck most.
+                // stuck in turn, and in crowds on such controllers that chain, not lost races, stuck most.
                 logger.debug("peer advertised without our controller connecting; trying it again", metadata: [
                     "peer": "\(candidate.address)",
                 ])

@@ -5,15 +5,15 @@ import Synchronization
 ///
 /// A session that starts after a controller reset goes on with the burst under way, or waits for
 /// the next one, instead of starting a burst of its own. Otherwise every reset bought a fresh
-/// burst: in a 20-node crowd on RootCanal, with a reset every few seconds, nodes scanned and
-/// initiated almost all the time, which made more lost races and so more resets (1,256 in ten
+/// burst: in a 20-node crowd on strict controllers, with a reset every few seconds, nodes scanned
+/// and initiated almost all the time, which made more lost races and so more resets (1,256 in ten
 /// minutes, 17 % of the run off the air). The jitter keeps nodes that started together from
 /// scanning in step, where their connect requests collide most.
 ///
 /// The time a reset takes out of a burst is given back, and a resumed burst listens for at least
 /// `resumeMinimum`: a new session knows no candidates yet, and a burst whose time had run out
 /// while candidates waited ended the moment it resumed, before it had heard anyone. In a 20-node
-/// RootCanal crowd that left a node silent as a central for the rest of its window after two
+/// crowd on strict controllers that left a node silent as a central for the rest of its window after two
 /// resets early in its burst, and the pairs only it was to initiate went unlogged.
 public final class ScanSchedule: Sendable {
     public enum Phase: Equatable, Sendable {
@@ -51,7 +51,7 @@ public final class ScanSchedule: Sendable {
     /// How long after its start a node begins its first burst: a random moment of one burst and
     /// pause, as a node that has run for a while would be at. Nodes switched on together (kiosks
     /// on one circuit, gateways after an update) otherwise all scanned and initiated in the same
-    /// 10 s, and a crowd of 20 on RootCanal started 3 s before a window logged 80.5 % of its pairs
+    /// 10 s, and a crowd of 20 on strict controllers started 3 s before a window logged 80.5 % of its pairs
     /// in that window, against 98-100 % in the windows after. A node advertises from its start, so
     /// peers that scan meet it meanwhile. Without a pause there is no rhythm to join: no delay.
     public static func firstBurstDelay(onTime: Duration, offTime: Duration, draw: Double = .random(in: 0...1)) -> Duration {
