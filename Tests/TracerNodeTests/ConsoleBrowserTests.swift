@@ -82,10 +82,12 @@ extension TracerNodeTests {
                 let codes = try await browser.pageSource()
                 try #require(codes.contains(#"class="state-used">used"#), "my codes does not show the code used")
 
-                step = "operator page"
-                try await browser.open(console + "/operator")
-                let refused = try await browser.pageSource()
-                try #require(refused.contains("Operators only") && !refused.contains("Audit log</h1>"), "staff reached the operator page")
+                step = "operator pages"
+                for page in ["/operator", "/operator/status", "/operator/accounts"] {
+                    try await browser.open(console + page)
+                    let refused = try await browser.pageSource()
+                    try #require(refused.contains("Operators only") && refused.contains("<h1>Operators only</h1>"), "staff reached \(page)")
+                }
             } catch {
                 await browser.saveScreenshot(to: Self.shotsDirectory + "/failed-\(step).png")
                 await browser.quit()
