@@ -196,7 +196,7 @@ struct ConsolePages {
             let toggle = account.disabledAt == nil
                 ? #"<form method="post" action="/operator/accounts/disable">\#(csrf)\#(field)<button type="submit" aria-label="Disable \#(name)">Disable</button></form>"#
                 : #"<form method="post" action="/operator/accounts/enable">\#(csrf)\#(field)<button type="submit" aria-label="Enable \#(name)">Enable</button></form>"#
-            let reset = #"<form method="post" action="/operator/accounts/reset">\#(csrf)\#(field)<button type="submit" aria-label="Reset the password of \#(name)">Reset password</button></form>"#
+            let reset = #"<form method="post" action="/operator/accounts/reset">\#(csrf)\#(field)<button type="submit" aria-label="Reset password of \#(name)">Reset password</button></form>"#
             let state = account.disabledAt.map { "disabled \(time($0))" } ?? "active"
             return "<tr><td>\(name)</td><td>\(account.role.rawValue)</td><td>\(account.lastSignInAt.map(time) ?? "never")</td><td>\(state)</td><td class=\"actions\">\(toggle)\(reset)</td></tr>"
         }.joined(separator: "\n")
