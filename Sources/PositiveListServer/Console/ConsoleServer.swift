@@ -156,7 +156,7 @@ public struct ConsoleServer: Sendable {
         let sessionID = Self.randomToken()
         try await store.createConsoleSession(digest: Self.digest(sessionID), account: account.id, csrfToken: Self.randomToken(), now: now)
         try await store.appendConsoleAudit(ConsoleAuditEntry(at: now, account: account.name, event: .signIn, detail: account.role.rawValue, client: address))
-        // Sign-ins are frequent enough and rare enough to prune at.
+        // Pruned here: a console in use sees sign-ins daily, and the DELETE uses the index on `at`.
         try await store.pruneConsoleAudit(before: now - settings.auditRetentionDays * 86_400)
         context.logger.info("console sign-in", metadata: ["account": "\(account.name)", "client": "\(address)"])
         return Self.redirect("/codes", cookies: [
