@@ -13,7 +13,7 @@ LoggingSystem.bootstrap { label in
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
 //        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH] [--newest]
-//        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE]
+//        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE] | console-pages [ROUNDS] [TRACER_SERVER]
 //        | refresh [RUNS] [SCALE]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
@@ -148,8 +148,14 @@ case "console-signin":
     let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 20
     let attempts = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 10
     try ConsoleSignInBenchmark(rounds: max(1, rounds), attemptsPerMinute: max(1, attempts)).run()
+case "console-pages":
+    // console-pages [ROUNDS] [TRACER_SERVER]: each console page's weight and time to first byte
+    // from a real `serve` (issue 28); TRACER_SERVER defaults to the one built beside this benchmark.
+    let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 20
+    let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tracer-server").path
+    try await ConsolePagesBenchmark(directory: directory, serverPath: arguments.dropFirst(2).first ?? beside, rounds: max(1, rounds)).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, store-places, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts, console-signin\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, store-places, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts, flood, console-signin, console-pages, refresh\n".utf8))
     exit(2)
 }
 

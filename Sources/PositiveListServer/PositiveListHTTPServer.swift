@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
+import PositiveListFormat
 import ServiceLifecycle
 
 /// Everything one running server shares: its settings, its database, its publisher.
@@ -18,10 +19,14 @@ public struct ServerComponents: Sendable {
     /// Run after each scheduled publication when the configuration's objectStore section asks
     /// for it (`syncAfterPublish`).
     public let objectStoreSync: ObjectStoreSync?
+    /// Where syncs, scheduled or from `tracer-server sync`, record their outcome (the console reads it).
+    public let objectStoreSyncRecord: String?
+    /// The signing key's public half, with which the console checks the indexes it reports on.
+    public let publicKey: PositiveListPublicKey?
 
     public init(
         configuration: ServerConfiguration, store: any SubmissionStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock,
-        objectStoreSync: ObjectStoreSync? = nil
+        objectStoreSync: ObjectStoreSync? = nil, objectStoreSyncRecord: String? = nil, publicKey: PositiveListPublicKey? = nil
     ) {
         self.configuration = configuration
         self.store = store
@@ -29,6 +34,8 @@ public struct ServerComponents: Sendable {
         self.directory = directory
         self.clock = clock
         self.objectStoreSync = objectStoreSync
+        self.objectStoreSyncRecord = objectStoreSyncRecord
+        self.publicKey = publicKey
     }
 }
 
@@ -70,7 +77,12 @@ public enum PositiveListHTTPServer {
             // `serve` refuses to start the console on a store without its tables.
             if let consoleStore = components.store as? any ConsoleStore {
                 services.append(ConsoleServer(
-                    settings: console, configuration: components.configuration, codes: components.store, store: consoleStore, clock: components.clock
+                    settings: console, configuration: components.configuration, codes: components.store, store: consoleStore, clock: components.clock,
+                    publication: components.publicKey.map {
+                        ConsolePublication(
+                            directory: components.directory, publicKey: $0,
+                            objectStoreSyncRecord: components.configuration.objectStore == nil ? nil : components.objectStoreSyncRecord)
+                    }
                 ).makeApplication(logger: logger))
             } else {
                 logger.error("console not started: the PostgreSQL store does not keep console accounts yet")

@@ -64,7 +64,8 @@ struct Serve: AsyncParsableCommand {
         }
         let components = ServerComponents(
             configuration: configuration, store: store, publisher: publisher, directory: location.paths.published, clock: SystemWallClock(),
-            objectStoreSync: sync)
+            objectStoreSync: sync, objectStoreSyncRecord: location.paths.objectStoreSyncRecord,
+            publicKey: (try? SigningKeyFile.load(from: location.resolvedKeyPath)).map { PositiveListPublicKey($0.publicKey) })
         let application = PositiveListHTTPServer.makeApplication(components, address: .hostname(host, port: port), logger: logger)
         do {
             try await application.runService()

@@ -9,7 +9,7 @@ import Glibc
 struct ConsoleCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "console", abstract: "Manages the staff console's accounts (see the console section of the configuration).",
-        subcommands: [AddAccount.self])
+        subcommands: [AddAccount.self, DisableAccount.self, EnableAccount.self, SetPassword.self])
 }
 
 struct AddAccount: AsyncParsableCommand {
@@ -37,31 +37,102 @@ struct AddAccount: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@")
-        guard (1...64).contains(name.count), name.unicodeScalars.allSatisfy(allowed.contains) else {
-            throw CommandFailure.invalidAccountName(name)
-        }
+        guard ConsoleAccountName.isValid(name) else { throw CommandFailure.invalidAccountName(name) }
         let configuration = try location.loadConfigurationIfPresent()
         if configuration?.database != nil { throw CommandFailure.consoleNeedsSQLite }
-        let password = try readPassword()
+        let password = try ConsolePassword.read(for: name, fromStandardInput: passwordFromStandardInput)
         if let problem = PasswordProblem.check(password) { throw problem }
         let hash = try PasswordHash.make(password: password)
-        guard let store = try await location.openStore(configuration: configuration) as? ServerStore else { throw CommandFailure.consoleNeedsSQLite }
-        guard try await store.createConsoleAccount(name: name, role: ConsoleAccount.Role(rawValue: role)!, passwordHash: hash, now: SystemWallClock().now())
+        let store = try await location.openConsoleStore(configuration: configuration)
+        guard try await store.createConsoleAccount(
+            name: name, role: ConsoleAccount.Role(rawValue: role)!, passwordHash: hash, link: nil, by: .commandLine, now: SystemWallClock().now())
         else { throw CommandFailure.accountExists(name) }
         print("Created the \(role) account \(name).")
     }
+}
 
-    private func readPassword() throws -> String {
-        if passwordFromStandardInput {
+struct DisableAccount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "disable-account", abstract: "Disables a console account: its sessions end at once and it cannot sign in until enabled.")
+
+    @OptionGroup var location: LocationOptions
+
+    @Argument(help: "The account's name.")
+    var name: String
+
+    func run() async throws {
+        let store = try await location.openConsoleStore(configuration: try location.loadConfigurationIfPresent())
+        guard try await store.setConsoleAccountDisabled(name: name, true, by: .commandLine, now: SystemWallClock().now()) else {
+            throw CommandFailure.noSuchAccount(name)
+        }
+        print("Disabled the account \(name); its sessions have ended.")
+    }
+}
+
+struct EnableAccount: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(commandName: "enable-account", abstract: "Enables a disabled console account again.")
+
+    @OptionGroup var location: LocationOptions
+
+    @Argument(help: "The account's name.")
+    var name: String
+
+    func run() async throws {
+        let store = try await location.openConsoleStore(configuration: try location.loadConfigurationIfPresent())
+        guard try await store.setConsoleAccountDisabled(name: name, false, by: .commandLine, now: SystemWallClock().now()) else {
+            throw CommandFailure.noSuchAccount(name)
+        }
+        print("Enabled the account \(name).")
+    }
+}
+
+struct SetPassword: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "set-password", abstract: "Sets a console account's password; its sessions and set-password links end.",
+        discussion: "The password is read as by add-account: from the terminal, typed twice, or with --password-stdin from standard input.")
+
+    @OptionGroup var location: LocationOptions
+
+    @Flag(name: .customLong("password-stdin"), help: "Read the password from the first line of standard input.")
+    var passwordFromStandardInput = false
+
+    @Argument(help: "The account's name.")
+    var name: String
+
+    func run() async throws {
+        let store = try await location.openConsoleStore(configuration: try location.loadConfigurationIfPresent())
+        let password = try ConsolePassword.read(for: name, fromStandardInput: passwordFromStandardInput)
+        if let problem = PasswordProblem.check(password) { throw problem }
+        let hash = try PasswordHash.make(password: password)
+        guard try await store.resetConsolePassword(name: name, passwordHash: hash, link: nil, by: .commandLine, now: SystemWallClock().now()) else {
+            throw CommandFailure.noSuchAccount(name)
+        }
+        print("Set the password of \(name); its sessions have ended.")
+    }
+}
+
+extension LocationOptions {
+    /// The SQLite store, which alone keeps console accounts for now.
+    func openConsoleStore(configuration: ServerConfiguration?) async throws -> ServerStore {
+        if configuration?.database != nil { throw CommandFailure.consoleNeedsSQLite }
+        guard let store = try await openStore(configuration: configuration) as? ServerStore else { throw CommandFailure.consoleNeedsSQLite }
+        return store
+    }
+}
+
+/// A password from the terminal (typed twice, not shown) or from standard input's first line;
+/// never from the arguments, which every user of the host sees (ps) and shells keep.
+enum ConsolePassword {
+    static func read(for name: String, fromStandardInput: Bool) throws -> String {
+        if fromStandardInput {
             guard let line = readLine(strippingNewline: true) else { throw CommandFailure.passwordNotSet("standard input was empty; send the password as its first line.") }
             return line
         }
         guard isatty(STDIN_FILENO) == 1 else {
             throw CommandFailure.passwordNotSet("standard input is not a terminal; type the password at a terminal, or pass --password-stdin and send it on standard input.")
         }
-        let first = try Self.readHidden(prompt: "Password for \(name): ")
-        let second = try Self.readHidden(prompt: "The same password again: ")
+        let first = try readHidden(prompt: "Password for \(name): ")
+        let second = try readHidden(prompt: "The same password again: ")
         guard first == second else { throw CommandFailure.passwordNotSet("the two passwords differ; run the command again.") }
         return first
     }

@@ -65,11 +65,11 @@ extension LocationOptions {
         let key = try SigningKeyFile.load(from: resolvedKeyPath)
         let client = try settings.makeClient()
         let publicKey = PositiveListPublicKey(key.publicKey)
-        guard let store else {
-            return ObjectStoreSync(client: client, directory: paths.published, lockPath: paths.publishLock, publicKey: publicKey, logger: logger)
-        }
-        return ObjectStoreSync(
-            client: client, directory: paths.published, store: store, lockPath: paths.publishLock, publicKey: publicKey, logger: logger)
+        var sync = store.map {
+            ObjectStoreSync(client: client, directory: paths.published, store: $0, lockPath: paths.publishLock, publicKey: publicKey, logger: logger)
+        } ?? ObjectStoreSync(client: client, directory: paths.published, lockPath: paths.publishLock, publicKey: publicKey, logger: logger)
+        sync.recordPath = paths.objectStoreSyncRecord
+        return sync
     }
 }
 

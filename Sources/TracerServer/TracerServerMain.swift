@@ -51,6 +51,7 @@ enum CommandFailure: Error, CustomStringConvertible {
     case cannotCreateDirectory(path: String, reason: String)
     case serverFailed(String)
     case consoleNeedsSQLite
+    case noSuchAccount(String)
     case accountExists(String)
     case invalidAccountName(String)
     case passwordNotSet(String)
@@ -71,6 +72,8 @@ enum CommandFailure: Error, CustomStringConvertible {
             return "\"\(text)\" is not an address to listen on; use HOST:PORT, for example 127.0.0.1:8080."
         case .cannotCreateDirectory(let path, let reason):
             return "Cannot create the data directory \(path) (\(reason)); check permissions or choose another with --data-dir."
+        case .noSuchAccount(let name):
+            return "There is no console account named \"\(name)\"; check the name (tracer-server console add-account creates one)."
         case .consoleNeedsSQLite:
             return "The console keeps its accounts in the SQLite store only for now, and this configuration uses PostgreSQL (database); remove the console section or set console.enabled to false."
         case .accountExists(let name):

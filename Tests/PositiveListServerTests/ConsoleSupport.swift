@@ -55,12 +55,21 @@ final class ConsoleServerProcess {
 
     /// `console add-account --password-stdin`, the password sent on standard input.
     static func addAccount(_ name: String, role: String, password: String, fixture: ServerFixture) throws -> ProcessResult {
+        try console(["add-account", "--role", role, "--password-stdin", name], input: password + "\n", fixture: fixture)
+    }
+
+    /// `tracer-server console ARGUMENTS` with `input` on standard input.
+    func console(_ arguments: [String], input text: String = "") throws -> ProcessResult {
+        try Self.console(arguments, input: text, fixture: fixture)
+    }
+
+    static func console(_ arguments: [String], input text: String, fixture: ServerFixture) throws -> ProcessResult {
         let input = Pipe()
         let out = Pipe()
         let err = Pipe()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try ServerCLI.executable())
-        process.arguments = ["console", "add-account", "--role", role, "--password-stdin", name]
+        process.arguments = ["console"] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
         environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
@@ -69,7 +78,7 @@ final class ConsoleServerProcess {
         process.standardOutput = out
         process.standardError = err
         try process.run()
-        input.fileHandleForWriting.write(Data((password + "\n").utf8))
+        input.fileHandleForWriting.write(Data(text.utf8))
         try input.fileHandleForWriting.close()
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()
@@ -79,6 +88,12 @@ final class ConsoleServerProcess {
     }
 
     func browser(from source: String = "127.0.0.1") -> ConsoleClient { ConsoleClient(port: consolePort, source: source) }
+
+    /// A sign-in from a browser with no cookies yet.
+    func signInFromANewBrowser(_ name: String, password: String = ConsoleServerProcess.password) async throws -> RawConnection.Response {
+        var browser = browser()
+        return try await browser.signIn(name, password: password)
+    }
 }
 
 /// What a browser does with the console, over plain sockets: cookies kept from `Set-Cookie`
@@ -121,11 +136,19 @@ struct ConsoleClient {
         return try #require(Self.formToken(page.body), "no token on /codes: \(page.text.prefix(2000))")
     }
 
-    /// Issues a code through the page's form and returns it as shown, grouped.
+    /// Issues a code through the page's form, follows the redirect to the page that shows it
+    /// (POST-redirect-GET) and returns it as shown, grouped.
     mutating func issueCode() async throws -> String {
         let response = try await post("/codes", [("csrf", try await sessionToken())])
-        try #require(response.status == 200, "issuing failed: \(response.text.prefix(2000))")
-        return try #require(Self.issuedCode(response.body), "no code on the page: \(response.body.prefix(2000))")
+        let location = try #require(response.header("location"), "issuing failed: \(response.text.prefix(2000))")
+        try #require(response.status == 303 && location.hasPrefix("/codes/issued/"), "\(response.head)")
+        let page = try await get(location)
+        return try #require(Self.issuedCode(page.body), "no code on the page: \(page.body.prefix(2000))")
+    }
+
+    /// Posts an operator form on `path` with the session's token and `fields`.
+    mutating func postForm(_ path: String, _ fields: [(String, String)]) async throws -> RawConnection.Response {
+        try await post(path, [("csrf", try await sessionToken())] + fields)
     }
 
     static func formToken(_ html: String) -> String? {

@@ -1,4 +1,5 @@
 import Foundation
+import IDRotation
 import PositiveListServer
 import Testing
 import TestTiers
@@ -21,7 +22,7 @@ import TracerTestSupport
         var browser = server.browser()
         let signIn = try await browser.signIn("sam")
         #expect(signIn.status == 303 && signIn.header("location") == "/codes", "\(signIn.head)")
-        let cookie = try #require(ConsoleClient.setCookies(signIn).first { $0.hasPrefix("console_session=") })
+        let cookie = try #require(ConsoleClient.setCookies(signIn).first { $0.hasPrefix("__Host-console_session=") })
         for attribute in ["Secure", "HttpOnly", "SameSite=Strict", "Path=/"] {
             #expect(cookie.contains(attribute), "\(cookie)")
         }
@@ -36,7 +37,8 @@ import TracerTestSupport
         let revoke = try await browser.post("/codes/revoke", [("csrf", try await browser.sessionToken()), ("id", "1")])
         #expect(revoke.status == 303, "\(revoke.text.prefix(1000))")
         #expect(try await browser.get("/codes").body.contains(#"class="state-revoked">revoked"#))
-        #expect(try await uploadCodeAnswer(server, code: code).apiError == "expired_code")
+        let revoked = try await uploadCodeAnswer(server, code: code)
+        #expect(revoked.apiError == "revoked_code" && revoked.body.contains("ask them for a new one"), "\(revoked.text)")
         // Revoked once; a second time is refused, as is another account's code.
         #expect(try await browser.post("/codes/revoke", [("csrf", try await browser.sessionToken()), ("id", "1")]).status == 409)
         var operatorBrowser = server.browser()
@@ -78,28 +80,28 @@ import TracerTestSupport
         defer { server.stop() }
         var browser = server.browser()
         let planted = String(repeating: "ab", count: 32)
-        browser.cookies["console_session"] = planted
+        browser.cookies["__Host-console_session"] = planted
         _ = try await browser.signIn("sam")
-        let session = try #require(browser.cookies["console_session"])
+        let session = try #require(browser.cookies["__Host-console_session"])
         #expect(session != planted)
         #expect(try await browser.get("/codes").status == 200)
         var attacker = server.browser()
-        attacker.cookies["console_session"] = planted
+        attacker.cookies["__Host-console_session"] = planted
         let refused = try await attacker.get("/codes")
         #expect(refused.status == 303 && refused.header("location") == "/sign-in")
         // Signing in again with the session still in the browser replaces it; the old id no
         // longer works. (A signed-in browser asking for the sign-in page is sent to /codes, so
         // the page is fetched as if signed out.)
-        browser.cookies["console_session"] = nil
+        browser.cookies["__Host-console_session"] = nil
         let again = try #require(ConsoleClient.formToken(try await browser.get("/sign-in").body))
-        browser.cookies["console_session"] = session
+        browser.cookies["__Host-console_session"] = session
         #expect(try await browser.post("/sign-in", [("csrf", again), ("name", "sam"), ("password", ConsoleServerProcess.password)]).status == 303)
-        #expect(browser.cookies["console_session"] != session)
+        #expect(browser.cookies["__Host-console_session"] != session)
         var old = server.browser()
-        old.cookies["console_session"] = session
+        old.cookies["__Host-console_session"] = session
         #expect(try await old.get("/codes").status == 303)
         let signOut = try await browser.post("/sign-out", [("csrf", try await browser.sessionToken())])
-        #expect(signOut.status == 303 && browser.cookies["console_session"] == nil)
+        #expect(signOut.status == 303 && browser.cookies["__Host-console_session"] == nil)
     }
 
     @Test func sessionsExpireWhenIdleAndWhenOld() async throws {
@@ -189,7 +191,7 @@ import TracerTestSupport
         expectConsoleHeaders(try await stranger.get("/no-such-page"))
     }
 
-    @Test func addAccountRefusesWeakPasswordsAndTakenNames() async throws {
+    @Test func accountCommandsRefuseWeakPasswordsAndDisableAndSetPasswords() async throws {
         let server = try await ConsoleServerProcess()
         defer { server.stop() }
         let weak = try server.addAccount("pat", role: "staff", password: "short")
@@ -198,6 +200,130 @@ import TracerTestSupport
         #expect(taken.exitCode == 1 && taken.stderr.contains("exists already"), "\(taken)")
         let badRole = try server.addAccount("pat", role: "admin")
         #expect(badRole.exitCode == 2, "\(badRole)")
+
+        var sam = server.browser()
+        #expect(try await sam.signIn("sam").status == 303)
+        #expect(try server.console(["disable-account", "sam"]).exitCode == 0)
+        #expect(try await sam.get("/codes").status == 303, "a disabled account's session ends at once")
+        #expect(try await server.signInFromANewBrowser("sam").status == 401)
+        #expect(try server.console(["enable-account", "sam"]).exitCode == 0)
+        #expect(try await sam.signIn("sam").status == 303)
+        let newPassword = "a new password for sam"
+        let set = try server.console(["set-password", "--password-stdin", "sam"], input: newPassword + "\n")
+        #expect(set.exitCode == 0, "\(set)")
+        #expect(try await sam.get("/codes").status == 303, "a new password ends the sessions")
+        #expect(try await server.signInFromANewBrowser("sam").status == 401)
+        #expect(try await server.signInFromANewBrowser("sam", password: newPassword).status == 303)
+        let nobody = try server.console(["disable-account", "nobody"])
+        #expect(nobody.exitCode == 1 && nobody.stderr.contains("no console account named"), "\(nobody)")
+        let audit = try await { var olga = server.browser(); _ = try await olga.signIn("olga"); return try await olga.get("/operator") }()
+        for event in ["account disabled", "account enabled", "password set"] {
+            #expect(audit.body.contains("<td>command line</td><td>\(event)</td><td>account sam</td>"), "\(event)")
+        }
+    }
+
+    @Test func reloadingTheIssuedCodeShowsItAgainAndIssuesNoOther() async throws {
+        let server = try await ConsoleServerProcess()
+        defer { server.stop() }
+        var browser = server.browser()
+        _ = try await browser.signIn("sam")
+        let issued = try await browser.post("/codes", [("csrf", try await browser.sessionToken())])
+        let location = try #require(issued.header("location"), "\(issued.head)")
+        #expect(issued.status == 303 && ConsoleClient.issuedCode(issued.body) == nil)
+        let first = try #require(ConsoleClient.issuedCode(try await browser.get(location).body))
+        #expect(ConsoleClient.issuedCode(try await browser.get(location).body) == first, "a reload shows the same code")
+        #expect(try await browser.get("/codes").body.components(separatedBy: #"class="state-open""#).count == 2, "one code issued")
+        var elsewhere = server.browser()
+        _ = try await elsewhere.signIn("sam")
+        #expect(try await elsewhere.get(location).status == 404, "another session is not shown the code")
+    }
+
+    @Test func theAuditLogNamesOnlyAccountsAndForgetsOldEntries() async throws {
+        let server = try await ConsoleServerProcess(console: #""auditRetentionDays": 1"#)
+        defer { server.stop() }
+        let now = UnixSeconds(Date().timeIntervalSince1970)
+        try await server.fixture.store.appendConsoleAudit(ConsoleAuditEntry(
+            at: now - 2 * 86_400, account: "olga", event: .signIn, detail: "entry-older-than-the-retention", client: "127.0.0.9"))
+        var stranger = server.browser()
+        // A password typed into the name field.
+        #expect(try await stranger.signIn(ConsoleServerProcess.password, password: "x").status == 401)
+        #expect(try await stranger.signIn("sam", password: "a wrong password").status == 401)
+        var olga = server.browser()
+        _ = try await olga.signIn("olga")
+        let audit = try await olga.get("/operator").body
+        #expect(!audit.contains(ConsoleServerProcess.password))
+        #expect(audit.contains("<td>unknown account</td><td>failed sign-in</td>") && audit.contains("<td>sam</td><td>failed sign-in</td>"), "\(audit)")
+        #expect(!audit.contains("entry-older-than-the-retention"), "pruned at sign-in")
+    }
+
+    @Test func operatorsSeePublicationInTheirTimeZoneAndManageAccounts() async throws {
+        let server = try await ConsoleServerProcess(console: #""timeZone": "Europe/Berlin""#)
+        defer { server.stop() }
+        let now = UnixSeconds(Date().timeIntervalSince1970)
+        let key = DailyKeyRecord(day: UTCDay(containing: now), intervalSeconds: 900, key: .random())
+        _ = try await server.fixture.store.appendKeyHistory([key], credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: now)
+        let berlin = DateFormatter()
+        berlin.locale = Locale(identifier: "en_GB_POSIX")
+        berlin.timeZone = TimeZone(identifier: "Europe/Berlin")
+        berlin.dateFormat = "d MMM yyyy, HH:mm"
+        func inBerlin(_ time: UnixSeconds) -> String { berlin.string(from: Date(timeIntervalSince1970: TimeInterval(time))) }
+
+        var olga = server.browser()
+        _ = try await olga.signIn("olga")
+        var status = try await olga.get("/operator/status")
+        for _ in 0..<50 where !status.body.contains("Id index</th><td>generation") {
+            try await Task.sleep(for: .milliseconds(100))
+            status = try await olga.get("/operator/status")
+        }
+        let index = try server.fixture.verifiedIndex()
+        #expect(status.body.contains("generation \(index.generation), published \(inBerlin(index.publishedAt))"), "\(status.body)")
+        #expect(status.body.contains("<td>\(inBerlin(KeyPublicationSettings().dueTime(of: key)))"), "the waiting key's due time")
+        #expect(status.body.contains(#"<td id="object-store">not configured</td>"#))
+
+        // Staff: 403 on every operator page and form, and nothing changes.
+        var sam = server.browser()
+        _ = try await sam.signIn("sam")
+        for path in ["/operator/status", "/operator/accounts", "/operator/accounts/link"] {
+            #expect(try await sam.get(path).status == 403, "\(path)")
+        }
+        for (path, fields) in [("/operator/accounts", [("name", "mallory"), ("role", "operator")]), ("/operator/accounts/disable", [("name", "olga")]),
+                               ("/operator/accounts/reset", [("name", "olga")]), ("/operator/accounts/enable", [("name", "sam")])] {
+            #expect(try await sam.postForm(path, fields).status == 403, "\(path)")
+        }
+        var accounts = try await olga.get("/operator/accounts").body
+        #expect(accounts.contains("<td>olga</td><td>operator</td>") && !accounts.contains("mallory"), "\(accounts)")
+        #expect(try await server.signInFromANewBrowser("olga").status == 303)
+
+        // A new account sets its own password through a link, once.
+        let added = try await olga.postForm("/operator/accounts", [("name", "pat"), ("role", "staff")])
+        #expect(added.status == 303 && added.header("location") == "/operator/accounts/link", "\(added.text)")
+        let linkPage = try await olga.get("/operator/accounts/link").body
+        let token = try #require(linkPage.range(of: #"href="/set-password/"#).map { String(linkPage[$0.upperBound...].prefix(64)) })
+        var pat = server.browser()
+        #expect(try await pat.get("/set-password/\(token)").status == 200)
+        #expect(try await pat.post("/set-password/\(token)", [("password", "pat's new password"), ("confirm", "pat's other password")]).status == 400)
+        #expect(try await pat.post("/set-password/\(token)", [("password", "pat's new password"), ("confirm", "pat's new password")]).status == 200)
+        #expect(try await pat.post("/set-password/\(token)", [("password", "someone else's pw"), ("confirm", "someone else's pw")]).status == 404)
+        #expect(try await pat.signIn("pat", password: "pat's new password").status == 303)
+
+        // Disabling ends the account's sessions at once; enabling lets it sign in again.
+        #expect(try await olga.postForm("/operator/accounts/disable", [("name", "sam")]).status == 303)
+        #expect(try await sam.get("/codes").status == 303)
+        #expect(try await server.signInFromANewBrowser("sam").status == 401)
+        #expect(try await olga.postForm("/operator/accounts/disable", [("name", "olga")]).status == 409, "not oneself")
+        accounts = try await olga.get("/operator/accounts").body
+        #expect(accounts.contains("<td>sam</td><td>staff</td><td>\(inBerlin(now).split(separator: ",")[0])") && accounts.contains("<td>disabled "), "\(accounts)")
+        #expect(try await olga.postForm("/operator/accounts/enable", [("name", "sam")]).status == 303)
+        #expect(try await server.signInFromANewBrowser("sam").status == 303)
+
+        // A reset ends the old password and the sessions.
+        #expect(try await olga.postForm("/operator/accounts/reset", [("name", "pat")]).status == 303)
+        #expect(try await pat.get("/codes").status == 303)
+        #expect(try await server.signInFromANewBrowser("pat", password: "pat's new password").status == 401)
+        let audit = try await olga.get("/operator").body
+        for event in ["account created", "account disabled", "account enabled", "password reset", "password set"] {
+            #expect(audit.contains("<td>\(event)</td>"), "\(event)")
+        }
     }
 
     @Test func theConsoleIsRefusedOnPostgreSQLUntilItsTablesExistThere() throws {

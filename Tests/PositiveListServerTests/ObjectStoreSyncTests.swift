@@ -247,6 +247,27 @@ struct ObjectStoreSyncTests {
         }
     }
 
+    /// The console's status page reads the last sync's outcome from the data directory.
+    @Test func eachSyncLeavesItsOutcomeForTheConsole() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let moto = try await MotoS3Server(buckets: ["recorded"])
+        defer { moto.stop() }
+        try await Self.firstPublication(fixture)
+        let path = fixture.paths.objectStoreSyncRecord
+        var sync = Self.sync(fixture, try Self.client(moto, bucket: "recorded"))
+        sync.recordPath = path
+        try await sync.sync()
+        let succeeded = try #require(ObjectStoreSyncRecord.read(from: path))
+        #expect(succeeded.succeeded && succeeded.detail.contains("2 batches uploaded"), "\(succeeded)")
+        let wrongSecret = "wrong-secret-0123456789abcdefghijklmnopq"
+        var refused = Self.sync(fixture, try Self.client(moto, bucket: "recorded", secret: wrongSecret))
+        refused.recordPath = path
+        _ = try? await refused.sync()
+        let failed = try #require(ObjectStoreSyncRecord.read(from: path))
+        #expect(!failed.succeeded && failed.detail.contains("refused the credentials") && !failed.detail.contains(wrongSecret), "\(failed)")
+    }
+
     @Test func wrongCredentialsAreRefusedWithAPlainMessageThatHoldsNoSecret() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }

@@ -117,6 +117,17 @@ public final class WebDriverBrowser {
         try await Self.command(base + "/source", method: "GET") as? String ?? ""
     }
 
+    /// Runs `script` (a function body; `arguments` holds `args`) in the page and returns its value.
+    /// WebDriver's scripts are not subject to the page's Content-Security-Policy.
+    public func execute(_ script: String, args: [Any] = []) async throws -> Any {
+        try await Self.command(base + "/execute/sync", method: "POST", body: ["script": script, "args": args])
+    }
+
+    /// Like `execute`, for a script that ends by calling its last argument with the result.
+    public func executeAsync(_ script: String, args: [Any] = []) async throws -> Any {
+        try await Self.command(base + "/execute/async", method: "POST", body: ["script": script, "args": args])
+    }
+
     /// A PNG of the window.
     public func screenshot() async throws -> Data {
         guard let text = try await Self.command(base + "/screenshot", method: "GET") as? String, let data = Data(base64Encoded: text) else {

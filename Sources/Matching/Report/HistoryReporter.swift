@@ -258,6 +258,7 @@ public struct HistoryReporter: Sendable {
     private static func codeReason(_ error: String?) -> String {
         switch error {
         case "expired_code": "it has expired"
+        case "revoked_code": "the health authority revoked it; ask them for a new code"
         case "used_code": "it was already used"
         case "invalid_code": "it is not a valid code"
         case "missing_credentials": "no code reached it"

@@ -25,6 +25,12 @@ struct ConsoleRefusal: Error {
     static let tooLarge = ConsoleRefusal(
         status: .contentTooLarge, title: "Form too large", message: "The form sent more than the console accepts. Go back and try again.")
 
+    static let noSuchAccount = ConsoleRefusal(
+        status: .notFound, title: "No such account", message: "There is no account by that name. Go back to Accounts and reload the page.")
+    static let passwordLinkInvalid = ConsoleRefusal(
+        status: .notFound, title: "Link not valid",
+        message: "This set-password link is not valid: it was used already, has expired (links work for a day) or was replaced by a newer one. Ask an operator for a new link.")
+
     static func badForm(_ detail: String) -> ConsoleRefusal {
         ConsoleRefusal(status: .badRequest, title: "Form not understood", message: "The form could not be read (\(detail)). Go back, reload the page and try again.")
     }
@@ -108,4 +114,14 @@ struct ConsoleCookies {
     }
 
     subscript(name: String) -> String? { values[name] }
+}
+
+/// The rule for account names, one for the command line and the console.
+public enum ConsoleAccountName {
+    public static let rule = "An account name has 1 to 64 letters, digits and . _ - @ (no spaces)."
+    private static let allowed = CharacterSet(charactersIn: "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-@")
+
+    public static func isValid(_ name: String) -> Bool {
+        (1...64).contains(name.count) && name.unicodeScalars.allSatisfy(allowed.contains)
+    }
 }

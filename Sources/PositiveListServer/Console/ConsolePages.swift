@@ -38,7 +38,9 @@ struct ConsolePages {
     func page(title: String, session: ConsoleSession?, body: String) -> String {
         var navigation = ""
         if let session {
-            let operatorLink = session.account.role == .operator ? #"<li><a href="/operator">Audit log</a></li>"# : ""
+            let operatorLink = session.account.role == .operator
+                ? #"<li><a href="/operator/status">Publication</a></li><li><a href="/operator/accounts">Accounts</a></li><li><a href="/operator">Audit log</a></li>"#
+                : ""
             navigation = """
                 <nav aria-label="Console"><ul>
                 <li><a href="/codes">Upload codes</a></li>\(operatorLink)
@@ -148,6 +150,110 @@ struct ConsolePages {
             """)
     }
 
+    func status(session: ConsoleSession, status: PublicationStatus, now: UnixSeconds) -> String {
+        func index(_ name: String, _ index: PublicationStatus.Index?) -> String {
+            guard let index else { return "<tr><th scope=\"row\">\(name)</th><td>not published yet</td></tr>" }
+            return "<tr><th scope=\"row\">\(name)</th><td>generation \(index.generation), published \(time(index.publishedAt)), \(index.batches) batches</td></tr>"
+        }
+        let summary = status.summary
+        let waiting = status.waitingKeys.isEmpty
+            ? "<p>No keys are waiting for their publication delay.</p>"
+            : """
+            <table id="waiting-keys"><caption>Keys waiting for their publication delay</caption>
+            <thead><tr><th scope="col">Due</th><th scope="col">Keys</th></tr></thead>
+            <tbody>
+            \(status.waitingKeys.map { waiting -> String in "<tr><td>\(time(waiting.dueAt))</td><td>\(waiting.count)</td></tr>" }.joined(separator: "\n"))
+            </tbody></table>
+            """
+        let objectStore: String
+        switch status.objectStore {
+        case .notConfigured: objectStore = "not configured"
+        case .neverSynced: objectStore = "configured, not synced yet"
+        case .synced(let record):
+            objectStore = (record.succeeded ? "last synced \(time(record.at)): " : "last sync failed \(time(record.at)): ") + Self.escape(record.detail)
+        }
+        return page(title: "Publication", session: session, body: """
+            <p>As of \(time(now)).</p>
+            <table id="publication"><caption>Published lists</caption>
+            <tbody>
+            \(index("Id index", status.idIndex))
+            \(index("Key index", status.keyIndex))
+            <tr><th scope="row">Live batches</th><td>\(summary.liveBatches) of ids, \(summary.liveKeyBatches) of keys</td></tr>
+            <tr><th scope="row">Last batch</th><td>\(summary.lastPublishedAt.map(time) ?? "none yet")</td></tr>
+            <tr><th scope="row">Pending</th><td>\(summary.unpublishedIDs) ids, \(summary.unpublishedKeys) keys (\(status.dueKeys) keys due at the next publication)</td></tr>
+            <tr><th scope="row">Open upload codes</th><td>\(summary.openUploadCodes)</td></tr>
+            <tr><th scope="row">Object store</th><td id="object-store">\(objectStore)</td></tr>
+            </tbody></table>
+            \(waiting)
+            """)
+    }
+
+    func accounts(session: ConsoleSession, accounts: [ConsoleAccount]) -> String {
+        let csrf = #"<input type="hidden" name="csrf" value="\#(Self.escape(session.csrfToken))">"#
+        let rows = accounts.map { account -> String in
+            let name = Self.escape(account.name)
+            let field = #"<input type="hidden" name="name" value="\#(name)">"#
+            let toggle = account.disabledAt == nil
+                ? #"<form method="post" action="/operator/accounts/disable">\#(csrf)\#(field)<button type="submit" aria-label="Disable \#(name)">Disable</button></form>"#
+                : #"<form method="post" action="/operator/accounts/enable">\#(csrf)\#(field)<button type="submit" aria-label="Enable \#(name)">Enable</button></form>"#
+            let reset = #"<form method="post" action="/operator/accounts/reset">\#(csrf)\#(field)<button type="submit" aria-label="Reset password of \#(name)">Reset password</button></form>"#
+            let state = account.disabledAt.map { "disabled \(time($0))" } ?? "active"
+            return "<tr><td>\(name)</td><td>\(account.role.rawValue)</td><td>\(account.lastSignInAt.map(time) ?? "never")</td><td>\(state)</td><td class=\"actions\">\(toggle)\(reset)</td></tr>"
+        }.joined(separator: "\n")
+        return page(title: "Accounts", session: session, body: """
+            <table id="accounts"><caption>Console accounts</caption>
+            <thead><tr><th scope="col">Name</th><th scope="col">Role</th><th scope="col">Last sign-in</th><th scope="col">State</th><th scope="col"><span class="visually-hidden">Actions</span></th></tr></thead>
+            <tbody>
+            \(rows)
+            </tbody></table>
+            <section aria-labelledby="add-heading">
+            <h2 id="add-heading">Add an account</h2>
+            <p>The person gets a link to choose their own password; you never see it. The link works once, for a day.</p>
+            <form method="post" action="/operator/accounts" class="stacked">\(csrf)
+            <label for="new-name">Account name</label>
+            <input id="new-name" name="name" required maxlength="64" pattern="[A-Za-z0-9._@\\-]{1,64}" autocomplete="off" aria-describedby="name-rule">
+            <p id="name-rule" class="hint">\(Self.escape(ConsoleAccountName.rule))</p>
+            <label for="new-role">Role</label>
+            <select id="new-role" name="role"><option value="staff">staff: issues codes</option><option value="operator">operator: also these pages</option></select>
+            <button type="submit">Add the account</button>
+            </form>
+            </section>
+            """)
+    }
+
+    func passwordLink(session: ConsoleSession, link: ConsoleShownOnce.Link, host: String) -> String {
+        let loopback = host.hasPrefix("127.") || host.hasPrefix("localhost") || host.hasPrefix("[::1]")
+        let url = (loopback ? "http://" : "https://") + host + "/set-password/" + link.token
+        return page(title: "Set-password link", session: session, body: """
+            <p>Give this link to <strong>\(Self.escape(link.account))</strong> in person or over a channel only they read. \
+            It works once, until \(time(link.expiresAt)); they choose their password with it.</p>
+            <p class="link"><a id="password-link" href="/set-password/\(link.token)">\(Self.escape(url))</a></p>
+            <p><a href="/operator/accounts">Back to accounts</a></p>
+            """)
+    }
+
+    func setPassword(token: String, account: String, error: String? = nil) -> String {
+        let alert = error.map { #"<p class="error" role="alert">\#(Self.escape($0))</p>"# } ?? ""
+        return page(title: "Choose your password", session: nil, body: """
+            \(alert)
+            <p>For the account <strong>\(Self.escape(account))</strong>. At least \(PasswordHash.minimumPasswordLength) characters; a few unrelated words work well.</p>
+            <form method="post" action="/set-password/\(token)" class="stacked">
+            <input type="hidden" name="account" value="\(Self.escape(account))" autocomplete="username">
+            <label for="password">New password</label>
+            <input id="password" name="password" type="password" autocomplete="new-password" required minlength="\(PasswordHash.minimumPasswordLength)">
+            <label for="confirm">The same password again</label>
+            <input id="confirm" name="confirm" type="password" autocomplete="new-password" required>
+            <button type="submit">Set the password</button>
+            </form>
+            """)
+    }
+
+    func passwordSet(account: String) -> String {
+        page(title: "Password set", session: nil, body: """
+            <p role="status">The password of <strong>\(Self.escape(account))</strong> is set. <a href="/sign-in">Sign in</a> with it.</p>
+            """)
+    }
+
     func refusal(_ refusal: ConsoleRefusal) -> String {
         page(title: refusal.title, session: nil, body: """
             <p role="alert">\(Self.escape(refusal.message))</p>
@@ -173,6 +279,9 @@ struct ConsolePages {
         caption { text-align: left; font-weight: bold; padding: .25rem 0; }
         th, td { text-align: left; padding: .35rem .5rem; border-bottom: 1px solid #ccc; }
         td form { margin: 0; }
+        td.actions { display: flex; flex-wrap: wrap; gap: .4rem; }
+        select { font-size: 1rem; padding: .5rem; border: 1px solid #555; border-radius: 4px; background: #fff; }
+        .link { overflow-wrap: anywhere; font-family: ui-monospace, monospace; }
         td button { padding: .2rem .6rem; font-size: .9rem; }
         .state-open { color: #0b6b2e; font-weight: bold; }
         .state-used, .state-expired, .state-revoked { color: #555; }

@@ -9,16 +9,20 @@ import Logging
 import NIOCore
 
 /// The staff's web console on its own listener (`console.listen`): sign-in, issuing and
-/// revoking upload codes, and for operators the audit log.
+/// revoking upload codes, and for operators publication status, staff accounts and the audit log.
 ///
 /// Sessions: a 256-bit id from the system's CSPRNG in a `Secure; HttpOnly; SameSite=Strict`
 /// cookie, kept by the store only as its SHA-256, replaced at every sign-in, ended after
 /// `sessionIdleSeconds` unused or `sessionLifetimeSeconds` in all. Every form carries a token
 /// checked in constant time on every POST: the session's own, or before sign-in one tied to a
-/// short-lived cookie (so that nobody can sign a browser in to their own account).
+/// short-lived cookie (so that nobody can sign a browser in to their own account). The cookies'
+/// `__Host-` prefix makes browsers refuse them unless `Secure`, for `/` and without a `Domain`,
+/// so that neither a sibling subdomain nor a plain-HTTP page can plant or overwrite one.
 public struct ConsoleServer: Sendable {
-    static let sessionCookie = "console_session"
-    static let signInCookie = "console_signin"
+    static let sessionCookie = "__Host-console_session"
+    static let signInCookie = "__Host-console_signin"
+    /// How long a set-password link works: a working day and the night after it.
+    static let passwordLinkSeconds: Int64 = 86_400
 
     let settings: ConsoleSettings
     let configuration: ServerConfiguration
@@ -29,9 +33,15 @@ public struct ConsoleServer: Sendable {
     let addressLimiter: FailedAttemptLimiter
     let accountLimiter: FailedAttemptLimiter
     let forwardedFor: ForwardedFor
+    let publication: ConsolePublication?
+    let shownOnce = ConsoleShownOnce()
 
-    public init(settings: ConsoleSettings, configuration: ServerConfiguration, codes: any SubmissionStore, store: any ConsoleStore, clock: any WallClock) {
+    public init(
+        settings: ConsoleSettings, configuration: ServerConfiguration, codes: any SubmissionStore, store: any ConsoleStore, clock: any WallClock,
+        publication: ConsolePublication? = nil
+    ) {
         self.settings = settings
+        self.publication = publication
         self.configuration = configuration
         self.codes = codes
         self.store = store
@@ -74,8 +84,18 @@ public struct ConsoleServer: Sendable {
         router.post("sign-out") { request, context in try await signOut(request, context) }
         router.get("codes") { request, _ in try await showCodes(request) }
         router.post("codes") { request, context in try await issueCode(request, context) }
+        router.get("codes/issued/:number") { request, context in try await showIssuedCode(request, context) }
         router.post("codes/revoke") { request, context in try await revokeCode(request, context) }
         router.get("operator") { request, _ in try await showAuditLog(request) }
+        router.get("operator/status") { request, _ in try await showStatus(request) }
+        router.get("operator/accounts") { request, _ in try await showAccounts(request) }
+        router.post("operator/accounts") { request, context in try await addAccount(request, context) }
+        router.post("operator/accounts/disable") { request, context in try await setDisabled(true, request, context) }
+        router.post("operator/accounts/enable") { request, context in try await setDisabled(false, request, context) }
+        router.post("operator/accounts/reset") { request, context in try await resetPassword(request, context) }
+        router.get("operator/accounts/link") { request, _ in try await showPasswordLink(request) }
+        router.get("set-password/:token") { request, context in try await showSetPassword(request, context) }
+        router.post("set-password/:token") { request, context in try await setPassword(request, context) }
     }
 
     // MARK: Sign-in and sign-out
@@ -123,8 +143,11 @@ public struct ConsoleServer: Sendable {
         let now = clock.now()
         guard accepted, let account else {
             context.logger.warning("console sign-in refused", metadata: ["client": "\(address)"])
+            // The name only when it is an account's: text typed into the name field may be a
+            // password typed into the wrong one.
             try await store.appendConsoleAudit(ConsoleAuditEntry(
-                at: now, account: String(name.prefix(64)), event: .failedSignIn, detail: account?.disabledAt != nil ? "account disabled" : "", client: address))
+                at: now, account: account?.name ?? ConsoleAuditEntry.unknownAccount, event: .failedSignIn,
+                detail: account?.disabledAt != nil ? "account disabled" : "", client: address))
             return Self.html(.unauthorized, pages.signIn(csrfToken: formToken, name: name, error: "The account name or the password is wrong. Check both and try again."))
         }
         // A session id the browser brought along (planted or old) is never kept: the signed-in
@@ -133,6 +156,8 @@ public struct ConsoleServer: Sendable {
         let sessionID = Self.randomToken()
         try await store.createConsoleSession(digest: Self.digest(sessionID), account: account.id, csrfToken: Self.randomToken(), now: now)
         try await store.appendConsoleAudit(ConsoleAuditEntry(at: now, account: account.name, event: .signIn, detail: account.role.rawValue, client: address))
+        // Pruned here: a console in use sees sign-ins daily, and the DELETE uses the index on `at`.
+        try await store.pruneConsoleAudit(before: now - settings.auditRetentionDays * 86_400)
         context.logger.info("console sign-in", metadata: ["account": "\(account.name)", "client": "\(address)"])
         return Self.redirect("/codes", cookies: [
             Self.cookie(Self.sessionCookie, sessionID), Self.cookie(Self.signInCookie, "", maxAge: 0),
@@ -169,6 +194,21 @@ public struct ConsoleServer: Sendable {
             at: issued.issuedAt, account: session.account.name, event: .issue,
             detail: "code no. \(number) (\(issued.code)), expires \(issued.expiresAt.consoleUTC)", client: clientAddress(request, context)))
         context.logger.info("upload code issued", metadata: ["authority": "\(issued.authority)", "console": "\(session.account.name)"])
+        // POST-redirect-GET: reloading the page that shows the code shows it again rather than
+        // issuing another.
+        if let digest = Self.sessionDigest(request) { await shownOnce.keep(code: issued, number: number, session: digest, now: issued.issuedAt) }
+        return Self.redirect("/codes/issued/\(number)")
+    }
+
+    private func showIssuedCode(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let session = try await requireSession(request)
+        guard let number = context.parameters.get("number", as: Int64.self), let digest = Self.sessionDigest(request),
+              let issued = await shownOnce.code(session: digest, number: number, now: clock.now())
+        else {
+            throw ConsoleRefusal(
+                status: .notFound, title: "Code no longer shown",
+                message: "A code is shown only in the session that issued it, until it expires or another is issued. If the person did not get it, revoke it under upload codes and issue a new one.")
+        }
         return Self.html(.ok, pages.issued(session: session, code: issued))
     }
 
@@ -190,10 +230,141 @@ public struct ConsoleServer: Sendable {
 
     // MARK: Operator
 
-    private func showAuditLog(_ request: Request) async throws -> Response {
+    private func requireOperator(_ request: Request) async throws -> ConsoleSession {
         let session = try await requireSession(request)
         guard session.account.role == .operator else { throw ConsoleRefusal.operatorsOnly }
+        return session
+    }
+
+    private func showAuditLog(_ request: Request) async throws -> Response {
+        let session = try await requireOperator(request)
         return Self.html(.ok, pages.audit(session: session, entries: try await store.consoleAudit(limit: 200)))
+    }
+
+    private func showStatus(_ request: Request) async throws -> Response {
+        let session = try await requireOperator(request)
+        let status = try await PublicationStatus.read(
+            publication: publication, store: codes, keySettings: KeyPublicationSettings(configuration), now: clock.now())
+        return Self.html(.ok, pages.status(session: session, status: status, now: clock.now()))
+    }
+
+    private func showAccounts(_ request: Request) async throws -> Response {
+        let session = try await requireOperator(request)
+        return Self.html(.ok, pages.accounts(session: session, accounts: try await store.consoleAccounts()))
+    }
+
+    /// The account is created with no usable password and a set-password link the operator
+    /// hands over: the person chooses their own password, which the operator never learns (so
+    /// the audit log's "issued by" stays that person's), and the link works once, for a day.
+    private func addAccount(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let session = try await requireOperator(request)
+        let form = try await ConsoleForm.read(request)
+        try await checkForm(form, session: session)
+        let name = (form["name"] ?? "").trimmingCharacters(in: .whitespaces)
+        guard ConsoleAccountName.isValid(name) else {
+            throw ConsoleRefusal(status: .badRequest, title: "Account not added", message: ConsoleAccountName.rule + " Go back and choose another name.")
+        }
+        guard let role = form["role"].flatMap(ConsoleAccount.Role.init(rawValue:)) else { throw ConsoleRefusal.badForm("no role") }
+        let now = clock.now()
+        let (token, link) = Self.newPasswordLink(now: now)
+        guard try await store.createConsoleAccount(
+            name: name, role: role, passwordHash: .unusable(), link: link, by: actor(session, request, context), now: now)
+        else {
+            throw ConsoleRefusal(
+                status: .conflict, title: "Account not added",
+                message: "An account named \(name) exists already (names are compared without case). Go back and choose another name.")
+        }
+        return try await showLinkAfterPost(request, account: name, token: token, link: link)
+    }
+
+    private func setDisabled(_ disabled: Bool, _ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let session = try await requireOperator(request)
+        let form = try await ConsoleForm.read(request)
+        try await checkForm(form, session: session)
+        let name = form["name"] ?? ""
+        if disabled && name.lowercased() == session.account.name.lowercased() {
+            throw ConsoleRefusal(
+                status: .conflict, title: "Not disabled",
+                message: "You cannot disable your own account from the console (nobody might be left to enable it). Ask another operator, or use tracer-server console disable-account on the server.")
+        }
+        guard try await store.setConsoleAccountDisabled(name: name, disabled, by: actor(session, request, context), now: clock.now()) else {
+            throw ConsoleRefusal.noSuchAccount
+        }
+        return Self.redirect("/operator/accounts")
+    }
+
+    private func resetPassword(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let session = try await requireOperator(request)
+        let form = try await ConsoleForm.read(request)
+        try await checkForm(form, session: session)
+        let name = form["name"] ?? ""
+        let now = clock.now()
+        let (token, link) = Self.newPasswordLink(now: now)
+        guard try await store.resetConsolePassword(name: name, passwordHash: .unusable(), link: link, by: actor(session, request, context), now: now) else {
+            throw ConsoleRefusal.noSuchAccount
+        }
+        return try await showLinkAfterPost(request, account: name, token: token, link: link)
+    }
+
+    private func showLinkAfterPost(_ request: Request, account: String, token: String, link: ConsolePasswordLink) async throws -> Response {
+        if let digest = Self.sessionDigest(request) {
+            await shownOnce.keep(link: ConsoleShownOnce.Link(account: account, token: token, expiresAt: link.expiresAt), session: digest, now: clock.now())
+        }
+        return Self.redirect("/operator/accounts/link")
+    }
+
+    private func showPasswordLink(_ request: Request) async throws -> Response {
+        let session = try await requireOperator(request)
+        guard let digest = Self.sessionDigest(request), let link = await shownOnce.link(session: digest, now: clock.now()) else {
+            throw ConsoleRefusal(
+                status: .notFound, title: "Link no longer shown",
+                message: "A set-password link is shown only in the session that made it. If it was lost, reset the account's password again under Accounts.")
+        }
+        let host = request.head.authority ?? "\(settings.host):\(settings.port)"
+        return Self.html(.ok, pages.passwordLink(session: session, link: link, host: host))
+    }
+
+    // MARK: Setting a password through a link
+
+    private func showSetPassword(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let (token, account) = try await passwordLinkAccount(context)
+        return Self.html(.ok, pages.setPassword(token: token, account: account.name))
+    }
+
+    /// No session and no CSRF token of its own: the link's secret is in the form's address, so a
+    /// forged form needs the secret, and the most it could do is set the password of the
+    /// forger's own link.
+    private func setPassword(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        let (token, account) = try await passwordLinkAccount(context)
+        let form = try await ConsoleForm.read(request)
+        let password = form["password"] ?? ""
+        guard password == (form["confirm"] ?? "") else {
+            return Self.html(.badRequest, pages.setPassword(token: token, account: account.name, error: "The two passwords differ. Type the same password twice."))
+        }
+        if let problem = PasswordProblem.check(password) {
+            return Self.html(.badRequest, pages.setPassword(token: token, account: account.name, error: problem.description))
+        }
+        let hash = try await Self.hash(password)
+        guard try await store.setConsolePassword(
+            linkDigest: Self.digest(token), passwordHash: hash, client: clientAddress(request, context), now: clock.now()) != nil
+        else { throw ConsoleRefusal.passwordLinkInvalid }
+        return Self.html(.ok, pages.passwordSet(account: account.name))
+    }
+
+    private func passwordLinkAccount(_ context: PositiveListRequestContext) async throws -> (String, ConsoleAccount) {
+        guard let token = context.parameters.get("token"), token.utf8.count == 64, let bytes = Hex.decode(token), bytes.count == 32,
+              let account = try await store.consolePasswordLinkAccount(digest: Self.digest(token), now: clock.now())
+        else { throw ConsoleRefusal.passwordLinkInvalid }
+        return (token, account)
+    }
+
+    private static func newPasswordLink(now: UnixSeconds) -> (String, ConsolePasswordLink) {
+        let token = randomToken()
+        return (token, ConsolePasswordLink(digest: digest(token), expiresAt: now + passwordLinkSeconds))
+    }
+
+    private func actor(_ session: ConsoleSession, _ request: Request, _ context: PositiveListRequestContext) -> ConsoleActor {
+        ConsoleActor(name: session.account.name, client: clientAddress(request, context))
     }
 
     // MARK: Sessions and forms
@@ -245,6 +416,12 @@ public struct ConsoleServer: Sendable {
     private static func verify(_ password: String, against hash: PasswordHash) async -> Bool {
         await withCheckedContinuation { continuation in
             DispatchQueue.global().async { continuation.resume(returning: hash.verify(password)) }
+        }
+    }
+
+    private static func hash(_ password: String) async throws -> PasswordHash {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try PasswordHash.make(password: password) }) }
         }
     }
 

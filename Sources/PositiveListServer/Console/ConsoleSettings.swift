@@ -14,12 +14,16 @@ public struct ConsoleSettings: Sendable, Equatable {
     public var sessionLifetimeSeconds: Int64 = 43_200
     /// Times on the pages are shown in this zone (an IANA name such as "Europe/Berlin").
     public var timeZone: TimeZone = TimeZone(identifier: "UTC")!
+    /// Audit entries older than this are removed. 400 days: a year's events and the weeks after
+    /// it that a yearly review or an inquiry about last year's codes needs, and not more, since
+    /// the log names staff and their addresses (data minimisation).
+    public var auditRetentionDays: Int64 = 400
 
     public init(authority: String) {
         self.authority = authority
     }
 
-    static let knownKeys: Set<String> = ["enabled", "listen", "authority", "sessionIdleSeconds", "sessionLifetimeSeconds", "timeZone"]
+    static let knownKeys: Set<String> = ["enabled", "listen", "authority", "sessionIdleSeconds", "sessionLifetimeSeconds", "timeZone", "auditRetentionDays"]
 
     /// How the configuration file spells the section.
     struct File: Decodable {
@@ -29,6 +33,7 @@ public struct ConsoleSettings: Sendable, Equatable {
         var sessionIdleSeconds: Int64?
         var sessionLifetimeSeconds: Int64?
         var timeZone: String?
+        var auditRetentionDays: Int64?
     }
 
     init(_ file: File, authorities: [AuthorityConfiguration], path: String) throws(ConfigurationError) {
@@ -54,6 +59,10 @@ public struct ConsoleSettings: Sendable, Equatable {
         guard (1...86_400).contains(sessionIdleSeconds) else { throw invalid("sessionIdleSeconds must be between 1 and 86400") }
         guard (sessionIdleSeconds...7 * 86_400).contains(sessionLifetimeSeconds) else {
             throw invalid("sessionLifetimeSeconds must be between sessionIdleSeconds and 604800 (a week)")
+        }
+        if let days = file.auditRetentionDays {
+            guard (1...3_650).contains(days) else { throw invalid("auditRetentionDays must be between 1 and 3650 (ten years)") }
+            auditRetentionDays = days
         }
         if let name = file.timeZone {
             guard let zone = TimeZone(identifier: name) else { throw invalid("timeZone \"\(name)\" is not a time zone name such as Europe/Berlin") }

@@ -17,6 +17,7 @@ public struct ConsoleAccount: Sendable, Equatable {
     public var passwordHash: PasswordHash
     public var createdAt: UnixSeconds
     public var disabledAt: UnixSeconds?
+    public var lastSignInAt: UnixSeconds?
 }
 
 /// A signed-in session: the store keeps only the SHA-256 of its id, so a leaked database does
@@ -39,20 +40,75 @@ public struct ConsoleCodeRecord: Sendable, Equatable {
 
 /// One line of the audit log: who did what, when, from where; never a code or a password.
 public struct ConsoleAuditEntry: Sendable, Equatable {
-    public enum Event: String, Sendable { case signIn = "sign-in", failedSignIn = "failed sign-in", signOut = "sign-out", issue, revoke, accountCreated = "account created" }
+    public enum Event: String, Sendable {
+        case signIn = "sign-in", failedSignIn = "failed sign-in", signOut = "sign-out", issue, revoke
+        case accountCreated = "account created", accountDisabled = "account disabled", accountEnabled = "account enabled"
+        case passwordReset = "password reset", passwordSet = "password set"
+    }
+    /// What a failed sign-in records as its account when the name typed is none: the text typed
+    /// may be a password typed into the wrong field, and is never kept.
+    public static let unknownAccount = "unknown account"
+
     public var at: UnixSeconds
     public var account: String
     public var event: Event
     public var detail: String
     public var client: String
+
+    public init(at: UnixSeconds, account: String, event: Event, detail: String, client: String) {
+        self.at = at
+        self.account = account
+        self.event = event
+        self.detail = detail
+        self.client = client
+    }
+}
+
+/// Who changes an account, for the audit log: an operator in the console, or the command line.
+public struct ConsoleActor: Sendable, Equatable {
+    public var name: String
+    public var client: String
+    public static let commandLine = ConsoleActor(name: "command line", client: "command line")
+    public init(name: String, client: String) {
+        self.name = name
+        self.client = client
+    }
+}
+
+/// A set-password link's secret, kept by the store as its SHA-256 only, like a session id.
+public struct ConsolePasswordLink: Sendable, Equatable {
+    public var digest: [UInt8]
+    public var expiresAt: UnixSeconds
+    public init(digest: [UInt8], expiresAt: UnixSeconds) {
+        self.digest = digest
+        self.expiresAt = expiresAt
+    }
 }
 
 /// What the console keeps: accounts, sessions, which account issued which code, the audit log.
 /// The SQLite store has it; the PostgreSQL store does not yet (`serve` refuses to start the
 /// console on PostgreSQL and says so).
 public protocol ConsoleStore: Sendable {
-    /// False when an account with that name (in any case) exists already.
-    func createConsoleAccount(name: String, role: ConsoleAccount.Role, passwordHash: PasswordHash, now: UnixSeconds) async throws(ServerStoreError) -> Bool
+    /// False when an account with that name (in any case) exists already. With `link`, the
+    /// person sets their own password through it (the hash is then ``PasswordHash/unusable()``).
+    func createConsoleAccount(
+        name: String, role: ConsoleAccount.Role, passwordHash: PasswordHash, link: ConsolePasswordLink?, by actor: ConsoleActor, now: UnixSeconds
+    ) async throws(ServerStoreError) -> Bool
+    func consoleAccounts() async throws(ServerStoreError) -> [ConsoleAccount]
+    /// Disables (its sessions end at once) or enables the account; false when there is none.
+    func setConsoleAccountDisabled(name: String, _ disabled: Bool, by actor: ConsoleActor, now: UnixSeconds) async throws(ServerStoreError) -> Bool
+    /// Replaces the password (ending the account's sessions and links); with `link`, the old
+    /// one stops working now and the person sets a new one through the link.
+    func resetConsolePassword(
+        name: String, passwordHash: PasswordHash, link: ConsolePasswordLink?, by actor: ConsoleActor, now: UnixSeconds
+    ) async throws(ServerStoreError) -> Bool
+    /// The account a live set-password link is for.
+    func consolePasswordLinkAccount(digest: [UInt8], now: UnixSeconds) async throws(ServerStoreError) -> ConsoleAccount?
+    /// Sets the password through a live link, which then ends; the account's name, or nil when
+    /// the link is unknown or expired.
+    func setConsolePassword(linkDigest: [UInt8], passwordHash: PasswordHash, client: String, now: UnixSeconds) async throws(ServerStoreError) -> String?
+    /// Removes audit entries older than `cutoff`.
+    func pruneConsoleAudit(before cutoff: UnixSeconds) async throws(ServerStoreError)
     func consoleAccount(named name: String) async throws(ServerStoreError) -> ConsoleAccount?
     func createConsoleSession(digest: [UInt8], account: Int64, csrfToken: String, now: UnixSeconds) async throws(ServerStoreError)
     /// The session, if it exists, its account is enabled and it has neither been idle longer than
@@ -116,12 +172,28 @@ extension ServerSchema {
                 );
                 """)
         }
+        migrator.registerMigration("v6: console sign-in times, set-password links, audit by time") { db in
+            try db.execute(sql: """
+                ALTER TABLE console_accounts ADD COLUMN last_sign_in_at INTEGER;
+
+                -- Links an operator hands to a person to set their own password, by the SHA-256 of
+                -- their secret; one live link per account.
+                CREATE TABLE console_password_links (
+                    digest BLOB NOT NULL PRIMARY KEY,
+                    account INTEGER NOT NULL UNIQUE REFERENCES console_accounts(id),
+                    expires_at INTEGER NOT NULL
+                ) WITHOUT ROWID;
+
+                -- The audit log is pruned by age.
+                CREATE INDEX console_audit_by_time ON console_audit(at);
+                """)
+        }
     }
 }
 
 extension ServerStore: ConsoleStore {
     public func createConsoleAccount(
-        name: String, role: ConsoleAccount.Role, passwordHash: PasswordHash, now: UnixSeconds
+        name: String, role: ConsoleAccount.Role, passwordHash: PasswordHash, link: ConsolePasswordLink?, by actor: ConsoleActor, now: UnixSeconds
     ) async throws(ServerStoreError) -> Bool {
         try await write { db in
             let taken = try Bool.fetchOne(db, sql: "SELECT EXISTS (SELECT 1 FROM console_accounts WHERE name = ?)", arguments: [name]) ?? false
@@ -129,9 +201,93 @@ extension ServerStore: ConsoleStore {
             try db.execute(
                 sql: "INSERT INTO console_accounts (name, role, password_hash, created_at) VALUES (?, ?, ?, ?)",
                 arguments: [name, role.rawValue, passwordHash.encoded, now])
-            try Self.appendAudit(ConsoleAuditEntry(at: now, account: name, event: .accountCreated, detail: "role \(role.rawValue)", client: "command line"), db)
+            if let link { try Self.replaceLink(link, account: db.lastInsertedRowID, db) }
+            try Self.appendAudit(ConsoleAuditEntry(
+                at: now, account: actor.name, event: .accountCreated,
+                detail: "account \(name), role \(role.rawValue)" + (link == nil ? "" : ", set-password link"), client: actor.client), db)
             return true
         }
+    }
+
+    public func consoleAccounts() async throws(ServerStoreError) -> [ConsoleAccount] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT * FROM console_accounts ORDER BY name").compactMap(Self.account)
+        }
+    }
+
+    public func setConsoleAccountDisabled(name: String, _ disabled: Bool, by actor: ConsoleActor, now: UnixSeconds) async throws(ServerStoreError) -> Bool {
+        try await write { db in
+            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM console_accounts WHERE name = ?", arguments: [name]) else { return false }
+            try db.execute(sql: "UPDATE console_accounts SET disabled_at = ? WHERE id = ?", arguments: [disabled ? now : nil, id])
+            if disabled {
+                try db.execute(sql: "DELETE FROM console_sessions WHERE account = ?", arguments: [id])
+                try db.execute(sql: "DELETE FROM console_password_links WHERE account = ?", arguments: [id])
+            }
+            try Self.appendAudit(ConsoleAuditEntry(
+                at: now, account: actor.name, event: disabled ? .accountDisabled : .accountEnabled, detail: "account \(name)", client: actor.client), db)
+            return true
+        }
+    }
+
+    public func resetConsolePassword(
+        name: String, passwordHash: PasswordHash, link: ConsolePasswordLink?, by actor: ConsoleActor, now: UnixSeconds
+    ) async throws(ServerStoreError) -> Bool {
+        try await write { db in
+            guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM console_accounts WHERE name = ?", arguments: [name]) else { return false }
+            try db.execute(sql: "UPDATE console_accounts SET password_hash = ? WHERE id = ?", arguments: [passwordHash.encoded, id])
+            try db.execute(sql: "DELETE FROM console_sessions WHERE account = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM console_password_links WHERE account = ?", arguments: [id])
+            if let link { try Self.replaceLink(link, account: id, db) }
+            try Self.appendAudit(ConsoleAuditEntry(
+                at: now, account: actor.name, event: link == nil ? .passwordSet : .passwordReset,
+                detail: "account \(name)" + (link == nil ? "" : ", set-password link"), client: actor.client), db)
+            return true
+        }
+    }
+
+    public func consolePasswordLinkAccount(digest: [UInt8], now: UnixSeconds) async throws(ServerStoreError) -> ConsoleAccount? {
+        try await read { db in
+            try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT a.* FROM console_password_links l JOIN console_accounts a ON a.id = l.account
+                    WHERE l.digest = ? AND l.expires_at > ? AND a.disabled_at IS NULL
+                    """,
+                arguments: [Data(digest), now]
+            ).flatMap(Self.account)
+        }
+    }
+
+    public func setConsolePassword(linkDigest: [UInt8], passwordHash: PasswordHash, client: String, now: UnixSeconds) async throws(ServerStoreError) -> String? {
+        try await write { db in
+            guard let row = try Row.fetchOne(
+                db,
+                sql: """
+                    SELECT a.id, a.name FROM console_password_links l JOIN console_accounts a ON a.id = l.account
+                    WHERE l.digest = ? AND l.expires_at > ? AND a.disabled_at IS NULL
+                    """,
+                arguments: [Data(linkDigest), now])
+            else { return nil }
+            let id: Int64 = row["id"]
+            let name: String = row["name"]
+            try db.execute(sql: "UPDATE console_accounts SET password_hash = ? WHERE id = ?", arguments: [passwordHash.encoded, id])
+            try db.execute(sql: "DELETE FROM console_password_links WHERE account = ?", arguments: [id])
+            try db.execute(sql: "DELETE FROM console_sessions WHERE account = ?", arguments: [id])
+            try Self.appendAudit(ConsoleAuditEntry(at: now, account: name, event: .passwordSet, detail: "through a set-password link", client: client), db)
+            return name
+        }
+    }
+
+    public func pruneConsoleAudit(before cutoff: UnixSeconds) async throws(ServerStoreError) {
+        try await write { db in try db.execute(sql: "DELETE FROM console_audit WHERE at < ?", arguments: [cutoff]) }
+    }
+
+    /// One live link per account; links long expired are removed on the way.
+    private static func replaceLink(_ link: ConsolePasswordLink, account: Int64, _ db: Database) throws {
+        try db.execute(sql: "DELETE FROM console_password_links WHERE account = ? OR expires_at <= ?", arguments: [account, link.expiresAt - 7 * 86_400])
+        try db.execute(
+            sql: "INSERT INTO console_password_links (digest, account, expires_at) VALUES (?, ?, ?)",
+            arguments: [Data(link.digest), account, link.expiresAt])
     }
 
     public func consoleAccount(named name: String) async throws(ServerStoreError) -> ConsoleAccount? {
@@ -144,6 +300,7 @@ extension ServerStore: ConsoleStore {
         try await write { db in
             // Sessions that ended are removed here rather than by a timer; the table stays small.
             try db.execute(sql: "DELETE FROM console_sessions WHERE last_seen_at < ?", arguments: [now - 7 * 86_400])
+            try db.execute(sql: "UPDATE console_accounts SET last_sign_in_at = ? WHERE id = ?", arguments: [now, account])
             try db.execute(
                 sql: "INSERT INTO console_sessions (digest, account, csrf_token, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)",
                 arguments: [Data(digest), account, csrfToken, now, now])
@@ -257,6 +414,7 @@ extension ServerStore: ConsoleStore {
 
     private static func account(_ row: Row) -> ConsoleAccount? {
         guard let role = ConsoleAccount.Role(rawValue: row["role"]), let hash = PasswordHash(encoded: row["password_hash"]) else { return nil }
-        return ConsoleAccount(id: row["id"], name: row["name"], role: role, passwordHash: hash, createdAt: row["created_at"], disabledAt: row["disabled_at"])
+        return ConsoleAccount(id: row["id"], name: row["name"], role: role, passwordHash: hash, createdAt: row["created_at"], disabledAt: row["disabled_at"],
+            lastSignInAt: row["last_sign_in_at"])
     }
 }

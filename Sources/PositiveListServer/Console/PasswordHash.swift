@@ -50,6 +50,16 @@ public struct PasswordHash: Sendable, Equatable {
         return ConstantTime.equal(key, parts.key)
     }
 
+    /// A hash no password matches (its key is random, not derived): an account created for a
+    /// set-password link, or whose password was reset, cannot sign in until the link is used.
+    public static func unusable() -> PasswordHash {
+        var generator = SystemRandomNumberGenerator()
+        return PasswordHash(
+            log2Rounds: defaultLog2Rounds, blockSize: blockSize, parallelism: parallelism,
+            salt: (0..<saltBytes).map { _ in UInt8.random(in: 0...255, using: &generator) },
+            key: (0..<keyBytes).map { _ in UInt8.random(in: 0...255, using: &generator) })
+    }
+
     /// Checked for accounts that do not exist, so that a wrong name takes as long as a wrong
     /// password and the time taken does not tell which names are accounts.
     public static let decoy: PasswordHash = (try? make(password: "decoy-password-never-matches")) ?? PasswordHash(

@@ -110,6 +110,8 @@ public struct APIError: HTTPResponseError, Sendable {
         .unauthorized, "invalid_code", "That is not an upload code: codes have 12 letters and digits, such as ABCD-EFGH-JKMN.")
     static let unknownCode = APIError(.unauthorized, "invalid_code", "The upload code is not valid; check it, or ask the health authority for a new one.")
     static let expiredCode = APIError(.unauthorized, "expired_code", "The upload code has expired; ask the health authority for a new one.")
+    static let revokedCode = APIError(
+        .unauthorized, "revoked_code", "The upload code was revoked by the health authority; ask them for a new one.")
     static let usedCode = APIError(.unauthorized, "used_code", "The upload code was already used; ask the health authority for a new one.")
 
     /// The authority's setting (`acceptUploads`), also published in `keys/index.tpki`.

@@ -174,6 +174,7 @@ struct SubmissionAPI: Sendable {
             logRefusal(address, reason: "upload code refused at commit", context)
             switch refusal {
             case .expiredCode: throw APIError.expiredCode
+            case .revokedCode: throw APIError.revokedCode
             case .usedCode: throw APIError.usedCode
             default: throw APIError.unknownCode
             }
@@ -209,6 +210,8 @@ struct SubmissionAPI: Sendable {
                 throw CredentialRefusal(error: .usedCode, reason: "used upload code")
             case .expired:
                 throw CredentialRefusal(error: .expiredCode, reason: "expired upload code")
+            case .revoked:
+                throw CredentialRefusal(error: .revokedCode, reason: "revoked upload code")
             case .unknown:
                 throw CredentialRefusal(error: .unknownCode, reason: "unknown upload code")
             }

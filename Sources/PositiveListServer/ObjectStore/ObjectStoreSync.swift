@@ -63,6 +63,8 @@ public struct ObjectStoreSync: Sendable {
     let publicKey: PositiveListPublicKey
     let logger: Logger
     private let faultInjection: FaultInjection?
+    /// Where each sync leaves its outcome (``ObjectStoreSyncRecord``) for the console; none if nil.
+    public var recordPath: String?
 
     /// Syncs under the lock the server's `store` publishes under.
     public init(
@@ -99,6 +101,27 @@ public struct ObjectStoreSync: Sendable {
 
     @discardableResult
     public func sync() async throws(ObjectStoreError) -> SyncReport {
+        do throws(ObjectStoreError) {
+            let report = try await lockedSync()
+            if let recordPath, !report.anotherInstanceBusy {
+                ObjectStoreSyncRecord(at: Self.now(), succeeded: true, detail: Self.summary(report)).write(to: recordPath)
+            }
+            return report
+        } catch {
+            if let recordPath { ObjectStoreSyncRecord(at: Self.now(), succeeded: false, detail: error.description).write(to: recordPath) }
+            throw error
+        }
+    }
+
+    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970) }
+
+    private static func summary(_ report: SyncReport) -> String {
+        "\(report.uploadedBatches.count) batches uploaded, \(report.deletedBatches.count) deleted, \(report.presentBatches) already there"
+            + (report.uploadedIndexes.isEmpty ? "" : ", \(report.uploadedIndexes.joined(separator: " and ")) uploaded")
+            + (report.newerInBucket.isEmpty ? "" : "; the bucket holds a newer \(report.newerInBucket.joined(separator: " and "))")
+    }
+
+    private func lockedSync() async throws(ObjectStoreError) -> SyncReport {
         do throws(ObjectStoreError) {
             let lock: any PublicationLock
             do {

@@ -199,6 +199,7 @@ public final class PostgresServerStore: SubmissionStore {
             switch try status(ofCodeDigest: digest, now: now, connection) {
             case .unknown: return .answered(.refused(.unknownCode))
             case .expired: return .answered(.refused(.expiredCode))
+            case .revoked: return .answered(.refused(.revokedCode))
             case .alreadyUsed, .valid: return .answered(.refused(.usedCode))
             }
         }

@@ -6,6 +6,8 @@ import IDRotation
 public enum UploadCodeStatus: Sendable, Equatable {
     case unknown
     case expired
+    /// Ended early by the staff who issued it (the console's revoke).
+    case revoked
     case alreadyUsed
     case valid(authority: String, expiresAt: UnixSeconds)
 }
@@ -36,7 +38,12 @@ extension ServerStore {
         guard ConstantTime.equal(Array(stored), digest) else { return .unknown }
         if (row["used_at"] as Int64?) != nil { return .alreadyUsed }
         let expiresAt: Int64 = row["expires_at"]
-        if expiresAt <= now { return .expired }
+        if expiresAt <= now {
+            // Revoking ends a code as expiry does; the console's record says which it was.
+            let revoked = try Bool.fetchOne(
+                db, sql: "SELECT EXISTS (SELECT 1 FROM console_codes WHERE code_digest = ? AND revoked_at IS NOT NULL)", arguments: [Data(digest)]) ?? false
+            return revoked ? .revoked : .expired
+        }
         return .valid(authority: row["authority"], expiresAt: expiresAt)
     }
 }

@@ -53,6 +53,7 @@ public enum SubmissionOutcome: Sendable, Equatable {
 public enum SubmissionRefusal: Sendable, Equatable {
     case unknownCode
     case expiredCode
+    case revokedCode
     case usedCode
     case idempotencyKeyReused
 }
@@ -181,6 +182,7 @@ extension ServerStore {
             switch try Self.status(ofCodeDigest: code.digest, now: now, db: db) {
             case .unknown: return .answered(.refused(.unknownCode))
             case .expired: return .answered(.refused(.expiredCode))
+            case .revoked: return .answered(.refused(.revokedCode))
             case .alreadyUsed: return .answered(.refused(.usedCode))
             case .valid(let owner, _): authority = owner
             }
