@@ -38,6 +38,24 @@ import TestTiers
         #expect(byKey.map(\.place) == [Self.library])
     }
 
+    /// The README promises a place per window, not a track: flushes of a window already placed,
+    /// from a node that moved on, must leave no rows for the cells it passed through.
+    @Test func cellsPassedThroughByAPlacedWindowLeaveNoTrack() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let store = try NodeStore.open(temporary.location())
+        let peer = UserID.random()
+        for step in 0..<5 {
+            let cell = Place(name: nil, position: Place.Position(
+                latitude: 52.52 + Double(step) * 0.001, longitude: 13.40, precisionMeters: 100))!
+            var batch = SightingBatch()
+            batch.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_000 + UnixSeconds(step) * 60, rssi: -60, place: cell))
+            try store.write(batch)
+        }
+        #expect(try store.encounters().map(\.place?.position?.latitude) == [52.52])
+        #expect(try store.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM places") } == 1)
+    }
+
     @Test func theEncounterLogStampsThePlaceInForce() async throws {
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }

@@ -54,12 +54,19 @@ extension NodeStore {
         let encounters = Array(batch.pending.values)
         try write { db in
             var placeIDs: [Place: Int64] = [:]
+            var insertedPlaceIDs: [Int64] = []
             let statement = try db.cachedStatement(sql: Self.upsertEncounter)
             for encounter in encounters {
                 var placeID: Int64?
                 if let place = encounter.place {
-                    placeID = try placeIDs[place] ?? Self.placeID(of: place, in: db)
-                    placeIDs[place] = placeID
+                    if let known = placeIDs[place] {
+                        placeID = known
+                    } else {
+                        let (id, inserted) = try Self.placeID(of: place, in: db)
+                        if inserted { insertedPlaceIDs.append(id) }
+                        placeIDs[place] = id
+                        placeID = id
+                    }
                 }
                 statement.setUncheckedArguments([
                     encounter.peer.databaseValue, encounter.ownWindowStart, encounter.firstSeen,
@@ -72,21 +79,29 @@ extension NodeStore {
                 ])
                 try statement.execute()
             }
+            // A window keeps the place where its contact began, so a place first met by a window
+            // already placed is referenced by nothing: kept, a moving node's new cells would pile
+            // up as a track until the next purge.
+            for id in insertedPlaceIDs {
+                try db.execute(
+                    sql: "DELETE FROM places WHERE id = ? AND NOT EXISTS (SELECT 1 FROM encounters WHERE place_id = ?)",
+                    arguments: [id, id])
+            }
         }
     }
 
-    /// The id of a place's row, inserted when it is new.
-    private static func placeID(of place: Place, in db: Database) throws -> Int64 {
+    /// The id of a place's row, inserted when it is new (`inserted`).
+    private static func placeID(of place: Place, in db: Database) throws -> (id: Int64, inserted: Bool) {
         let values: StatementArguments = [
             place.position?.latitude, place.position?.longitude, place.position?.precisionMeters, place.name,
         ]
         if let id = try Int64.fetchOne(
             db, sql: "SELECT id FROM places WHERE latitude IS ? AND longitude IS ? AND precision_m IS ? AND name IS ?",
             arguments: values) {
-            return id
+            return (id, false)
         }
         try db.execute(sql: "INSERT INTO places (latitude, longitude, precision_m, name) VALUES (?, ?, ?, ?)", arguments: values)
-        return db.lastInsertedRowID
+        return (db.lastInsertedRowID, true)
     }
 
     /// Encounters last seen at or after `since`, ordered by first sighting.
