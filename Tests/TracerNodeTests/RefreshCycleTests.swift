@@ -26,6 +26,35 @@ extension TracerNodeTests {
             try Self.warnsAfterUpload(server: #""longPollSeconds": 20"#, node: ["--refresh-interval", "3600", "--long-poll"])
         }
 
+        /// A node that cannot follow what the server announces (here its configured key is not
+        /// the server's, so no index verifies) must not poll again at once: the server answers
+        /// such a poll immediately, and the node asked about 70 times a second.
+        @Test(.timeLimit(.minutes(1)))
+        func aNodeThatCannotFollowTheServerDoesNotPollInALoop() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let server = try ListServerProcess(scratch: scratch, settings: #""longPollSeconds": 20"#)
+            defer { server.stop() }
+            let otherKey = try ListServerProcess(scratch: scratch, name: "other", serving: false).publicKey
+            let node = try StreamingProcess(try Products.path(of: "tracer"), [
+                "run", "--db", scratch.file("b.db"), "--transport", "tcp:127.0.0.1:1",
+                "--server", server.url, "--server-key", otherKey, "--cache-dir", scratch.file("b-cache"),
+                "--check-interval", "3600", "--check-jitter", "0", "--refresh-interval", "3600", "--long-poll",
+                "--log-level", "info", "--log-format", "json",
+            ], home: scratch.path, standardErrorPath: scratch.file("b.log"))
+            defer {
+                kill(node.pid, SIGTERM)
+                if node.waitForExit(timeout: .seconds(10)) == nil { node.killHard() }
+            }
+            let followed = "list revalidation failed"
+            let deadline = ContinuousClock.now + .seconds(20)
+            while !Self.log(scratch).contains(followed) && ContinuousClock.now < deadline { usleep(50_000) }
+            try #require(Self.log(scratch).contains(followed), "the long poll never answered: \(Self.log(scratch).suffix(2_000))")
+            sleep(3)
+            let revalidations = Self.log(scratch).components(separatedBy: "list revalidation failed").count - 1
+            #expect(revalidations == 1, "\(revalidations) revalidations in about 3 s")
+        }
+
         static func warnsAfterUpload(server settings: String = "", node schedule: [String]) throws {
             let scratch = try Scratch()
             defer { scratch.remove() }

@@ -80,13 +80,21 @@ public struct ExposureCheckSchedule: Sendable {
     }
 
     /// Polls for as long as the node runs; after a failure waits the refresh interval (or a
-    /// minute), so a server without the route (404) is not asked in a loop.
+    /// minute), so a server without the route (404) is not asked in a loop. So does a
+    /// revalidation that leaves the held generations where they were (a download failed, the
+    /// index does not verify with the configured key, a cache still serves the old index): the
+    /// server would answer the next poll at once, and the node would ask again and again.
     private func followLongPoll(_ longPoll: GenerationLongPoll) async {
         while !Task.isCancelled {
             do {
                 if try await longPoll.waitForNewGeneration() {
                     logger.debug("the server published a new generation; revalidating")
-                    await turn.run({ await refreshOnce() })
+                    let held = longPoll.heldGenerations()
+                    let refreshed = await turn.run({ await refreshOnce() })
+                    if !refreshed || longPoll.heldGenerations() == held {
+                        logger.info("the node could not follow the server's new generation; the long poll waits before asking again")
+                        do { try await Task.sleep(for: .seconds(max(refreshInterval, 60))) } catch { return }
+                    }
                 }
             } catch .cancelled {
                 return

@@ -32,8 +32,7 @@ public struct GenerationLongPoll: Sendable {
     /// True when the server says a newer generation is published, false when the poll ended
     /// with nothing new (204).
     public func waitForNewGeneration() async throws(ListUpdateError) -> Bool {
-        let held = cache.index(publicKey: publicKey)?.generation ?? 0
-        let heldKeys = cache.keyIndex(publicKey: publicKey)?.generation ?? 0
+        let (held, heldKeys) = heldGenerations()
         let url = serverURL + "/v1/generation?after=\(held)&keys=\(heldKeys)"
         let response: HTTPResponse
         do { response = try await http.perform(HTTPRequest(url: url, maximumByteCount: 1_024)) } catch {
@@ -45,5 +44,11 @@ public struct GenerationLongPoll: Sendable {
         case 204: return false
         default: throw .unexpectedStatus(url: url, status: response.status)
         }
+    }
+
+    /// The generations of the id and key indexes the cache holds verified (0 for none), the
+    /// ones a poll asks the server to go beyond.
+    public func heldGenerations() -> (ids: UInt64, keys: UInt64) {
+        (cache.index(publicKey: publicKey)?.generation ?? 0, cache.keyIndex(publicKey: publicKey)?.generation ?? 0)
     }
 }
