@@ -49,8 +49,11 @@ public enum PositiveListHTTPServer {
         // Uploads ask the scheduler to publish; without a schedule (tests, `publish` by hand)
         // nobody would answer.
         let demand = publishOnSchedule ? PublicationDemand() : nil
+        let limits = connectionLimits(components.configuration, logger: logger)
+        // A quarter of the connections at most wait in long polls, so that uploads, downloads
+        // and health checks always find room.
         let watch = components.configuration.longPollSeconds.map { _ in
-            GenerationWatch(directory: components.directory, publicKey: components.publisher.publicKey)
+            GenerationWatch(directory: components.directory, publicKey: components.publisher.publicKey, maxWaiters: limits.total / 4)
         }
         SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock, demand: demand)
             .addRoutes(to: router, table: &routes)
@@ -93,7 +96,7 @@ public enum PositiveListHTTPServer {
         // left open between requests. The read deadline bounds a body sent slowly.
         let requestReadTimeout = TimeAmount.seconds(Int64(components.configuration.requestReadTimeoutSeconds))
         let limiter = ConnectionLimiter(
-            limits: connectionLimits(components.configuration, logger: logger),
+            limits: limits,
             unlimitedAddresses: components.configuration.trustForwardedFor
                 ? Set(components.configuration.trustedProxies.compactMap(ForwardedFor.canonicalAddress)) : [])
         let http1 = HTTP1Channel.Configuration(

@@ -115,4 +115,41 @@ import Glibc
             for poll in polls { #expect(try await poll.receiveResponse(timeout: .seconds(6)).status == 204) }
         }
     }
+
+    /// Polls whose clients hung up keep their connections until their timeout (the server does
+    /// not notice), so a quarter of the connections at most may wait: the rest stay for uploads
+    /// and downloads.
+    @Test(.timeLimit(.minutes(1))) func atMostAQuarterOfTheConnectionsWaitInLongPolls() async throws {
+        try await Self.withServer(#", "longPollSeconds": 3, "maxConnections": 16"#) { fixture, port in
+            let held = try Self.generations(fixture)
+            let polls = try (0..<4).map { try Self.longPoll(port: port, after: held, from: "127.0.0.\(20 + $0)") }
+            try await Task.sleep(for: .milliseconds(300))
+            let fifth = try Self.longPoll(port: port, after: held, from: "127.0.0.30")
+            let refused = try await fifth.receiveResponse(timeout: .seconds(2))
+            #expect(refused.status == 503 && refused.apiError == "long_polls_full", "\(refused.text)")
+            for poll in polls { #expect(try await poll.receiveResponse(timeout: .seconds(6)).status == 204) }
+        }
+    }
+
+    /// A stopping server ends its held polls rather than waiting for their timeout (a minute
+    /// here): before, SIGTERM left `serve` running until the last poll timed out.
+    @Test(.timeLimit(.minutes(1))) func aStoppingServerEndsItsHeldPolls() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration(extra: #", "longPollSeconds": 60"#)
+        let port = try LoopbackPort.free()
+        let server = try await ServerCLI.serveWithOpenFileLimit(1_024, port: port, fixture: fixture)
+        defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
+        for _ in 0..<200 where !FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath) {
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let poll = try Self.longPoll(port: port, after: try Self.generations(fixture))
+        try await Task.sleep(for: .milliseconds(300))
+        let stopping = ContinuousClock.now
+        server.terminate()
+        while server.isRunning && ContinuousClock.now - stopping < .seconds(30) { try await Task.sleep(for: .milliseconds(50)) }
+        #expect(!server.isRunning, "serve still runs 30 s after SIGTERM with a poll held")
+        #expect(ContinuousClock.now - stopping < .seconds(10), "serve took \(ContinuousClock.now - stopping) to stop")
+        _ = poll
+    }
 }

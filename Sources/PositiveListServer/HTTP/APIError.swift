@@ -70,6 +70,13 @@ public struct APIError: HTTPResponseError, Sendable {
             headers: [.allow: allowed.map(\.rawValue).joined(separator: ", ")])
     }
 
+    static func longPollsFull(retryAfterSeconds seconds: Int) -> APIError {
+        APIError(
+            .serviceUnavailable, "long_polls_full",
+            "As many nodes as this server holds already wait for a new generation; revalidate the list as usual and poll again in \(seconds) seconds.",
+            headers: [.retryAfter: String(seconds)])
+    }
+
     static func tooManyAttempts(retryAfterSeconds seconds: Int) -> APIError {
         APIError(
             .tooManyRequests, "too_many_attempts",

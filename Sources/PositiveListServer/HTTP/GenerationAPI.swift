@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import ServiceLifecycle
 
 /// `GET /v1/generation?after=G&keys=K`, the long poll (on only when `longPollSeconds` is set):
 /// answers `200 {"generation": g, "keyGeneration": k}` as soon as the published id index's
@@ -26,8 +27,20 @@ struct GenerationAPI: Sendable {
         }
         let held = GenerationWatch.Generations(generation: try generation("after"), keyGeneration: try generation("keys"))
         let headers: HTTPFields = [.cacheControl: "no-store"]
-        guard let newer = await watch.wait(after: held, until: .now + timeout) else {
-            return Response(status: .noContent, headers: headers)
+        // The HTTP server is the first service to stop and drains its requests before the
+        // scheduler stops the watch, so a held poll would keep a stopping server up until its
+        // timeout: the server's own shutdown ends the polls.
+        let watch = self.watch
+        let outcome = await withGracefulShutdownHandler {
+            await watch.wait(after: held, until: .now + timeout)
+        } onGracefulShutdown: {
+            Task { await watch.stop() }
+        }
+        let newer: GenerationWatch.Generations
+        switch outcome {
+        case .newer(let generations): newer = generations
+        case .nothingNew: return Response(status: .noContent, headers: headers)
+        case .full: throw APIError.longPollsFull(retryAfterSeconds: Int(timeout.components.seconds))
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = .sortedKeys

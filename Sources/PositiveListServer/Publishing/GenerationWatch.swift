@@ -8,23 +8,35 @@ import PositiveListFormat
 /// The scheduler calls ``publishedDirectoryChanged()`` after each publication (and sync); the
 /// generations are read back from the verified files, so the answer names only what a node can
 /// download. A waiting request costs one suspended task and its connection, which the server's
-/// connection limits bound (per address and in all).
+/// connection limits bound (per address and in all). The server does not notice a client that
+/// hangs up while its poll waits, so such polls keep their connections until their timeout:
+/// `maxWaiters` keeps them from taking every connection the server has.
 public actor GenerationWatch {
     public struct Generations: Sendable, Equatable, Codable {
         public var generation: UInt64
         public var keyGeneration: UInt64
     }
 
+    public enum WaitOutcome: Sendable, Equatable {
+        case newer(Generations)
+        case nothingNew
+        /// `maxWaiters` polls already wait; this one was not taken.
+        case full
+    }
+
     private let directory: PublishedDirectory
     private let publicKey: PositiveListPublicKey
+    private let maxWaiters: Int
     private var current: Generations
     private var stopped = false
     private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    private var waiting = 0
     private var nextWaiter: UInt64 = 0
 
-    public init(directory: PublishedDirectory, publicKey: PositiveListPublicKey) {
+    public init(directory: PublishedDirectory, publicKey: PositiveListPublicKey, maxWaiters: Int = .max) {
         self.directory = directory
         self.publicKey = publicKey
+        self.maxWaiters = max(1, maxWaiters)
         current = Self.read(directory, publicKey: publicKey)
     }
 
@@ -46,12 +58,15 @@ public actor GenerationWatch {
         wakeAll()
     }
 
-    /// The generations once either is above what the node holds, or nil at `deadline` (or when
-    /// the server stops or the request goes away).
-    public func wait(after held: Generations, until deadline: ContinuousClock.Instant) async -> Generations? {
+    /// The generations once either is above what the node holds, or nothing new at `deadline`
+    /// (or when the server stops or the request's task is cancelled).
+    public func wait(after held: Generations, until deadline: ContinuousClock.Instant) async -> WaitOutcome {
         func isNewer() -> Bool { current.generation > held.generation || current.keyGeneration > held.keyGeneration }
-        if isNewer() { return current }
-        guard !stopped, !Task.isCancelled else { return nil }
+        if isNewer() { return .newer(current) }
+        guard !stopped, !Task.isCancelled else { return .nothingNew }
+        guard waiting < maxWaiters else { return .full }
+        waiting += 1
+        defer { waiting -= 1 }
         let number = nextWaiter
         nextWaiter += 1
         let timer = Task { [weak self] in
@@ -64,7 +79,7 @@ public actor GenerationWatch {
         } onCancel: {
             Task { await self.wake(number) }
         }
-        return isNewer() ? current : nil
+        return isNewer() ? .newer(current) : .nothingNew
     }
 
     private func wake(_ number: UInt64) {
