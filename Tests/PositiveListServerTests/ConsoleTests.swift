@@ -319,6 +319,9 @@ import TracerTestSupport
         // A reset ends the old password and the sessions.
         #expect(try await olga.postForm("/operator/accounts/reset", [("name", "pat")]).status == 303)
         #expect(try await pat.get("/codes").status == 303)
+        // Not one's own: it would end this session before the link is shown.
+        #expect(try await olga.postForm("/operator/accounts/reset", [("name", "Olga")]).status == 409, "not oneself")
+        #expect(try await olga.get("/operator/accounts").status == 200)
         #expect(try await server.signInFromANewBrowser("pat", password: "pat's new password").status == 401)
         let audit = try await olga.get("/operator").body
         for event in ["account created", "account disabled", "account enabled", "password reset", "password set"] {

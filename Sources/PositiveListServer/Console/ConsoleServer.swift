@@ -298,6 +298,13 @@ public struct ConsoleServer: Sendable {
         let form = try await ConsoleForm.read(request)
         try await checkForm(form, session: session)
         let name = form["name"] ?? ""
+        if name.lowercased() == session.account.name.lowercased() {
+            // A reset ends the account's sessions, this one too, and the link is shown only in
+            // the session that asked for it: a self-reset would lock the operator out.
+            throw ConsoleRefusal(
+                status: .conflict, title: "Not reset",
+                message: "You cannot reset your own password from the console (it would sign you out before you saw the link). Ask another operator, or use tracer-server console set-password on the server.")
+        }
         let now = clock.now()
         let (token, link) = Self.newPasswordLink(now: now)
         guard try await store.resetConsolePassword(name: name, passwordHash: .unusable(), link: link, by: actor(session, request, context), now: now) else {
@@ -311,6 +318,11 @@ public struct ConsoleServer: Sendable {
             await shownOnce.keep(link: ConsoleShownOnce.Link(account: account, token: token, expiresAt: link.expiresAt), session: digest, now: clock.now())
         }
         return Self.redirect("/operator/accounts/link")
+    }
+
+    /// A path fit for the log: a set-password link's path is its secret.
+    static func loggablePath(_ path: String) -> String {
+        path.hasPrefix("/set-password/") ? "/set-password/…" : path
     }
 
     private func showPasswordLink(_ request: Request) async throws -> Response {
@@ -477,7 +489,7 @@ struct ConsoleResponseMiddleware: RouterMiddleware {
             default: response = answer(ConsoleRefusal(status: error.status, title: "Request refused", message: "The console could not handle this request. Go back and try again."))
             }
         } catch {
-            context.logger.error("console request failed", metadata: ["path": "\(request.uri.path)", "error": "\(error)"])
+            context.logger.error("console request failed", metadata: ["path": "\(ConsoleServer.loggablePath(request.uri.path))", "error": "\(error)"])
             response = answer(ConsoleRefusal(
                 status: .serviceUnavailable, title: "Console unavailable",
                 message: "The console cannot reach its database just now. Nothing was changed; try again in a minute, and tell an operator if it persists."))
