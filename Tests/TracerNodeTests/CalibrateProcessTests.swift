@@ -54,6 +54,12 @@ extension TracerNodeTests {
             let settings = try Check.json(config.stdout)["settings"] as? [String: Any]
             let setting = settings?["risk.rssi_correction"] as? [String: Any]
             #expect(setting?["value"] as? Int == correction, "\(config)")
+
+            // One second of the reference (advertising every 250 ms) is too few readings: no value.
+            let short = try Products.tracer(["calibrate", "--db", scratch.file("node.db"), "--transport", transport, "--seconds", "1"], home: scratch.path)
+            #expect(short.exitCode == 1, "\(short)")
+            #expect(short.stderr.contains("fewer than the 10 a median needs; no correction was computed"), "\(short)")
+            #expect(!short.stdout.contains("rssi_correction"), "\(short)")
         }
 
         @Test(.timeLimit(.minutes(1)))
