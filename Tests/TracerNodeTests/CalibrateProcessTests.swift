@@ -63,6 +63,36 @@ extension TracerNodeTests {
         }
 
         @Test(.timeLimit(.minutes(1)))
+        func withTwoNodesInRangeCalibrateSaysSoAndPeerChoosesOne() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let link = try VirtualLink(controllers: 3)
+            defer { link.stop() }
+            let tracer = try Products.path(of: "tracer")
+            let references = try (0..<2).map { index in
+                try StreamingProcess(tracer, [
+                    "run", "--db", scratch.file("reference\(index).db"), "--transport", "tcp:127.0.0.1:\(link.ports[index])", "--log-level", "error",
+                ], home: scratch.path)
+            }
+            defer { for node in references { kill(node.pid, SIGTERM); _ = node.waitForExit(timeout: .seconds(5)) } }
+            let calibrate = ["calibrate", "--db", scratch.file("node.db"), "--transport", "tcp:127.0.0.1:\(link.ports[2])", "--seconds", "4"]
+
+            let both = try Products.tracer(calibrate, home: scratch.path)
+            #expect(both.exitCode == 0, "\(both)")
+            #expect(both.stdout.contains("Heard 2 Tracer nodes: "), "\(both)")
+            let reference = both.stdout.split(separator: "\n").first { $0.hasPrefix("Reference node: ") }?.dropFirst("Reference node: ".count)
+            let chosen = try #require(reference.map(String.init), "\(both)")
+            #expect(both.stdout.contains("Using the strongest, \(chosen); give --peer ADDRESS"), "\(both)")
+            let other = try #require(both.stdout.split(separator: "\n").first { $0.hasPrefix("Heard 2") }?
+                .split(separator: " ").first { $0.count == 17 && $0.contains(":") && String($0) != chosen }.map(String.init), "\(both)")
+
+            let one = try Products.tracer(calibrate + ["--peer", other], home: scratch.path)
+            #expect(one.exitCode == 0, "\(one)")
+            #expect(one.stdout.contains("Reference node: \(other)"), "\(one)")
+            #expect(!one.stdout.contains("Heard 2"), "\(one)")
+        }
+
+        @Test(.timeLimit(.minutes(1)))
         func calibrateWithoutAReferenceInRangeGivesNoValue() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }

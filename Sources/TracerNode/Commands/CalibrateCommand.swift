@@ -66,8 +66,11 @@ struct CalibrateCommand: AsyncParsableCommand {
         }
         await host.close()
         let assumedTxPower = Int(resolved.settings.risk.assumedTxPower)
-        print(try Self.report(heard: heard, peer: peer.flatMap(BluetoothAddress.init(string:)), seconds: seconds,
-                              assumedTxPower: assumedTxPower, configFile: resolved.configFile.path))
+        let chosen = try Self.choose(from: heard, peer: peer.flatMap(BluetoothAddress.init(string:)))
+        // Said before the measurement is judged, so that a refusal still names the nodes heard.
+        chosen.notice.forEach { print($0) }
+        print(try Self.report(chosen.address, chosen.readings, seconds: seconds, assumedTxPower: assumedTxPower,
+                              configFile: resolved.configFile.path))
     }
 
     /// One Tracer node's readings during the scan.
@@ -95,41 +98,43 @@ struct CalibrateCommand: AsyncParsableCommand {
         return await collector.value
     }
 
-    /// The command's output, or the error that says why no value can be given.
-    static func report(heard: [BluetoothAddress: HeardPeer], peer: BluetoothAddress?, seconds: Int,
-                       assumedTxPower: Int, configFile: String?) throws -> String {
-        var lines: [String] = []
-        let chosen: (address: BluetoothAddress, readings: HeardPeer)
-        if let peer {
-            chosen = (peer, heard[peer] ?? HeardPeer())
-        } else {
-            let strongestFirst = heard.sorted { $0.value.median != $1.value.median ? $0.value.median > $1.value.median : $0.value.rssi.count > $1.value.rssi.count }
-            guard let strongest = strongestFirst.first else {
-                throw CalibrationError.tooFewReadings(0, needed: RSSICalibration.minimumReadings)
-            }
-            chosen = (strongest.key, strongest.value)
-            if strongestFirst.count > 1 {
-                let others = strongestFirst.map { "\($0.key) (\($0.value.rssi.count) readings, median \(RSSICalibration.decibels($0.value.median)) dBm)" }
-                lines.append("Heard \(strongestFirst.count) Tracer nodes: \(others.joined(separator: ", ")).")
-                lines.append("Using the strongest, \(chosen.address); give --peer ADDRESS to choose the reference.")
-            }
+    /// The reference: the given peer, else the strongest node heard (by median RSSI, then by
+    /// readings), with a notice naming every node when several were heard.
+    static func choose(from heard: [BluetoothAddress: HeardPeer], peer: BluetoothAddress?) throws
+        -> (address: BluetoothAddress, readings: HeardPeer, notice: [String]) {
+        if let peer { return (peer, heard[peer] ?? HeardPeer(), []) }
+        let strongestFirst = heard.sorted {
+            $0.value.median != $1.value.median ? $0.value.median > $1.value.median : $0.value.rssi.count > $1.value.rssi.count
         }
-        let txPower = chosen.readings.txPower ?? assumedTxPower
-        let calibration = try RSSICalibration(rssiReadings: chosen.readings.rssi, txPower: txPower)
+        guard let strongest = strongestFirst.first else {
+            throw CalibrationError.tooFewReadings(0, needed: RSSICalibration.minimumReadings)
+        }
+        guard strongestFirst.count > 1 else { return (strongest.key, strongest.value, []) }
+        let nodes = strongestFirst.map { "\($0.key) (\($0.value.rssi.count) readings, median \(RSSICalibration.decibels($0.value.median)) dBm)" }
+        return (strongest.key, strongest.value, [
+            "Heard \(strongestFirst.count) Tracer nodes: \(nodes.joined(separator: ", ")).",
+            "Using the strongest, \(strongest.key); give --peer ADDRESS to choose the reference.",
+        ])
+    }
+
+    /// The command's output, or the error that says why no value can be given.
+    static func report(_ address: BluetoothAddress, _ readings: HeardPeer, seconds: Int,
+                       assumedTxPower: Int, configFile: String?) throws -> String {
+        let txPower = readings.txPower ?? assumedTxPower
+        let calibration = try RSSICalibration(rssiReadings: readings.rssi, txPower: txPower)
         let reference = RSSICalibration.referenceAttenuationAtOneMetre
-        lines += [
-            "Reference node: \(chosen.address)",
+        return [
+            "Reference node: \(address)",
             "Readings: \(calibration.readings) in \(seconds) s",
             "Median RSSI: \(RSSICalibration.decibels(calibration.medianRSSI)) dBm",
-            "Advertised TX power: " + (chosen.readings.txPower.map { "\($0) dBm" } ?? "none; \(txPower) dBm assumed (risk.assumed_tx_power)"),
+            "Advertised TX power: " + (readings.txPower.map { "\($0) dBm" } ?? "none; \(txPower) dBm assumed (risk.assumed_tx_power)"),
             "Attenuation at 1 m: \(RSSICalibration.decibels(calibration.attenuationAtOneMetre)) dB (the risk model assumes \(reference) dB)",
             "Correction: \(calibration.correction) dB",
             "",
             "Add to the configuration file\(configFile.map { " (\($0))" } ?? ""), then start `tracer run` again; `tracer check` uses it from its next run:",
             "[risk]",
             "rssi_correction = \(calibration.correction)",
-        ]
-        return lines.joined(separator: "\n")
+        ].joined(separator: "\n")
     }
 }
 
