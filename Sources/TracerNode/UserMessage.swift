@@ -8,6 +8,8 @@ enum UserMessage {
     static func describe(_ error: any Error) -> String {
         switch error {
         case let error as CommandFailure: return error.description
+        case let error as CalibrationFailure: return error.description
+        case let error as CalibrationError: return error.description
         case let error as ConfigurationError: return error.description
         case let error as ExposureCheckError: return error.description
         case let error as ListUpdateError: return error.description

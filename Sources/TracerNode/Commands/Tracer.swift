@@ -12,7 +12,7 @@ struct Tracer: AsyncParsableCommand {
             """,
         version: Tracer.version,
         subcommands: [
-            RunCommand.self, CheckCommand.self, ReportCommand.self, StatusCommand.self, DoctorCommand.self, IDsCommand.self, EncountersCommand.self, ExportCommand.self, PlacesCommand.self, ForgetCommand.self,
+            RunCommand.self, CheckCommand.self, ReportCommand.self, StatusCommand.self, DoctorCommand.self, IDsCommand.self, EncountersCommand.self, ExportCommand.self, PlacesCommand.self, ForgetCommand.self, CalibrateCommand.self,
             PurgeCommand.self, VersionCommand.self,
             ConfigCommand.self,
         ]

@@ -166,9 +166,9 @@ enum SettingRegistry {
             help: "Whose readings decide a window's bucket: both (ours or the RSSI the peer reported for us in the exchange, whichever is stronger) or ours (the report only when we heard nothing).",
             convert: { RiskModel.Directions(rawValue: $0) ?? .both }),
         .integer(
-            "risk.rssi_correction", \.risk.rssiCorrection, .integer(minimum: -40, maximum: 40, unit: "dB"),
+            "risk.rssi_correction", \.risk.rssiCorrection, .integer(minimum: Int64(RSSICalibration.correctionRange.lowerBound), maximum: Int64(RSSICalibration.correctionRange.upperBound), unit: "dB"),
             default: 0, env: "TRACER_RISK_RSSI_CORRECTION", flag: nil,
-            help: "Added to every RSSI this node measures: its radio's calibration (the Exposure Notification rssi_offset of a phone model)."),
+            help: "Added to every RSSI this node measures: its radio's calibration (the Exposure Notification rssi_offset of a phone model); `tracer calibrate` measures it against a reference node at 1 m."),
         .text(
             "risk.weight_curve", \.risk.weightCurve, .choice(RiskModel.WeightCurve.allCases.map(\.rawValue)),
             default: .value(.text("steps")), env: "TRACER_RISK_WEIGHT_CURVE", flag: nil,
