@@ -97,4 +97,29 @@ import Glibc
         #expect(await Self.waitUntil(3) { board.current()?.position == cell }, "no fix after reconnecting")
         running.cancel()
     }
+
+    /// `tracer doctor` and `tracer status` look at gpsd once: refused, a fix, no fix, or
+    /// connected but silent.
+    @Test(.timeLimit(.minutes(1)))
+    func aProbeTellsUnreachableFixNoFixAndSilence() async throws {
+        let standIn = try StandIn()
+        let client = GPSDClient(host: "127.0.0.1", port: standIn.port, precisionMeters: 100, board: PlaceBoard(name: nil), logger: Logger(label: "test"))
+        guard case .unreachable = await client.probe(within: .seconds(1)) else {
+            Issue.record("a refused connection was not reported unreachable")
+            return
+        }
+        standIn.listen()
+        let cases: [(lines: [String], expected: GPSDClient.Probe)] = [
+            ([#"{"class":"VERSION","release":"3.22"}"#, #"{"class":"TPV","mode":3,"lat":46.498293369,"lon":7.567411672}"#], .fix),
+            ([#"{"class":"TPV","mode":1}"#], .noFix),
+            ([#"{"class":"VERSION","release":"3.22"}"#], .noReport),
+        ]
+        for (lines, expected) in cases {
+            let probing = Task { await client.probe(within: .milliseconds(700)) }
+            let connection = try #require(standIn.accept(within: 5), "the probe did not connect")
+            for line in lines { StandIn.say(line, on: connection) }
+            #expect(await probing.value == expected, "after \(lines)")
+            close(connection)
+        }
+    }
 }
