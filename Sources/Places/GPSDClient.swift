@@ -159,4 +159,48 @@ public actor GPSDClient {
     }
 
     private static func errorText() -> String { String(cString: strerror(errno)) }
+
+    /// What one look at gpsd found (`tracer doctor`); never the position itself.
+    public enum Probe: Sendable, Equatable {
+        case unreachable(String)
+        /// Connected, but no position report came within the wait (no receiver attached?).
+        case noReport
+        case noFix
+        case fix
+    }
+
+    /// Connects once, asks for reports and waits up to `wait` for one that says whether gpsd
+    /// has a fix. Posts nothing to the board.
+    public func probe(within wait: Duration) async -> Probe {
+        let descriptor: Int32
+        switch await connect() {
+        case .success(let opened): descriptor = opened
+        case .failure(let failure): return .unreachable(failure.reason)
+        }
+        defer { close(descriptor) }
+        let sent = Self.watchCommand.withUnsafeBytes { send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+        guard sent == Self.watchCommand.count else { return .unreachable("could not send WATCH: \(Self.errorText())") }
+        var splitter = LineSplitter()
+        var buffer = [UInt8](repeating: 0, count: 4096)
+        let deadline = ContinuousClock.now + wait
+        while !Task.isCancelled && ContinuousClock.now < deadline {
+            let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
+            if count > 0 {
+                for line in splitter.append(buffer[0..<count]) {
+                    switch GPSDReport(line: line) {
+                    case .fix: return .fix
+                    case .noFix: return .noFix
+                    case .ignored: continue
+                    }
+                }
+            } else if count == 0 {
+                return .unreachable("it closed the connection")
+            } else if errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR {
+                try? await Task.sleep(for: .milliseconds(50))
+            } else {
+                return .unreachable(Self.errorText())
+            }
+        }
+        return .noReport
+    }
 }

@@ -35,12 +35,20 @@ import Glibc
         /// Bound but not listening: connections are refused until this.
         func listen() { _ = Glibc.listen(listener, 4) }
 
-        /// Waits up to `seconds` for the client to connect; the connection's descriptor.
-        func accept(within seconds: Int32) -> Int32? {
-            var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
-            guard poll(&poller, 1, seconds * 1_000) > 0 else { return nil }
-            let connection = Glibc.accept(listener, nil, nil)
-            return connection >= 0 ? connection : nil
+        /// Waits up to `seconds` for the client to connect; the connection's descriptor. Polls
+        /// between short sleeps: a blocking poll would hold one of the few cooperative threads
+        /// the client needs to connect (on 2 cores, with another test doing the same, none).
+        func accept(within seconds: Int32) async -> Int32? {
+            let deadline = ContinuousClock.now + .seconds(Int(seconds))
+            while ContinuousClock.now < deadline {
+                var poller = pollfd(fd: listener, events: Int16(POLLIN), revents: 0)
+                if poll(&poller, 1, 0) > 0 {
+                    let connection = Glibc.accept(listener, nil, nil)
+                    return connection >= 0 ? connection : nil
+                }
+                try? await Task.sleep(for: .milliseconds(20))
+            }
+            return nil
         }
 
         static func say(_ line: String, on connection: Int32) {
@@ -73,7 +81,7 @@ import Glibc
         try await Task.sleep(for: .milliseconds(300))
         #expect(board.current() == nil)
         standIn.listen()
-        let first = try #require(standIn.accept(within: 5), "the client did not retry within 5 s")
+        let first = try #require(await standIn.accept(within: 5), "the client did not retry within 5 s")
         var watch = [UInt8](repeating: 0, count: 256)
         let got = recv(first, &watch, watch.count, 0)
         #expect(String(decoding: watch.prefix(max(got, 0)), as: UTF8.self) == #"?WATCH={"enable":true,"json":true}"# + "\n")
@@ -88,7 +96,7 @@ import Glibc
         #expect(await Self.waitUntil(3) { board.current()?.position == cell })
         close(first)
         #expect(await Self.waitUntil(3) { board.current() == nil }, "a hang-up left the position")
-        let second = try #require(standIn.accept(within: 5), "the client did not reconnect within 5 s")
+        let second = try #require(await standIn.accept(within: 5), "the client did not reconnect within 5 s")
         defer { close(second) }
         // Garbage and an overlong line first: ignored, and the next good line still counts.
         StandIn.say(String(repeating: "x", count: GPSDReport.maximumLineBytes + 100), on: second)
@@ -96,5 +104,30 @@ import Glibc
         StandIn.say(#"{"class":"TPV","mode":3,"lat":46.498293369,"lon":7.567411672}"#, on: second)
         #expect(await Self.waitUntil(3) { board.current()?.position == cell }, "no fix after reconnecting")
         running.cancel()
+    }
+
+    /// `tracer doctor` and `tracer status` look at gpsd once: refused, a fix, no fix, or
+    /// connected but silent.
+    @Test(.timeLimit(.minutes(1)))
+    func aProbeTellsUnreachableFixNoFixAndSilence() async throws {
+        let standIn = try StandIn()
+        let client = GPSDClient(host: "127.0.0.1", port: standIn.port, precisionMeters: 100, board: PlaceBoard(name: nil), logger: Logger(label: "test"))
+        guard case .unreachable = await client.probe(within: .seconds(1)) else {
+            Issue.record("a refused connection was not reported unreachable")
+            return
+        }
+        standIn.listen()
+        let cases: [(lines: [String], expected: GPSDClient.Probe)] = [
+            ([#"{"class":"VERSION","release":"3.22"}"#, #"{"class":"TPV","mode":3,"lat":46.498293369,"lon":7.567411672}"#], .fix),
+            ([#"{"class":"TPV","mode":1}"#], .noFix),
+            ([#"{"class":"VERSION","release":"3.22"}"#], .noReport),
+        ]
+        for (lines, expected) in cases {
+            let probing = Task { await client.probe(within: .milliseconds(700)) }
+            let connection = try #require(await standIn.accept(within: 5), "the probe did not connect")
+            for line in lines { StandIn.say(line, on: connection) }
+            #expect(await probing.value == expected, "after \(lines)")
+            close(connection)
+        }
     }
 }

@@ -265,6 +265,8 @@ extension HostileClientTests {
         let first = try await publisher.publish()
         #expect(first.newBatch?.idCount == past.count, "only the expired history is published")
         #expect(first.waitingIDs == entries.count)
+        // A history is published whole: the scheduler wakes when its last id is due.
+        #expect(first.nextDueAt == now + 3_900 + skew)
         fixture.clock.advance(by: 660 + skew - 1)
         let early = try await publisher.publish()
         #expect(early.newBatch == nil, "an id was published less than the skew allowance after it expired")
@@ -272,6 +274,7 @@ extension HostileClientTests {
         let due = try await publisher.publish()
         #expect(due.newBatch?.idCount == entries.count)
         #expect(due.waitingIDs == 0)
+        #expect(due.nextDueAt == nil)
         let published = try fixture.verifiedBatches().flatMap(\.entries)
         #expect(published.allSatisfy { $0.validUntil + skew <= fixture.clock.now() })
         #expect(Set(published.map(\.id.hex)) == Set((past + entries).map(\.id)))

@@ -64,6 +64,8 @@ import TestTiers
         let first = try await publisher.publish()
         #expect(first.newKeyBatch?.keyCount == 1)
         #expect(first.waitingKeys == 1)
+        // The scheduler wakes when today's key becomes due (PublishScheduler).
+        #expect(first.nextDueAt == Self.today.end + 450 + 7_200)
         #expect(try verifiedKeyBatches(fixture).flatMap(\.records) == [yesterdays])
 
         // One second before the end of today's last window (midnight plus at most half an
@@ -77,6 +79,7 @@ import TestTiers
         let due = try await publisher.publish()
         #expect(due.newKeyBatch?.keyCount == 1)
         #expect(due.waitingKeys == 0)
+        #expect(due.nextDueAt == nil, "nothing is held")
         #expect(try verifiedKeyBatches(fixture).flatMap(\.records) == [yesterdays, todays])
         #expect(try await publisher.publish().newKeyBatch == nil)
     }
@@ -196,7 +199,9 @@ import TestTiers
         _ = try await append(fixture, [Self.record(yesterday, DailyKey.random(), interval: 600)])
         let dueAt = yesterday.end + 300 + 7_200
         fixture.clock.advance(by: dueAt + 6 * 3_600 - 1 - fixture.clock.now())
-        #expect(try await publisher.publish().newKeyBatch == nil)
+        let held = try await publisher.publish()
+        #expect(held.newKeyBatch == nil)
+        #expect(held.nextDueAt == dueAt + 6 * 3_600, "the scheduler wakes when the hold ends")
         fixture.clock.advance(by: 1)
         #expect(try await publisher.publish().newKeyBatch?.keyCount == 1)
     }

@@ -85,6 +85,7 @@ struct PostgresFixture {
         let dueNow = (past + current).filter { $0.validUntil + skew <= now }
         #expect(first.newBatch?.idCount == dueNow.count)
         #expect(first.waitingIDs == past.count + current.count - dueNow.count)
+        #expect(first.nextDueAt == now + 600 + skew, "when the scheduler wakes for the held id")
         fixture.server.clock.advance(by: 600 + skew - 1)
         #expect(try await publisher.publish().newBatch == nil)
         fixture.server.clock.advance(by: 1)

@@ -45,9 +45,10 @@ import Glibc
 
     /// Ids whose windows ended 10 minutes ago and earlier: past their validity and the
     /// clock-skew allowance (300 s), so the server may publish them at once.
-    static func upload(port: Int, seed: UInt64) async throws -> RawConnection.Response {
+    static func upload(port: Int, seed: UInt64, endingIn secondsFromNow: UnixSeconds = -600) async throws -> RawConnection.Response {
         let now = UnixSeconds(Date().timeIntervalSince1970)
-        let body = String(decoding: Histories.body(Histories.entries(count: 8, endingAt: now - 600, seed: seed)).readableBytesView, as: UTF8.self)
+        let entries = Histories.entries(count: 8, endingAt: now + secondsFromNow, seed: seed)
+        let body = String(decoding: Histories.body(entries).readableBytesView, as: UTF8.self)
         let connection = try RawConnection(port: port)
         connection.send(
             "POST /v1/histories HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(ServerFixture.authorityToken)\r\n"
@@ -77,6 +78,26 @@ import Glibc
             #expect(try await Self.upload(port: port, seed: 2).status == 201)
             try await Task.sleep(for: .seconds(2))
             #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
+        }
+    }
+
+    /// Ids still valid when uploaded are held; the scheduler wakes when they become due (past
+    /// their validity plus the clock-skew allowance), not at its hourly tick.
+    @Test(.timeLimit(.minutes(1))) func heldIDsArePublishedWhenTheyBecomeDue() async throws {
+        try await Self.withServer(#", "clockSkewSeconds": 1"#) { fixture, port in
+            let uploaded = ContinuousClock.now
+            // The newest id is valid 3 s more, so due about 4 s after the upload.
+            #expect(try await Self.upload(port: port, seed: 3, endingIn: 3).status == 201)
+            try await Task.sleep(for: .seconds(2))
+            #expect(try fixture.verifiedIndex().batches.isEmpty, "published before the ids were due")
+            var published: [UInt64] = []
+            for _ in 0..<100 where published.isEmpty {
+                try await Task.sleep(for: .milliseconds(100))
+                published = try fixture.verifiedIndex().batches.map(\.number)
+            }
+            #expect(published == [1], "not published \(ContinuousClock.now - uploaded) after the upload")
+            #expect(try fixture.verifiedBatches().first?.count == 8)
+            #expect(ContinuousClock.now - uploaded < .seconds(8))
         }
     }
 

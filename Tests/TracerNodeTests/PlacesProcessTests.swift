@@ -303,3 +303,57 @@ extension TracerNodeTests {
         }
     }
 }
+
+extension TracerNodeTests {
+    /// `tracer doctor` checks gpsd when place.source = gpsd and `tracer status` shows the place
+    /// in force, against a real gpsd fed by gpsfake: a fix, no fix, nothing listening. Neither
+    /// prints a position.
+    @Suite(.tags(.integration)) struct PlaceInDoctorAndStatus {
+        @Test(.timeLimit(.minutes(1)))
+        func doctorChecksGPSDAndStatusShowsThePlace() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let route = try GPSFake(log: "route.nmea", scratch: scratch)
+            defer { route.stop() }
+            let noFix = try GPSFake(log: "nofix.nmea", scratch: scratch)
+            defer { noFix.stop() }
+            let refused = try LoopbackPort.free()
+            let database = scratch.file("node.db")
+            _ = try Check.openStore(database)
+            func run(_ command: String, gpsdPort: Int) throws -> ProcessResult {
+                var arguments = [command, "--db", database]
+                if command == "doctor" { arguments += ["--transport", "tcp:127.0.0.1:9"] }
+                return try Products.tracer(arguments, home: scratch.path, environment: [
+                    "TRACER_PLACE_SOURCE": "gpsd", "TRACER_PLACE_NAME": "Library, main entrance", "TRACER_PLACE_GPSD_PORT": "\(gpsdPort)",
+                ])
+            }
+            // gpsfake starts its gpsd within a second or two.
+            let deadline = ContinuousClock.now + .seconds(20)
+            var fixed = try run("doctor", gpsdPort: route.port)
+            while !fixed.stdout.contains("[ ok ] gpsd:") && ContinuousClock.now < deadline {
+                usleep(300_000)
+                fixed = try run("doctor", gpsdPort: route.port)
+            }
+            #expect(fixed.stdout.contains("[ ok ] gpsd: 127.0.0.1:\(route.port) answers and has a fix"), "\(fixed)")
+            let status = try run("status", gpsdPort: route.port)
+            #expect(status.stdout.contains(#"Place:          "Library, main entrance"; gpsd at 127.0.0.1:\#(route.port) has a fix"#), "\(status)")
+            // The route runs at 46.49 N 7.56 E: no coordinate appears.
+            #expect(!status.stdout.contains("46.") && !fixed.stdout.contains("46."), "\(status)")
+
+            var unfixed = try run("doctor", gpsdPort: noFix.port)
+            while !unfixed.stdout.contains("no fix") && ContinuousClock.now < deadline {
+                usleep(300_000)
+                unfixed = try run("doctor", gpsdPort: noFix.port)
+            }
+            #expect(unfixed.stdout.contains("[FAIL] gpsd: 127.0.0.1:\(noFix.port) answers but has no fix"), "\(unfixed)")
+            #expect(unfixed.stdout.contains("cgps -s"), "\(unfixed)")
+
+            let absent = try run("doctor", gpsdPort: refused)
+            #expect(absent.exitCode == 1)
+            #expect(absent.stdout.contains("[FAIL] gpsd: cannot reach gpsd at 127.0.0.1:\(refused)"), "\(absent)")
+            #expect(absent.stdout.contains("systemctl status gpsd"), "\(absent)")
+            let absentStatus = try run("status", gpsdPort: refused)
+            #expect(absentStatus.stdout.contains("gpsd at 127.0.0.1:\(refused) unreachable"), "\(absentStatus)")
+        }
+    }
+}

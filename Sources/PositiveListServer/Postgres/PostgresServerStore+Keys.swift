@@ -62,6 +62,14 @@ extension PostgresServerStore {
         try await run { connection in Int(try connection.exec("SELECT count(*) FROM submitted_keys WHERE batch IS NULL").first!.int(0)) }
     }
 
+    public func heldKeyDays() async throws(ServerStoreError) -> [HeldKeyDay] {
+        try await run { connection in
+            try connection.exec("SELECT DISTINCT day, interval FROM submitted_keys WHERE batch IS NULL").all.map { row in
+                HeldKeyDay(day: UTCDay(number: try row.int(0)), intervalSeconds: try row.int(1))
+            }
+        }
+    }
+
     public func nextKeyBatchNumber() async throws(ServerStoreError) -> UInt64 {
         try await run { connection in UInt64(try connection.exec("SELECT coalesce(max(number), 0) + 1 FROM key_batches").first!.int(0)) }
     }

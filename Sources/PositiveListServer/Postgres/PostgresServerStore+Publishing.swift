@@ -52,9 +52,10 @@ extension PostgresServerStore {
             }
             entries.sort { $0.id < $1.id }
             let waiting = try connection.exec(
-                "SELECT count(*) FROM submitted_ids WHERE batch IS NULL AND valid_until > $1", [.int(dueBy)]).first!.int(0)
+                "SELECT count(*), min(valid_until) FROM submitted_ids WHERE batch IS NULL AND valid_until > $1", [.int(dueBy)]).first!
             return PendingEntries(
-                entries: entries, afterSubmission: last, lastSubmission: last, damagedSubmissions: [], waitingIDs: Int(waiting))
+                entries: entries, afterSubmission: last, lastSubmission: last, damagedSubmissions: [], waitingIDs: Int(try waiting.int(0)),
+                nextDueBy: try waiting.optionalInt(1))
         }
     }
 

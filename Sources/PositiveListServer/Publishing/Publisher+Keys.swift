@@ -45,11 +45,13 @@ public struct KeyPublicationSettings: Sendable, Equatable {
     /// day; up to one interval later when it does not), and a node's rotation jitter can keep it
     /// for less than half an interval more (`RotationSchedule`). For 15-minute windows that is
     /// 7.5 minutes after midnight, so with the default delay a key is due at 02:07:30 UTC.
-    public func dueTime(of record: DailyKeyRecord) -> UnixSeconds {
-        let interval = max(record.intervalSeconds, 1)
+    public func dueTime(of record: DailyKeyRecord) -> UnixSeconds { dueTime(day: record.day, intervalSeconds: record.intervalSeconds) }
+
+    public func dueTime(day: UTCDay, intervalSeconds: Int64) -> UnixSeconds {
+        let interval = max(intervalSeconds, 1)
         // The first slot boundary at or after midnight: the nominal end of the day's last window
         // (docs/daily-keys.md, "Day of a window").
-        let lastWindowEnd = (record.day.end + interval - 1) / interval * interval
+        let lastWindowEnd = (day.end + interval - 1) / interval * interval
         return lastWindowEnd + interval / 2 + delaySeconds
     }
 
@@ -71,6 +73,12 @@ extension Publisher {
             .filter { $0.day.end > cutoff && keySettings.dueTime(of: $0) <= releaseTime }
         if keySettings.shouldPublish(due, now: releaseTime) {
             report.newKeyBatch = try await cutKeyBatch(due, now: now)
+        } else if let firstDue = due.lazy.map(keySettings.dueTime(of:)).min() {
+            report.noteDue(at: firstDue + keySettings.maximumHoldSeconds)
+        }
+        for held in try await store.heldKeyDays() {
+            let dueAt = keySettings.dueTime(day: held.day, intervalSeconds: held.intervalSeconds)
+            if dueAt > releaseTime { report.noteDue(at: dueAt) }
         }
         report.expiredKeyBatches = try await store.expireKeyBatches(endingBy: cutoff, now: now)
         let live = try await store.liveKeyBatches()

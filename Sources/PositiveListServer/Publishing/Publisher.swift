@@ -36,6 +36,15 @@ public struct PublishReport: Sendable, Equatable {
     public var waitingKeys: Int = 0
     /// Accepted ids still valid, or valid until less than the id publication delay ago.
     public var waitingIDs: Int = 0
+    /// When this publication ran.
+    public var publishedAt: UnixSeconds = 0
+    /// The earliest time a held id or key becomes publishable (ids past their validity plus the
+    /// clock-skew allowance, keys after their delay or their hold); nil when nothing waits.
+    public var nextDueAt: UnixSeconds?
+
+    mutating func noteDue(at time: UnixSeconds) {
+        nextDueAt = min(nextDueAt ?? time, time)
+    }
 }
 
 public enum PublishError: Error, Sendable, CustomStringConvertible {
@@ -157,7 +166,7 @@ public actor Publisher {
     private func publishHoldingLock(demoKeyClock: UnixSeconds?) async throws(PublishError) -> PublishReport {
         let now = clock.now()
         let cutoff = now - retentionSeconds
-        var report = PublishReport()
+        var report = PublishReport(publishedAt: now)
         let keyReleaseTime = max(demoKeyClock ?? now, now)
         if keyReleaseTime > now {
             logger.warning("releasing daily keys and ids early, for a demo or test: ids may still be valid and could be replayed", metadata: [
@@ -167,6 +176,7 @@ public actor Publisher {
         do {
             let pending = try await store.pendingEntries(endingAfter: cutoff, dueBy: keyReleaseTime - idPublicationDelaySeconds)
             report.waitingIDs = pending.waitingIDs
+            if let nextDueBy = pending.nextDueBy { report.noteDue(at: nextDueBy + idPublicationDelaySeconds) }
             if !pending.damagedSubmissions.isEmpty {
                 // One damaged row must not stop every publication (and with it the daily
                 // index that tells nodes the list is alive).

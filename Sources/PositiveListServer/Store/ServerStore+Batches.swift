@@ -16,6 +16,10 @@ public struct PendingEntries: Sendable {
     /// Accepted ids not handed over because some are still valid, or were until the clock-skew
     /// allowance ago (they wait for a later publication).
     public var waitingIDs: Int = 0
+    /// The least `dueBy` at which the first waiting id would be handed over (its submission's
+    /// latest `validUntil` here; the earliest waiting id's in a store that publishes per id);
+    /// nil when none waits. The scheduler wakes then rather than at its hourly tick.
+    public var nextDueBy: UnixSeconds?
 }
 
 /// A published batch as the database records it.
@@ -63,6 +67,7 @@ extension ServerStore {
             var lastSubmission = watermark
             var damaged: [Int64] = []
             var waiting = 0
+            var nextDueBy: UnixSeconds?
             let rows = try Row.fetchCursor(
                 db, sql: "SELECT submission, id_count, entries FROM pending_histories WHERE submission > ? ORDER BY submission",
                 arguments: [watermark])
@@ -77,8 +82,9 @@ extension ServerStore {
                     damaged.append(submission)
                     continue
                 }
-                if decoded.contains(where: { $0.validUntil > dueBy }) {
+                if let latest = decoded.lazy.map(\.validUntil).max(), latest > dueBy {
                     waiting = decoded.count
+                    nextDueBy = latest
                     continue
                 }
                 lastSubmission = submission
@@ -92,7 +98,8 @@ extension ServerStore {
             unique.reserveCapacity(entries.count)
             for entry in entries where unique.last?.id != entry.id { unique.append(entry) }
             return PendingEntries(
-                entries: unique, afterSubmission: watermark, lastSubmission: lastSubmission, damagedSubmissions: damaged, waitingIDs: waiting)
+                entries: unique, afterSubmission: watermark, lastSubmission: lastSubmission, damagedSubmissions: damaged, waitingIDs: waiting,
+                nextDueBy: nextDueBy)
         }
     }
 

@@ -84,6 +84,14 @@ extension ServerStore {
         try await read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM submitted_keys WHERE batch IS NULL") ?? 0 }
     }
 
+    public func heldKeyDays() async throws(ServerStoreError) -> [HeldKeyDay] {
+        try await read { db in
+            try Row.fetchAll(db, sql: "SELECT DISTINCT day, interval FROM submitted_keys WHERE batch IS NULL").map { row in
+                HeldKeyDay(day: UTCDay(number: row[0]), intervalSeconds: row[1])
+            }
+        }
+    }
+
     public func nextKeyBatchNumber() async throws(ServerStoreError) -> UInt64 {
         try await read { db in UInt64(try Int64.fetchOne(db, sql: "SELECT max(number) FROM key_batches") ?? 0) + 1 }
     }

@@ -49,11 +49,20 @@ public protocol SubmissionStore: Sendable {
     // Key publication.
     func dueKeys(before firstUndueDay: UTCDay) async throws(ServerStoreError) -> [DailyKeyRecord]
     func pendingKeyCount() async throws(ServerStoreError) -> Int
+    /// The days and intervals of the keys not yet published, each pair once: what tells the
+    /// scheduler when the next one becomes due.
+    func heldKeyDays() async throws(ServerStoreError) -> [HeldKeyDay]
     func nextKeyBatchNumber() async throws(ServerStoreError) -> UInt64
     func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey]) async throws(ServerStoreError) -> Bool
     func expireKeyBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64]
     func liveKeyBatches() async throws(ServerStoreError) -> [KeyBatchRecord]
     func claimKeyIndexGeneration() async throws(ServerStoreError) -> UInt64
+}
+
+/// A day and interval some unpublished keys have (their due time depends on both).
+public struct HeldKeyDay: Sendable, Hashable {
+    public let day: UTCDay
+    public let intervalSeconds: Int64
 }
 
 /// The right to publish, held until ``release()``.

@@ -10,7 +10,8 @@ struct DoctorCommand: AsyncParsableCommand {
             (transport, LE initialisation, advertising, scanning; while `tracer run` holds it, advertising \
             and scanning fail only when the running node reports them off), \
             the kernel's Bluetooth adapters (address, powered, held by bluetoothd or a user channel, which to use), \
-            the positive list server (reachable, list verifies with the configured key) and the clock. \
+            the positive list server (reachable, list verifies with the configured key), the clock \
+            and, with place.source = gpsd, gpsd (reachable at place.gpsd_host:place.gpsd_port, has a fix). \
             Exit code 0 when nothing failed, 1 otherwise.
             """)
 
@@ -37,6 +38,8 @@ struct DoctorCommand: AsyncParsableCommand {
             let (list, serverDate) = await checks.listServer()
             results.append(list)
             results.append(checks.clock(serverDate: serverDate))
+            let place = PlaceInForce(settings: resolved.settings)
+            if let gpsd = place.doctorCheck(gpsd: await place.probeGPSD()) { results.append(gpsd) }
         } catch {
             results = [.fail("configuration", UserMessage.describe(error), fix: "Fix the setting named above; `tracer config` shows every value and its source.")]
         }

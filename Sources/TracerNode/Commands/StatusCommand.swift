@@ -31,6 +31,8 @@ struct StatusCommand: AsyncParsableCommand {
         var listLastFailure: String?
         var lastCheck: ExposureCheckReport?
         var reports: [ReportReceipt]
+        /// The configured place name and what gpsd says; never a position.
+        var place: String
     }
 
     func run() async throws {
@@ -53,7 +55,8 @@ struct StatusCommand: AsyncParsableCommand {
             database: location.path, ownIDs: counts.ownIDs, dailyKeys: counts.dailyKeys, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
             currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
             listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
-            lastCheck: try ExposureChecker.lastReport(in: opened), reports: HistoryReporter.receipts(in: opened))
+            lastCheck: try ExposureChecker.lastReport(in: opened), reports: HistoryReporter.receipts(in: opened),
+            place: PlaceInForce(settings: settings).summary(gpsd: await PlaceInForce(settings: settings).probeGPSD()))
         if json {
             try Output.printJSON(status)
             return
@@ -79,6 +82,7 @@ struct StatusCommand: AsyncParsableCommand {
         if let tag = status.currentIDTag, let end = status.currentWindowEnd {
             lines.append("Latest own id:  \(tag), \(end > now ? "in use until \(Output.localTime(end))" : "window ended \(ago(end))")")
         }
+        lines.append("Place:          \(status.place)")
         lines.append("Positive list:  " + (status.listLastUpdated.map { "last updated \(ago($0))" } ?? "never downloaded"))
         if let failure = status.listLastFailure { lines.append("                last update failed: \(failure)") }
         if let check = status.lastCheck {
