@@ -123,11 +123,7 @@ struct StoreBenchmark {
                     }
                 }
                 try store.write(batch)
-                var ownStart = dayStart
-                while ownStart < dayStart + .secondsPerDay {
-                    try store.recordOwnID(OwnID(id: .random(using: &random), window: IDWindow(start: ownStart, end: ownStart + 900)))
-                    ownStart += 900
-                }
+                try recordOwnIDs(ofDayStarting: dayStart, in: store, using: &random)
             }
         }
         try store.purge(now: now - .secondsPerDay * 100)  // checkpoints the WAL; deletes nothing
@@ -216,11 +212,18 @@ struct StoreBenchmark {
                 }
             }
             try store.write(batch)
-            var ownStart = dayStart
-            while ownStart < dayStart + .secondsPerDay {
-                try store.recordOwnID(OwnID(id: .random(using: &random), window: IDWindow(start: ownStart, end: ownStart + 900)))
-                ownStart += 900
-            }
+            try recordOwnIDs(ofDayStarting: dayStart, in: store, using: &random)
+        }
+    }
+
+    /// A day of the node's own ids, one per 15-minute window, as a running node keeps them.
+    private func recordOwnIDs<Random: RandomNumberGenerator>(
+        ofDayStarting dayStart: UnixSeconds, in store: NodeStore, using random: inout Random
+    ) throws {
+        var ownStart = dayStart
+        while ownStart < dayStart + .secondsPerDay {
+            try store.recordOwnID(OwnID(id: .random(using: &random), window: IDWindow(start: ownStart, end: ownStart + 900)))
+            ownStart += 900
         }
     }
 

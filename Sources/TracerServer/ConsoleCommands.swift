@@ -61,10 +61,7 @@ struct DisableAccount: AsyncParsableCommand {
     var name: String
 
     func run() async throws {
-        let store = try await location.openConsoleStore(configuration: try location.loadConfigurationIfPresent())
-        guard try await store.setConsoleAccountDisabled(name: name, true, by: .commandLine, now: SystemWallClock().now()) else {
-            throw CommandFailure.noSuchAccount(name)
-        }
+        try await location.setConsoleAccount(name, disabled: true)
         print("Disabled the account \(name); its sessions have ended.")
     }
 }
@@ -78,10 +75,7 @@ struct EnableAccount: AsyncParsableCommand {
     var name: String
 
     func run() async throws {
-        let store = try await location.openConsoleStore(configuration: try location.loadConfigurationIfPresent())
-        guard try await store.setConsoleAccountDisabled(name: name, false, by: .commandLine, now: SystemWallClock().now()) else {
-            throw CommandFailure.noSuchAccount(name)
-        }
+        try await location.setConsoleAccount(name, disabled: false)
         print("Enabled the account \(name).")
     }
 }
@@ -151,5 +145,15 @@ enum ConsolePassword {
         }
         guard let line = readLine(strippingNewline: true) else { throw CommandFailure.passwordNotSet("no password was typed.") }
         return line
+    }
+}
+
+extension LocationOptions {
+    /// Disables or enables an account from the command line, as the audit log records it.
+    func setConsoleAccount(_ name: String, disabled: Bool) async throws {
+        let store = try await openConsoleStore(configuration: try loadConfigurationIfPresent())
+        guard try await store.setConsoleAccountDisabled(name: name, disabled, by: .commandLine, now: SystemWallClock().now()) else {
+            throw CommandFailure.noSuchAccount(name)
+        }
     }
 }

@@ -29,8 +29,9 @@ public actor PublicationDemand {
     /// cancelled; the flag stays raised for ``takeRequest()``.
     func wait(until deadline: ContinuousClock.Instant) async {
         guard !requested, !Task.isCancelled else { return }
+        // A timer cancelled because the wait ended otherwise must not wake the next wait.
         let timer = Task { [weak self] in
-            try? await Task.sleep(until: deadline, clock: .continuous)
+            do { try await Task.sleep(until: deadline, clock: .continuous) } catch { return }
             await self?.wake()
         }
         defer { timer.cancel() }

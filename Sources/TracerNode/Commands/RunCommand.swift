@@ -12,8 +12,8 @@ struct RunCommand: AsyncParsableCommand {
         discussion: """
             The transport names the Bluetooth controller: hci0 (a Linux adapter through the HCI user \
             channel; it must be down and not held by bluetoothd, unless --take-adapter lets the node power it off), serial:/dev/ttyACM0[,BAUD] (a UART \
-            controller), or tcp:HOST:PORT / unix:PATH (H4 over a socket, for example a Bumble virtual \
-            controller). With a positive list server configured, the node also checks the list every \
+            controller), or tcp:HOST:PORT / unix:PATH (H4 over a socket, for example a virtual controller \
+            an emulator serves). With a positive list server configured, the node also checks the list every \
             check.interval seconds (plus a random delay of up to check.jitter), and between checks \
             revalidates it every check.refresh_interval seconds (plus up to check.refresh_jitter), \
             checking at once when it changed. Every option is also a \

@@ -189,7 +189,7 @@ struct DoctorChecks {
         case .serial:
             "Check the device path, that you are in the dialout group, and the baud rate."
         case .tcp, .unix:
-            "Check that the controller (for example a Bumble virtual controller) is running and listening there."
+            "Check that the controller (for example a virtual controller an emulator serves) is running and listening there."
         }
     }
 
