@@ -1,6 +1,7 @@
 import CCurl
 import Crypto
 import Foundation
+import TracerCore
 
 /// One signed request to the object store, performed by libcurl.
 ///
@@ -149,5 +150,5 @@ private final class S3ResponseSink {
 }
 
 extension Digest {
-    var hex: String { map { String(format: "%02x", $0) }.joined() }
+    var hex: String { Hex.encode(self) }
 }
