@@ -65,17 +65,20 @@ let package = Package(
         // libcurl, through typed wrappers of its variadic setters, opened with dlopen on the first
         // request rather than linked, so `tracer run` never maps it (headers: libcurl4-openssl-dev).
         .target(name: "CCurl", path: "Sources/CCurl"),
+        // The one HTTP client on libcurl: the node's downloads of the positive list (conditional
+        // requests, long polls, retries) and the server's signed object-store requests.
+        .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         // Publication to S3-compatible object storage: a small SigV4 client on libcurl (which signs
         // itself, CURLOPT_AWS_SIGV4), so no AWS SDK or other new package is needed.
         .target(
             name: "ObjectStore",
-            dependencies: ["CCurl", "TracerCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["CurlHTTP", "TracerCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Fetching and verifying the positive list, and matching it against the store, locally.
         .target(
             name: "Matching",
             dependencies: [
-                "IDRotation", "PositiveListFormat", "CCurl",
+                "IDRotation", "PositiveListFormat", "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -188,7 +191,7 @@ let package = Package(
         .testTarget(
             name: "MatchingTests",
             dependencies: [
-                "Matching", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers",
+                "Matching", "CurlHTTP", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
