@@ -23,10 +23,14 @@ let package = Package(
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
     ],
     targets: [
+        // The basics every part shares, with no SQLite and no libcurl: UserID, DailyKey, the UTC
+        // day and time, the wall clock, one hex codec, one seeded generator. IDRotation re-exports it.
+        .target(name: "TracerCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // Identity and the node's local record: userIds, their daily keys and rotation, and the SQLite store.
         .target(
             name: "IDRotation",
             dependencies: [
+                "TracerCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // The raw AES block and CTR helpers that derive userIds from daily keys.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -61,17 +65,20 @@ let package = Package(
         // libcurl, through typed wrappers of its variadic setters, opened with dlopen on the first
         // request rather than linked, so `tracer run` never maps it (headers: libcurl4-openssl-dev).
         .target(name: "CCurl", path: "Sources/CCurl"),
+        // The one HTTP client on libcurl: the node's downloads of the positive list (conditional
+        // requests, long polls, retries) and the server's signed object-store requests.
+        .target(name: "CurlHTTP", dependencies: ["CCurl"]),
         // Publication to S3-compatible object storage: a small SigV4 client on libcurl (which signs
         // itself, CURLOPT_AWS_SIGV4), so no AWS SDK or other new package is needed.
         .target(
             name: "ObjectStore",
-            dependencies: ["CCurl", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["CurlHTTP", "TracerCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // Fetching and verifying the positive list, and matching it against the store, locally.
         .target(
             name: "Matching",
             dependencies: [
-                "IDRotation", "PositiveListFormat", "CCurl",
+                "IDRotation", "PositiveListFormat", "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -80,7 +87,7 @@ let package = Package(
         // matcher and risk model, and scores the verdicts against ground truth: what TracerBench's
         // `verdicts` measures is what `tracer check` ships. Its own module so that neither the node
         // nor Matching carries CSV parsing.
-        .target(name: "ExposureReplay", dependencies: ["IDRotation", "Matching", "PositiveListFormat"]),
+        .target(name: "ExposureReplay", dependencies: ["IDRotation", "Matching", "PositiveListFormat", "TracerCore"]),
         // The published positive list's binary format (batches, index, Ed25519 signatures):
         // written by the server, read and verified by nodes, so it depends on no server code.
         .target(
@@ -96,7 +103,7 @@ let package = Package(
             name: "PositiveListServer",
             dependencies: [
                 "IDRotation", "PositiveListFormat", "CLibPQ",
-                "ObjectStore",
+                "ObjectStore", "TracerCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // Scrypt, for the console's passwords.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -121,6 +128,7 @@ let package = Package(
             name: "TracerNode",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListFormat", "CommandLineMain", "Places",
+                "TracerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -163,6 +171,7 @@ let package = Package(
             path: "Benchmarks/TracerBench"
         ),
 
+        .testTarget(name: "TracerCoreTests", dependencies: ["TracerCore", "TestTiers"]),
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TestTiers"]),
         // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
@@ -182,7 +191,7 @@ let package = Package(
         .testTarget(
             name: "MatchingTests",
             dependencies: [
-                "Matching", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers",
+                "Matching", "CurlHTTP", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

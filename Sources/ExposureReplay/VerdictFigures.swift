@@ -1,4 +1,5 @@
 import Foundation
+import TracerCore
 
 /// A proportion with its 95 % Wilson score interval (sound for small counts and for 0 or 1).
 public struct Proportion: Sendable, Equatable {
@@ -187,20 +188,5 @@ public struct ClusterBootstrap: Sendable {
             sorted[min(sorted.count - 1, max(0, Int((fraction * Double(sorted.count)).rounded(.up)) - 1))]
         }
         return (rank(0.025), rank(0.975))
-    }
-}
-
-/// A small seeded generator (SplitMix64), so the bootstrap is reproducible on every platform.
-struct SplitMix64: RandomNumberGenerator {
-    private var state: UInt64
-
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

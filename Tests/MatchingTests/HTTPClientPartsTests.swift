@@ -1,3 +1,4 @@
+@testable import CurlHTTP
 @testable import Matching
 import Testing
 import TestTiers

@@ -258,6 +258,28 @@ import TestTiers
         #expect(try await fixture.requestCount(token: token) == 4)
     }
 
+    /// The object store's way in (S3Transfer): one attempt, every status answered, 5xx too; and a
+    /// signed GET follows no redirect, which would carry the signed request elsewhere (S3 answers a
+    /// bucket in another region with 301, which the store must see).
+    @Test func performOnceAnswersEveryStatusAtOnceAndASignedRequestFollowsNoRedirect() async throws {
+        let fixture = try HTTPFixture()
+        let client = quickClient(maxAttempts: 3)
+        let token = uniqueToken()
+        let unavailable = try await client.performOnce(HTTPRequest(url: fixture.url("/status/503", token: token))).get()
+        #expect(unavailable.status == 503)
+        #expect(unavailable.body == Array("status 503".utf8))
+        #expect(try await fixture.requestCount(token: token) == 1)
+
+        let signature = AWSSignature(provider: "aws:amz:us-east-1:s3", keyPair: "AKIDEXAMPLE:secret")
+        let redirectToken = uniqueToken()
+        let signed = try await client.performOnce(HTTPRequest(url: fixture.url("/redirect/2", token: redirectToken), signature: signature)).get()
+        #expect(signed.status == 302)
+        #expect(try await fixture.requestCount(token: redirectToken) == 1)
+        // Unsigned, the same request is followed to its end.
+        let unsigned = try await client.performOnce(HTTPRequest(url: fixture.url("/redirect/2", token: uniqueToken()))).get()
+        #expect(unsigned.status == 200)
+    }
+
     @Test func redirectToAnotherSchemeIsRefused() async throws {
         let fixture = try HTTPFixture()
         let target = "file:///etc/passwd".addingPercentEncoding(withAllowedCharacters: .alphanumerics)!

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import _CryptoExtras
+import TracerCore
 
 /// A console password as the store keeps it: scrypt, a memory-hard function, so that a leaked
 /// database costs a guesser 32 MiB and tens of milliseconds per guess on every core they have,

@@ -1,4 +1,5 @@
 import Crypto
+import TracerCore
 
 /// A one-time code an authority gives a diagnosed person so their node can upload its history.
 ///

@@ -3,6 +3,7 @@ import Foundation
 import Hummingbird
 import PositiveListFormat
 import Synchronization
+import TracerCore
 
 /// Serves the published directory the way a CDN would: strong ETags, `If-None-Match` → 304,
 /// batches cached for a year as immutable, the index for a short time.

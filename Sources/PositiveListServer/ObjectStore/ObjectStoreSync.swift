@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ObjectStore
 import PositiveListFormat
+import TracerCore
 
 /// The steps of a sync after which a test may inject a crash.
 public enum SyncStep: String, Sendable, CaseIterable {
@@ -331,7 +332,7 @@ public struct ObjectStoreSync: Sendable {
     /// MD5 (multipart or KMS-encrypted uploads by something else), its downloaded bytes do.
     private func requireSame(_ bytes: [UInt8], as stored: StoredObject, key: String) async throws(ObjectStoreError) {
         guard stored.size == bytes.count else { throw .batchDiffers(key: key, localBytes: bytes.count, remoteBytes: stored.size) }
-        let md5 = Insecure.MD5.hash(data: bytes).map { String(format: "%02x", $0) }.joined()
+        let md5 = Hex.encode(Insecure.MD5.hash(data: bytes))
         if stored.etag.lowercased() == md5 { return }
         if stored.etag.count == 32, stored.etag.allSatisfy(\.isHexDigit) {
             throw .batchDiffers(key: key, localBytes: bytes.count, remoteBytes: stored.size)

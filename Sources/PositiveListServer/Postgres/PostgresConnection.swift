@@ -1,5 +1,6 @@
 import CLibPQ
 import Foundation
+import TracerCore
 
 /// A failure reported by libpq or the PostgreSQL server: what was being done, the SQLSTATE (the
 /// five-character code PostgreSQL documents, e.g. 40001 for a serialization failure) when the

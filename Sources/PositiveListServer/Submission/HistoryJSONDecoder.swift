@@ -1,4 +1,5 @@
 import Foundation
+import TracerCore
 
 /// Why a request body is not a history (or not a code request); every case becomes a 400
 /// `invalid_json`.
@@ -416,7 +417,7 @@ struct HistoryJSONDecoder {
     private mutating func readHexQuad() throws(HistoryDecodingError) -> UInt16 {
         var value: UInt16 = 0
         for _ in 0..<4 {
-            guard let byte = next(), let nibble = ASCII.hexValue(byte) else { throw .notJSON(offset: position - 1) }
+            guard let byte = next(), let nibble = Hex.digitValue(byte) else { throw .notJSON(offset: position - 1) }
             value = value << 4 | UInt16(nibble)
         }
         return value
@@ -508,13 +509,4 @@ enum ASCII {
     static let carriageReturn = UInt8(ascii: "\r")
 
     static func isDigit(_ byte: UInt8) -> Bool { byte >= zero && byte <= nine }
-
-    static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case zero...nine: return byte - zero
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 }

@@ -1,3 +1,5 @@
+import TracerCore
+
 /// Reads the subset of TOML the node's configuration file uses: comments, one-level `[table]`
 /// headers, and `key = value` lines whose values are strings, integers, floats or booleans.
 ///
@@ -190,7 +192,7 @@ private struct LineCursor {
     private mutating func readUnicodeEscape(digits: Int) throws(TOMLSyntaxError) -> [UInt8] {
         var code: UInt32 = 0
         for _ in 0..<digits {
-            guard let byte = current, let digit = Self.hexDigitValue(byte) else {
+            guard let byte = current, let digit = Hex.digitValue(byte) else {
                 throw failure("a \\\(digits == 4 ? "u" : "U") escape needs exactly \(digits) hexadecimal digits")
             }
             code = code << 4 | UInt32(digit)
@@ -200,15 +202,6 @@ private struct LineCursor {
             throw failure("\\\(digits == 4 ? "u" : "U")\(hex(code, width: digits)) is not a Unicode scalar value")
         }
         return Array(String(Character(scalar)).utf8)
-    }
-
-    private static func hexDigitValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 
     private mutating func readLiteralString() throws(TOMLSyntaxError) -> String {

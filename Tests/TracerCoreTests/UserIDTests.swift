@@ -1,4 +1,5 @@
-import IDRotation
+import Foundation
+import TracerCore
 import Testing
 import TestTiers
 

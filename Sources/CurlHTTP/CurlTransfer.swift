@@ -11,7 +11,7 @@ struct CurlTransfer: Sendable {
     /// curl_easy_perform blocks for the whole transfer, so it runs on a new thread rather than
     /// holding one of the few threads of Swift's cooperative pool. Cancelling the task aborts it
     /// at libcurl's next progress callback (at least once a second, even when stalled).
-    func runOnOwnThread() async -> Result<HTTPResponse, TransferFailure> {
+    func runOnOwnThread() async -> Result<HTTPResponse, HTTPAttemptFailure> {
         let cancellation = CancellationFlag()
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
@@ -25,10 +25,15 @@ struct CurlTransfer: Sendable {
     }
 
     /// Blocks until the attempt ends.
-    func run(cancellation: CancellationFlag) -> Result<HTTPResponse, TransferFailure> {
-        if let reason = LibCurl.loadFailure { return .failure(.libcurlUnavailable(reason: reason)) }
+    func run(cancellation: CancellationFlag) -> Result<HTTPResponse, HTTPAttemptFailure> {
+        if let reason = LibCurl.loadFailure {
+            return .failure(HTTPAttemptFailure(
+                failure: .libcurlUnavailable(reason: reason),
+                reason: "could not load libcurl (\(reason)); install it (Debian and Ubuntu: apt install libcurl4), or set TRACER_LIBCURL to the path of libcurl.so.4"))
+        }
         guard let handle = tracer_curl_easy_init() else {
-            return .failure(.transfer(reason: "libcurl could not create a transfer handle", isRetryable: false))
+            let reason = "libcurl could not create a transfer handle"
+            return .failure(HTTPAttemptFailure(failure: .transfer(reason: reason, isRetryable: false), reason: reason))
         }
         // libcurl may write to the error buffer until cleanup, so it is freed after the handle.
         let errorBuffer = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE))
@@ -39,7 +44,7 @@ struct CurlTransfer: Sendable {
         }
 
         let context = CurlTransferContext(handle: handle, destination: destination, cancellation: cancellation, progress: progress)
-        let headerList = CurlHeaderList(request.headers)
+        let headerList = CurlHeaderList(request.headers, isSigned: request.signature != nil)
         var options = CurlOptionSetter(handle: handle)
         options.set(CURLOPT_ERRORBUFFER, pointer: errorBuffer)
         configure(&options, headerList: headerList)
@@ -53,7 +58,8 @@ struct CurlTransfer: Sendable {
             code = withExtendedLifetime((context, headerList)) { tracer_curl_easy_perform(handle) }
         }
         let message = errorBuffer.pointee != 0 ? String(cString: errorBuffer) : String(cString: tracer_curl_easy_strerror(code))
-        return outcome(code: code, message: message, context: context)
+        let reason = options.firstFailure.map { "libcurl refused an option: " + String(cString: tracer_curl_easy_strerror($0)) } ?? message
+        return outcome(code: code, message: message, context: context).mapError { HTTPAttemptFailure(failure: $0, reason: reason) }
     }
 
     private func configure(_ options: inout CurlOptionSetter, headerList: CurlHeaderList) {
@@ -64,8 +70,8 @@ struct CurlTransfer: Sendable {
         options.set(CURLOPT_PROTOCOLS_STR, "http,https")
         // Redirects only for downloads, whose content is signed: a POST carries an upload code,
         // which libcurl would pass on to whatever host a redirect names. And never from https
-        // down to http, which would also escape the pinned key.
-        if request.method == .get {
+        // down to http, which would also escape the pinned key. Never for a signed request.
+        if request.method == .get && request.signature == nil {
             let isHTTPS = request.url.lowercased().hasPrefix("https:")
             options.set(CURLOPT_REDIR_PROTOCOLS_STR, isHTTPS ? "https" : "http,https")
             options.set(CURLOPT_FOLLOWLOCATION, 1)
@@ -91,6 +97,18 @@ struct CurlTransfer: Sendable {
         switch request.method {
         case .get: options.set(CURLOPT_HTTPGET, 1)
         case .post: options.setPostBody(request.body)
+        case .head: options.set(CURLOPT_NOBODY, 1)
+        case .put:
+            // The body sent as PUT: libcurl copies it, and hashes nothing itself when a signed
+            // request gives x-amz-content-sha256.
+            options.setPostBody(request.body)
+            options.set(CURLOPT_CUSTOMREQUEST, "PUT")
+        case .delete: options.set(CURLOPT_CUSTOMREQUEST, "DELETE")
+        }
+        if let signature = request.signature {
+            // libcurl (7.75+) signs with AWS Signature Version 4 itself, every header of the list included.
+            options.set(CURLOPT_AWS_SIGV4, signature.provider)
+            options.set(CURLOPT_USERPWD, signature.keyPair)
         }
         // Proxies are deliberately not configured: libcurl reads http_proxy, https_proxy and
         // no_proxy from the environment itself.
@@ -167,4 +185,11 @@ struct CurlTransfer: Sendable {
         }
         return TransferFailure(code: code, message: message, wasRedirected: redirects > 0)
     }
+}
+
+/// Why one attempt failed: classified for the retrying client (`failure`), and in libcurl's own
+/// words for a client that reports them as they are (`reason`, the object store's).
+public struct HTTPAttemptFailure: Error, Sendable {
+    let failure: TransferFailure
+    public let reason: String
 }

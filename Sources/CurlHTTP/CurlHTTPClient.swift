@@ -22,6 +22,14 @@ public final class CurlHTTPClient: HTTPTransferring {
             progress: progress)
     }
 
+    /// One attempt, with no retry and no check of the request, every status answered: for a client
+    /// that judges each answer itself and reports libcurl's reason as it is (the object store).
+    public func performOnce(_ request: HTTPRequest) async -> Result<HTTPResponse, HTTPAttemptFailure> {
+        let limit = min(configuration.maxInMemoryResponseBytes, request.maximumByteCount ?? .max)
+        return await CurlTransfer(request: request, configuration: configuration, destination: .memory(limit: limit), progress: nil)
+            .runOnOwnThread()
+    }
+
     private func send(
         _ request: HTTPRequest, into destination: ResponseBodyDestination, progress: (@Sendable (DownloadProgress) -> Void)?
     ) async throws(HTTPClientError) -> HTTPResponse {
@@ -39,7 +47,8 @@ public final class CurlHTTPClient: HTTPTransferring {
                 if isLastAttempt { throw .serverError(url: url, status: response.status, attempts: attempts) }
             case .success(let response):
                 return response
-            case .failure(let failure):
+            case .failure(let attempt):
+                let failure = attempt.failure
                 if isLastAttempt || !failure.isRetryable { throw failure.error(url: url, attempts: attempts) }
             }
             do {

@@ -5,9 +5,10 @@ import CCurl
 final class CurlHeaderList {
     private(set) var list: UnsafeMutablePointer<curl_slist>?
 
-    init(_ fields: [HTTPHeaderField]) {
-        // An empty "Expect:" stops libcurl from waiting for "100 Continue" before a large POST body.
-        for line in fields.map(Self.line(for:)) + ["Expect:"] {
+    init(_ fields: [HTTPHeaderField], isSigned: Bool) {
+        // An empty "Expect:" stops libcurl from waiting for "100 Continue" before a large POST body;
+        // not in a signed request (HTTPRequest.signature), whose signature it would break.
+        for line in fields.map(Self.line(for:)) + (isSigned ? [] : ["Expect:"]) {
             guard let extended = tracer_curl_slist_append(list, line) else { continue }
             list = extended
         }

@@ -37,14 +37,8 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, C
     }
 
     public init(hex: String) throws(UserIDError) {
-        let digits = Array(hex.utf8)
-        guard digits.count == 2 * Self.byteCount else { throw .invalidHex(hex) }
-        var value: UInt64 = 0
-        for digit in digits {
-            guard let nibble = Self.nibble(digit) else { throw .invalidHex(hex) }
-            value = value << 4 | UInt64(nibble)
-        }
-        rawValue = value
+        guard hex.utf8.count == 2 * Self.byteCount, let bytes = Hex.decode(hex) else { throw .invalidHex(hex) }
+        rawValue = bytes.reduce(0) { $0 << 8 | UInt64($1) }
     }
 
     /// A fresh id from the operating system's CSPRNG (`getrandom(2)` on Linux).
@@ -62,19 +56,13 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, C
     }
 
     /// Lowercase hexadecimal, 16 characters: for people and for the positive list, never for logs.
-    public var hex: String {
-        let text = String(rawValue, radix: 16)
-        return String(repeating: "0", count: 16 - text.count) + text
-    }
+    public var hex: String { Hex.encode(bytes) }
 
     /// A short, non-reversible label: the first 2 bytes of SHA-256 of the id. Many ids share a
     /// tag, which is the point: a tag tells log lines apart without identifying anyone.
     public var tag: String {
         let digest = SHA256.hash(data: bytes)
-        return "id#" + digest.prefix(2).map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 0x10 ? "0" + text : text
-        }.joined()
+        return "id#" + Hex.encode(digest.prefix(2))
     }
 
     public var description: String { tag }
@@ -85,13 +73,4 @@ public struct UserID: Hashable, Comparable, Sendable, CustomStringConvertible, C
     /// The id stored in a signed 64-bit SQLite integer column (same bits).
     public var databaseValue: Int64 { Int64(bitPattern: rawValue) }
     public init(databaseValue: Int64) { rawValue = UInt64(bitPattern: databaseValue) }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 }

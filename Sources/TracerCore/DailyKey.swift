@@ -76,14 +76,7 @@ public struct DailyKey: Hashable, Sendable, CustomStringConvertible, CustomDebug
     }
 
     public init(hex: String) throws(DailyKeyError) {
-        let digits = Array(hex.utf8)
-        guard digits.count == 2 * Self.byteCount else { throw .invalidHex }
-        var bytes: [UInt8] = []
-        bytes.reserveCapacity(Self.byteCount)
-        for pair in stride(from: 0, to: digits.count, by: 2) {
-            guard let high = Self.nibble(digits[pair]), let low = Self.nibble(digits[pair + 1]) else { throw .invalidHex }
-            bytes.append(high << 4 | low)
-        }
+        guard hex.utf8.count == 2 * Self.byteCount, let bytes = Hex.decode(hex) else { throw .invalidHex }
         self.bytes = bytes
     }
 
@@ -101,25 +94,11 @@ public struct DailyKey: Hashable, Sendable, CustomStringConvertible, CustomDebug
     }
 
     /// Lowercase hexadecimal, 32 characters: for export and upload, never for logs.
-    public var hex: String {
-        bytes.map { byte in
-            let text = String(byte, radix: 16)
-            return byte < 0x10 ? "0" + text : text
-        }.joined()
-    }
+    public var hex: String { Hex.encode(bytes) }
 
     public var description: String { "DailyKey(redacted)" }
     public var debugDescription: String { description }
     public var customMirror: Mirror { Mirror(self, children: [:]) }
-
-    private static func nibble(_ digit: UInt8) -> UInt8? {
-        switch digit {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return digit - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): return digit - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): return digit - UInt8(ascii: "A") + 10
-        default: return nil
-        }
-    }
 }
 
 /// A daily key with what it derives: the ids of the windows of `day` at `intervalSeconds`. The
