@@ -192,6 +192,15 @@ package final class ScriptedController: HCITransport {
         inject(answer)
     }
 
+    /// Takes the answer held back by `holdAnswerTo` without sending it, for a test that sends it
+    /// later, as a late answer, with `inject`.
+    package func takeHeldAnswer() -> [UInt8]? {
+        state.withLock { state in
+            defer { state.heldAnswer = nil }
+            return state.heldAnswer
+        }
+    }
+
     package var isHoldingAnswer: Bool { state.withLock { $0.heldAnswer != nil } }
 
     package func inject(_ h4: [UInt8]) {
