@@ -54,8 +54,14 @@ public struct RequiredTool: Sendable, CustomStringConvertible {
     /// Ends the current test for a missing tool that `message` names: skipped outside CI (Swift
     /// Testing reports it with the message), a failure in CI or outside a test.
     public static func missing(_ message: String, isCI: Bool = RequiredTool.isCI) throws -> Never {
+        throw try missingToolError(message, isCI: isCI)
+    }
+
+    /// `missing` for a caller that throws the error itself: skips the current test outside CI,
+    /// else returns the error to throw.
+    public static func missingToolError(_ message: String, isCI: Bool = RequiredTool.isCI) throws -> MissingTool {
         if !isCI, Test.current != nil { try Test.cancel(Comment(rawValue: message)) }
-        throw MissingTool(message: isCI ? message + " (CI=true: a test that needs a tool fails without it)" : message)
+        return MissingTool(message: isCI ? message + " (CI=true: a test that needs a tool fails without it)" : message)
     }
 }
 
@@ -83,11 +89,11 @@ extension RequiredTool {
         return ["qemu-system-x86_64", "busybox", "cpio"].first { executableInPath($0) == nil }.map { "no \($0) in PATH" }
     }
 
-    /// A Python with `package` (bumble, rootcanal) installed: $TRACER_BUMBLE_PYTHON or the venv
+    /// A Python with `package` (bumble, rootcanal, moto) installed: $`variable` or the venv
     /// scripts/setup makes, .venv-bumble.
-    public static func python(with package: String, name: String) -> RequiredTool {
-        RequiredTool(name: name, remedy: "python3 -m venv .venv-bumble && .venv-bumble/bin/pip install bumble rootcanal==1.10.0, or set TRACER_BUMBLE_PYTHON") {
-            let candidates = [ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"], repositoryRoot + "/.venv-bumble/bin/python"]
+    public static func python(with package: String, name: String, variable: String = "TRACER_BUMBLE_PYTHON") -> RequiredTool {
+        RequiredTool(name: name, remedy: "python3 -m venv .venv-bumble && .venv-bumble/bin/pip install \(package), or set \(variable)") {
+            let candidates = [ProcessInfo.processInfo.environment[variable], repositoryRoot + "/.venv-bumble/bin/python"]
                 .compactMap { $0 }.filter { !$0.isEmpty }
             guard let python = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
                 return "no Python at \(candidates.joined(separator: " or "))"
@@ -103,6 +109,7 @@ extension RequiredTool {
 
     public static let bumble = python(with: "bumble", name: "Bumble (a Python with the bumble package)")
     public static let rootCanal = python(with: "rootcanal", name: "RootCanal (a Python with the rootcanal package)")
+    public static let moto = python(with: "moto", name: "moto's S3 server (a Python with moto[server])", variable: "TRACER_MOTO_PYTHON")
 
     /// The repository's root, from this file's path (Tests/TestTiers/...).
     public static var repositoryRoot: String {
