@@ -147,13 +147,13 @@ let package = Package(
         ),
         // Harness code shared by the test targets and the benchmarks: free loopback ports, nginx
         // over deploy/nginx/tracer-server.conf, the HTTP fixture server. A plain library
-        // (Foundation only), not a test target.
-        .target(name: "TracerTestSupport", path: "Tests/TracerTestSupport"),
+        // (Foundation, and TestTiers for RequiredTool), not a test target.
+        .target(name: "TracerTestSupport", dependencies: ["TestTiers"], path: "Tests/TracerTestSupport"),
         // Fakes and harnesses of the BLE host stack's tests, shared by BLEHostTests and
         // GATTExchangeTests: scripted controllers, in-memory channels, a manual clock, the reference
-        // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost alone (and Testing,
+        // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost and TestTiers (and Testing,
         // for the virtual controllers' test descriptions), not a test target.
-        .target(name: "BLEHostTestSupport", dependencies: ["BLEHost"], path: "Tests/BLEHostTestSupport"),
+        .target(name: "BLEHostTestSupport", dependencies: ["BLEHost", "TestTiers"], path: "Tests/BLEHostTestSupport"),
         // The test tiers' tags (.unit, .integration, .endToEnd), seen by every test target.
         .target(name: "TestTiers", path: "Tests/TestTiers"),
         .executableTarget(

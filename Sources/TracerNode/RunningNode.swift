@@ -39,9 +39,15 @@ actor RunningNode {
             board: board, logger: Logger(label: "tracer.place")))
     }
 
-    func run(levelControl: LogLevelControl, reload: @escaping @Sendable () throws -> ResolvedSettings) async {
+    static func exchangeConfiguration(_ settings: NodeSettings) -> ExchangeConfiguration {
         var exchange = ExchangeConfiguration()
         if settings.continuousScan { exchange.scanOffTime = .zero }
+        exchange.radio.knownQuirks = settings.controllerQuirks
+        return exchange
+    }
+
+    func run(levelControl: LogLevelControl, reload: @escaping @Sendable () throws -> ResolvedSettings) async {
+        let exchange = Self.exchangeConfiguration(settings)
         let place = Self.placeParts(settings)
         let service = NodeService(
             store: store, transport: transport, heldAdapter: settings.takeAdapter ? .take : .refuse,

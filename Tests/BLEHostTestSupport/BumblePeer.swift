@@ -1,4 +1,5 @@
 import Foundation
+import TestTiers
 
 /// A Bumble device (Tests/Support/bumble/tracer_*.py) running as a separate process: a foreign BLE
 /// stack, the stand-in for a phone app. It prints one JSON object when it finishes.
@@ -15,6 +16,7 @@ package final class BumblePeer: @unchecked Sendable {
     package static let logDirectoryVariable = "TRACER_TEST_PEER_LOG_DIR"
 
     package static func start(_ script: String, _ arguments: [String]) throws -> BumblePeer {
+        try RequiredTool.bumble.require()
         let peer = BumblePeer()
         let python = [ProcessInfo.processInfo.environment[VirtualRadio.pythonEnvironmentVariable],
                       VirtualRadio.defaultPython].compactMap { $0 }

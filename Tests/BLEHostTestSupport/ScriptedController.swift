@@ -4,7 +4,7 @@ import Synchronization
 /// A controller that keeps the LE state a spec-faithful controller keeps (RootCanal 1.10.0's rules,
 /// Core Vol 4 Part E 7.8) and refuses what such a controller refuses, with the moments a test
 /// chooses for the events that end connection attempts. Init commands are answered as Bumble's
-/// controller answers them (h4-reference.txt).
+/// controller answers them (h4-reference.txt), except its identity (`State.localVersion`).
 ///
 /// - LE Set Random Address: Command Disallowed while advertising, scanning or initiating.
 /// - LE Set Advertising / Scan Parameters: Command Disallowed while that role is on.
@@ -49,6 +49,10 @@ package final class ScriptedController: HCITransport {
         package var holdAnswerTo: HCIOpcode?
         package var heldAnswer: [UInt8]?
         package var isClosed = false
+        /// The return parameters of Read Local Version Information after its status: HCI version,
+        /// subversion, LMP version, company identifier, LMP subversion (little-endian). A
+        /// registered maker (0x05F1) with no known quirks, unless a test names another identity.
+        package var localVersion: [UInt8] = [0x09, 0x00, 0x00, 0x09, 0xF1, 0x05, 0x00, 0x00]
     }
 
     package let incoming: AsyncThrowingStream<HCIPacket, any Error>
@@ -131,6 +135,9 @@ package final class ScriptedController: HCITransport {
             case .lateSuccess(let handle):
                 later(cancelled.delay, Self.connectionComplete(status: .success, handle: handle, role: .central, peer: cancelled.peer))
             }
+        case ReadLocalVersionInformation.opcode:
+            let version = state.withLock { $0.localVersion }
+            answer(opcode, [0x04] + CommandCompleteEvent(numHCICommandPackets: 1, opcode: opcode, returnParameters: [0] + version).encode())
         case Disconnect.opcode:
             status(opcode, .success)
             let handle = UInt16(parameters[0]) | UInt16(parameters[1]) << 8
@@ -190,6 +197,15 @@ package final class ScriptedController: HCITransport {
             return state.heldAnswer
         }) else { return }
         inject(answer)
+    }
+
+    /// Takes the answer held back by `holdAnswerTo` without sending it, for a test that sends it
+    /// later, as a late answer, with `inject`.
+    package func takeHeldAnswer() -> [UInt8]? {
+        state.withLock { state in
+            defer { state.heldAnswer = nil }
+            return state.heldAnswer
+        }
     }
 
     package var isHoldingAnswer: Bool { state.withLock { $0.heldAnswer != nil } }

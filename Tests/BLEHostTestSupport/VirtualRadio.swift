@@ -1,6 +1,7 @@
 import Foundation
 // For Test.current, which names a launcher's log directory after the test that started it.
 import Testing
+import TestTiers
 
 /// The virtual controller an end-to-end test runs on.
 package enum VirtualController: String, CaseIterable, CustomStringConvertible, Sendable {
@@ -118,6 +119,7 @@ package final class VirtualRadio {
     private static func launch(
         _ kind: VirtualController, arguments: [String], models: [String], expecting controllers: Int, retries: Int
     ) async throws -> VirtualRadio {
+        try (kind == .bumble ? RequiredTool.bumble : RequiredTool.rootCanal).require()
         let candidates = [ProcessInfo.processInfo.environment[pythonEnvironmentVariable], defaultPython].compactMap { $0 }
         guard let python = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw LaunchError.pythonMissing(candidates.joined(separator: " or "))

@@ -55,7 +55,7 @@ extension TracerNodeTests {
 
         static let allKeys = [
             "node.transport", "node.database", "node.rotation_interval", "node.rotation_jitter", "node.continuous_scan",
-            "node.take_adapter", "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
+            "node.take_adapter", "node.controller_quirks", "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
             "check.interval", "check.jitter", "check.refresh_interval", "check.refresh_jitter", "check.long_poll", "check.on_exposure",
             "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
@@ -206,6 +206,20 @@ extension TracerNodeTests {
             #expect(row.contains("120") && row.hasSuffix("flag --check-interval"), "\(row)")
         }
 
+        /// Quirks named in settings reach the host's configuration (`RunningNode.exchangeConfiguration`
+        /// sets `knownQuirks`; ControllerQuirksTests follows them into the host).
+        @Test func controllerQuirksAreNamedInOneSetting() throws {
+            let home = try Home()
+            defer { home.remove() }
+            #expect(try home.settings().value("node.controller_quirks") as? String == nil, "unset: none named")
+            try home.writeDefaultFile("[node]\ncontroller_quirks = \"advertising-outlives-host\"\n")
+            #expect(try home.settings().value("node.controller_quirks") as? String == "advertising-outlives-host")
+            let fromEnvironment = try home.settings(environment: ["TRACER_CONTROLLER_QUIRKS": "commands-left-unanswered"])
+            #expect(fromEnvironment.value("node.controller_quirks") as? String == "commands-left-unanswered")
+            let fromFlag = try home.settings(["--controller-quirks", "cancel-taken-without-ending-attempt"])
+            #expect(fromFlag.value("node.controller_quirks") as? String == "cancel-taken-without-ending-attempt")
+        }
+
         @Test func configFileFromFlagOrVariable() throws {
             let home = try Home()
             defer { home.remove() }
@@ -272,6 +286,8 @@ extension TracerNodeTests {
             BadValue(file: "[node]\nrotation_interval = 60\nrotation_jitter = 30\n",
                      phrases: ["line 3", "node.rotation_jitter", "half", "node.rotation_interval"]),
             BadValue(file: "[node]\ntransport = \"bluetooth\"\n", phrases: ["line 2", "node.transport", "bluetooth"]),
+            BadValue(file: "[node]\ncontroller_quirks = \"commands-left-unanswered, floods\"\n",
+                     phrases: ["line 2", "node.controller_quirks", "\"floods\"", "commands-left-unanswered", "advertising-outlives-host"]),
             BadValue(file: "[server]\nurl = \"ftp://example.org\"\n", phrases: ["line 2", "server.url", "http or https"]),
             BadValue(file: "[server]\npublic_key = \"AAAA\"\n", phrases: ["line 2", "server.public_key", "32-byte", "3 bytes"]),
             BadValue(file: "[server]\npinned_key = \"sha1//abc\"\n", phrases: ["line 2", "server.pinned_key", "sha256//"]),

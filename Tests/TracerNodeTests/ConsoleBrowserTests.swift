@@ -58,8 +58,8 @@ extension TracerNodeTests {
 
         /// Every console page, as each role meets it, checked by axe-core in Chromium at a clinic
         /// phone's 360 px width, where the issued code must fit without scrolling sideways.
-        @Test(.enabled(if: WebDriverBrowser.isInstalled, "needs Debian's chromium and chromium-driver (scripts/setup)"))
-        func everyPagePassesTheAccessibilityCheckerAndTheCodeFitsASmallScreen() async throws {
+        @Test func everyPagePassesTheAccessibilityCheckerAndTheCodeFitsASmallScreen() async throws {
+            try RequiredTool.chromium.require()
             let axe = try #require(
                 FileManager.default.contents(atPath: Self.axeScriptPath).map { String(decoding: $0, as: UTF8.self) },
                 "axe-core is missing at \(Self.axeScriptPath): run scripts/setup")
@@ -139,8 +139,8 @@ extension TracerNodeTests {
             #expect(violations.isEmpty, "axe-core found serious or critical violations:\n\(violations.joined(separator: "\n"))")
         }
 
-        @Test(.enabled(if: WebDriverBrowser.isInstalled, "needs Debian's chromium and chromium-driver (scripts/setup)"))
-        func staffSignInIssueACodeAndANodeReportsWithIt() async throws {
+        @Test func staffSignInIssueACodeAndANodeReportsWithIt() async throws {
+            try RequiredTool.chromium.require()
             let scratch = try Scratch()
             defer { scratch.remove() }
             let consolePort = try LoopbackPort.free()

@@ -2,6 +2,7 @@ import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -55,6 +56,7 @@ struct KernelBedRun: Sendable {
     }
 
     static func perform(_ plan: KernelBedPlan) async throws -> KernelBedRun {
+        try RequiredTool.kernelBed.require()
         let repository = VirtualRadio.repositoryRoot.path
         let tracer = try Products.path(of: "tracer")
         let results = repository + "/.build/kernel-bed/" + plan.name

@@ -49,6 +49,34 @@ extension TracerNodeTests {
             #expect(try Check.openStore(scratch.file("node0.db")).integrityCheck() == ["ok"])
         }
 
+        /// A quirk named in the settings reaches the node's host, beside those its controller's
+        /// identity selects (company 0xFFFF here).
+        @Test(.timeLimit(.minutes(1)))
+        func aControllerQuirkNamedInTheSettingsReachesTheHost() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let link = try VirtualLink(controllers: 1)
+            defer { link.stop() }
+            let log = scratch.file("node.log")
+            let node = try StreamingProcess(try Products.path(of: "tracer"), [
+                "run", "--db", scratch.file("node.db"), "--transport", "tcp:127.0.0.1:\(link.ports[0])", "--log-level", "info",
+            ], home: scratch.path, standardErrorPath: log, environment: ["TRACER_CONTROLLER_QUIRKS": "initiator-stuck-on-unanswered-request"])
+            defer {
+                kill(node.pid, SIGTERM)
+                if node.waitForExit(timeout: .seconds(5)) == nil { node.killHard() }
+            }
+            let deadline = ContinuousClock.now + .seconds(20)
+            var line: String?
+            while ContinuousClock.now < deadline, line == nil {
+                usleep(100_000)
+                line = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n")
+                    .first { $0.contains("controller quirks known from the start") }.map(String.init)
+            }
+            let found = try #require(line, "no quirks logged at start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
+            #expect(found.contains("initiator stuck on an unanswered request"), "\(found)")
+            #expect(found.contains("commands left unanswered"), "the identity's quirks too: \(found)")
+        }
+
         @Test func runRejectsABadTransportInOneSentence() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }

@@ -20,9 +20,8 @@ final class GPSFake {
         .appendingPathComponent("Support/gps").path
 
     init(log name: String, scratch: Scratch) throws {
-        guard let gpsfake = Check.which("gpsfake") else {
-            throw HarnessFailure(description: "gpsfake is not installed (Debian package gpsd-clients, with gpsd): run scripts/setup.")
-        }
+        try RequiredTool.gpsd.require()
+        let gpsfake = try #require(Check.which("gpsfake"))
         port = try LoopbackPort.free()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: gpsfake)

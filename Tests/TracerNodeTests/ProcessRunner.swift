@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Synchronization
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -330,6 +331,7 @@ final class VirtualLink {
 
     /// `controllers` on free ports, or the given `ports` (for a radio that must come back where it was).
     init(controllers: Int = 2, ports requested: [UInt16]? = nil) throws {
+        try RequiredTool.bumble.require()
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent()
         let python = ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]

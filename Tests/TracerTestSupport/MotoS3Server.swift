@@ -1,4 +1,5 @@
 import Foundation
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -37,6 +38,7 @@ public final class MotoS3Server {
     /// between the probe and moto's bind shows as a failed start, which is retried.
     /// `authenticate: false` accepts any signature (see moto_s3.py's --no-auth).
     public init(buckets: [String], authenticate: Bool = true) async throws {
+        try RequiredTool.moto.require()
         let candidates = [ProcessInfo.processInfo.environment[Self.pythonEnvironmentVariable],
                           Self.repositoryRoot.appendingPathComponent(".venv-bumble/bin/python").path].compactMap { $0 }
         guard let python = candidates.first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
@@ -85,7 +87,8 @@ public final class MotoS3Server {
             process.waitUntilExit()
             let output = (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? ""
             if let missing = output.split(separator: "\n").first(where: { $0.hasPrefix("MISSING ") }) {
-                throw HarnessFailure(description: String(missing.dropFirst("MISSING ".count)) + " (or point \(Self.pythonEnvironmentVariable) at a Python that has it).")
+                throw try RequiredTool.missingToolError(
+                    String(missing.dropFirst("MISSING ".count)) + " (or point \(Self.pythonEnvironmentVariable) at a Python that has it).")
             }
             let log = (try? String(contentsOfFile: errorPath, encoding: .utf8)) ?? ""
             failures.append("attempt \(attempt) on port \(port): exit status \(process.terminationStatus)\n" + String(log.suffix(2_000)))

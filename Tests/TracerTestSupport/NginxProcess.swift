@@ -1,4 +1,5 @@
 import Foundation
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -22,9 +23,7 @@ public final class NginxProcess {
         prefix: String, publishedDirectory: String, upstreamPort: Int, repositoryRoot: String,
         workerProcesses: String, captureErrors: Bool
     ) async throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.binary) else {
-            throw HarnessFailure(description: "nginx is not installed at \(Self.binary); install it with `apt-get install nginx` (scripts/setup does this).")
-        }
+        try RequiredTool.nginx.require()
         self.prefix = prefix
         errors = captureErrors ? Pipe() : nil
         try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)

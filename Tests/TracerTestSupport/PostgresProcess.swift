@@ -1,4 +1,5 @@
 import Foundation
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -26,9 +27,7 @@ public final class PostgresProcess: @unchecked Sendable {
     public func url(database: String = "postgres") -> String { "postgresql://postgres@127.0.0.1:\(port)/\(database)" }
 
     public init(directory: String? = nil) throws {
-        guard FileManager.default.isExecutableFile(atPath: Self.binaries + "/initdb") else {
-            throw HarnessFailure(description: "PostgreSQL 15 is not installed in \(Self.binaries); install it with `apt-get install postgresql-15` (scripts/setup does this).")
-        }
+        try RequiredTool.postgreSQL.require()
         let directory = directory ?? NSTemporaryDirectory() + "/tracer-postgres-" + UUID().uuidString
         self.directory = directory
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])

@@ -1,4 +1,5 @@
 import Foundation
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -15,12 +16,11 @@ public final class WebDriverBrowser {
     private let base: String
     private let session: String
 
-    public static var isInstalled: Bool {
-        FileManager.default.isExecutableFile(atPath: "/usr/bin/chromedriver") && FileManager.default.isExecutableFile(atPath: "/usr/bin/chromium")
-    }
+    public static var isInstalled: Bool { RequiredTool.chromium.isInstalled }
 
     /// Starts chromedriver on a free loopback port and a headless browser session in it.
     public static func start(windowWidth: Int = 900, windowHeight: Int = 700, log: String) async throws -> WebDriverBrowser {
+        try RequiredTool.chromium.require()
         let port = try LoopbackPort.free()
         let driver = Process()
         driver.executableURL = URL(fileURLWithPath: "/usr/bin/chromedriver")

@@ -5,9 +5,10 @@
 /// Two kinds. Most are handled whatever the set says, because the defence is safe on every
 /// controller (parameters before every enable, a timeout on every command); they are named so that
 /// code, comments and logs say what the controller does. Those the host adapts to are learned the
-/// first time the controller shows them (`LEHost.quirks`), or known from the start when the
-/// configuration says so (`LEHost.Configuration.knownQuirks`). Real controllers need none: the
-/// default is the empty set.
+/// first time the controller shows them (`LEHost.quirks`), or known from the start: named in the
+/// node's settings (`LEHost.Configuration.knownQuirks`, by `settingName`), or selected by the
+/// controller's identity (`ControllerQuirks.known(for:)`, as Linux's drivers set `hdev->quirks`
+/// per chip). Real controllers need none: the default is the empty set.
 public struct ControllerQuirks: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
@@ -49,18 +50,93 @@ public struct ControllerQuirks: OptionSet, Sendable, Hashable, CustomStringConve
     /// command has a timeout, and its credit comes back (`HostControllerInterface`).
     public static let commandsLeftUnanswered = ControllerQuirks(rawValue: 1 << 5)
 
-    static let names: [(ControllerQuirks, String)] = [
-        (.cancelTakenWithoutEndingAttempt, "cancel taken without ending the attempt"),
-        (.attemptDroppedWithoutEnd, "attempt dropped without an end"),
-        (.advertisingFloodsWithoutParameters, "advertising floods without parameters"),
-        (.advertisingEnableRestartsInterval, "advertising enable restarts the interval"),
-        (.advertisingOutlivesHost, "advertising outlives the host"),
-        (.commandsLeftUnanswered, "commands left unanswered"),
-        (.initiatorStuckOnUnansweredRequest, "initiator stuck on an unanswered request"),
+    /// Each quirk with the name settings use and the words logs use.
+    static let names: [(quirk: ControllerQuirks, settingName: String, words: String)] = [
+        (.cancelTakenWithoutEndingAttempt, "cancel-taken-without-ending-attempt", "cancel taken without ending the attempt"),
+        (.attemptDroppedWithoutEnd, "attempt-dropped-without-end", "attempt dropped without an end"),
+        (.advertisingFloodsWithoutParameters, "advertising-floods-without-parameters", "advertising floods without parameters"),
+        (.advertisingEnableRestartsInterval, "advertising-enable-restarts-interval", "advertising enable restarts the interval"),
+        (.advertisingOutlivesHost, "advertising-outlives-host", "advertising outlives the host"),
+        (.commandsLeftUnanswered, "commands-left-unanswered", "commands left unanswered"),
+        (.initiatorStuckOnUnansweredRequest, "initiator-stuck-on-unanswered-request", "initiator stuck on an unanswered request"),
     ]
 
+    /// Every name `init(settingNames:)` accepts, in a stable order.
+    public static var settingNames: [String] { names.map(\.settingName) }
+
+    /// The quirks named in a comma-separated list such as "commands-left-unanswered,
+    /// advertising-outlives-host" (spaces around names allowed; the empty list names none).
+    public init(settingNames list: String) throws(UnknownControllerQuirk) {
+        self = []
+        for part in list.split(separator: ",") {
+            let name = String(part.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+            guard !name.isEmpty else { continue }
+            guard let entry = Self.names.first(where: { $0.settingName == name }) else {
+                throw UnknownControllerQuirk(name: name)
+            }
+            insert(entry.quirk)
+        }
+    }
+
+    /// The names of the quirks in this set, as settings write them, comma-separated.
+    public var settingValue: String {
+        Self.names.filter { contains($0.quirk) }.map(\.settingName).joined(separator: ",")
+    }
+
     public var description: String {
-        let named = Self.names.filter { contains($0.0) }.map(\.1)
+        let named = Self.names.filter { contains($0.quirk) }.map(\.words)
         return named.isEmpty ? "none" : named.joined(separator: ", ")
+    }
+}
+
+/// A quirk name that `ControllerQuirks(settingNames:)` does not know.
+public struct UnknownControllerQuirk: Error, Equatable, Sendable, CustomStringConvertible {
+    public var name: String
+
+    public var description: String {
+        "unknown controller quirk \"\(name)\"; known quirks: \(ControllerQuirks.settingNames.joined(separator: ", "))"
+    }
+}
+
+/// A controller model by its answer to HCI Read Local Version Information, and the quirks it is
+/// known to have. A field left nil matches any value.
+public struct ControllerModel: Sendable {
+    public var companyIdentifier: UInt16
+    public var hciVersion: UInt8?
+    public var lmpSubversion: UInt16?
+    public var quirks: ControllerQuirks
+
+    public func matches(_ version: ReadLocalVersionInformation.ReturnParameters) -> Bool {
+        version.companyIdentifier == companyIdentifier
+            && (hciVersion.map { $0 == version.hciVersion } ?? true)
+            && (lmpSubversion.map { $0 == version.lmpSubversion } ?? true)
+    }
+}
+
+extension ControllerQuirks {
+    /// The one table of controller models with known quirks, as seen in this project's test beds.
+    /// Real controllers of registered makers have shown none.
+    public static let knownModels: [ControllerModel] = [
+        // Company 0xFFFF is reserved by the SIG for tests: development firmware and virtual
+        // controllers report it. The virtual controller the two-node tests use takes a cancel
+        // without ending the attempt, floods advertising enabled without parameters, keeps
+        // advertising after its host leaves and never answers commands it does not implement.
+        ControllerModel(
+            companyIdentifier: 0xFFFF,
+            quirks: [.cancelTakenWithoutEndingAttempt, .advertisingFloodsWithoutParameters, .advertisingOutlivesHost,
+                     .commandsLeftUnanswered]),
+        // Company 0x00E0 with HCI 5.3 (0x0C) and LMP subversion 0: the default identity of the
+        // virtual controller the crowd tests use (no chip reports subversion 0). It drops attempts
+        // without an end, leaves its initiator stuck on an unanswered request, and restarts the
+        // advertising interval at every enable.
+        ControllerModel(
+            companyIdentifier: 0x00E0, hciVersion: 0x0C, lmpSubversion: 0x0000,
+            quirks: [.attemptDroppedWithoutEnd, .initiatorStuckOnUnansweredRequest, .advertisingEnableRestartsInterval]),
+    ]
+
+    /// The quirks the table knows for a controller that identifies itself this way.
+    public static func known(for version: ReadLocalVersionInformation.ReturnParameters,
+                             in models: [ControllerModel] = knownModels) -> ControllerQuirks {
+        models.filter { $0.matches(version) }.reduce(into: []) { $0.formUnion($1.quirks) }
     }
 }

@@ -126,6 +126,11 @@ public actor LEHost {
         }
         let host = LEHost(hci: hci, l2cap: l2cap, controller: controller, databaseForLink: databaseForLink,
                           configuration: configuration, wallClock: wallClock, clock: clock, logger: logger)
+        let known = await host.quirks
+        if !known.isEmpty {
+            logger.info("controller quirks known from the start", metadata: [
+                "quirks": "\(known)", "company": "0x\(String(controller.version.companyIdentifier, radix: 16))"])
+        }
         await host.listen(to: events, links: l2cap.links)
         try await host.setRandomAddress(.randomNonResolvablePrivate())
         return host
@@ -142,7 +147,7 @@ public actor LEHost {
         self.wallClock = wallClock
         self.clock = clock
         self.logger = logger
-        quirks = configuration.knownQuirks
+        quirks = configuration.knownQuirks.union(ControllerQuirks.known(for: controller.version))
         (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
         (conditionChanges, conditionContinuation) = AsyncStream.makeStream(
             of: RadioCondition.self, bufferingPolicy: .bufferingNewest(1))

@@ -6,6 +6,8 @@ public actor HostControllerInterface {
     public struct Configuration: Sendable {
         /// Every command fails with `HCIError.commandTimedOut` if the controller does not answer in time
         /// (`ControllerQuirks.commandsLeftUnanswered`: some never answer commands they do not implement).
+        /// A command whose opcode still owes a late answer waits for it at most this long too, and
+        /// fails the same way if it does not come.
         public var commandTimeout: Duration = .seconds(2)
         /// Events buffered per subscriber before the oldest are dropped; advertising reports can arrive in floods.
         public var eventBufferLimit = 1024
@@ -31,6 +33,15 @@ public actor HostControllerInterface {
     private var pendingCommands: [UInt64: PendingCommand] = [:]
     private var nextIdentifier: UInt64 = 0
 
+    // Late answers. An answer names only its opcode, so the late answer to a command that timed out
+    // would be taken for the answer to the next command with that opcode (Linux's hci_cmd_complete
+    // matches by opcode alone and has this hole; a credit count does not close it, since the credit
+    // comes back at the timeout). The host counts
+    // the answers each opcode still owes, drops them when they come, and sends no command with an
+    // owing opcode until they have come or HCI Reset has completed; other opcodes go on meanwhile.
+    private var lateAnswersOwed: [HCIOpcode: Int] = [:]
+    private var lateAnswerWaiters: [UInt64: LateAnswerWaiter] = [:]
+
     // ACL flow control.
     public private(set) var aclBuffers: ACLBufferSize?
     private var aclCredits = 0
@@ -51,6 +62,12 @@ public actor HostControllerInterface {
         var opcode: HCIOpcode
         var result: Result<CommandOutcome, HCIError>?
         var waiter: CheckedContinuation<Result<CommandOutcome, HCIError>, Never>?
+        var timeout: Task<Void, Never>?
+    }
+
+    private struct LateAnswerWaiter {
+        var opcode: HCIOpcode
+        var continuation: CheckedContinuation<Bool, Never>
         var timeout: Task<Void, Never>?
     }
 
@@ -142,9 +159,22 @@ public actor HostControllerInterface {
     }
 
     private func execute(_ packet: HCIPacket, opcode: HCIOpcode) async throws(HCIError) -> CommandOutcome {
-        if let transportFailure { throw .transport(transportFailure) }
-        await acquireCommandCredit()
-        if let transportFailure { throw .transport(transportFailure) }
+        while true {
+            while lateAnswersOwed[opcode] != nil {
+                if let transportFailure { throw .transport(transportFailure) }
+                guard await lateAnswerCame(for: opcode) else {
+                    if let transportFailure { throw .transport(transportFailure) }
+                    throw .commandTimedOut(opcode: opcode, after: configuration.commandTimeout)
+                }
+            }
+            if let transportFailure { throw .transport(transportFailure) }
+            await acquireCommandCredit()
+            if let transportFailure { throw .transport(transportFailure) }
+            // Another command with this opcode may have timed out while this one waited for a credit.
+            guard lateAnswersOwed[opcode] != nil else { break }
+            commandCredits += 1
+            grantCommandCredits()
+        }
 
         // Registered before sending so that an answer arriving during the send is not lost.
         let identifier = makeIdentifier()
@@ -203,6 +233,8 @@ public actor HostControllerInterface {
     private func expireCommand(_ identifier: UInt64) {
         guard let pending = pendingCommands[identifier], pending.result == nil else { return }
         logger.warning("HCI command not answered", metadata: ["opcode": "\(pending.opcode)"])
+        // A late answer to Reset is harmless to the next Reset, which is also how the host recovers.
+        if pending.opcode != Reset.opcode { lateAnswersOwed[pending.opcode, default: 0] += 1 }
         resolve(identifier, with: .failure(.commandTimedOut(opcode: pending.opcode, after: configuration.commandTimeout)))
         restoreCommandCreditIfIdle()
     }
@@ -224,6 +256,19 @@ public actor HostControllerInterface {
 
     private func completeCommand(opcode: HCIOpcode, numHCICommandPackets: UInt8, outcome: CommandOutcome) {
         commandCredits = Int(numHCICommandPackets)
+        if let owed = lateAnswersOwed[opcode] {
+            // Controllers answer commands of one opcode in the order they were sent: the oldest is the late one.
+            logger.notice("dropping the late answer to a command that timed out", metadata: ["opcode": "\(opcode)"])
+            lateAnswersOwed[opcode] = owed > 1 ? owed - 1 : nil
+            if owed == 1 { endLateAnswerWaits { $0 == opcode } }
+            grantCommandCredits()
+            return
+        }
+        if opcode == Reset.opcode, !lateAnswersOwed.isEmpty {
+            // A controller that has reset answers nothing sent before.
+            lateAnswersOwed = [:]
+            endLateAnswerWaits { _ in true }
+        }
         // The oldest unanswered command with this opcode is the one being answered.
         let match = pendingCommands
             .filter { $0.value.opcode == opcode && $0.value.result == nil }
@@ -234,6 +279,30 @@ public actor HostControllerInterface {
             logger.debug("answer to a command not waited for", metadata: ["opcode": "\(opcode)"])
         }
         grantCommandCredits()
+    }
+
+    /// Waits until `opcode` owes no late answer (true) or one command timeout has passed (false).
+    private func lateAnswerCame(for opcode: HCIOpcode) async -> Bool {
+        let identifier = makeIdentifier()
+        return await withCheckedContinuation { continuation in
+            lateAnswerWaiters[identifier] = LateAnswerWaiter(
+                opcode: opcode, continuation: continuation,
+                timeout: clock.timer(after: configuration.commandTimeout) { [weak self] in
+                    await self?.endLateAnswerWait(identifier, came: false)
+                })
+        }
+    }
+
+    private func endLateAnswerWait(_ identifier: UInt64, came: Bool) {
+        guard let waiter = lateAnswerWaiters.removeValue(forKey: identifier) else { return }
+        waiter.timeout?.cancel()
+        waiter.continuation.resume(returning: came)
+    }
+
+    private func endLateAnswerWaits(where matches: (HCIOpcode) -> Bool) {
+        for (identifier, waiter) in lateAnswerWaiters where matches(waiter.opcode) {
+            endLateAnswerWait(identifier, came: true)
+        }
     }
 
     // MARK: ACL data
@@ -376,6 +445,7 @@ public actor HostControllerInterface {
         transportFailure = error
         logger.notice("HCI transport ended", metadata: ["reason": "\(error)"])
         for identifier in pendingCommands.keys { resolve(identifier, with: .failure(.transport(error))) }
+        endLateAnswerWaits { _ in true }
         commandCredits = 1
         for waiter in creditWaiters { waiter.resume() }
         creditWaiters = []

@@ -1,3 +1,4 @@
+import BLEHost
 import Foundation
 import Logging
 import Matching
@@ -31,6 +32,7 @@ struct NodeSettings: Equatable, Sendable {
     var rotationJitter: Int64 = 0
     var continuousScan = false
     var takeAdapter = false
+    var controllerQuirks: ControllerQuirks = []
     // [log]
     var logLevel: Logger.Level = .info
     var logFormat: LogFormat = .text

@@ -42,6 +42,12 @@ enum SettingRegistry {
             "node.take_adapter", \.takeAdapter, default: false,
             env: "TRACER_TAKE_ADAPTER", flag: "--take-adapter",
             help: "With an hciN transport: when bluetoothd holds the adapter up, power it off through the kernel's management interface and take it (desktop Bluetooth on that adapter stops while the node runs)."),
+        .text(
+            "node.controller_quirks", \.controllerQuirks,
+            .text(describe: "quirk names joined with commas", problem: TextRules.controllerQuirks),
+            env: "TRACER_CONTROLLER_QUIRKS", flag: "--controller-quirks",
+            help: "What the controller is known to do wrong, as quirk names joined with commas (\(ControllerQuirks.settingNames.joined(separator: ", "))); known models are recognised by themselves, so this is for a controller the node does not know.",
+            convert: { (try? ControllerQuirks(settingNames: $0)) ?? [] }),
     ]
 
     private static let log: [SettingDefinition] = [
@@ -243,6 +249,15 @@ private enum TextRules {
             return "must be a host name or IP address such as 127.0.0.1, got \(text.quotedForMessage)"
         }
         return nil
+    }
+
+    static func controllerQuirks(_ text: String) -> String? {
+        do {
+            _ = try ControllerQuirks(settingNames: text)
+            return nil
+        } catch {
+            return "must be quirk names joined with commas, from: \(ControllerQuirks.settingNames.joined(separator: ", ")); got \(error.name.quotedForMessage), which is no quirk"
+        }
     }
 
     static func transport(_ text: String) -> String? {
