@@ -90,7 +90,7 @@ struct VerdictsBenchmark {
         }
 
         if newestOnly {
-            _ = continuousWeights(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
+            fifthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
             return
         }
         var current = RiskModel.standard
@@ -181,6 +181,7 @@ struct VerdictsBenchmark {
         say("settings chosen per fold: " + quartile.choices)
         say("chosen the same way on all labelled tests: " + quartile.onAllTests)
         say("")
+        fifthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
         let calibrated = try ExposureReplay.replay(recording, directory: directory, reports: .calibrated).filter { $0.session.label != nil }
         let calibratedBoth = crossValidate(calibrated, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, directions: [.both])
         report("If the writer reported its calibrated RSSI (a protocol change, not made; both directions, held out)", calibratedBoth.outcomes)
@@ -256,6 +257,116 @@ struct VerdictsBenchmark {
         return last!
     }
 
+    /// Issue 26, fifth round: scores that are not a day's sum of weighted minutes. The most weighted
+    /// minutes in one id window or in half an hour (the label asks for 15 minutes in a row), and a
+    /// logistic score over a day's features fitted inside each fold. Both directions, steps.
+    func fifthRound(_ exchanged: [ReplayedSession], tests: [String], samplingPeriod: Int, deployedTPRs: [(String, Double)]) {
+        say("## Fifth round: a day's score other than its sum (risk.score)")
+        func atEqualTPR(_ outcomes: [Outcome]) {
+            let scores = ScoredTruths(outcomes.map { ($0.score, $0.truth) })
+            say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
+                "\(name) \(format(tpr, 2)) → \(scores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
+            }.joined(separator: "; "))
+            say("")
+        }
+        let stretches: [(String, [RiskModel.DayScore])] = [
+            ("The day's total (today's score, the reference; held out)", [.total]),
+            ("The most weighted minutes in one id window (risk.score = best_window; held out)", [.bestWindow]),
+            ("The most weighted minutes in id windows within half an hour (risk.score = best_half_hour; held out)", [.bestHalfHour]),
+            ("Total, best window or best half hour, chosen per fold (held out)", [.total, .bestWindow, .bestHalfHour]),
+        ]
+        for (title, dayScores) in stretches {
+            let result = crossValidate(exchanged, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset,
+                                       summaries: [.strongest], directions: [.both], dayScores: dayScores)
+            report(title, result.outcomes)
+            say("settings chosen per fold: " + result.choices)
+            say("chosen the same way on all labelled tests: " + result.onAllTests)
+            atEqualTPR(result.outcomes)
+        }
+        let featureSets = [LogisticFit(), LogisticFit(features: [0, 2, 5]), LogisticFit(features: [0, 2])]
+        let fits: [(String, [LogisticFit])] = [
+            ("Logistic score over 6 features (7 parameters), fitted per fold (risk.score = logistic; held out)", [featureSets[0]]),
+            ("Logistic score over 3 features (weighted minutes, strongest attenuation, longest near run; 4 parameters; held out)", [featureSets[1]]),
+            ("Logistic score over 2 features (weighted minutes, strongest attenuation; 3 parameters; held out)", [featureSets[2]]),
+            // Added after the three above were seen: the feature set chosen inside each fold, so
+            // that which one ships is not picked on held-out figures.
+            ("Logistic score, the feature set (6, 3 or 2) chosen per fold on training FPR at TPR 0.92 (held out)", featureSets),
+        ]
+        for (title, fitsToTry) in fits {
+            let result = crossValidateLogistic(exchanged, tests: tests, samplingPeriod: samplingPeriod, fits: fitsToTry)
+            report(title, result.outcomes)
+            say("fitted per fold (steps chosen by the usual rule first): " + result.choices)
+            say("fitted the same way on all labelled tests: " + result.onAllTests)
+            atEqualTPR(result.outcomes)
+        }
+    }
+
+    /// Leave one test out for the logistic score: on the training tests, choose the steps (both
+    /// directions, strongest value) by the usual rule, compute each pair's day features with them,
+    /// fit the coefficients, and put exit 3 at the probability reaching training TPR `trainingTPR`
+    /// (lowest FPR) and "high" at training FPR `trainingHighFPR`. The held-out test is then scored
+    /// by `ExposureAssessment` with `risk.score = logistic`, as `tracer check` would score it.
+    func crossValidateLogistic(_ sessions: [ReplayedSession], tests: [String], samplingPeriod: Int, fits: [LogisticFit])
+        -> (outcomes: [Outcome], choices: String, onAllTests: String) {
+        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: [0], summaries: [.strongest], directions: [.both])
+        let scored = candidates.map { model in sessions.map { outcome(of: $0, model: model) } }
+        var featuresByCandidate: [Int: [DayFeatures]] = [:]
+        func features(_ index: Int) -> [DayFeatures] {
+            if let cached = featuresByCandidate[index] { return cached }
+            let model = candidates[index]
+            let computed = sessions.map { session in
+                session.assessment(with: model).days.max { $0.weightedMinutes < $1.weightedMinutes }?.features
+                    ?? DayFeatures(windows: [], model: model)
+            }
+            featuresByCandidate[index] = computed
+            return computed
+        }
+        func fitted(training: [Int]) -> RiskModel? {
+            guard let best = Self.select(candidates, scored: scored, training: training),
+                  let index = candidates.firstIndex(of: best.model) else { return nil }
+            let days = features(index)
+            // Among the feature sets, the usual rule: lowest training FPR at training TPR 0.92, ties the larger training area.
+            var chosen: (model: RiskModel, truths: ScoredTruths, fpr: Double, area: Double, low: Double)?
+            for fit in fits {
+                guard let coefficients = fit.fit(training.map { (LogisticScore.inputs(days[$0]), sessions[$0].session.label == true) }) else { continue }
+                var model = best.model
+                model.dayScore = .logistic
+                model.logistic = LogisticScore(intercept: coefficients.intercept, coefficients: coefficients.coefficients, lowProbability: 0.5, highProbability: 0.5)
+                let truths = ScoredTruths(training.map { (model.logistic.probability(of: days[$0]), sessions[$0].session.label == true) })
+                guard let point = truths.lowestFalsePositiveRate(reaching: Self.trainingTPR) else { continue }
+                let area = truths.areaUnderCurve
+                if chosen == nil || point.fpr < chosen!.fpr || (point.fpr == chosen!.fpr && area > chosen!.area) {
+                    chosen = (model, truths, point.fpr, area, point.threshold)
+                }
+            }
+            guard let (chosenModel, truths, _, _, low) = chosen else { return nil }
+            var model = chosenModel
+            let high = truths.lowestThreshold(keepingFalsePositiveRateAtMost: Self.trainingHighFPR)?.threshold ?? low
+            model.logistic.lowProbability = low
+            model.logistic.highProbability = max(low, high)
+            return model
+        }
+        func describe(_ model: RiskModel) -> String {
+            "\(model.nearAttenuation)/\(model.farAttenuation) dB, intercept \(format(model.logistic.intercept, 6)), coefficients ["
+                + model.logistic.coefficients.map { format($0, 6) }.joined(separator: ", ")
+                + "], low p \(format(model.logistic.lowProbability, 6)), high p \(format(model.logistic.highProbability, 6))"
+        }
+        var outcomes: [Outcome] = []
+        var choices: [String] = []
+        for test in tests {
+            let training = sessions.indices.filter { sessions[$0].session.test != test }
+            guard let model = fitted(training: training) else { continue }
+            let used = model.logistic.coefficients.filter { $0 != 0 }.count
+            choices.append("\(model.nearAttenuation)/\(model.farAttenuation) \(used) features low p \(format(model.logistic.lowProbability, 2))")
+            for index in sessions.indices where sessions[index].session.test == test {
+                outcomes.append(outcome(of: sessions[index], model: model))
+            }
+        }
+        let summary = Dictionary(grouping: choices, by: { $0 }).sorted { ($0.value.count, $1.key) > ($1.value.count, $0.key) }
+            .map { "\($0.key) ×\($0.value.count)" }.joined(separator: "; ")
+        return (outcomes, summary, fitted(training: Array(sessions.indices)).map(describe) ?? "none")
+    }
+
     struct Outcome {
         var id: String
         /// The test the pair was recorded in: the cluster the bootstrap resamples.
@@ -282,7 +393,8 @@ struct VerdictsBenchmark {
         return Outcome(
             id: session.session.id, test: session.session.test, environment: session.session.environment, truth: session.session.label == true,
             exit3: assessment.level >= .low, high: assessment.level == .high,
-            score: assessment.days.map(\.weightedMinutes).max() ?? 0, threshold: model.lowMinutes)
+            score: assessment.days.map { $0.score ?? $0.weightedMinutes }.max() ?? 0,
+            threshold: model.dayScore == .logistic ? model.logistic.lowProbability : model.lowMinutes)
     }
 
     struct Thresholds { var low: Double; var high: Double }
@@ -313,9 +425,10 @@ struct VerdictsBenchmark {
     /// single cut (medium weight 0) or a half-weight medium band 5 or 10 dB wide; with the linear
     /// weight curve, a line from weight 1 at the near threshold to the far weight 4 to 24 dB further.
     static func candidates(samplingPeriod: Int, farWeights: [Double], summaries: [RiskModel.AttenuationSummary],
-                           directions: [RiskModel.Directions] = [.ours], curves: [RiskModel.WeightCurve] = [.steps]) -> [RiskModel] {
+                           directions: [RiskModel.Directions] = [.ours], curves: [RiskModel.WeightCurve] = [.steps],
+                           dayScores: [RiskModel.DayScore] = [.total]) -> [RiskModel] {
         var models: [RiskModel] = []
-        for curve in curves { for summary in summaries { for direction in directions {
+        for dayScore in dayScores { for curve in curves { for summary in summaries { for direction in directions {
             for near in 40...75 {
                 let bands: [(Int, Double)] = curve == .steps ? [(1, 0.0), (5, 0.5), (10, 0.5)] : [(4, 0.5), (8, 0.5), (12, 0.5), (16, 0.5), (24, 0.5)]
                 for (width, medium) in bands {
@@ -329,12 +442,13 @@ struct VerdictsBenchmark {
                     model.mediumWeight = medium
                     model.farWeight = farWeight
                     model.samplingPeriodSeconds = samplingPeriod
+                    model.dayScore = dayScore
                     models.append(model)
                     }
                 }
             }
         }
-        } }
+        } } }
         return models
     }
 
@@ -346,9 +460,10 @@ struct VerdictsBenchmark {
     func crossValidate(_ sessions: [ReplayedSession], tests: [String], samplingPeriod: Int,
                        calibration: ReplayedSession.Calibration, farWeights: [Double] = [0],
                        summaries: [RiskModel.AttenuationSummary] = [.mean, .strongest], directions: [RiskModel.Directions] = [.ours],
-                       curves: [RiskModel.WeightCurve] = [.steps],
+                       curves: [RiskModel.WeightCurve] = [.steps], dayScores: [RiskModel.DayScore] = [.total],
                        fixedLowMinutes: Double? = nil) -> (outcomes: [Outcome], choices: String, onAllTests: String) {
-        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: farWeights, summaries: summaries, directions: directions, curves: curves)
+        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: farWeights, summaries: summaries, directions: directions,
+                                         curves: curves, dayScores: dayScores)
         let scored = candidates.map { model in sessions.map { outcome(of: $0, model: model, calibration: calibration) } }
         var outcomes: [Outcome] = []
         var choices: [String: Int] = [:]
@@ -395,7 +510,8 @@ struct VerdictsBenchmark {
     }
 
     static func describe(_ model: RiskModel, thresholds: Thresholds) -> String {
-        "\(model.attenuationSummary.rawValue)\(model.directions == .both ? " both directions" : "")\(model.weightCurve == .linear ? " linear" : "") \(model.nearAttenuation)/\(model.farAttenuation) dB"
+        (model.dayScore == .total ? "" : model.dayScore.rawValue + ", ")
+            + "\(model.attenuationSummary.rawValue)\(model.directions == .both ? " both directions" : "")\(model.weightCurve == .linear ? " linear" : "") \(model.nearAttenuation)/\(model.farAttenuation) dB"
             + (model.weightCurve == .steps ? ", medium \(model.mediumWeight)" : "")
             + (model.farWeight > 0 ? ", far \(model.farWeight)" : "") + ", low \(format(thresholds.low, 2)) min, high \(format(thresholds.high, 2)) min"
     }

@@ -54,6 +54,7 @@ struct MatchingParts {
         model.directions = risk.directions
         model.rssiCorrection = Int(risk.rssiCorrection)
         model.weightCurve = risk.weightCurve
+        model.dayScore = risk.score
         return model
     }
 

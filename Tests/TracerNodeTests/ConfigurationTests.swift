@@ -60,7 +60,7 @@ extension TracerNodeTests {
             "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
             "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period", "risk.attenuation_summary",
-            "risk.directions", "risk.rssi_correction", "risk.weight_curve",
+            "risk.directions", "risk.rssi_correction", "risk.weight_curve", "risk.score",
             "place.name", "place.source", "place.gpsd_host", "place.gpsd_port", "place.precision", "place.max_fix_age",
         ]
 
@@ -98,6 +98,7 @@ extension TracerNodeTests {
             #expect(config.value("risk.attenuation_summary") as? String == "strongest")
             #expect(config.value("risk.directions") as? String == "both")
             #expect(config.value("risk.weight_curve") as? String == "steps")
+            #expect(config.value("risk.score") as? String == "total")
             #expect(config.value("node.database") as? String == home.scratch.path + "/xdg-data/tracer/tracer.db")
             #expect(config.value("check.cache_dir") as? String == home.scratch.path + "/xdg-cache/tracer")
             // Places are off unless asked for; a gpsd source reads the usual local gpsd, rounded to 100 m.
@@ -156,6 +157,7 @@ extension TracerNodeTests {
                 [risk]
                 near_weight = 0.75
                 low_minutes = 2.5
+                score = "logistic"
                 """)
             let config = try home.settings()
             #expect(config.configFile["exists"] as? Bool == true)
@@ -164,7 +166,7 @@ extension TracerNodeTests {
                 ("node.continuous_scan", true, 5), ("server.url", "https://tracer.example.org/list", 8),
                 ("server.public_key", key, 9), ("check.on_exposure", "notify-send \"exposed\"\tnow é", 12),
                 ("check.cache_dir", home.configDirectory + "/cache", 13), ("risk.near_weight", 0.75, 15),
-                ("risk.low_minutes", 2.5, 16),
+                ("risk.low_minutes", 2.5, 16), ("risk.score", "logistic", 17),
             ]
             for (key, value, line) in expected {
                 #expect(Self.same(config.value(key), value), "\(key): \(String(describing: config.value(key)))")

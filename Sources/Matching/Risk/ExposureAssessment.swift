@@ -16,6 +16,11 @@ public struct ExposureDay: Sendable, Equatable, Codable {
     /// user can tell the bus from the office. Never stored with the last report nor given to the
     /// exposure hook (`withoutPlaces`); nil when none was recorded.
     public var places: [Place]? = nil
+    /// What the level was decided on (`RiskModel.score(of:)`): weighted minutes, or a probability
+    /// with `risk.score = logistic`; nil in reports written before it was kept.
+    public var score: Double? = nil
+    /// The day window by window; nil in reports written before it was kept.
+    public var features: DayFeatures? = nil
 
     public var totalMinutes: Double { minutes.values.reduce(0, +) }
 
@@ -39,25 +44,34 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
     public init(matches: [ExposureMatch], model: RiskModel) {
         // The same encounter can be matched twice when an id is listed in two batches.
         var seen = Set<EncounterKey>()
-        var byDay: [UnixSeconds: (ids: Set<UserID>, minutes: [RiskModel.Proximity: Double], weighted: Double, places: [Place])] = [:]
+        var byDay: [UnixSeconds: (ids: Set<UserID>, minutes: [RiskModel.Proximity: Double], weighted: Double, places: [Place],
+                                  windows: [UnixSeconds: DayFeatures.Window])] = [:]
         for match in matches {
             let encounter = match.encounter
             guard seen.insert(EncounterKey(peer: encounter.peer, ownWindowStart: encounter.ownWindowStart)).inserted else { continue }
             let dayStart = encounter.firstSeen - encounter.firstSeen.modulo(UnixSeconds.secondsPerDay)
-            var day = byDay[dayStart] ?? (ids: [], minutes: [:], weighted: 0, places: [])
+            var day = byDay[dayStart] ?? (ids: [], minutes: [:], weighted: 0, places: [], windows: [:])
             day.ids.insert(encounter.peer)
             if let place = encounter.place, !day.places.contains(place) { day.places.append(place) }
             for (proximity, minutes) in model.minutesByProximity(of: encounter) { day.minutes[proximity, default: 0] += minutes }
-            day.weighted += model.weightedMinutes(of: encounter)
+            let weighted = model.weightedMinutes(of: encounter)
+            day.weighted += weighted
+            var window = day.windows[encounter.ownWindowStart] ?? .init(start: encounter.ownWindowStart, weightedMinutes: 0, attenuation: nil)
+            window.weightedMinutes += weighted
+            if let attenuation = model.attenuation(of: encounter) { window.attenuation = min(window.attenuation ?? attenuation, attenuation) }
+            day.windows[encounter.ownWindowStart] = window
             byDay[dayStart] = day
         }
         days = byDay.keys.sorted().map { dayStart in
             let day = byDay[dayStart]!
-            let weighted = day.weighted
+            var features = DayFeatures(windows: Array(day.windows.values), model: model)
+            // The sum in the order the encounters came, so `total` scores exactly as it always did.
+            features.weightedMinutes = day.weighted
+            let score = model.score(of: features)
             return ExposureDay(
                 day: Self.dayName(dayStart), dayStart: dayStart, diagnosedIDs: day.ids.count, minutes: day.minutes,
-                weightedMinutes: weighted, level: model.level(weightedMinutes: weighted),
-                places: day.places.isEmpty ? nil : day.places)
+                weightedMinutes: day.weighted, level: model.level(score: score),
+                places: day.places.isEmpty ? nil : day.places, score: score, features: features)
         }
         level = days.map(\.level).max() ?? .none
     }

@@ -37,6 +37,33 @@ public struct RiskModel: Sendable, Equatable, Codable {
     public var ownTxPower: Int?
     /// How an attenuation becomes a weight: three steps, or a line between the thresholds.
     public var weightCurve: WeightCurve
+    /// What a day's level is decided on: its total of weighted minutes, the most in one stretch,
+    /// or a logistic score over its features (docs/risk-model.md, "Fifth round").
+    public var dayScore: DayScore
+    /// The coefficients and thresholds of `dayScore = .logistic`.
+    public var logistic: LogisticScore
+
+    /// What a day's level is decided on.
+    public enum DayScore: String, Sendable, Codable, CaseIterable {
+        /// The day's weighted minutes over all its id windows (GAEN's sum).
+        case total
+        /// The most weighted minutes in one id window.
+        case bestWindow = "best_window"
+        /// The most weighted minutes in id windows starting within half an hour: the label asks
+        /// for 15 minutes in a row, which two successive 15-minute windows hold.
+        case bestHalfHour = "best_half_hour"
+        /// `logistic`'s probability, against its own thresholds.
+        case logistic
+    }
+
+    /// Fitted on all 24 labelled tests of the MIT LL / U. Arizona recordings by the fifth round's
+    /// procedure (docs/risk-model.md, "Fifth round"), over two features: log(1 + the day's
+    /// weighted minutes) and its strongest attenuation, computed with the default steps (51/56 dB,
+    /// strongest of both directions); exit 3 at the probability reaching training TPR 0.92, high
+    /// at training FPR 0.20 (0.090758 and 0.208071, rounded down). Opt-in: it flags a brief
+    /// contact at a strong signal, which these recordings (every test over half an hour) lack.
+    public static let fittedLogistic = LogisticScore(
+        intercept: 2.857586, coefficients: [0.546458, 0, -0.112244, 0, 0, 0], lowProbability: 0.0907, highProbability: 0.208)
 
     /// How a window's attenuation turns into the weight of its minutes.
     public enum WeightCurve: String, Sendable, Codable, CaseIterable {
@@ -94,7 +121,8 @@ public struct RiskModel: Sendable, Equatable, Codable {
         nearAttenuation: Int, farAttenuation: Int, nearWeight: Double, mediumWeight: Double, farWeight: Double,
         unknownWeight: Double, lowMinutes: Double, highMinutes: Double, assumedTxPower: Int, samplingPeriodSeconds: Int,
         attenuationSummary: AttenuationSummary = .mean, rssiCorrection: Int = 0, directions: Directions = .ours,
-        ownTxPower: Int? = nil, weightCurve: WeightCurve = .steps
+        ownTxPower: Int? = nil, weightCurve: WeightCurve = .steps, dayScore: DayScore = .total,
+        logistic: LogisticScore = RiskModel.fittedLogistic
     ) {
         self.nearAttenuation = nearAttenuation
         self.farAttenuation = farAttenuation
@@ -111,6 +139,8 @@ public struct RiskModel: Sendable, Equatable, Codable {
         self.directions = directions
         self.ownTxPower = ownTxPower
         self.weightCurve = weightCurve
+        self.dayScore = dayScore
+        self.logistic = logistic
     }
 
     public enum Proximity: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable {
@@ -224,6 +254,24 @@ public struct RiskModel: Sendable, Equatable, Codable {
     /// Contact time an encounter stands for, in seconds.
     public func contactSeconds(of encounter: Encounter) -> Int64 {
         max(0, encounter.lastSeen - encounter.firstSeen) + Int64(samplingPeriodSeconds)
+    }
+
+    /// A day's score under `dayScore`: weighted minutes, or with `.logistic` a probability.
+    public func score(of features: DayFeatures) -> Double {
+        switch dayScore {
+        case .total: features.weightedMinutes
+        case .bestWindow: features.bestWindowMinutes
+        case .bestHalfHour: features.bestHalfHourMinutes
+        case .logistic: logistic.probability(of: features)
+        }
+    }
+
+    /// A day's level from its score (`score(of:)`): the logistic score has its own thresholds.
+    public func level(score: Double) -> RiskLevel {
+        guard dayScore == .logistic else { return level(weightedMinutes: score) }
+        if score >= logistic.highProbability { return .high }
+        if score >= logistic.lowProbability { return .low }
+        return .none
     }
 
     public func level(weightedMinutes: Double) -> RiskLevel {

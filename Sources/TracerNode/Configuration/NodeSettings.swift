@@ -23,6 +23,7 @@ struct NodeSettings: Equatable, Sendable {
         var directions: RiskModel.Directions = .ours
         var rssiCorrection: Int64 = 0
         var weightCurve: RiskModel.WeightCurve = .steps
+        var score: RiskModel.DayScore = .total
     }
 
     // [node]

@@ -180,6 +180,11 @@ enum SettingRegistry {
             default: .value(.text("steps")), env: "TRACER_RISK_WEIGHT_CURVE", flag: nil,
             help: "How attenuation becomes a weight: steps (the near, medium and far weights) or linear (from the near weight at near_attenuation down to the far weight at far_attenuation).",
             convert: { RiskModel.WeightCurve(rawValue: $0) ?? .steps }),
+        .text(
+            "risk.score", \.risk.score, .choice(RiskModel.DayScore.allCases.map(\.rawValue)),
+            default: .value(.text("total")), env: "TRACER_RISK_SCORE", flag: nil,
+            help: "What a day's level is decided on: total (its weighted minutes), best_window (the most in one id window), best_half_hour (the most within half an hour), or logistic (a probability fitted on recorded contacts, with its own thresholds; low_minutes and high_minutes then do not apply; docs/risk-model.md).",
+            convert: { RiskModel.DayScore(rawValue: $0) ?? .total }),
     ]
 
     static let constraints: [SettingConstraint] = [

@@ -1,0 +1,127 @@
+import ExposureReplay
+import Foundation
+import IDRotation
+import Testing
+import TestTiers
+@testable import Matching
+
+extension MatchingTests {
+    /// Issue 26, fifth round: a day's score other than its total of weighted minutes
+    /// (`risk.score`), and the logistic score's arithmetic.
+    @Suite(.tags(.unit)) struct DayScoreTests {
+        let day: UnixSeconds = 1_795_305_600  // 2026-11-22T00:00:00Z
+
+        /// Four id windows: 5 and 7 near minutes in two successive windows, then an hour later 14
+        /// medium minutes (7 weighted) and 15 far ones (0). Each window its own peer id, as on the air.
+        func assessment(_ score: RiskModel.DayScore, model base: RiskModel = .standard) -> ExposureAssessment {
+            var model = base
+            model.dayScore = score
+            let encounters = [
+                encounter(1, from: day, to: day + 240, rssi: -45),                  // 45 dB, 5 min
+                encounter(2, from: day + 900, to: day + 900 + 360, rssi: -48),      // 48 dB, 7 min
+                encounter(3, from: day + 3_600, to: day + 3_600 + 780, rssi: -53),  // 53 dB, 14 min × 0.5
+                encounter(4, from: day + 4_500, to: day + 4_500 + 840, rssi: -70),  // 70 dB, 15 min × 0
+            ]
+            return ExposureAssessment(
+                matches: encounters.map { ExposureMatch(encounter: $0, listed: listed($0.peer.rawValue, from: day, to: day + 86_400)) },
+                model: model)
+        }
+
+        @Test func aDayIsDescribedWindowByWindow() throws {
+            let features = try #require(assessment(.total).days.first?.features)
+            #expect(features.weightedMinutes == 19)
+            #expect(features.bestWindowMinutes == 7)
+            // The first two windows start 15 minutes apart; the last two start an hour later.
+            #expect(features.bestHalfHourMinutes == 12)
+            #expect(features.strongestAttenuation == 45)
+            #expect(features.medianAttenuation == 50.5)
+            #expect(features.windows == 4)
+            #expect(features.longestNearRun == 2)
+        }
+
+        @Test func theScoreSettingDecidesTheLevel() {
+            // 19 weighted minutes in the day: high from 18.4. But no half hour holds more than 12,
+            // no window more than 7: low (exit 3 from 5.8).
+            #expect(assessment(.total).level == .high)
+            #expect(assessment(.total).days.first?.score == 19)
+            #expect(assessment(.bestHalfHour).level == .low)
+            #expect(assessment(.bestHalfHour).days.first?.score == 12)
+            #expect(assessment(.bestWindow).days.first?.score == 7)
+            var stricter = RiskModel.standard
+            stricter.lowMinutes = 10
+            #expect(assessment(.bestWindow, model: stricter).level == .none)
+            #expect(assessment(.bestHalfHour, model: stricter).level == .low)
+            // The day's weighted minutes stay what they are whatever decides the level.
+            #expect(assessment(.bestWindow).days.first?.weightedMinutes == 19)
+        }
+
+        @Test func theLogisticScoreIsTheProbabilityOfItsLinearPredictor() {
+            let score = LogisticScore(intercept: 1, coefficients: [2, 0, -0.1, 0, 0, 0], lowProbability: 0.4, highProbability: 0.7)
+            // log(1 + (e − 1)) = 1: 1 + 2 · 1 − 0.1 · 30 = 0, probability 1/2.
+            let even = DayFeatures(weightedMinutes: exp(1) - 1, bestWindowMinutes: 0, bestHalfHourMinutes: 0, strongestAttenuation: 30,
+                                   medianAttenuation: 30, windows: 1, longestNearRun: 1)
+            #expect(abs(score.probability(of: even) - 0.5) < 1e-12)
+            // 10 dB weaker: the predictor falls by 1, to 1/(1 + e).
+            var weaker = even
+            weaker.strongestAttenuation = 40
+            #expect(abs(score.probability(of: weaker) - 1 / (1 + exp(1))) < 1e-12)
+            // No window measured: the attenuation counts as 100 dB.
+            weaker.strongestAttenuation = nil
+            #expect(LogisticScore.inputs(weaker)[2] == LogisticScore.unmeasuredAttenuation)
+            // Its own thresholds decide the level, not the minutes'.
+            var model = RiskModel.standard
+            model.dayScore = .logistic
+            model.logistic = score
+            #expect(model.level(score: 0.39) == .none)
+            #expect(model.level(score: 0.4) == .low)
+            #expect(model.level(score: 0.7) == .high)
+            #expect(model.level(score: 19) == .high)
+        }
+
+        @Test func theShippedLogisticScoreIsTheFittedOne() {
+            // docs/risk-model.md, "Fifth round": fitted on all 24 labelled tests over two features,
+            // the day's weighted minutes and its strongest attenuation; opt-in, the default stays.
+            #expect(RiskModel.standard.dayScore == .total)
+            let fitted = RiskModel.fittedLogistic
+            #expect(fitted.coefficients.count == LogisticScore.featureNames.count)
+            #expect(fitted.coefficients[0] > 0)
+            #expect(fitted.coefficients[2] < 0)
+            #expect([1, 3, 4, 5].allSatisfy { fitted.coefficients[$0] == 0 })
+            var model = RiskModel.standard
+            model.dayScore = .logistic
+            let day = assessment(.logistic).days[0]
+            let expected = 1 / (1 + exp(-(fitted.intercept + fitted.coefficients[0] * log(20) + fitted.coefficients[2] * 45)))
+            #expect(abs((day.score ?? 0) - expected) < 1e-12)
+            #expect(day.level == model.level(score: expected))
+            // Why it is opt-in: outside the recordings' range (every test lasted over half an hour),
+            // one sighting of a minute at 45 dB is already an exposure; at 60 dB it is not.
+            func oneMinute(at rssi: Int8) -> RiskLevel {
+                ExposureAssessment(matches: [ExposureMatch(encounter: encounter(9, from: self.day, to: self.day, rssi: rssi),
+                                                           listed: listed(9, from: self.day, to: self.day + 900))], model: model).level
+            }
+            #expect(oneMinute(at: -45) == .low)
+            #expect(oneMinute(at: -60) == .none)
+        }
+
+        @Test func theFitRecoversAKnownModel() throws {
+            // Probabilities from intercept 1, +2 per unit of feature 0, −0.1 per dB of feature 2;
+            // 400 examples per grid point with the nearest whole number of positives.
+            var examples: [(inputs: [Double], truth: Bool)] = []
+            for step in 0...6 {
+                for attenuation in stride(from: 20.0, through: 60, by: 10) {
+                    let x = Double(step) / 2
+                    let p = 1 / (1 + exp(-(1 + 2 * x - 0.1 * attenuation)))
+                    let positives = Int((p * 400).rounded())
+                    for index in 0..<400 { examples.append(([x, 0, attenuation, 0, 0, 0], index < positives)) }
+                }
+            }
+            let fit = try #require(LogisticFit(ridge: 0, features: [0, 2]).fit(examples))
+            #expect(abs(fit.intercept - 1) < 0.05)
+            #expect(abs(fit.coefficients[0] - 2) < 0.02)
+            #expect(abs(fit.coefficients[2] + 0.1) < 0.002)
+            #expect(fit.coefficients[1] == 0 && fit.coefficients[3] == 0)
+            // One class only: nothing to fit.
+            #expect(LogisticFit().fit(examples.filter(\.truth)) == nil)
+        }
+    }
+}
