@@ -14,7 +14,12 @@ import PositiveListFormat
 ///   pending or in a live batch;
 /// - ``recordBatch(_:publishing:)`` refuses (false) when another publisher recorded meanwhile,
 ///   and a batch number is never recorded twice;
-/// - ``lockPublication(lockPath:)`` admits one publisher at a time.
+/// - ``lockPublication()`` admits one publisher at a time.
+///
+/// What only one back end needs stays its own: the SQLite store's lock file and its in-memory
+/// index of published ids (``ServerStore/publicationLockPath``,
+/// ``ServerStore/loadPublishedIDs()``). `StoreContractTests` runs every promise stated here on
+/// both back ends.
 public protocol SubmissionStore: Sendable {
     // Uploads and codes (HTTP API, `append`, `issue-code`).
     func recordIssuedCode(_ code: UploadCode, authority: String, issuedAt: UnixSeconds, expiresAt: UnixSeconds) async throws(ServerStoreError)
@@ -25,15 +30,12 @@ public protocol SubmissionStore: Sendable {
     func appendKeyHistory(
         _ records: [DailyKeyRecord], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds
     ) async throws(ServerStoreError) -> SubmissionOutcome
-    /// Prepares what uploads are checked against, before the server listens.
-    func loadPublishedIDs() async throws(ServerStoreError) -> ServerStore.PublishedIDsInMemory
     func summary(now: UnixSeconds) async throws(ServerStoreError) -> StoreSummary
 
     // Publication.
-    /// Waits for (SQLite) or takes at once (PostgreSQL) the right to publish; the publisher
-    /// releases it when done. `lockPath` is the data directory's lock file, which only a store
-    /// that lives in that directory uses.
-    func lockPublication(lockPath: String) async throws(PublishError) -> any PublicationLock
+    /// Waits for (SQLite) or takes at once (PostgreSQL: ``PublishError/anotherInstancePublishing``
+    /// when another instance holds it) the right to publish; the publisher releases it when done.
+    func lockPublication() async throws(PublishError) -> any PublicationLock
     /// The pending ids to publish: windows ending after `cutoff` (retention), and none valid
     /// after `dueBy` (the publication time less the clock-skew allowance).
     func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries
@@ -77,8 +79,8 @@ extension ServerStore: SubmissionStore {
 
     /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a
     /// `tracer-server publish` run never interleave; waits for the other one to finish.
-    public func lockPublication(lockPath: String) async throws(PublishError) -> any PublicationLock {
-        try FilePublicationLock.take(path: lockPath)
+    public func lockPublication() async throws(PublishError) -> any PublicationLock {
+        try FilePublicationLock.take(path: publicationLockPath)
     }
 }
 
