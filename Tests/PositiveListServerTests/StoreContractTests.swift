@@ -30,8 +30,8 @@ struct SharedPostgres: SuiteTrait, TestScoping {
     var isRecursive: Bool { false }
 
     func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        defer { server.process.withLock { $0?.stop() } }
         try await Self.$current.withValue(self) { try await function() }
-        server.process.withLock { $0?.stop() }
     }
 
     /// A fresh empty database on the suite's server.
@@ -81,17 +81,13 @@ struct ContractFixture {
     /// Runs `body` on a fresh fixture, removed after it whatever happens.
     static func with(_ backend: StoreBackend, _ body: (ContractFixture) async throws -> Void) async throws {
         let fixture = try await make(backend)
-        do {
-            try await body(fixture)
-        } catch {
-            await fixture.remove()
-            throw error
-        }
-        await fixture.remove()
+        defer { fixture.remove() }
+        try await body(fixture)
     }
 
-    /// The PostgreSQL stores' connections close with their pools, when the stores are released.
-    func remove() async {
+    /// The PostgreSQL stores' connections close with their pools when the stores are released;
+    /// the database goes with the suite's server.
+    func remove() {
         server.remove()
     }
 
