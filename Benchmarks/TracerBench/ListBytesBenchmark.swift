@@ -51,7 +51,7 @@ struct ListBytesBenchmark {
         // 2027-01-15 00:00 UTC, then an hour at a time.
         let clock = SteppedClock(UTCDay(containing: 1_800_000_000).start)
         let publisher = Publisher(
-            store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: signingKey,
+            store: store, directory: paths.published, signingKey: signingKey,
             retentionSeconds: configuration.retentionSeconds, keySettings: KeyPublicationSettings(configuration),
             // The histories end at the clock's now; this measures bytes, not the wait for them.
             idPublicationDelaySeconds: 0, clock: clock, logger: logger)

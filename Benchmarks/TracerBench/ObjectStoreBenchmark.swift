@@ -33,7 +33,7 @@ struct ObjectStoreBenchmark {
         let publicKey = PositiveListPublicKey(key.publicKey)
         let clock = SystemWallClock()
         let publisher = Publisher(
-            store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,
+            store: store, directory: paths.published, signingKey: key,
             retentionSeconds: 28 * 86_400, idPublicationDelaySeconds: 0, clock: clock, logger: logger)
 
         let moto = try await MotoS3Server(buckets: ["bench-list"])

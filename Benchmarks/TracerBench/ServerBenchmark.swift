@@ -44,7 +44,7 @@ struct ServerBenchmark {
         let key = try SigningKeyFile.create(at: paths.signingKey)
         let clock = SystemWallClock()
         let publisher = Publisher(
-            store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,
+            store: store, directory: paths.published, signingKey: key,
             retentionSeconds: configuration.retentionSeconds,
             // The histories end at the clock's now; this measures publication, not the wait for it.
             idPublicationDelaySeconds: 0, clock: clock, logger: logger)

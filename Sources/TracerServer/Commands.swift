@@ -45,14 +45,17 @@ struct Serve: AsyncParsableCommand {
         if let console = configuration.console, console.enabled {
             logger.info("console enabled", metadata: ["listen": "\(console.host):\(console.port)", "authority": "\(console.authority)"])
         }
-        // Read the published ids before listening, so the first upload does not wait for it.
-        // A damaged batch file still lets the server serve the list; uploads are refused (503)
-        // with the same reason until the file is restored.
-        do {
-            let loaded = try await store.loadPublishedIDs()
-            logger.info("published ids loaded", metadata: ["ids": "\(loaded.ids)", "megabytes": "\(loaded.bytes >> 20)"])
-        } catch {
-            logger.error("uploads will be refused", metadata: ["reason": "\(error)"])
+        // SQLite checks uploads against the live batches' ids in memory: read them before
+        // listening, so the first upload does not wait for it. A damaged batch file still lets
+        // the server serve the list; uploads are refused (503) with the same reason until the
+        // file is restored. (PostgreSQL checks uploads in the database.)
+        if let sqlite = store as? ServerStore {
+            do {
+                let loaded = try await sqlite.loadPublishedIDs()
+                logger.info("published ids loaded", metadata: ["ids": "\(loaded.ids)", "megabytes": "\(loaded.bytes >> 20)"])
+            } catch {
+                logger.error("uploads will be refused", metadata: ["reason": "\(error)"])
+            }
         }
         // Built before listening, so that missing or unreadable credentials stop the start.
         var sync: ObjectStoreSync?

@@ -66,7 +66,7 @@ extension LocationOptions {
         let client = try settings.makeClient()
         let publicKey = PositiveListPublicKey(key.publicKey)
         var sync = store.map {
-            ObjectStoreSync(client: client, directory: paths.published, store: $0, lockPath: paths.publishLock, publicKey: publicKey, logger: logger)
+            ObjectStoreSync(client: client, directory: paths.published, store: $0, publicKey: publicKey, logger: logger)
         } ?? ObjectStoreSync(client: client, directory: paths.published, lockPath: paths.publishLock, publicKey: publicKey, logger: logger)
         sync.recordPath = paths.objectStoreSyncRecord
         return sync

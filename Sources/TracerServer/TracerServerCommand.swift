@@ -71,13 +71,13 @@ struct LocationOptions: ParsableArguments {
         if let database = configuration?.database {
             return try await PostgresServerStore.open(settings: try database.settings(), poolSize: database.poolSize)
         }
-        return try ServerStore.open(path: paths.database, publishedDirectory: paths.published)
+        return try ServerStore.open(path: paths.database, publishedDirectory: paths.published, publicationLockPath: paths.publishLock)
     }
 
     func makePublisher(store: any SubmissionStore, configuration: ServerConfiguration, logger: Logger) throws -> Publisher {
         let key = try SigningKeyFile.load(from: resolvedKeyPath)
         return Publisher(
-            store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: key,
+            store: store, directory: paths.published, signingKey: key,
             retentionSeconds: configuration.retentionSeconds, indexRefreshSeconds: configuration.indexRefreshSeconds,
             keySettings: KeyPublicationSettings(configuration), idPublicationDelaySeconds: configuration.clockSkewSeconds,
             clock: SystemWallClock(), logger: logger)

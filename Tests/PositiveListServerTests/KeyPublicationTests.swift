@@ -343,44 +343,16 @@ import TestTiers
         defer { restricted.remove() }
         // Same data directory and key, new setting: as after an operator's restart.
         let publisher = Publisher(
-            store: fixture.store, directory: fixture.paths.published, lockPath: fixture.paths.publishLock, signingKey: fixture.signingKey,
+            store: fixture.store, directory: fixture.paths.published, signingKey: fixture.signingKey,
             retentionSeconds: fixture.configuration.retentionSeconds, keySettings: KeyPublicationSettings(restricted.configuration),
             idPublicationDelaySeconds: 0, clock: fixture.clock, logger: fixture.logs.logger)
         #expect(try await publisher.publish().keyIndexGeneration == 2)
         #expect(try verifiedKeyIndex(fixture).accepts == .ids)
     }
 
-    // MARK: Crash safety
-
-    @Test(arguments: PublishStep.keySteps)
-    func aCrashDuringKeyPublicationLeavesTheKeyIndexValid(step: PublishStep) async throws {
-        let fixture = try ServerFixture()
-        defer { fixture.remove() }
-        let first = (1...3).map { Self.record(UTCDay(number: Self.today.number - Int64($0)), DailyKey.random()) }
-        let second = (4...5).map { Self.record(UTCDay(number: Self.today.number - Int64($0)), DailyKey.random()) }
-        _ = try await append(fixture, first)
-        try await fixture.makePublisher().publish()
-        let previous = try verifiedKeyIndex(fixture)
-
-        _ = try await append(fixture, second)
-        fixture.clock.advance(by: 3_600)
-        let crashing = fixture.makePublisher { current in
-            if current == step { throw CancellationError() }
-        }
-        await #expect(throws: PublishError.self) { try await crashing.publish() }
-        let index = try verifiedKeyIndex(fixture)
-        #expect(index.batches.map(\.number) == (step == .keyIndexReplaced ? [1, 2] : previous.batches.map(\.number)))
-        #expect(try verifiedKeyBatches(fixture).count == index.batches.count)
-
-        // The next run finishes: every key published exactly once, no stray files.
-        try await fixture.makePublisher().publish()
-        #expect(Set(try verifiedKeyBatches(fixture).flatMap(\.records)) == Set(first + second))
-        #expect(try verifiedKeyBatches(fixture).map(\.count) == [3, 2])
-        let names = try FileManager.default.contentsOfDirectory(atPath: fixture.paths.published.keysPath)
-        #expect(Set(names) == ["index.tpki", "1.tpkb", "2.tpkb"], "\(names)")
-    }
-
     // MARK: Retention
+
+    // Crash safety: StoreContractTests.aCrashDuringKeyPublicationLeavesTheKeyIndexValid, on both stores.
 
     @Test func keyBatchesExpireWithTheirLastDay() async throws {
         let fixture = try ServerFixture()

@@ -12,22 +12,21 @@ import TracerTestSupport
 /// whichever instance publishes or syncs, and in whatever order.
 @Suite("ObjectStore sync from several instances", .tags(.integration), .serialized)
 struct ObjectStoreInstancesTests {
-    /// One instance: its connection pool, published directory and lock file.
+    /// One instance: its connection pool and published directory.
     struct Instance {
         let store: PostgresServerStore
         let directory: PublishedDirectory
-        let lockPath: String
 
         func publisher(_ fixture: PostgresFixture) -> Publisher {
             Publisher(
-                store: store, directory: directory, lockPath: lockPath, signingKey: fixture.server.signingKey,
+                store: store, directory: directory, signingKey: fixture.server.signingKey,
                 retentionSeconds: fixture.server.configuration.retentionSeconds, idPublicationDelaySeconds: 0, clock: fixture.server.clock,
                 logger: fixture.server.logs.logger)
         }
 
         func sync(_ fixture: PostgresFixture, _ client: ObjectStoreClient) -> ObjectStoreSync {
             ObjectStoreSync(
-                client: client, directory: directory, store: store, lockPath: lockPath, publicKey: fixture.server.publicKey,
+                client: client, directory: directory, store: store, publicKey: fixture.server.publicKey,
                 logger: fixture.server.logs.logger)
         }
 
@@ -54,10 +53,8 @@ struct ObjectStoreInstancesTests {
                 try FileManager.default.createDirectory(atPath: secondRoot, withIntermediateDirectories: true)
                 return TwoInstances(
                     fixture: fixture, moto: moto, client: try ObjectStoreSyncTests.client(moto, bucket: "shared"), secondRoot: secondRoot,
-                    first: Instance(store: fixture.stores[0], directory: fixture.server.paths.published, lockPath: fixture.server.paths.publishLock),
-                    second: Instance(
-                        store: fixture.stores[1], directory: PublishedDirectory(path: secondRoot + "/public"),
-                        lockPath: secondRoot + "/publish.lock"))
+                    first: Instance(store: fixture.stores[0], directory: fixture.server.paths.published),
+                    second: Instance(store: fixture.stores[1], directory: PublishedDirectory(path: secondRoot + "/public")))
             } catch {
                 try? FileManager.default.removeItem(atPath: secondRoot)
                 fixture.remove()
@@ -122,7 +119,7 @@ struct ObjectStoreInstancesTests {
         #expect(try await client.get(client.location.key(for: PositiveListIndex.relativePath)) == (try second.localIndex()))
 
         // While the second holds the publication lock, the first's sync leaves the bucket to it.
-        let held = try await second.store.lockPublication(lockPath: second.lockPath)
+        let held = try await second.store.lockPublication()
         let busySync = try await first.sync(fixture, client).sync()
         await held.release()
         #expect(busySync.anotherInstanceBusy)

@@ -215,7 +215,7 @@ import TestTiers
 
         // The other process publishes; this one finds the ids in the new batch file.
         let otherPublisher = Publisher(
-            store: other, directory: fixture.paths.published, lockPath: fixture.paths.publishLock, signingKey: fixture.signingKey,
+            store: other, directory: fixture.paths.published, signingKey: fixture.signingKey,
             retentionSeconds: fixture.configuration.retentionSeconds, idPublicationDelaySeconds: 0, clock: fixture.clock,
             logger: fixture.logs.logger)
         try await otherPublisher.publish()

@@ -93,7 +93,7 @@ struct ServerFixture: Sendable {
     /// end at the fixture's `now` (``Histories``), and most tests publish them at that time.
     func makePublisher(faultInjection: Publisher.FaultInjection? = nil, idPublicationDelaySeconds: Int64 = 0) -> Publisher {
         Publisher(
-            store: store, directory: paths.published, lockPath: paths.publishLock, signingKey: signingKey,
+            store: store, directory: paths.published, signingKey: signingKey,
             retentionSeconds: configuration.retentionSeconds, keySettings: KeyPublicationSettings(configuration),
             idPublicationDelaySeconds: idPublicationDelaySeconds, clock: clock, logger: logs.logger, faultInjection: faultInjection)
     }

@@ -69,11 +69,11 @@ public struct ObjectStoreSync: Sendable {
 
     /// Syncs under the lock the server's `store` publishes under.
     public init(
-        client: ObjectStoreClient, directory: PublishedDirectory, store: any SubmissionStore, lockPath: String,
+        client: ObjectStoreClient, directory: PublishedDirectory, store: any SubmissionStore,
         publicKey: PositiveListPublicKey, logger: Logger, faultInjection: FaultInjection? = nil
     ) {
         self.init(
-            client: client, directory: directory, lockPublication: { () async throws(PublishError) in try await store.lockPublication(lockPath: lockPath) },
+            client: client, directory: directory, lockPublication: { () async throws(PublishError) in try await store.lockPublication() },
             publicKey: publicKey, logger: logger, faultInjection: faultInjection)
     }
 

@@ -71,65 +71,31 @@ extension PostgresServerStore {
     }
 
     public func nextKeyBatchNumber() async throws(ServerStoreError) -> UInt64 {
-        try await run { connection in UInt64(try connection.exec("SELECT coalesce(max(number), 0) + 1 FROM key_batches").first!.int(0)) }
+        try await run { connection in try PostgresBatchLedger.keys.nextNumber(connection) }
     }
 
     /// Records a key batch whose file is written and marks exactly its real keys published;
     /// refuses (false) when its number or one of its keys was taken meanwhile.
     public func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey]) async throws(ServerStoreError) -> Bool {
         let keyBytes = keys.map(\.bytes)
+        let values: [PostgresValue] = [
+            .int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.byteCount)),
+            .bytes(batch.sha256), .int(Int64(batch.keyCount)), .int(Int64(batch.fakeKeyCount)), .int(batch.publishedAt),
+        ]
         return try await run { connection in
-            try connection.exec("BEGIN ISOLATION LEVEL READ COMMITTED")
-            do {
-                var recorded = try connection.exec(
-                    "SELECT 1 FROM key_batches WHERE number >= $1", [.int(Int64(batch.number))]).rows.isEmpty
-                if recorded {
-                    try connection.exec(
-                        """
-                        INSERT INTO key_batches (number, range_start, range_end, byte_count, sha256, key_count, fake_key_count, published_at)
-                        VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-                        """,
-                        [.int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.byteCount)),
-                         .bytes(batch.sha256), .int(Int64(batch.keyCount)), .int(Int64(batch.fakeKeyCount)), .int(batch.publishedAt)])
-                    let marked = try connection.exec(
-                        "UPDATE submitted_keys SET batch = $1 WHERE batch IS NULL AND key = ANY($2::bytea[])",
-                        [.int(Int64(batch.number)), .bytesArray(keyBytes)]).affectedRowCount
-                    recorded = marked == keyBytes.count
-                }
-                try connection.exec(recorded ? "COMMIT" : "ROLLBACK")
-                return recorded
-            } catch let error as PostgresError where error.isUniqueViolation {
-                _ = try? connection.exec("ROLLBACK")
-                return false
-            } catch {
-                _ = try? connection.exec("ROLLBACK")
-                throw error
-            }
+            try PostgresBatchLedger.keys.record(values, members: .bytesArray(keyBytes), memberCount: keyBytes.count, connection)
         }
     }
 
     /// As ``ServerStore/expireKeyBatches(endingBy:now:)``: expired key batches forget their keys,
     /// and pending keys whose day left the retention period are dropped.
     public func expireKeyBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64] {
-        try await transaction { connection in
-            let numbers = try connection.exec(
-                "UPDATE key_batches SET expired_at = $2 WHERE expired_at IS NULL AND range_end <= $1 RETURNING number",
-                [.int(cutoff), .int(now)]).all.map { try $0.int(0) }.sorted()
-            if !numbers.isEmpty {
-                try connection.exec("DELETE FROM submitted_keys WHERE batch = ANY($1::bigint[])", [.intArray(numbers)])
-            }
-            // Day d ends at (d + 1) × 86400.
-            try connection.exec("DELETE FROM submitted_keys WHERE batch IS NULL AND (day + 1) * 86400 <= $1", [.int(cutoff)])
-            return numbers.map { UInt64($0) }
-        }
+        try await transaction { connection in try PostgresBatchLedger.keys.expire(endingBy: cutoff, now: now, connection) }
     }
 
     public func liveKeyBatches() async throws(ServerStoreError) -> [KeyBatchRecord] {
         try await run { connection in
-            try connection.exec("""
-                SELECT number, range_start, range_end, byte_count, sha256, key_count, fake_key_count, published_at
-                FROM key_batches WHERE expired_at IS NULL ORDER BY number
-                """).all.map { row in
+            try PostgresBatchLedger.keys.live(connection).map { row in
                 KeyBatchRecord(
                     number: UInt64(try row.int(0)), timeRange: PublishedTimeRange(start: try row.int(1), end: try row.int(2)),
                     byteCount: Int(try row.int(3)), sha256: try row.bytes(4), keyCount: Int(try row.int(5)),

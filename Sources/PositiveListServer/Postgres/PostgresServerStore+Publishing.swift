@@ -3,14 +3,11 @@ import IDRotation
 import PositiveListFormat
 
 extension PostgresServerStore {
-    static let indexGenerationKey = "index_generation"
-    static let keyIndexGenerationKey = "key_index_generation"
-
     /// One publisher across every instance: a session advisory lock on a connection of its own,
     /// taken without waiting (an instance that finds it held skips this round; the holder
     /// publishes what is due). PostgreSQL releases it when the connection ends, so a publisher
     /// killed mid-publication does not block the next one.
-    public func lockPublication(lockPath: String) async throws(PublishError) -> any PublicationLock {
+    public func lockPublication() async throws(PublishError) -> any PublicationLock {
         let slot = PostgresConnectionSlot(label: "tracer-server.postgres.publication")
         let acquired: Bool
         do {
@@ -60,43 +57,20 @@ extension PostgresServerStore {
     }
 
     public func nextBatchNumber() async throws(ServerStoreError) -> UInt64 {
-        try await run { connection in
-            UInt64(try connection.exec("SELECT coalesce(max(number), 0) + 1 FROM batches").first!.int(0))
-        }
+        try await run { connection in try PostgresBatchLedger.ids.nextNumber(connection) }
     }
 
     /// Records the batch and marks exactly its ids published, in one transaction; refuses
     /// (false) when its number or any of its ids was taken by another publisher meanwhile.
     public func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool {
         let ids = pending.entries.map { Int64(bitPattern: $0.id.rawValue) }
+        let values: [PostgresValue] = [
+            .int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.byteCount)),
+            .bytes(batch.sha256), .int(Int64(batch.idCount)), .int(batch.lastSubmission), .int(batch.publishedAt),
+        ]
         return try await run { connection in
-            try connection.exec("BEGIN ISOLATION LEVEL READ COMMITTED")
-            do {
-                let recorded = try Self.record(batch, ids: ids, connection)
-                try connection.exec(recorded ? "COMMIT" : "ROLLBACK")
-                return recorded
-            } catch let error as PostgresError where error.isUniqueViolation {
-                _ = try? connection.exec("ROLLBACK")
-                return false
-            } catch {
-                _ = try? connection.exec("ROLLBACK")
-                throw error
-            }
+            try PostgresBatchLedger.ids.record(values, members: .intArray(ids), memberCount: ids.count, connection)
         }
-    }
-
-    private static func record(_ batch: BatchRecord, ids: [Int64], _ connection: PostgresConnection) throws -> Bool {
-        guard try connection.exec("SELECT 1 FROM batches WHERE number >= $1", [.int(Int64(batch.number))]).rows.isEmpty else { return false }
-        try connection.exec(
-            """
-            INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at)
-            VALUES ($1, $2, $3, $4, $5, $6, $7, $8)
-            """,
-            [.int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.byteCount)),
-             .bytes(batch.sha256), .int(Int64(batch.idCount)), .int(batch.lastSubmission), .int(batch.publishedAt)])
-        let marked = try connection.exec(
-            "UPDATE submitted_ids SET batch = $1 WHERE batch IS NULL AND id = ANY($2::bigint[])", [.int(Int64(batch.number)), .intArray(ids)])
-        return marked.affectedRowCount == ids.count
     }
 
     /// Nothing to do: see ``pendingEntries(endingAfter:dueBy:)``.
@@ -106,24 +80,12 @@ extension PostgresServerStore {
     /// and the pending ids that expired before they could be published; returns the batches'
     /// numbers.
     public func expireBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64] {
-        try await transaction { connection in
-            let numbers = try connection.exec(
-                "UPDATE batches SET expired_at = $2 WHERE expired_at IS NULL AND range_end <= $1 RETURNING number",
-                [.int(cutoff), .int(now)]).all.map { try $0.int(0) }.sorted()
-            if !numbers.isEmpty {
-                try connection.exec("DELETE FROM submitted_ids WHERE batch = ANY($1::bigint[])", [.intArray(numbers)])
-            }
-            try connection.exec("DELETE FROM submitted_ids WHERE batch IS NULL AND valid_until <= $1", [.int(cutoff)])
-            return numbers.map { UInt64($0) }
-        }
+        try await transaction { connection in try PostgresBatchLedger.ids.expire(endingBy: cutoff, now: now, connection) }
     }
 
     public func liveBatches() async throws(ServerStoreError) -> [BatchRecord] {
         try await run { connection in
-            try connection.exec("""
-                SELECT number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at
-                FROM batches WHERE expired_at IS NULL ORDER BY number
-                """).all.map { row in
+            try PostgresBatchLedger.ids.live(connection).map { row in
                 BatchRecord(
                     number: UInt64(try row.int(0)), timeRange: PublishedTimeRange(start: try row.int(1), end: try row.int(2)),
                     byteCount: Int(try row.int(3)), sha256: try row.bytes(4), idCount: Int(try row.int(5)),
@@ -133,22 +95,11 @@ extension PostgresServerStore {
     }
 
     public func claimIndexGeneration() async throws(ServerStoreError) -> UInt64 {
-        try await claimGeneration(Self.indexGenerationKey)
+        try await run { connection in try PostgresBatchLedger.ids.claimGeneration(connection) }
     }
 
     public func claimKeyIndexGeneration() async throws(ServerStoreError) -> UInt64 {
-        try await claimGeneration(Self.keyIndexGenerationKey)
-    }
-
-    /// The next number of a counter, recorded before the index is written (never reused).
-    private func claimGeneration(_ key: String) async throws(ServerStoreError) -> UInt64 {
-        try await run { connection in
-            UInt64(try connection.exec(
-                """
-                INSERT INTO server_state (key, value) VALUES ($1, 1)
-                ON CONFLICT (key) DO UPDATE SET value = server_state.value + 1 RETURNING value
-                """, [.text(key)]).first!.int(0))
-        }
+        try await run { connection in try PostgresBatchLedger.keys.claimGeneration(connection) }
     }
 
     public func purge(endingBefore cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) {

@@ -221,14 +221,6 @@ public final class PostgresServerStore: SubmissionStore {
             submission: try previous.int(1), received: Int(try previous.int(2)), stored: Int(try previous.int(3))))
     }
 
-    /// Checks the connection; the count is of ids in live batches (none is held in memory).
-    public func loadPublishedIDs() async throws(ServerStoreError) -> ServerStore.PublishedIDsInMemory {
-        let count = try await run { connection in
-            try connection.exec("SELECT count(*) FROM submitted_ids WHERE batch IS NOT NULL").first!.int(0)
-        }
-        return ServerStore.PublishedIDsInMemory(ids: Int(count), bytes: 0)
-    }
-
     public func summary(now: UnixSeconds) async throws(ServerStoreError) -> StoreSummary {
         try await run { connection in
             let row = try connection.exec(

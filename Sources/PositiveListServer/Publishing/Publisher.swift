@@ -94,7 +94,6 @@ public actor Publisher {
 
     let store: any SubmissionStore
     let directory: PublishedDirectory
-    private let lockPath: String
     let signingKey: Curve25519.Signing.PrivateKey
     public nonisolated let publicKey: PositiveListPublicKey
     private let retentionSeconds: Int64
@@ -108,7 +107,7 @@ public actor Publisher {
     private let faultInjection: FaultInjection?
 
     public init(
-        store: any SubmissionStore, directory: PublishedDirectory, lockPath: String, signingKey: Curve25519.Signing.PrivateKey,
+        store: any SubmissionStore, directory: PublishedDirectory, signingKey: Curve25519.Signing.PrivateKey,
         retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, keySettings: KeyPublicationSettings = KeyPublicationSettings(),
         idPublicationDelaySeconds: Int64 = 300, clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil
     ) {
@@ -116,7 +115,6 @@ public actor Publisher {
         self.keySettings = keySettings
         self.store = store
         self.directory = directory
-        self.lockPath = lockPath
         self.signingKey = signingKey
         self.publicKey = PositiveListPublicKey(signingKey.publicKey)
         self.retentionSeconds = retentionSeconds
@@ -142,7 +140,7 @@ public actor Publisher {
     public func publish(demoKeyClock: UnixSeconds? = nil) async throws(PublishError) -> PublishReport {
         do {
             try directory.prepare()
-            let lock = try await store.lockPublication(lockPath: lockPath)
+            let lock = try await store.lockPublication()
             do {
                 let report = try await publishHoldingLock(demoKeyClock: demoKeyClock)
                 await lock.release()

@@ -52,8 +52,6 @@ public struct StoreSummary: Sendable, Equatable {
 }
 
 extension ServerStore {
-    static let indexGenerationKey = "index_generation"
-
     /// Pending ids after the last batch whose windows end after `cutoff`, sorted by id: those of
     /// the submissions, in order, whose every id stopped being valid by `dueBy` (an id still
     /// valid could be broadcast by anyone who reads the list). The first submission with an id
@@ -104,7 +102,7 @@ extension ServerStore {
     }
 
     public func nextBatchNumber() async throws(ServerStoreError) -> UInt64 {
-        try await read { db in UInt64(try Int64.fetchOne(db, sql: "SELECT max(number) FROM batches") ?? 0) + 1 }
+        try await read { db in try SQLiteBatchLedger.ids.nextNumber(db) }
     }
 
     /// Records a batch whose file is already on disk, and removes the ids it publishes from the
@@ -122,18 +120,12 @@ extension ServerStore {
                 publishedIDs.invalidate()
             }
             try db.inTransaction(.immediate) {
-                guard try Self.watermark(db) == expectedWatermark,
-                      try Int64.fetchOne(db, sql: "SELECT count(*) FROM batches WHERE number >= ?", arguments: [Int64(batch.number)]) == 0
-                else { return .rollback }
-                try db.execute(
-                    sql: """
-                        INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
+                guard try Self.watermark(db) == expectedWatermark, try !SQLiteBatchLedger.ids.isTaken(batch.number, db) else { return .rollback }
+                try SQLiteBatchLedger.ids.insert(
+                    [
                         Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
                         batch.idCount, batch.lastSubmission, batch.publishedAt,
-                    ])
+                    ], db)
                 try Self.removePending(through: batch.lastSubmission, quarantining: damaged, db)
                 recorded = true
                 return .commit
@@ -183,19 +175,13 @@ extension ServerStore {
             // Before any later write runs: an upload queued behind this one must not find the
             // expired batches' ids still known.
             defer { publishedIDs.invalidate() }
-            let numbers = try Int64.fetchAll(
-                db, sql: "SELECT number FROM batches WHERE expired_at IS NULL AND range_end <= ? ORDER BY number", arguments: [cutoff])
-            try db.execute(sql: "UPDATE batches SET expired_at = ? WHERE expired_at IS NULL AND range_end <= ?", arguments: [now, cutoff])
-            return numbers.map { UInt64($0) }
+            return try SQLiteBatchLedger.ids.expire(endingBy: cutoff, now: now, db).map { UInt64($0) }
         }
     }
 
     public func liveBatches() async throws(ServerStoreError) -> [BatchRecord] {
         try await read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at
-                FROM batches WHERE expired_at IS NULL ORDER BY number
-                """).map { row in
+            try SQLiteBatchLedger.ids.live(db).map { row in
                 let digest: Data = row[4]
                 return BatchRecord(
                     number: UInt64(row[0] as Int64), timeRange: PublishedTimeRange(start: row[1], end: row[2]),
@@ -204,15 +190,9 @@ extension ServerStore {
         }
     }
 
-    /// The next index generation, recorded before the index is written so a generation number
-    /// is never reused even if the write then fails.
+    /// The next index generation, never reused (see ``SQLiteBatchLedger/claimGeneration(_:)``).
     public func claimIndexGeneration() async throws(ServerStoreError) -> UInt64 {
-        try await write { db in
-            let current = try Int64.fetchOne(db, sql: "SELECT value FROM server_state WHERE key = ?", arguments: [Self.indexGenerationKey]) ?? 0
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES (?, ?)", arguments: [Self.indexGenerationKey, current + 1])
-            return UInt64(current + 1)
-        }
+        try await write { db in try SQLiteBatchLedger.ids.claimGeneration(db) }
     }
 
     public func summary(now: UnixSeconds) async throws(ServerStoreError) -> StoreSummary {

@@ -19,8 +19,6 @@ public struct KeyBatchRecord: Sendable, Equatable {
 }
 
 extension ServerStore {
-    static let keyIndexGenerationKey = "key_index_generation"
-
     /// Stores `records` (already validated) in one transaction, with the same credential and
     /// idempotency handling as an id history. A key accepted before (pending or in a live
     /// batch) is not stored again; `stored` in the receipt counts the new ones.
@@ -93,7 +91,7 @@ extension ServerStore {
     }
 
     public func nextKeyBatchNumber() async throws(ServerStoreError) -> UInt64 {
-        try await read { db in UInt64(try Int64.fetchOne(db, sql: "SELECT max(number) FROM key_batches") ?? 0) + 1 }
+        try await read { db in try SQLiteBatchLedger.keys.nextNumber(db) }
     }
 
     /// Records a key batch whose file is already on disk and marks its real keys published, in
@@ -103,23 +101,17 @@ extension ServerStore {
         try await writeWithoutTransaction { db in
             var recorded = false
             try db.inTransaction(.immediate) {
-                guard try Int64.fetchOne(
-                    db, sql: "SELECT count(*) FROM key_batches WHERE number >= ?", arguments: [Int64(batch.number)]) == 0
-                else { return .rollback }
+                guard try !SQLiteBatchLedger.keys.isTaken(batch.number, db) else { return .rollback }
                 let mark = try db.cachedStatement(sql: "UPDATE submitted_keys SET batch = ? WHERE key = ? AND batch IS NULL")
                 for key in keys {
                     try mark.execute(arguments: [Int64(batch.number), Data(key.bytes)])
                     guard db.changesCount == 1 else { return .rollback }
                 }
-                try db.execute(
-                    sql: """
-                        INSERT INTO key_batches (number, range_start, range_end, byte_count, sha256, key_count, fake_key_count, published_at)
-                        VALUES (?, ?, ?, ?, ?, ?, ?, ?)
-                        """,
-                    arguments: [
+                try SQLiteBatchLedger.keys.insert(
+                    [
                         Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
                         batch.keyCount, batch.fakeKeyCount, batch.publishedAt,
-                    ])
+                    ], db)
                 recorded = true
                 return .commit
             }
@@ -132,9 +124,7 @@ extension ServerStore {
     /// only when publication stopped for weeks). Returns the expired batches' numbers.
     public func expireKeyBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64] {
         try await write { db in
-            let numbers = try Int64.fetchAll(
-                db, sql: "SELECT number FROM key_batches WHERE expired_at IS NULL AND range_end <= ? ORDER BY number", arguments: [cutoff])
-            try db.execute(sql: "UPDATE key_batches SET expired_at = ? WHERE expired_at IS NULL AND range_end <= ?", arguments: [now, cutoff])
+            let numbers = try SQLiteBatchLedger.keys.expire(endingBy: cutoff, now: now, db)
             for number in numbers {
                 try db.execute(sql: "DELETE FROM submitted_keys WHERE batch = ?", arguments: [number])
             }
@@ -147,10 +137,7 @@ extension ServerStore {
 
     public func liveKeyBatches() async throws(ServerStoreError) -> [KeyBatchRecord] {
         try await read { db in
-            try Row.fetchAll(db, sql: """
-                SELECT number, range_start, range_end, byte_count, sha256, key_count, fake_key_count, published_at
-                FROM key_batches WHERE expired_at IS NULL ORDER BY number
-                """).map { row in
+            try SQLiteBatchLedger.keys.live(db).map { row in
                 let digest: Data = row[4]
                 return KeyBatchRecord(
                     number: UInt64(row[0] as Int64), timeRange: PublishedTimeRange(start: row[1], end: row[2]),
@@ -161,12 +148,6 @@ extension ServerStore {
 
     /// The next key index generation, counted apart from the id index's.
     public func claimKeyIndexGeneration() async throws(ServerStoreError) -> UInt64 {
-        try await write { db in
-            let current = try Int64.fetchOne(
-                db, sql: "SELECT value FROM server_state WHERE key = ?", arguments: [Self.keyIndexGenerationKey]) ?? 0
-            try db.execute(
-                sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES (?, ?)", arguments: [Self.keyIndexGenerationKey, current + 1])
-            return UInt64(current + 1)
-        }
+        try await write { db in try SQLiteBatchLedger.keys.claimGeneration(db) }
     }
 }

@@ -14,13 +14,18 @@ import Glibc
 /// and runs on GRDB's serial writer, never on an event loop thread.
 public final class ServerStore: Sendable {
     public let path: String
+    /// The data directory's `publish.lock`, which ``lockPublication()`` takes.
+    public let publicationLockPath: String
     let queue: DatabaseQueue
     let pendingIDs = PendingIDCache.make()
     let publishedIDs: DatabaseMirror<PublishedIDIndex>
 
     /// Opens (creating or migrating) the database at `path`; `publishedDirectory` is where the
-    /// batches it records are published.
-    public static func open(path: String, publishedDirectory: PublishedDirectory) throws(ServerStoreError) -> ServerStore {
+    /// batches it records are published; `publicationLockPath` is the lock file publishers of
+    /// this database share, by default `publish.lock` next to it (``ServerPaths/publishLock``).
+    public static func open(
+        path: String, publishedDirectory: PublishedDirectory, publicationLockPath: String? = nil
+    ) throws(ServerStoreError) -> ServerStore {
         if FileManager.default.fileExists(atPath: path) {
             try refuseForeignFile(at: path)
         }
@@ -40,14 +45,17 @@ public final class ServerStore: Sendable {
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             try ServerSchema.migrator.migrate(queue)
-            return ServerStore(path: path, queue: queue, publishedIDs: PublishedIDCache.make(directory: publishedDirectory))
+            let lockPath = publicationLockPath ?? (path as NSString).deletingLastPathComponent + "/publish.lock"
+            return ServerStore(
+                path: path, publicationLockPath: lockPath, queue: queue, publishedIDs: PublishedIDCache.make(directory: publishedDirectory))
         } catch {
             throw ServerStoreError(error, path: path)
         }
     }
 
-    private init(path: String, queue: DatabaseQueue, publishedIDs: DatabaseMirror<PublishedIDIndex>) {
+    private init(path: String, publicationLockPath: String, queue: DatabaseQueue, publishedIDs: DatabaseMirror<PublishedIDIndex>) {
         self.path = path
+        self.publicationLockPath = publicationLockPath
         self.queue = queue
         self.publishedIDs = publishedIDs
     }

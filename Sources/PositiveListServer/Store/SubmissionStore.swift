@@ -14,48 +14,76 @@ import PositiveListFormat
 ///   pending or in a live batch;
 /// - ``recordBatch(_:publishing:)`` refuses (false) when another publisher recorded meanwhile,
 ///   and a batch number is never recorded twice;
-/// - ``lockPublication(lockPath:)`` admits one publisher at a time.
+/// - ``lockPublication()`` admits one publisher at a time.
+///
+/// What only one back end needs stays its own: the SQLite store's lock file and its in-memory
+/// index of published ids (``ServerStore/publicationLockPath``,
+/// ``ServerStore/loadPublishedIDs()``). `StoreContractTests` runs every promise stated here on
+/// both back ends.
 public protocol SubmissionStore: Sendable {
     // Uploads and codes (HTTP API, `append`, `issue-code`).
     func recordIssuedCode(_ code: UploadCode, authority: String, issuedAt: UnixSeconds, expiresAt: UnixSeconds) async throws(ServerStoreError)
+    /// Unknown, valid until its expiry, expired from then on, already used once an upload took
+    /// it. (`revoked` needs the console's record of the code, which only the SQLite store keeps
+    /// today; elsewhere a revoked code reads as expired.)
     func status(of code: UploadCode, now: UnixSeconds) async throws(ServerStoreError) -> UploadCodeStatus
+    /// Stores a validated history, whole or not at all. A repeated idempotency key (scoped per
+    /// credential) answers `.replayed` with the first receipt, or `.idempotencyKeyReused` for
+    /// another body; a code must be valid and is then used. An id pending or in a live batch,
+    /// or repeated in the history, is not stored again: the receipt's `stored` counts new ids.
     func appendHistory(
         _ entries: [PositiveListEntry], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds
     ) async throws(ServerStoreError) -> SubmissionOutcome
+    /// As ``appendHistory(_:credential:idempotencyKey:now:)``, for daily keys.
     func appendKeyHistory(
         _ records: [DailyKeyRecord], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds
     ) async throws(ServerStoreError) -> SubmissionOutcome
-    /// Prepares what uploads are checked against, before the server listens.
-    func loadPublishedIDs() async throws(ServerStoreError) -> ServerStore.PublishedIDsInMemory
     func summary(now: UnixSeconds) async throws(ServerStoreError) -> StoreSummary
 
     // Publication.
-    /// Waits for (SQLite) or takes at once (PostgreSQL) the right to publish; the publisher
-    /// releases it when done. `lockPath` is the data directory's lock file, which only a store
-    /// that lives in that directory uses.
-    func lockPublication(lockPath: String) async throws(PublishError) -> any PublicationLock
-    /// The pending ids to publish: windows ending after `cutoff` (retention), and none valid
-    /// after `dueBy` (the publication time less the clock-skew allowance).
+    /// Waits for (SQLite) or takes at once (PostgreSQL: ``PublishError/anotherInstancePublishing``
+    /// when another instance holds it) the right to publish; the publisher releases it when done.
+    func lockPublication() async throws(PublishError) -> any PublicationLock
+    /// The pending ids to publish, sorted by id: windows ending after `cutoff` (retention), and
+    /// none valid after `dueBy` (the publication time less the clock-skew allowance); every one
+    /// is handed over once `dueBy` passed its window. A store may hold back more than the ids
+    /// still valid (SQLite holds every submission from the first with such an id), never fewer;
+    /// `waitingIDs` counts those held and `nextDueBy` says when the first is due.
     func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries
+    /// One more than the last batch number ever recorded, expired ones included.
     func nextBatchNumber() async throws(ServerStoreError) -> UInt64
-    /// Records a batch whose file is written, publishing exactly `pending`'s entries.
+    /// Records a batch whose file is written, publishing exactly `pending`'s entries. Refuses
+    /// (false, nothing changed) when this number or a later one was recorded, or when another
+    /// publisher recorded any of `pending`'s ids meanwhile.
     func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool
+    /// Forgets the pending ids ``pendingEntries(endingAfter:dueBy:)`` left out as expired, up to
+    /// `lastSubmission` (a store that drops them in ``expireBatches(endingBy:now:)`` does nothing).
     func skipExpiredPending(through lastSubmission: Int64, quarantining damaged: [Int64]) async throws(ServerStoreError)
+    /// Marks live batches whose windows all ended by `cutoff` as expired and returns their
+    /// numbers; their ids are new again to later uploads.
     func expireBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64]
     func liveBatches() async throws(ServerStoreError) -> [BatchRecord]
+    /// The next id index generation, recorded before the index is written: never reused.
     func claimIndexGeneration() async throws(ServerStoreError) -> UInt64
+    /// Forgets upload codes expired or used by `cutoff`, and idempotency keys older than a week.
     func purge(endingBefore cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError)
 
     // Key publication.
+    /// Unpublished keys of days before `firstUndueDay`, by key (unrelated to uploads).
     func dueKeys(before firstUndueDay: UTCDay) async throws(ServerStoreError) -> [DailyKeyRecord]
     func pendingKeyCount() async throws(ServerStoreError) -> Int
     /// The days and intervals of the keys not yet published, each pair once: what tells the
     /// scheduler when the next one becomes due.
     func heldKeyDays() async throws(ServerStoreError) -> [HeldKeyDay]
     func nextKeyBatchNumber() async throws(ServerStoreError) -> UInt64
+    /// Records a key batch whose file is written and marks its real keys published; refuses
+    /// (false, nothing changed) when its number was taken or any key published meanwhile.
     func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey]) async throws(ServerStoreError) -> Bool
+    /// Marks live key batches whose last day ended by `cutoff` as expired and forgets their
+    /// keys, and the pending keys whose day left the retention period; returns the numbers.
     func expireKeyBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64]
     func liveKeyBatches() async throws(ServerStoreError) -> [KeyBatchRecord]
+    /// The next key index generation, counted apart from the id index's: never reused.
     func claimKeyIndexGeneration() async throws(ServerStoreError) -> UInt64
 }
 
@@ -77,8 +105,8 @@ extension ServerStore: SubmissionStore {
 
     /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a
     /// `tracer-server publish` run never interleave; waits for the other one to finish.
-    public func lockPublication(lockPath: String) async throws(PublishError) -> any PublicationLock {
-        try FilePublicationLock.take(path: lockPath)
+    public func lockPublication() async throws(PublishError) -> any PublicationLock {
+        try FilePublicationLock.take(path: publicationLockPath)
     }
 }
 

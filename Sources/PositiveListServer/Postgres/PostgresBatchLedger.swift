@@ -1,0 +1,95 @@
+import Foundation
+import IDRotation
+
+/// The batch lifecycle on PostgreSQL, written once for ids and daily keys: a pending member (an
+/// id or a key) is a row whose `batch` is NULL; recording a batch inserts its row and marks
+/// exactly the members it publishes, in one transaction; expiring a batch forgets its members,
+/// and the pending ones that left the retention period unpublished.
+struct PostgresBatchLedger: Sendable {
+    /// `batches` or `key_batches`.
+    let batchTable: String
+    /// `submitted_ids` or `submitted_keys`.
+    let memberTable: String
+    /// The member's primary key: `id` (bigint) or `key` (bytea).
+    let memberColumn: String
+    let memberArrayType: String
+    /// The batch row's columns after `number, range_start, range_end, byte_count, sha256`.
+    let recordColumns: [String]
+    /// When a pending member left the retention period, `$1` being the cutoff.
+    let pendingExpiredCondition: String
+    /// The `server_state` counter of index generations.
+    let generationKey: String
+
+    static let ids = PostgresBatchLedger(
+        batchTable: "batches", memberTable: "submitted_ids", memberColumn: "id", memberArrayType: "bigint[]",
+        recordColumns: ["id_count", "last_submission", "published_at"], pendingExpiredCondition: "valid_until <= $1",
+        generationKey: "index_generation")
+
+    static let keys = PostgresBatchLedger(
+        batchTable: "key_batches", memberTable: "submitted_keys", memberColumn: "key", memberArrayType: "bytea[]",
+        recordColumns: ["key_count", "fake_key_count", "published_at"],
+        // Day d ends at (d + 1) × 86400.
+        pendingExpiredCondition: "(day + 1) * 86400 <= $1", generationKey: "key_index_generation")
+
+    private var columns: [String] { ["number", "range_start", "range_end", "byte_count", "sha256"] + recordColumns }
+
+    func nextNumber(_ connection: PostgresConnection) throws -> UInt64 {
+        UInt64(try connection.exec("SELECT coalesce(max(number), 0) + 1 FROM \(batchTable)").first!.int(0))
+    }
+
+    /// Records a batch whose file is written and marks exactly `members` published, in one
+    /// transaction; refuses (false, nothing changed) when its number or one of its members was
+    /// taken by another publisher meanwhile. `values` are the batch row's, in ``columns`` order.
+    func record(_ values: [PostgresValue], members: PostgresValue, memberCount: Int, _ connection: PostgresConnection) throws -> Bool {
+        try connection.exec("BEGIN ISOLATION LEVEL READ COMMITTED")
+        do {
+            var recorded = try connection.exec("SELECT 1 FROM \(batchTable) WHERE number >= $1", [values[0]]).rows.isEmpty
+            if recorded {
+                let placeholders = values.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+                try connection.exec(
+                    "INSERT INTO \(batchTable) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))", values)
+                let marked = try connection.exec(
+                    "UPDATE \(memberTable) SET batch = $1 WHERE batch IS NULL AND \(memberColumn) = ANY($2::\(memberArrayType))",
+                    [values[0], members]).affectedRowCount
+                recorded = marked == memberCount
+            }
+            try connection.exec(recorded ? "COMMIT" : "ROLLBACK")
+            return recorded
+        } catch let error as PostgresError where error.isUniqueViolation {
+            // Another publisher inserted the same number first.
+            _ = try? connection.exec("ROLLBACK")
+            return false
+        } catch {
+            _ = try? connection.exec("ROLLBACK")
+            throw error
+        }
+    }
+
+    /// Marks live batches whose every member's window ended by `cutoff` as expired and forgets
+    /// their members, and the pending members that left the retention period; returns the
+    /// batches' numbers, in order. Runs inside the caller's transaction.
+    func expire(endingBy cutoff: UnixSeconds, now: UnixSeconds, _ connection: PostgresConnection) throws -> [UInt64] {
+        let numbers = try connection.exec(
+            "UPDATE \(batchTable) SET expired_at = $2 WHERE expired_at IS NULL AND range_end <= $1 RETURNING number",
+            [.int(cutoff), .int(now)]).all.map { try $0.int(0) }.sorted()
+        if !numbers.isEmpty {
+            try connection.exec("DELETE FROM \(memberTable) WHERE batch = ANY($1::bigint[])", [.intArray(numbers)])
+        }
+        try connection.exec("DELETE FROM \(memberTable) WHERE batch IS NULL AND \(pendingExpiredCondition)", [.int(cutoff)])
+        return numbers.map { UInt64($0) }
+    }
+
+    /// The live batches' rows, in ``columns`` order, by number.
+    func live(_ connection: PostgresConnection) throws -> [PostgresRow] {
+        try connection.exec("SELECT \(columns.joined(separator: ", ")) FROM \(batchTable) WHERE expired_at IS NULL ORDER BY number").all
+    }
+
+    /// The next index generation, recorded before the index is written (never reused).
+    func claimGeneration(_ connection: PostgresConnection) throws -> UInt64 {
+        UInt64(try connection.exec(
+            """
+            INSERT INTO server_state (key, value) VALUES ($1, 1)
+            ON CONFLICT (key) DO UPDATE SET value = server_state.value + 1 RETURNING value
+            """, [.text(generationKey)]).first!.int(0))
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import GRDB
+import IDRotation
+
+/// The parts of the batch lifecycle the SQLite store keeps alike for ids and daily keys: batch
+/// numbers, the batch rows and their expiry, the index generation. What a batch publishes is
+/// tracked differently by kind (ids by a submission watermark over `pending_histories`, keys by
+/// marking `submitted_keys`), so recording stays with each kind.
+struct SQLiteBatchLedger: Sendable {
+    /// `batches` or `key_batches`.
+    let batchTable: String
+    /// The batch row's columns after `number, range_start, range_end, byte_count, sha256`.
+    let recordColumns: [String]
+    /// The `server_state` counter of index generations.
+    let generationKey: String
+
+    static let ids = SQLiteBatchLedger(
+        batchTable: "batches", recordColumns: ["id_count", "last_submission", "published_at"], generationKey: "index_generation")
+    static let keys = SQLiteBatchLedger(
+        batchTable: "key_batches", recordColumns: ["key_count", "fake_key_count", "published_at"], generationKey: "key_index_generation")
+
+    private var columns: [String] { ["number", "range_start", "range_end", "byte_count", "sha256"] + recordColumns }
+
+    func nextNumber(_ db: Database) throws -> UInt64 {
+        UInt64(try Int64.fetchOne(db, sql: "SELECT max(number) FROM \(batchTable)") ?? 0) + 1
+    }
+
+    /// Whether `number` or a later one was recorded: then a batch numbered `number` was cut
+    /// before another publisher's, and must not be recorded.
+    func isTaken(_ number: UInt64, _ db: Database) throws -> Bool {
+        try Int64.fetchOne(db, sql: "SELECT count(*) FROM \(batchTable) WHERE number >= ?", arguments: [Int64(number)]) != 0
+    }
+
+    /// Inserts a batch row; `values` in ``columns`` order.
+    func insert(_ values: StatementArguments, _ db: Database) throws {
+        let placeholders = columns.map { _ in "?" }.joined(separator: ", ")
+        try db.execute(sql: "INSERT INTO \(batchTable) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))", arguments: values)
+    }
+
+    /// Marks live batches whose every window ended by `cutoff` as expired; returns their numbers.
+    func expire(endingBy cutoff: UnixSeconds, now: UnixSeconds, _ db: Database) throws -> [Int64] {
+        let numbers = try Int64.fetchAll(
+            db, sql: "SELECT number FROM \(batchTable) WHERE expired_at IS NULL AND range_end <= ? ORDER BY number", arguments: [cutoff])
+        try db.execute(sql: "UPDATE \(batchTable) SET expired_at = ? WHERE expired_at IS NULL AND range_end <= ?", arguments: [now, cutoff])
+        return numbers
+    }
+
+    /// The live batches' rows, in ``columns`` order, by number.
+    func live(_ db: Database) throws -> [Row] {
+        try Row.fetchAll(db, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(batchTable) WHERE expired_at IS NULL ORDER BY number")
+    }
+
+    /// The next index generation, recorded before the index is written so a generation number
+    /// is never reused even if the write then fails.
+    func claimGeneration(_ db: Database) throws -> UInt64 {
+        let current = try Int64.fetchOne(db, sql: "SELECT value FROM server_state WHERE key = ?", arguments: [generationKey]) ?? 0
+        try db.execute(sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES (?, ?)", arguments: [generationKey, current + 1])
+        return UInt64(current + 1)
+    }
+}
