@@ -16,8 +16,10 @@ import TracerTestSupport
             """).asResponse
     }
 
-    @Test func staffSignInIssueACodeTheAPIAcceptsAndRevokeIt() async throws {
-        let server = try await ConsoleServerProcess()
+    /// Over both stores: on PostgreSQL the accounts, sessions and codes are in the database.
+    @Test(arguments: ConsoleBackEnd.allCases)
+    func staffSignInIssueACodeTheAPIAcceptsAndRevokeIt(backEnd: ConsoleBackEnd) async throws {
+        let server = try await ConsoleServerProcess(backEnd: backEnd)
         defer { server.stop() }
         var browser = server.browser()
         let signIn = try await browser.signIn("sam")
@@ -327,14 +329,6 @@ import TracerTestSupport
         for event in ["account created", "account disabled", "account enabled", "password reset", "password set"] {
             #expect(audit.contains("<td>\(event)</td>"), "\(event)")
         }
-    }
-
-    @Test func theConsoleIsRefusedOnPostgreSQLUntilItsTablesExistThere() throws {
-        let fixture = try ServerFixture()
-        defer { fixture.remove() }
-        try fixture.writeConfiguration(extra: #", "database": {"url": "postgresql://tracer@127.0.0.1:1/tracer"}, "console": {"enabled": true, "authority": "Health Authority A"}"#)
-        let result = try ServerCLI.run(["serve", "--bind", "127.0.0.1:0"], fixture: fixture)
-        #expect(result.exitCode == 1 && result.stderr.contains("console keeps its accounts in the SQLite store"), "\(result)")
     }
 
     @Test func consoleSettingsAreCheckedAndOffByDefault() throws {
