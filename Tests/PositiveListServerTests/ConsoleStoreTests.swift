@@ -178,6 +178,40 @@ struct ConsoleStoreFixture {
         #expect(setThroughLinks.count == 10)
     }
 
+    /// The sign-in budget is the store's: failures and checks in flight on either instance count.
+    @Test(arguments: ConsoleBackEnd.allCases)
+    func theSignInBudgetIsSharedByInstancesAndCountsChecksInFlight(backEnd: ConsoleBackEnd) async throws {
+        let fixture = try await ConsoleStoreFixture.make(backEnd)
+        defer { fixture.remove() }
+        let instances = [fixture.store, try await fixture.openAgain()]
+        let now = Self.now
+        let keys = ["address 127.0.0.2", "account sam"]
+        func claim(_ instance: Int, _ keys: [String], at time: UnixSeconds) async throws -> Int64? {
+            if case .claimed(let claim) = try await instances[instance].claimConsoleSignIn(keys: keys, limit: 3, now: time) { return claim }
+            return nil
+        }
+        for (instance, time) in [(0, now), (1, now + 10), (0, now + 20)] {
+            let claimed = try #require(try await claim(instance, keys, at: time))
+            try await instances[instance].settleConsoleSignIn(claimed, failed: true, now: time)
+        }
+        #expect(try await instances[1].claimConsoleSignIn(keys: keys, limit: 3, now: now + 30) == .refused(retryAfterSeconds: 30))
+        #expect(try await instances[0].claimConsoleSignIn(keys: ["address 127.0.0.9", "account sam"], limit: 3, now: now + 30)
+            == .refused(retryAfterSeconds: 30), "the account is locked from any address")
+        #expect(try await claim(1, ["address 127.0.0.9", "account olga"], at: now + 30) != nil, "other accounts are not")
+        // The oldest failure leaves the minute: one more try.
+        #expect(try await claim(1, keys, at: now + 60) != nil)
+
+        // Checks in flight hold the budget until settled; a success gives its unit back.
+        let other = ["address 127.0.0.5", "account kim"]
+        var held: [Int64] = []
+        for instance in [0, 1, 0] { held.append(try #require(try await claim(instance, other, at: now + 100))) }
+        #expect(try await claim(1, other, at: now + 100) == nil, "three checks in flight")
+        try await instances[1].settleConsoleSignIn(held[0], failed: false, now: now + 101)
+        #expect(try await claim(1, other, at: now + 101) != nil)
+        // A check whose instance died stops counting after the minute.
+        #expect(try await claim(0, other, at: now + 161) != nil)
+    }
+
     @Test(arguments: ConsoleBackEnd.allCases)
     func issuedCodesAreListedForTheirIssuerAndRevokedOnlyWhileOpen(backEnd: ConsoleBackEnd) async throws {
         let fixture = try await ConsoleStoreFixture.make(backEnd)

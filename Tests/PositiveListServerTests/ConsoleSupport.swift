@@ -16,6 +16,8 @@ final class ConsoleServerProcess {
     /// The database of the `postgres` back end, started for this server alone.
     private let postgres: PostgresProcess?
     private var process: Process?
+    /// Further `serve` instances on the same data directory and database.
+    private var otherInstances: [Process] = []
     private var stopped = false
 
     /// `console` is further members of the console section, such as `"sessionIdleSeconds": 3`;
@@ -54,11 +56,26 @@ final class ConsoleServerProcess {
 
     deinit { stop() }
 
+    /// Starts another `serve` on the same data directory and configuration but its own ports,
+    /// as a second instance behind a load balancer; returns its console port.
+    func startAnotherInstance() async throws -> Int {
+        let apiPort = try LoopbackPort.free()
+        let consolePort = try LoopbackPort.free()
+        let configuration = try String(contentsOfFile: fixture.paths.configuration, encoding: .utf8)
+            .replacingOccurrences(of: "127.0.0.1:\(self.consolePort)", with: "127.0.0.1:\(consolePort)")
+        let path = fixture.paths.dataDirectory + "/config-\(otherInstances.count + 2).json"
+        try configuration.write(toFile: path, atomically: true, encoding: .utf8)
+        let process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(apiPort)", "--config", path], fixture: fixture)
+        otherInstances.append(process)
+        try await LoopbackPort.waitUntilListening(consolePort, orExit: process)
+        return consolePort
+    }
+
     /// Stops the server and its database and removes their files; again, it does nothing.
     func stop() {
         guard !stopped else { return }
         stopped = true
-        if let process {
+        for process in otherInstances + [process].compactMap({ $0 }) {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
         }

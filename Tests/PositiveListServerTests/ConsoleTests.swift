@@ -146,6 +146,26 @@ import TracerTestSupport
         #expect(try await sprayer.signIn("olga").status == 429)
     }
 
+    /// Two instances on one PostgreSQL share one budget: a guesser spreading their tries over
+    /// both gets the limit, not twice the limit.
+    @Test func signInAttemptsAreLimitedAcrossInstancesSharingADatabase() async throws {
+        let server = try await ConsoleServerProcess(settings: #""failedAttemptsPerMinute": 3"#, backEnd: .postgres)
+        defer { server.stop() }
+        let otherPort = try await server.startAnotherInstance()
+        var first = server.browser(from: "127.0.0.2")
+        var second = ConsoleClient(port: otherPort, source: "127.0.0.2")
+        #expect(try await first.signIn("sam", password: "wrong password 123").status == 401)
+        #expect(try await second.signIn("sam", password: "wrong password 123").status == 401)
+        #expect(try await first.signIn("sam", password: "wrong password 123").status == 401)
+        let limited = try await second.signIn("sam")
+        #expect(limited.status == 429 && limited.header("retry-after") != nil, "\(limited.head)")
+        #expect(try await first.signIn("sam").status == 429)
+        // The account is locked on both, from any address; other accounts are not.
+        var elsewhere = ConsoleClient(port: otherPort, source: "127.0.0.3")
+        #expect(try await elsewhere.signIn("sam").status == 429)
+        #expect(try await elsewhere.signIn("olga").status == 303)
+    }
+
     @Test func staffCannotReachOperatorPages() async throws {
         let server = try await ConsoleServerProcess()
         defer { server.stop() }

@@ -127,9 +127,23 @@ public struct ConsoleServer: Sendable {
             throw ConsoleRefusal.tooManyAttempts(retryAfterSeconds: seconds)
         case .admitted(let ticket): accountTicket = ticket
         }
+        // This instance's limiters make concurrent checks here wait for each other; the store's
+        // budget is the one every instance on the database shares (ConsoleSignInBudget).
         let account: ConsoleAccount?
+        let sharedClaim: Int64
         do {
-            account = name.isEmpty || name.count > 64 ? nil : try await store.consoleAccount(named: name)
+            switch try await store.claimConsoleSignIn(
+                keys: ["address " + address, "account " + accountKey], limit: configuration.failedAttemptsPerMinute, now: clock.now())
+            {
+            case .refused(let seconds): throw ConsoleRefusal.tooManyAttempts(retryAfterSeconds: seconds)
+            case .claimed(let claim): sharedClaim = claim
+            }
+            do {
+                account = name.isEmpty || name.count > 64 ? nil : try await store.consoleAccount(named: name)
+            } catch {
+                try? await store.settleConsoleSignIn(sharedClaim, failed: false, now: clock.now())
+                throw error
+            }
         } catch {
             await addressLimiter.settle(addressTicket, failed: false)
             await accountLimiter.settle(accountTicket, failed: false)
@@ -141,6 +155,7 @@ public struct ConsoleServer: Sendable {
         await addressLimiter.settle(addressTicket, failed: !accepted)
         await accountLimiter.settle(accountTicket, failed: !accepted)
         let now = clock.now()
+        try await store.settleConsoleSignIn(sharedClaim, failed: !accepted, now: now)
         guard accepted, let account else {
             context.logger.warning("console sign-in refused", metadata: ["client": "\(address)"])
             // The name only when it is an account's: text typed into the name field may be a

@@ -123,6 +123,12 @@ public protocol ConsoleStore: Sendable {
     func revokeConsoleCode(id: Int64, account: Int64, now: UnixSeconds) async throws(ServerStoreError) -> Bool
     func appendConsoleAudit(_ entry: ConsoleAuditEntry) async throws(ServerStoreError)
     func consoleAudit(limit: Int) async throws(ServerStoreError) -> [ConsoleAuditEntry]
+    /// Takes one unit of each of `keys`' sign-in budget, shared by every instance on this store:
+    /// refused while the failures and checks in flight of the last minute of any key reach
+    /// `limit`. See ConsoleSignInBudget.swift.
+    func claimConsoleSignIn(keys: [String], limit: Int, now: UnixSeconds) async throws(ServerStoreError) -> ConsoleSignInClaim
+    /// Ends a claimed check: a failure stays counted for a minute, a success gives its units back.
+    func settleConsoleSignIn(_ claim: Int64, failed: Bool, now: UnixSeconds) async throws(ServerStoreError)
 }
 
 extension ServerSchema {
@@ -189,6 +195,7 @@ extension ServerSchema {
                 CREATE INDEX console_audit_by_time ON console_audit(at);
                 """)
         }
+        registerSignInBudgetMigration(&migrator)
     }
 }
 

@@ -58,7 +58,22 @@ extension PostgresSchema {
             client text NOT NULL
         );
         CREATE INDEX console_audit_by_time ON console_audit (at);
+
+        -- The sign-in limit shared by every instance (ConsoleSignInBudget): one row per key of a
+        -- check, failed NULL while the check is in flight.
+        CREATE TABLE console_sign_in_attempts (
+            claim bigint NOT NULL,
+            key text NOT NULL,
+            at bigint NOT NULL,
+            failed boolean,
+            PRIMARY KEY (claim, key)
+        );
+        CREATE INDEX console_sign_in_attempts_by_key ON console_sign_in_attempts (key, at);
         """)
+
+    /// Admits one sign-in claim at a time, on every instance, so that counting and inserting are
+    /// one step ("TRPS" and a purpose, as the other advisory locks).
+    static let consoleSignInLockKey: Int64 = 0x5452_5053_0000_0003
 }
 
 /// The console's store on PostgreSQL, for instances sharing one database. What must hold across
@@ -282,6 +297,36 @@ extension PostgresServerStore: ConsoleStore {
         let revoked = try connection.exec(
             "SELECT EXISTS (SELECT 1 FROM console_codes WHERE code_digest = $1 AND revoked_at IS NOT NULL)", [.bytes(digest)]).first?.bool(0) ?? false
         return revoked ? .revoked : .expired
+    }
+
+    public func claimConsoleSignIn(keys: [String], limit: Int, now: UnixSeconds) async throws(ServerStoreError) -> ConsoleSignInClaim {
+        try await transaction { connection in
+            try connection.exec("SELECT pg_advisory_xact_lock($1)", [.int(PostgresSchema.consoleSignInLockKey)])
+            try connection.exec("DELETE FROM console_sign_in_attempts WHERE at <= $1", [.int(now - ConsoleSignInBudget.windowSeconds)])
+            var counts: [Int] = []
+            var oldest: [UnixSeconds?] = []
+            for key in keys {
+                let row = try connection.exec("SELECT count(*), min(at) FROM console_sign_in_attempts WHERE key = $1", [.text(key)]).first!
+                counts.append(Int(try row.int(0)))
+                oldest.append(try row.optionalInt(1))
+            }
+            if let refusal = ConsoleSignInBudget.refusal(oldestCounted: oldest, countedPerKey: counts, limit: limit, now: now) { return refusal }
+            let claim = ConsoleSignInBudget.newClaim()
+            for key in Set(keys) {
+                try connection.exec("INSERT INTO console_sign_in_attempts (claim, key, at) VALUES ($1, $2, $3)", [.int(claim), .text(key), .int(now)])
+            }
+            return .claimed(claim)
+        }
+    }
+
+    public func settleConsoleSignIn(_ claim: Int64, failed: Bool, now: UnixSeconds) async throws(ServerStoreError) {
+        _ = try await run { connection in
+            if failed {
+                try connection.exec("UPDATE console_sign_in_attempts SET failed = true, at = $1 WHERE claim = $2", [.int(now), .int(claim)])
+            } else {
+                try connection.exec("DELETE FROM console_sign_in_attempts WHERE claim = $1", [.int(claim)])
+            }
+        }
     }
 
     public func appendConsoleAudit(_ entry: ConsoleAuditEntry) async throws(ServerStoreError) {
