@@ -56,6 +56,18 @@ final class ConsoleServerProcess {
 
     deinit { stop() }
 
+    /// Stops `serve` and starts it again on the same ports, data and database.
+    func restart() async throws {
+        if let process {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(apiPort)"], fixture: fixture)
+        self.process = process
+        try await LoopbackPort.waitUntilListening(consolePort, orExit: process)
+        try await LoopbackPort.waitUntilListening(apiPort, orExit: process)
+    }
+
     /// Starts another `serve` on the same data directory and configuration but its own ports,
     /// as a second instance behind a load balancer; returns its console port.
     func startAnotherInstance() async throws -> Int {

@@ -166,6 +166,26 @@ import TracerTestSupport
         #expect(try await elsewhere.signIn("olga").status == 303)
     }
 
+    /// A set-password link is kept by the store (its hash and expiry), not by the process: it
+    /// works after a restart, once.
+    @Test(arguments: ConsoleBackEnd.allCases)
+    func aSetPasswordLinkWorksOnceAfterARestart(backEnd: ConsoleBackEnd) async throws {
+        let server = try await ConsoleServerProcess(backEnd: backEnd)
+        defer { server.stop() }
+        var olga = server.browser()
+        _ = try await olga.signIn("olga")
+        #expect(try await olga.postForm("/operator/accounts", [("name", "pat"), ("role", "staff")]).status == 303)
+        let linkPage = try await olga.get("/operator/accounts/link").body
+        let token = try #require(linkPage.range(of: #"href="/set-password/"#).map { String(linkPage[$0.upperBound...].prefix(64)) })
+        try await server.restart()
+        var pat = server.browser()
+        #expect(try await pat.get("/set-password/\(token)").status == 200)
+        #expect(try await pat.post("/set-password/\(token)", [("password", "pat's new password"), ("confirm", "pat's new password")]).status == 200)
+        #expect(try await pat.post("/set-password/\(token)", [("password", "someone else's pw"), ("confirm", "someone else's pw")]).status == 404)
+        #expect(try await pat.signIn("pat", password: "pat's new password").status == 303)
+        #expect(try await olga.get("/codes").status == 200, "sessions outlive a restart too")
+    }
+
     @Test func staffCannotReachOperatorPages() async throws {
         let server = try await ConsoleServerProcess()
         defer { server.stop() }
