@@ -186,6 +186,32 @@ import TracerTestSupport
         #expect(try await olga.get("/codes").status == 200, "sessions outlive a restart too")
     }
 
+    /// The page a POST redirects to may come from another instance: it is kept in the store,
+    /// sealed with a key from the session's id, so only that session opens it.
+    @Test func theIssuedCodeAndANewLinkShowOnAnotherInstance() async throws {
+        let server = try await ConsoleServerProcess(backEnd: .postgres)
+        defer { server.stop() }
+        let otherPort = try await server.startAnotherInstance()
+        var sam = server.browser()
+        _ = try await sam.signIn("sam")
+        let issue = try await sam.post("/codes", [("csrf", try await sam.sessionToken())])
+        let location = try #require(issue.header("location"), "\(issue.head)")
+        var samElsewhere = ConsoleClient(port: otherPort, source: "127.0.0.1")
+        samElsewhere.cookies = sam.cookies
+        let page = try await samElsewhere.get(location)
+        let code = try #require(ConsoleClient.issuedCode(page.body), "\(page.text.prefix(2000))")
+        #expect(try await uploadCodeAnswer(server, code: code).apiError == "invalid_json")
+        var olga = ConsoleClient(port: otherPort, source: "127.0.0.1")
+        _ = try await olga.signIn("olga")
+        #expect(try await olga.get(location).status == 404, "another session's page")
+
+        #expect(try await olga.postForm("/operator/accounts", [("name", "pat"), ("role", "staff")]).status == 303)
+        var olgaElsewhere = server.browser()
+        olgaElsewhere.cookies = olga.cookies
+        let linkPage = try await olgaElsewhere.get("/operator/accounts/link")
+        #expect(linkPage.status == 200 && linkPage.body.contains(#"href="/set-password/"#), "\(linkPage.text.prefix(2000))")
+    }
+
     @Test func staffCannotReachOperatorPages() async throws {
         let server = try await ConsoleServerProcess()
         defer { server.stop() }

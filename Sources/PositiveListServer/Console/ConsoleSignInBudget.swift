@@ -36,8 +36,8 @@ enum ConsoleSignInBudget {
 }
 
 extension ServerSchema {
-    static func registerSignInBudgetMigration(_ migrator: inout DatabaseMigrator) {
-        migrator.registerMigration("v7: console sign-in attempts shared by instances") { db in
+    static func registerSharedConsoleMigration(_ migrator: inout DatabaseMigrator) {
+        migrator.registerMigration("v7: console sign-in attempts and shown-once pages shared by instances") { db in
             try db.execute(sql: """
                 -- One row per key of a sign-in check: failed is NULL while the check is in flight.
                 CREATE TABLE console_sign_in_attempts (
@@ -48,6 +48,16 @@ extension ServerSchema {
                     PRIMARY KEY (claim, key)
                 ) WITHOUT ROWID;
                 CREATE INDEX console_sign_in_attempts_by_key ON console_sign_in_attempts(key, at);
+
+                -- ConsoleShownOnce: a page shown after a POST, sealed with a key from the session's
+                -- id (which only the cookie holds), by the id's SHA-256.
+                CREATE TABLE console_shown_once (
+                    session BLOB NOT NULL,
+                    kind TEXT NOT NULL,
+                    sealed BLOB NOT NULL,
+                    expires_at INTEGER NOT NULL,
+                    PRIMARY KEY (session, kind)
+                ) WITHOUT ROWID;
                 """)
         }
     }

@@ -129,6 +129,10 @@ public protocol ConsoleStore: Sendable {
     func claimConsoleSignIn(keys: [String], limit: Int, now: UnixSeconds) async throws(ServerStoreError) -> ConsoleSignInClaim
     /// Ends a claimed check: a failure stays counted for a minute, a success gives its units back.
     func settleConsoleSignIn(_ claim: Int64, failed: Bool, now: UnixSeconds) async throws(ServerStoreError)
+    /// Keeps a sealed page of ``ConsoleShownOnce`` for the session (by its id's SHA-256), replacing
+    /// the one of that kind; those expired go.
+    func keepConsoleShownOnce(session: [UInt8], kind: String, sealed: [UInt8], expiresAt: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError)
+    func consoleShownOnce(session: [UInt8], kind: String, now: UnixSeconds) async throws(ServerStoreError) -> [UInt8]?
 }
 
 extension ServerSchema {
@@ -195,7 +199,7 @@ extension ServerSchema {
                 CREATE INDEX console_audit_by_time ON console_audit(at);
                 """)
         }
-        registerSignInBudgetMigration(&migrator)
+        registerSharedConsoleMigration(&migrator)
     }
 }
 
@@ -402,6 +406,26 @@ extension ServerStore: ConsoleStore {
 
     public func appendConsoleAudit(_ entry: ConsoleAuditEntry) async throws(ServerStoreError) {
         try await write { db in try Self.appendAudit(entry, db) }
+    }
+
+    public func keepConsoleShownOnce(
+        session: [UInt8], kind: String, sealed: [UInt8], expiresAt: UnixSeconds, now: UnixSeconds
+    ) async throws(ServerStoreError) {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM console_shown_once WHERE expires_at <= ?", arguments: [now])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO console_shown_once (session, kind, sealed, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [Data(session), kind, Data(sealed), expiresAt])
+        }
+    }
+
+    public func consoleShownOnce(session: [UInt8], kind: String, now: UnixSeconds) async throws(ServerStoreError) -> [UInt8]? {
+        try await read { db in
+            try Data.fetchOne(
+                db, sql: "SELECT sealed FROM console_shown_once WHERE session = ? AND kind = ? AND expires_at > ?",
+                arguments: [Data(session), kind, now]
+            ).map { Array($0) }
+        }
     }
 
     public func consoleAudit(limit: Int) async throws(ServerStoreError) -> [ConsoleAuditEntry] {

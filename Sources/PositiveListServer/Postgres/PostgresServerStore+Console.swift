@@ -69,6 +69,16 @@ extension PostgresSchema {
             PRIMARY KEY (claim, key)
         );
         CREATE INDEX console_sign_in_attempts_by_key ON console_sign_in_attempts (key, at);
+
+        -- ConsoleShownOnce: a page shown after a POST, sealed with a key from the session's id
+        -- (which only the cookie holds), by the id's SHA-256.
+        CREATE TABLE console_shown_once (
+            session bytea NOT NULL,
+            kind text NOT NULL,
+            sealed bytea NOT NULL,
+            expires_at bigint NOT NULL,
+            PRIMARY KEY (session, kind)
+        );
         """)
 
     /// Admits one sign-in claim at a time, on every instance, so that counting and inserting are
@@ -326,6 +336,28 @@ extension PostgresServerStore: ConsoleStore {
             } else {
                 try connection.exec("DELETE FROM console_sign_in_attempts WHERE claim = $1", [.int(claim)])
             }
+        }
+    }
+
+    public func keepConsoleShownOnce(
+        session: [UInt8], kind: String, sealed: [UInt8], expiresAt: UnixSeconds, now: UnixSeconds
+    ) async throws(ServerStoreError) {
+        try await transaction { connection in
+            try connection.exec("DELETE FROM console_shown_once WHERE expires_at <= $1", [.int(now)])
+            try connection.exec(
+                """
+                INSERT INTO console_shown_once (session, kind, sealed, expires_at) VALUES ($1, $2, $3, $4)
+                ON CONFLICT (session, kind) DO UPDATE SET sealed = excluded.sealed, expires_at = excluded.expires_at
+                """,
+                [.bytes(session), .text(kind), .bytes(sealed), .int(expiresAt)])
+        }
+    }
+
+    public func consoleShownOnce(session: [UInt8], kind: String, now: UnixSeconds) async throws(ServerStoreError) -> [UInt8]? {
+        try await run { connection in
+            try connection.exec(
+                "SELECT sealed FROM console_shown_once WHERE session = $1 AND kind = $2 AND expires_at > $3",
+                [.bytes(session), .text(kind), .int(now)]).first?.bytes(0)
         }
     }
 
