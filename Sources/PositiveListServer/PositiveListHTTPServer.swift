@@ -77,7 +77,7 @@ public enum PositiveListHTTPServer {
                 sync: components.objectStoreSync))
         }
         if let console = components.configuration.console, console.enabled {
-            // `serve` refuses to start the console on a store without its tables.
+            // Both stores keep the console's tables; a store without them (a test's) has no console.
             if let consoleStore = components.store as? any ConsoleStore {
                 services.append(ConsoleServer(
                     settings: console, configuration: components.configuration, codes: components.store, store: consoleStore, clock: components.clock,
@@ -88,7 +88,7 @@ public enum PositiveListHTTPServer {
                     }
                 ).makeApplication(logger: logger))
             } else {
-                logger.error("console not started: the PostgreSQL store does not keep console accounts yet")
+                logger.error("console not started: the store does not keep console accounts")
             }
         }
         // The idle timeout closes a connection that sends nothing, or sends its head a byte at a

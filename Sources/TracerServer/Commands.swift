@@ -36,9 +36,6 @@ struct Serve: AsyncParsableCommand {
         logger.info("connection limits", metadata: [
             "openFiles": "\(descriptorLimit)", "maxConnections": "\(limits.total)", "maxConnectionsPerAddress": "\(limits.perAddress)",
         ])
-        if configuration.console?.enabled == true && configuration.database != nil {
-            throw CommandFailure.consoleNeedsSQLite
-        }
         let store = try await location.openStore(configuration: configuration)
         let publisher = try location.makePublisher(store: store, configuration: configuration, logger: logger)
         try location.paths.published.prepare()

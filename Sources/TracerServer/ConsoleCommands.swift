@@ -39,7 +39,6 @@ struct AddAccount: AsyncParsableCommand {
     func run() async throws {
         guard ConsoleAccountName.isValid(name) else { throw CommandFailure.invalidAccountName(name) }
         let configuration = try location.loadConfigurationIfPresent()
-        if configuration?.database != nil { throw CommandFailure.consoleNeedsSQLite }
         let password = try ConsolePassword.read(for: name, fromStandardInput: passwordFromStandardInput)
         if let problem = PasswordProblem.check(password) { throw problem }
         let hash = try PasswordHash.make(password: password)
@@ -106,10 +105,9 @@ struct SetPassword: AsyncParsableCommand {
 }
 
 extension LocationOptions {
-    /// The SQLite store, which alone keeps console accounts for now.
-    func openConsoleStore(configuration: ServerConfiguration?) async throws -> ServerStore {
-        if configuration?.database != nil { throw CommandFailure.consoleNeedsSQLite }
-        guard let store = try await openStore(configuration: configuration) as? ServerStore else { throw CommandFailure.consoleNeedsSQLite }
+    /// The configured store (SQLite or PostgreSQL), which keeps the console's accounts.
+    func openConsoleStore(configuration: ServerConfiguration?) async throws -> any ConsoleStore {
+        guard let store = try await openStore(configuration: configuration) as? any ConsoleStore else { throw CommandFailure.storeWithoutConsole }
         return store
     }
 }

@@ -50,7 +50,7 @@ enum CommandFailure: Error, CustomStringConvertible {
     case invalidBind(String)
     case cannotCreateDirectory(path: String, reason: String)
     case serverFailed(String)
-    case consoleNeedsSQLite
+    case storeWithoutConsole
     case noSuchAccount(String)
     case accountExists(String)
     case invalidAccountName(String)
@@ -74,8 +74,8 @@ enum CommandFailure: Error, CustomStringConvertible {
             return "Cannot create the data directory \(path) (\(reason)); check permissions or choose another with --data-dir."
         case .noSuchAccount(let name):
             return "There is no console account named \"\(name)\"; check the name (tracer-server console add-account creates one)."
-        case .consoleNeedsSQLite:
-            return "The console keeps its accounts in the SQLite store only for now, and this configuration uses PostgreSQL (database); remove the console section or set console.enabled to false."
+        case .storeWithoutConsole:
+            return "The configured store does not keep console accounts; use the SQLite store or PostgreSQL (database), or set console.enabled to false."
         case .accountExists(let name):
             return "A console account named \"\(name)\" exists already (names are compared without case); choose another name."
         case .invalidAccountName(let name):

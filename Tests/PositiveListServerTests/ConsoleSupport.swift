@@ -13,23 +13,39 @@ final class ConsoleServerProcess {
     let fixture: ServerFixture
     let apiPort: Int
     let consolePort: Int
+    /// The database of the `postgres` back end, started for this server alone.
+    private let postgres: PostgresProcess?
     private var process: Process?
+    /// Further `serve` instances on the same data directory and database.
+    private var otherInstances: [Process] = []
+    private var stopped = false
 
     /// `console` is further members of the console section, such as `"sessionIdleSeconds": 3`;
     /// `settings` further top-level members.
-    init(console: String = "", settings: String = "") async throws {
+    init(console: String = "", settings: String = "", backEnd: ConsoleBackEnd = .sqlite) async throws {
         fixture = try ServerFixture()
         apiPort = try LoopbackPort.free()
         consolePort = try LoopbackPort.free()
+        var settings = settings
+        if backEnd == .postgres {
+            let postgres = try PostgresProcess()
+            self.postgres = postgres
+            let url = try postgres.createDatabase("tracer")
+            settings += (settings.isEmpty ? "" : ", ") + #""database": {"url": "\#(url)"}"#
+        } else {
+            postgres = nil
+        }
         let more = console.isEmpty ? "" : ", " + console
         try fixture.writeConfiguration(extra: """
             , "console": {"enabled": true, "listen": "127.0.0.1:\(consolePort)", "authority": "Health Authority A"\(more)}\(settings.isEmpty ? "" : ", " + settings)
             """)
-        try addAccount("olga", role: "operator")
-        try addAccount("sam", role: "staff")
-        let process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(apiPort)"], fixture: fixture)
-        self.process = process
         do {
+            for (name, role) in [("olga", "operator"), ("sam", "staff")] {
+                let added = try addAccount(name, role: role)
+                guard added.exitCode == 0 else { throw HarnessFailure(description: "console add-account \(name) failed: \(added)") }
+            }
+            let process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(apiPort)"], fixture: fixture)
+            self.process = process
             try await LoopbackPort.waitUntilListening(consolePort, orExit: process)
             try await LoopbackPort.waitUntilListening(apiPort, orExit: process)
         } catch {
@@ -40,11 +56,42 @@ final class ConsoleServerProcess {
 
     deinit { stop() }
 
+    /// Stops `serve` and starts it again on the same ports, data and database.
+    func restart() async throws {
+        if let process {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        let process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(apiPort)"], fixture: fixture)
+        self.process = process
+        try await LoopbackPort.waitUntilListening(consolePort, orExit: process)
+        try await LoopbackPort.waitUntilListening(apiPort, orExit: process)
+    }
+
+    /// Starts another `serve` on the same data directory and configuration but its own ports,
+    /// as a second instance behind a load balancer; returns its console port.
+    func startAnotherInstance() async throws -> Int {
+        let apiPort = try LoopbackPort.free()
+        let consolePort = try LoopbackPort.free()
+        let configuration = try String(contentsOfFile: fixture.paths.configuration, encoding: .utf8)
+            .replacingOccurrences(of: "127.0.0.1:\(self.consolePort)", with: "127.0.0.1:\(consolePort)")
+        let path = fixture.paths.dataDirectory + "/config-\(otherInstances.count + 2).json"
+        try configuration.write(toFile: path, atomically: true, encoding: .utf8)
+        let process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(apiPort)", "--config", path], fixture: fixture)
+        otherInstances.append(process)
+        try await LoopbackPort.waitUntilListening(consolePort, orExit: process)
+        return consolePort
+    }
+
+    /// Stops the server and its database and removes their files; again, it does nothing.
     func stop() {
-        guard let process else { return }
-        self.process = nil
-        if process.isRunning { process.terminate() }
-        process.waitUntilExit()
+        guard !stopped else { return }
+        stopped = true
+        for process in otherInstances + [process].compactMap({ $0 }) {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+        }
+        postgres?.stop()
         fixture.remove()
     }
 

@@ -16,8 +16,10 @@ import TracerTestSupport
             """).asResponse
     }
 
-    @Test func staffSignInIssueACodeTheAPIAcceptsAndRevokeIt() async throws {
-        let server = try await ConsoleServerProcess()
+    /// Over both stores: on PostgreSQL the accounts, sessions and codes are in the database.
+    @Test(arguments: ConsoleBackEnd.allCases)
+    func staffSignInIssueACodeTheAPIAcceptsAndRevokeIt(backEnd: ConsoleBackEnd) async throws {
+        let server = try await ConsoleServerProcess(backEnd: backEnd)
         defer { server.stop() }
         var browser = server.browser()
         let signIn = try await browser.signIn("sam")
@@ -142,6 +144,72 @@ import TracerTestSupport
         var sprayer = server.browser(from: "127.0.0.4")
         for name in ["nobody1", "nobody2", "nobody3"] { #expect(try await sprayer.signIn(name).status == 401) }
         #expect(try await sprayer.signIn("olga").status == 429)
+    }
+
+    /// Two instances on one PostgreSQL share one budget: a guesser spreading their tries over
+    /// both gets the limit, not twice the limit.
+    @Test func signInAttemptsAreLimitedAcrossInstancesSharingADatabase() async throws {
+        let server = try await ConsoleServerProcess(settings: #""failedAttemptsPerMinute": 3"#, backEnd: .postgres)
+        defer { server.stop() }
+        let otherPort = try await server.startAnotherInstance()
+        var first = server.browser(from: "127.0.0.2")
+        var second = ConsoleClient(port: otherPort, source: "127.0.0.2")
+        #expect(try await first.signIn("sam", password: "wrong password 123").status == 401)
+        #expect(try await second.signIn("sam", password: "wrong password 123").status == 401)
+        #expect(try await first.signIn("sam", password: "wrong password 123").status == 401)
+        let limited = try await second.signIn("sam")
+        #expect(limited.status == 429 && limited.header("retry-after") != nil, "\(limited.head)")
+        #expect(try await first.signIn("sam").status == 429)
+        // The account is locked on both, from any address; other accounts are not.
+        var elsewhere = ConsoleClient(port: otherPort, source: "127.0.0.3")
+        #expect(try await elsewhere.signIn("sam").status == 429)
+        #expect(try await elsewhere.signIn("olga").status == 303)
+    }
+
+    /// A set-password link is kept by the store (its hash and expiry), not by the process: it
+    /// works after a restart, once.
+    @Test(arguments: ConsoleBackEnd.allCases)
+    func aSetPasswordLinkWorksOnceAfterARestart(backEnd: ConsoleBackEnd) async throws {
+        let server = try await ConsoleServerProcess(backEnd: backEnd)
+        defer { server.stop() }
+        var olga = server.browser()
+        _ = try await olga.signIn("olga")
+        #expect(try await olga.postForm("/operator/accounts", [("name", "pat"), ("role", "staff")]).status == 303)
+        let linkPage = try await olga.get("/operator/accounts/link").body
+        let token = try #require(linkPage.range(of: #"href="/set-password/"#).map { String(linkPage[$0.upperBound...].prefix(64)) })
+        try await server.restart()
+        var pat = server.browser()
+        #expect(try await pat.get("/set-password/\(token)").status == 200)
+        #expect(try await pat.post("/set-password/\(token)", [("password", "pat's new password"), ("confirm", "pat's new password")]).status == 200)
+        #expect(try await pat.post("/set-password/\(token)", [("password", "someone else's pw"), ("confirm", "someone else's pw")]).status == 404)
+        #expect(try await pat.signIn("pat", password: "pat's new password").status == 303)
+        #expect(try await olga.get("/codes").status == 200, "sessions outlive a restart too")
+    }
+
+    /// The page a POST redirects to may come from another instance: it is kept in the store,
+    /// sealed with a key from the session's id, so only that session opens it.
+    @Test func theIssuedCodeAndANewLinkShowOnAnotherInstance() async throws {
+        let server = try await ConsoleServerProcess(backEnd: .postgres)
+        defer { server.stop() }
+        let otherPort = try await server.startAnotherInstance()
+        var sam = server.browser()
+        _ = try await sam.signIn("sam")
+        let issue = try await sam.post("/codes", [("csrf", try await sam.sessionToken())])
+        let location = try #require(issue.header("location"), "\(issue.head)")
+        var samElsewhere = ConsoleClient(port: otherPort, source: "127.0.0.1")
+        samElsewhere.cookies = sam.cookies
+        let page = try await samElsewhere.get(location)
+        let code = try #require(ConsoleClient.issuedCode(page.body), "\(page.text.prefix(2000))")
+        #expect(try await uploadCodeAnswer(server, code: code).apiError == "invalid_json")
+        var olga = ConsoleClient(port: otherPort, source: "127.0.0.1")
+        _ = try await olga.signIn("olga")
+        #expect(try await olga.get(location).status == 404, "another session's page")
+
+        #expect(try await olga.postForm("/operator/accounts", [("name", "pat"), ("role", "staff")]).status == 303)
+        var olgaElsewhere = server.browser()
+        olgaElsewhere.cookies = olga.cookies
+        let linkPage = try await olgaElsewhere.get("/operator/accounts/link")
+        #expect(linkPage.status == 200 && linkPage.body.contains(#"href="/set-password/"#), "\(linkPage.text.prefix(2000))")
     }
 
     @Test func staffCannotReachOperatorPages() async throws {
@@ -327,14 +395,6 @@ import TracerTestSupport
         for event in ["account created", "account disabled", "account enabled", "password reset", "password set"] {
             #expect(audit.contains("<td>\(event)</td>"), "\(event)")
         }
-    }
-
-    @Test func theConsoleIsRefusedOnPostgreSQLUntilItsTablesExistThere() throws {
-        let fixture = try ServerFixture()
-        defer { fixture.remove() }
-        try fixture.writeConfiguration(extra: #", "database": {"url": "postgresql://tracer@127.0.0.1:1/tracer"}, "console": {"enabled": true, "authority": "Health Authority A"}"#)
-        let result = try ServerCLI.run(["serve", "--bind", "127.0.0.1:0"], fixture: fixture)
-        #expect(result.exitCode == 1 && result.stderr.contains("console keeps its accounts in the SQLite store"), "\(result)")
     }
 
     @Test func consoleSettingsAreCheckedAndOffByDefault() throws {

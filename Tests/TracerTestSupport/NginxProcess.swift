@@ -19,18 +19,25 @@ public final class NginxProcess {
     /// Writes the configuration into `prefix` (see `writeConfiguration`), starts nginx and returns
     /// once it listens. `captureErrors`: nginx's stderr goes to a pipe that is only read to explain
     /// a failed start (keeping test output quiet); otherwise nginx shares this process's stderr.
-    public init(
+    public convenience init(
         prefix: String, publishedDirectory: String, upstreamPort: Int, repositoryRoot: String,
         workerProcesses: String, captureErrors: Bool
     ) async throws {
-        try RequiredTool.nginx.require()
-        self.prefix = prefix
-        errors = captureErrors ? Pipe() : nil
         try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
-        port = try LoopbackPort.free()
+        let port = try LoopbackPort.free()
         try Self.writeConfiguration(
             prefix: prefix, repositoryRoot: repositoryRoot, port: port, publishedDirectory: publishedDirectory,
             upstreamPort: upstreamPort, workerProcesses: workerProcesses)
+        try await self.init(prefix: prefix, configuredToListenOn: port, captureErrors: captureErrors)
+    }
+
+    /// Starts nginx with the configuration already written to `prefix`/nginx.conf (by one of the
+    /// `writeConfiguration` functions) and returns once it listens on `port`.
+    public init(prefix: String, configuredToListenOn port: Int, captureErrors: Bool) async throws {
+        try RequiredTool.nginx.require()
+        self.prefix = prefix
+        self.port = port
+        errors = captureErrors ? Pipe() : nil
         chmod(prefix, 0o755)
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["-p", prefix, "-c", prefix + "/nginx.conf", "-e", "stderr"]
@@ -56,8 +63,7 @@ public final class NginxProcess {
 
     /// Writes `prefix`/tracer-server.conf, a copy of deploy/nginx/tracer-server.conf with its three
     /// ADJUST values replaced (listen on `port`, `publishedDirectory` as root, the API proxied to
-    /// `upstreamPort`), and `prefix`/nginx.conf, a main configuration that includes it with the pid
-    /// file and temporary files in `prefix`. `workerProcesses` is nginx's worker_processes value
+    /// `upstreamPort`), and `prefix`/nginx.conf (see the other `writeConfiguration`). `workerProcesses` is nginx's worker_processes value
     /// ("1", or "auto" for one per core).
     public static func writeConfiguration(
         prefix: String, repositoryRoot: String, port: Int, publishedDirectory: String, upstreamPort: Int,
@@ -76,6 +82,12 @@ public final class NginxProcess {
             }
             server = server.replacingOccurrences(of: original, with: replacement)
         }
+        try writeConfiguration(prefix: prefix, server: server, workerProcesses: workerProcesses)
+    }
+
+    /// Writes `server` (server blocks) to `prefix`/tracer-server.conf and `prefix`/nginx.conf, a
+    /// main configuration that includes it with the pid file and temporary files in `prefix`.
+    public static func writeConfiguration(prefix: String, server: String, workerProcesses: String) throws {
         try server.write(toFile: prefix + "/tracer-server.conf", atomically: true, encoding: .utf8)
         // Run as root, nginx's workers switch to an unprivileged user (Debian has no group
         // "nobody"), which also proves the published files are readable by others.

@@ -34,7 +34,7 @@ public struct ConsoleServer: Sendable {
     let accountLimiter: FailedAttemptLimiter
     let forwardedFor: ForwardedFor
     let publication: ConsolePublication?
-    let shownOnce = ConsoleShownOnce()
+    let shownOnce: ConsoleShownOnce
 
     public init(
         settings: ConsoleSettings, configuration: ServerConfiguration, codes: any SubmissionStore, store: any ConsoleStore, clock: any WallClock,
@@ -45,6 +45,7 @@ public struct ConsoleServer: Sendable {
         self.configuration = configuration
         self.codes = codes
         self.store = store
+        shownOnce = ConsoleShownOnce(store: store)
         self.clock = clock
         pages = ConsolePages(timeZone: settings.timeZone, authority: settings.authority)
         // The upload codes' limit, per address and, so that one account cannot be guessed at
@@ -127,9 +128,23 @@ public struct ConsoleServer: Sendable {
             throw ConsoleRefusal.tooManyAttempts(retryAfterSeconds: seconds)
         case .admitted(let ticket): accountTicket = ticket
         }
+        // This instance's limiters make concurrent checks here wait for each other; the store's
+        // budget is the one every instance on the database shares (ConsoleSignInBudget).
         let account: ConsoleAccount?
+        let sharedClaim: Int64
         do {
-            account = name.isEmpty || name.count > 64 ? nil : try await store.consoleAccount(named: name)
+            switch try await store.claimConsoleSignIn(
+                keys: ["address " + address, "account " + accountKey], limit: configuration.failedAttemptsPerMinute, now: clock.now())
+            {
+            case .refused(let seconds): throw ConsoleRefusal.tooManyAttempts(retryAfterSeconds: seconds)
+            case .claimed(let claim): sharedClaim = claim
+            }
+            do {
+                account = name.isEmpty || name.count > 64 ? nil : try await store.consoleAccount(named: name)
+            } catch {
+                try? await store.settleConsoleSignIn(sharedClaim, failed: false, now: clock.now())
+                throw error
+            }
         } catch {
             await addressLimiter.settle(addressTicket, failed: false)
             await accountLimiter.settle(accountTicket, failed: false)
@@ -141,6 +156,7 @@ public struct ConsoleServer: Sendable {
         await addressLimiter.settle(addressTicket, failed: !accepted)
         await accountLimiter.settle(accountTicket, failed: !accepted)
         let now = clock.now()
+        try await store.settleConsoleSignIn(sharedClaim, failed: !accepted, now: now)
         guard accepted, let account else {
             context.logger.warning("console sign-in refused", metadata: ["client": "\(address)"])
             // The name only when it is an account's: text typed into the name field may be a
@@ -196,14 +212,14 @@ public struct ConsoleServer: Sendable {
         context.logger.info("upload code issued", metadata: ["authority": "\(issued.authority)", "console": "\(session.account.name)"])
         // POST-redirect-GET: reloading the page that shows the code shows it again rather than
         // issuing another.
-        if let digest = Self.sessionDigest(request) { await shownOnce.keep(code: issued, number: number, session: digest, now: issued.issuedAt) }
+        if let sessionID = Self.sessionID(request) { try await shownOnce.keep(code: issued, number: number, sessionID: sessionID) }
         return Self.redirect("/codes/issued/\(number)")
     }
 
     private func showIssuedCode(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
         let session = try await requireSession(request)
-        guard let number = context.parameters.get("number", as: Int64.self), let digest = Self.sessionDigest(request),
-              let issued = await shownOnce.code(session: digest, number: number, now: clock.now())
+        guard let number = context.parameters.get("number", as: Int64.self), let sessionID = Self.sessionID(request),
+              let issued = try await shownOnce.code(sessionID: sessionID, number: number, now: clock.now())
         else {
             throw ConsoleRefusal(
                 status: .notFound, title: "Code no longer shown",
@@ -314,8 +330,8 @@ public struct ConsoleServer: Sendable {
     }
 
     private func showLinkAfterPost(_ request: Request, account: String, token: String, link: ConsolePasswordLink) async throws -> Response {
-        if let digest = Self.sessionDigest(request) {
-            await shownOnce.keep(link: ConsoleShownOnce.Link(account: account, token: token, expiresAt: link.expiresAt), session: digest, now: clock.now())
+        if let sessionID = Self.sessionID(request) {
+            try await shownOnce.keep(link: ConsoleShownOnce.Link(account: account, token: token, expiresAt: link.expiresAt), sessionID: sessionID, now: clock.now())
         }
         return Self.redirect("/operator/accounts/link")
     }
@@ -327,7 +343,7 @@ public struct ConsoleServer: Sendable {
 
     private func showPasswordLink(_ request: Request) async throws -> Response {
         let session = try await requireOperator(request)
-        guard let digest = Self.sessionDigest(request), let link = await shownOnce.link(session: digest, now: clock.now()) else {
+        guard let sessionID = Self.sessionID(request), let link = try await shownOnce.link(sessionID: sessionID, now: clock.now()) else {
             throw ConsoleRefusal(
                 status: .notFound, title: "Link no longer shown",
                 message: "A set-password link is shown only in the session that made it. If it was lost, reset the account's password again under Accounts.")
@@ -409,9 +425,14 @@ public struct ConsoleServer: Sendable {
         return (token, Self.cookie(Self.signInCookie, token, maxAge: 3_600))
     }
 
-    private static func sessionDigest(_ request: Request) -> [UInt8]? {
+    /// The session's id from its cookie: only the browser holds it (the store, its SHA-256).
+    private static func sessionID(_ request: Request) -> [UInt8]? {
         guard let text = ConsoleCookies(request)[sessionCookie], let bytes = Hex.decode(text), bytes.count == 32 else { return nil }
-        return Array(SHA256.hash(data: bytes))
+        return bytes
+    }
+
+    private static func sessionDigest(_ request: Request) -> [UInt8]? {
+        sessionID(request).map { Array(SHA256.hash(data: $0)) }
     }
 
     private static func digest(_ hexToken: String) -> [UInt8] {

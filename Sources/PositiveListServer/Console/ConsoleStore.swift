@@ -85,9 +85,10 @@ public struct ConsolePasswordLink: Sendable, Equatable {
     }
 }
 
-/// What the console keeps: accounts, sessions, which account issued which code, the audit log.
-/// The SQLite store has it; the PostgreSQL store does not yet (`serve` refuses to start the
-/// console on PostgreSQL and says so).
+/// What the console keeps: accounts, sessions, set-password links, which account issued which
+/// code, the audit log. Both stores have it (``ServerStore`` here, ``PostgresServerStore`` in
+/// PostgresServerStore+Console.swift); everything a later request relies on is in the store, so
+/// a restart, or another instance on the same PostgreSQL, sees it.
 public protocol ConsoleStore: Sendable {
     /// False when an account with that name (in any case) exists already. With `link`, the
     /// person sets their own password through it (the hash is then ``PasswordHash/unusable()``).
@@ -122,6 +123,16 @@ public protocol ConsoleStore: Sendable {
     func revokeConsoleCode(id: Int64, account: Int64, now: UnixSeconds) async throws(ServerStoreError) -> Bool
     func appendConsoleAudit(_ entry: ConsoleAuditEntry) async throws(ServerStoreError)
     func consoleAudit(limit: Int) async throws(ServerStoreError) -> [ConsoleAuditEntry]
+    /// Takes one unit of each of `keys`' sign-in budget, shared by every instance on this store:
+    /// refused while the failures and checks in flight of the last minute of any key reach
+    /// `limit`. See ConsoleSignInBudget.swift.
+    func claimConsoleSignIn(keys: [String], limit: Int, now: UnixSeconds) async throws(ServerStoreError) -> ConsoleSignInClaim
+    /// Ends a claimed check: a failure stays counted for a minute, a success gives its units back.
+    func settleConsoleSignIn(_ claim: Int64, failed: Bool, now: UnixSeconds) async throws(ServerStoreError)
+    /// Keeps a sealed page of ``ConsoleShownOnce`` for the session (by its id's SHA-256), replacing
+    /// the one of that kind; those expired go.
+    func keepConsoleShownOnce(session: [UInt8], kind: String, sealed: [UInt8], expiresAt: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError)
+    func consoleShownOnce(session: [UInt8], kind: String, now: UnixSeconds) async throws(ServerStoreError) -> [UInt8]?
 }
 
 extension ServerSchema {
@@ -188,6 +199,7 @@ extension ServerSchema {
                 CREATE INDEX console_audit_by_time ON console_audit(at);
                 """)
         }
+        registerSharedConsoleMigration(&migrator)
     }
 }
 
@@ -394,6 +406,26 @@ extension ServerStore: ConsoleStore {
 
     public func appendConsoleAudit(_ entry: ConsoleAuditEntry) async throws(ServerStoreError) {
         try await write { db in try Self.appendAudit(entry, db) }
+    }
+
+    public func keepConsoleShownOnce(
+        session: [UInt8], kind: String, sealed: [UInt8], expiresAt: UnixSeconds, now: UnixSeconds
+    ) async throws(ServerStoreError) {
+        try await write { db in
+            try db.execute(sql: "DELETE FROM console_shown_once WHERE expires_at <= ?", arguments: [now])
+            try db.execute(
+                sql: "INSERT OR REPLACE INTO console_shown_once (session, kind, sealed, expires_at) VALUES (?, ?, ?, ?)",
+                arguments: [Data(session), kind, Data(sealed), expiresAt])
+        }
+    }
+
+    public func consoleShownOnce(session: [UInt8], kind: String, now: UnixSeconds) async throws(ServerStoreError) -> [UInt8]? {
+        try await read { db in
+            try Data.fetchOne(
+                db, sql: "SELECT sealed FROM console_shown_once WHERE session = ? AND kind = ? AND expires_at > ?",
+                arguments: [Data(session), kind, now]
+            ).map { Array($0) }
+        }
     }
 
     public func consoleAudit(limit: Int) async throws(ServerStoreError) -> [ConsoleAuditEntry] {

@@ -101,7 +101,7 @@ enum PostgresSchema {
                 expired_at bigint
             );
             """),
-    ]
+    ] + [consoleMigration]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
 }

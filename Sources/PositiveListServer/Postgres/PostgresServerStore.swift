@@ -122,7 +122,7 @@ public final class PostgresServerStore: SubmissionStore {
         guard ConstantTime.equal(try row.bytes(0), digest) else { return .unknown }
         if !row.isNull(3) { return .alreadyUsed }
         let expiresAt = try row.int(2)
-        if expiresAt <= now { return .expired }
+        if expiresAt <= now { return try endedCodeStatus(digest: digest, connection) }
         return .valid(authority: try row.string(1), expiresAt: expiresAt)
     }
 

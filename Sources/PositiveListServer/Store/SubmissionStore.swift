@@ -24,8 +24,8 @@ public protocol SubmissionStore: Sendable {
     // Uploads and codes (HTTP API, `append`, `issue-code`).
     func recordIssuedCode(_ code: UploadCode, authority: String, issuedAt: UnixSeconds, expiresAt: UnixSeconds) async throws(ServerStoreError)
     /// Unknown, valid until its expiry, expired from then on, already used once an upload took
-    /// it. (`revoked` needs the console's record of the code, which only the SQLite store keeps
-    /// today; elsewhere a revoked code reads as expired.)
+    /// it, or revoked once staff revoked it in the console (both back ends keep the console's
+    /// record of the code).
     func status(of code: UploadCode, now: UnixSeconds) async throws(ServerStoreError) -> UploadCodeStatus
     /// Stores a validated history, whole or not at all. A repeated idempotency key (scoped per
     /// credential) answers `.replayed` with the first receipt, or `.idempotencyKeyReused` for
