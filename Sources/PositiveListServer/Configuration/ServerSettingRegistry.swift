@@ -197,6 +197,6 @@ public struct ServerSettingsReport: Sendable {
 
     /// One paragraph per setting: its name, what it accepts and what it does.
     public static var help: String {
-        ServerSettingRegistry.all.map { "\($0.key): \($0.help) Accepts \($0.accepts)." }.joined(separator: "\n")
+        ServerSettingRegistry.all.map { "\($0.key): \($0.help) Accepts \($0.accepts)." }.joined(separator: "\n\n")
     }
 }
