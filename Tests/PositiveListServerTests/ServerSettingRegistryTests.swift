@@ -82,3 +82,27 @@ import TestTiers
         }
     }
 }
+
+/// `tracer-server config` as an operator runs it (the built binary).
+@Suite(.tags(.endToEnd)) struct ServerConfigCommandTests {
+    @Test func configShowsEverySettingWithItsSourceAndHelpDocumentsEach() throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration(extra: #", "retentionDays": 14"#)
+        let shown = try ServerCLI.run(["config"], fixture: fixture)
+        #expect(shown.exitCode == 0, "\(shown)")
+        let rows = shown.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        for definition in ServerSettingRegistry.all {
+            #expect(rows.contains { $0.first == definition.key }, "config does not show \(definition.key)\n\(shown)")
+        }
+        #expect(rows.contains(["retentionDays", "14", "file"]), "\(shown)")
+        #expect(rows.contains(["maxIDsPerHistory", "3000", "default"]), "\(shown)")
+        let help = try ServerCLI.run(["config", "--help"], fixture: fixture)
+        for definition in ServerSettingRegistry.all {
+            #expect(help.stdout.contains("\(definition.key): "), "config --help does not document \(definition.key)")
+        }
+        try fixture.writeConfiguration(extra: #", "retentionDays": 29"#)
+        let refused = try ServerCLI.run(["config"], fixture: fixture)
+        #expect(refused.exitCode == 1 && refused.stderr.contains("retentionDays must be between 1 and 28"), "\(refused)")
+    }
+}

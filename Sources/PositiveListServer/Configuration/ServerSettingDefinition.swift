@@ -32,7 +32,7 @@ struct ServerSettingKey: CodingKey {
 }
 
 /// The bounds of a numeric setting; they make both its check's message and its `accepts` text.
-struct SettingBounds<Value: Comparable & Sendable>: Sendable {
+struct SettingBounds<Value: Comparable & Numeric & Sendable>: Sendable {
     var lower: Value
     var upper: Value?
     /// Words after a bound in the message: "1.0 (no fake keys)".
@@ -50,7 +50,7 @@ struct SettingBounds<Value: Comparable & Sendable>: Sendable {
         let rule: String
         if let upper {
             rule = "must be between \(Self.bound(lower, lowerNote)) and \(Self.bound(upper, upperNote))"
-        } else if "\(lower)" == "0" {
+        } else if lower == .zero {
             rule = "must not be negative"
         } else {
             rule = "must be at least \(lower)"
@@ -69,7 +69,7 @@ struct SettingBounds<Value: Comparable & Sendable>: Sendable {
 
 /// Typed constructors, so each row names its property once and reads, checks and shows it alike.
 extension ServerSettingDefinition {
-    static func number<Value: Comparable & Codable & Sendable>(
+    static func number<Value: Comparable & Numeric & Codable & Sendable>(
         _ key: String, _ property: WritableKeyPath<ServerConfiguration, Value> & Sendable, _ bounds: SettingBounds<Value>,
         help: String
     ) -> ServerSettingDefinition {
@@ -84,7 +84,7 @@ extension ServerSettingDefinition {
     }
 
     /// A numeric setting that may be left out, which means what `absent` says.
-    static func optionalNumber<Value: Comparable & Codable & Sendable>(
+    static func optionalNumber<Value: Comparable & Numeric & Codable & Sendable>(
         _ key: String, _ property: WritableKeyPath<ServerConfiguration, Value?> & Sendable, _ bounds: SettingBounds<Value>,
         absent: String, help: String
     ) -> ServerSettingDefinition {
