@@ -15,7 +15,7 @@ struct TracerServerCommand: AsyncParsableCommand {
             $XDG_DATA_HOME/tracer-server or ~/.local/share/tracer-server): server.db, signing-key, \
             config.json and public/, the directory to serve.
             """,
-        subcommands: [Serve.self, Keygen.self, Append.self, IssueCode.self, Publish.self, Sync.self, Status.self, Doctor.self, ConsoleCommand.self])
+        subcommands: [Serve.self, Keygen.self, Append.self, IssueCode.self, Publish.self, Sync.self, Status.self, Doctor.self, Config.self, ConsoleCommand.self])
 }
 
 /// Where the server's files are; shared by every subcommand.

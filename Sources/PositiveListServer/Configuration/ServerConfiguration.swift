@@ -99,27 +99,29 @@ public struct ServerConfiguration: Sendable {
     /// at least 36 hours (`check.max_list_age`).
     public static let longestIndexAgeSeconds: Int64 = 129_600
 
-    private static let knownKeys: Set<String> = [
-        "authorities", "retentionDays", "maxIDsPerHistory", "maxRequestBodyBytes", "maxWindowSeconds",
-        "clockSkewSeconds", "uploadCodeLifetimeSeconds", "publishIntervalSeconds", "publishSpacingSeconds", "longPollSeconds", "failedAttemptsPerMinute",
-        "indexMaxAgeSeconds", "indexRefreshSeconds", "trustForwardedFor", "trustedProxies", "trustedProxyHops",
-        "idleTimeoutSeconds", "requestReadTimeoutSeconds", "maxConnections", "maxConnectionsPerAddress", "acceptUploads", "maxKeysPerHistory", "keyIntervalsSeconds",
-        "keyPublicationDelaySeconds", "keyPaddingMultiplier", "keyBatchMinimumKeys", "keyBatchMaximumHoldSeconds",
-        "database", "objectStore", "console",
-    ]
-
     /// Reads and checks the file at `path`.
     public static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
+        try loadReport(path: path).configuration
+    }
+
+    /// Reads and checks the file at `path`, and tells which settings it gives (`tracer-server config`).
+    public static func loadReport(path: String) throws(ConfigurationError) -> ServerSettingsReport {
         guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path: path) }
-        return try parse(data, path: path)
+        let (configuration, keysInFile) = try read(data, path: path)
+        return ServerSettingsReport(configuration: configuration, keysInFile: keysInFile)
     }
 
     public static func parse(_ data: Data, path: String) throws(ConfigurationError) -> ServerConfiguration {
+        try read(data, path: path).configuration
+    }
+
+    /// The checked configuration and the settings the file gives (the others have their default).
+    public static func read(_ data: Data, path: String) throws(ConfigurationError) -> (configuration: ServerConfiguration, keysInFile: Set<String>) {
         guard let object = try? JSONSerialization.jsonObject(with: data), let fields = object as? [String: Any] else {
             throw .notJSONObject(path: path)
         }
         // A misspelt limit silently falling back to its default would be worse than refusing.
-        if let unknown = Set(fields.keys).subtracting(knownKeys).sorted().first {
+        if let unknown = Set(fields.keys).subtracting(ServerSettingRegistry.keys).sorted().first {
             throw .unknownSetting(path: path, name: unknown)
         }
         if let section = fields["objectStore"] as? [String: Any],
@@ -132,56 +134,18 @@ public struct ServerConfiguration: Sendable {
         {
             throw .unknownSetting(path: path, name: "console." + unknown)
         }
-        let file: ConfigurationFile
+        let file: SettingsFile
         do {
-            file = try JSONDecoder().decode(ConfigurationFile.self, from: data)
+            file = try JSONDecoder().decode(SettingsFile.self, from: data)
         } catch {
             throw .invalidValue(path: path, detail: Self.describe(error))
         }
         var configuration = ServerConfiguration(authorities: [])
-        for (position, entry) in file.authorities.enumerated() {
-            configuration.authorities.append(try AuthorityConfiguration(entry, position: position, path: path))
+        for apply in file.values {
+            try apply(&configuration, path)
         }
-        if let value = file.retentionDays { configuration.retentionDays = value }
-        if let value = file.maxIDsPerHistory { configuration.maxIDsPerHistory = value }
-        if let value = file.maxRequestBodyBytes { configuration.maxRequestBodyBytes = value }
-        if let value = file.maxWindowSeconds { configuration.maxWindowSeconds = value }
-        if let value = file.clockSkewSeconds { configuration.clockSkewSeconds = value }
-        if let value = file.uploadCodeLifetimeSeconds { configuration.uploadCodeLifetimeSeconds = value }
-        if let value = file.publishIntervalSeconds { configuration.publishIntervalSeconds = value }
-        // Unset, the spacing never exceeds the interval: the interval publishes anyway.
-        configuration.publishSpacingSeconds = file.publishSpacingSeconds
-            ?? min(configuration.publishSpacingSeconds, configuration.publishIntervalSeconds)
-        if let value = file.longPollSeconds { configuration.longPollSeconds = value }
-        if let value = file.failedAttemptsPerMinute { configuration.failedAttemptsPerMinute = value }
-        if let value = file.indexMaxAgeSeconds { configuration.indexMaxAgeSeconds = value }
-        if let value = file.indexRefreshSeconds { configuration.indexRefreshSeconds = value }
-        if let value = file.trustForwardedFor { configuration.trustForwardedFor = value }
-        if let value = file.trustedProxies { configuration.trustedProxies = value }
-        if let value = file.trustedProxyHops { configuration.trustedProxyHops = value }
-        if let value = file.idleTimeoutSeconds { configuration.idleTimeoutSeconds = value }
-        if let value = file.requestReadTimeoutSeconds { configuration.requestReadTimeoutSeconds = value }
-        if let value = file.maxConnections { configuration.maxConnections = value }
-        if let value = file.maxConnectionsPerAddress { configuration.maxConnectionsPerAddress = value }
-        if let value = file.acceptUploads {
-            switch value {
-            case "ids": configuration.acceptUploads = .ids
-            case "keys": configuration.acceptUploads = .keys
-            case "both": configuration.acceptUploads = .both
-            default: throw .invalidValue(path: path, detail: #"acceptUploads must be "ids", "keys" or "both""#)
-            }
-        }
-        if let value = file.maxKeysPerHistory { configuration.maxKeysPerHistory = value }
-        if let value = file.keyIntervalsSeconds { configuration.keyIntervalsSeconds = value }
-        if let value = file.keyPublicationDelaySeconds { configuration.keyPublicationDelaySeconds = value }
-        if let value = file.keyPaddingMultiplier { configuration.keyPaddingMultiplier = value }
-        if let value = file.keyBatchMinimumKeys { configuration.keyBatchMinimumKeys = value }
-        if let value = file.keyBatchMaximumHoldSeconds { configuration.keyBatchMaximumHoldSeconds = value }
-        if let value = file.database { configuration.database = try DatabaseConfiguration(value, path: path) }
-        if let value = file.objectStore { configuration.objectStore = try ObjectStoreSettings(value, path: path) }
-        if let value = file.console { configuration.console = try ConsoleSettings(value, authorities: configuration.authorities, path: path) }
         try configuration.validate(path: path)
-        return configuration
+        return (configuration, Set(fields.keys))
     }
 
     func validate(path: String) throws(ConfigurationError) {
@@ -190,55 +154,16 @@ public struct ServerConfiguration: Sendable {
         for authority in authorities where !names.insert(authority.name).inserted {
             throw .duplicateAuthority(path: path, name: authority.name)
         }
-        func require(_ condition: Bool, _ detail: String) throws(ConfigurationError) {
-            if !condition { throw .invalidValue(path: path, detail: detail) }
+        for definition in ServerSettingRegistry.all {
+            if let problem = definition.problem(self) { throw .invalidValue(path: path, detail: problem) }
         }
-        try require((1...28).contains(retentionDays), "retentionDays must be between 1 and 28")
-        try require(maxIDsPerHistory >= 1, "maxIDsPerHistory must be at least 1")
-        try require(maxRequestBodyBytes >= 1_024, "maxRequestBodyBytes must be at least 1024")
-        try require(maxWindowSeconds >= 60, "maxWindowSeconds must be at least 60")
-        try require((0...3_600).contains(clockSkewSeconds), "clockSkewSeconds must be between 0 and 3600")
-        try require((60...30 * 86_400).contains(uploadCodeLifetimeSeconds), "uploadCodeLifetimeSeconds must be between 60 and 2592000")
-        // Nodes read at most PositiveListIndex.maximumListingCount listings (29 days of one batch
-        // every 5 minutes): publishing more often could list batches that nodes refuse.
-        try require(
-            publishIntervalSeconds >= Self.shortestPublishIntervalSeconds,
-            "publishIntervalSeconds must be at least \(Self.shortestPublishIntervalSeconds) (5 minutes): nodes accept an index of at most 29 days of batches published that often")
-        try require(
-            (Self.shortestPublishIntervalSeconds...publishIntervalSeconds).contains(publishSpacingSeconds),
-            "publishSpacingSeconds must be between \(Self.shortestPublishIntervalSeconds) (5 minutes: nodes accept at most 29 days of batches cut that often) and publishIntervalSeconds")
-        // A held request must end before the proxies in front give up on it (nginx's
-        // proxy_read_timeout is 60 s unless raised).
-        try require(
-            longPollSeconds.map { (1...300).contains($0) } ?? true,
-            "longPollSeconds must be between 1 and 300 (leave it out to turn the long poll off)")
-        try require(failedAttemptsPerMinute >= 1, "failedAttemptsPerMinute must be at least 1")
-        try require(indexMaxAgeSeconds >= 0, "indexMaxAgeSeconds must not be negative")
-        try require((60...86_400).contains(indexRefreshSeconds), "indexRefreshSeconds must be between 60 and 86400")
-        if let notAnAddress = trustedProxies.first(where: { ForwardedFor.canonicalAddress($0) == nil }) {
-            throw .invalidValue(path: path, detail: "trustedProxies must list IP addresses; \"\(notAnAddress)\" is not one")
-        }
-        try require(!trustForwardedFor || !trustedProxies.isEmpty, "trustedProxies must not be empty when trustForwardedFor is true")
-        try require((1...10).contains(trustedProxyHops), "trustedProxyHops must be between 1 and 10")
-        try require((1...3_600).contains(idleTimeoutSeconds), "idleTimeoutSeconds must be between 1 and 3600")
-        try require((1...3_600).contains(requestReadTimeoutSeconds), "requestReadTimeoutSeconds must be between 1 and 3600")
-        try require(maxConnections.map { $0 >= 16 } ?? true, "maxConnections must be at least 16")
-        try require(maxConnectionsPerAddress.map { $0 >= 1 } ?? true, "maxConnectionsPerAddress must be at least 1")
-        try require(!acceptUploads.isEmpty, #"acceptUploads must be "ids", "keys" or "both""#)
-        try require((1...1_000).contains(maxKeysPerHistory), "maxKeysPerHistory must be between 1 and 1000")
-        try require(
-            !keyIntervalsSeconds.isEmpty && keyIntervalsSeconds.allSatisfy { (try? RotationSchedule(intervalSeconds: $0)) != nil },
-            "keyIntervalsSeconds must list rotation intervals between 5 and 86400 seconds, as node.rotation_interval")
-        try require((0...86_400).contains(keyPublicationDelaySeconds), "keyPublicationDelaySeconds must be between 0 and 86400")
-        try require((1.0...10.0).contains(keyPaddingMultiplier), "keyPaddingMultiplier must be between 1.0 (no fake keys) and 10.0")
-        try require((1...100_000).contains(keyBatchMinimumKeys), "keyBatchMinimumKeys must be between 1 (hold nothing) and 100000")
-        try require(
-            (0...7 * 86_400).contains(keyBatchMaximumHoldSeconds), "keyBatchMaximumHoldSeconds must be between 0 and 604800 (a week)")
         // The index is re-signed at the first publication once it is indexRefreshSeconds old, so
         // it can reach the sum; nodes call a list signed more than two days ago outdated.
-        try require(
-            publishIntervalSeconds + indexRefreshSeconds <= Self.longestIndexAgeSeconds,
-            "publishIntervalSeconds + indexRefreshSeconds must be at most \(Self.longestIndexAgeSeconds) (36 hours), so nodes never see an index older than that")
+        guard publishIntervalSeconds + indexRefreshSeconds <= Self.longestIndexAgeSeconds else {
+            throw .invalidValue(
+                path: path,
+                detail: "publishIntervalSeconds + indexRefreshSeconds must be at most \(Self.longestIndexAgeSeconds) (36 hours), so nodes never see an index older than that")
+        }
     }
 
     /// The connection limits for a process allowed `descriptorLimit` open files.
@@ -262,44 +187,15 @@ public struct ServerConfiguration: Sendable {
     }
 }
 
-/// How the file spells the settings; optional fields fall back to the defaults above.
-private struct ConfigurationFile: Decodable {
-    struct Authority: Decodable {
-        var name: String
-        var token: String?
-        var tokenSHA256: String?
-    }
+/// The file decoded by the registry's rows, in their order: every value of the wrong JSON type
+/// is refused here, before any row converts or checks its value.
+private struct SettingsFile: Decodable {
+    var values: [ServerSettingDefinition.Apply]
 
-    var authorities: [Authority]
-    var retentionDays: Int?
-    var maxIDsPerHistory: Int?
-    var maxRequestBodyBytes: Int?
-    var maxWindowSeconds: Int64?
-    var clockSkewSeconds: Int64?
-    var uploadCodeLifetimeSeconds: Int64?
-    var publishIntervalSeconds: Int64?
-    var publishSpacingSeconds: Int64?
-    var longPollSeconds: Int64?
-    var failedAttemptsPerMinute: Int?
-    var indexMaxAgeSeconds: Int?
-    var indexRefreshSeconds: Int64?
-    var trustForwardedFor: Bool?
-    var trustedProxies: [String]?
-    var trustedProxyHops: Int?
-    var idleTimeoutSeconds: Int?
-    var requestReadTimeoutSeconds: Int?
-    var maxConnections: Int?
-    var maxConnectionsPerAddress: Int?
-    var acceptUploads: String?
-    var maxKeysPerHistory: Int?
-    var keyIntervalsSeconds: [Int64]?
-    var keyPublicationDelaySeconds: Int64?
-    var keyPaddingMultiplier: Double?
-    var keyBatchMinimumKeys: Int?
-    var keyBatchMaximumHoldSeconds: Int64?
-    var database: DatabaseConfiguration.File?
-    var objectStore: ObjectStoreSettings.File?
-    var console: ConsoleSettings.File?
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: ServerSettingKey.self)
+        values = try ServerSettingRegistry.all.map { try $0.read(container) }
+    }
 }
 
 /// One health authority: a display name (used in logs and the audit table) and the SHA-256 of
@@ -320,7 +216,7 @@ public struct AuthorityConfiguration: Sendable, Equatable {
         self.tokenDigest = tokenDigest
     }
 
-    fileprivate init(_ entry: ConfigurationFile.Authority, position: Int, path: String) throws(ConfigurationError) {
+    init(_ entry: AuthorityFileEntry, position: Int, path: String) throws(ConfigurationError) {
         let name = entry.name.trimmingCharacters(in: .whitespaces)
         guard !name.isEmpty, name.count <= 100 else {
             throw .invalidValue(path: path, detail: "authorities[\(position)].name must be 1 to 100 characters")

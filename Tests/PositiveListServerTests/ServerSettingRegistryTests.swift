@@ -1,0 +1,108 @@
+import Foundation
+@testable import PositiveListServer
+import Testing
+import TestTiers
+
+/// The settings table is the only list of the server's settings: the file reader, the checks and
+/// `tracer-server config` follow it, so a setting missing from it would be refused or never shown.
+@Suite(.tags(.unit)) struct ServerSettingRegistryTests {
+    /// Every setting the file accepted before the table existed, with a valid value other than
+    /// its default.
+    static let settingsTheFileAccepts: KeyValuePairs<String, String> = [
+        "authorities": #"[{"name": "A", "token": "0123456789abcdef0123456789"}, {"name": "B", "token": "0123456789abcdef0123456789b"}]"#,
+        "retentionDays": "14", "maxIDsPerHistory": "100", "maxRequestBodyBytes": "2048", "maxWindowSeconds": "120",
+        "clockSkewSeconds": "60", "uploadCodeLifetimeSeconds": "3600", "publishIntervalSeconds": "1800",
+        "publishSpacingSeconds": "600", "longPollSeconds": "30", "failedAttemptsPerMinute": "5", "indexMaxAgeSeconds": "30",
+        "indexRefreshSeconds": "3600", "trustForwardedFor": "true", "trustedProxies": #"["10.0.0.1"]"#, "trustedProxyHops": "2",
+        "idleTimeoutSeconds": "10", "requestReadTimeoutSeconds": "30", "maxConnections": "100", "maxConnectionsPerAddress": "10",
+        "acceptUploads": #""ids""#, "maxKeysPerHistory": "32", "keyIntervalsSeconds": "[600]", "keyPublicationDelaySeconds": "0",
+        "keyPaddingMultiplier": "2.5", "keyBatchMinimumKeys": "10", "keyBatchMaximumHoldSeconds": "3600",
+        "database": #"{"url": "postgresql://tracer@127.0.0.1:5432/tracer"}"#,
+        "objectStore": #"{"endpoint": "http://127.0.0.1:9000", "bucket": "tracer"}"#,
+        "console": #"{"enabled": true, "authority": "A"}"#,
+    ]
+
+    func report(_ extra: String = "") throws -> ServerSettingsReport {
+        let authority = #""authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}]"#
+        let text = extra.hasPrefix(#""authorities""#) ? "{\(extra)}" : "{\(authority)\(extra.isEmpty ? "" : ", " + extra)}"
+        let (configuration, keysInFile) = try ServerConfiguration.read(Data(text.utf8), path: "config.json")
+        return ServerSettingsReport(configuration: configuration, keysInFile: keysInFile)
+    }
+
+    @Test func theTableHoldsEachSettingOnce() {
+        let keys = ServerSettingRegistry.all.map(\.key)
+        #expect(keys.count == Set(keys).count, "a setting has two rows")
+        #expect(Set(keys) == Set(Self.settingsTheFileAccepts.map(\.key)))
+    }
+
+    @Test func everySettingIsReadFromTheFileAndShownByConfig() throws {
+        let defaults = try report()
+        #expect(defaults.rows.map(\.key) == ServerSettingRegistry.all.map(\.key))
+        #expect(defaults.rows.allSatisfy { $0.source == ($0.key == "authorities" ? "file" : "default") })
+        for (key, value) in Self.settingsTheFileAccepts {
+            let given = try report("\"\(key)\": \(value)")
+            let row = try #require(given.rows.first { $0.key == key }, "config does not show \(key)")
+            #expect(row.source == "file", "\(key)")
+            let defaultRow = try #require(defaults.rows.first { $0.key == key })
+            #expect(row.value != defaultRow.value, "\(key) was accepted but not read")
+            #expect(ServerSettingsReport.help.contains("\(key): "), "config --help does not document \(key)")
+        }
+    }
+
+    /// The messages the checks gave before the table; operators and docs quote them.
+    @Test func outOfRangeValuesKeepTheirMessages() {
+        let cases: KeyValuePairs<String, String> = [
+            #""retentionDays": 29"#: "retentionDays must be between 1 and 28",
+            #""maxIDsPerHistory": 0"#: "maxIDsPerHistory must be at least 1",
+            #""maxRequestBodyBytes": 1023"#: "maxRequestBodyBytes must be at least 1024",
+            #""clockSkewSeconds": -1"#: "clockSkewSeconds must be between 0 and 3600",
+            #""uploadCodeLifetimeSeconds": 59"#: "uploadCodeLifetimeSeconds must be between 60 and 2592000",
+            #""publishIntervalSeconds": 299"#: "publishIntervalSeconds must be at least 300 (5 minutes): nodes accept an index of at most 29 days of batches published that often",
+            #""publishSpacingSeconds": 3601"#: "publishSpacingSeconds must be between 300 (5 minutes: nodes accept at most 29 days of batches cut that often) and publishIntervalSeconds",
+            #""longPollSeconds": 0"#: "longPollSeconds must be between 1 and 300 (leave it out to turn the long poll off)",
+            #""indexMaxAgeSeconds": -1"#: "indexMaxAgeSeconds must not be negative",
+            #""trustedProxies": ["proxy"]"#: #"trustedProxies must list IP addresses; "proxy" is not one"#,
+            #""trustForwardedFor": true, "trustedProxies": []"#: "trustedProxies must not be empty when trustForwardedFor is true",
+            #""maxConnections": 15"#: "maxConnections must be at least 16",
+            #""acceptUploads": "none""#: #"acceptUploads must be "ids", "keys" or "both""#,
+            #""keyIntervalsSeconds": [4]"#: "keyIntervalsSeconds must list rotation intervals between 5 and 86400 seconds, as node.rotation_interval",
+            #""keyPaddingMultiplier": 0.5"#: "keyPaddingMultiplier must be between 1.0 (no fake keys) and 10.0",
+            #""keyBatchMinimumKeys": 0"#: "keyBatchMinimumKeys must be between 1 (hold nothing) and 100000",
+            #""keyBatchMaximumHoldSeconds": 604801"#: "keyBatchMaximumHoldSeconds must be between 0 and 604800 (a week)",
+            #""indexRefreshSeconds": 86400, "publishIntervalSeconds": 86400"#: "publishIntervalSeconds + indexRefreshSeconds must be at most 129600 (36 hours), so nodes never see an index older than that",
+            #""retentionDays": "28""#: "retentionDays: Expected to decode Int but found a string instead.",
+        ]
+        for (extra, detail) in cases {
+            #expect(throws: ConfigurationError.invalidValue(path: "config.json", detail: detail), "\(extra)") {
+                try ServerConfiguration.parseWithOneAuthority(extra)
+            }
+        }
+        #expect(throws: ConfigurationError.invalidValue(path: "config.json", detail: "authorities is missing")) {
+            try ServerConfiguration.parse(Data("{}".utf8), path: "config.json")
+        }
+    }
+}
+
+/// `tracer-server config` as an operator runs it (the built binary).
+@Suite(.tags(.endToEnd)) struct ServerConfigCommandTests {
+    @Test func configShowsEverySettingWithItsSourceAndHelpDocumentsEach() throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration(extra: #", "retentionDays": 14"#)
+        let shown = try ServerCLI.run(["config"], fixture: fixture)
+        #expect(shown.exitCode == 0, "\(shown)")
+        let rows = shown.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        for definition in ServerSettingRegistry.all {
+            #expect(rows.contains { $0.first == definition.key }, "config does not show \(definition.key)\n\(shown)")
+        }
+        #expect(rows.contains(["retentionDays", "14", "file"]), "\(shown)")
+        #expect(rows.contains(["maxIDsPerHistory", "3000", "default"]), "\(shown)")
+        let help = try ServerCLI.run(["config", "--help"], fixture: fixture)
+        for definition in ServerSettingRegistry.all {
+            #expect(help.stdout.contains("\(definition.key): "), "config --help does not document \(definition.key)")
+        }
+        try fixture.writeConfiguration(extra: #", "retentionDays": 29"#)
+        let refused = try ServerCLI.run(["config"], fixture: fixture)
+        #expect(refused.exitCode == 1 && refused.stderr.contains("retentionDays must be between 1 and 28"), "\(refused)")
+    }
+}
