@@ -66,6 +66,8 @@ public actor ProximityExchange {
         }
     }
     private var slots: [AttemptState] = []
+    /// Where each connect slot is, for tests and status.
+    var attemptStates: [AttemptState] { slots }
     /// Announces each change a loop may wait for: see the type's comment.
     private let changes = StateChanges()
     /// The scanner is on and stays on for any attempt that starts now: attempts start only then.
@@ -213,6 +215,7 @@ public actor ProximityExchange {
     /// scanning on during a burst, no connection attempt without an owner), mends what differs,
     /// and resets the controller when advertising stays off too long.
     private func auditLoop() async {
+        // Timer: the audit's period.
         while (try? await clock.sleep(for: configuration.auditInterval)) != nil {
             guard !rotating else { continue }
             let findings = await host.audit()
@@ -240,6 +243,7 @@ public actor ProximityExchange {
         while !Task.isCancelled {
             switch scanSchedule.phase(at: clock.now) {
             case .pause(let until):
+                // Timer: the pause's end.
                 guard (try? await clock.sleep(until: until)) != nil else { return }
             case .burst(let until):
                 // A session stopped mid-burst leaves the burst to the next session.
