@@ -127,6 +127,32 @@ struct ExchangeStateMachineTests {
         await node.stop()
     }
 
+    /// The scan burst's end on the clock, then its extension and its draining, each left on its
+    /// event: no candidate waits (the only one was taken), and the attempt under way has formed a
+    /// link. The scanner stays on while the attempt connects (only a listening scanner can tell
+    /// that the request went unanswered) and stops the moment it does not.
+    @Test func aBurstEndsOnceItsLastAttemptHasConnected() async throws {
+        let node = try await Self.running { configuration in
+            configuration.scanOnTime = .seconds(1)
+            configuration.scanOffTime = .seconds(30)
+            configuration.scanBurstExtension = .seconds(10)
+            configuration.connectionTimeout = .seconds(20)
+        }
+        #expect(await eventually {
+            node.controller.advertise(from: Self.peerA)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.createConnections == 1
+        })
+        node.clock.advance(by: .seconds(1))
+        try await node.settle()
+        #expect(node.controller.state.withLock { $0.scanning }, "the scanner stopped while an attempt was connecting")
+        node.controller.connectInitiatedConnection(handle: 0x0041)
+        #expect(await eventually { !node.controller.state.withLock { $0.scanning } },
+                "the burst went on after its last attempt connected")
+        #expect(node.clock.elapsed == .seconds(1))
+        await node.stop()
+    }
+
     /// A rotation during an attempt ends it (connecting → cooling down), holds the slot while the
     /// address changes, and resumes the scan burst on its end (rotating → burst, an event); the
     /// slot starts again only when its cooling-down timer fires.
