@@ -130,7 +130,8 @@ struct ExchangeStateMachineTests {
     /// The scan burst's end on the clock, then its extension and its draining, each left on its
     /// event: no candidate waits (the only one was taken), and the attempt under way has formed a
     /// link. The scanner stays on while the attempt connects (only a listening scanner can tell
-    /// that the request went unanswered) and stops the moment it does not.
+    /// that the request went unanswered; `LEHost`'s procedure queue holds the stop behind the
+    /// connect too) and stops the moment it has connected, not at the draining's timer 10 s later.
     @Test func aBurstEndsOnceItsLastAttemptHasConnected() async throws {
         let node = try await Self.running { configuration in
             configuration.scanOnTime = .seconds(1)
