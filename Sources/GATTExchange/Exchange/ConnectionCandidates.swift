@@ -32,11 +32,6 @@ struct ConnectionCandidates {
     /// True while some candidate waits for its turn or a free slot.
     var isEmpty: Bool { byAddress.isEmpty }
 
-    /// True while some candidate heard within `lifetime` of `now` waits.
-    func isEmpty(at now: ContinuousClock.Instant) -> Bool {
-        !byAddress.values.contains { now - $0.heardAt < lifetime }
-    }
-
     /// When the last candidate still waiting at `now` goes unheard for too long, if any waits.
     func lastExpiry(at now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
         byAddress.values.map { $0.heardAt + lifetime }.filter { $0 > now }.max()
