@@ -26,6 +26,23 @@ import TestTiers
         #expect(candidates.next(at: start + .milliseconds(1600))?.address == peerC)
     }
 
+    /// The instants the exchange sets its timers by: the next turn (a slot waits for it) and the
+    /// moment the last candidate goes unheard too long (a scan burst's extension waits for it).
+    @Test func theNextTurnAndTheLastExpiryAreTheTimersDeadlines() {
+        var candidates = ConnectionCandidates(lifetime: .seconds(2))
+        #expect(candidates.nextEligibility(after: start) == nil)
+        #expect(candidates.lastExpiry(at: start) == nil)
+        candidates.offer(candidate(peerA, heard: .zero, eligible: .milliseconds(900)))
+        candidates.offer(candidate(peerB, heard: .milliseconds(100), eligible: .milliseconds(300)))
+        // Its turn comes after it has gone unheard too long: only hearing it again brings it back.
+        candidates.offer(candidate(peerC, heard: .zero, eligible: .milliseconds(2500)))
+        #expect(candidates.nextEligibility(after: start) == start + .milliseconds(300))
+        #expect(candidates.nextEligibility(after: start + .milliseconds(300)) == start + .milliseconds(900))
+        #expect(candidates.nextEligibility(after: start + .milliseconds(900)) == nil)
+        #expect(candidates.lastExpiry(at: start) == start + .milliseconds(2100))
+        #expect(candidates.lastExpiry(at: start + .milliseconds(2100)) == nil, "every candidate has gone unheard too long")
+    }
+
     @Test func hearingAPeerAgainKeepsItsTurn() {
         var candidates = ConnectionCandidates(lifetime: .seconds(2))
         candidates.offer(candidate(peerA, heard: .zero, eligible: .milliseconds(500)))

@@ -32,6 +32,16 @@ struct ConnectionCandidates {
     /// True while some candidate waits for its turn or a free slot.
     var isEmpty: Bool { byAddress.isEmpty }
 
+    /// When the last candidate still waiting at `now` goes unheard for too long, if any waits.
+    func lastExpiry(at now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        byAddress.values.map { $0.heardAt + lifetime }.filter { $0 > now }.max()
+    }
+
+    /// When the next candidate not yet eligible at `now` becomes eligible (while still heard), if any.
+    func nextEligibility(after now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        byAddress.values.filter { $0.eligibleAt > now && $0.eligibleAt < $0.heardAt + lifetime }.map(\.eligibleAt).min()
+    }
+
     /// When `address` became (or becomes) eligible, if it is a candidate.
     func eligibleAt(_ address: BluetoothAddress) -> ContinuousClock.Instant? {
         byAddress[address]?.eligibleAt

@@ -175,6 +175,7 @@ public struct ExchangeSupervisor: Sendable {
                 ])
                 await onSessionEnded(error)
             }
+            // Timer: the backoff before the next session (on the system clock: no host exists between sessions).
             guard (try? await Task.sleep(for: wait)) != nil else { return }
         }
     }

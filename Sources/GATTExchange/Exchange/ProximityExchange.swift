@@ -7,6 +7,30 @@ import Logging
 ///
 /// It coordinates; the pieces live elsewhere: `LEHost` (radio roles), `PeerRegistry` (whom to
 /// connect to), `TracerPeerExchange` (the GATT steps), `EncounterSink` (the log).
+///
+/// ## States, events, transitions
+///
+/// Nothing here polls. Each loop waits for the event it needs: a report from the controller
+/// (advertising report, link opened or closed, GATT result), a change another loop announces on
+/// `changes` (`StateChanges`), or a timer on the host's clock, each named below with its reason.
+///
+/// - Scanning (`scanLoop`, one task): *pause* → (timer: the pause's end) → *burst* → (timer:
+///   the burst's end) → *extension*, while heard candidates wait → (event: no candidate left, or
+///   timer: the extension's end) → *draining*, no new attempt starts → (event: no attempt
+///   connecting, or timer: 10 s after the extension) → *pause*. A rotation inside a burst
+///   stops the scanner: *burst* → *rotating* → (event: rotation over) → *burst* again.
+///   `listening` is true in *burst* and *extension* only.
+/// - Each connect slot (`connectLoop`, `maxOutgoingConnections` tasks) is an `AttemptState`:
+///   *idle* → (event: a candidate eligible while listening, not rotating, not in the quiet time
+///   before our rotation; timer: the next candidate's eligibility) → *connecting* → (controller:
+///   peer advertised without connecting) → *connecting, asked again* → (controller: link opened)
+///   → *exchanging* → (GATT result, link closed, or timer: `exchangeTimeout`) → *idle*; a failed
+///   connection goes to *cooling down* → (timer: `pauseAfterFailedConnection`) → *idle*.
+/// - Rotation (`rotate(to:)`, from the rotator): clears the candidates; `rotating` holds every
+///   slot *idle* and the scanner stopped until it ends, which it announces.
+/// - Incoming links (`acceptIncoming`): each lives until the peer closes it or its timer
+///   (`incomingLinkLifetime`) does.
+/// - Audit (`auditLoop`): a timer every `auditInterval`.
 public actor ProximityExchange {
     private let host: LEHost
     private let identity: AdvertisedIdentity
@@ -28,8 +52,24 @@ public actor ProximityExchange {
     private var candidates: ConnectionCandidates
     private var incomingCount = 0
     private var rotating = false
-    /// Connection attempts under way (queued at the controller or initiating).
-    private var attemptsUnderWay = 0
+    /// Where each connect slot is in its attempt (see the type's comment).
+    enum AttemptState: Equatable {
+        case idle
+        case connecting(peer: BluetoothAddress, since: ContinuousClock.Instant, askedAgain: Bool)
+        case exchanging(peer: BluetoothAddress)
+        /// After a failed connection: no initiating until then, so that peers get through to us.
+        case coolingDown(until: ContinuousClock.Instant)
+
+        var isConnecting: Bool {
+            if case .connecting = self { return true }
+            return false
+        }
+    }
+    private var slots: [AttemptState] = []
+    /// Where each connect slot is, for tests and status.
+    var attemptStates: [AttemptState] { slots }
+    /// Announces each change a loop may wait for: see the type's comment.
+    private let changes = StateChanges()
     /// The scanner is on and stays on for any attempt that starts now: attempts start only then.
     private var listening = false
     /// The current scan burst has run its time; set before its scanner is stopped.
@@ -80,8 +120,10 @@ public actor ProximityExchange {
         tasks.append(Task { await self.acceptIncoming() })
         tasks.append(Task { await self.receivePeerWrites() })
         tasks.append(Task { await self.auditLoop() })
-        for _ in 0..<max(1, configuration.maxOutgoingConnections) {
-            tasks.append(Task { await self.connectLoop() })
+        let slotCount = max(1, configuration.maxOutgoingConnections)
+        slots = Array(repeating: .idle, count: slotCount)
+        for slot in 0..<slotCount {
+            tasks.append(Task { await self.connectLoop(slot: slot) })
         }
     }
 
@@ -104,8 +146,12 @@ public actor ProximityExchange {
     public func rotate(to ownID: OwnID) async {
         rotating = true
         rotations += 1
-        defer { rotating = false }
+        defer {
+            rotating = false
+            changes.announce()
+        }
         candidates.removeAll()
+        changes.announce()
         let resume = !tasks.isEmpty
         let advertisingData = TracerService.advertisingData(txPower: configuration.txPower)
         let identity = identity
@@ -169,6 +215,7 @@ public actor ProximityExchange {
     /// scanning on during a burst, no connection attempt without an owner), mends what differs,
     /// and resets the controller when advertising stays off too long.
     private func auditLoop() async {
+        // Timer: the audit's period.
         while (try? await clock.sleep(for: configuration.auditInterval)) != nil {
             guard !rotating else { continue }
             let findings = await host.audit()
@@ -196,6 +243,7 @@ public actor ProximityExchange {
         while !Task.isCancelled {
             switch scanSchedule.phase(at: clock.now) {
             case .pause(let until):
+                // Timer: the pause's end.
                 guard (try? await clock.sleep(until: until)) != nil else { return }
             case .burst(let until):
                 // A session stopped mid-burst leaves the burst to the next session.
@@ -223,9 +271,9 @@ public actor ProximityExchange {
     private func scanBurst(until burstEnd: ContinuousClock.Instant) async -> Bool {
         burstOver = false
         while !Task.isCancelled {
-            // Cancelled, the sleep returns at once without suspending: it would hold the actor
-            // and the rotation could never finish.
-            while rotating, !Task.isCancelled { try? await clock.sleep(for: .milliseconds(20)) }
+            while rotating, !Task.isCancelled {
+                await changes.wait(after: changes.generation, on: clock)
+            }
             guard !Task.isCancelled else { return true }
             let rotationsBefore = rotations
             let sightings: AsyncStream<AdvertisementSighting>
@@ -234,26 +282,34 @@ public actor ProximityExchange {
             } catch {
                 if case .controllerLost = error { return false }
                 logger.warning("scanning failed; retrying", metadata: ["error": "\(error)"])
+                // Timer: a controller that refused to scan is asked again a second later, not at once.
                 try? await clock.sleep(for: .seconds(1))
                 continue
             }
             listening = true
+            changes.announce()
             // Without a pause (tests, demos, mains-powered nodes) a burst never ends: stopping and
             // restarting the scanner would only leave moments in which no attempt can start.
-            let stopper = configuration.scanOffTime == .zero ? nil : Task { [host, configuration, clock] in
+            let stopper = configuration.scanOffTime == .zero ? nil : Task { [host, configuration, clock, changes] in
                 // Ends the burst (and so the loop below) when its time is up and no candidate
                 // waits (up to the extension), and only once the attempts under way have ended:
                 // candidates are tried only while heard, and only a scanner that hears the
                 // peer can tell that a connect request went unanswered. In a 20-node crowd a
                 // request sent after the scanner stopped left a node stuck, unseen, for 47 s.
+                // Timer: the burst's end.
                 guard (try? await clock.sleep(until: burstEnd)) != nil else { return }
                 let extensionEnd = burstEnd + configuration.scanBurstExtension
-                while !self.candidatesAreEmpty, clock.now < extensionEnd {
-                    guard (try? await clock.sleep(for: .milliseconds(250))) != nil else { return }
+                // Event: the last candidate taken or dropped; timer: it goes unheard too long, or the extension's end.
+                while let waiting = self.candidatesWaiting(), clock.now < extensionEnd {
+                    await changes.wait(after: waiting.generation, until: min(waiting.lastExpiry, extensionEnd), on: clock)
+                    guard !Task.isCancelled else { return }
                 }
                 self.endBurst()
-                while self.attemptsAreUnderWay, clock.now < extensionEnd + .seconds(10) {
-                    guard (try? await clock.sleep(for: .milliseconds(100))) != nil else { return }
+                let drainEnd = extensionEnd + .seconds(10)
+                // Event: the last attempt connecting ended; timer: a controller that never ends one.
+                while let generation = self.attemptsConnecting(), clock.now < drainEnd {
+                    await changes.wait(after: generation, until: drainEnd, on: clock)
+                    guard !Task.isCancelled else { return }
                 }
                 try? await host.stopScanning()
             }
@@ -285,6 +341,7 @@ public actor ProximityExchange {
         candidates.offer(ConnectionCandidates.Candidate(
             address: sighting.address, addressType: sighting.addressType, rssi: rssi, txPower: txPower, heardAt: now,
             eligibleAt: eligibleAt ?? now))
+        changes.announce()
     }
 
     /// Two Tracer nodes that hear each other at the same moment would connect to each other at
@@ -311,13 +368,17 @@ public actor ProximityExchange {
 
     // MARK: Central exchanges
 
-    private func connectLoop() async {
+    /// One connect slot: waits for a candidate whose turn has come (an event, or the timer of the
+    /// next candidate's eligibility), then runs the attempt to its end.
+    private func connectLoop(slot: Int) async {
         while !Task.isCancelled {
-            guard !rotating, let candidate = takeCandidate() else {
-                try? await clock.sleep(for: .milliseconds(50))
+            let generation = changes.generation
+            guard let candidate = takeCandidate() else {
+                let nextTurn = rotating ? nil : candidates.nextEligibility(after: clock.now)
+                await changes.wait(after: generation, until: nextTurn, on: clock)
                 continue
             }
-            await exchange(with: candidate)
+            await exchange(with: candidate, slot: slot)
         }
     }
 
@@ -334,30 +395,47 @@ public actor ProximityExchange {
         return wallClock.now() >= end - UnixSeconds(configuration.quietBeforeRotation.components.seconds)
     }
 
-    private var candidatesAreEmpty: Bool { candidates.isEmpty }
-    private var attemptsAreUnderWay: Bool { attemptsUnderWay > 0 }
+    /// While candidates still heard wait: the generation of `changes` read with that, and when
+    /// the last of them goes unheard too long. Nil once none waits.
+    private func candidatesWaiting() -> (generation: UInt64, lastExpiry: ContinuousClock.Instant)? {
+        let generation = changes.generation
+        guard let lastExpiry = candidates.lastExpiry(at: clock.now) else { return nil }
+        return (generation, lastExpiry)
+    }
+
+    /// While some slot is connecting: the generation of `changes` read with that. Nil once none is.
+    private func attemptsConnecting() -> UInt64? {
+        let generation = changes.generation
+        return slots.contains(where: \.isConnecting) ? generation : nil
+    }
+
     private func endBurst() {
         burstOver = true
         listening = false
     }
 
-    /// The candidate whose turn came first, if the registry still wants a link to it.
-    private func takeCandidate() -> ConnectionCandidates.Candidate? {
-        if !listening || isInRotationQuietTime { return nil }
-        let now = clock.now
-        guard let candidate = candidates.next(at: now), registry.shouldConnect(to: candidate.address, at: now) else {
-            return nil
-        }
-        registry.connecting(to: candidate.address, at: now)
-        return candidate
+    private func enter(_ state: AttemptState, slot: Int) {
+        slots[slot] = state
+        changes.announce()
     }
 
-    private func exchange(with candidate: ConnectionCandidates.Candidate) async {
+    /// The candidate whose turn came first among those the registry still wants a link to.
+    private func takeCandidate() -> ConnectionCandidates.Candidate? {
+        if rotating || !listening || isInRotationQuietTime { return nil }
+        let now = clock.now
+        while let candidate = candidates.next(at: now) {
+            changes.announce()
+            guard registry.shouldConnect(to: candidate.address, at: now) else { continue }
+            registry.connecting(to: candidate.address, at: now)
+            return candidate
+        }
+        return nil
+    }
+
+    private func exchange(with candidate: ConnectionCandidates.Candidate, slot: Int) async {
         guard let ownID = identity.ownID, let ourID = PeerIDBytes(ownID.id.bytes) else { return }
         let connection: LEConnection
-        var attemptStarted = clock.now
-        var askedAgain = false
-        attemptsUnderWay += 1
+        enter(.connecting(peer: candidate.address, since: clock.now, askedAgain: false), slot: slot)
         do {
             do {
                 connection = try await host.connect(
@@ -373,15 +451,17 @@ public actor ProximityExchange {
                 logger.debug("peer advertised without our controller connecting; trying it again", metadata: [
                     "peer": "\(candidate.address)",
                 ])
-                attemptStarted = clock.now
-                askedAgain = true
+                enter(.connecting(peer: candidate.address, since: clock.now, askedAgain: true), slot: slot)
                 // On failure advertising stays off: the controller is reset just below.
                 connection = try await host.connect(
                     to: candidate.address, type: candidate.addressType, timeout: configuration.retryTimeout,
                     advertisingOff: true)
             }
         } catch {
-            attemptsUnderWay -= 1
+            guard case .connecting(_, let attemptStarted, let askedAgain) = slots[slot] else { return }
+            let coolingDownUntil = clock.now + configuration.pauseAfterFailedConnection.jittered()
+            enter(.coolingDown(until: coolingDownUntil), slot: slot)
+            defer { enter(.idle, slot: slot) }
             registry.failed(candidate.address, at: clock.now)
             failedExchanges += 1
             logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
@@ -394,15 +474,17 @@ public actor ProximityExchange {
             case .connectionTimedOut: connectionTimedOut(toward: candidate.address, attemptStarted: attemptStarted)
             default: break
             }
-            // An initiating controller is deaf to peers that want to connect to it (strict ones
-            // accept no connection meanwhile): after a failed attempt, leave them a moment.
-            try? await clock.sleep(for: configuration.pauseAfterFailedConnection.jittered())
+            // Timer: an initiating controller is deaf to peers that want to connect to it (strict
+            // ones accept no connection meanwhile): after a failed attempt, leave them a moment.
+            try? await clock.sleep(until: coolingDownUntil)
             return
         }
-        attemptsUnderWay -= 1
+        enter(.exchanging(peer: candidate.address), slot: slot)
+        defer { enter(.idle, slot: slot) }
         connectionsFormed()
         // A peer that stalls any step loses the link when the deadline passes, which fails the step.
         let watchdog = Task { [host, configuration, clock] in
+            // Timer: the exchange's deadline.
             guard (try? await clock.sleep(for: configuration.exchangeTimeout)) != nil else { return }
             // Closing the bearer fails the pending step at once, even if the link is half-open.
             await connection.bearer.close()
@@ -442,8 +524,9 @@ public actor ProximityExchange {
             connectionsFormed()
             registry.connecting(to: connection.peerAddress, at: clock.now)
             candidates.remove(connection.peerAddress)
+            changes.announce()
             Task { [host, configuration, clock] in
-                // Closed after a fixed lifetime whatever the peer does: holding a link blocks no one for long.
+                // Timer: closed after a fixed lifetime whatever the peer does: holding a link blocks no one for long.
                 let lifetime = Task {
                     guard (try? await clock.sleep(for: configuration.incomingLinkLifetime)) != nil else { return }
                     if connection.isConnected { await host.disconnect(connection) }

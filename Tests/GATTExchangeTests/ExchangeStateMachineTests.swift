@@ -1,0 +1,190 @@
+import IDRotation
+import Testing
+import TestTiers
+@testable import BLEHost
+import BLEHostTestSupport
+@testable import GATTExchange
+
+/// The exchange's transitions (see `ProximityExchange`'s comment) against the scripted controller
+/// on a manual clock: each transition happens on its event, with the clock standing still, or
+/// on its timer, when the clock reaches it and not before. Nothing polls, so a loop that still
+/// did would sleep on the standing clock for ever and the test would fail.
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
+struct ExchangeStateMachineTests {
+    static let peerA = ExchangeScriptedControllerTests.peerA
+    static let peerB = ExchangeScriptedControllerTests.peerB
+
+    struct Running {
+        let clock: ManualHostClock
+        let controller: ScriptedController
+        let host: LEHost
+        let exchange: ProximityExchange
+
+        func stop() async {
+            await exchange.stop()
+            await host.close()
+        }
+
+        var createConnections: Int { controller.state.withLock { $0.createConnections } }
+
+        /// Lets the tasks woken so far run, on the real clock, with the manual one standing still.
+        func settle() async throws { try await Task.sleep(for: .milliseconds(100)) }
+    }
+
+    /// An exchange on a scripted controller and a manual clock, scanning without pause, with one
+    /// connect slot, trying a heard peer at once unless `configure` says otherwise.
+    static func running(configure: (inout ExchangeConfiguration) -> Void = { _ in }) async throws -> Running {
+        let clock = ManualHostClock()
+        let controller = ScriptedController()
+        let identity = AdvertisedIdentity()
+        var radio = LEHost.Configuration()
+        radio.cancelGrace = .milliseconds(500)
+        let (_, writes) = AsyncStream.makeStream(of: PeerWriteEvent.self)
+        let host = try await LEHost.open(
+            transport: controller, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writes),
+            configuration: radio, clock: clock)
+        var configuration = ExchangeConfiguration()
+        configuration.scanOffTime = .zero
+        configuration.maxOutgoingConnections = 1
+        ExchangeScriptedControllerTests.connectAtOnce(&configuration)
+        configure(&configuration)
+        let (peerWrites, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
+        let exchange = ProximityExchange(
+            host: host, identity: identity, peerWrites: peerWrites, sink: ExchangeScriptedControllerTests.DiscardingSink(),
+            configuration: configuration)
+        await exchange.rotate(to: ExchangeScriptedControllerTests.ownID(start: 0))
+        try await exchange.start()
+        #expect(await eventually { controller.state.withLock { $0.scanning } }, "the scanner never started")
+        return Running(clock: clock, controller: controller, host: host, exchange: exchange)
+    }
+
+    /// idle → connecting, on the advertising report alone: no timer is involved.
+    @Test func aSightingStartsAnAttemptWithTheClockStandingStill() async throws {
+        let node = try await Self.running()
+        #expect(await eventually {
+            node.controller.advertise(from: Self.peerA)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.createConnections == 1
+        }, "no attempt started on the sighting")
+        #expect(node.controller.initiatingPeer == Self.peerA)
+        #expect(await node.exchange.attemptStates.first.map {
+            if case .connecting(Self.peerA, _, false) = $0 { return true } else { return false }
+        } == true)
+        #expect(node.clock.elapsed == .zero)
+        await node.stop()
+    }
+
+    /// idle → connecting on a timer: a peer we defer to is tried when its turn comes on the clock, not before.
+    @Test func aDeferredPeerIsTriedWhenItsTurnComesOnTheClock() async throws {
+        let node = try await Self.running { configuration in
+            configuration.deferToPeerDelay = .seconds(1)
+            configuration.candidateLifetime = .seconds(5)
+        }
+        let ours = try #require(await node.host.randomAddress)
+        // A peer that, by the rule both sides compute, goes first: we wait for it.
+        var peer = BluetoothAddress.randomNonResolvablePrivate()
+        while InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
+        for _ in 0..<5 {
+            node.controller.advertise(from: peer)
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await node.settle()
+        #expect(node.createConnections == 0, "a deferred peer was tried at once")
+        node.clock.advance(by: .milliseconds(900))
+        try await node.settle()
+        #expect(node.createConnections == 0, "a deferred peer was tried before its turn")
+        node.clock.advance(by: .milliseconds(200))
+        #expect(await eventually(timeout: .seconds(2)) { node.createConnections == 1 }, "the turn came and no attempt started")
+        #expect(node.controller.initiatingPeer == peer)
+        await node.stop()
+    }
+
+    /// connecting → exchanging → idle when the link closes in the middle of the GATT steps: the
+    /// step fails at once, the exchange counts as failed, and the slot is free for the next peer
+    /// without waiting for the exchange's deadline.
+    @Test func aLinkClosingMidExchangeFreesTheSlot() async throws {
+        let node = try await Self.running()
+        #expect(await eventually {
+            node.controller.advertise(from: Self.peerA)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.createConnections == 1
+        })
+        node.controller.connectInitiatedConnection(handle: 0x0040)
+        #expect(await eventually { await node.exchange.attemptStates == [.exchanging(peer: Self.peerA)] },
+                "the slot did not move to exchanging when the link opened")
+        // The scripted controller answers no ATT request: the exchange waits on its first step.
+        node.controller.inject([0x04, 0x05, 0x04, 0x00, 0x40, 0x00, 0x13])
+        #expect(await eventually { await node.exchange.failedExchanges == 1 }, "the closed link did not fail the exchange")
+        #expect(await eventually { await node.exchange.attemptStates == [.idle] }, "the slot stayed busy after the link closed")
+        #expect(await node.exchange.completedExchanges == 0)
+        #expect(await eventually {
+            node.controller.advertise(from: Self.peerB)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.createConnections == 2
+        }, "no attempt to the next peer after the link closed")
+        #expect(node.controller.initiatingPeer == Self.peerB)
+        #expect(node.clock.elapsed == .zero)
+        await node.stop()
+    }
+
+    /// The scan burst's end on the clock, then its extension and its draining, each left on its
+    /// event: no candidate waits (the only one was taken), and the attempt under way has formed a
+    /// link. The scanner stays on while the attempt connects (only a listening scanner can tell
+    /// that the request went unanswered; `LEHost`'s procedure queue holds the stop behind the
+    /// connect too) and stops the moment it has connected, not at the draining's timer 10 s later.
+    @Test func aBurstEndsOnceItsLastAttemptHasConnected() async throws {
+        let node = try await Self.running { configuration in
+            configuration.scanOnTime = .seconds(1)
+            configuration.scanOffTime = .seconds(30)
+            configuration.scanBurstExtension = .seconds(10)
+            configuration.connectionTimeout = .seconds(20)
+        }
+        #expect(await eventually {
+            node.controller.advertise(from: Self.peerA)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.createConnections == 1
+        })
+        node.clock.advance(by: .seconds(1))
+        try await node.settle()
+        #expect(node.controller.state.withLock { $0.scanning }, "the scanner stopped while an attempt was connecting")
+        node.controller.connectInitiatedConnection(handle: 0x0041)
+        #expect(await eventually { !node.controller.state.withLock { $0.scanning } },
+                "the burst went on after its last attempt connected")
+        #expect(node.clock.elapsed == .seconds(1))
+        await node.stop()
+    }
+
+    /// A rotation during an attempt ends it (connecting → cooling down), holds the slot while the
+    /// address changes, and resumes the scan burst on its end (rotating → burst, an event); the
+    /// slot starts again only when its cooling-down timer fires.
+    @Test func aRotationDuringAnAttemptEndsItAndTheBurstResumes() async throws {
+        let node = try await Self.running { configuration in
+            configuration.pauseAfterFailedConnection = .milliseconds(600)
+        }
+        #expect(await eventually {
+            node.controller.advertise(from: Self.peerA)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.createConnections == 1
+        })
+        let addressBefore = await node.host.randomAddress
+        await node.exchange.rotate(to: ExchangeScriptedControllerTests.ownID(start: 60))
+        #expect(await node.host.randomAddress != addressBefore, "the address did not change")
+        #expect(await eventually { node.controller.state.withLock { $0.scanning } }, "the burst did not resume after the rotation")
+        #expect(await eventually {
+            if case .coolingDown = await node.exchange.attemptStates.first { return true } else { return false }
+        }, "the attempt the rotation ended did not leave the slot cooling down")
+        for _ in 0..<5 {
+            node.controller.advertise(from: Self.peerB)
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        #expect(node.createConnections == 1, "an attempt started while the slot was cooling down")
+        node.clock.advance(by: .milliseconds(600))
+        #expect(await eventually {
+            node.controller.advertise(from: Self.peerB)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.createConnections == 2
+        }, "the slot did not start again after cooling down")
+        #expect(node.controller.initiatingPeer == Self.peerB)
+        await node.stop()
+    }
+}
