@@ -64,6 +64,20 @@ import BLEHostTestSupport
         await hci.close()
     }
 
+    @Test func anOpcodeWhoseLateAnswerNeverComesIsFreeAfterAFurtherTimeout() async throws {
+        _ = try await timeOutScanParametersWhileScanning()
+        let held = Task { try await hci.send(LESetScanParameters()) }
+        #expect(await eventually { !clock.pendingDeadlines.isEmpty })
+        clock.advance(by: .seconds(2))
+        await #expect(throws: HCIError.commandTimedOut(opcode: LESetScanParameters.opcode, after: .seconds(2))) {
+            try await held.value
+        }
+        // The answer is taken as lost: the next command with the opcode goes out and is answered.
+        try await hci.send(LESetScanParameters())
+        #expect(scanParametersSent == 2)
+        await hci.close()
+    }
+
     @Test func resetEndsTheWaitForLateAnswers() async throws {
         _ = try await timeOutScanParametersWhileScanning()
         try await hci.send(Reset())

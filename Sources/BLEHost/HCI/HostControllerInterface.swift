@@ -164,6 +164,13 @@ public actor HostControllerInterface {
                 if let transportFailure { throw .transport(transportFailure) }
                 guard await lateAnswerCame(for: opcode) else {
                     if let transportFailure { throw .transport(transportFailure) }
+                    // A further timeout without the late answer: it is lost for good. Holding the
+                    // opcode until a Reset would stop a node from ever connecting (or scanning) again
+                    // while the transport stays up, since nothing else resets the controller then.
+                    if lateAnswersOwed.removeValue(forKey: opcode) != nil {
+                        logger.warning("the late answer never came; the opcode is free again", metadata: ["opcode": "\(opcode)"])
+                        endLateAnswerWaits { $0 == opcode }
+                    }
                     throw .commandTimedOut(opcode: opcode, after: configuration.commandTimeout)
                 }
             }
