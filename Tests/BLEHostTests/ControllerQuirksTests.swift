@@ -42,13 +42,20 @@ import BLEHostTestSupport
         await plain.close()
 
         let testModel = ScriptedController()
-        // Company 0xFFFF, which the SIG reserves for tests.
-        testModel.state.withLock { $0.localVersion = [0x09, 0x00, 0x00, 0x09, 0xFF, 0xFF, 0x00, 0x00] }
-        let host = try await Self.openHost(testModel, knownQuirks: [.attemptDroppedWithoutEnd])
+        // Company 0x00E0, HCI 5.3, LMP subversion 0: a virtual controller's default identity.
+        testModel.state.withLock { $0.localVersion = [0x0C, 0x00, 0x00, 0x0C, 0xE0, 0x00, 0x00, 0x00] }
+        let host = try await Self.openHost(testModel, knownQuirks: [.commandsLeftUnanswered])
         let quirks = await host.quirks
-        #expect(quirks.contains(.cancelTakenWithoutEndingAttempt))
-        #expect(quirks.contains(.commandsLeftUnanswered))
-        #expect(quirks.contains(.attemptDroppedWithoutEnd), "settings add to what the model selects")
+        #expect(quirks.contains(.attemptDroppedWithoutEnd))
+        #expect(quirks.contains(.initiatorStuckOnUnansweredRequest))
+        #expect(quirks.contains(.commandsLeftUnanswered), "settings add to what the model selects")
+        await host.close()
+
+        // Company 0xFFFF is also what real development firmware reports: it selects nothing.
+        let testCompany = ScriptedController()
+        testCompany.state.withLock { $0.localVersion = [0x09, 0x00, 0x00, 0x09, 0xFF, 0xFF, 0x00, 0x00] }
+        let unpresumed = try await Self.openHost(testCompany)
+        #expect(await unpresumed.quirks == [])
         await host.close()
     }
 
