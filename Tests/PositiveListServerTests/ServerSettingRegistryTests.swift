@@ -49,6 +49,21 @@ import TestTiers
         }
     }
 
+    /// `config` shows database.url as written, so no form of it may carry the password.
+    @Test func aDatabasePasswordInAnyFormOfTheURLIsRefused() throws {
+        let detail = "database.url must not hold the password; put it in the environment variable \(DatabaseConfiguration.defaultPasswordEnvironment) or in a 0600 file named by database.passwordFile"
+        for url in ["postgresql://tracer:hunter2@127.0.0.1/tracer", "postgresql://tracer@127.0.0.1/tracer?password=hunter2",
+                    "host=127.0.0.1 dbname=tracer password=hunter2", "host=127.0.0.1 PASSWORD = hunter2"] {
+            #expect(throws: ConfigurationError.invalidValue(path: "config.json", detail: detail), "\(url)") {
+                try ServerConfiguration.parseWithOneAuthority(#""database": {"url": "\#(url)"}"#)
+            }
+        }
+        for url in ["postgresql://tracer@127.0.0.1/tracer?sslmode=require", "host=127.0.0.1 dbname=password user=tracer"] {
+            let shown = try report(#""database": {"url": "\#(url)"}"#).rows.first { $0.key == "database" }?.value
+            #expect(shown?.hasPrefix(url) == true)
+        }
+    }
+
     /// The messages the checks gave before the table; operators and docs quote them.
     @Test func outOfRangeValuesKeepTheirMessages() {
         let cases: KeyValuePairs<String, String> = [

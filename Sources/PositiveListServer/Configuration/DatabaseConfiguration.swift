@@ -40,7 +40,7 @@ public struct DatabaseConfiguration: Sendable, Equatable {
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") || url.contains("=") else {
             throw .invalidValue(path: path, detail: "database.url must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer")
         }
-        if let components = URLComponents(string: url), components.password != nil {
+        if Self.holdsPassword(url) {
             throw .invalidValue(
                 path: path,
                 detail: "database.url must not hold the password; put it in the environment variable \(Self.defaultPasswordEnvironment) or in a 0600 file named by database.passwordFile")
@@ -50,6 +50,19 @@ public struct DatabaseConfiguration: Sendable, Equatable {
         if let size = file.poolSize {
             guard (1...64).contains(size) else { throw .invalidValue(path: path, detail: "database.poolSize must be between 1 and 64") }
             poolSize = size
+        }
+    }
+
+    /// Whether `url` carries a password anywhere libpq would take one from: the URL's user
+    /// information, a `password` query parameter, or a `password=` keyword of a key=value string.
+    /// Such a value would end up in `tracer-server config`'s output and in backups of the file.
+    static func holdsPassword(_ url: String) -> Bool {
+        if let components = URLComponents(string: url), url.contains("://") {
+            return components.password != nil
+                || (components.queryItems ?? []).contains { $0.name.lowercased() == "password" }
+        }
+        return url.split(whereSeparator: \.isWhitespace).contains { word in
+            word.split(separator: "=", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() == "password" } ?? false
         }
     }
 
