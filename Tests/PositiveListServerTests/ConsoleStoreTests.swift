@@ -54,6 +54,42 @@ struct ConsoleStoreFixture {
     static let passwordHash = Result { try PasswordHash.make(password: password) }
     static func hash() throws -> PasswordHash { try passwordHash.get() }
 
+    /// What a page keeps to show once goes when its session ends, however it ends: an old cookie
+    /// and a copy of the database must not open it afterwards.
+    @Test(arguments: ConsoleBackEnd.allCases)
+    func pagesShownOnceGoWithTheirSession(backEnd: ConsoleBackEnd) async throws {
+        let fixture = try await ConsoleStoreFixture.make(backEnd)
+        defer { fixture.remove() }
+        let store = fixture.store
+        let now = Self.now
+        #expect(try await store.createConsoleAccount(name: "olga", role: .operator, passwordHash: Self.hash(), link: nil, by: .commandLine, now: now))
+        let olga = try #require(try await store.consoleAccount(named: "olga"))
+        let session: [UInt8] = Array(repeating: 7, count: 32)
+        let other: [UInt8] = Array(repeating: 9, count: 32)
+        func keepBoth() async throws {
+            try await store.createConsoleSession(digest: session, account: olga.id, csrfToken: "token", now: now)
+            try await store.keepConsoleShownOnce(session: session, kind: "code", sealed: [1, 2, 3], expiresAt: now + 86_400, now: now)
+        }
+        func kept() async throws -> Bool {
+            try await store.consoleShownOnce(session: session, kind: "code", now: now + 10) != nil
+        }
+        try await store.createConsoleSession(digest: other, account: olga.id, csrfToken: "token", now: now)
+
+        try await keepBoth()
+        #expect(try await kept())
+        try await store.deleteConsoleSession(digest: session)
+        #expect(try await !kept(), "signed out")
+
+        try await keepBoth()
+        #expect(try await store.setConsoleAccountDisabled(name: "olga", true, by: .commandLine, now: now + 1))
+        #expect(try await !kept(), "account disabled")
+        #expect(try await store.setConsoleAccountDisabled(name: "olga", false, by: .commandLine, now: now + 2))
+
+        try await keepBoth()
+        #expect(try await store.resetConsolePassword(name: "olga", passwordHash: Self.hash(), link: nil, by: .commandLine, now: now + 3))
+        #expect(try await !kept(), "password reset")
+    }
+
     @Test(arguments: ConsoleBackEnd.allCases)
     func accountsSessionsAndTheAuditLog(backEnd: ConsoleBackEnd) async throws {
         let fixture = try await ConsoleStoreFixture.make(backEnd)

@@ -233,6 +233,7 @@ extension ServerStore: ConsoleStore {
             try db.execute(sql: "UPDATE console_accounts SET disabled_at = ? WHERE id = ?", arguments: [disabled ? now : nil, id])
             if disabled {
                 try db.execute(sql: "DELETE FROM console_sessions WHERE account = ?", arguments: [id])
+                try Self.forgetShownOnceOfEndedSessions(db)
                 try db.execute(sql: "DELETE FROM console_password_links WHERE account = ?", arguments: [id])
             }
             try Self.appendAudit(ConsoleAuditEntry(
@@ -248,6 +249,7 @@ extension ServerStore: ConsoleStore {
             guard let id = try Int64.fetchOne(db, sql: "SELECT id FROM console_accounts WHERE name = ?", arguments: [name]) else { return false }
             try db.execute(sql: "UPDATE console_accounts SET password_hash = ? WHERE id = ?", arguments: [passwordHash.encoded, id])
             try db.execute(sql: "DELETE FROM console_sessions WHERE account = ?", arguments: [id])
+            try Self.forgetShownOnceOfEndedSessions(db)
             try db.execute(sql: "DELETE FROM console_password_links WHERE account = ?", arguments: [id])
             if let link { try Self.replaceLink(link, account: id, db) }
             try Self.appendAudit(ConsoleAuditEntry(
@@ -285,6 +287,7 @@ extension ServerStore: ConsoleStore {
             try db.execute(sql: "UPDATE console_accounts SET password_hash = ? WHERE id = ?", arguments: [passwordHash.encoded, id])
             try db.execute(sql: "DELETE FROM console_password_links WHERE account = ?", arguments: [id])
             try db.execute(sql: "DELETE FROM console_sessions WHERE account = ?", arguments: [id])
+            try Self.forgetShownOnceOfEndedSessions(db)
             try Self.appendAudit(ConsoleAuditEntry(at: now, account: name, event: .passwordSet, detail: "through a set-password link", client: client), db)
             return name
         }
@@ -312,6 +315,7 @@ extension ServerStore: ConsoleStore {
         try await write { db in
             // Sessions that ended are removed here rather than by a timer; the table stays small.
             try db.execute(sql: "DELETE FROM console_sessions WHERE last_seen_at < ?", arguments: [now - 7 * 86_400])
+            try Self.forgetShownOnceOfEndedSessions(db)
             try db.execute(sql: "UPDATE console_accounts SET last_sign_in_at = ? WHERE id = ?", arguments: [now, account])
             try db.execute(
                 sql: "INSERT INTO console_sessions (digest, account, csrf_token, created_at, last_seen_at) VALUES (?, ?, ?, ?, ?)",
@@ -339,6 +343,7 @@ extension ServerStore: ConsoleStore {
                   now - lastSeenAt < idleSeconds, now - createdAt < lifetimeSeconds
             else {
                 try db.execute(sql: "DELETE FROM console_sessions WHERE digest = ?", arguments: [Data(digest)])
+                try Self.forgetShownOnceOfEndedSessions(db)
                 return nil
             }
             try db.execute(sql: "UPDATE console_sessions SET last_seen_at = ? WHERE digest = ?", arguments: [now, Data(digest)])
@@ -347,7 +352,10 @@ extension ServerStore: ConsoleStore {
     }
 
     public func deleteConsoleSession(digest: [UInt8]) async throws(ServerStoreError) {
-        try await write { db in try db.execute(sql: "DELETE FROM console_sessions WHERE digest = ?", arguments: [Data(digest)]) }
+        try await write { db in
+            try db.execute(sql: "DELETE FROM console_sessions WHERE digest = ?", arguments: [Data(digest)])
+            try Self.forgetShownOnceOfEndedSessions(db)
+        }
     }
 
     public func recordConsoleCode(
@@ -436,6 +444,12 @@ extension ServerStore: ConsoleStore {
                     detail: row["detail"], client: row["client"])
             }
         }
+    }
+
+    /// A page kept to be shown once goes with its session: after sign-out, a disabled account or
+    /// a new password, an old cookie and a copy of the database together must not open it.
+    private static func forgetShownOnceOfEndedSessions(_ db: Database) throws {
+        try db.execute(sql: "DELETE FROM console_shown_once WHERE session NOT IN (SELECT digest FROM console_sessions)")
     }
 
     private static func appendAudit(_ entry: ConsoleAuditEntry, _ db: Database) throws {

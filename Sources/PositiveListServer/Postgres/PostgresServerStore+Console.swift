@@ -127,6 +127,7 @@ extension PostgresServerStore: ConsoleStore {
             else { return false }
             if disabled {
                 try connection.exec("DELETE FROM console_sessions WHERE account = $1", [.int(id)])
+                try Self.forgetShownOnceOfEndedSessions(connection)
                 try connection.exec("DELETE FROM console_password_links WHERE account = $1", [.int(id)])
             }
             try Self.appendAudit(ConsoleAuditEntry(
@@ -145,6 +146,7 @@ extension PostgresServerStore: ConsoleStore {
                 [.text(name), .text(passwordHash.encoded)]).first?.int(0)
             else { return false }
             try connection.exec("DELETE FROM console_sessions WHERE account = $1", [.int(id)])
+            try Self.forgetShownOnceOfEndedSessions(connection)
             try connection.exec("DELETE FROM console_password_links WHERE account = $1", [.int(id)])
             if let link { try Self.replaceLink(link, account: id, connection) }
             try Self.appendAudit(ConsoleAuditEntry(
@@ -181,6 +183,7 @@ extension PostgresServerStore: ConsoleStore {
             let name = try row.string(1)
             try connection.exec("UPDATE console_accounts SET password_hash = $1 WHERE id = $2", [.text(passwordHash.encoded), .int(id)])
             try connection.exec("DELETE FROM console_sessions WHERE account = $1", [.int(id)])
+            try Self.forgetShownOnceOfEndedSessions(connection)
             try Self.appendAudit(
                 ConsoleAuditEntry(at: now, account: name, event: .passwordSet, detail: "through a set-password link", client: client), connection)
             return name
@@ -211,6 +214,7 @@ extension PostgresServerStore: ConsoleStore {
         try await transaction { connection in
             // Sessions that ended are removed here rather than by a timer; the table stays small.
             try connection.exec("DELETE FROM console_sessions WHERE last_seen_at < $1", [.int(now - 7 * 86_400)])
+            try Self.forgetShownOnceOfEndedSessions(connection)
             try connection.exec("UPDATE console_accounts SET last_sign_in_at = $1 WHERE id = $2", [.int(now), .int(account)])
             try connection.exec(
                 "INSERT INTO console_sessions (digest, account, csrf_token, created_at, last_seen_at) VALUES ($1, $2, $3, $4, $4)",
@@ -237,6 +241,7 @@ extension PostgresServerStore: ConsoleStore {
                   now - lastSeenAt < idleSeconds, now - createdAt < lifetimeSeconds
             else {
                 try connection.exec("DELETE FROM console_sessions WHERE digest = $1", [.bytes(digest)])
+                try Self.forgetShownOnceOfEndedSessions(connection)
                 return nil
             }
             try connection.exec("UPDATE console_sessions SET last_seen_at = greatest(last_seen_at, $1) WHERE digest = $2", [.int(now), .bytes(digest)])
@@ -245,7 +250,10 @@ extension PostgresServerStore: ConsoleStore {
     }
 
     public func deleteConsoleSession(digest: [UInt8]) async throws(ServerStoreError) {
-        _ = try await run { connection in try connection.exec("DELETE FROM console_sessions WHERE digest = $1", [.bytes(digest)]) }
+        try await transaction { connection in
+            try connection.exec("DELETE FROM console_sessions WHERE digest = $1", [.bytes(digest)])
+            try Self.forgetShownOnceOfEndedSessions(connection)
+        }
     }
 
     public func recordConsoleCode(
@@ -373,6 +381,12 @@ extension PostgresServerStore: ConsoleStore {
                     detail: try row.string(3), client: try row.string(4))
             }
         }
+    }
+
+    /// A page kept to be shown once goes with its session: after sign-out, a disabled account or
+    /// a new password, an old cookie and a copy of the database together must not open it.
+    private static func forgetShownOnceOfEndedSessions(_ connection: PostgresConnection) throws {
+        try connection.exec("DELETE FROM console_shown_once WHERE session NOT IN (SELECT digest FROM console_sessions)")
     }
 
     private static func appendAudit(_ entry: ConsoleAuditEntry, _ connection: PostgresConnection) throws {
