@@ -25,6 +25,13 @@ public final class CurlHTTPClient: HTTPTransferring {
     /// One attempt, with no retry and no check of the request, every status answered: for a client
     /// that judges each answer itself and reports libcurl's reason as it is (the object store).
     public func performOnce(_ request: HTTPRequest) async -> Result<HTTPResponse, HTTPAttemptFailure> {
+        do {
+            try Self.validate(request)
+        } catch {
+            // A line break in a signed request's header (a session token read from a file, say)
+            // would inject a header of its own: not sent, whatever the caller does with failures.
+            return .failure(HTTPAttemptFailure(failure: .transfer(reason: error.description, isRetryable: false), reason: error.description))
+        }
         let limit = min(configuration.maxInMemoryResponseBytes, request.maximumByteCount ?? .max)
         return await CurlTransfer(request: request, configuration: configuration, destination: .memory(limit: limit), progress: nil)
             .runOnOwnThread()

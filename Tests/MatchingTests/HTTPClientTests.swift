@@ -278,6 +278,18 @@ import TestTiers
         // Unsigned, the same request is followed to its end.
         let unsigned = try await client.performOnce(HTTPRequest(url: fixture.url("/redirect/2", token: uniqueToken()))).get()
         #expect(unsigned.status == 200)
+
+        // A line break in a header value is refused before anything is sent, as perform refuses it.
+        let injectedToken = uniqueToken()
+        let injected = await client.performOnce(HTTPRequest(
+            url: fixture.url("/status/200", token: injectedToken),
+            headers: [HTTPHeaderField(name: "x-amz-security-token", value: "abc\r\nx-injected: 1")], signature: signature))
+        guard case .failure(let failure) = injected else {
+            Issue.record("a header with a line break was sent")
+            return
+        }
+        #expect(failure.reason.contains("x-amz-security-token"))
+        #expect(try await fixture.requestCount(token: injectedToken) == 0)
     }
 
     @Test func redirectToAnotherSchemeIsRefused() async throws {
