@@ -136,7 +136,7 @@ enum ServerSettingRegistry {
     /// Applied even when absent: unset, the spacing never exceeds the interval, which publishes anyway.
     private static let publishSpacing = ServerSettingDefinition(
         key: "publishSpacingSeconds",
-        accepts: "an integer, from \(ServerConfiguration.shortestPublishIntervalSeconds) to publishIntervalSeconds; left out: 1800 or publishIntervalSeconds if shorter",
+        accepts: "an integer, from \(ServerConfiguration.shortestPublishIntervalSeconds) to publishIntervalSeconds; left out: \(ServerConfiguration(authorities: []).publishSpacingSeconds) or publishIntervalSeconds if shorter",
         help: "Shortest time between two publications that uploads trigger, in seconds.",
         read: { container in
             let value = try container.decodeIfPresent(Int64.self, forKey: ServerSettingKey("publishSpacingSeconds"))

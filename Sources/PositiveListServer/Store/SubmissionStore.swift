@@ -25,7 +25,7 @@ public protocol SubmissionStore: Sendable {
     func recordIssuedCode(_ code: UploadCode, authority: String, issuedAt: UnixSeconds, expiresAt: UnixSeconds) async throws(ServerStoreError)
     /// Unknown, valid until its expiry, expired from then on, already used once an upload took
     /// it, or revoked once staff revoked it in the console (both back ends keep the console's
-    /// record of the code).
+    /// record of the code; `ConsoleStoreTests` tests that case on both).
     func status(of code: UploadCode, now: UnixSeconds) async throws(ServerStoreError) -> UploadCodeStatus
     /// Stores a validated history, whole or not at all. A repeated idempotency key (scoped per
     /// credential) answers `.replayed` with the first receipt, or `.idempotencyKeyReused` for
