@@ -90,7 +90,7 @@ struct VerdictsBenchmark {
         }
 
         if newestOnly {
-            fifthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
+            sixthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
             return
         }
         var current = RiskModel.standard
@@ -182,6 +182,7 @@ struct VerdictsBenchmark {
         say("chosen the same way on all labelled tests: " + quartile.onAllTests)
         say("")
         fifthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
+        sixthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
         let calibrated = try ExposureReplay.replay(recording, directory: directory, reports: .calibrated).filter { $0.session.label != nil }
         let calibratedBoth = crossValidate(calibrated, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, directions: [.both])
         report("If the writer reported its calibrated RSSI (a protocol change, not made; both directions, held out)", calibratedBoth.outcomes)
@@ -301,13 +302,52 @@ struct VerdictsBenchmark {
         }
     }
 
+    /// Issue 26, sixth round: the two-feature logistic score with and without the floor of close
+    /// contact minutes (`risk.min_contact_minutes`, not fitted), at the recording's scan cycle and
+    /// at a node's 60 s per sighting; how many held-out verdicts the floor changes.
+    func sixthRound(_ exchanged: [ReplayedSession], tests: [String], samplingPeriod: Int, deployedTPRs: [(String, Double)]) {
+        let floor = RiskModel.standard.minContactMinutes
+        say("## Sixth round: the logistic score with a floor of \(format(floor, 0)) close contact minutes (risk.min_contact_minutes)")
+        for period in [samplingPeriod, 60] {
+            var results: [Double: [Outcome]] = [:]
+            for minutes in [0, floor] {
+                let result = crossValidateLogistic(exchanged, tests: tests, samplingPeriod: period, fits: [LogisticFit(features: [0, 2])],
+                                                   minContactMinutes: minutes)
+                report("Logistic score over 2 features, \(period) s per sighting, floor \(format(minutes, 0)) close minutes (held out)", result.outcomes)
+                say("fitted per fold (steps chosen by the usual rule first): " + result.choices)
+                say("fitted the same way on all labelled tests: " + result.onAllTests)
+                let scores = ScoredTruths(result.outcomes.map { ($0.score, $0.truth) })
+                say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
+                    "\(name) \(format(tpr, 2)) → \(scores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
+                }.joined(separator: "; "))
+                say("")
+                results[minutes] = result.outcomes
+            }
+            let before = Dictionary(uniqueKeysWithValues: (results[0] ?? []).map { ($0.id, $0) })
+            let changed = (results[floor] ?? []).filter { new in before[new.id].map { $0.exit3 != new.exit3 } ?? false }
+            say("At \(period) s per sighting the floor changes the held-out exit 3 of \(changed.count) of \(before.count) pairs: "
+                + "\(changed.filter { $0.truth && !$0.exit3 }.count) positives and \(changed.filter { !$0.truth && !$0.exit3 }.count) negatives no longer exit 3, "
+                + "\(changed.filter { $0.exit3 }.count) pairs now exit 3 (the folds' thresholds are chosen on floored training scores)")
+            var standard = RiskModel.standard
+            standard.samplingPeriodSeconds = period
+            let under = exchanged.filter { session in
+                (session.assessment(with: standard).days.map { $0.features?.closeContactMinutes ?? 0 }.max() ?? 0) < floor
+            }
+            say("labelled pairs whose every day has fewer than \(format(floor, 0)) close minutes (default steps, \(period) s per sighting): "
+                + "\(under.count) (\(under.filter { $0.session.label == true }.count) positive)")
+            say("")
+        }
+    }
+
     /// Leave one test out for the logistic score: on the training tests, choose the steps (both
     /// directions, strongest value) by the usual rule, compute each pair's day features with them,
     /// fit the coefficients, and put exit 3 at the probability reaching training TPR `trainingTPR`
     /// (lowest FPR) and "high" at training FPR `trainingHighFPR`. The held-out test is then scored
     /// by `ExposureAssessment` with `risk.score = logistic`, as `tracer check` would score it.
-    func crossValidateLogistic(_ sessions: [ReplayedSession], tests: [String], samplingPeriod: Int, fits: [LogisticFit])
-        -> (outcomes: [Outcome], choices: String, onAllTests: String) {
+    /// With `minContactMinutes` above 0 the floor applies to the training scores the thresholds
+    /// are chosen on, as it does to the held-out verdicts; the coefficients are fitted without it.
+    func crossValidateLogistic(_ sessions: [ReplayedSession], tests: [String], samplingPeriod: Int, fits: [LogisticFit],
+                               minContactMinutes: Double = 0) -> (outcomes: [Outcome], choices: String, onAllTests: String) {
         let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: [0], summaries: [.strongest], directions: [.both])
         let scored = candidates.map { model in sessions.map { outcome(of: $0, model: model) } }
         var featuresByCandidate: [Int: [DayFeatures]] = [:]
@@ -331,8 +371,9 @@ struct VerdictsBenchmark {
                 guard let coefficients = fit.fit(training.map { (LogisticScore.inputs(days[$0]), sessions[$0].session.label == true) }) else { continue }
                 var model = best.model
                 model.dayScore = .logistic
+                model.minContactMinutes = minContactMinutes
                 model.logistic = LogisticScore(intercept: coefficients.intercept, coefficients: coefficients.coefficients, lowProbability: 0.5, highProbability: 0.5)
-                let truths = ScoredTruths(training.map { (model.logistic.probability(of: days[$0]), sessions[$0].session.label == true) })
+                let truths = ScoredTruths(training.map { (model.score(of: days[$0]), sessions[$0].session.label == true) })
                 guard let point = truths.lowestFalsePositiveRate(reaching: Self.trainingTPR) else { continue }
                 let area = truths.areaUnderCurve
                 if chosen == nil || point.fpr < chosen!.fpr || (point.fpr == chosen!.fpr && area > chosen!.area) {

@@ -59,6 +59,7 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
             var window = day.windows[encounter.ownWindowStart] ?? .init(start: encounter.ownWindowStart, weightedMinutes: 0, attenuation: nil)
             window.weightedMinutes += weighted
             if let attenuation = model.attenuation(of: encounter) { window.attenuation = min(window.attenuation ?? attenuation, attenuation) }
+            window.closeMinutes += model.closeContactMinutes(of: encounter)
             day.windows[encounter.ownWindowStart] = window
             byDay[dayStart] = day
         }

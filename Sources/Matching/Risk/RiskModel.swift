@@ -42,6 +42,15 @@ public struct RiskModel: Sendable, Equatable, Codable {
     public var dayScore: DayScore
     /// The coefficients and thresholds of `dayScore = .logistic`.
     public var logistic: LogisticScore
+    /// With `dayScore = .logistic`, a day is an exposure only when its contact minutes near or
+    /// medium (`DayFeatures.closeContactMinutes`) reach this. Not fitted: it follows from the
+    /// label ("within 6 ft for at least 15 minutes"). A contact in range for 15 minutes counts
+    /// more than 15 minutes less one scan cycle (the first and last sightings each fall within a
+    /// cycle of its ends, and one cycle is added back), so 10 keeps every such contact for scan
+    /// cycles up to 5 minutes (the recorded phones: 4-5; a node: 1), while a passer-by heard
+    /// for a minute or two at a strong signal is no longer an exposure (docs/risk-model.md,
+    /// "Sixth round"). The minute-based scores are not floored: their thresholds are minutes.
+    public var minContactMinutes: Double
 
     /// What a day's level is decided on.
     public enum DayScore: String, Sendable, Codable, CaseIterable {
@@ -122,7 +131,7 @@ public struct RiskModel: Sendable, Equatable, Codable {
         unknownWeight: Double, lowMinutes: Double, highMinutes: Double, assumedTxPower: Int, samplingPeriodSeconds: Int,
         attenuationSummary: AttenuationSummary = .mean, rssiCorrection: Int = 0, directions: Directions = .ours,
         ownTxPower: Int? = nil, weightCurve: WeightCurve = .steps, dayScore: DayScore = .total,
-        logistic: LogisticScore = RiskModel.fittedLogistic
+        logistic: LogisticScore = RiskModel.fittedLogistic, minContactMinutes: Double = 10
     ) {
         self.nearAttenuation = nearAttenuation
         self.farAttenuation = farAttenuation
@@ -141,6 +150,7 @@ public struct RiskModel: Sendable, Equatable, Codable {
         self.weightCurve = weightCurve
         self.dayScore = dayScore
         self.logistic = logistic
+        self.minContactMinutes = minContactMinutes
     }
 
     public enum Proximity: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable {
@@ -251,18 +261,27 @@ public struct RiskModel: Sendable, Equatable, Codable {
         return split
     }
 
+    /// An encounter's contact minutes near or medium, unweighted (those a `minContactMinutes`
+    /// floor counts).
+    public func closeContactMinutes(of encounter: Encounter) -> Double {
+        let minutes = minutesByProximity(of: encounter)
+        return (minutes[.near] ?? 0) + (minutes[.medium] ?? 0)
+    }
+
     /// Contact time an encounter stands for, in seconds.
     public func contactSeconds(of encounter: Encounter) -> Int64 {
         max(0, encounter.lastSeen - encounter.firstSeen) + Int64(samplingPeriodSeconds)
     }
 
-    /// A day's score under `dayScore`: weighted minutes, or with `.logistic` a probability.
+    /// A day's score under `dayScore`: weighted minutes, or with `.logistic` a probability, which
+    /// is 0 for a day with fewer close contact minutes than `minContactMinutes` (so no threshold
+    /// makes it an exposure; features from before they were counted count none).
     public func score(of features: DayFeatures) -> Double {
         switch dayScore {
         case .total: features.weightedMinutes
         case .bestWindow: features.bestWindowMinutes
         case .bestHalfHour: features.bestHalfHourMinutes
-        case .logistic: logistic.probability(of: features)
+        case .logistic: (features.closeContactMinutes ?? 0) >= minContactMinutes ? logistic.probability(of: features) : 0
         }
     }
 
@@ -290,6 +309,7 @@ public struct RiskModel: Sendable, Equatable, Codable {
         if !(lowMinutes > 0) { return "risk.low_minutes must be greater than 0" }
         if !(highMinutes >= lowMinutes) { return "risk.high_minutes must be at least risk.low_minutes" }
         if samplingPeriodSeconds < 0 { return "the sampling period cannot be negative" }
+        if !(minContactMinutes >= 0) { return "risk.min_contact_minutes cannot be negative" }
         return nil
     }
 }
