@@ -82,8 +82,9 @@ extension MatchingTests {
 
         @Test func theShippedLogisticScoreIsTheFittedOne() {
             // docs/risk-model.md, "Fifth round": fitted on all 24 labelled tests over two features,
-            // the day's weighted minutes and its strongest attenuation; opt-in, the default stays.
-            #expect(RiskModel.standard.dayScore == .total)
+            // the day's weighted minutes and its strongest attenuation; the default since the sixth
+            // round, with its floor of close contact minutes.
+            #expect(RiskModel.standard.dayScore == .logistic)
             let fitted = RiskModel.fittedLogistic
             #expect(fitted.coefficients.count == LogisticScore.featureNames.count)
             #expect(fitted.coefficients[0] > 0)
@@ -122,6 +123,10 @@ extension MatchingTests {
                 model: model)
             #expect(brief.days.first?.score == 0)
             #expect(brief.days.first?.features?.closeContactMinutes == 1)
+            // Whatever the thresholds: not even a threshold of 0 lets a day under the floor through.
+            var anything = model
+            anything.logistic.lowProbability = 0
+            #expect(level(minutes: 1, rssi: -45, model: anything) == .none)
             // Turned off, the fitted score's own verdict comes back.
             model.minContactMinutes = 0
             #expect(level(minutes: 1, rssi: -45, model: model) == .low)

@@ -71,7 +71,7 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
             let score = model.score(of: features)
             return ExposureDay(
                 day: Self.dayName(dayStart), dayStart: dayStart, diagnosedIDs: day.ids.count, minutes: day.minutes,
-                weightedMinutes: day.weighted, level: model.level(score: score),
+                weightedMinutes: day.weighted, level: model.level(of: features),
                 places: day.places.isEmpty ? nil : day.places, score: score, features: features)
         }
         level = days.map(\.level).max() ?? .none

@@ -69,8 +69,9 @@ public struct RiskModel: Sendable, Equatable, Codable {
     /// procedure (docs/risk-model.md, "Fifth round"), over two features: log(1 + the day's
     /// weighted minutes) and its strongest attenuation, computed with the default steps (51/56 dB,
     /// strongest of both directions); exit 3 at the probability reaching training TPR 0.92, high
-    /// at training FPR 0.20 (0.090758 and 0.208071, rounded down). Opt-in: it flags a brief
-    /// contact at a strong signal, which these recordings (every test over half an hour) lack.
+    /// at training FPR 0.20 (0.090758 and 0.208071, rounded down). On its own it flags a brief
+    /// contact at a strong signal, which these recordings (every test over half an hour) lack:
+    /// `minContactMinutes` is what keeps such a contact from being an exposure.
     public static let fittedLogistic = LogisticScore(
         intercept: 2.857586, coefficients: [0.546458, 0, -0.112244, 0, 0, 0], lowProbability: 0.0907, highProbability: 0.208)
 
@@ -112,13 +113,14 @@ public struct RiskModel: Sendable, Equatable, Codable {
 
     /// The defaults, measured on real recordings (docs/risk-model.md, "Measured on real
     /// recordings"): the strongest RSSI of each id window or the peer's report, whichever is
-    /// stronger; near below 51 dB, medium up to 56 dB; an exposure (exit 3) from 5.8 weighted
-    /// minutes, high from 18.4. Chosen by the same rules that the leave-one-test-out figures
-    /// evaluate, on all 24 labelled tests.
+    /// stronger; near below 51 dB, medium up to 56 dB; a day's level from the logistic score
+    /// (`fittedLogistic`) with its floor of 10 close contact minutes (sixth round). Under
+    /// `dayScore = .total`, an exposure (exit 3) from 5.8 weighted minutes, high from 18.4.
+    /// Chosen by the same rules that the leave-one-test-out figures evaluate, on all 24 labelled tests.
     public static let standard = RiskModel(
         nearAttenuation: 51, farAttenuation: 56, nearWeight: 1.0, mediumWeight: 0.5, farWeight: 0.0,
         unknownWeight: 0.5, lowMinutes: 5.8, highMinutes: 18.4, assumedTxPower: 0, samplingPeriodSeconds: 60,
-        attenuationSummary: .strongest, directions: .both)
+        attenuationSummary: .strongest, directions: .both, dayScore: .logistic)
 
     /// The Exposure Notification example configuration, Tracer's defaults before they were
     /// measured: the mean RSSI, 55/70 dB, weights 1/0.5/0, high from 15 weighted minutes.
@@ -283,6 +285,13 @@ public struct RiskModel: Sendable, Equatable, Codable {
         case .bestHalfHour: features.bestHalfHourMinutes
         case .logistic: (features.closeContactMinutes ?? 0) >= minContactMinutes ? logistic.probability(of: features) : 0
         }
+    }
+
+    /// A day's level: from its score, and with `.logistic` none under the floor of close contact
+    /// minutes whatever the thresholds.
+    public func level(of features: DayFeatures) -> RiskLevel {
+        if dayScore == .logistic, (features.closeContactMinutes ?? 0) < minContactMinutes { return .none }
+        return level(score: score(of: features))
     }
 
     /// A day's level from its score (`score(of:)`): the logistic score has its own thresholds.
