@@ -90,7 +90,7 @@ struct VerdictsBenchmark {
         }
 
         if newestOnly {
-            sixthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
+            _ = sixthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
             return
         }
         var current = RiskModel.standard
@@ -159,7 +159,7 @@ struct VerdictsBenchmark {
         say("chosen the same way on all labelled tests (what a default can be): " + bothDirections.onAllTests)
         let bothScores = ScoredTruths(bothDirections.outcomes.map { ($0.score, $0.truth) })
         let bothCounts = VerdictCounts(bothDirections.outcomes.map { ($0.exit3, $0.truth) })
-        curves.append(("Tracer now: both directions (held out)", bothScores.rocPoints,
+        curves.append(("Third round: both directions, total (held out)", bothScores.rocPoints,
                        (bothCounts.falsePositiveRate.value, bothCounts.truePositiveRate.value)))
         say("At equal true-positive rate (held-out curve, both directions):")
         for (name, tpr) in deployedTPRs {
@@ -182,7 +182,8 @@ struct VerdictsBenchmark {
         say("chosen the same way on all labelled tests: " + quartile.onAllTests)
         say("")
         fifthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
-        sixthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
+        // The default since the sixth round: drawn last and thickest.
+        curves.append(sixthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs))
         let calibrated = try ExposureReplay.replay(recording, directory: directory, reports: .calibrated).filter { $0.session.label != nil }
         let calibratedBoth = crossValidate(calibrated, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, directions: [.both])
         report("If the writer reported its calibrated RSSI (a protocol change, not made; both directions, held out)", calibratedBoth.outcomes)
@@ -305,8 +306,11 @@ struct VerdictsBenchmark {
     /// Issue 26, sixth round: the two-feature logistic score with and without the floor of close
     /// contact minutes (`risk.min_contact_minutes`, not fitted), at the recording's scan cycle and
     /// at a node's 60 s per sighting; how many held-out verdicts the floor changes.
-    func sixthRound(_ exchanged: [ReplayedSession], tests: [String], samplingPeriod: Int, deployedTPRs: [(String, Double)]) {
+    /// Returns the default's held-out curve (the floor, the recording's scan cycle).
+    func sixthRound(_ exchanged: [ReplayedSession], tests: [String], samplingPeriod: Int, deployedTPRs: [(String, Double)])
+        -> (name: String, points: [(fpr: Double, tpr: Double)], operating: (fpr: Double, tpr: Double)?) {
         let floor = RiskModel.standard.minContactMinutes
+        var defaultCurve: (name: String, points: [(fpr: Double, tpr: Double)], operating: (fpr: Double, tpr: Double)?)?
         say("## Sixth round: the logistic score with a floor of \(format(floor, 0)) close contact minutes (risk.min_contact_minutes)")
         for period in [samplingPeriod, 60] {
             var results: [Double: [Outcome]] = [:]
@@ -322,6 +326,11 @@ struct VerdictsBenchmark {
                 }.joined(separator: "; "))
                 say("")
                 results[minutes] = result.outcomes
+                if period == samplingPeriod, minutes == floor {
+                    let counts = VerdictCounts(result.outcomes.map { ($0.exit3, $0.truth) })
+                    defaultCurve = ("Tracer now: logistic score, floor \(format(floor, 0)) min (held out)", scores.rocPoints,
+                                    (counts.falsePositiveRate.value, counts.truePositiveRate.value))
+                }
             }
             let before = Dictionary(uniqueKeysWithValues: (results[0] ?? []).map { ($0.id, $0) })
             let changed = (results[floor] ?? []).filter { new in before[new.id].map { $0.exit3 != new.exit3 } ?? false }
@@ -337,6 +346,7 @@ struct VerdictsBenchmark {
                 + "\(under.count) (\(under.filter { $0.session.label == true }.count) positive)")
             say("")
         }
+        return defaultCurve!
     }
 
     /// Leave one test out for the logistic score: on the training tests, choose the steps (both
