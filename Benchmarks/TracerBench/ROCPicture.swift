@@ -6,7 +6,7 @@ struct ROCPicture {
     var curves: [(name: String, points: [(fpr: Double, tpr: Double)], operating: (fpr: Double, tpr: Double)?)]
     var app: (fpr: Double, tpr: Double)
 
-    static let colours = ["#7f7f7f", "#1f77b4", "#ff7f0e", "#9467bd", "#2ca02c", "#d62728", "#8c564b", "#e377c2", "#17becf"]
+    static let colours = ["#7f7f7f", "#1f77b4", "#ff7f0e", "#9467bd", "#2ca02c", "#d62728", "#8c564b", "#e377c2", "#17becf", "#000000"]
 
     var svg: String {
         let size = 420.0, left = 60.0, top = 20.0, legendWidth = 330.0

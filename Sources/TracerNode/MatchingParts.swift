@@ -55,6 +55,7 @@ struct MatchingParts {
         model.rssiCorrection = Int(risk.rssiCorrection)
         model.weightCurve = risk.weightCurve
         model.dayScore = risk.score
+        model.minContactMinutes = risk.minContactMinutes
         return model
     }
 

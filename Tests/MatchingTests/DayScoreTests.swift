@@ -37,6 +37,8 @@ extension MatchingTests {
             #expect(features.medianAttenuation == 50.5)
             #expect(features.windows == 4)
             #expect(features.longestNearRun == 2)
+            // 5 + 7 near and 14 medium; the far window's 15 minutes are not close contact.
+            #expect(features.closeContactMinutes == 26)
         }
 
         @Test func theScoreSettingDecidesTheLevel() {
@@ -80,8 +82,9 @@ extension MatchingTests {
 
         @Test func theShippedLogisticScoreIsTheFittedOne() {
             // docs/risk-model.md, "Fifth round": fitted on all 24 labelled tests over two features,
-            // the day's weighted minutes and its strongest attenuation; opt-in, the default stays.
-            #expect(RiskModel.standard.dayScore == .total)
+            // the day's weighted minutes and its strongest attenuation; the default since the sixth
+            // round, with its floor of close contact minutes.
+            #expect(RiskModel.standard.dayScore == .logistic)
             let fitted = RiskModel.fittedLogistic
             #expect(fitted.coefficients.count == LogisticScore.featureNames.count)
             #expect(fitted.coefficients[0] > 0)
@@ -93,14 +96,51 @@ extension MatchingTests {
             let expected = 1 / (1 + exp(-(fitted.intercept + fitted.coefficients[0] * log(20) + fitted.coefficients[2] * 45)))
             #expect(abs((day.score ?? 0) - expected) < 1e-12)
             #expect(day.level == model.level(score: expected))
-            // Why it is opt-in: outside the recordings' range (every test lasted over half an hour),
-            // one sighting of a minute at 45 dB is already an exposure; at 60 dB it is not.
-            func oneMinute(at rssi: Int8) -> RiskLevel {
-                ExposureAssessment(matches: [ExposureMatch(encounter: encounter(9, from: self.day, to: self.day, rssi: rssi),
-                                                           listed: listed(9, from: self.day, to: self.day + 900))], model: model).level
+        }
+
+        /// One diagnosed id heard for `minutes` (a node's 60 s per sighting) at `rssi`, scored alone.
+        func level(minutes: Int64, rssi: Int8, model: RiskModel) -> RiskLevel {
+            let heard = encounter(9, from: day, to: day + (minutes - 1) * 60, rssi: rssi)
+            return ExposureAssessment(matches: [ExposureMatch(encounter: heard, listed: listed(9, from: day, to: day + 900))], model: model).level
+        }
+
+        @Test func theLogisticScoreNeedsTheLabelsMinutesLessAScanCycle() {
+            var model = RiskModel.standard
+            model.dayScore = .logistic
+            #expect(model.minContactMinutes == 10)
+            // The fitted coefficients alone make one minute at 45 dB an exposure (the recordings
+            // hold no brief contacts): the floor of 10 close minutes does not.
+            #expect(level(minutes: 1, rssi: -45, model: model) == .none)
+            #expect(level(minutes: 9, rssi: -45, model: model) == .none)
+            #expect(level(minutes: 10, rssi: -45, model: model) > .none)
+            #expect(level(minutes: 12, rssi: -45, model: model) > .none)
+            // Medium minutes count towards the floor (53 dB: medium), far ones do not (60 dB).
+            #expect(level(minutes: 12, rssi: -53, model: model) > .none)
+            #expect(level(minutes: 30, rssi: -60, model: model) == .none)
+            // The score itself is 0 under the floor, so no threshold reaches it.
+            let brief = ExposureAssessment(
+                matches: [ExposureMatch(encounter: encounter(9, from: day, to: day, rssi: -45), listed: listed(9, from: day, to: day + 900))],
+                model: model)
+            #expect(brief.days.first?.score == 0)
+            #expect(brief.days.first?.features?.closeContactMinutes == 1)
+            // Whatever the thresholds: not even a threshold of 0 lets a day under the floor through.
+            var anything = model
+            anything.logistic.lowProbability = 0
+            #expect(level(minutes: 1, rssi: -45, model: anything) == .none)
+            // Turned off, the fitted score's own verdict comes back.
+            model.minContactMinutes = 0
+            #expect(level(minutes: 1, rssi: -45, model: model) == .low)
+            #expect(level(minutes: 1, rssi: -60, model: model) == .none)
+        }
+
+        @Test func theMinuteScoresAreNotFloored() {
+            // 6 near minutes reach risk.low_minutes (5.8) under the minute-based scores although
+            // they are under the logistic score's floor of 10.
+            for score in [RiskModel.DayScore.total, .bestWindow, .bestHalfHour] {
+                var model = RiskModel.standard
+                model.dayScore = score
+                #expect(level(minutes: 6, rssi: -45, model: model) == .low)
             }
-            #expect(oneMinute(at: -45) == .low)
-            #expect(oneMinute(at: -60) == .none)
         }
 
         @Test func theFitRecoversAKnownModel() throws {

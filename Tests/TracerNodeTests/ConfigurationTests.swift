@@ -60,7 +60,7 @@ extension TracerNodeTests {
             "check.clock_skew", "check.max_list_age", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",
             "risk.high_minutes", "risk.assumed_tx_power", "risk.sampling_period", "risk.attenuation_summary",
-            "risk.directions", "risk.rssi_correction", "risk.weight_curve", "risk.score",
+            "risk.directions", "risk.rssi_correction", "risk.weight_curve", "risk.score", "risk.min_contact_minutes",
             "place.name", "place.source", "place.gpsd_host", "place.gpsd_port", "place.precision", "place.max_fix_age",
         ]
 
@@ -98,7 +98,8 @@ extension TracerNodeTests {
             #expect(config.value("risk.attenuation_summary") as? String == "strongest")
             #expect(config.value("risk.directions") as? String == "both")
             #expect(config.value("risk.weight_curve") as? String == "steps")
-            #expect(config.value("risk.score") as? String == "total")
+            #expect(config.value("risk.score") as? String == "logistic")
+            #expect(config.value("risk.min_contact_minutes") as? Double == 10)
             #expect(config.value("node.database") as? String == home.scratch.path + "/xdg-data/tracer/tracer.db")
             #expect(config.value("check.cache_dir") as? String == home.scratch.path + "/xdg-cache/tracer")
             // Places are off unless asked for; a gpsd source reads the usual local gpsd, rounded to 100 m.
@@ -157,7 +158,7 @@ extension TracerNodeTests {
                 [risk]
                 near_weight = 0.75
                 low_minutes = 2.5
-                score = "logistic"
+                score = "total"
                 """)
             let config = try home.settings()
             #expect(config.configFile["exists"] as? Bool == true)
@@ -166,7 +167,7 @@ extension TracerNodeTests {
                 ("node.continuous_scan", true, 5), ("server.url", "https://tracer.example.org/list", 8),
                 ("server.public_key", key, 9), ("check.on_exposure", "notify-send \"exposed\"\tnow é", 12),
                 ("check.cache_dir", home.configDirectory + "/cache", 13), ("risk.near_weight", 0.75, 15),
-                ("risk.low_minutes", 2.5, 16), ("risk.score", "logistic", 17),
+                ("risk.low_minutes", 2.5, 16), ("risk.score", "total", 17),
             ]
             for (key, value, line) in expected {
                 #expect(Self.same(config.value(key), value), "\(key): \(String(describing: config.value(key)))")

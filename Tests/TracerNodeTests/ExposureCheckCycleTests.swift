@@ -198,9 +198,10 @@ extension TracerNodeTests {
                 // Day 2 (6 weighted minutes) was written as a low day under the Exposure
                 // Notification example's low threshold of 5 minutes, and day 1's 55 dB as medium
                 // under 54/59 dB; this test pins those so the low path and the medium bucket stay
-                // covered whatever the measured defaults are (docs/risk-model.md).
+                // covered whatever the measured defaults are (docs/risk-model.md); so it pins the
+                // minute rule too (risk.score = total), which those thresholds belong to.
                 let config = world.scratch.file("low5.toml")
-                try "[risk]\nlow_minutes = 5\nnear_attenuation = 54\nfar_attenuation = 59\n".write(toFile: config, atomically: true, encoding: .utf8)
+                try "[risk]\nscore = \"total\"\nlow_minutes = 5\nnear_attenuation = 54\nfar_attenuation = 59\n".write(toFile: config, atomically: true, encoding: .utf8)
                 let hook = ["--config", config, "--on-exposure", "echo \"$TRACER_RISK $TRACER_EXPOSURE_DAYS\" >> '\(counter)'"]
                 let (day1, day2) = (Self.dayName(world.day1), Self.dayName(world.day2))
 
@@ -328,9 +329,10 @@ extension TracerNodeTests {
                 #expect(d.assessment.level == "none")
 
                 // E's 7 weighted minutes are an exposure under the Exposure Notification example's
-                // low threshold (5), which this fixture was written for (pinned, whatever the default).
+                // low threshold (5), which this fixture was written for (pinned with the minute rule,
+                // whatever the default: under the logistic score 7 minutes are under its floor of 10).
                 let config = world.scratch.file("low5.toml")
-                try "[risk]\nlow_minutes = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
+                try "[risk]\nscore = \"total\"\nlow_minutes = 5\n".write(toFile: config, atomically: true, encoding: .utf8)
                 let e = try world.checkJSON("e", ["--config", config], expecting: 3)
                 #expect(e.matchedIDs == 1)
                 #expect(e.idsSeenOutsideTheirWindow == 0)

@@ -21,6 +21,10 @@ public struct DayFeatures: Sendable, Equatable, Codable {
     /// The longest run of successive windows (each starting at most `successiveWindowGap` after the
     /// previous one) whose attenuation was near.
     public var longestNearRun: Int
+    /// The day's contact minutes, unweighted, in windows whose attenuation was near or medium (at or
+    /// under the far threshold): the time the label's "within 6 ft for 15 minutes" can be about.
+    /// Windows whose signal was never measured do not count. nil in reports written before it was kept.
+    public var closeContactMinutes: Double?
 
     /// Windows further apart than this (seconds) do not follow one another: 15-minute windows
     /// with some jitter.
@@ -29,7 +33,7 @@ public struct DayFeatures: Sendable, Equatable, Codable {
     public static let stretchSeconds: UnixSeconds = 1_800
 
     public init(weightedMinutes: Double, bestWindowMinutes: Double, bestHalfHourMinutes: Double, strongestAttenuation: Int?,
-                medianAttenuation: Double?, windows: Int, longestNearRun: Int) {
+                medianAttenuation: Double?, windows: Int, longestNearRun: Int, closeContactMinutes: Double? = nil) {
         self.weightedMinutes = weightedMinutes
         self.bestWindowMinutes = bestWindowMinutes
         self.bestHalfHourMinutes = bestHalfHourMinutes
@@ -37,19 +41,22 @@ public struct DayFeatures: Sendable, Equatable, Codable {
         self.medianAttenuation = medianAttenuation
         self.windows = windows
         self.longestNearRun = longestNearRun
+        self.closeContactMinutes = closeContactMinutes
     }
 
-    /// One window's share of a day: its start, weighted minutes and attenuation (the smallest of
-    /// its encounters'; nil when none was measured).
+    /// One window's share of a day: its start, weighted minutes, attenuation (the smallest of
+    /// its encounters'; nil when none was measured) and contact minutes near or medium.
     public struct Window: Sendable, Equatable {
         public var start: UnixSeconds
         public var weightedMinutes: Double
         public var attenuation: Int?
+        public var closeMinutes: Double
 
-        public init(start: UnixSeconds, weightedMinutes: Double, attenuation: Int?) {
+        public init(start: UnixSeconds, weightedMinutes: Double, attenuation: Int?, closeMinutes: Double = 0) {
             self.start = start
             self.weightedMinutes = weightedMinutes
             self.attenuation = attenuation
+            self.closeMinutes = closeMinutes
         }
     }
 
@@ -85,6 +92,7 @@ public struct DayFeatures: Sendable, Equatable, Codable {
             previous = window.start
         }
         longestNearRun = longest
+        closeContactMinutes = windows.reduce(0) { $0 + $1.closeMinutes }
     }
 }
 

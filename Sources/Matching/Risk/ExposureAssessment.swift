@@ -59,6 +59,7 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
             var window = day.windows[encounter.ownWindowStart] ?? .init(start: encounter.ownWindowStart, weightedMinutes: 0, attenuation: nil)
             window.weightedMinutes += weighted
             if let attenuation = model.attenuation(of: encounter) { window.attenuation = min(window.attenuation ?? attenuation, attenuation) }
+            window.closeMinutes += model.closeContactMinutes(of: encounter)
             day.windows[encounter.ownWindowStart] = window
             byDay[dayStart] = day
         }
@@ -70,7 +71,7 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
             let score = model.score(of: features)
             return ExposureDay(
                 day: Self.dayName(dayStart), dayStart: dayStart, diagnosedIDs: day.ids.count, minutes: day.minutes,
-                weightedMinutes: day.weighted, level: model.level(score: score),
+                weightedMinutes: day.weighted, level: model.level(of: features),
                 places: day.places.isEmpty ? nil : day.places, score: score, features: features)
         }
         level = days.map(\.level).max() ?? .none

@@ -42,6 +42,15 @@ public struct RiskModel: Sendable, Equatable, Codable {
     public var dayScore: DayScore
     /// The coefficients and thresholds of `dayScore = .logistic`.
     public var logistic: LogisticScore
+    /// With `dayScore = .logistic`, a day is an exposure only when its contact minutes near or
+    /// medium (`DayFeatures.closeContactMinutes`) reach this. Not fitted: it follows from the
+    /// label ("within 6 ft for at least 15 minutes"). A contact in range for 15 minutes counts
+    /// more than 15 minutes less one scan cycle (the first and last sightings each fall within a
+    /// cycle of its ends, and one cycle is added back), so 10 keeps every such contact for scan
+    /// cycles up to 5 minutes (the recorded phones: 4-5; a node: 1), while a passer-by heard
+    /// for a minute or two at a strong signal is no longer an exposure (docs/risk-model.md,
+    /// "Sixth round"). The minute-based scores are not floored: their thresholds are minutes.
+    public var minContactMinutes: Double
 
     /// What a day's level is decided on.
     public enum DayScore: String, Sendable, Codable, CaseIterable {
@@ -60,8 +69,9 @@ public struct RiskModel: Sendable, Equatable, Codable {
     /// procedure (docs/risk-model.md, "Fifth round"), over two features: log(1 + the day's
     /// weighted minutes) and its strongest attenuation, computed with the default steps (51/56 dB,
     /// strongest of both directions); exit 3 at the probability reaching training TPR 0.92, high
-    /// at training FPR 0.20 (0.090758 and 0.208071, rounded down). Opt-in: it flags a brief
-    /// contact at a strong signal, which these recordings (every test over half an hour) lack.
+    /// at training FPR 0.20 (0.090758 and 0.208071, rounded down). On its own it flags a brief
+    /// contact at a strong signal, which these recordings (every test over half an hour) lack:
+    /// `minContactMinutes` is what keeps such a contact from being an exposure.
     public static let fittedLogistic = LogisticScore(
         intercept: 2.857586, coefficients: [0.546458, 0, -0.112244, 0, 0, 0], lowProbability: 0.0907, highProbability: 0.208)
 
@@ -103,13 +113,14 @@ public struct RiskModel: Sendable, Equatable, Codable {
 
     /// The defaults, measured on real recordings (docs/risk-model.md, "Measured on real
     /// recordings"): the strongest RSSI of each id window or the peer's report, whichever is
-    /// stronger; near below 51 dB, medium up to 56 dB; an exposure (exit 3) from 5.8 weighted
-    /// minutes, high from 18.4. Chosen by the same rules that the leave-one-test-out figures
-    /// evaluate, on all 24 labelled tests.
+    /// stronger; near below 51 dB, medium up to 56 dB; a day's level from the logistic score
+    /// (`fittedLogistic`) with its floor of 10 close contact minutes (sixth round). Under
+    /// `dayScore = .total`, an exposure (exit 3) from 5.8 weighted minutes, high from 18.4.
+    /// Chosen by the same rules that the leave-one-test-out figures evaluate, on all 24 labelled tests.
     public static let standard = RiskModel(
         nearAttenuation: 51, farAttenuation: 56, nearWeight: 1.0, mediumWeight: 0.5, farWeight: 0.0,
         unknownWeight: 0.5, lowMinutes: 5.8, highMinutes: 18.4, assumedTxPower: 0, samplingPeriodSeconds: 60,
-        attenuationSummary: .strongest, directions: .both)
+        attenuationSummary: .strongest, directions: .both, dayScore: .logistic)
 
     /// The Exposure Notification example configuration, Tracer's defaults before they were
     /// measured: the mean RSSI, 55/70 dB, weights 1/0.5/0, high from 15 weighted minutes.
@@ -122,7 +133,7 @@ public struct RiskModel: Sendable, Equatable, Codable {
         unknownWeight: Double, lowMinutes: Double, highMinutes: Double, assumedTxPower: Int, samplingPeriodSeconds: Int,
         attenuationSummary: AttenuationSummary = .mean, rssiCorrection: Int = 0, directions: Directions = .ours,
         ownTxPower: Int? = nil, weightCurve: WeightCurve = .steps, dayScore: DayScore = .total,
-        logistic: LogisticScore = RiskModel.fittedLogistic
+        logistic: LogisticScore = RiskModel.fittedLogistic, minContactMinutes: Double = 10
     ) {
         self.nearAttenuation = nearAttenuation
         self.farAttenuation = farAttenuation
@@ -141,6 +152,7 @@ public struct RiskModel: Sendable, Equatable, Codable {
         self.weightCurve = weightCurve
         self.dayScore = dayScore
         self.logistic = logistic
+        self.minContactMinutes = minContactMinutes
     }
 
     public enum Proximity: String, Sendable, Codable, CodingKeyRepresentable, CaseIterable {
@@ -251,19 +263,35 @@ public struct RiskModel: Sendable, Equatable, Codable {
         return split
     }
 
+    /// An encounter's contact minutes near or medium, unweighted (those a `minContactMinutes`
+    /// floor counts).
+    public func closeContactMinutes(of encounter: Encounter) -> Double {
+        let minutes = minutesByProximity(of: encounter)
+        return (minutes[.near] ?? 0) + (minutes[.medium] ?? 0)
+    }
+
     /// Contact time an encounter stands for, in seconds.
     public func contactSeconds(of encounter: Encounter) -> Int64 {
         max(0, encounter.lastSeen - encounter.firstSeen) + Int64(samplingPeriodSeconds)
     }
 
-    /// A day's score under `dayScore`: weighted minutes, or with `.logistic` a probability.
+    /// A day's score under `dayScore`: weighted minutes, or with `.logistic` a probability, which
+    /// is 0 for a day with fewer close contact minutes than `minContactMinutes` (so no threshold
+    /// makes it an exposure; features from before they were counted count none).
     public func score(of features: DayFeatures) -> Double {
         switch dayScore {
         case .total: features.weightedMinutes
         case .bestWindow: features.bestWindowMinutes
         case .bestHalfHour: features.bestHalfHourMinutes
-        case .logistic: logistic.probability(of: features)
+        case .logistic: (features.closeContactMinutes ?? 0) >= minContactMinutes ? logistic.probability(of: features) : 0
         }
+    }
+
+    /// A day's level: from its score, and with `.logistic` none under the floor of close contact
+    /// minutes whatever the thresholds.
+    public func level(of features: DayFeatures) -> RiskLevel {
+        if dayScore == .logistic, (features.closeContactMinutes ?? 0) < minContactMinutes { return .none }
+        return level(score: score(of: features))
     }
 
     /// A day's level from its score (`score(of:)`): the logistic score has its own thresholds.
@@ -290,6 +318,7 @@ public struct RiskModel: Sendable, Equatable, Codable {
         if !(lowMinutes > 0) { return "risk.low_minutes must be greater than 0" }
         if !(highMinutes >= lowMinutes) { return "risk.high_minutes must be at least risk.low_minutes" }
         if samplingPeriodSeconds < 0 { return "the sampling period cannot be negative" }
+        if !(minContactMinutes >= 0) { return "risk.min_contact_minutes cannot be negative" }
         return nil
     }
 }

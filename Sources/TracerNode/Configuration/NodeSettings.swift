@@ -24,6 +24,7 @@ struct NodeSettings: Equatable, Sendable {
         var rssiCorrection: Int64 = 0
         var weightCurve: RiskModel.WeightCurve = .steps
         var score: RiskModel.DayScore = .total
+        var minContactMinutes: Double = 0
     }
 
     // [node]
