@@ -133,6 +133,23 @@ extension MatchingTests {
             #expect(level(minutes: 1, rssi: -60, model: model) == .none)
         }
 
+        /// A contact the exchange alone proved (no signal measured either way) counts as `total`
+        /// counts it, like medium minutes: long enough, it is an exposure under the default score.
+        @Test func anUnmeasuredContactCanStillBeAnExposure() {
+            func unmeasured(minutes: Int64) -> ExposureAssessment {
+                let heard = encounter(9, from: day, to: day + (minutes - 1) * 60, rssi: nil, txPower: nil)
+                return ExposureAssessment(matches: [ExposureMatch(encounter: heard, listed: listed(9, from: day, to: day + 3_600))], model: .standard)
+            }
+            #expect(RiskModel.standard.dayScore == .logistic)
+            #expect(unmeasured(minutes: 30).level > .none)
+            #expect(unmeasured(minutes: 30).days.first?.features?.strongestAttenuation == RiskModel.standard.farAttenuation)
+            #expect(unmeasured(minutes: 5).level == .none, "under the floor")
+            var total = RiskModel.standard
+            total.dayScore = .total
+            let heard = encounter(9, from: day, to: day + 29 * 60, rssi: nil, txPower: nil)
+            #expect(ExposureAssessment(matches: [ExposureMatch(encounter: heard, listed: listed(9, from: day, to: day + 3_600))], model: total).level > .none)
+        }
+
         @Test func theMinuteScoresAreNotFloored() {
             // 6 near minutes reach risk.low_minutes (5.8) under the minute-based scores although
             // they are under the logistic score's floor of 10.

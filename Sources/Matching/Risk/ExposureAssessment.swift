@@ -58,7 +58,11 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
             day.weighted += weighted
             var window = day.windows[encounter.ownWindowStart] ?? .init(start: encounter.ownWindowStart, weightedMinutes: 0, attenuation: nil)
             window.weightedMinutes += weighted
-            if let attenuation = model.attenuation(of: encounter) { window.attenuation = min(window.attenuation ?? attenuation, attenuation) }
+            // Unmeasured (the exchange alone proved the contact): at the far threshold, the weakest
+            // signal still close, as `total` weighs such minutes like medium ones. Without it a day
+            // of unmeasured contact could never reach the logistic score's thresholds.
+            let attenuation = model.attenuation(of: encounter) ?? model.farAttenuation
+            window.attenuation = min(window.attenuation ?? attenuation, attenuation)
             window.closeMinutes += model.closeContactMinutes(of: encounter)
             day.windows[encounter.ownWindowStart] = window
             byDay[dayStart] = day

@@ -263,11 +263,12 @@ public struct RiskModel: Sendable, Equatable, Codable {
         return split
     }
 
-    /// An encounter's contact minutes near or medium, unweighted (those a `minContactMinutes`
-    /// floor counts).
+    /// An encounter's contact minutes near, medium or unmeasured, unweighted (those a
+    /// `minContactMinutes` floor counts; unmeasured minutes count as `total` counts them, like
+    /// medium ones).
     public func closeContactMinutes(of encounter: Encounter) -> Double {
         let minutes = minutesByProximity(of: encounter)
-        return (minutes[.near] ?? 0) + (minutes[.medium] ?? 0)
+        return (minutes[.near] ?? 0) + (minutes[.medium] ?? 0) + (minutes[.unknown] ?? 0)
     }
 
     /// Contact time an encounter stands for, in seconds.
