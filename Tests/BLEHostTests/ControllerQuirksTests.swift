@@ -56,7 +56,7 @@ import BLEHostTestSupport
         testCompany.state.withLock { $0.localVersion = [0x09, 0x00, 0x00, 0x09, 0xFF, 0xFF, 0x00, 0x00] }
         let unpresumed = try await Self.openHost(testCompany)
         #expect(await unpresumed.quirks == [])
-        await host.close()
+        await unpresumed.close()
     }
 
     @Test func modelsMatchOnEveryFieldTheyName() throws {

@@ -49,8 +49,8 @@ extension TracerNodeTests {
             #expect(try Check.openStore(scratch.file("node0.db")).integrityCheck() == ["ok"])
         }
 
-        /// A quirk named in the settings reaches the node's host, beside those its controller's
-        /// identity selects (company 0xFFFF here).
+        /// Quirks named in the settings reach the node's host (this virtual controller reports
+        /// company 0xFFFF, which the identity table leaves alone: real firmware reports it too).
         @Test(.timeLimit(.minutes(1)))
         func aControllerQuirkNamedInTheSettingsReachesTheHost() throws {
             let scratch = try Scratch()
@@ -60,7 +60,7 @@ extension TracerNodeTests {
             let log = scratch.file("node.log")
             let node = try StreamingProcess(try Products.path(of: "tracer"), [
                 "run", "--db", scratch.file("node.db"), "--transport", "tcp:127.0.0.1:\(link.ports[0])", "--log-level", "info",
-            ], home: scratch.path, standardErrorPath: log, environment: ["TRACER_CONTROLLER_QUIRKS": "initiator-stuck-on-unanswered-request"])
+            ], home: scratch.path, standardErrorPath: log, environment: ["TRACER_CONTROLLER_QUIRKS": "initiator-stuck-on-unanswered-request,commands-left-unanswered"])
             defer {
                 kill(node.pid, SIGTERM)
                 if node.waitForExit(timeout: .seconds(5)) == nil { node.killHard() }
@@ -74,7 +74,7 @@ extension TracerNodeTests {
             }
             let found = try #require(line, "no quirks logged at start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
             #expect(found.contains("initiator stuck on an unanswered request"), "\(found)")
-            #expect(found.contains("commands left unanswered"), "the identity's quirks too: \(found)")
+            #expect(found.contains("commands left unanswered"), "both named quirks: \(found)")
         }
 
         @Test func runRejectsABadTransportInOneSentence() throws {
