@@ -5,7 +5,7 @@ import BLEHostTestSupport
 
 /// A controller can answer a command after the host gave up on it. That late answer carries only
 /// an opcode, so it must not be taken for the answer to the next command with the same opcode.
-@Suite(.tags(.unit)) struct LateCommandAnswerTests {
+@Suite(.tags(.unit), .timeLimit(.minutes(1))) struct LateCommandAnswerTests {
     let controller = ScriptedController()
     let clock = ManualHostClock()
     let hci: HostControllerInterface
@@ -49,31 +49,18 @@ import BLEHostTestSupport
         await hci.close()
     }
 
-    @Test func commandWhoseOpcodeOwesALateAnswerIsNotSentAndTimesOutWhenNoneComes() async throws {
+    @Test func commandWhoseOpcodeOwesALateAnswerWaitsThenGoesOutWhenNoneComes() async throws {
         _ = try await timeOutScanParametersWhileScanning()
         let next = Task { try await hci.send(LESetScanParameters()) }
         #expect(await eventually { !clock.pendingDeadlines.isEmpty })
         // Other opcodes are not held up meanwhile.
         try await hci.send(LESetScanEnable(true))
         try await hci.send(LESetScanEnable(false))
-        clock.advance(by: .seconds(2))
-        await #expect(throws: HCIError.commandTimedOut(opcode: LESetScanParameters.opcode, after: .seconds(2))) {
-            try await next.value
-        }
         #expect(scanParametersSent == 1, "a command that could take the late answer for its own is not sent")
-        await hci.close()
-    }
-
-    @Test func anOpcodeWhoseLateAnswerNeverComesIsFreeAfterAFurtherTimeout() async throws {
-        _ = try await timeOutScanParametersWhileScanning()
-        let held = Task { try await hci.send(LESetScanParameters()) }
-        #expect(await eventually { !clock.pendingDeadlines.isEmpty })
+        // A further timeout without the late answer: it is taken as lost, the command goes out
+        // and is answered (holding the opcode until a Reset would stop a node for good).
         clock.advance(by: .seconds(2))
-        await #expect(throws: HCIError.commandTimedOut(opcode: LESetScanParameters.opcode, after: .seconds(2))) {
-            try await held.value
-        }
-        // The answer is taken as lost: the next command with the opcode goes out and is answered.
-        try await hci.send(LESetScanParameters())
+        try await next.value
         #expect(scanParametersSent == 2)
         await hci.close()
     }

@@ -162,16 +162,17 @@ public actor HostControllerInterface {
         while true {
             while lateAnswersOwed[opcode] != nil {
                 if let transportFailure { throw .transport(transportFailure) }
-                guard await lateAnswerCame(for: opcode) else {
+                if await !lateAnswerCame(for: opcode) {
                     if let transportFailure { throw .transport(transportFailure) }
-                    // A further timeout without the late answer: it is lost for good. Holding the
-                    // opcode until a Reset would stop a node from ever connecting (or scanning) again
-                    // while the transport stays up, since nothing else resets the controller then.
+                    // A further timeout without the late answer: it is taken as lost, and this
+                    // command goes out. Holding the opcode until a Reset would stop a node from ever
+                    // connecting (or scanning) again while the transport stays up, since nothing else
+                    // resets the controller then; an answer later still would be mistaken, a risk
+                    // two timeouts late.
                     if lateAnswersOwed.removeValue(forKey: opcode) != nil {
                         logger.warning("the late answer never came; the opcode is free again", metadata: ["opcode": "\(opcode)"])
                         endLateAnswerWaits { $0 == opcode }
                     }
-                    throw .commandTimedOut(opcode: opcode, after: configuration.commandTimeout)
                 }
             }
             if let transportFailure { throw .transport(transportFailure) }
