@@ -142,12 +142,33 @@ extension MatchingTests {
             }
             #expect(RiskModel.standard.dayScore == .logistic)
             #expect(unmeasured(minutes: 30).level > .none)
-            #expect(unmeasured(minutes: 30).days.first?.features?.strongestAttenuation == RiskModel.standard.farAttenuation)
+            #expect(unmeasured(minutes: 12).level > .none, "as 12 medium minutes are")
+            #expect(unmeasured(minutes: 30).days.first?.features?.strongestAttenuation
+                    == (RiskModel.standard.nearAttenuation + RiskModel.standard.farAttenuation) / 2)
             #expect(unmeasured(minutes: 5).level == .none, "under the floor")
             var total = RiskModel.standard
             total.dayScore = .total
             let heard = encounter(9, from: day, to: day + 29 * 60, rssi: nil, txPower: nil)
             #expect(ExposureAssessment(matches: [ExposureMatch(encounter: heard, listed: listed(9, from: day, to: day + 3_600))], model: total).level > .none)
+        }
+
+        /// A 15-minute near contact from 23:52 to 00:07 UTC falls in two days of 8 minutes each,
+        /// both under the floor of 10 alone: each day counts the other's minutes that follow on.
+        @Test func aContactOverMidnightIsNotCutUnderTheFloor() {
+            let midnight = day + 86_400
+            let evening = encounter(7, from: midnight - 480, to: midnight - 60, rssi: -45)  // 8 min
+            let morning = encounter(7, from: midnight, to: midnight + 420, rssi: -45)       // 8 min
+            let assessed = ExposureAssessment(
+                matches: [evening, morning].map { ExposureMatch(encounter: $0, listed: listed(7, from: day, to: midnight + 86_400)) },
+                model: .standard)
+            #expect(assessed.days.count == 2)
+            #expect(assessed.days.allSatisfy { $0.level > .none }, "\(assessed.days.map(\.level))")
+            // Days apart do not add up: the same 8 minutes a day later than the evening stay under it.
+            let apart = ExposureAssessment(
+                matches: [evening, encounter(7, from: midnight + 43_200, to: midnight + 43_620, rssi: -45)]
+                    .map { ExposureMatch(encounter: $0, listed: listed(7, from: day, to: midnight + 86_400)) },
+                model: .standard)
+            #expect(apart.level == .none)
         }
 
         @Test func theMinuteScoresAreNotFloored() {

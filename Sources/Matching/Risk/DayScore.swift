@@ -23,8 +23,9 @@ public struct DayFeatures: Sendable, Equatable, Codable {
     public var longestNearRun: Int
     /// The day's contact minutes, unweighted, in windows whose attenuation was near or medium (at or
     /// under the far threshold): the time the label's "within 6 ft for 15 minutes" can be about.
-    /// Windows whose signal was never measured count too (`ExposureAssessment` puts them at the far
-    /// threshold). nil in reports written before it was kept.
+    /// Windows whose signal was never measured count too (`ExposureAssessment` puts them in the
+    /// middle of the medium range), and so do the neighbouring day's windows that follow on from
+    /// this day's over midnight. nil in reports written before it was kept.
     public var closeContactMinutes: Double?
 
     /// Windows further apart than this (seconds) do not follow one another: 15-minute windows
@@ -114,8 +115,8 @@ public struct LogisticScore: Sendable, Equatable, Codable {
     ]
 
     /// Stands for a day's attenuation in features without one (`ExposureAssessment` gives an
-    /// unmeasured window the far threshold, so only features built elsewhere lack it): beyond any
-    /// near or medium threshold.
+    /// unmeasured window the middle of the medium range, so only features built elsewhere lack
+    /// it): beyond any near or medium threshold.
     public static let unmeasuredAttenuation = 100.0
 
     public init(intercept: Double, coefficients: [Double], lowProbability: Double, highProbability: Double) {

@@ -58,18 +58,30 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
             day.weighted += weighted
             var window = day.windows[encounter.ownWindowStart] ?? .init(start: encounter.ownWindowStart, weightedMinutes: 0, attenuation: nil)
             window.weightedMinutes += weighted
-            // Unmeasured (the exchange alone proved the contact): at the far threshold, the weakest
-            // signal still close, as `total` weighs such minutes like medium ones. Without it a day
-            // of unmeasured contact could never reach the logistic score's thresholds.
-            let attenuation = model.attenuation(of: encounter) ?? model.farAttenuation
+            // Unmeasured (the exchange alone proved the contact): in the middle of the medium range,
+            // as `total` weighs such minutes like medium ones. Without it a day of unmeasured
+            // contact could never reach the logistic score's thresholds.
+            let attenuation = model.attenuation(of: encounter) ?? (model.nearAttenuation + model.farAttenuation) / 2
             window.attenuation = min(window.attenuation ?? attenuation, attenuation)
             window.closeMinutes += model.closeContactMinutes(of: encounter)
             day.windows[encounter.ownWindowStart] = window
             byDay[dayStart] = day
         }
+        // A contact that runs over midnight (UTC) is split between two days; the floor of close
+        // minutes counts the neighbouring day's windows that follow on from this day's, so that a
+        // 15-minute contact from 23:52 is not two days of 8 minutes, each under the floor.
+        func adjoiningCloseMinutes(_ dayStart: UnixSeconds) -> Double {
+            let windows = byDay[dayStart]!.windows.keys
+            guard let first = windows.min(), let last = windows.max() else { return 0 }
+            let gap = DayFeatures.successiveWindowGap
+            let before = byDay[dayStart - UnixSeconds.secondsPerDay]?.windows.values.filter { $0.start >= first - gap } ?? []
+            let after = byDay[dayStart + UnixSeconds.secondsPerDay]?.windows.values.filter { $0.start <= last + gap } ?? []
+            return (before + after).reduce(0) { $0 + $1.closeMinutes }
+        }
         days = byDay.keys.sorted().map { dayStart in
             let day = byDay[dayStart]!
             var features = DayFeatures(windows: Array(day.windows.values), model: model)
+            features.closeContactMinutes = (features.closeContactMinutes ?? 0) + adjoiningCloseMinutes(dayStart)
             // The sum in the order the encounters came, so `total` scores exactly as it always did.
             features.weightedMinutes = day.weighted
             let score = model.score(of: features)
