@@ -53,12 +53,14 @@ import TestTiers
     @Test func aDatabasePasswordInAnyFormOfTheURLIsRefused() throws {
         let detail = "database.url must not hold the password; put it in the environment variable \(DatabaseConfiguration.defaultPasswordEnvironment) or in a 0600 file named by database.passwordFile"
         for url in ["postgresql://tracer:hunter2@127.0.0.1/tracer", "postgresql://tracer@127.0.0.1/tracer?password=hunter2",
-                    "host=127.0.0.1 dbname=tracer password=hunter2", "host=127.0.0.1 PASSWORD = hunter2"] {
+                    "host=127.0.0.1 dbname=tracer password=hunter2", "host=127.0.0.1 PASSWORD = hunter2",
+                    "postgresql://tracer:hunter 2@127.0.0.1/tracer", "postgresql://tracer:pw@h1:5432,h2:5432/tracer"] {
             #expect(throws: ConfigurationError.invalidValue(path: "config.json", detail: detail), "\(url)") {
                 try ServerConfiguration.parseWithOneAuthority(#""database": {"url": "\#(url)"}"#)
             }
         }
-        for url in ["postgresql://tracer@127.0.0.1/tracer?sslmode=require", "host=127.0.0.1 dbname=password user=tracer"] {
+        for url in ["postgresql://tracer@127.0.0.1/tracer?sslmode=require", "host=127.0.0.1 dbname=password user=tracer",
+                    "postgresql://tracer@h1:5432,h2:5432/tracer"] {
             let shown = try report(#""database": {"url": "\#(url)"}"#).rows.first { $0.key == "database" }?.value
             #expect(shown?.hasPrefix(url) == true)
         }

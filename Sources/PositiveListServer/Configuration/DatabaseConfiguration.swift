@@ -57,9 +57,15 @@ public struct DatabaseConfiguration: Sendable, Equatable {
     /// information, a `password` query parameter, or a `password=` keyword of a key=value string.
     /// Such a value would end up in `tracer-server config`'s output and in backups of the file.
     static func holdsPassword(_ url: String) -> Bool {
-        if let components = URLComponents(string: url), url.contains("://") {
-            return components.password != nil
-                || (components.queryItems ?? []).contains { $0.name.lowercased() == "password" }
+        if let scheme = url.range(of: "://") {
+            // By hand rather than with URLComponents, which gives up on forms libpq takes (several
+            // hosts, a password with a space), so that nothing unparsed passes as password-free.
+            let rest = url[scheme.upperBound...]
+            let authority = rest.prefix { $0 != "/" && $0 != "?" }
+            let userInformation = authority.range(of: "@", options: .backwards).map { authority[..<$0.lowerBound] } ?? ""
+            let query = rest.drop { $0 != "?" }.dropFirst()
+            return userInformation.contains(":")
+                || query.split(separator: "&").contains { $0.split(separator: "=", maxSplits: 1).first?.lowercased() == "password" }
         }
         return url.split(whereSeparator: \.isWhitespace).contains { word in
             word.split(separator: "=", maxSplits: 1).first.map { $0.trimmingCharacters(in: .whitespaces).lowercased() == "password" } ?? false
