@@ -99,19 +99,7 @@ public struct ExposureAssessment: Sendable, Equatable, Codable {
     }
 
     static func dayName(_ dayStart: UnixSeconds) -> String {
-        let days = dayStart / UnixSeconds.secondsPerDay
-        // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm), so no calendar or
-        // time zone setting can shift a day.
-        let shifted = days + 719_468
-        let era = (shifted >= 0 ? shifted : shifted - 146_096) / 146_097
-        let dayOfEra = shifted - era * 146_097
-        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36524 - dayOfEra / 146_096) / 365
-        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
-        let monthPrime = (5 * dayOfYear + 2) / 153
-        let day = dayOfYear - (153 * monthPrime + 2) / 5 + 1
-        let month = monthPrime < 10 ? monthPrime + 3 : monthPrime - 9
-        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
-        return String(format: "%04lld-%02lld-%02lld", year, month, day)
+        UTCDay(containing: dayStart).date
     }
 }
 
