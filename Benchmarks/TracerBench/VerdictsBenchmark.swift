@@ -130,9 +130,7 @@ struct VerdictsBenchmark {
         say("settings chosen per fold: " + withFarWeight.choices)
         say("chosen the same way on all labelled tests: " + withFarWeight.onAllTests)
         let farScores = ScoredTruths(withFarWeight.outcomes.map { ($0.score, $0.truth) })
-        say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
-            "\(name) \(format(tpr, 2)) → \(farScores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
-        }.joined(separator: "; "))
+        say("At equal true-positive rate: " + farScores.falsePositiveRates(atTruePositiveRatesOf: deployedTPRs))
         say("")
 
         // Issue 26, second round: the node keeps each window's RSSI histogram (schema v3), so the
@@ -142,9 +140,7 @@ struct VerdictsBenchmark {
         say("settings chosen per fold: " + buckets.choices)
         say("chosen the same way on all labelled tests: " + buckets.onAllTests)
         let bucketScores = ScoredTruths(buckets.outcomes.map { ($0.score, $0.truth) })
-        say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
-            "\(name) \(format(tpr, 2)) → \(bucketScores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
-        }.joined(separator: "; "))
+        say("At equal true-positive rate: " + bucketScores.falsePositiveRates(atTruePositiveRatesOf: deployedTPRs))
         let bucketCounts = VerdictCounts(buckets.outcomes.map { ($0.exit3, $0.truth) })
         // Before the default's curve, which the picture draws last and thickest.
         curves.insert(("Time per bucket (held out)", bucketScores.rocPoints,
@@ -240,9 +236,7 @@ struct VerdictsBenchmark {
             say("settings chosen per fold: " + result.choices)
             say("chosen the same way on all labelled tests: " + result.onAllTests)
             let scores = ScoredTruths(result.outcomes.map { ($0.score, $0.truth) })
-            say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
-                "\(name) \(format(tpr, 2)) → \(scores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
-            }.joined(separator: "; "))
+            say("At equal true-positive rate: " + scores.falsePositiveRates(atTruePositiveRatesOf: deployedTPRs))
             say("")
             let counts = VerdictCounts(result.outcomes.map { ($0.exit3, $0.truth) })
             if last == nil {
@@ -266,9 +260,7 @@ struct VerdictsBenchmark {
         say("## Fifth round: a day's score other than its sum (risk.score)")
         func atEqualTPR(_ outcomes: [Outcome]) {
             let scores = ScoredTruths(outcomes.map { ($0.score, $0.truth) })
-            say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
-                "\(name) \(format(tpr, 2)) → \(scores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
-            }.joined(separator: "; "))
+            say("At equal true-positive rate: " + scores.falsePositiveRates(atTruePositiveRatesOf: deployedTPRs))
             say("")
         }
         let stretches: [(String, [RiskModel.DayScore])] = [
@@ -321,9 +313,7 @@ struct VerdictsBenchmark {
                 say("fitted per fold (steps chosen by the usual rule first): " + result.choices)
                 say("fitted the same way on all labelled tests: " + result.onAllTests)
                 let scores = ScoredTruths(result.outcomes.map { ($0.score, $0.truth) })
-                say("At equal true-positive rate: " + deployedTPRs.map { name, tpr in
-                    "\(name) \(format(tpr, 2)) → \(scores.lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
-                }.joined(separator: "; "))
+                say("At equal true-positive rate: " + scores.falsePositiveRates(atTruePositiveRatesOf: deployedTPRs))
                 say("")
                 results[minutes] = result.outcomes
                 if period == samplingPeriod, minutes == floor {
@@ -568,5 +558,15 @@ struct VerdictsBenchmark {
             + "\(model.attenuationSummary.rawValue)\(model.directions == .both ? " both directions" : "")\(model.weightCurve == .linear ? " linear" : "") \(model.nearAttenuation)/\(model.farAttenuation) dB"
             + (model.weightCurve == .steps ? ", medium \(model.mediumWeight)" : "")
             + (model.farWeight > 0 ? ", far \(model.farWeight)" : "") + ", low \(format(thresholds.low, 2)) min, high \(format(thresholds.high, 2)) min"
+    }
+}
+
+extension ScoredTruths {
+    /// "name TPR → FPR" for each deployed configuration: this score's lowest false-positive rate
+    /// at the true-positive rate that configuration reached.
+    func falsePositiveRates(atTruePositiveRatesOf deployed: [(String, Double)]) -> String {
+        deployed.map { name, tpr in
+            "\(name) \(format(tpr, 2)) → \(lowestFalsePositiveRate(reaching: tpr).map { format($0.fpr, 2) } ?? "n/a")"
+        }.joined(separator: "; ")
     }
 }
