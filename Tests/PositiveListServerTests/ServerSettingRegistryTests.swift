@@ -58,6 +58,21 @@ import TestTiers
                                                       "TRACER_SERVER_URL", "TRACER_SERVER_PUBLIC_KEY", "TRACER_SERVER_PINNED_KEY", "TRACER_SERVER_TIMEOUT"]))
     }
 
+    /// docs/positive-list-format.md lists every setting's variable and flag as the table names them.
+    @Test func theDocumentListsEveryVariableAndFlag() throws {
+        let document = try String(contentsOfFile: NginxInstance.repositoryRoot + "/docs/positive-list-format.md", encoding: .utf8)
+        let start = try #require(document.range(of: "<!-- server-settings-table"), "the table's start marker is gone")
+        let end = try #require(document.range(of: "<!-- end server-settings-table -->"), "the table's end marker is gone")
+        let shown = document[start.upperBound..<end.lowerBound].split(separator: "\n").dropFirst().map(String.init)
+        let expected = ["| Setting | Environment variable | Flag |", "|---|---|---|"] + ServerSettingRegistry.all.map { definition in
+            guard let variable = definition.environmentVariable, let flag = definition.flag else {
+                return "| `\(definition.key)` | (file only) | (file only) |"
+            }
+            return "| `\(definition.key)` | `\(variable)` | `\(flag)` |"
+        }
+        #expect(shown == expected, "replace the table in docs/positive-list-format.md with:\n\(expected.joined(separator: "\n"))")
+    }
+
     /// Each setting's test value, typed as in the environment or on the command line.
     static func typed(_ json: String) throws -> String {
         guard json.hasPrefix("[") || json.hasPrefix("\"") else { return json }
