@@ -4,9 +4,11 @@ import PositiveListServer
 
 struct Config: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Checks the configuration file and shows each setting's effective value and whether the file or its default gave it.",
+        abstract: "Checks the configuration file and shows each setting's effective value and whether a flag, the environment, the file or its default gave it.",
         discussion: """
-            The settings of the JSON configuration file (every one but authorities may be left out):
+            The settings of the JSON configuration file (every one but authorities may be left out), \
+            each with its environment variable and flag (a flag wins over the environment, which \
+            wins over the file):
 
             \(ServerSettingsReport.help)
             """)
@@ -18,7 +20,7 @@ struct Config: AsyncParsableCommand {
 
     func run() async throws {
         let path = location.resolvedConfigurationPath
-        let report = try ServerConfiguration.loadReport(path: path)
+        let report = try ServerConfiguration.loadReport(path: path, overrides: location.settingOverrides)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]

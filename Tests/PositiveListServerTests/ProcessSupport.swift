@@ -1,4 +1,5 @@
 import Foundation
+@testable import PositiveListServer
 import Testing
 import TracerTestSupport
 #if canImport(Glibc)
@@ -31,7 +32,9 @@ enum ServerCLI {
         return path
     }
 
-    static func start(_ arguments: [String], fixture: ServerFixture, stdout: Pipe? = nil, stderr: Pipe? = nil) throws -> Process {
+    static func start(
+        _ arguments: [String], fixture: ServerFixture, stdout: Pipe? = nil, stderr: Pipe? = nil, environment extra: [String: String] = [:]
+    ) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try executable())
         process.arguments = arguments
@@ -39,6 +42,9 @@ enum ServerCLI {
         environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
         environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
         environment.removeValue(forKey: "TRACER_SERVER_KEY")
+        // A setting in the test runner's environment would override the fixture's file.
+        for variable in ServerSettingRegistry.all.compactMap(\.environmentVariable) { environment.removeValue(forKey: variable) }
+        environment.merge(extra) { _, given in given }
         process.environment = environment
         process.standardOutput = stdout ?? FileHandle.nullDevice
         process.standardError = stderr ?? FileHandle.nullDevice
@@ -80,10 +86,10 @@ enum ServerCLI {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    static func run(_ arguments: [String], fixture: ServerFixture) throws -> ProcessResult {
+    static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:]) throws -> ProcessResult {
         let out = Pipe()
         let err = Pipe()
-        let process = try start(arguments, fixture: fixture, stdout: out, stderr: err)
+        let process = try start(arguments, fixture: fixture, stdout: out, stderr: err, environment: environment)
         // Read before waiting, so a full pipe cannot block the child.
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         let stderr = err.fileHandleForReading.readDataToEndOfFile()

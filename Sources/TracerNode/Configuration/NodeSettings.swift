@@ -34,7 +34,7 @@ struct NodeSettings: Equatable, Sendable {
     var rotationJitter: Int64 = 0
     var continuousScan = false
     var takeAdapter = false
-    var controllerQuirks: ControllerQuirks = []
+    var controllerQuirks = ControllerQuirkChoice()
     // [log]
     var logLevel: Logger.Level = .info
     var logFormat: LogFormat = .text
