@@ -153,9 +153,9 @@ import TestTiers
             number: 1, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
             sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
             publishedAt: Self.now)
-        #expect(try await fixture.store.recordBatch(record, expectedWatermark: pending.afterSubmission))
+        #expect(try await fixture.store.recordBatch(record, expectedWatermark: pending.sqliteWatermark!))
         // A second publisher that read the same pending ids is refused.
-        #expect(try await !fixture.store.recordBatch(record, expectedWatermark: pending.afterSubmission))
+        #expect(try await !fixture.store.recordBatch(record, expectedWatermark: pending.sqliteWatermark!))
 
         #expect(try await pendingRowCount(fixture.store) == 8)
         let summary = try await fixture.store.summary(now: Self.now)

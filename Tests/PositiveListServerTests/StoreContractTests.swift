@@ -316,6 +316,24 @@ struct ContractFixture {
         }
     }
 
+    /// "Pending ids whose windows ended by `cutoff` before they were published are forgotten"
+    /// by ``SubmissionStore/expireBatches(endingBy:now:)`` itself, on both back ends (no step of
+    /// the publisher's that one of them skips); ids still inside retention stay pending.
+    @Test(arguments: backends) func expiringBatchesForgetsPendingIdsPastRetention(backend: StoreBackend) async throws {
+        try await ContractFixture.with(backend) { fixture in
+            let cutoff = fixture.now - fixture.server.configuration.retentionSeconds
+            try await fixture.append(fixture.entries(count: 3, seed: 43, endingAt: cutoff - 3_600))
+            try await fixture.append(fixture.entries(count: 2, seed: 44, endingAt: cutoff - 60))
+            let fresh = fixture.entries(count: 4, seed: 45)
+            try await fixture.append(fresh)
+            #expect(try await fixture.store.summary(now: fixture.now).unpublishedIDs == 9)
+            #expect(try await fixture.store.expireBatches(endingBy: cutoff, now: fixture.now).isEmpty)
+            #expect(try await fixture.store.summary(now: fixture.now).unpublishedIDs == 4)
+            let pending = try await fixture.store.pendingEntries(endingAfter: 0, dueBy: fixture.now)
+            #expect(pending.entries.map(\.id) == fresh.map(\.id))
+        }
+    }
+
     /// "`recordBatch` refuses (false) when another publisher recorded meanwhile, and a batch
     /// number is never recorded twice."
     @Test(arguments: backends) func aBatchIsRecordedOnceAndAStaleCutIsRefused(backend: StoreBackend) async throws {
