@@ -22,7 +22,7 @@ final class ConsoleServerProcess {
 
     /// `console` is further members of the console section, such as `"sessionIdleSeconds": 3`;
     /// `settings` further top-level members.
-    init(console: String = "", settings: String = "", backEnd: ConsoleBackEnd = .sqlite) async throws {
+    init(console: String = "", settings: String = "", backEnd: StoreBackend = .sqlite) async throws {
         fixture = try ServerFixture()
         apiPort = try LoopbackPort.free()
         consolePort = try LoopbackPort.free()
