@@ -160,15 +160,7 @@ struct ObjectStoreCommandTests {
         environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
         environment.merge(extra) { $1 }
         process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ProcessResult(exitCode: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        return try ProcessResult.collect(process)
     }
 
     @Test func syncAndDoctorFromTheCommandLine() async throws {

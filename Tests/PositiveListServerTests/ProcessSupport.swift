@@ -6,15 +6,6 @@ import TracerTestSupport
 import Glibc
 #endif
 
-/// What a finished child process did.
-struct ProcessResult: CustomStringConvertible {
-    var exitCode: Int32
-    var stdout: String
-    var stderr: String
-
-    var description: String { "exit \(exitCode)\n--- stdout ---\n\(stdout.prefix(4000))\n--- stderr ---\n\(stderr.prefix(4000))" }
-}
-
 /// Runs the built `tracer-server` against a fixture's data directory.
 enum ServerCLI {
     /// The directory of the running test binary, where SwiftPM also puts the executables.
@@ -32,9 +23,8 @@ enum ServerCLI {
         return path
     }
 
-    static func start(
-        _ arguments: [String], fixture: ServerFixture, stdout: Pipe? = nil, stderr: Pipe? = nil, environment extra: [String: String] = [:]
-    ) throws -> Process {
+    /// `tracer-server` with `arguments` on the fixture's data directory, not started.
+    static func process(_ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try executable())
         process.arguments = arguments
@@ -46,6 +36,13 @@ enum ServerCLI {
         for variable in ServerSettingRegistry.all.compactMap(\.environmentVariable) { environment.removeValue(forKey: variable) }
         environment.merge(extra) { _, given in given }
         process.environment = environment
+        return process
+    }
+
+    static func start(
+        _ arguments: [String], fixture: ServerFixture, stdout: Pipe? = nil, stderr: Pipe? = nil, environment extra: [String: String] = [:]
+    ) throws -> Process {
+        let process = try process(arguments, fixture: fixture, environment: extra)
         process.standardOutput = stdout ?? FileHandle.nullDevice
         process.standardError = stderr ?? FileHandle.nullDevice
         try process.run()
@@ -87,15 +84,7 @@ enum ServerCLI {
     }
 
     static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:]) throws -> ProcessResult {
-        let out = Pipe()
-        let err = Pipe()
-        let process = try start(arguments, fixture: fixture, stdout: out, stderr: err, environment: environment)
-        // Read before waiting, so a full pipe cannot block the child.
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ProcessResult(
-            exitCode: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        try ProcessResult.collect(try process(arguments, fixture: fixture, environment: environment))
     }
 }
 
@@ -179,17 +168,7 @@ final class RawConnection: Sendable {
 
     /// Sends all of `text`; false once the server has closed the connection.
     @discardableResult
-    func send(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        var sent = 0
-        while sent < bytes.count {
-            // MSG_NOSIGNAL: a write after the server closed gives EPIPE, not a SIGPIPE that ends the tests.
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return false }
-            sent += count
-        }
-        return true
-    }
+    func send(_ text: String) -> Bool { LoopbackPort.send(text, on: descriptor) }
 
     /// Ends the connection as a client that leaves does.
     func leave() { shutdown(descriptor, Int32(SHUT_RDWR)) }

@@ -51,6 +51,20 @@ public enum LoopbackPort {
         }
     }
 
+    /// Sends all of `text` on the connected socket `descriptor`; false once the peer has closed
+    /// the connection (or the send timed out).
+    public static func send(_ text: String, on descriptor: Int32) -> Bool {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            // MSG_NOSIGNAL: a write after the peer closed gives EPIPE, not a SIGPIPE that ends the process.
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return false }
+            sent += count
+        }
+        return true
+    }
+
     private static func address(_ port: Int) -> sockaddr_in {
         var address = sockaddr_in()
         address.sin_family = sa_family_t(AF_INET)
