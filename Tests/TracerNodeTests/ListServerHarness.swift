@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -89,6 +90,7 @@ final class ListServerProcess {
 
     /// What a health authority does: `POST /v1/codes` with its bearer token.
     func issueCode() throws -> String {
+        try RequiredTool.curl.require()
         let result = try Products.run(
             "/usr/bin/curl",
             ["-sS", "--fail-with-body", "-X", "POST", "-H", "Authorization: Bearer \(token)", url + "/v1/codes"], home: home)
