@@ -82,8 +82,7 @@ final class ListServerProcess {
         self.process = nil
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(5_000) }
+        _ = eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(5)) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
