@@ -153,7 +153,7 @@ let package = Package(
         // GATTExchangeTests: scripted controllers, in-memory channels, a manual clock, the reference
         // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost and TestTiers (and Testing,
         // for the virtual controllers' test descriptions), not a test target.
-        .target(name: "BLEHostTestSupport", dependencies: ["BLEHost", "TestTiers"], path: "Tests/BLEHostTestSupport"),
+        .target(name: "BLEHostTestSupport", dependencies: ["BLEHost", "TracerCore", "TestTiers"], path: "Tests/BLEHostTestSupport"),
         // The test tiers' tags (.unit, .integration, .endToEnd), seen by every test target.
         .target(name: "TestTiers", path: "Tests/TestTiers"),
         .executableTarget(
@@ -175,7 +175,7 @@ let package = Package(
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TestTiers"]),
         // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
-        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport", "TestTiers"]),
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport", "TracerCore", "TestTiers"]),
         .testTarget(
             name: "GATTExchangeTests",
             dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", "TestTiers", .product(name: "Logging", package: "swift-log")]

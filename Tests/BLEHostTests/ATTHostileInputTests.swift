@@ -1,6 +1,7 @@
 import Testing
 import TestTiers
 @testable import BLEHost
+import TracerCore
 import BLEHostTestSupport
 
 @Suite("Hostile ATT input", .tags(.unit))
@@ -52,7 +53,7 @@ struct ATTHostileInputTests {
     }
 
     @Test func randomByteStrings() {
-        var generator = SeededGenerator(seed: 0x7A7C_E500)
+        var generator = SplitMix64(seed: 0x7A7C_E500)
         for _ in 0..<20_000 {
             let length = Int.random(in: 0...40, using: &generator)
             var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }

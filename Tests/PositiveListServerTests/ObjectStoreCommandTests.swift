@@ -141,11 +141,10 @@ struct ObjectStoreCommandTests {
         let client = try ObjectStoreClient(
             location: ObjectStoreLocation(endpoint: moto.endpoint, bucket: "served"),
             credentials: ObjectStoreCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey))
-        let deadline = ContinuousClock.now + .seconds(30)
         var index: [UInt8]?
-        while index == nil, server.isRunning, ContinuousClock.now < deadline {
+        _ = try await eventually(timeout: .seconds(30), every: .milliseconds(200)) {
             index = try await client.get(PositiveListIndex.relativePath)
-            if index == nil { try await Task.sleep(for: .milliseconds(200)) }
+            return index != nil || !server.isRunning
         }
         let local = FileManager.default.contents(atPath: fixture.paths.published.indexPath).map(Array.init)
         #expect(index != nil && index == local, "\(moto.logTail())")

@@ -1,4 +1,5 @@
 import Foundation
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,14 +33,13 @@ public enum LoopbackPort {
     /// Waits until something accepts connections on the port, or throws after `timeout`, or as
     /// soon as `process` (the server expected to listen) has exited.
     public static func waitUntilListening(_ port: Int, timeout: Duration = .seconds(10), orExit process: Process? = nil) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let process, !process.isRunning {
-                throw HarnessFailure(description: "the process exited (status \(process.terminationStatus)) before listening on \(port)")
-            }
-            if isListening(port) { return }
-            try await Task.sleep(for: .milliseconds(50))
+        _ = await eventually(timeout: timeout, every: .milliseconds(50)) {
+            (process.map { !$0.isRunning } ?? false) || isListening(port)
         }
+        if let process, !process.isRunning {
+            throw HarnessFailure(description: "the process exited (status \(process.terminationStatus)) before listening on \(port)")
+        }
+        if isListening(port) { return }
         throw HarnessFailure(description: "nothing listened on 127.0.0.1:\(port) within \(timeout)")
     }
 
