@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import PositiveListServer
+import Settings
 
 struct Config: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -32,13 +33,7 @@ struct Config: AsyncParsableCommand {
     }
 
     static func text(_ report: ServerSettingsReport, path: String) -> String {
-        let rows = [["SETTING", "VALUE", "SOURCE"]] + report.rows.map { [$0.key, $0.value, $0.source] }
-        let widths = (0..<2).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        let lines = rows.map { row in
-            row[0].padding(toLength: widths[0] + 2, withPad: " ", startingAt: 0)
-                + row[1].padding(toLength: widths[1] + 2, withPad: " ", startingAt: 0) + row[2]
-        }
-        return "Configuration file: \(path)\n\n" + lines.joined(separator: "\n")
+        SettingsTable.text(fileLine: "Configuration file: \(path)", rows: report.rows.map { [$0.key, $0.value, $0.source] })
     }
 }
 

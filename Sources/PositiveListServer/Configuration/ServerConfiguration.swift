@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import Settings
 
 /// The server's settings, read from a JSON file the operator writes.
 ///
@@ -267,7 +268,7 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
     case duplicateAuthority(path: String, name: String)
     case weakToken(path: String, authority: String, minimumLength: Int)
     /// A value given by an environment variable or a flag instead of the file.
-    case invalidOverride(key: String, source: ServerSettingSource, detail: String)
+    case invalidOverride(key: String, source: SettingSource, detail: String)
 
     public var description: String {
         switch self {

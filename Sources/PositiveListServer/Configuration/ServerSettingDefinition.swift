@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// One setting of the server's configuration file: its name there, what it accepts, its one-line
 /// doc, how it is read, checked and shown. The default stays on the `ServerConfiguration`
@@ -155,20 +156,14 @@ enum ServerSettingTextForm: Sendable {
 
     /// The JSON value the text stands for, or nil when it is not of this form.
     func json(_ text: String) -> Any? {
-        let trimmed = text.trimmingCharacters(in: .whitespaces)
         switch self {
-        case .integer: return Self.integer(trimmed)
-        case .number: return Double(trimmed).flatMap { $0.isFinite ? $0 : nil }
-        case .boolean:
-            switch trimmed.lowercased() {
-            case "true", "yes", "on", "1": return true
-            case "false", "no", "off", "0": return false
-            default: return nil
-            }
+        case .integer: return SettingText.integer(text)
+        case .number: return SettingText.number(text)
+        case .boolean: return SettingText.boolean(text)
         case .string: return text
-        case .stringList: return Self.items(trimmed)
+        case .stringList: return SettingText.items(text)
         case .integerList:
-            let integers = Self.items(trimmed).map(Self.integer)
+            let integers = SettingText.items(text).map(SettingText.integer)
             return integers.contains { $0 == nil } ? nil : integers.compactMap { $0 }
         }
     }
@@ -183,14 +178,6 @@ enum ServerSettingTextForm: Sendable {
         case .stringList: "a list joined with commas"
         case .integerList: "integers joined with commas"
         }
-    }
-
-    private static func integer(_ text: String) -> Int64? {
-        Int64(text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "_", with: ""))
-    }
-
-    private static func items(_ text: String) -> [String] {
-        text.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
     }
 }
 

@@ -1,42 +1,5 @@
 import Foundation
-
-/// Where a setting's effective value came from, as `tracer-server config` names it.
-public enum ServerSettingSource: Sendable, Equatable, CustomStringConvertible {
-    case builtIn
-    case file
-    case environment(variable: String)
-    case flag(String)
-
-    /// "default", "file", "env TRACER_SERVER_RETENTION_DAYS", "flag --retention-days": the
-    /// node's `tracer config` words.
-    public var description: String {
-        switch self {
-        case .builtIn: "default"
-        case .file: "file"
-        case .environment(let variable): "env \(variable)"
-        case .flag(let flag): "flag \(flag)"
-        }
-    }
-
-    /// How a message names it: "TRACER_SERVER_RETENTION_DAYS", "--retention-days".
-    var location: String {
-        switch self {
-        case .builtIn: "the default"
-        case .file: "the configuration file"
-        case .environment(let variable): variable
-        case .flag(let flag): flag
-        }
-    }
-
-    /// What the operator can do about a bad value from here.
-    var remedy: String {
-        switch self {
-        case .builtIn, .file: "fix the configuration file"
-        case .environment(let variable): "fix or unset \(variable)"
-        case .flag(let flag): "fix the value given to \(flag)"
-        }
-    }
-}
+import Settings
 
 /// Settings given outside the configuration file: a flag wins over its environment variable,
 /// which wins over the file, which wins over the default (the node's order). Only settings with
@@ -45,7 +8,7 @@ public enum ServerSettingSource: Sendable, Equatable, CustomStringConvertible {
 public struct ServerSettingOverrides: Sendable, Equatable {
     public struct Value: Sendable, Equatable {
         public var text: String
-        public var source: ServerSettingSource
+        public var source: SettingSource
     }
 
     /// Setting key → the value as typed and where.
@@ -61,7 +24,7 @@ public struct ServerSettingOverrides: Sendable, Equatable {
         for definition in ServerSettingRegistry.all {
             if let flag = definition.flag, let text = flags[definition.key] {
                 values[definition.key] = Value(text: text, source: .flag(flag))
-            } else if let variable = definition.environmentVariable, let text = environment[variable], !text.isEmpty {
+            } else if let variable = definition.environmentVariable, let text = SettingText.environmentValue(variable, in: environment) {
                 values[definition.key] = Value(text: text, source: .environment(variable: variable))
             }
         }
@@ -111,16 +74,16 @@ public enum ServerSettingFlags {
                 rest += arguments[(index - 1)...]
                 break
             }
-            let name = String(argument.prefix { $0 != "=" })
-            guard argument.hasPrefix("--"), let definition = ServerSettingRegistry.all.first(where: { $0.flag == name }) else {
+            guard let flag = SettingFlagArgument(argument), let definition = ServerSettingRegistry.all.first(where: { $0.flag == flag.name }) else {
                 rest.append(argument)
                 continue
             }
-            if argument.contains("=") {
-                settings[definition.key] = String(argument.drop { $0 != "=" }.dropFirst())
+            let name = flag.name
+            if let inlineValue = flag.inlineValue {
+                settings[definition.key] = inlineValue
             } else if definition.textForm == .boolean {
                 // A switch: present means true, unless a true/false word follows.
-                if index < arguments.count, ServerSettingTextForm.boolean.json(arguments[index]) != nil {
+                if index < arguments.count, SettingText.boolean(arguments[index]) != nil {
                     settings[definition.key] = arguments[index]
                     index += 1
                 } else {

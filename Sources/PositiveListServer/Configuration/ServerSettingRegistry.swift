@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import Settings
 
 /// Every setting of the server's configuration file. Adding a setting is one row here plus its
 /// `ServerConfiguration` property (which holds the default); the file reader, its checks and
@@ -191,7 +192,8 @@ public struct ServerSettingsReport: Sendable {
     public init(configuration: ServerConfiguration, keysInFile: Set<String>, overrides: ServerSettingOverrides = .none) {
         self.configuration = configuration
         rows = ServerSettingRegistry.all.map { definition in
-            let source: ServerSettingSource = overrides.values[definition.key]?.source ?? (keysInFile.contains(definition.key) ? .file : .builtIn)
+            let source: SettingSource = overrides.values[definition.key]?.source
+                ?? (keysInFile.contains(definition.key) ? .file(path: nil, line: nil) : .builtIn(detail: nil))
             return Row(key: definition.key, value: definition.show(configuration), source: source.description)
         }
     }

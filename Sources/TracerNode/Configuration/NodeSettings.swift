@@ -2,6 +2,7 @@ import BLEHost
 import Foundation
 import Logging
 import Matching
+import Settings
 
 /// The node's effective configuration, typed. Build it with `NodeSettings.resolve`; the initial
 /// values below are placeholders, since every setting with a default gets it from

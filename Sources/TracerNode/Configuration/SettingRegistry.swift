@@ -5,6 +5,7 @@ import IDRotation
 import Logging
 import Matching
 import Places
+import Settings
 
 /// Every setting the node reads. Adding a setting is one entry here plus its `NodeSettings`
 /// property; the file reader, environment, flags and `tracer config` all follow this table.
