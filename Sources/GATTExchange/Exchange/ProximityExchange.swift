@@ -370,11 +370,16 @@ public actor ProximityExchange {
 
     /// One connect slot: waits for a candidate whose turn has come (an event, or the timer of the
     /// next candidate's eligibility), then runs the attempt to its end.
+    ///
+    /// Each pass reads the clock once: a candidate whose turn came between a first reading (too
+    /// early to take it) and a second (too late to wait for it) would otherwise wait for the next
+    /// announcement, however long that takes.
     private func connectLoop(slot: Int) async {
         while !Task.isCancelled {
             let generation = changes.generation
-            guard let candidate = takeCandidate() else {
-                let nextTurn = rotating ? nil : candidates.nextEligibility(after: clock.now)
+            let now = clock.now
+            guard let candidate = takeCandidate(at: now) else {
+                let nextTurn = rotating ? nil : candidates.nextEligibility(after: now)
                 await changes.wait(after: generation, until: nextTurn, on: clock)
                 continue
             }
@@ -420,9 +425,8 @@ public actor ProximityExchange {
     }
 
     /// The candidate whose turn came first among those the registry still wants a link to.
-    private func takeCandidate() -> ConnectionCandidates.Candidate? {
+    private func takeCandidate(at now: ContinuousClock.Instant) -> ConnectionCandidates.Candidate? {
         if rotating || !listening || isInRotationQuietTime { return nil }
-        let now = clock.now
         while let candidate = candidates.next(at: now) {
             changes.announce()
             guard registry.shouldConnect(to: candidate.address, at: now) else { continue }
