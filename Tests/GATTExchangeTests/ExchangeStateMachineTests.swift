@@ -207,6 +207,37 @@ struct ExchangeStateMachineTests {
         await node.stop()
     }
 
+    /// A peer heard again while it waits for its turn changes nothing a waiting loop decides on:
+    /// no announcement, no loop woken. Advertisers repeat every 20 ms to 10 s, so a crowd
+    /// announcing each refresh woke every loop of every node hundreds of times a second.
+    @Test func aPeerHeardAgainWakesNoLoop() async throws {
+        let node = try await Self.running { configuration in
+            configuration.deferToPeerDelay = .seconds(5)
+            configuration.candidateLifetime = .seconds(10)
+            configuration.auditInterval = .seconds(60)
+        }
+        let peer = try await Self.peerWeDeferTo(on: node)
+        let before = await node.exchange.announcements
+        #expect(await eventually {
+            node.controller.advertise(from: peer)
+            try? await Task.sleep(for: .milliseconds(20))
+            return await node.exchange.announcements > before
+        }, "the new candidate was not announced")
+        try await node.settle()
+        let offered = await node.exchange.announcements
+        for _ in 0..<10 {
+            node.controller.advertise(from: peer)
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await node.settle()
+        #expect(await node.exchange.announcements == offered, "a peer heard again was announced")
+        // Its turn still comes, on the clock.
+        node.clock.advance(by: .seconds(5))
+        #expect(await eventually(timeout: .seconds(2)) { node.createConnections == 1 }, "the turn came and no attempt started")
+        #expect(node.controller.initiatingPeer == peer)
+        await node.stop()
+    }
+
     /// cooling down → idle → connecting, with time passing inside the connect slot's pass: the
     /// clock moves on right after the pass reads it, past the turn of the candidate that waits.
     /// A pass that read the clock again to find the next turn found none, and the candidate waited

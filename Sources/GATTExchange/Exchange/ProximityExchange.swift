@@ -70,6 +70,8 @@ public actor ProximityExchange {
     var attemptStates: [AttemptState] { slots }
     /// Announces each change a loop may wait for: see the type's comment.
     private let changes = StateChanges()
+    /// How many changes have been announced, for tests.
+    var announcements: UInt64 { changes.generation }
     /// The scanner is on and stays on for any attempt that starts now: attempts start only then.
     private var listening = false
     /// The current scan burst has run its time; set before its scanner is stopped.
@@ -338,10 +340,11 @@ public actor ProximityExchange {
         guard !rotating, registry.shouldConnect(to: sighting.address, at: now) else { return }
         var eligibleAt = candidates.eligibleAt(sighting.address)
         if eligibleAt == nil { eligibleAt = now + initiationDelay(toward: sighting.address, newcomer: newcomer) }
-        candidates.offer(ConnectionCandidates.Candidate(
+        let offered = candidates.offer(ConnectionCandidates.Candidate(
             address: sighting.address, addressType: sighting.addressType, rssi: rssi, txPower: txPower, heardAt: now,
             eligibleAt: eligibleAt ?? now))
-        changes.announce()
+        // Advertisers repeat every 20 ms to 10 s: announcing each refresh would wake every loop that often.
+        if offered { changes.announce() }
     }
 
     /// Two Tracer nodes that hear each other at the same moment would connect to each other at
