@@ -168,7 +168,11 @@ package final class ScriptedController: HCITransport {
     /// reports it (LE Advertising Report, ADV_IND). The controller does not connect to it by
     /// itself: a test that wants the attempt to succeed calls `connectInitiatedConnection`.
     package func advertise(from peer: BluetoothAddress, data advertisingData: AdvertisingData, rssi: Int8 = -60) {
-        let data = (try? advertisingData.encode()) ?? []
+        advertise(from: peer, encodedData: (try? advertisingData.encode()) ?? [], rssi: rssi)
+    }
+
+    /// The same report, with advertising data as the advertiser's host set it (LE Set Advertising Data).
+    package func advertise(from peer: BluetoothAddress, encodedData data: [UInt8], rssi: Int8 = -60) {
         let report: [UInt8] = [0x01, 0x00, 0x01] + peer.littleEndianBytes + [UInt8(data.count)] + data + [UInt8(bitPattern: rssi)]
         inject([0x04, 0x3E, UInt8(report.count + 1), 0x02] + report)
     }

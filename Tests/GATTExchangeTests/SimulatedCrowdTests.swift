@@ -1,0 +1,133 @@
+import Foundation
+import IDRotation
+import Synchronization
+import Testing
+import TestTiers
+@testable import BLEHost
+import BLEHostTestSupport
+@testable import GATTExchange
+
+/// A crowd of nodes on `SimulatedAir` and one `ManualHostClock`: the exchange as `ExchangeSession`
+/// wires it (host, GATT server, id rotation from the node's store, encounter log), minutes of duty
+/// cycle and id windows in a few seconds. The same crowds on emulated radios are in `CrowdTests`.
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
+struct SimulatedCrowdTests {
+    /// Ids rotate every two minutes; the wall clock starts one second into a window.
+    static let rotationInterval: Int64 = 120
+    static let wallStart: UnixSeconds = 1_800_000_000 + 1
+
+    /// One node's parts, as `ExchangeSession.run` puts them together, on the manual clock.
+    struct Node {
+        let link: SimulatedAir.Node
+        let directory: String
+        let store: NodeStore
+        let log: EncounterLog
+        let rotator: IDRotator
+        let host: LEHost
+        let exchange: ProximityExchange
+        let rotation: Task<Void, Never>
+
+        static func start(on air: SimulatedAir, clock: ManualHostClock, configuration: ExchangeConfiguration) async throws -> Node {
+            let link = air.addNode()
+            let directory = NSTemporaryDirectory() + "tracer-simcrowd-" + UUID().uuidString
+            let store = try NodeStore.open(StoreLocation(path: directory + "/node.db", source: .flag, ownsDirectory: true))
+            let log = EncounterLog(store: store)
+            let rotator = IDRotator(
+                schedule: try RotationSchedule(intervalSeconds: rotationInterval), history: store,
+                clock: clock.wallClock(startingAt: wallStart))
+            let identity = AdvertisedIdentity()
+            let (writes, writesContinuation) = AsyncStream.makeStream(of: PeerWriteEvent.self, bufferingPolicy: .bufferingNewest(256))
+            let host = try await LEHost.open(
+                transport: link, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writesContinuation),
+                configuration: configuration.radio, clock: clock)
+            let exchange = ProximityExchange(
+                host: host, identity: identity, peerWrites: writes, sink: log, configuration: configuration,
+                wallClock: rotator.clock, controllerTxPower: await host.readAdvertisingTxPower())
+            await exchange.rotate(to: try await rotator.currentID())
+            try await exchange.start()
+            let rotation = Task<Void, Never> {
+                // Ends only by cancellation, as in `ExchangeSession.run`.
+                _ = try? await rotator.run { rotation in await exchange.rotate(to: rotation.current) }
+            }
+            return Node(link: link, directory: directory, store: store, log: log, rotator: rotator, host: host,
+                        exchange: exchange, rotation: rotation)
+        }
+
+        /// The peers logged in our id window starting at `windowStart`.
+        func peersMet(inWindowStarting windowStart: UnixSeconds) async throws -> Set<UserID> {
+            try await log.flush()
+            return Set(try store.encounters().filter { $0.ownWindowStart == windowStart }.map(\.peer))
+        }
+
+        func stop() async {
+            rotation.cancel()
+            await rotation.value
+            await exchange.stop()
+            await host.close()
+            try? await log.flush()
+            try? FileManager.default.removeItem(atPath: directory)
+        }
+    }
+
+    /// Moves the clock in 100 ms steps to `offset` from its start, the air carrying one advertising
+    /// event of each node per step, and lets the tasks woken by each step run before the next.
+    /// Every simulated 5 s, stops early once `done` holds.
+    static func run(_ clock: ManualHostClock, _ air: SimulatedAir, to offset: Duration,
+                    until done: () async throws -> Bool = { false }) async throws -> Bool {
+        var steps = 0
+        while clock.elapsed < offset {
+            clock.advance(by: .milliseconds(100))
+            air.step()
+            try await Task.sleep(for: .milliseconds(2))
+            steps += 1
+            if steps % 50 == 0, try await done() { return true }
+        }
+        return try await done()
+    }
+
+    /// Which pairs have not logged each other in the current window, as "i→j" (i did not log j).
+    static func missingPairs(_ nodes: [Node]) async throws -> [String] {
+        let ids = try await nodes.asyncMap { try await $0.rotator.currentID() }
+        var missing: [String] = []
+        for (index, node) in nodes.enumerated() {
+            let met = try await node.peersMet(inWindowStarting: ids[index].window.start)
+            for (other, id) in ids.enumerated() where other != index && !met.contains(id.id) {
+                missing.append("\(index)→\(other)")
+            }
+        }
+        return missing
+    }
+
+    /// Six nodes on the default duty cycle's shape (10 s bursts, here 20 s pauses): every pair logs
+    /// each other within a minute and a half of their first window, and again with the next ids,
+    /// in the window after the rotation.
+    @Test func everyPairMeetsInEveryWindow() async throws {
+        let clock = ManualHostClock()
+        let air = SimulatedAir()
+        var configuration = ExchangeConfiguration()
+        configuration.scanOnTime = .seconds(10)
+        configuration.scanOffTime = .seconds(20)
+        var nodes: [Node] = []
+        for _ in 0..<6 { nodes.append(try await Node.start(on: air, clock: clock, configuration: configuration)) }
+        let wallStarted = ContinuousClock.now
+
+        let firstIDs = try await nodes.asyncMap { try await $0.rotator.currentID() }
+        #expect(Set(firstIDs.map(\.id)).count == nodes.count)
+        let metInFirstWindow = try await Self.run(clock, air, to: .seconds(90)) { try await Self.missingPairs(nodes).isEmpty }
+        let missedFirst = try await Self.missingPairs(nodes)
+        #expect(metInFirstWindow, "pairs not logged in the first window: \(missedFirst.joined(separator: ", "))")
+        let firstMet = clock.elapsed
+
+        // The window ends 119 s in; every node rotates, then meets everyone again under the new ids.
+        _ = try await Self.run(clock, air, to: .seconds(121))
+        let secondIDs = try await nodes.asyncMap { try await $0.rotator.currentID() }
+        #expect(zip(firstIDs, secondIDs).allSatisfy { $0.id != $1.id && $1.window.start == $0.window.end }, "not every node rotated")
+        let metInSecondWindow = try await Self.run(clock, air, to: .seconds(121 + 90)) { try await Self.missingPairs(nodes).isEmpty }
+        let missedSecond = try await Self.missingPairs(nodes)
+        #expect(metInSecondWindow, "pairs not logged after the rotation: \(missedSecond.joined(separator: ", "))")
+
+        print("simulated crowd of \(nodes.count): everyone met by \(firstMet), and again by \(clock.elapsed) (window 2 began at 119 s); "
+              + "\(air.linksFormed) links; \(ContinuousClock.now - wallStarted) of real time")
+        for node in nodes { await node.stop() }
+    }
+}
