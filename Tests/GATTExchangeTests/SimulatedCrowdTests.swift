@@ -53,10 +53,11 @@ struct SimulatedCrowdTests {
                         exchange: exchange, rotation: rotation)
         }
 
-        /// The peers logged in our id window starting at `windowStart`.
-        func peersMet(inWindowStarting windowStart: UnixSeconds) async throws -> Set<UserID> {
+        /// The peers logged in our id window starting at `windowStart`, and how we learned each.
+        func peersMet(inWindowStarting windowStart: UnixSeconds) async throws -> [UserID: LearnedBy] {
             try await log.flush()
-            return Set(try store.encounters().filter { $0.ownWindowStart == windowStart }.map(\.peer))
+            let encounters = try store.encounters().filter { $0.ownWindowStart == windowStart }
+            return Dictionary(encounters.map { ($0.peer, $0.learnedBy) }, uniquingKeysWith: { $0.union($1) })
         }
 
         func stop() async {
@@ -91,8 +92,27 @@ struct SimulatedCrowdTests {
         var missing: [String] = []
         for (index, node) in nodes.enumerated() {
             let met = try await node.peersMet(inWindowStarting: ids[index].window.start)
-            for (other, id) in ids.enumerated() where other != index && !met.contains(id.id) {
+            for (other, id) in ids.enumerated() where other != index && met[id.id] == nil {
                 missing.append("\(index)→\(other)")
+            }
+        }
+        return missing
+    }
+
+    /// Reads without the write that goes with them, as "i→j" (i read j's id over a link, and j did not
+    /// log i as written): the central writes its id on every link on which it reads, and a peer
+    /// logs that write. Seeing each other's advertising later logs a peer too, so only this shows
+    /// that writes arrive.
+    static func readsWithoutWrites(_ nodes: [Node]) async throws -> [String] {
+        let ids = try await nodes.asyncMap { try await $0.rotator.currentID() }
+        var met: [[UserID: LearnedBy]] = []
+        for (node, id) in zip(nodes, ids) { met.append(try await node.peersMet(inWindowStarting: id.window.start)) }
+        var missing: [String] = []
+        for (reader, readerMet) in met.enumerated() {
+            for (peer, peerID) in ids.enumerated() where peer != reader {
+                if readerMet[peerID.id]?.contains(.read) == true, met[peer][ids[reader].id]?.contains(.written) != true {
+                    missing.append("\(reader)→\(peer)")
+                }
             }
         }
         return missing
@@ -100,7 +120,7 @@ struct SimulatedCrowdTests {
 
     /// Six nodes on the default duty cycle's shape (10 s bursts, here 20 s pauses): every pair logs
     /// each other within a minute and a half of their first window, and again with the next ids,
-    /// in the window after the rotation.
+    /// in the window after the rotation; every id read over a link went with a write the other way.
     @Test func everyPairMeetsInEveryWindow() async throws {
         let clock = ManualHostClock()
         let air = SimulatedAir()
@@ -117,6 +137,10 @@ struct SimulatedCrowdTests {
         let missedFirst = try await Self.missingPairs(nodes)
         #expect(metInFirstWindow, "pairs not logged in the first window: \(missedFirst.joined(separator: ", "))")
         let firstMet = clock.elapsed
+        // A moment for the writes of the last links to be logged.
+        _ = try await Self.run(clock, air, to: firstMet + .seconds(1))
+        let unwrittenFirst = try await Self.readsWithoutWrites(nodes)
+        #expect(unwrittenFirst.isEmpty, "ids read with no write logged at the peer: \(unwrittenFirst.joined(separator: ", "))")
 
         // The window ends 119 s in; every node rotates, then meets everyone again under the new ids.
         _ = try await Self.run(clock, air, to: .seconds(121))
@@ -125,8 +149,12 @@ struct SimulatedCrowdTests {
         let metInSecondWindow = try await Self.run(clock, air, to: .seconds(121 + 90)) { try await Self.missingPairs(nodes).isEmpty }
         let missedSecond = try await Self.missingPairs(nodes)
         #expect(metInSecondWindow, "pairs not logged after the rotation: \(missedSecond.joined(separator: ", "))")
+        let secondMet = clock.elapsed
+        _ = try await Self.run(clock, air, to: secondMet + .seconds(1))
+        let unwrittenSecond = try await Self.readsWithoutWrites(nodes)
+        #expect(unwrittenSecond.isEmpty, "ids read with no write logged at the peer after the rotation: \(unwrittenSecond.joined(separator: ", "))")
 
-        print("simulated crowd of \(nodes.count): everyone met by \(firstMet), and again by \(clock.elapsed) (window 2 began at 119 s); "
+        print("simulated crowd of \(nodes.count): everyone met by \(firstMet), and again by \(secondMet) (window 2 began at 119 s); "
               + "\(air.linksFormed) links; \(ContinuousClock.now - wallStarted) of real time")
         for node in nodes { await node.stop() }
     }
