@@ -264,8 +264,10 @@ struct Status: AsyncParsableCommand {
     @OptionGroup var location: LocationOptions
 
     func run() async throws {
-        // Without a readable configuration, the data directory's SQLite file.
-        let store = try await location.openStore(configuration: try? location.loadConfiguration())
+        // Without a configuration file, the data directory's SQLite file; a configuration that
+        // does not read is an error, so that a PostgreSQL server's status never shows an empty SQLite store.
+        let configuration = try location.loadConfigurationIfPresent()
+        let store = try await location.openStore(configuration: configuration)
         let summary = try await store.summary(now: SystemWallClock().now())
         print("Data directory:    \(location.paths.dataDirectory)")
         print("Published files:   \(location.paths.published.path)")
@@ -281,7 +283,7 @@ struct Status: AsyncParsableCommand {
         print("Stored keys:       \(summary.storedKeys)")
         print("Waiting keys:      \(summary.unpublishedKeys)")
         print("Live key batches:  \(summary.liveKeyBatches)")
-        if let configuration = try? location.loadConfiguration() {
+        if let configuration {
             let accepts = configuration.acceptUploads
             let kinds = accepts == .both ? "ids and keys" : accepts == .keys ? "keys only" : "ids only"
             print("Accepted uploads:  \(kinds) (acceptUploads; published in keys/index.tpki)")

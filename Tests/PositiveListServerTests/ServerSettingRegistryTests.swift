@@ -90,7 +90,7 @@ import TestTiers
             let fromEnvironment = try report(overrides: ServerSettingOverrides(environment: [variable: try Self.typed(json)], flags: [:]))
             #expect(fromEnvironment.rows.first { $0.key == key } == .init(key: key, value: expected, source: "env \(variable)"))
             let flag = try #require(definition.flag)
-            let (flags, rest) = try ServerSettingFlags.split(["serve", flag, try Self.typed(json)])
+            let (flags, rest) = try ServerSettingFlags.split(["serve", "\(flag)=\(try Self.typed(json))"])
             #expect(rest == ["serve"])
             let fromFlag = try report(overrides: ServerSettingOverrides(environment: [:], flags: flags))
             #expect(fromFlag.rows.first { $0.key == key } == .init(key: key, value: expected, source: "flag \(flag)"))
@@ -135,7 +135,10 @@ import TestTiers
             ["serve", "--bind", "127.0.0.1:8080", "--trust-forwarded-for", "--trusted-proxies", "10.0.0.1,10.0.0.2", "--", "--retention-days", "3"])
         #expect(split.settings == ["trustForwardedFor": "true", "trustedProxies": "10.0.0.1,10.0.0.2"])
         #expect(split.rest == ["serve", "--bind", "127.0.0.1:8080", "--", "--retention-days", "3"])
-        #expect(try ServerSettingFlags.split(["--trust-forwarded-for", "false", "status"]).settings == ["trustForwardedFor": "false"])
+        #expect(try ServerSettingFlags.split(["--trust-forwarded-for=false", "status"]).settings == ["trustForwardedFor": "false"])
+        // A switch never takes the next word: it may be a subcommand's argument.
+        let account = try ServerSettingFlags.split(["console", "add-account", "--trust-forwarded-for", "on"])
+        #expect(account.settings == ["trustForwardedFor": "true"] && account.rest == ["console", "add-account", "on"])
         #expect(throws: ServerSettingFlags.MissingValue(flag: "--retention-days")) { try ServerSettingFlags.split(["serve", "--retention-days"]) }
         #expect(throws: ServerSettingFlags.MissingValue(flag: "--retention-days")) { try ServerSettingFlags.split(["--retention-days", "--bind", "x"]) }
         // The file-only settings have no flag: a database URL could hold a password.
@@ -248,9 +251,50 @@ import TestTiers
         #expect(badFlag.exitCode == 1 && badFlag.stderr.contains("--retention-days is invalid: retentionDays must be between 1 and 28"), "\(badFlag)")
         let badVariable = try ServerCLI.run(["publish"], fixture: fixture, environment: ["TRACER_SERVER_RETENTION_DAYS": "0"])
         #expect(badVariable.exitCode == 1 && badVariable.stderr.contains("fix or unset TRACER_SERVER_RETENTION_DAYS"), "\(badVariable)")
+        // status reads the configuration too: a bad variable is reported, not a fallback to the SQLite file.
+        let badStatus = try ServerCLI.run(["status"], fixture: fixture, environment: ["TRACER_SERVER_RETENTION_DAYS": "30"])
+        #expect(badStatus.exitCode == 1 && badStatus.stderr.contains("TRACER_SERVER_RETENTION_DAYS"), "\(badStatus)")
         let missing = try ServerCLI.run(["config", "--retention-days"], fixture: fixture)
         #expect(missing.exitCode == 2 && missing.stderr.contains("--retention-days needs a value"), "\(missing)")
         let help = try ServerCLI.run(["config", "--help"], fixture: fixture)
         #expect(help.stdout.contains("TRACER_SERVER_RETENTION_DAYS") && help.stdout.contains("--retention-days"), "\(help)")
+    }
+
+    /// Setting flags are taken out of the command line before a subcommand parses its own: a
+    /// subcommand option of the same name would never reach it.
+    @Test func noSubcommandOptionSharesANameWithASettingFlag() throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        func listed(_ section: String, in help: String) -> [String] {
+            var inSection = false
+            var found: [String] = []
+            for line in help.split(separator: "\n", omittingEmptySubsequences: false) {
+                if line.hasSuffix(":"), !line.hasPrefix(" ") { inSection = line == "\(section):"; continue }
+                guard inSection, line.hasPrefix("  "), !line.hasPrefix("    ") else { continue }
+                let words = line.split(separator: " ").map(String.init)
+                if section == "SUBCOMMANDS" {
+                    // A name is lower-case letters and dashes ("See 'tracer-server help ...'" is not one).
+                    if let name = words.first, name.allSatisfy({ $0.isLowercase || $0 == "-" }), name != "help" { found.append(name) }
+                } else {
+                    found += words.prefix(3).filter { $0.hasPrefix("--") }.map { $0.trimmingCharacters(in: CharacterSet(charactersIn: ",")) }
+                }
+            }
+            return found
+        }
+        var commands: [[String]] = [[]]
+        var options: [String: [String]] = [:]
+        while let command = commands.popLast(), options.count < 100 {
+            let help = try ServerCLI.run(command + ["--help"], fixture: fixture)
+            #expect(help.exitCode == 0, "\(help)")
+            let name = command.joined(separator: " ")
+            guard options[name] == nil else { continue }
+            options[name] = listed("OPTIONS", in: help.stdout)
+            commands += listed("SUBCOMMANDS", in: help.stdout).map { command + [$0] }
+        }
+        #expect(options.count > 10, "the subcommands were not found in the help: \(options.keys.sorted())")
+        let settingFlags = Set(ServerSettingRegistry.all.compactMap(\.flag))
+        for (command, names) in options {
+            #expect(Set(names).isDisjoint(with: settingFlags), "tracer-server \(command) has an option named like a setting flag: \(names)")
+        }
     }
 }

@@ -45,7 +45,7 @@ public struct ServerSettingOverrides: Sendable, Equatable {
             guard let json = form.json(given.text) else {
                 throw .invalidOverride(
                     key: definition.key, source: given.source,
-                    detail: "\(definition.key) must be \(form.expected), got \"\(given.text.prefix(60))\"")
+                    detail: "\(definition.key) must be \(form.expected), got \(String(given.text.prefix(60)).quotedForMessage)")
             }
             fields[definition.key] = json
         }
@@ -82,13 +82,9 @@ public enum ServerSettingFlags {
             if let inlineValue = flag.inlineValue {
                 settings[definition.key] = inlineValue
             } else if definition.textForm == .boolean {
-                // A switch: present means true, unless a true/false word follows.
-                if index < arguments.count, SettingText.boolean(arguments[index]) != nil {
-                    settings[definition.key] = arguments[index]
-                    index += 1
-                } else {
-                    settings[definition.key] = "true"
-                }
+                // A switch (false only as --name=false): a following word may be a subcommand's
+                // argument (an account named "on"), so it is never taken as the value.
+                settings[definition.key] = "true"
             } else if index < arguments.count, !arguments[index].hasPrefix("--") {
                 settings[definition.key] = arguments[index]
                 index += 1
