@@ -68,6 +68,8 @@ import BLEHostTestSupport
         #expect(try ControllerQuirkChoice(settingNames: "").applied(to: table) == table)
         #expect(throws: UnknownControllerQuirk(name: "floods")) { try ControllerQuirkChoice(settingNames: "-floods") }
         #expect(throws: UnknownControllerQuirk(name: "nothing")) { try ControllerQuirkChoice(settingNames: "nothing") }
+        #expect(throws: UnknownControllerQuirk(name: "-")) { try ControllerQuirkChoice(settingNames: "-") }
+        #expect(throws: UnknownControllerQuirk(name: "-none")) { try ControllerQuirkChoice(settingNames: "-none") }
         #expect(UnknownControllerQuirk(name: "x").description.contains("\"none\""), "the error says how to turn quirks off")
     }
 

@@ -115,7 +115,10 @@ public struct ControllerQuirkChoice: Sendable, Hashable {
             if name == Self.noneName {
                 removed = ControllerQuirks(rawValue: ~0)
             } else if name.hasPrefix("-") {
-                removed.formUnion(try ControllerQuirks(settingNames: String(name.dropFirst())))
+                // "-" alone or "-none" names no quirk: refused rather than read as nothing.
+                let turnedOff = String(name.dropFirst())
+                guard !turnedOff.isEmpty, turnedOff != Self.noneName else { throw UnknownControllerQuirk(name: name) }
+                removed.formUnion(try ControllerQuirks(settingNames: turnedOff))
             } else {
                 added.formUnion(try ControllerQuirks(settingNames: name))
             }
