@@ -171,7 +171,8 @@ import BLEHostTestSupport
         await hci.configureACLBuffers(ACLBufferSize(packetLength: 27, packetCount: 2))
         let fragments = (0..<3).map { ACLDataPacket(connectionHandle: 1, packetBoundary: $0 == 0 ? .firstNonFlushable : .continuing, data: [UInt8($0)]) }
         let sending = Task { try await hci.sendACL(fragments) }
-        #expect(await eventually { await hci.queuedACLPackets == 1 }, "the third fragment must wait for a completed packet")
+        // Once the sender is idle with a packet queued, nothing more can go out without an event.
+        #expect(await eventually { await hci.aclSenderIsIdleWith(queued: 1) }, "the third fragment must wait for a completed packet")
         #expect(transport.sentACL.count == 2, "the third fragment must wait for a completed packet")
         #expect(await hci.availableACLCredits == 0)
 
@@ -193,7 +194,7 @@ import BLEHostTestSupport
         let queued = Task {
             try await hci.sendACL([ACLDataPacket(connectionHandle: 1, packetBoundary: .firstNonFlushable, data: [2])])
         }
-        #expect(await eventually { await hci.queuedACLPackets == 1 }, "the second packet did not wait for the credit")
+        #expect(await eventually { await hci.aclSenderIsIdleWith(queued: 1) }, "the second packet did not wait for the credit")
         #expect(await hci.availableACLCredits == 0)
         transport.inject(Reference.disconnectionComplete)
         await #expect(throws: HCIError.connectionClosed(handle: 1)) { try await queued.value }
@@ -247,4 +248,9 @@ import BLEHostTestSupport
         #expect(kinds == ["opened 1", "data 1", "closed 1", "data 1"])
         await hci.close()
     }
+}
+
+extension HostControllerInterface {
+    /// One look at the actor: the sender has stopped with `queued` packets waiting for a credit.
+    fileprivate func aclSenderIsIdleWith(queued: Int) -> Bool { !isDrainingACL && queuedACLPackets == queued }
 }

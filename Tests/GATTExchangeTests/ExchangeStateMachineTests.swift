@@ -225,11 +225,12 @@ struct ExchangeStateMachineTests {
         }, "the new candidate was not announced")
         try await node.settle()
         let offered = await node.exchange.announcements
+        let handled = await node.exchange.tracerSightingsHandled
         for _ in 0..<10 {
             node.controller.advertise(from: peer)
-            try await Task.sleep(for: .milliseconds(20))
         }
-        try await node.settle()
+        // Wait for the exchange to have handled all ten, so the check below tests something.
+        #expect(await eventually { await node.exchange.tracerSightingsHandled >= handled + 10 }, "the refreshes never reached the exchange")
         #expect(await node.exchange.announcements == offered, "a peer heard again was announced")
         // Its turn still comes, on the clock.
         node.clock.advance(by: .seconds(5))

@@ -16,7 +16,8 @@ public func eventually(
     let deadline = ContinuousClock.now + timeout
     while ContinuousClock.now < deadline {
         if try await condition() { return true }
-        try? await Task.sleep(for: interval)
+        // Cancelled (a test's time limit): stop polling instead of spinning until the deadline.
+        do { try await Task.sleep(for: interval) } catch { break }
     }
     return try await condition()
 }

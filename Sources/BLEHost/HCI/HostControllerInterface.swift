@@ -330,6 +330,9 @@ public actor HostControllerInterface {
     /// instead of sleeping and then checking that nothing was sent.
     var commandsWaitingForCredit: Int { creditWaiters.count }
     var queuedACLPackets: Int { aclQueue.count }
+    /// True while packets are being handed to the transport; once false, nothing more goes out
+    /// until a credit returns or a packet is queued, so a test can check what was sent.
+    var isDrainingACL: Bool { isPumpingACL }
 
     /// Queues ACL packets (the fragments of one L2CAP frame) to be sent in order as controller buffers free up,
     /// and returns once the last one has been handed to the transport. Fragments of different calls never interleave.

@@ -80,6 +80,9 @@ public actor ProximityExchange {
     private let changes = StateChanges()
     /// How many changes have been announced, for tests.
     var announcements: UInt64 { changes.generation }
+    /// How many Tracer advertisements have been handled, for tests: the positive event a test
+    /// awaits before checking that handling them announced nothing.
+    private(set) var tracerSightingsHandled = 0
     /// Where the scanner is in its burst (see the type's comment).
     enum ScanState: Equatable {
         /// A pause, a rotation, or the scanner starting: no attempt starts.
@@ -345,6 +348,7 @@ public actor ProximityExchange {
 
     private func heard(_ sighting: AdvertisementSighting) async {
         guard sighting.isConnectable, TracerService.isAdvertised(in: sighting.data) else { return }
+        defer { tracerSightingsHandled += 1 }
         let now = clock.now
         let rssi: Int8? = sighting.rssi == 127 ? nil : sighting.rssi
         let txPower = sighting.data.txPowerLevel
