@@ -30,6 +30,8 @@ import TracerTestSupport
     }
 
     @Test func theDocumentedServerBlockServesTheConsoleOverHTTPS() async throws {
+        try RequiredTool.openssl.require()
+        try RequiredTool.curl.require()
         let server = try await ConsoleServerProcess(settings: #""trustForwardedFor": true"#)
         defer { server.stop() }
         let prefix = NSTemporaryDirectory() + "/tracer-console-nginx-" + UUID().uuidString

@@ -38,16 +38,23 @@ public struct ProcessResult: Sendable, CustomStringConvertible {
         process.standardOutput = out
         process.standardError = err
         process.standardInput = inputPipe ?? FileHandle.nullDevice
+        _ = ignoringBrokenPipes
         try process.run()
+        let group = DispatchGroup()
         if let input, let inputPipe {
-            inputPipe.fileHandleForWriting.write(Data(input.utf8))
-            try inputPipe.fileHandleForWriting.close()
+            // Written on another thread too: a child that writes before it reads would otherwise
+            // wait on a full output pipe while this thread waits on its full input pipe. A child
+            // that exits without reading gets an error here, not a SIGPIPE that kills the tests.
+            let inputHandle = inputPipe.fileHandleForWriting
+            DispatchQueue.global().async(group: group) {
+                try? inputHandle.write(contentsOf: Data(input.utf8))
+                try? inputHandle.close()
+            }
         }
         // Standard error is read on another thread while this one reads standard output: a
         // child that fills the pipe nobody reads would block for ever.
         let errors = CollectedData()
         let errorHandle = err.fileHandleForReading
-        let group = DispatchGroup()
         DispatchQueue.global().async(group: group) { errors.data.withLock { $0 = errorHandle.readDataToEndOfFile() } }
         let stdout = out.fileHandleForReading.readDataToEndOfFile()
         group.wait()
@@ -71,3 +78,6 @@ public struct ProcessResult: Sendable, CustomStringConvertible {
 private final class CollectedData: Sendable {
     let data = Mutex(Data())
 }
+
+/// A write to a pipe whose reader has gone fails with EPIPE instead of killing the test process.
+private let ignoringBrokenPipes: Void = { signal(SIGPIPE, SIG_IGN) }()

@@ -101,8 +101,9 @@ public protocol PublicationLock: Sendable {
 
 extension ServerStore: SubmissionStore {
     public func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool {
-        // Entries read from another back end carry no watermark: nothing to check them against.
-        guard let watermark = pending.sqliteWatermark else { return false }
+        // Only this store's pendingEntries make entries with a watermark; any other is a programming
+        // error, which must not read as "another publisher was first".
+        guard let watermark = pending.sqliteWatermark else { preconditionFailure("PendingEntries not read from this SQLite store") }
         return try await recordBatch(batch, expectedWatermark: watermark, quarantining: pending.damagedSubmissions)
     }
 
