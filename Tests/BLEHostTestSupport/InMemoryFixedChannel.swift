@@ -37,6 +37,9 @@ package final class InMemoryFixedChannel: L2CAPFixedChannel {
 package actor RawATTPeer {
     package let channel: InMemoryFixedChannel
     private var received: [[UInt8]] = []
+    // The caller of `next` waiting for a PDU, woken by the PDU or by its timeout, whichever comes first.
+    private var waiter: (id: UInt64, continuation: CheckedContinuation<[UInt8]?, Never>)?
+    private var waiterCount: UInt64 = 0
 
     private init(channel: InMemoryFixedChannel) { self.channel = channel }
 
@@ -48,18 +51,34 @@ package actor RawATTPeer {
         return peer
     }
 
-    private func store(_ payload: [UInt8]) { received.append(payload) }
+    private func store(_ payload: [UInt8]) {
+        if let waiter {
+            self.waiter = nil
+            waiter.continuation.resume(returning: payload)
+        } else {
+            received.append(payload)
+        }
+    }
+
+    private func expire(_ id: UInt64) {
+        guard let waiter, waiter.id == id else { return }
+        self.waiter = nil
+        waiter.continuation.resume(returning: nil)
+    }
 
     package func send(_ bytes: [UInt8]) async throws { try await channel.send(bytes) }
 
-    /// The next PDU the bearer sent, or nil if none came within `timeout`.
+    /// The next PDU the bearer sent, as soon as it comes, or nil if none came within `timeout`.
     package func next(timeout: Duration = .seconds(2)) async -> [UInt8]? {
-        let deadline = ContinuousClock.now + timeout
-        while received.isEmpty {
-            guard ContinuousClock.now < deadline else { return nil }
-            try? await Task.sleep(for: .milliseconds(1))
+        if !received.isEmpty { return received.removeFirst() }
+        waiterCount += 1
+        let id = waiterCount
+        let expiry = Task { [weak self] in
+            guard (try? await Task.sleep(for: timeout)) != nil else { return }
+            await self?.expire(id)
         }
-        return received.removeFirst()
+        defer { expiry.cancel() }
+        return await withCheckedContinuation { waiter = (id, $0) }
     }
 
     /// Sends `request` and returns the single PDU that answers it.

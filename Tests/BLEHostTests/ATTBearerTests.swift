@@ -39,8 +39,10 @@ struct ATTBearerTests {
         let first = Task { try await bearer.request(.readRequest(ATTReadRequest(handle: 1))) }
         let second = Task { try await bearer.request(.readRequest(ATTReadRequest(handle: 2))) }
         let request1 = try #require(await peer.next())
-        // The second request waits until the first is answered.
-        #expect(await peer.next(timeout: .milliseconds(100)) == nil)
+        // The second request waits until the first is answered: it reaches the bearer and is
+        // held there, and nothing but the first has gone out.
+        #expect(await eventually { await bearer.requestsWaitingTheirTurn == 1 }, "the second request was never held")
+        #expect(await peer.pendingCount == 0, "a second request went out before the first was answered")
         try await peer.send([0x0B, request1[1]])
         let request2 = try #require(await peer.next())
         try await peer.send([0x0B, request2[1]])

@@ -13,12 +13,22 @@ import BLEHostTestSupport
 struct ScriptedControllerTests {
     static let peerA = BluetoothAddress(string: "3A:00:00:00:00:0A")!
     static let peerB = BluetoothAddress(string: "3B:00:00:00:00:0B")!
+    static let peerC = BluetoothAddress(string: "3C:00:00:00:00:0C")!
 
     static func openHost(_ controller: ScriptedController) async throws -> LEHost {
         var configuration = LEHost.Configuration()
         configuration.cancelGrace = .milliseconds(500)
         return try await LEHost.open(
             transport: controller, databaseForLink: { _ in try GATTDatabase(services: []) }, configuration: configuration)
+    }
+
+    /// The host on a clock the test moves, for checks that something did not happen by a time.
+    static func openHost(_ controller: ScriptedController, clock: ManualHostClock) async throws -> LEHost {
+        var configuration = LEHost.Configuration()
+        configuration.cancelGrace = .milliseconds(500)
+        return try await LEHost.open(
+            transport: controller, databaseForLink: { _ in try GATTDatabase(services: []) },
+            configuration: configuration, clock: clock)
     }
 
     /// Issue 12, steps 1-3: an attempt times out and is cancelled while a second waits. The
@@ -34,8 +44,11 @@ struct ScriptedControllerTests {
 
         await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .milliseconds(150))) { try await first.value }
         #expect(await eventually { controller.initiatingPeer == Self.peerB })
-        // Long enough for the 0x02 to arrive while the second attempt is under way, if it started too early.
-        try await Task.sleep(for: .milliseconds(100))
+        // The 0x02 sent (the controller sends it after the cancel's answer, on its own time): a
+        // second attempt started too early would now stand before it.
+        #expect(await eventually { controller.state.withLock { $0.attemptTimeline }.contains("ended 0x2") })
+        #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peerA)", "cancel", "ended 0x2", "create \(Self.peerB)"],
+                "the second attempt must start only after the first one's end")
         controller.connectInitiatedConnection(handle: 0x0041)
         let connection = try await second.value
         #expect(connection.peerAddress == Self.peerB)
@@ -67,19 +80,24 @@ struct ScriptedControllerTests {
     /// connection following ends the attempt there and then, with a reason that says so, not at
     /// the timeout.
     @Test func aPeerHeardAdvertisingWithoutAConnectionEndsTheAttemptEarly() async throws {
+        let clock = ManualHostClock()
         let controller = ScriptedController()
-        let host = try await Self.openHost(controller)
-        let started = ContinuousClock.now
+        let host = try await Self.openHost(controller, clock: clock)
         let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
-        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        try #require(await eventually { await host.attempt?.initiatingSince != nil })
+        clock.advance(by: .milliseconds(10))  // only a sighting after the attempt began counts
         controller.advertise(from: Self.peerB)
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(controller.initiatingPeer == Self.peerA, "another peer's advertising is no sign")
         controller.advertise(from: Self.peerA)
+        // The peer's sighting arms the check; the other peer's report came before it on the same
+        // event stream, so it has been handled too, and must have counted for nothing.
+        try #require(await eventually { clock.pendingDeadlines.contains(.milliseconds(110)) }, "the peer's sighting armed no check")
+        #expect(await host.attempt?.peerSightings == 1, "another peer's advertising is no sign")
+        #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peerA)"])
+        clock.advance(by: .milliseconds(100))
         await #expect(throws: GAPError.peerAdvertisedWithoutConnecting(peer: Self.peerA, advertisements: 1)) {
             try await attempt.value
         }
-        #expect(ContinuousClock.now - started < .seconds(10), "the attempt ran to its timeout")
+        #expect(clock.elapsed == .milliseconds(110), "the attempt ran to its timeout")
         #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peerA)", "cancel", "ended 0x2"])
         await host.close()
     }
@@ -103,15 +121,20 @@ struct ScriptedControllerTests {
 
     /// A controller that connects at the peer's first advertisement is left alone.
     @Test func aPeerHeardOnceAndConnectedIsAnOrdinaryConnection() async throws {
+        let clock = ManualHostClock()
         let controller = ScriptedController()
-        let host = try await Self.openHost(controller)
+        let host = try await Self.openHost(controller, clock: clock)
         let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
-        #expect(await eventually { controller.initiatingPeer == Self.peerA })
+        try #require(await eventually { clock.pendingDeadlines.contains(.seconds(20)) }, "the attempt armed no timeout")
+        clock.advance(by: .milliseconds(10))
         controller.advertise(from: Self.peerA)
+        try #require(await eventually { clock.pendingDeadlines.contains(.milliseconds(110)) }, "the sighting armed no check")
         controller.connectInitiatedConnection(handle: 0x0045)
         #expect(try await attempt.value.handle == 0x0045)
-        try await Task.sleep(for: .milliseconds(300))
         #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peerA)"], "a cancel followed the link")
+        // Only the attempt's timers could send a cancel later; none may outlive it.
+        let left = clock.pendingDeadlines
+        #expect(!left.contains(.milliseconds(110)) && !left.contains(.seconds(20)), "the attempt left timers armed: \(left)")
         await host.close()
     }
 
@@ -201,7 +224,7 @@ struct ScriptedControllerTests {
             await host.disconnect(connection)
             _ = await connection.disconnected()
         }
-        try await Task.sleep(for: .milliseconds(200))
+        try await Self.settle(host, controller)
         #expect(Self.advertisingEnables(controller) == enablesBefore, "advertising enabled again after central links")
         #expect(controller.state.withLock { $0.advertising })
         await host.close()
@@ -220,7 +243,7 @@ struct ScriptedControllerTests {
         let connection = try #require(await host.connections.values.first)
         await host.disconnect(connection)
         _ = await connection.disconnected()
-        try await Task.sleep(for: .milliseconds(200))
+        try await Self.settle(host, controller)
         #expect(Self.advertisingEnables(controller) == enablesBefore + 1)
         await host.close()
     }
@@ -263,5 +286,19 @@ struct ScriptedControllerTests {
 
     static func advertisingEnables(_ controller: ScriptedController) -> Int {
         controller.state.withLock { $0.commands.filter { $0 == LESetAdvertisingEnable.opcode }.count }
+    }
+
+    /// Returns once the host has handled every link event so far and run every procedure they
+    /// asked for. A central link nobody asked for comes through the same ordered stream after
+    /// them, and the host closes it (a Disconnect the controller sees); an audit, submitted after
+    /// that, runs behind any procedure the earlier events queued. Not a sleep: a slow machine
+    /// makes it slower, never wrong.
+    static func settle(_ host: LEHost, _ controller: ScriptedController) async throws {
+        let disconnects = { controller.state.withLock { $0.commands.filter { $0 == Disconnect.opcode }.count } }
+        let before = disconnects()
+        controller.inject(ScriptedController.connectionComplete(
+            status: .success, handle: 0x0070, role: .central, peer: Self.peerC.littleEndianBytes))
+        try #require(await eventually { disconnects() > before }, "the host never closed the link nobody asked for")
+        _ = await host.audit()
     }
 }

@@ -84,7 +84,13 @@ extension TracerNodeTests {
             let node = try startNode(0, port: link.ports[0], scratch: scratch, extra: ["--config", config, "--rotation-interval", "5"])
             defer { node.killHard() }
             #expect(eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(200)) { Check.exists(scratch.file("node0.db-status.json")) })
-            usleep(6_000_000)  // at least one rotation, which logs at info level: not shown at warning
+            // Each id is logged at info level ("rotated id") right after it is stored, before the
+            // next one can be: once the store holds two, the first one's line would be in the log
+            // if info lines were shown. Waiting for that instead of a sleep keeps the check honest
+            // on a slow machine.
+            #expect(eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(200)) {
+                ((try? Check.openStore(scratch.file("node0.db")).ownIDs().count) ?? 0) >= 2
+            }, "no rotation within 20 s")
             #expect(!log(0, scratch).contains("rotated"))
 
             try "[log]\nlevel = \"warning\"\nbogus = 1\n".write(toFile: config, atomically: true, encoding: .utf8)

@@ -324,7 +324,15 @@ extension TracerNodeTests {
                 #expect(running == true, "tracer status does not see node \(name) as alive while it reconnects")
             }
             // The radio stays away for a while: the nodes keep failing to connect and back off.
-            Thread.sleep(forTimeInterval: 3)
+            // Three failed sessions each (the kill's, then after 1 s and 2 s of back-off) show it,
+            // where a sleep only hoped for it.
+            func sessionsEnded(_ node: LoggedProcess) -> Int {
+                node.lines.filter { $0.contains("controller session ended; reconnecting") }.count
+            }
+            let keptTrying = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(200)) {
+                sessionsEnded(a) >= 3 && sessionsEnded(b) >= 3
+            }
+            #expect(keptTrying, "the nodes did not keep trying: A \(sessionsEnded(a)) B \(sessionsEnded(b)) failed sessions")
             #expect(a.isRunning && b.isRunning, "a node exited when its controller went away: A \(a.lines.suffix(4)) B \(b.lines.suffix(4))")
             #expect(try states() == ["reconnecting", "reconnecting"])
 

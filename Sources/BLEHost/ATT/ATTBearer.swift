@@ -44,6 +44,9 @@ public actor ATTBearer {
     private let valueInbox: AsyncStream<[UInt8]>.Continuation
 
     private var slots: [Direction: TransactionSlot] = [:]
+    /// Requests queued behind the one under way: a test's sign that a request reached the bearer
+    /// and was held, not sent.
+    var requestsWaitingTheirTurn: Int { slots[.clientRequest]?.waiters.count ?? 0 }
     private var pending: [Direction: PendingTransaction] = [:]
     private var transactionCounter: UInt64 = 0
 
