@@ -34,7 +34,9 @@ struct ExchangeScriptedControllerTests {
         }
         controller.advertise(from: Self.peerA)
         #expect(await eventually { controller.state.withLock { $0.createConnections } == 1 && controller.initiatingPeer == Self.peerA })
-        #expect(controller.state.withLock { $0.advertising })
+        // The first attempt leaves advertising on (the host may still be finishing its start-up
+        // procedure when the attempt begins, so it is awaited rather than read once).
+        #expect(await eventually { controller.state.withLock { $0.advertising } })
         // Heard again and again during the attempt, as a peer advertising every 250 ms is: a single
         // advertisement could arrive before the host watches for it, and the test then hung on timing.
         #expect(await eventually {
