@@ -26,6 +26,10 @@ let package = Package(
         // The basics every part shares, with no SQLite and no libcurl: UserID, DailyKey, the UTC
         // day and time, the wall clock, one hex codec, one seeded generator. IDRotation re-exports it.
         .target(name: "TracerCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        // Settings as the node and the server share them: where a value came from (flag, environment,
+        // file, default) and its words, how typed text reads, the flag argument, the `config` table.
+        // Foundation only; each side keeps its own table of settings and its file reader.
+        .target(name: "Settings"),
         // Identity and the node's local record: userIds, their daily keys and rotation, and the SQLite store.
         .target(
             name: "IDRotation",
@@ -103,7 +107,7 @@ let package = Package(
             name: "PositiveListServer",
             dependencies: [
                 "IDRotation", "PositiveListFormat", "CLibPQ",
-                "ObjectStore", "TracerCore",
+                "ObjectStore", "TracerCore", "Settings",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // Scrypt, for the console's passwords.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -118,7 +122,7 @@ let package = Package(
             name: "TracerServer",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat", "CommandLineMain",
-                "ObjectStore",
+                "ObjectStore", "Settings",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -128,7 +132,7 @@ let package = Package(
             name: "TracerNode",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListFormat", "CommandLineMain", "Places",
-                "TracerCore",
+                "TracerCore", "Settings",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -153,7 +157,7 @@ let package = Package(
         // GATTExchangeTests: scripted controllers, in-memory channels, a manual clock, the reference
         // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost and TestTiers (and Testing,
         // for the virtual controllers' test descriptions), not a test target.
-        .target(name: "BLEHostTestSupport", dependencies: ["BLEHost", "TestTiers"], path: "Tests/BLEHostTestSupport"),
+        .target(name: "BLEHostTestSupport", dependencies: ["BLEHost", "TracerCore", "TestTiers"], path: "Tests/BLEHostTestSupport"),
         // The test tiers' tags (.unit, .integration, .endToEnd), seen by every test target.
         .target(name: "TestTiers", path: "Tests/TestTiers"),
         .executableTarget(
@@ -172,10 +176,11 @@ let package = Package(
         ),
 
         .testTarget(name: "TracerCoreTests", dependencies: ["TracerCore", "TestTiers"]),
+        .testTarget(name: "SettingsTests", dependencies: ["Settings", "TestTiers"]),
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TestTiers"]),
         // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
-        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport", "TestTiers"]),
+        .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport", "TracerCore", "TestTiers"]),
         .testTarget(
             name: "GATTExchangeTests",
             dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", "TestTiers", .product(name: "Logging", package: "swift-log")]

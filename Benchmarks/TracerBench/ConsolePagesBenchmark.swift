@@ -24,7 +24,7 @@ struct ConsolePagesBenchmark {
             {"authorities": [{"name": "Bench", "token": "bench-authority-token-0123456789"}],
              "console": {"enabled": true, "listen": "127.0.0.1:\(port)", "timeZone": "Europe/Berlin"}}
             """.utf8).write(to: URL(fileURLWithPath: data + "/config.json"))
-        _ = try runProcess(serverPath, ["keygen", "--data-dir", data])
+        _ = try ProcessResult.run(serverPath, ["keygen", "--data-dir", data])
         try addAccount(data: data)
         let server = Process()
         server.executableURL = URL(fileURLWithPath: serverPath)

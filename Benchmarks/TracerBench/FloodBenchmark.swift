@@ -128,9 +128,9 @@ struct FloodBenchmark {
         let descriptor = BlockingExchange.connect(port: port, from: "127.0.0.1")
         guard descriptor >= 0 else { return "no connection" }
         defer { close(descriptor) }
-        _ = BlockingExchange.send(descriptor, head + "Transfer-Encoding: chunked\r\n\r\n")
+        _ = LoopbackPort.send(head + "Transfer-Encoding: chunked\r\n\r\n", on: descriptor)
         let chunks = String(repeating: "1\r\na\r\n", count: count) + "0\r\n\r\n"
-        let sent = BlockingExchange.send(descriptor, chunks)
+        let sent = LoopbackPort.send(chunks, on: descriptor)
         let answer = BlockingExchange.readAll(descriptor, timeoutSeconds: 10)
         let status = answer.split(separator: "\r\n").first.map(String.init) ?? "no answer"
         return sent ? status : status + " (the server stopped reading)"
@@ -146,12 +146,7 @@ final class ServerUnderTest {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         try "{\"authorities\": [{\"name\": \"Bench\", \"token\": \"\(FloodBenchmark.token)\"}], \"failedAttemptsPerMinute\": 1000}"
             .write(toFile: directory + "/config.json", atomically: true, encoding: .utf8)
-        let keygen = Process()
-        keygen.executableURL = URL(fileURLWithPath: serverPath)
-        keygen.arguments = ["keygen", "--data-dir", directory]
-        keygen.standardOutput = FileHandle.nullDevice
-        try keygen.run()
-        keygen.waitUntilExit()
+        try ProcessResult.run(serverPath, ["keygen", "--data-dir", directory]).succeeded("tracer-server keygen")
         port = try LoopbackPort.free()
         process = Process()
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
@@ -299,17 +294,6 @@ enum BlockingExchange {
         return descriptor
     }
 
-    static func send(_ descriptor: Int32, _ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        var sent = 0
-        while sent < bytes.count {
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return false }
-            sent += count
-        }
-        return true
-    }
-
     /// What arrives until the server closes, or nothing more comes for `timeoutSeconds`.
     static func readAll(_ descriptor: Int32, timeoutSeconds: Int) -> String {
         var received: [UInt8] = []
@@ -328,7 +312,7 @@ enum BlockingExchange {
         let descriptor = connect(port: port, from: "127.0.0.1")
         guard descriptor >= 0 else { return 0 }
         defer { close(descriptor) }
-        guard send(descriptor, request) else { return 0 }
+        guard LoopbackPort.send(request, on: descriptor) else { return 0 }
         var received: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 4_096)
         while !received.contains(10) {

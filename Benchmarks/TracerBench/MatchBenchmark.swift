@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import Matching
 import PositiveListFormat
+import TracerTestSupport
 
 /// Matching figures for BENCHMARKS.md (issue 6): a signed positive list of `listedIDCount` ids
 /// matched against a node database of `encounterCount` encounters, by our matcher in-process, by
@@ -265,7 +266,7 @@ struct MatchBenchmark {
         if let configured = ProcessInfo.processInfo.environment["TRACER_BENCH_PYTHON"] { return configured }
         // The interpreter itself, not a version manager's shim script, so that its start-up time
         // and memory are Python's.
-        let path = try runProcess("/usr/bin/env", ["python3", "-c", "import sys; print(sys.executable)"])
+        let path = try ProcessResult.run("/usr/bin/env", ["python3", "-c", "import sys; print(sys.executable)"]).output
             .trimmingCharacters(in: .whitespacesAndNewlines)
         guard path.hasPrefix("/") else { throw BenchmarkFailure("python3 not found: \(path)") }
         return path

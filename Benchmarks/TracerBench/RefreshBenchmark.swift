@@ -210,18 +210,9 @@ struct RefreshBenchmark {
 
     /// The stdout of a process that must exit 0.
     static func output(_ executable: String, _ arguments: [String], environment: [String: String]? = nil) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        if let environment { process.environment = environment }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = FileHandle(forWritingAtPath: "/dev/null")
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else { throw BenchmarkError("\(executable) \(arguments.first ?? "") exited \(process.terminationStatus)") }
-        return String(decoding: data, as: UTF8.self)
+        let result = try ProcessResult.run(executable, arguments, environment: environment)
+        guard result.exitCode == 0 else { throw BenchmarkError("\(executable) \(arguments.first ?? "") exited \(result.exitCode)") }
+        return result.stdout
     }
 
     static func json(_ text: String) throws -> [String: Any] {

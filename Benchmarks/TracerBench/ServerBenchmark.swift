@@ -93,7 +93,7 @@ struct ServerBenchmark {
         let nginxTag = try entityTag(port: nginx.port, path: "/index.tpli")
         // wrk counts only 4xx and 5xx as errors, so check once that these requests get 304.
         for (port, tag) in [(serverPort, ourTag), (nginx.port, nginxTag)] {
-            let status = try runProcess("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "If-None-Match: \(tag)", "http://127.0.0.1:\(port)/index.tpli"])
+            let status = try ProcessResult.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "If-None-Match: \(tag)", "http://127.0.0.1:\(port)/index.tpli"]).output
             guard status == "304" else { throw BenchmarkFailure("revalidation on port \(port) answered \(status), not 304") }
         }
         let ours304 = try wrk(port: serverPort, path: "/index.tpli", connections: 100, headers: ["If-None-Match: \(ourTag)"])
@@ -229,7 +229,7 @@ struct ServerBenchmark {
         for header in headers { arguments += ["-H", header] }
         if let script { arguments += ["-s", script] }
         arguments.append("http://127.0.0.1:\(port)\(path)")
-        let output = try runProcess("/usr/bin/wrk", arguments)
+        let output = try ProcessResult.run("/usr/bin/wrk", arguments).output
         func capture(_ pattern: String) -> String? {
             guard let regex = try? NSRegularExpression(pattern: pattern),
                   let match = regex.firstMatch(in: output, range: NSRange(output.startIndex..., in: output)),
@@ -248,7 +248,7 @@ struct ServerBenchmark {
     }
 
     private func entityTag(port: Int, path: String) throws -> String {
-        let output = try runProcess("/usr/bin/curl", ["-sI", "http://127.0.0.1:\(port)\(path)"])
+        let output = try ProcessResult.run("/usr/bin/curl", ["-sI", "http://127.0.0.1:\(port)\(path)"]).output
         guard let line = output.split(separator: "\r\n").first(where: { $0.lowercased().hasPrefix("etag:") }) else {
             throw BenchmarkFailure("no ETag from port \(port):\n\(output)")
         }
@@ -274,17 +274,4 @@ struct SplitMix {
 
 extension Duration {
     var seconds: Double { Double(components.seconds) + Double(components.attoseconds) / 1e18 }
-}
-
-func runProcess(_ executable: String, _ arguments: [String]) throws -> String {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: executable)
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardOutput = pipe
-    process.standardError = pipe
-    try process.run()
-    let data = pipe.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: data, as: UTF8.self)
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import Settings
 
 /// Formatting shared by the commands: JSON for machines, local times and short durations for people.
 enum Output {
@@ -40,13 +41,7 @@ enum Output {
 
     /// Left-aligned columns separated by two spaces.
     static func table(header: [String], rows: [[String]]) -> String {
-        let all = [header] + rows
-        let widths = header.indices.map { column in all.map { $0[column].count }.max() ?? 0 }
-        return all.map { row in
-            row.enumerated().map { column, cell in
-                column == row.count - 1 ? cell : cell.padding(toLength: widths[column], withPad: " ", startingAt: 0)
-            }.joined(separator: "  ")
-        }.joined(separator: "\n")
+        TextTable.render(header: header, rows: rows)
     }
 
     static func standardError(_ text: String) {

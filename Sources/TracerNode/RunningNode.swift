@@ -42,7 +42,8 @@ actor RunningNode {
     static func exchangeConfiguration(_ settings: NodeSettings) -> ExchangeConfiguration {
         var exchange = ExchangeConfiguration()
         if settings.continuousScan { exchange.scanOffTime = .zero }
-        exchange.radio.knownQuirks = settings.controllerQuirks
+        exchange.radio.knownQuirks = settings.controllerQuirks.added
+        exchange.radio.tableQuirksTurnedOff = settings.controllerQuirks.removed
         return exchange
     }
 

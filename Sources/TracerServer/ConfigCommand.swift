@@ -1,12 +1,15 @@
 import ArgumentParser
 import Foundation
 import PositiveListServer
+import Settings
 
 struct Config: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Checks the configuration file and shows each setting's effective value and whether the file or its default gave it.",
+        abstract: "Checks the configuration file and shows each setting's effective value and whether a flag, the environment, the file or its default gave it.",
         discussion: """
-            The settings of the JSON configuration file (every one but authorities may be left out):
+            The settings of the JSON configuration file (every one but authorities may be left out), \
+            each with its environment variable and flag (a flag wins over the environment, which \
+            wins over the file):
 
             \(ServerSettingsReport.help)
             """)
@@ -18,7 +21,7 @@ struct Config: AsyncParsableCommand {
 
     func run() async throws {
         let path = location.resolvedConfigurationPath
-        let report = try ServerConfiguration.loadReport(path: path)
+        let report = try ServerConfiguration.loadReport(path: path, overrides: location.settingOverrides)
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -30,13 +33,7 @@ struct Config: AsyncParsableCommand {
     }
 
     static func text(_ report: ServerSettingsReport, path: String) -> String {
-        let rows = [["SETTING", "VALUE", "SOURCE"]] + report.rows.map { [$0.key, $0.value, $0.source] }
-        let widths = (0..<2).map { column in rows.map { $0[column].count }.max() ?? 0 }
-        let lines = rows.map { row in
-            row[0].padding(toLength: widths[0] + 2, withPad: " ", startingAt: 0)
-                + row[1].padding(toLength: widths[1] + 2, withPad: " ", startingAt: 0) + row[2]
-        }
-        return "Configuration file: \(path)\n\n" + lines.joined(separator: "\n")
+        SettingsTable.text(fileLine: "Configuration file: \(path)", rows: report.rows.map { [$0.key, $0.value, $0.source] })
     }
 }
 

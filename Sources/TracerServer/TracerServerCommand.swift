@@ -14,6 +14,13 @@ struct TracerServerCommand: AsyncParsableCommand {
             Files live in the data directory (--data-dir, $TRACER_SERVER_DATA_DIR, else \
             $XDG_DATA_HOME/tracer-server or ~/.local/share/tracer-server): server.db, signing-key, \
             config.json and public/, the directory to serve.
+
+            Every setting of config.json except authorities, database, objectStore and console \
+            (which hold secrets or are objects) may also be given in the environment as \
+            TRACER_SERVER_ and its name in capitals with underscores (TRACER_SERVER_RETENTION_DAYS) \
+            or, to any subcommand, as a flag: its name in small letters with dashes \
+            (--retention-days 14). A flag wins over the environment, which wins over the file; \
+            `tracer-server config --help` lists them and `tracer-server config` shows which gave each value.
             """,
         subcommands: [Serve.self, Keygen.self, Append.self, IssueCode.self, Publish.self, Sync.self, Status.self, Doctor.self, Config.self, ConsoleCommand.self])
 }
@@ -61,7 +68,14 @@ struct LocationOptions: ParsableArguments {
     }
 
     func loadConfiguration() throws -> ServerConfiguration {
-        try ServerConfiguration.load(path: resolvedConfigurationPath)
+        try ServerConfiguration.load(path: resolvedConfigurationPath, overrides: settingOverrides)
+    }
+
+    /// The settings given by flags (taken out of the command line by `TracerServerMain`, which
+    /// already refused one without its value) or by environment variables.
+    var settingOverrides: ServerSettingOverrides {
+        let flags = (try? ServerSettingFlags.split(Array(CommandLine.arguments.dropFirst())).settings) ?? [:]
+        return ServerSettingOverrides(environment: environment, flags: flags)
     }
 
     /// The configured store: PostgreSQL when the configuration has a `database` setting,

@@ -16,8 +16,16 @@ enum TracerServerMain {
             handler.logLevel = ProcessInfo.processInfo.environment["TRACER_SERVER_LOG_LEVEL"].flatMap(Logger.Level.init(rawValue:)) ?? .info
             return handler
         }
-        await CommandLineMain.run(TracerServerCommand.self, arguments: Array(CommandLine.arguments.dropFirst()),
-                                  describe: OperatorMessage.describe)
+        // The setting flags (--retention-days 14 …) come from the settings table, not from each
+        // subcommand's declarations; LocationOptions reads them back when it loads the configuration.
+        let arguments: [String]
+        do {
+            arguments = try ServerSettingFlags.split(Array(CommandLine.arguments.dropFirst())).rest
+        } catch {
+            FileHandle.standardError.write(Data("error: \(error.description)\n".utf8))
+            exit(2)
+        }
+        await CommandLineMain.run(TracerServerCommand.self, arguments: arguments, describe: OperatorMessage.describe)
     }
 }
 

@@ -13,29 +13,4 @@ package func hex(_ text: String) -> [UInt8] {
     return bytes
 }
 
-/// Polls until `condition` holds or `timeout` passes; returns whether it held. Every caller waits for
-/// something that should happen, so the limit only bounds how long a failure takes: 2 s failed
-/// passing tests on 2 cores shared with builds, and a generous limit costs a passing test nothing.
-package func eventually(timeout: Duration = .seconds(10), _ condition: () async -> Bool) async -> Bool {
-    let deadline = ContinuousClock.now + timeout
-    while ContinuousClock.now < deadline {
-        if await condition() { return true }
-        try? await Task.sleep(for: .milliseconds(5))
-    }
-    return await condition()
-}
-
-/// A deterministic generator so that "random" fuzz inputs are reproducible.
-package struct SplitMix64: RandomNumberGenerator {
-    package var state: UInt64
-    package init(state: UInt64) { self.state = state }
-    package mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var value = state
-        value = (value ^ (value >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        value = (value ^ (value >> 27)) &* 0x94D0_49BB_1331_11EB
-        return value ^ (value >> 31)
-    }
-}
-
 package let tracerServiceUUID = BluetoothUUID(string: "a09a0000-5aaa-47f2-9c7f-93bdb3a65376")!

@@ -189,8 +189,7 @@ package final class VirtualRadio {
         try? standardInput.fileHandleForWriting.close()
         // A launcher busy with a flood of radio traffic may miss both; a test must still end.
         // rootcanal_phy.py gives rootcanal 2 s to stop before killing it.
-        let deadline = Date().addingTimeInterval(kind == .rootCanal ? 4 : 2)
-        while process.isRunning && Date() < deadline { usleep(20_000) }
+        _ = eventuallyBlocking(timeout: .seconds(kind == .rootCanal ? 4 : 2), every: .milliseconds(20)) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         if !keepLogs { try? FileManager.default.removeItem(atPath: logDirectory) }

@@ -1,6 +1,7 @@
 import Testing
 import TestTiers
 @testable import BLEHost
+import TracerCore
 import BLEHostTestSupport
 
 @Suite("Hostile ATT input", .tags(.unit))
@@ -22,6 +23,22 @@ struct ATTHostileInputTests {
         }
     }
 
+    /// The PDUs decoded by the shared codecs of ATTPDUCodable.swift: an opcode-only PDU with a
+    /// parameter is refused, and each type refuses another type's opcode.
+    @Test func sharedCodecsCheckOpcodeAndLength() throws {
+        #expect(throws: PacketDecodingError.trailingBytes(count: 1)) { try ATTWriteResponse(decoding: [0x13, 0x00]) }
+        #expect(throws: PacketDecodingError.trailingBytes(count: 2)) { try ATTExecuteWriteResponse(decoding: [0x19, 0x01, 0x02]) }
+        #expect(throws: PacketDecodingError.trailingBytes(count: 1)) { try ATTHandleValueConfirmation(decoding: [0x1E, 0xFF]) }
+        #expect(throws: PacketDecodingError.invalidValue(field: "opcode", value: 0x19)) { try ATTWriteResponse(decoding: [0x19]) }
+        #expect(throws: PacketDecodingError.invalidValue(field: "opcode", value: 0x0D)) { try ATTReadResponse(decoding: [0x0D, 0x01]) }
+        #expect(throws: PacketDecodingError.invalidValue(field: "opcode", value: 0x0B)) { try ATTReadBlobResponse(decoding: [0x0B, 0x01]) }
+        #expect(throws: PacketDecodingError.self) { try ATTReadResponse(decoding: []) }
+        #expect(try ATTReadResponse(decoding: [0x0B]) == ATTReadResponse(value: []))
+        #expect(try ATTReadBlobResponse(decoding: [0x0D, 0xAA, 0xBB]) == ATTReadBlobResponse(partOfValue: [0xAA, 0xBB]))
+        #expect(ATTReadBlobResponse(partOfValue: [0xAA, 0xBB]).encode() == [0x0D, 0xAA, 0xBB])
+        #expect(ATTExecuteWriteResponse().encode() == [0x19])
+    }
+
     @Test func truncatedFixedLayoutsThrow() {
         #expect(throws: PacketDecodingError.self) { try ATTPDU(decoding: []) }
         #expect(throws: PacketDecodingError.self) { try ATTPDU(decoding: [0x0A, 0x01]) }
@@ -36,7 +53,7 @@ struct ATTHostileInputTests {
     }
 
     @Test func randomByteStrings() {
-        var generator = SeededGenerator(seed: 0x7A7C_E500)
+        var generator = SplitMix64(seed: 0x7A7C_E500)
         for _ in 0..<20_000 {
             let length = Int.random(in: 0...40, using: &generator)
             var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }

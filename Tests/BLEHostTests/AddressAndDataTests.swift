@@ -1,6 +1,7 @@
 import Testing
 import TestTiers
 @testable import BLEHost
+import TracerCore
 import BLEHostTestSupport
 
 @Suite(.tags(.unit)) struct BluetoothAddressTests {
@@ -106,7 +107,7 @@ import BLEHostTestSupport
         #expect(partial.serviceUUIDs128 == [tracerServiceUUID])
         #expect(AdvertisingData(parsing: hex("01 07")).serviceUUIDs128.isEmpty)
         #expect(AdvertisingData(parsing: hex("03 0a 01 02")).txPowerLevel == nil)
-        var generator = SplitMix64(state: 5)
+        var generator = SplitMix64(seed: 5)
         for _ in 0..<500 {
             let bytes = (0..<Int.random(in: 0...40, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
             let parsed = AdvertisingData(parsing: bytes)

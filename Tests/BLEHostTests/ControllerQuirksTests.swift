@@ -59,6 +59,34 @@ import BLEHostTestSupport
         await unpresumed.close()
     }
 
+    @Test func settingsTurnOffWhatTheTableSelects() throws {
+        let table: ControllerQuirks = [.attemptDroppedWithoutEnd, .initiatorStuckOnUnansweredRequest]
+        #expect(try ControllerQuirkChoice(settingNames: "none").applied(to: table) == [])
+        #expect(try ControllerQuirkChoice(settingNames: " -attempt-dropped-without-end ").applied(to: table) == [.initiatorStuckOnUnansweredRequest])
+        #expect(try ControllerQuirkChoice(settingNames: "none, commands-left-unanswered").applied(to: table) == [.commandsLeftUnanswered])
+        #expect(try ControllerQuirkChoice(settingNames: "commands-left-unanswered").applied(to: table) == table.union(.commandsLeftUnanswered))
+        #expect(try ControllerQuirkChoice(settingNames: "").applied(to: table) == table)
+        #expect(throws: UnknownControllerQuirk(name: "floods")) { try ControllerQuirkChoice(settingNames: "-floods") }
+        #expect(throws: UnknownControllerQuirk(name: "nothing")) { try ControllerQuirkChoice(settingNames: "nothing") }
+        #expect(UnknownControllerQuirk(name: "x").description.contains("\"none\""), "the error says how to turn quirks off")
+    }
+
+    @Test func hostLeavesOutTheTableQuirksTheSettingsTurnOff() async throws {
+        let testModel = ScriptedController()
+        // Company 0x00E0, HCI 5.3, LMP subversion 0: selected by the table (three quirks).
+        testModel.state.withLock { $0.localVersion = [0x0C, 0x00, 0x00, 0x0C, 0xE0, 0x00, 0x00, 0x00] }
+        var configuration = LEHost.Configuration()
+        let choice = try ControllerQuirkChoice(settingNames: "-initiator-stuck-on-unanswered-request")
+        configuration.knownQuirks = choice.added
+        configuration.tableQuirksTurnedOff = choice.removed
+        let host = try await LEHost.open(
+            transport: testModel, databaseForLink: { _ in try GATTDatabase(services: []) }, configuration: configuration)
+        let quirks = await host.quirks
+        #expect(!quirks.contains(.initiatorStuckOnUnansweredRequest))
+        #expect(quirks.contains(.attemptDroppedWithoutEnd), "only the quirk named is turned off")
+        await host.close()
+    }
+
     @Test func modelsMatchOnEveryFieldTheyName() throws {
         let model = ControllerModel(companyIdentifier: 0x00E0, hciVersion: 0x0C, lmpSubversion: 0, quirks: [.advertisingOutlivesHost])
         func version(_ bytes: [UInt8]) throws -> ReadLocalVersionInformation.ReturnParameters {

@@ -1,4 +1,5 @@
 import BLEHost
+import TestTiers
 
 /// Collects every event from a stream so that a test can wait for one that matches.
 actor EventRecorder {
@@ -14,11 +15,11 @@ actor EventRecorder {
 
     /// The first recorded event for which `extract` returns a value, waiting up to `timeout`.
     func first<Value: Sendable>(timeout: Duration, _ extract: @Sendable (HCIEvent) -> Value?) async -> Value? {
-        let deadline = ContinuousClock.now + timeout
-        while true {
-            if let match = events.lazy.compactMap(extract).first { return match }
-            if ContinuousClock.now >= deadline { return nil }
-            try? await Task.sleep(for: .milliseconds(10))
+        var match: Value?
+        _ = await eventually(timeout: timeout, every: .milliseconds(10)) {
+            match = events.lazy.compactMap(extract).first
+            return match != nil
         }
+        return match
     }
 }

@@ -1,6 +1,7 @@
 import Testing
 import TestTiers
 @testable import BLEHost
+import TracerCore
 import BLEHostTestSupport
 
 /// Every decoder, fed every prefix of every sample and random bytes, either decodes or throws; none traps.
@@ -58,7 +59,7 @@ import BLEHostTestSupport
     }
 
     @Test func randomBytesDecodeOrThrow() {
-        var generator = SplitMix64(state: 2024)
+        var generator = SplitMix64(seed: 2024)
         for _ in 0..<3000 {
             let length = Int.random(in: 0...80, using: &generator)
             var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
@@ -73,7 +74,7 @@ import BLEHostTestSupport
     }
 
     @Test func randomFragmentsNeverGrowTheReassemblerPastItsCap() {
-        var generator = SplitMix64(state: 77)
+        var generator = SplitMix64(seed: 77)
         var reassembler = ACLReassembler(limits: .init(maximumFrameLength: 1024, timeout: .seconds(60)))
         for _ in 0..<5000 {
             let data = (0..<Int.random(in: 0...27, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }

@@ -1,6 +1,7 @@
 import Testing
 import TestTiers
 @testable import BLEHost
+import TracerCore
 import BLEHostTestSupport
 
 @Suite(.tags(.unit)) struct H4FrameParserTests {
@@ -27,7 +28,7 @@ import BLEHostTestSupport
 
     @Test(arguments: [1, 2, 3, 7, 42])
     func framesRandomChunks(seed: UInt64) throws {
-        var generator = SplitMix64(state: seed)
+        var generator = SplitMix64(seed: seed)
         var parser = H4FrameParser()
         var packets: [HCIPacket] = []
         var offset = 0
@@ -70,7 +71,7 @@ import BLEHostTestSupport
     }
 
     @Test func hostileBytesNeverTrap() {
-        var generator = SplitMix64(state: 99)
+        var generator = SplitMix64(seed: 99)
         for _ in 0..<300 {
             var parser = H4FrameParser()
             let bytes = (0..<Int.random(in: 0...300, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }

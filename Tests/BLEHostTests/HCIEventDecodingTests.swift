@@ -223,6 +223,27 @@ import BLEHostTestSupport
         #expect(remote.leFeatures == 0x0001_49FF)
     }
 
+    /// A connection handle is the low 12 bits of its field (the top four are reserved), in every
+    /// event that carries one; the status and reason octets keep their codes.
+    @Test func connectionHandlesDropTheReservedTopBits() throws {
+        #expect(try HCIEvent(decoding: hex("05 04 0c 42 f0 13"))
+                == .disconnectionComplete(DisconnectionCompleteEvent(
+                    status: HCIStatusCode(rawValue: 0x0C), connectionHandle: 0x042, reason: .remoteUserTerminatedConnection)))
+        #expect(try HCIEvent(decoding: hex("13 05 01 01 30 02 00"))
+                == .numberOfCompletedPackets(NumberOfCompletedPacketsEvent(entries: [.init(connectionHandle: 1, completedPackets: 2)])))
+        guard case .leMeta(.connectionUpdateComplete(let update)) = try HCIEvent(decoding: hex("3e 0a 03 3b 01 c0 28 00 00 00 f4 01")) else {
+            Issue.record("not Connection Update Complete")
+            return
+        }
+        #expect(update.status == HCIStatusCode(rawValue: 0x3B) && update.connectionHandle == 1)
+        guard case .leMeta(.readRemoteFeaturesComplete(let remote)) = try HCIEvent(decoding: hex("3e 0c 04 00 ff ff ff 49 01 00 00 00 00 00")) else {
+            Issue.record("not Read Remote Features Complete")
+            return
+        }
+        #expect(remote.connectionHandle == 0x0FFF && remote.leFeatures == 0x0001_49FF)
+        #expect(try ReadRSSI.ReturnParameters(decoding: [0x05, 0x20, 0xC4]).connectionHandle == 0x005)
+    }
+
     @Test func unknownEventsAndSubeventsAreKept() throws {
         #expect(try HCIEvent(decoding: hex("ff 02 01 02")) == .unknown(code: 0xFF, parameters: [1, 2]))
         #expect(try HCIEvent(decoding: hex("3e 02 14 aa")) == .leMeta(.unknown(subeventCode: 0x14, parameters: [0xAA])))

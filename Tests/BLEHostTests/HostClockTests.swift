@@ -17,8 +17,15 @@ struct HostClockTests {
             configuration: configuration, clock: clock)
     }
 
-    /// Lets whatever a due timer started reach the controller: tasks, not time, are awaited.
-    static func settle() async throws { try await Task.sleep(for: .milliseconds(50)) }
+    /// Moves the clock to a millisecond short of `deadline`, after making sure no armed timer comes
+    /// due on the way: then nothing the host does on its clock can have happened yet, and a check
+    /// that it did not needs no wait (a sleep there passed on a slow machine without testing).
+    static func advance(_ clock: ManualHostClock, toJustBefore deadline: Duration) throws {
+        let target = deadline - .milliseconds(1)
+        let due = clock.pendingDeadlines.filter { $0 <= target }
+        try #require(due.isEmpty, "timers armed at \(due) would fire before \(deadline)")
+        clock.advance(by: target - clock.elapsed)
+    }
 
     /// Waits until a timer is armed for `offset` after the clock's start.
     static func armed(_ clock: ManualHostClock, at offset: Duration) async -> Bool {
@@ -38,8 +45,7 @@ struct HostClockTests {
         controller.advertise(from: Self.peer)
         try #require(await Self.armed(clock, at: .milliseconds(110)), "no check was armed at the sighting")
 
-        clock.advance(by: .milliseconds(99))
-        try await Self.settle()
+        try Self.advance(clock, toJustBefore: .milliseconds(110))
         #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peer)"], "cancelled before the wait")
 
         clock.advance(by: .milliseconds(1))
@@ -59,8 +65,7 @@ struct HostClockTests {
         try #require(await eventually { controller.initiatingPeer == Self.peer })
         try #require(await Self.armed(clock, at: .milliseconds(1500)))
 
-        clock.advance(by: .milliseconds(1499))
-        try await Self.settle()
+        try Self.advance(clock, toJustBefore: .milliseconds(1500))
         #expect(controller.initiatingPeer == Self.peer, "cancelled before the timeout")
 
         clock.advance(by: .milliseconds(1))
@@ -85,8 +90,7 @@ struct HostClockTests {
         try #require(await eventually { controller.state.withLock { $0.attemptTimeline }.last == "cancel" })
         try #require(await Self.armed(clock, at: .milliseconds(600)), "no grace armed after the cancel")
 
-        clock.advance(by: .milliseconds(499))
-        try await Self.settle()
+        try Self.advance(clock, toJustBefore: .milliseconds(600))
         #expect(await !host.quirks.contains(.cancelTakenWithoutEndingAttempt), "gave up on the cancel before the grace ended")
 
         clock.advance(by: .milliseconds(1))
@@ -109,8 +113,7 @@ struct HostClockTests {
         #expect(await silentPeer.next() == [0x0A, 0x01, 0x00])
         try #require(await Self.armed(clock, at: .seconds(30)))
 
-        clock.advance(by: .seconds(30) - .milliseconds(1))
-        try await Self.settle()
+        try Self.advance(clock, toJustBefore: .seconds(30))
         #expect(await bearer.closeReason == nil, "timed out early")
 
         clock.advance(by: .milliseconds(1))

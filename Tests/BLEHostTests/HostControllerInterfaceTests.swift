@@ -41,13 +41,14 @@ import BLEHostTestSupport
         let first = Task { try await hci.send(LESetScanEnable(true)) }
         #expect(await eventually { transport.sentCommands.count == 1 })
         let second = Task { try await hci.send(LESetAdvertisingEnable(true)) }
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await eventually { await hci.commandsWaitingForCredit == 1 }, "the second command must wait for a credit")
         #expect(transport.sentCommands == [LESetScanEnable.opcode], "the second command must wait for a credit")
 
-        // The controller completes the first command but grants no further credit (busy).
+        // The controller completes the first command but grants no further credit (busy): the
+        // event that ended the first command is the one that would have released the second.
         transport.inject(complete(LESetScanEnable.opcode, credits: 0))
         _ = try await first.value
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await hci.commandsWaitingForCredit == 1, "a Command Complete with no credit released a command")
         #expect(transport.sentCommands.count == 1)
 
         // A credit-only Command Complete (opcode 0x0000) releases the waiting command.
@@ -170,8 +171,7 @@ import BLEHostTestSupport
         await hci.configureACLBuffers(ACLBufferSize(packetLength: 27, packetCount: 2))
         let fragments = (0..<3).map { ACLDataPacket(connectionHandle: 1, packetBoundary: $0 == 0 ? .firstNonFlushable : .continuing, data: [UInt8($0)]) }
         let sending = Task { try await hci.sendACL(fragments) }
-        #expect(await eventually { transport.sentACL.count == 2 })
-        try await Task.sleep(for: .milliseconds(100))
+        #expect(await eventually { await hci.queuedACLPackets == 1 }, "the third fragment must wait for a completed packet")
         #expect(transport.sentACL.count == 2, "the third fragment must wait for a completed packet")
         #expect(await hci.availableACLCredits == 0)
 
@@ -193,7 +193,7 @@ import BLEHostTestSupport
         let queued = Task {
             try await hci.sendACL([ACLDataPacket(connectionHandle: 1, packetBoundary: .firstNonFlushable, data: [2])])
         }
-        try await Task.sleep(for: .milliseconds(50))
+        #expect(await eventually { await hci.queuedACLPackets == 1 }, "the second packet did not wait for the credit")
         #expect(await hci.availableACLCredits == 0)
         transport.inject(Reference.disconnectionComplete)
         await #expect(throws: HCIError.connectionClosed(handle: 1)) { try await queued.value }

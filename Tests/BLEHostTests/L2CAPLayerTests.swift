@@ -31,7 +31,8 @@ import BLEHostTestSupport
     @Test func attDataArrivingBeforeTheChannelIsRequestedIsKept() async throws {
         let (transport, hci, layer) = try await makeStack()
         transport.inject(Reference.attReadResponseFromController)
-        try await Task.sleep(for: .milliseconds(50))
+        // The frame is in before anyone asks for the channel: receiving it made the channel.
+        #expect(await eventually { await layer.attChannelHandles == [1] })
         var iterator = await layer.attChannel(connectionHandle: 1).incoming.makeAsyncIterator()
         #expect(await iterator.next() == hex("0b c1 c2 c3 c4 c5 c6 c7 c8"))
         await hci.close()

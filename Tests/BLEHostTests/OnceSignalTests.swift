@@ -16,8 +16,8 @@ struct OnceSignalTests {
         let signal = OnceSignal<Int>()
         async let first = signal.wait()
         async let second = signal.wait()
-        // Let both register before the value arrives (a late one would get it at once anyway).
-        try? await Task.sleep(for: .milliseconds(50))
+        // Both registered before the value arrives: a late one would get it at once, untested.
+        #expect(await eventually { signal.waiterCount == 2 })
         signal.fire(1)
         signal.fire(2)
         #expect(await first == 1)
@@ -29,7 +29,8 @@ struct OnceSignalTests {
         let signal = OnceSignal<Int>()
         let cancelled = Task { await signal.wait() }
         let waiting = Task { await signal.wait() }
-        try? await Task.sleep(for: .milliseconds(50))
+        // Both registered, so that the cancellation handler, not the check before registering, ends the first.
+        #expect(await eventually { signal.waiterCount == 2 })
         cancelled.cancel()
         #expect(await cancelled.value == nil)
         signal.fire(7)

@@ -26,6 +26,23 @@ import TestTiers
         #expect(candidates.next(at: start + .milliseconds(1600))?.address == peerC)
     }
 
+    /// What a waiting slot decides on changes with a new candidate, or one heard again that now
+    /// lives to see its turn; not with a refresh of one that still waits (`ProximityExchange`
+    /// announces only the former).
+    @Test func onlyANewOrRevivedCandidateChangesWhatASlotDecidesOn() {
+        var candidates = ConnectionCandidates(lifetime: .seconds(2))
+        func offer(_ address: BluetoothAddress, heard: Duration, eligible: Duration) -> Bool {
+            candidates.offer(candidate(address, heard: heard, eligible: eligible))
+        }
+        #expect(offer(peerA, heard: .zero, eligible: .seconds(1)), "a new candidate")
+        #expect(!offer(peerA, heard: .milliseconds(500), eligible: .seconds(1)), "heard again, still waiting")
+        #expect(offer(peerA, heard: .milliseconds(2600), eligible: .seconds(1)), "heard again after going unheard too long")
+        // Its turn (3 s) comes after it goes unheard too long (2.1 s): hearing it again brings the turn within reach.
+        #expect(offer(peerB, heard: .milliseconds(100), eligible: .seconds(3)))
+        #expect(offer(peerB, heard: .milliseconds(1500), eligible: .seconds(3)), "its turn now within reach")
+        #expect(!offer(peerB, heard: .milliseconds(1600), eligible: .seconds(3)), "heard again, still waiting")
+    }
+
     /// The instants the exchange sets its timers by: the next turn (a slot waits for it) and the
     /// moment the last candidate goes unheard too long (a scan burst's extension waits for it).
     @Test func theNextTurnAndTheLastExpiryAreTheTimersDeadlines() {

@@ -1,4 +1,5 @@
 import IDRotation
+import Synchronization
 import Testing
 import TestTiers
 @testable import BLEHost
@@ -33,8 +34,10 @@ struct ExchangeStateMachineTests {
 
     /// An exchange on a scripted controller and a manual clock, scanning without pause, with one
     /// connect slot, trying a heard peer at once unless `configure` says otherwise.
-    static func running(configure: (inout ExchangeConfiguration) -> Void = { _ in }) async throws -> Running {
-        let clock = ManualHostClock()
+    static func running(
+        clock: ManualHostClock = ManualHostClock(), hostClock: (any HostClock)? = nil,
+        configure: (inout ExchangeConfiguration) -> Void = { _ in }
+    ) async throws -> Running {
         let controller = ScriptedController()
         let identity = AdvertisedIdentity()
         var radio = LEHost.Configuration()
@@ -42,7 +45,7 @@ struct ExchangeStateMachineTests {
         let (_, writes) = AsyncStream.makeStream(of: PeerWriteEvent.self)
         let host = try await LEHost.open(
             transport: controller, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writes),
-            configuration: radio, clock: clock)
+            configuration: radio, clock: hostClock ?? clock)
         var configuration = ExchangeConfiguration()
         configuration.scanOffTime = .zero
         configuration.maxOutgoingConnections = 1
@@ -56,6 +59,22 @@ struct ExchangeStateMachineTests {
         try await exchange.start()
         #expect(await eventually { controller.state.withLock { $0.scanning } }, "the scanner never started")
         return Running(clock: clock, controller: controller, host: host, exchange: exchange)
+    }
+
+    /// A peer that, by the rule both sides compute from the two addresses, waits for us to go first.
+    static func peerWeInitiateTo(on node: Running) async throws -> BluetoothAddress {
+        let ours = try #require(await node.host.randomAddress)
+        var peer = BluetoothAddress.randomNonResolvablePrivate()
+        while !InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
+        return peer
+    }
+
+    /// A peer that, by the rule both sides compute from the two addresses, goes first: we wait for it.
+    static func peerWeDeferTo(on node: Running) async throws -> BluetoothAddress {
+        let ours = try #require(await node.host.randomAddress)
+        var peer = BluetoothAddress.randomNonResolvablePrivate()
+        while InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
+        return peer
     }
 
     /// idle → connecting, on the advertising report alone: no timer is involved.
@@ -186,5 +205,109 @@ struct ExchangeStateMachineTests {
         }, "the slot did not start again after cooling down")
         #expect(node.controller.initiatingPeer == Self.peerB)
         await node.stop()
+    }
+
+    /// A peer heard again while it waits for its turn changes nothing a waiting loop decides on:
+    /// no announcement, no loop woken. Advertisers repeat every 20 ms to 10 s, so a crowd
+    /// announcing each refresh woke every loop of every node hundreds of times a second.
+    @Test func aPeerHeardAgainWakesNoLoop() async throws {
+        let node = try await Self.running { configuration in
+            configuration.deferToPeerDelay = .seconds(5)
+            configuration.candidateLifetime = .seconds(10)
+            configuration.auditInterval = .seconds(60)
+        }
+        let peer = try await Self.peerWeDeferTo(on: node)
+        let before = await node.exchange.announcements
+        #expect(await eventually {
+            node.controller.advertise(from: peer)
+            try? await Task.sleep(for: .milliseconds(20))
+            return await node.exchange.announcements > before
+        }, "the new candidate was not announced")
+        try await node.settle()
+        let offered = await node.exchange.announcements
+        for _ in 0..<10 {
+            node.controller.advertise(from: peer)
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await node.settle()
+        #expect(await node.exchange.announcements == offered, "a peer heard again was announced")
+        // Its turn still comes, on the clock.
+        node.clock.advance(by: .seconds(5))
+        #expect(await eventually(timeout: .seconds(2)) { node.createConnections == 1 }, "the turn came and no attempt started")
+        #expect(node.controller.initiatingPeer == peer)
+        await node.stop()
+    }
+
+    /// cooling down → idle → connecting, with time passing inside the connect slot's pass: the
+    /// clock moves on right after the pass reads it, past the turn of the candidate that waits.
+    /// A pass that read the clock again to find the next turn found none, and the candidate waited
+    /// for the next announcement (here: for ever); a pass that reads it once waits for that turn,
+    /// which has come.
+    @Test func aTurnComingWhileTheSlotDecidesIsNotMissed() async throws {
+        let manual = ManualHostClock()
+        let clock = JumpingClock(manual)
+        let node = try await Self.running(clock: manual, hostClock: clock) { configuration in
+            configuration.deferToPeerDelay = .seconds(1)
+            configuration.candidateLifetime = .seconds(10)
+            configuration.pauseAfterFailedConnection = .milliseconds(600)
+            configuration.auditInterval = .seconds(60)
+        }
+        // An attempt that a rotation ends leaves the slot cooling down, until a moment on the clock.
+        let first = try await Self.peerWeInitiateTo(on: node)
+        #expect(await eventually {
+            node.controller.advertise(from: first)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.createConnections == 1
+        }, "no attempt to the first peer")
+        await node.exchange.rotate(to: ExchangeScriptedControllerTests.ownID(start: 60))
+        #expect(await eventually { node.controller.state.withLock { $0.scanning } }, "the burst did not resume after the rotation")
+        var coolingDownUntil: ContinuousClock.Instant?
+        #expect(await eventually {
+            if case .coolingDown(let until) = await node.exchange.attemptStates.first { coolingDownUntil = until }
+            return coolingDownUntil != nil
+        }, "the slot is not cooling down")
+        let cooledDown = try #require(coolingDownUntil)
+        // Meanwhile a peer we defer to is heard: its turn comes 1 s from now, after the cooling down.
+        let peer = try await Self.peerWeDeferTo(on: node)
+        for _ in 0..<3 {
+            node.controller.advertise(from: peer)
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        try await node.settle()
+        #expect(node.createConnections == 1)
+        let turn = manual.now + .seconds(1)
+        #expect(cooledDown < turn)
+        // The slot's pass after the cooling down reads the clock before the turn; time then passes it.
+        clock.jumpAfterNextReading(by: cooledDown.duration(to: turn) + .milliseconds(100))
+        manual.advance(by: manual.now.duration(to: cooledDown))
+        #expect(await eventually(timeout: .seconds(3)) { node.createConnections == 2 },
+                "the candidate whose turn came during the slot's pass was not tried")
+        #expect(node.controller.initiatingPeer == peer)
+        await node.stop()
+    }
+}
+
+/// A manual clock that, once told to, moves on right after the next reading: the time that
+/// passes, on a real clock, between two readings.
+final class JumpingClock: HostClock {
+    private let manual: ManualHostClock
+    private let pendingJump = Mutex<Duration?>(nil)
+
+    init(_ manual: ManualHostClock) { self.manual = manual }
+
+    var now: ContinuousClock.Instant {
+        let now = manual.now
+        if let jump = pendingJump.withLock({ pending in defer { pending = nil }; return pending }) {
+            manual.advance(by: jump)
+        }
+        return now
+    }
+
+    func sleep(until deadline: ContinuousClock.Instant) async throws {
+        try await manual.sleep(until: deadline)
+    }
+
+    func jumpAfterNextReading(by duration: Duration) {
+        pendingJump.withLock { $0 = duration }
     }
 }

@@ -117,10 +117,7 @@ import TestTiers
     }
 
     private func waitUntil(_ condition: () throws -> Bool) async throws {
-        for _ in 0..<250 {
-            if try condition() { return }
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        Issue.record("condition not met within 5 s")
+        let held = try await eventually(condition)
+        if !held { Issue.record("condition not met within 10 s") }
     }
 }

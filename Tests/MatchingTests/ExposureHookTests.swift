@@ -42,10 +42,7 @@ import TestTiers
         let started = try String(contentsOfFile: pids, encoding: .utf8).split(separator: "\n").compactMap { Int32($0) }
         #expect(started.count == 2)
         // Killed processes may stay zombies for a moment until whoever adopted them reaps them.
-        let deadline = ContinuousClock.now + .seconds(5)
-        while started.contains(where: Self.isRunning), ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = await eventually(every: .milliseconds(50)) { !started.contains(where: Self.isRunning) }
         #expect(!started.contains(where: Self.isRunning), "still running: \(started.filter(Self.isRunning))")
     }
 

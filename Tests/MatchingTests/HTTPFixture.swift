@@ -1,6 +1,7 @@
 import Foundation
 import Matching
 import Testing
+import TestTiers
 import TracerTestSupport
 
 struct FixtureFailure: Error, CustomStringConvertible {
@@ -41,6 +42,7 @@ struct SelfSignedCertificate {
 
     init(in directory: String) throws {
         self.directory = directory
+        try RequiredTool.openssl.require()
         try Self.shell("""
             openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
               -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 -keyout key.pem -out cert.pem
@@ -64,7 +66,7 @@ struct SelfSignedCertificate {
         let data = output.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         guard process.terminationStatus == 0 else {
-            throw FixtureFailure(description: "`\(command)` failed with status \(process.terminationStatus); is openssl installed?")
+            throw FixtureFailure(description: "`\(command)` failed with status \(process.terminationStatus)")
         }
         return String(decoding: data, as: UTF8.self)
     }

@@ -59,15 +59,6 @@ import Glibc
         deinit { close(listener) }
     }
 
-    static func waitUntil(_ seconds: Double, _ condition: () -> Bool) async -> Bool {
-        let deadline = ContinuousClock.now + .milliseconds(Int(seconds * 1_000))
-        while ContinuousClock.now < deadline {
-            if condition() { return true }
-            try? await Task.sleep(for: .milliseconds(50))
-        }
-        return condition()
-    }
-
     @Test(.timeLimit(.minutes(1)))
     func retriesReadsFixesAndComesBackAfterAHangUp() async throws {
         let standIn = try StandIn()
@@ -87,22 +78,22 @@ import Glibc
         #expect(String(decoding: watch.prefix(max(got, 0)), as: UTF8.self) == #"?WATCH={"enable":true,"json":true}"# + "\n")
         StandIn.say(#"{"class":"VERSION","release":"3.22","rev":"3.22","proto_major":3,"proto_minor":14}"#, on: first)
         StandIn.say(#"{"class":"TPV","device":"/dev/pts/1","mode":3,"lat":46.498293369,"lon":7.567411672}"#, on: first)
-        #expect(await Self.waitUntil(3) { board.current()?.position == cell }, "no rounded fix on the board")
+        #expect(await eventually { board.current()?.position == cell }, "no rounded fix on the board")
         StandIn.say(#"{"class":"TPV","device":"/dev/pts/1","mode":1}"#, on: first)
-        #expect(await Self.waitUntil(3) { board.current() == nil }, "a no-fix report left the position")
+        #expect(await eventually { board.current() == nil }, "a no-fix report left the position")
 
         // A fix, then the connection goes: the fix goes with it, and the client comes back.
         StandIn.say(#"{"class":"TPV","mode":2,"lat":46.498293369,"lon":7.567411672}"#, on: first)
-        #expect(await Self.waitUntil(3) { board.current()?.position == cell })
+        #expect(await eventually { board.current()?.position == cell })
         close(first)
-        #expect(await Self.waitUntil(3) { board.current() == nil }, "a hang-up left the position")
+        #expect(await eventually { board.current() == nil }, "a hang-up left the position")
         let second = try #require(await standIn.accept(within: 5), "the client did not reconnect within 5 s")
         defer { close(second) }
         // Garbage and an overlong line first: ignored, and the next good line still counts.
         StandIn.say(String(repeating: "x", count: GPSDReport.maximumLineBytes + 100), on: second)
         StandIn.say("{\"class\":\"TPV\",\"mode\":3,\"lat\":\"north\"}", on: second)
         StandIn.say(#"{"class":"TPV","mode":3,"lat":46.498293369,"lon":7.567411672}"#, on: second)
-        #expect(await Self.waitUntil(3) { board.current()?.position == cell }, "no fix after reconnecting")
+        #expect(await eventually { board.current()?.position == cell }, "no fix after reconnecting")
         running.cancel()
     }
 

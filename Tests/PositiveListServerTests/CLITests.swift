@@ -138,9 +138,9 @@ import Glibc
         }
         // The scheduler publishes at start, so the index exists.
         var index: [UInt8]?
-        for _ in 0..<100 where index == nil {
+        _ = await eventually(every: .milliseconds(50)) {
             index = FileManager.default.contents(atPath: fixture.paths.published.indexPath).map(Array.init)
-            try await Task.sleep(for: .milliseconds(50))
+            return index != nil
         }
         let published = try PositiveListIndex(verifying: try #require(index), publicKey: fixture.publicKey)
         #expect(published.batches.isEmpty)

@@ -35,10 +35,10 @@ import TracerTestSupport
         let prefix = NSTemporaryDirectory() + "/tracer-console-nginx-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: prefix, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: prefix) }
-        try Self.run("/usr/bin/openssl", [
+        try ProcessResult.run("/usr/bin/openssl", [
             "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=\(Self.serverName)",
             "-keyout", prefix + "/console.key", "-out", prefix + "/console.crt",
-        ])
+        ]).succeeded("openssl req")
         let tlsPort = try LoopbackPort.free()
         let plainPort = try LoopbackPort.free()
         var block = try Self.documentedBlock()
@@ -82,24 +82,6 @@ import TracerTestSupport
         #expect(redirect.status == 301 && redirect.header("location") == "https://\(Self.serverName)/sign-in", "\(redirect.head)")
     }
 
-    @discardableResult
-    static func run(_ program: String, _ arguments: [String]) throws -> String {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: program)
-        process.arguments = arguments
-        let output = Pipe()
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
-        guard process.terminationStatus == 0 else {
-            throw HarnessFailure(description: "\(program) \(arguments.joined(separator: " ")) failed (exit \(process.terminationStatus)): \(text.suffix(2000))")
-        }
-        return text
-    }
 }
 
 /// curl as a browser: a cookie jar it keeps and sends (Secure cookies only over HTTPS, as
@@ -128,7 +110,7 @@ struct CurlBrowser {
         if let form {
             for (name, value) in form.sorted(by: { $0.key < $1.key }) { arguments += ["--data-urlencode", "\(name)=\(value)"] }
         }
-        let body = try ConsoleNginxTests.run("/usr/bin/curl", arguments + [base + path])
+        let body = try ProcessResult.run("/usr/bin/curl", arguments + [base + path]).succeeded("curl \(path)").stdout
         return Response(head: try String(contentsOfFile: head, encoding: .utf8), body: body)
     }
 }

@@ -5,29 +5,29 @@ import Testing
 import TestTiers
 import TracerTestSupport
 
-/// The two stores the console can keep its accounts in.
-enum ConsoleBackEnd: String, CaseIterable, Sendable, CustomTestStringConvertible {
-    case sqlite, postgres
-    var testDescription: String { rawValue }
-}
-
 /// A console store on one back end, and how to open it again as a restarted (or another)
-/// instance would: a second ServerStore on the same file, a second pool on the same database.
+/// instance would: a second ServerStore on the same file, a second pool on the same database
+/// (a fresh one on the suite's shared PostgreSQL server).
 struct ConsoleStoreFixture {
     typealias Store = any ConsoleStore & SubmissionStore
     let server: ServerFixture
-    let postgres: PostgresProcess?
     let postgresURL: String?
     let store: Store
 
-    static func make(_ backEnd: ConsoleBackEnd) async throws -> ConsoleStoreFixture {
-        switch backEnd {
-        case .sqlite:
-            let server = try ServerFixture()
-            return ConsoleStoreFixture(server: server, postgres: nil, postgresURL: nil, store: server.store)
-        case .postgres:
-            let fixture = try await PostgresFixture.make()
-            return ConsoleStoreFixture(server: fixture.server, postgres: fixture.postgres, postgresURL: fixture.url, store: fixture.store)
+    static func make(_ backEnd: StoreBackend) async throws -> ConsoleStoreFixture {
+        let server = try ServerFixture()
+        do {
+            switch backEnd {
+            case .sqlite:
+                return ConsoleStoreFixture(server: server, postgresURL: nil, store: server.store)
+            case .postgres:
+                let url = try SharedPostgres.createDatabase()
+                let store = try await PostgresServerStore.open(settings: PostgresSettings(connection: url, password: nil), poolSize: 4)
+                return ConsoleStoreFixture(server: server, postgresURL: url, store: store)
+            }
+        } catch {
+            server.remove()
+            throw error
         }
     }
 
@@ -38,14 +38,14 @@ struct ConsoleStoreFixture {
         return try ServerStore.open(path: server.paths.database, publishedDirectory: server.paths.published)
     }
 
+    /// The database goes with the suite's server.
     func remove() {
-        postgres?.stop()
         server.remove()
     }
 }
 
 /// The console's store promises, over SQLite and over PostgreSQL alike.
-@Suite(.tags(.integration), .serialized) struct ConsoleStoreTests {
+@Suite(.tags(.integration), .serialized, .sharedPostgres) struct ConsoleStoreTests {
     static let now: UnixSeconds = 1_800_000_000
     static let actor = ConsoleActor(name: "olga", client: "127.0.0.1")
 
@@ -56,8 +56,8 @@ struct ConsoleStoreFixture {
 
     /// What a page keeps to show once goes when its session ends, however it ends: an old cookie
     /// and a copy of the database must not open it afterwards.
-    @Test(arguments: ConsoleBackEnd.allCases)
-    func pagesShownOnceGoWithTheirSession(backEnd: ConsoleBackEnd) async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func pagesShownOnceGoWithTheirSession(backEnd: StoreBackend) async throws {
         let fixture = try await ConsoleStoreFixture.make(backEnd)
         defer { fixture.remove() }
         let store = fixture.store
@@ -90,8 +90,8 @@ struct ConsoleStoreFixture {
         #expect(try await !kept(), "password reset")
     }
 
-    @Test(arguments: ConsoleBackEnd.allCases)
-    func accountsSessionsAndTheAuditLog(backEnd: ConsoleBackEnd) async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func accountsSessionsAndTheAuditLog(backEnd: StoreBackend) async throws {
         let fixture = try await ConsoleStoreFixture.make(backEnd)
         defer { fixture.remove() }
         let store = fixture.store
@@ -147,8 +147,8 @@ struct ConsoleStoreFixture {
         #expect(try await store.consoleAudit(limit: 100).map(\.at) == [now + 10, now + 5])
     }
 
-    @Test(arguments: ConsoleBackEnd.allCases)
-    func setPasswordLinksWorkOnceUntilTheyExpireAndSurviveARestart(backEnd: ConsoleBackEnd) async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func setPasswordLinksWorkOnceUntilTheyExpireAndSurviveARestart(backEnd: StoreBackend) async throws {
         let fixture = try await ConsoleStoreFixture.make(backEnd)
         defer { fixture.remove() }
         let now = Self.now
@@ -180,8 +180,8 @@ struct ConsoleStoreFixture {
     }
 
     /// Two instances at once: one link, one name, one revoke, and each is won by exactly one.
-    @Test(arguments: ConsoleBackEnd.allCases)
-    func twoInstancesAtOnceUseALinkOnceAndTakeANameOnce(backEnd: ConsoleBackEnd) async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func twoInstancesAtOnceUseALinkOnceAndTakeANameOnce(backEnd: StoreBackend) async throws {
         let fixture = try await ConsoleStoreFixture.make(backEnd)
         defer { fixture.remove() }
         let instances = [fixture.store, try await fixture.openAgain()]
@@ -215,8 +215,8 @@ struct ConsoleStoreFixture {
     }
 
     /// The sign-in budget is the store's: failures and checks in flight on either instance count.
-    @Test(arguments: ConsoleBackEnd.allCases)
-    func theSignInBudgetIsSharedByInstancesAndCountsChecksInFlight(backEnd: ConsoleBackEnd) async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func theSignInBudgetIsSharedByInstancesAndCountsChecksInFlight(backEnd: StoreBackend) async throws {
         let fixture = try await ConsoleStoreFixture.make(backEnd)
         defer { fixture.remove() }
         let instances = [fixture.store, try await fixture.openAgain()]
@@ -248,8 +248,8 @@ struct ConsoleStoreFixture {
         #expect(try await claim(0, other, at: now + 161) != nil)
     }
 
-    @Test(arguments: ConsoleBackEnd.allCases)
-    func issuedCodesAreListedForTheirIssuerAndRevokedOnlyWhileOpen(backEnd: ConsoleBackEnd) async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func issuedCodesAreListedForTheirIssuerAndRevokedOnlyWhileOpen(backEnd: StoreBackend) async throws {
         let fixture = try await ConsoleStoreFixture.make(backEnd)
         defer { fixture.remove() }
         let store = fixture.store

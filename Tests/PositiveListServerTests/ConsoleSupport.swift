@@ -22,7 +22,7 @@ final class ConsoleServerProcess {
 
     /// `console` is further members of the console section, such as `"sessionIdleSeconds": 3`;
     /// `settings` further top-level members.
-    init(console: String = "", settings: String = "", backEnd: ConsoleBackEnd = .sqlite) async throws {
+    init(console: String = "", settings: String = "", backEnd: StoreBackend = .sqlite) async throws {
         fixture = try ServerFixture()
         apiPort = try LoopbackPort.free()
         consolePort = try LoopbackPort.free()
@@ -111,9 +111,6 @@ final class ConsoleServerProcess {
     }
 
     static func console(_ arguments: [String], input text: String, fixture: ServerFixture) throws -> ProcessResult {
-        let input = Pipe()
-        let out = Pipe()
-        let err = Pipe()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try ServerCLI.executable())
         process.arguments = ["console"] + arguments
@@ -121,17 +118,7 @@ final class ConsoleServerProcess {
         environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
         environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
         process.environment = environment
-        process.standardInput = input
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        input.fileHandleForWriting.write(Data(text.utf8))
-        try input.fileHandleForWriting.close()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ProcessResult(
-            exitCode: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        return try ProcessResult.collect(process, input: text)
     }
 
     func browser(from source: String = "127.0.0.1") -> ConsoleClient { ConsoleClient(port: consolePort, source: source) }

@@ -17,8 +17,8 @@ import TracerTestSupport
     }
 
     /// Over both stores: on PostgreSQL the accounts, sessions and codes are in the database.
-    @Test(arguments: ConsoleBackEnd.allCases)
-    func staffSignInIssueACodeTheAPIAcceptsAndRevokeIt(backEnd: ConsoleBackEnd) async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func staffSignInIssueACodeTheAPIAcceptsAndRevokeIt(backEnd: StoreBackend) async throws {
         let server = try await ConsoleServerProcess(backEnd: backEnd)
         defer { server.stop() }
         var browser = server.browser()
@@ -168,8 +168,8 @@ import TracerTestSupport
 
     /// A set-password link is kept by the store (its hash and expiry), not by the process: it
     /// works after a restart, once.
-    @Test(arguments: ConsoleBackEnd.allCases)
-    func aSetPasswordLinkWorksOnceAfterARestart(backEnd: ConsoleBackEnd) async throws {
+    @Test(arguments: StoreBackend.allCases)
+    func aSetPasswordLinkWorksOnceAfterARestart(backEnd: StoreBackend) async throws {
         let server = try await ConsoleServerProcess(backEnd: backEnd)
         defer { server.stop() }
         var olga = server.browser()

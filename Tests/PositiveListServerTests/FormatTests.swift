@@ -10,7 +10,7 @@ import TestTiers
     var publicKey: PositiveListPublicKey { PositiveListPublicKey(key.publicKey) }
 
     func sortedEntries(_ count: Int, seed: UInt64 = 7) -> [PositiveListEntry] {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         return (0..<count).map { position in
             let from = UnixSeconds(1_800_000_000 + position * 900)
             return PositiveListEntry(id: UserID.random(using: &generator), validFrom: from, validUntil: from + 900)

@@ -234,7 +234,7 @@ import TestTiers
     }
 
     @Test func randomBytesNeverTrap() {
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix64(seed: 42)
         let valid = Array(#"{"ids":[{"id":"0123456789abcdef","validFrom":1800000000,"validUntil":1800000900}]}"#.utf8)
         for _ in 0..<20_000 {
             var bytes = valid

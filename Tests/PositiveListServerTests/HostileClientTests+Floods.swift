@@ -6,6 +6,7 @@ import IDRotation
 import PositiveListFormat
 import PositiveListServer
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -35,9 +36,7 @@ extension HostileClientTests {
             server.waitUntilExit()
         }
         // The first publication (at start) writes the index the tests ask for.
-        for _ in 0..<100 where !FileManager.default.fileExists(atPath: fixture.paths.published.indexPath) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = await eventually(every: .milliseconds(50)) { FileManager.default.fileExists(atPath: fixture.paths.published.indexPath) }
         try await body(port, server)
     }
 

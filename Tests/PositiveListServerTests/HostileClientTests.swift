@@ -171,9 +171,8 @@ import TestTiers
             try await Task.sleep(for: .milliseconds(200))
             connection.leave()
             // The server notices when its read of the body fails; give it a moment.
-            let deadline = ContinuousClock.now + .seconds(5)
-            while ContinuousClock.now < deadline, !fixture.logs.all.contains(where: { $0.contains("client left") || $0.hasPrefix("error ") }) {
-                try await Task.sleep(for: .milliseconds(20))
+            _ = await eventually(every: .milliseconds(20)) {
+                fixture.logs.all.contains(where: { $0.contains("client left") || $0.hasPrefix("error ") })
             }
             // A request that still works afterwards: the server is fine.
             #expect(try await client.send("/healthz", .get).status == .ok)

@@ -13,7 +13,7 @@ import TestTiers
     func key(_ fill: UInt8) -> DailyKey { try! DailyKey(bytes: Array(repeating: fill, count: 16)) }
 
     func randomRecords(_ count: Int, days: ClosedRange<Int64> = 20_400...20_427, seed: UInt64 = 11) -> [DailyKeyRecord] {
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         return (0..<count).map { _ in
             DailyKeyRecord(
                 day: UTCDay(number: Int64.random(in: days, using: &generator)),
@@ -204,7 +204,7 @@ import TestTiers
     /// Signed garbage: random edits of a valid body, re-signed so that only the parser stands
     /// between them and the node. Each must be refused or read consistently, never trap.
     @Test func randomlyCorruptedSignedBodiesNeverTrap() throws {
-        var generator = SeededGenerator(seed: 99)
+        var generator = SplitMix64(seed: 99)
         let original = try body(of: randomRecords(6, days: 20_400...20_402))
         for _ in 0..<2_000 {
             var body = original

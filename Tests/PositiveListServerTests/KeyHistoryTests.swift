@@ -40,6 +40,12 @@ import TestTiers
             (#"{"keys": [{"day": 1, "intervalSeconds": 900, "key": 7}]}"#, .wrongType(path: "keys[0].key")),
             (#"{"keys": [{"day": 1, "day": 2, "intervalSeconds": 900, "key": "aa"}]}"#, .duplicateField(path: "keys[0].day")),
             (#"{"keys": [1]}"#, .wrongType(path: "keys[0]")),
+            (#"{"keys": [{"day": 1, "intervalSeconds": 900, "intervalSeconds": 900, "key": "aa"}]}"#,
+             .duplicateField(path: "keys[0].intervalSeconds")),
+            (#"{"keys": [{"day": 1, "intervalSeconds": 900, "key": "aa", "key": "bb"}]}"#, .duplicateField(path: "keys[0].key")),
+            (#"{"keys": [{"day": 1, "intervalSeconds": 900, "key": null}]}"#, .wrongType(path: "keys[0].key")),
+            (#"{"keys": [{"day": 1, "intervalSeconds": "900", "key": "aa"}]}"#, .wrongType(path: "keys[0].intervalSeconds")),
+            (#"{"keys": [{"day": 1, "intervalSeconds": 900, "key": "aa"}, "x"]}"#, .wrongType(path: "keys[1]")),
         ]
         for (text, expected) in cases {
             #expect(throws: expected, "\(text)") { try decode(text) }

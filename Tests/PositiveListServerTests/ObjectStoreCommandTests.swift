@@ -141,11 +141,10 @@ struct ObjectStoreCommandTests {
         let client = try ObjectStoreClient(
             location: ObjectStoreLocation(endpoint: moto.endpoint, bucket: "served"),
             credentials: ObjectStoreCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey))
-        let deadline = ContinuousClock.now + .seconds(30)
         var index: [UInt8]?
-        while index == nil, server.isRunning, ContinuousClock.now < deadline {
+        _ = try await eventually(timeout: .seconds(30), every: .milliseconds(200)) {
             index = try await client.get(PositiveListIndex.relativePath)
-            if index == nil { try await Task.sleep(for: .milliseconds(200)) }
+            return index != nil || !server.isRunning
         }
         let local = FileManager.default.contents(atPath: fixture.paths.published.indexPath).map(Array.init)
         #expect(index != nil && index == local, "\(moto.logTail())")
@@ -160,15 +159,7 @@ struct ObjectStoreCommandTests {
         environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
         environment.merge(extra) { $1 }
         process.environment = environment
-        let out = Pipe()
-        let err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ProcessResult(exitCode: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+        return try ProcessResult.collect(process)
     }
 
     @Test func syncAndDoctorFromTheCommandLine() async throws {

@@ -380,9 +380,8 @@ struct ObjectStoreSyncTests {
         let scheduler = PublishScheduler(
             publisher: fixture.makePublisher(), interval: .seconds(3_600), logger: fixture.logs.logger, sync: Self.sync(fixture, client))
         let running = Task { try await scheduler.run() }
-        let deadline = ContinuousClock.now + .seconds(30)
-        while try await client.head(PositiveListKeyIndex.relativePath) == nil, ContinuousClock.now < deadline {
-            try await Task.sleep(for: .milliseconds(100))
+        _ = try await eventually(timeout: .seconds(30), every: .milliseconds(100)) {
+            try await client.head(PositiveListKeyIndex.relativePath) != nil
         }
         running.cancel()
         _ = try? await running.value

@@ -153,9 +153,9 @@ import TestTiers
             number: 1, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
             sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
             publishedAt: Self.now)
-        #expect(try await fixture.store.recordBatch(record, expectedWatermark: pending.afterSubmission))
+        #expect(try await fixture.store.recordBatch(record, expectedWatermark: pending.sqliteWatermark!))
         // A second publisher that read the same pending ids is refused.
-        #expect(try await !fixture.store.recordBatch(record, expectedWatermark: pending.afterSubmission))
+        #expect(try await !fixture.store.recordBatch(record, expectedWatermark: pending.sqliteWatermark!))
 
         #expect(try await pendingRowCount(fixture.store) == 8)
         let summary = try await fixture.store.summary(now: Self.now)
@@ -291,6 +291,26 @@ import TestTiers
         #expect(try await pendingRowCount(fixture.store) == 0)
         // Sent again, the damaged histories' ids are new.
         #expect(try await append(badWindow, to: fixture.store, fixture) == 20)
+        #expect(try await fixture.makePublisher().publish().quarantinedSubmissions.isEmpty)
+    }
+
+    /// With nothing else to publish, a damaged history is still set aside (by expireBatches,
+    /// which moves the watermark past it), and no batch is cut.
+    @Test func aDamagedPendingHistoryAloneIsSetAsideWithoutABatch() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        _ = try await append(Histories.entries(count: 10, endingAt: Self.now, seed: 4), to: fixture.store, fixture)
+        try await fixture.store.write { db in
+            try db.execute(sql: "UPDATE pending_histories SET entries = substr(entries, 1, 100) WHERE submission = 1")
+        }
+        let report = try await fixture.makePublisher().publish()
+        #expect(report.quarantinedSubmissions == [1])
+        #expect(report.newBatch == nil)
+        let kept = try await fixture.store.read { db in
+            try Int64.fetchAll(db, sql: "SELECT submission FROM damaged_pending_histories ORDER BY submission")
+        }
+        #expect(kept == [1])
+        #expect(try await pendingRowCount(fixture.store) == 0)
         #expect(try await fixture.makePublisher().publish().quarantinedSubmissions.isEmpty)
     }
 

@@ -170,9 +170,9 @@ struct PostgresFixture {
             try connection.exec("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted")
         }
         var second: (any PublicationLock)?
-        for _ in 0..<50 where second == nil {
+        _ = await eventually(every: .milliseconds(20)) {
             second = try? await fixture.stores[1].lockPublication()
-            if second == nil { try await Task.sleep(for: .milliseconds(20)) }
+            return second != nil
         }
         #expect(second != nil)
         await second?.release()

@@ -1,18 +1,10 @@
 import Foundation
+@testable import PositiveListServer
 import Testing
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// What a finished child process did.
-struct ProcessResult: CustomStringConvertible {
-    var exitCode: Int32
-    var stdout: String
-    var stderr: String
-
-    var description: String { "exit \(exitCode)\n--- stdout ---\n\(stdout.prefix(4000))\n--- stderr ---\n\(stderr.prefix(4000))" }
-}
 
 /// Runs the built `tracer-server` against a fixture's data directory.
 enum ServerCLI {
@@ -31,7 +23,8 @@ enum ServerCLI {
         return path
     }
 
-    static func start(_ arguments: [String], fixture: ServerFixture, stdout: Pipe? = nil, stderr: Pipe? = nil) throws -> Process {
+    /// `tracer-server` with `arguments` on the fixture's data directory, not started.
+    static func process(_ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:]) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try executable())
         process.arguments = arguments
@@ -39,7 +32,17 @@ enum ServerCLI {
         environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
         environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
         environment.removeValue(forKey: "TRACER_SERVER_KEY")
+        // A setting in the test runner's environment would override the fixture's file.
+        for variable in ServerSettingRegistry.all.compactMap(\.environmentVariable) { environment.removeValue(forKey: variable) }
+        environment.merge(extra) { _, given in given }
         process.environment = environment
+        return process
+    }
+
+    static func start(
+        _ arguments: [String], fixture: ServerFixture, stdout: Pipe? = nil, stderr: Pipe? = nil, environment extra: [String: String] = [:]
+    ) throws -> Process {
+        let process = try process(arguments, fixture: fixture, environment: extra)
         process.standardOutput = stdout ?? FileHandle.nullDevice
         process.standardError = stderr ?? FileHandle.nullDevice
         try process.run()
@@ -80,16 +83,8 @@ enum ServerCLI {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    static func run(_ arguments: [String], fixture: ServerFixture) throws -> ProcessResult {
-        let out = Pipe()
-        let err = Pipe()
-        let process = try start(arguments, fixture: fixture, stdout: out, stderr: err)
-        // Read before waiting, so a full pipe cannot block the child.
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = err.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return ProcessResult(
-            exitCode: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+    static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:]) throws -> ProcessResult {
+        try ProcessResult.collect(try process(arguments, fixture: fixture, environment: environment))
     }
 }
 
@@ -173,17 +168,7 @@ final class RawConnection: Sendable {
 
     /// Sends all of `text`; false once the server has closed the connection.
     @discardableResult
-    func send(_ text: String) -> Bool {
-        let bytes = Array(text.utf8)
-        var sent = 0
-        while sent < bytes.count {
-            // MSG_NOSIGNAL: a write after the server closed gives EPIPE, not a SIGPIPE that ends the tests.
-            let count = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
-            guard count > 0 else { return false }
-            sent += count
-        }
-        return true
-    }
+    func send(_ text: String) -> Bool { LoopbackPort.send(text, on: descriptor) }
 
     /// Ends the connection as a client that leaves does.
     func leave() { shutdown(descriptor, Int32(SHUT_RDWR)) }

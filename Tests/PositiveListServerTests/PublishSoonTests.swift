@@ -3,6 +3,7 @@ import IDRotation
 import PositiveListFormat
 import PositiveListServer
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -25,9 +26,7 @@ import Glibc
             server.terminate()
             server.waitUntilExit()
         }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = await eventually(every: .milliseconds(50)) { FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath) }
         try await body(fixture, port)
     }
 
@@ -91,9 +90,9 @@ import Glibc
             try await Task.sleep(for: .seconds(2))
             #expect(try fixture.verifiedIndex().batches.isEmpty, "published before the ids were due")
             var published: [UInt64] = []
-            for _ in 0..<100 where published.isEmpty {
-                try await Task.sleep(for: .milliseconds(100))
+            _ = try await eventually(every: .milliseconds(100)) {
                 published = try fixture.verifiedIndex().batches.map(\.number)
+                return !published.isEmpty
             }
             #expect(published == [1], "not published \(ContinuousClock.now - uploaded) after the upload")
             #expect(try fixture.verifiedBatches().first?.count == 8)
@@ -161,14 +160,12 @@ import Glibc
         let port = try LoopbackPort.free()
         let server = try await ServerCLI.serveWithOpenFileLimit(1_024, port: port, fixture: fixture)
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
-        for _ in 0..<200 where !FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath) {
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        _ = await eventually(every: .milliseconds(50)) { FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath) }
         let poll = try Self.longPoll(port: port, after: try Self.generations(fixture))
         try await Task.sleep(for: .milliseconds(300))
         let stopping = ContinuousClock.now
         server.terminate()
-        while server.isRunning && ContinuousClock.now - stopping < .seconds(30) { try await Task.sleep(for: .milliseconds(50)) }
+        _ = await eventually(timeout: .seconds(30), every: .milliseconds(50)) { !server.isRunning }
         #expect(!server.isRunning, "serve still runs 30 s after SIGTERM with a poll held")
         #expect(ContinuousClock.now - stopping < .seconds(10), "serve took \(ContinuousClock.now - stopping) to stop")
         _ = poll

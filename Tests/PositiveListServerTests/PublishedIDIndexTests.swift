@@ -1,3 +1,4 @@
+import IDRotation
 @testable import PositiveListServer
 import Testing
 import TestTiers
@@ -11,7 +12,7 @@ import TestTiers
     }
 
     @Test func insertsAndExpiriesMatchASet() {
-        var generator = SeededGenerator(seed: 42)
+        var generator = SplitMix64(seed: 42)
         var index = PublishedIDIndex()
         var reference: [UInt64: Set<UInt64>] = [:]
         var nextBatch: UInt64 = 1
@@ -43,7 +44,7 @@ import TestTiers
 
     @Test func hundredsOfBatchesAtOnceAreMergedInOrder() {
         // A server starting with four weeks of hourly batches.
-        var generator = SeededGenerator(seed: 7)
+        var generator = SplitMix64(seed: 7)
         let batches = (1...700).map { number in
             (number: UInt64(number), ids: (0..<Int.random(in: 0...60, using: &generator)).map { _ in UInt64.random(in: .min ... .max, using: &generator) }.sorted())
         }

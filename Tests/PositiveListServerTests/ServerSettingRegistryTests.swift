@@ -22,17 +22,124 @@ import TestTiers
         "console": #"{"enabled": true, "authority": "A"}"#,
     ]
 
-    func report(_ extra: String = "") throws -> ServerSettingsReport {
+    func report(_ extra: String = "", overrides: ServerSettingOverrides = .none) throws -> ServerSettingsReport {
         let authority = #""authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}]"#
         let text = extra.hasPrefix(#""authorities""#) ? "{\(extra)}" : "{\(authority)\(extra.isEmpty ? "" : ", " + extra)}"
-        let (configuration, keysInFile) = try ServerConfiguration.read(Data(text.utf8), path: "config.json")
-        return ServerSettingsReport(configuration: configuration, keysInFile: keysInFile)
+        let (configuration, keysInFile) = try ServerConfiguration.read(Data(text.utf8), path: "config.json", overrides: overrides)
+        return ServerSettingsReport(configuration: configuration, keysInFile: keysInFile, overrides: overrides)
     }
 
     @Test func theTableHoldsEachSettingOnce() {
         let keys = ServerSettingRegistry.all.map(\.key)
         #expect(keys.count == Set(keys).count, "a setting has two rows")
         #expect(Set(keys) == Set(Self.settingsTheFileAccepts.map(\.key)))
+    }
+
+    /// The settings only the file gives: secrets (tokens, the database's and the object store's
+    /// credentials) must never be typed where `ps` shows them, and these are objects.
+    static let fileOnly: Set<String> = ["authorities", "database", "objectStore", "console"]
+
+    @Test func everyOtherSettingHasAnEnvironmentVariableAndAFlagNamedAfterItsKey() {
+        for definition in ServerSettingRegistry.all {
+            if Self.fileOnly.contains(definition.key) {
+                #expect(definition.environmentVariable == nil && definition.flag == nil, "\(definition.key)")
+            } else {
+                #expect(definition.environmentVariable?.hasPrefix("TRACER_SERVER_") == true, "\(definition.key)")
+                #expect(definition.flag?.hasPrefix("--") == true, "\(definition.key)")
+            }
+        }
+        let maxIDs = ServerSettingRegistry.all.first { $0.key == "maxIDsPerHistory" }
+        #expect(maxIDs?.environmentVariable == "TRACER_SERVER_MAX_IDS_PER_HISTORY")
+        #expect(maxIDs?.flag == "--max-ids-per-history")
+        let variables = ServerSettingRegistry.all.compactMap(\.environmentVariable)
+        #expect(Set(variables).count == variables.count, "two settings share a variable")
+        // The variables the commands read for themselves are not settings of the file.
+        #expect(Set(variables).isDisjoint(with: ["TRACER_SERVER_DATA_DIR", "TRACER_SERVER_CONFIG", "TRACER_SERVER_KEY", "TRACER_SERVER_LOG_LEVEL", "TRACER_SERVER_BIND", "TRACER_SERVER_DATABASE_PASSWORD",
+                                                      "TRACER_SERVER_URL", "TRACER_SERVER_PUBLIC_KEY", "TRACER_SERVER_PINNED_KEY", "TRACER_SERVER_TIMEOUT"]))
+    }
+
+    /// docs/positive-list-format.md lists every setting's variable and flag as the table names them.
+    @Test func theDocumentListsEveryVariableAndFlag() throws {
+        let document = try String(contentsOfFile: NginxInstance.repositoryRoot + "/docs/positive-list-format.md", encoding: .utf8)
+        let start = try #require(document.range(of: "<!-- server-settings-table"), "the table's start marker is gone")
+        let end = try #require(document.range(of: "<!-- end server-settings-table -->"), "the table's end marker is gone")
+        let shown = document[start.upperBound..<end.lowerBound].split(separator: "\n").dropFirst().map(String.init)
+        let expected = ["| Setting | Environment variable | Flag |", "|---|---|---|"] + ServerSettingRegistry.all.map { definition in
+            guard let variable = definition.environmentVariable, let flag = definition.flag else {
+                return "| `\(definition.key)` | (file only) | (file only) |"
+            }
+            return "| `\(definition.key)` | `\(variable)` | `\(flag)` |"
+        }
+        #expect(shown == expected, "replace the table in docs/positive-list-format.md with:\n\(expected.joined(separator: "\n"))")
+    }
+
+    /// Each setting's test value, typed as in the environment or on the command line.
+    static func typed(_ json: String) throws -> String {
+        guard json.hasPrefix("[") || json.hasPrefix("\"") else { return json }
+        let value = try JSONSerialization.jsonObject(with: Data(json.utf8), options: .fragmentsAllowed)
+        if let list = value as? [Any] { return list.map { "\($0)" }.joined(separator: ",") }
+        return "\(value)"
+    }
+
+    @Test func everySettingGivenOutsideTheFileReadsAsFromTheFile() throws {
+        for (key, json) in Self.settingsTheFileAccepts where !Self.fileOnly.contains(key) {
+            let definition = try #require(ServerSettingRegistry.all.first { $0.key == key })
+            let fromFile = try report("\"\(key)\": \(json)")
+            let expected = try #require(fromFile.rows.first { $0.key == key }).value
+            let variable = try #require(definition.environmentVariable)
+            let fromEnvironment = try report(overrides: ServerSettingOverrides(environment: [variable: try Self.typed(json)], flags: [:]))
+            #expect(fromEnvironment.rows.first { $0.key == key } == .init(key: key, value: expected, source: "env \(variable)"))
+            let flag = try #require(definition.flag)
+            let (flags, rest) = try ServerSettingFlags.split(["serve", flag, try Self.typed(json)])
+            #expect(rest == ["serve"])
+            let fromFlag = try report(overrides: ServerSettingOverrides(environment: [:], flags: flags))
+            #expect(fromFlag.rows.first { $0.key == key } == .init(key: key, value: expected, source: "flag \(flag)"))
+        }
+    }
+
+    @Test func aFlagWinsOverTheEnvironmentWhichWinsOverTheFile() throws {
+        let file = #""retentionDays": 14"#
+        #expect(try report(file).rows.first { $0.key == "retentionDays" } == .init(key: "retentionDays", value: "14", source: "file"))
+        let environment = ["TRACER_SERVER_RETENTION_DAYS": "20"]
+        let fromEnvironment = try report(file, overrides: ServerSettingOverrides(environment: environment, flags: [:]))
+        #expect(fromEnvironment.configuration.retentionDays == 20)
+        #expect(fromEnvironment.rows.first { $0.key == "retentionDays" }?.source == "env TRACER_SERVER_RETENTION_DAYS")
+        let flags = try ServerSettingFlags.split(["--retention-days=7"]).settings
+        let fromFlag = try report(file, overrides: ServerSettingOverrides(environment: environment, flags: flags))
+        #expect(fromFlag.configuration.retentionDays == 7)
+        #expect(fromFlag.rows.first { $0.key == "retentionDays" }?.source == "flag --retention-days")
+        // An empty variable is no value, as for the node.
+        #expect(try report(file, overrides: ServerSettingOverrides(environment: ["TRACER_SERVER_RETENTION_DAYS": ""], flags: [:])).configuration.retentionDays == 14)
+    }
+
+    @Test func aBadValueOutsideTheFileNamesWhereItCameFrom() throws {
+        let outOfRange = ServerSettingOverrides(environment: ["TRACER_SERVER_RETENTION_DAYS": "29"], flags: [:])
+        #expect(throws: ConfigurationError.invalidOverride(
+            key: "retentionDays", source: .environment(variable: "TRACER_SERVER_RETENTION_DAYS"), detail: "retentionDays must be between 1 and 28")
+        ) { try report(overrides: outOfRange) }
+        #expect(ConfigurationError.invalidOverride(
+            key: "retentionDays", source: .environment(variable: "TRACER_SERVER_RETENTION_DAYS"), detail: "retentionDays must be between 1 and 28"
+        ).description == "The value of TRACER_SERVER_RETENTION_DAYS is invalid: retentionDays must be between 1 and 28; fix or unset TRACER_SERVER_RETENTION_DAYS.")
+        let notANumber = ServerSettingOverrides(environment: [:], flags: ["retentionDays": "two weeks"])
+        #expect(throws: ConfigurationError.invalidOverride(
+            key: "retentionDays", source: .flag("--retention-days"), detail: #"retentionDays must be an integer, got "two weeks""#)
+        ) { try report(overrides: notANumber) }
+        let badChoice = ServerSettingOverrides(environment: ["TRACER_SERVER_ACCEPT_UPLOADS": "none"], flags: [:])
+        #expect(throws: ConfigurationError.invalidOverride(
+            key: "acceptUploads", source: .environment(variable: "TRACER_SERVER_ACCEPT_UPLOADS"), detail: #"acceptUploads must be "ids", "keys" or "both""#)
+        ) { try report(overrides: badChoice) }
+    }
+
+    @Test func settingFlagsAreTakenOutOfAnyCommandLine() throws {
+        let split = try ServerSettingFlags.split(
+            ["serve", "--bind", "127.0.0.1:8080", "--trust-forwarded-for", "--trusted-proxies", "10.0.0.1,10.0.0.2", "--", "--retention-days", "3"])
+        #expect(split.settings == ["trustForwardedFor": "true", "trustedProxies": "10.0.0.1,10.0.0.2"])
+        #expect(split.rest == ["serve", "--bind", "127.0.0.1:8080", "--", "--retention-days", "3"])
+        #expect(try ServerSettingFlags.split(["--trust-forwarded-for", "false", "status"]).settings == ["trustForwardedFor": "false"])
+        #expect(throws: ServerSettingFlags.MissingValue(flag: "--retention-days")) { try ServerSettingFlags.split(["serve", "--retention-days"]) }
+        #expect(throws: ServerSettingFlags.MissingValue(flag: "--retention-days")) { try ServerSettingFlags.split(["--retention-days", "--bind", "x"]) }
+        // The file-only settings have no flag: a database URL could hold a password.
+        #expect(try ServerSettingFlags.split(["--database", "postgresql://u:p@h/d"]).rest == ["--database", "postgresql://u:p@h/d"])
     }
 
     @Test func everySettingIsReadFromTheFileAndShownByConfig() throws {
@@ -121,5 +228,29 @@ import TestTiers
         try fixture.writeConfiguration(extra: #", "retentionDays": 29"#)
         let refused = try ServerCLI.run(["config"], fixture: fixture)
         #expect(refused.exitCode == 1 && refused.stderr.contains("retentionDays must be between 1 and 28"), "\(refused)")
+    }
+
+    /// The environment and a flag override the file, for `config` and for the commands that use
+    /// the configuration: `publish` reads it first and fails as `config` does on a bad value.
+    @Test func environmentAndFlagsOverrideTheFile() throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration(extra: #", "retentionDays": 14, "maxIDsPerHistory": 100"#)
+        let environment = ["TRACER_SERVER_RETENTION_DAYS": "20", "TRACER_SERVER_MAX_IDS_PER_HISTORY": "200"]
+        let shown = try ServerCLI.run(["config", "--retention-days", "7"], fixture: fixture, environment: environment)
+        #expect(shown.exitCode == 0, "\(shown)")
+        let rows = shown.stdout.split(separator: "\n").map { $0.split(separator: " ", omittingEmptySubsequences: true).map(String.init) }
+        #expect(rows.contains(["retentionDays", "7", "flag", "--retention-days"]), "\(shown)")
+        #expect(rows.contains(["maxIDsPerHistory", "200", "env", "TRACER_SERVER_MAX_IDS_PER_HISTORY"]), "\(shown)")
+        #expect(rows.contains(["maxWindowSeconds", "3600", "default"]), "\(shown)")
+
+        let badFlag = try ServerCLI.run(["--retention-days=29", "publish"], fixture: fixture)
+        #expect(badFlag.exitCode == 1 && badFlag.stderr.contains("--retention-days is invalid: retentionDays must be between 1 and 28"), "\(badFlag)")
+        let badVariable = try ServerCLI.run(["publish"], fixture: fixture, environment: ["TRACER_SERVER_RETENTION_DAYS": "0"])
+        #expect(badVariable.exitCode == 1 && badVariable.stderr.contains("fix or unset TRACER_SERVER_RETENTION_DAYS"), "\(badVariable)")
+        let missing = try ServerCLI.run(["config", "--retention-days"], fixture: fixture)
+        #expect(missing.exitCode == 2 && missing.stderr.contains("--retention-days needs a value"), "\(missing)")
+        let help = try ServerCLI.run(["config", "--help"], fixture: fixture)
+        #expect(help.stdout.contains("TRACER_SERVER_RETENTION_DAYS") && help.stdout.contains("--retention-days"), "\(help)")
     }
 }

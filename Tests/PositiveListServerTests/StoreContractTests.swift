@@ -2,50 +2,9 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
-import Synchronization
 import Testing
 import TestTiers
 import TracerTestSupport
-
-/// The two implementations of ``SubmissionStore``.
-enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
-    case sqlite
-    case postgres
-
-    var testDescription: String { rawValue }
-}
-
-/// One PostgreSQL server for a whole suite, started at the first test that needs it (each test
-/// then gets a database of its own) and stopped when the suite ends: starting a server takes
-/// about a second, a database a few milliseconds.
-struct SharedPostgres: SuiteTrait, TestScoping {
-    @TaskLocal static var current: SharedPostgres?
-
-    private final class Server: Sendable {
-        let process = Mutex<PostgresProcess?>(nil)
-    }
-
-    private let server = Server()
-
-    var isRecursive: Bool { false }
-
-    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        defer { server.process.withLock { $0?.stop() } }
-        try await Self.$current.withValue(self) { try await function() }
-    }
-
-    /// A fresh empty database on the suite's server.
-    func createDatabase() throws -> String {
-        try server.process.withLock { server in
-            if server == nil { server = try PostgresProcess() }
-            return try server!.createDatabase("contract_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
-        }
-    }
-}
-
-extension Trait where Self == SharedPostgres {
-    static var sharedPostgres: SharedPostgres { SharedPostgres() }
-}
 
 /// A scratch server (ServerFixture: data directory, signing key, clock) whose data lives in the
 /// back end under test, opened twice: two instances on the same data (for SQLite a `serve` and a
@@ -66,8 +25,7 @@ struct ContractFixture {
                 let second = try ServerStore.open(path: server.paths.database, publishedDirectory: server.paths.published)
                 return ContractFixture(backend: backend, server: server, stores: [server.store, second])
             case .postgres:
-                let shared = try #require(SharedPostgres.current, "the suite needs the .sharedPostgres trait")
-                let settings = PostgresSettings(connection: try shared.createDatabase(), password: nil)
+                let settings = PostgresSettings(connection: try SharedPostgres.createDatabase(), password: nil)
                 var stores: [any SubmissionStore] = []
                 for _ in 0..<2 { stores.append(try await PostgresServerStore.open(settings: settings, poolSize: 3)) }
                 return ContractFixture(backend: backend, server: server, stores: stores)
@@ -313,6 +271,24 @@ struct ContractFixture {
             #expect(try await fixture.store.summary(now: fixture.now).unpublishedIDs == 0)
             #expect(try await fixture.publisher(1).publish().newBatch == nil)
             #expect(Set(try fixture.publishedIDs()) == Set(fresh.map(\.id.rawValue)))
+        }
+    }
+
+    /// "Pending ids whose windows ended by `cutoff` before they were published are forgotten"
+    /// by ``SubmissionStore/expireBatches(endingBy:now:)`` itself, on both back ends (no step of
+    /// the publisher's that one of them skips); ids still inside retention stay pending.
+    @Test(arguments: backends) func expiringBatchesForgetsPendingIdsPastRetention(backend: StoreBackend) async throws {
+        try await ContractFixture.with(backend) { fixture in
+            let cutoff = fixture.now - fixture.server.configuration.retentionSeconds
+            try await fixture.append(fixture.entries(count: 3, seed: 43, endingAt: cutoff - 3_600))
+            try await fixture.append(fixture.entries(count: 2, seed: 44, endingAt: cutoff - 60))
+            let fresh = fixture.entries(count: 4, seed: 45)
+            try await fixture.append(fresh)
+            #expect(try await fixture.store.summary(now: fixture.now).unpublishedIDs == 9)
+            #expect(try await fixture.store.expireBatches(endingBy: cutoff, now: fixture.now).isEmpty)
+            #expect(try await fixture.store.summary(now: fixture.now).unpublishedIDs == 4)
+            let pending = try await fixture.store.pendingEntries(endingAfter: 0, dueBy: fixture.now)
+            #expect(pending.entries.map(\.id) == fresh.map(\.id))
         }
     }
 

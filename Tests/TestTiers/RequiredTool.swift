@@ -75,6 +75,10 @@ extension RequiredTool {
     public static let postgreSQL = RequiredTool(
         name: "PostgreSQL 15", executable: "/usr/lib/postgresql/15/bin/initdb", remedy: "apt-get install postgresql-15")
     public static let nginx = RequiredTool(name: "nginx", executable: "/usr/sbin/nginx", remedy: "apt-get install nginx")
+    /// The command-line tools some tests run: openssl makes the HTTP client tests' self-signed
+    /// certificate, curl plays the health authority and reads fixture counters.
+    public static let openssl = RequiredTool(name: "the openssl command", executable: "/usr/bin/openssl", remedy: "apt-get install openssl")
+    public static let curl = RequiredTool(name: "the curl command", executable: "/usr/bin/curl", remedy: "apt-get install curl")
     public static let chromium = RequiredTool(name: "Chromium and chromedriver", remedy: "apt-get install chromium chromium-driver") {
         ["/usr/bin/chromium", "/usr/bin/chromedriver"].first { !FileManager.default.isExecutableFile(atPath: $0) }
             .map { "no executable \($0)" }

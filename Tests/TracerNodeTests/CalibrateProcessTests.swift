@@ -26,8 +26,7 @@ extension TracerNodeTests {
             let own = try StreamingProcess(tracer, [
                 "run", "--db", scratch.file("node.db"), "--transport", transport, "--log-level", "error",
             ], home: scratch.path)
-            let deadline = ContinuousClock.now + .seconds(10)
-            while !Check.exists(scratch.file("node.db-status.json")) && ContinuousClock.now < deadline { usleep(100_000) }
+            _ = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(100)) { Check.exists(scratch.file("node.db-status.json")) }
             let refused = try Products.tracer(["calibrate", "--db", scratch.file("node.db"), "--transport", transport, "--seconds", "1"], home: scratch.path)
             #expect(refused.exitCode == 1, "\(refused)")
             #expect(refused.stderr.contains("A running node (pid \(own.pid)) holds \(transport)"), "\(refused)")

@@ -221,6 +221,10 @@ extension TracerNodeTests {
             #expect(fromEnvironment.value("node.controller_quirks") as? String == "commands-left-unanswered")
             let fromFlag = try home.settings(["--controller-quirks", "cancel-taken-without-ending-attempt"])
             #expect(fromFlag.value("node.controller_quirks") as? String == "cancel-taken-without-ending-attempt")
+            let turnedOff = try home.settings(["--controller-quirks", "none,-attempt-dropped-without-end"])
+            #expect(turnedOff.value("node.controller_quirks") as? String == "none,-attempt-dropped-without-end")
+            let unknown = try home.tracer(["config", "--controller-quirks", "-floods"])
+            #expect(unknown.exitCode != 0 && unknown.stderr.contains("\"floods\"") && unknown.stderr.contains("\"none\""), "\(unknown)")
         }
 
         @Test func configFileFromFlagOrVariable() throws {

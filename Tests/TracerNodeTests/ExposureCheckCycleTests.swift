@@ -509,6 +509,7 @@ extension TracerNodeTests {
                 }
                 if failure == .serverErrors {
                     // Every attempt reached the fixture: 4 in all.
+                    try RequiredTool.curl.require()
                     let count = try Products.run("/usr/bin/curl", ["-sS", fixture!.url("/count")], home: world.scratch.path)
                     #expect(count.stdout == "4", "\(count)")
                 }

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Testing
+import TestTiers
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -81,14 +82,14 @@ final class ListServerProcess {
         self.process = nil
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGTERM)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(5_000) }
+        _ = eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(5)) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
     }
 
     /// What a health authority does: `POST /v1/codes` with its bearer token.
     func issueCode() throws -> String {
+        try RequiredTool.curl.require()
         let result = try Products.run(
             "/usr/bin/curl",
             ["-sS", "--fail-with-body", "-X", "POST", "-H", "Authorization: Bearer \(token)", url + "/v1/codes"], home: home)

@@ -20,15 +20,6 @@ extension TracerNodeTests {
             (try? String(contentsOfFile: scratch.file("node\(index).log"), encoding: .utf8)) ?? ""
         }
 
-        func waitUntil(_ timeout: Duration, _ condition: () throws -> Bool) rethrows -> Bool {
-            let deadline = ContinuousClock.now + timeout
-            while ContinuousClock.now < deadline {
-                if try condition() { return true }
-                usleep(200_000)
-            }
-            return try condition()
-        }
-
         func met(_ scratch: Scratch) throws -> Bool {
             let stores = try (0..<2).map { index -> NodeStore? in
                 Check.exists(scratch.file("node\(index).db")) ? try Check.openStore(scratch.file("node\(index).db")) : nil
@@ -51,8 +42,8 @@ extension TracerNodeTests {
                          "--server-key", key, "--check-jitter", "0", "--server-timeout", "1"]
             let nodes = try link.ports.enumerated().map { try startNode($0, port: $1, scratch: scratch, extra: extra) }
             defer { nodes.forEach { $0.killHard() } }
-            #expect(try waitUntil(.seconds(20)) { try met(scratch) }, "the nodes did not meet within 20 s")
-            #expect(waitUntil(.seconds(15)) { log(0, scratch).contains("exposure check failed") })
+            #expect(try eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(200)) { try met(scratch) }, "the nodes did not meet within 20 s")
+            #expect(eventuallyBlocking(timeout: .seconds(15), every: .milliseconds(200)) { log(0, scratch).contains("exposure check failed") })
             for node in nodes { kill(node.pid, SIGTERM) }
             for node in nodes { #expect(node.waitForExit(timeout: .seconds(5))?.status == 0) }
 
@@ -92,19 +83,19 @@ extension TracerNodeTests {
             try "[log]\nlevel = \"warning\"\n".write(toFile: config, atomically: true, encoding: .utf8)
             let node = try startNode(0, port: link.ports[0], scratch: scratch, extra: ["--config", config, "--rotation-interval", "5"])
             defer { node.killHard() }
-            #expect(waitUntil(.seconds(10)) { Check.exists(scratch.file("node0.db-status.json")) })
+            #expect(eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(200)) { Check.exists(scratch.file("node0.db-status.json")) })
             usleep(6_000_000)  // at least one rotation, which logs at info level: not shown at warning
             #expect(!log(0, scratch).contains("rotated"))
 
             try "[log]\nlevel = \"warning\"\nbogus = 1\n".write(toFile: config, atomically: true, encoding: .utf8)
             kill(node.pid, SIGHUP)
-            #expect(waitUntil(.seconds(5)) { log(0, scratch).contains("configuration not reloaded") })
+            #expect(eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(200)) { log(0, scratch).contains("configuration not reloaded") })
             #expect(log(0, scratch).contains("bogus"))
 
             try "[log]\nlevel = \"info\"\n".write(toFile: config, atomically: true, encoding: .utf8)
             kill(node.pid, SIGHUP)
-            #expect(waitUntil(.seconds(5)) { log(0, scratch).contains("configuration reloaded") })
-            #expect(waitUntil(.seconds(8)) { log(0, scratch).contains("rotated") }, "info lines after the reload")
+            #expect(eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(200)) { log(0, scratch).contains("configuration reloaded") })
+            #expect(eventuallyBlocking(timeout: .seconds(8), every: .milliseconds(200)) { log(0, scratch).contains("rotated") }, "info lines after the reload")
             #expect(node.isRunning)
             kill(node.pid, SIGTERM)
             #expect(node.waitForExit(timeout: .seconds(5))?.status == 0)
@@ -132,7 +123,7 @@ extension TracerNodeTests {
             let database = scratch.file("node0.db")
             let node = try startNode(0, port: link.ports[0], scratch: scratch)
             defer { node.killHard() }
-            #expect(waitUntil(.seconds(10)) {
+            #expect(eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(200)) {
                 (try? Products.tracer(["status", "--db", database], home: scratch.path))?.stdout.contains("Node:           running") == true
             })
             let running = try Products.tracer(["status", "--db", database], home: scratch.path)

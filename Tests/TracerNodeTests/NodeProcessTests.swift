@@ -30,11 +30,8 @@ extension TracerNodeTests {
                 guard Check.exists(scratch.file("node\(index).db")) else { return [] }
                 return Set(try Check.openStore(scratch.file("node\(index).db")).ownIDs().map(\.id))
             }
-            let deadline = ContinuousClock.now + .seconds(20)
-            var met = false
-            while ContinuousClock.now < deadline && !met {
-                usleep(250_000)
-                met = try !peers(of: 0).isDisjoint(with: ownIDs(of: 1)) && !peers(of: 1).isDisjoint(with: ownIDs(of: 0))
+            let met = try eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(250)) {
+                try !peers(of: 0).isDisjoint(with: ownIDs(of: 1)) && !peers(of: 1).isDisjoint(with: ownIDs(of: 0))
             }
             #expect(met, "the two node processes did not log each other within 20 s")
 
@@ -65,12 +62,11 @@ extension TracerNodeTests {
                 kill(node.pid, SIGTERM)
                 if node.waitForExit(timeout: .seconds(5)) == nil { node.killHard() }
             }
-            let deadline = ContinuousClock.now + .seconds(20)
             var line: String?
-            while ContinuousClock.now < deadline, line == nil {
-                usleep(100_000)
+            _ = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(100)) {
                 line = (try? String(contentsOfFile: log, encoding: .utf8))?.split(separator: "\n")
                     .first { $0.contains("controller quirks known from the start") }.map(String.init)
+                return line != nil
             }
             let found = try #require(line, "no quirks logged at start: \((try? String(contentsOfFile: log, encoding: .utf8)) ?? "")")
             #expect(found.contains("initiator stuck on an unanswered request"), "\(found)")

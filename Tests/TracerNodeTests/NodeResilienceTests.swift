@@ -53,8 +53,7 @@ extension TracerNodeTests {
 
             /// Waits for the exit; nil when the process still runs after `timeout`.
             func waitForExit(timeout: Duration = .seconds(10)) -> (status: Int32, signaled: Bool)? {
-                let deadline = ContinuousClock.now + timeout
-                while process.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
+                _ = eventuallyBlocking(timeout: timeout, every: .milliseconds(2)) { !process.isRunning }
                 if process.isRunning { return nil }
                 process.waitUntilExit()
                 return (process.terminationStatus, process.terminationReason == .uncaughtSignal)
@@ -134,20 +133,6 @@ extension TracerNodeTests {
             return (try status(database, home: home)["node"] as? [String: Any])?["state"] as? String
         }
 
-        /// Polls `condition` every `every` until it holds or `timeout` passes; true when it held.
-        static func waitUntil(_ timeout: Duration, every: Duration = .milliseconds(200), _ condition: () throws -> Bool) rethrows -> Bool {
-            let deadline = ContinuousClock.now + timeout
-            while true {
-                if try condition() { return true }
-                if ContinuousClock.now >= deadline { return false }
-                Thread.sleep(forTimeInterval: seconds(every))
-            }
-        }
-
-        static func seconds(_ duration: Duration) -> Double {
-            Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
-        }
-
         // MARK: 1. kill -9 during a busy exchange
 
         static let kills = 20
@@ -178,7 +163,7 @@ extension TracerNodeTests {
             func knowIDsOfA<Peers: Sequence<String>>(_ peers: Peers) throws {
                 if peers.contains(where: { idsOfA[$0] == nil }) { idsOfA = try Self.ownIDs(dbA, home: scratch.path) }
             }
-            #expect(try Self.waitUntil(.seconds(15)) {
+            #expect(try eventuallyBlocking(timeout: .seconds(15), every: .milliseconds(200)) {
                 idsOfA = try Self.ownIDs(dbA, home: scratch.path)
                 return !idsOfA.isEmpty
             }, "node A recorded no id within 15 s: \(a.lines.suffix(8))")
@@ -196,7 +181,7 @@ extension TracerNodeTests {
                 // B logged A and A logged B in this run: rows updated by sightings after B started
                 // (every earlier sighting is at most as late as the previous kill, before `bStart`).
                 var seenByB: Int64 = 0, seenByA: Int64 = 0
-                let met = try Self.waitUntil(.seconds(20)) {
+                let met = try eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(200)) {
                     let rowsOfB = try Self.rows(dbB, home: scratch.path)
                     try knowIDsOfA(rowsOfB.map(\.peer))
                     seenByB = rowsOfB.filter { idsOfA[$0.peer] != nil }.map(\.lastSeen).max() ?? 0
@@ -319,14 +304,14 @@ extension TracerNodeTests {
             }
             func states() throws -> [String?] { [try Self.nodeState(dbA, home: scratch.path), try Self.nodeState(dbB, home: scratch.path)] }
 
-            let met = try Self.waitUntil(.seconds(20)) { try lastSeen(dbA) > 0 && lastSeen(dbB) > 0 }
+            let met = try eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(200)) { try lastSeen(dbA) > 0 && lastSeen(dbB) > 0 }
             try #require(met, "the nodes did not meet within 20 s; A: \(a.lines.suffix(5)); B: \(b.lines.suffix(5))")
             #expect(try states() == ["running", "running"])
 
             radio.killHard()
             let killed = ContinuousClock.now
             var lastState: [String?] = []
-            let reconnecting = try Self.waitUntil(.seconds(5)) {
+            let reconnecting = try eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(200)) {
                 lastState = try states()
                 return lastState == ["reconnecting", "reconnecting"]
             }
@@ -347,7 +332,7 @@ extension TracerNodeTests {
             radio.stop()
             radio = try VirtualLink(ports: ports)
             let restarted = ContinuousClock.now
-            let again = try Self.waitUntil(.seconds(45), every: .milliseconds(500)) {
+            let again = try eventuallyBlocking(timeout: .seconds(45), every: .milliseconds(500)) {
                 lastState = try states()
                 return try lastState == ["running", "running"] && lastSeen(dbA) > restartSecond && lastSeen(dbB) > restartSecond
             }
@@ -401,7 +386,7 @@ extension TracerNodeTests {
 
             // The check runs at once (no jitter) and finds nothing listening.
             var failure: [String: String]?
-            _ = Self.waitUntil(.seconds(10), every: .milliseconds(100)) {
+            _ = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(100)) {
                 failure = b.entries.first { $0["message"] == Self.checkFailed || $0["message"] == Self.checkStale }
                 return failure != nil
             }
@@ -413,10 +398,10 @@ extension TracerNodeTests {
 
             // Meanwhile the node exchanges as usual: B's sightings of A keep growing.
             func sightings() throws -> Int { try Self.rows(dbB, home: scratch.path).reduce(0) { $0 + $1.sightings } }
-            let met = try Self.waitUntil(.seconds(20)) { try sightings() > 0 }
+            let met = try eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(200)) { try sightings() > 0 }
             try #require(met, "B logged no one within 20 s: \(b.lines.suffix(8))")
             let before = try sightings()
-            let grew = try Self.waitUntil(.seconds(5)) { try sightings() > before + 1 }
+            let grew = try eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(200)) { try sightings() > before + 1 }
             let after = try sightings()
             #expect(grew, "B's sightings did not grow while the server was down: \(before) → \(after)")
 
@@ -425,13 +410,13 @@ extension TracerNodeTests {
             let serve = try LoggedProcess(server, ["serve", "--data-dir", dataDirectory, "--bind", "127.0.0.1:\(port)"],
                                           home: scratch.path)
             defer { serve.ensureStopped() }
-            let listening = Self.waitUntil(.seconds(10), every: .milliseconds(50)) { LoopbackPort.isListening(Int(port)) || !serve.isRunning }
+            let listening = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(50)) { LoopbackPort.isListening(Int(port)) || !serve.isRunning }
             try #require(listening && serve.isRunning, "tracer-server did not listen on \(port): \(serve.lines.suffix(8))")
             let serverUp = Self.now(), serverUpInstant = ContinuousClock.now
             #expect(b.entry(message: Self.checkDone) == nil, "a check succeeded before the server was up")
 
             // The retry comes 15 s after the failure.
-            let done = Self.waitUntil(.seconds(25), every: .milliseconds(200)) { b.entry(message: Self.checkDone) != nil }
+            let done = eventuallyBlocking(timeout: .seconds(25), every: .milliseconds(200)) { b.entry(message: Self.checkDone) != nil }
             let doneAfter = ContinuousClock.now - failedAt
             print("list server up \(serverUpInstant - failedAt) after the failed check; the next check succeeded \(doneAfter) after it")
             try #require(done, "no successful check within 25 s of the server start: \(b.lines.suffix(8))")

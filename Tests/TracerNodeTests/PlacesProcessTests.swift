@@ -44,8 +44,7 @@ final class GPSFake {
     func stop() {
         guard process.isRunning else { return }
         kill(process.processIdentifier, SIGINT)
-        let deadline = ContinuousClock.now + .seconds(5)
-        while process.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
+        _ = eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(20)) { !process.isRunning }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
         let socket = "/tmp/gpsfake-\(process.processIdentifier).sock"

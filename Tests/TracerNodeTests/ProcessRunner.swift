@@ -149,8 +149,7 @@ enum Products {
         process.standardError = err
         try process.run()
 
-        let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline { usleep(2_000) }
+        _ = eventuallyBlocking(timeout: timeout, every: .milliseconds(2)) { !process.isRunning }
         if process.isRunning {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()

@@ -47,8 +47,7 @@ extension TracerNodeTests {
                 if node.waitForExit(timeout: .seconds(10)) == nil { node.killHard() }
             }
             let followed = "list revalidation failed"
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !Self.log(scratch).contains(followed) && ContinuousClock.now < deadline { usleep(50_000) }
+            _ = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(50)) { Self.log(scratch).contains(followed) }
             try #require(Self.log(scratch).contains(followed), "the long poll never answered: \(Self.log(scratch).suffix(2_000))")
             sleep(3)
             let revalidations = Self.log(scratch).components(separatedBy: "list revalidation failed").count - 1
@@ -84,8 +83,7 @@ extension TracerNodeTests {
                 if node.waitForExit(timeout: .seconds(10)) == nil { node.killHard() }
             }
             // The node's first full check (check.jitter 0: at start) finds nothing yet.
-            let deadline = ContinuousClock.now + .seconds(20)
-            while !log(scratch).contains("exposure check done") && ContinuousClock.now < deadline { usleep(50_000) }
+            _ = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(50)) { log(scratch).contains("exposure check done") }
             try #require(log(scratch).contains("exposure check done"), "no first check: \(log(scratch).suffix(2_000))")
             #expect(!Check.exists(warned))
 

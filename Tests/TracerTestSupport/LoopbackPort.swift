@@ -1,4 +1,5 @@
 import Foundation
+import TestTiers
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -32,14 +33,13 @@ public enum LoopbackPort {
     /// Waits until something accepts connections on the port, or throws after `timeout`, or as
     /// soon as `process` (the server expected to listen) has exited.
     public static func waitUntilListening(_ port: Int, timeout: Duration = .seconds(10), orExit process: Process? = nil) async throws {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if let process, !process.isRunning {
-                throw HarnessFailure(description: "the process exited (status \(process.terminationStatus)) before listening on \(port)")
-            }
-            if isListening(port) { return }
-            try await Task.sleep(for: .milliseconds(50))
+        _ = await eventually(timeout: timeout, every: .milliseconds(50)) {
+            (process.map { !$0.isRunning } ?? false) || isListening(port)
         }
+        if let process, !process.isRunning {
+            throw HarnessFailure(description: "the process exited (status \(process.terminationStatus)) before listening on \(port)")
+        }
+        if isListening(port) { return }
         throw HarnessFailure(description: "nothing listened on 127.0.0.1:\(port) within \(timeout)")
     }
 
@@ -49,6 +49,20 @@ public enum LoopbackPort {
         return withUnsafePointer(to: &address) {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
         }
+    }
+
+    /// Sends all of `text` on the connected socket `descriptor`; false once the peer has closed
+    /// the connection (or the send timed out).
+    public static func send(_ text: String, on descriptor: Int32) -> Bool {
+        let bytes = Array(text.utf8)
+        var sent = 0
+        while sent < bytes.count {
+            // MSG_NOSIGNAL: a write after the peer closed gives EPIPE, not a SIGPIPE that ends the process.
+            let count = bytes[sent...].withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            guard count > 0 else { return false }
+            sent += count
+        }
+        return true
     }
 
     private static func address(_ port: Int) -> sockaddr_in {

@@ -102,8 +102,7 @@ public final class MotoS3Server {
     public func stop() {
         try? input.fileHandleForWriting.close()
         if process.isRunning {
-            let deadline = Date().addingTimeInterval(5)
-            while process.isRunning && Date() < deadline { usleep(20_000) }
+            _ = eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(20)) { !process.isRunning }
             if process.isRunning { process.terminate() }
         }
         process.waitUntilExit()

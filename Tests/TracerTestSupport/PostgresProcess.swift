@@ -56,11 +56,10 @@ public final class PostgresProcess: @unchecked Sendable {
         server.standardInput = FileHandle.nullDevice
         try server.run()
         try? log.close()
-        let deadline = Date().addingTimeInterval(30)
         var ready = false
-        while !ready && server.isRunning && Date() < deadline {
+        _ = eventuallyBlocking(timeout: .seconds(30), every: .milliseconds(100)) {
             ready = (try? Self.run(["pg_isready", "-h", "127.0.0.1", "-p", String(port), "-t", "1"], log: directory + "/pg_isready.log")) != nil
-            if !ready { usleep(100_000) }
+            return ready || !server.isRunning
         }
         guard ready else {
             stop(keepDirectory: true)

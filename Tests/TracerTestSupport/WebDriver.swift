@@ -154,8 +154,7 @@ public final class WebDriverBrowser {
     static func stop(_ driver: Process) {
         guard driver.isRunning else { return }
         driver.terminate()
-        let deadline = ContinuousClock.now + .seconds(3)
-        while driver.isRunning && ContinuousClock.now < deadline { usleep(20_000) }
+        _ = eventuallyBlocking(timeout: .seconds(3), every: .milliseconds(20)) { !driver.isRunning }
         if driver.isRunning { kill(driver.processIdentifier, SIGKILL) }
         driver.waitUntilExit()
     }

@@ -23,6 +23,39 @@ extension ByteWriter {
     }
 }
 
+/// The PDUs that are their opcode alone (Write Response, Execute Write Response, Handle Value
+/// Confirmation): one codec for all of them.
+public protocol ATTOpcodeOnlyPDU: ATTPDUCodable {
+    init()
+}
+
+extension ATTOpcodeOnlyPDU {
+    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
+        let reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
+        try reader.expectEnd()
+        self.init()
+    }
+
+    public func encode() -> [UInt8] { [Self.opcode.rawValue] }
+}
+
+/// The responses laid out as opcode, then an attribute value or part of one up to the end (Read
+/// Response, Read Blob Response): one codec for both.
+public protocol ATTAttributeValuePDU: ATTPDUCodable {
+    /// Every byte after the opcode.
+    var attributeValue: [UInt8] { get }
+    init(attributeValue: [UInt8])
+}
+
+extension ATTAttributeValuePDU {
+    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
+        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
+        self.init(attributeValue: reader.readRemaining())
+    }
+
+    public func encode() -> [UInt8] { [Self.opcode.rawValue] + attributeValue }
+}
+
 /// The PDUs laid out as opcode, attribute handle, value (Write Request and Command, Handle Value
 /// Notification and Indication): one codec for all of them.
 public protocol ATTHandleValuePDU: ATTPDUCodable {

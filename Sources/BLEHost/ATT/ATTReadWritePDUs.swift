@@ -19,18 +19,13 @@ public struct ATTReadRequest: ATTPDUCodable {
     }
 }
 
-public struct ATTReadResponse: ATTPDUCodable {
+public struct ATTReadResponse: ATTAttributeValuePDU {
     public static let opcode = ATTOpcode.readResponse
     public var value: [UInt8]
 
     public init(value: [UInt8]) { self.value = value }
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        value = reader.readRemaining()
-    }
-
-    public func encode() -> [UInt8] { [Self.opcode.rawValue] + value }
+    public init(attributeValue: [UInt8]) { self.init(value: attributeValue) }
+    public var attributeValue: [UInt8] { value }
 }
 
 public struct ATTReadBlobRequest: ATTPDUCodable {
@@ -58,18 +53,13 @@ public struct ATTReadBlobRequest: ATTPDUCodable {
     }
 }
 
-public struct ATTReadBlobResponse: ATTPDUCodable {
+public struct ATTReadBlobResponse: ATTAttributeValuePDU {
     public static let opcode = ATTOpcode.readBlobResponse
     public var partOfValue: [UInt8]
 
     public init(partOfValue: [UInt8]) { self.partOfValue = partOfValue }
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        var reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        partOfValue = reader.readRemaining()
-    }
-
-    public func encode() -> [UInt8] { [Self.opcode.rawValue] + partOfValue }
+    public init(attributeValue: [UInt8]) { self.init(partOfValue: attributeValue) }
+    public var attributeValue: [UInt8] { partOfValue }
 }
 
 public struct ATTWriteRequest: ATTHandleValuePDU {
@@ -83,17 +73,9 @@ public struct ATTWriteRequest: ATTHandleValuePDU {
     }
 }
 
-public struct ATTWriteResponse: ATTPDUCodable {
+public struct ATTWriteResponse: ATTOpcodeOnlyPDU {
     public static let opcode = ATTOpcode.writeResponse
-
     public init() {}
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        let reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        try reader.expectEnd()
-    }
-
-    public func encode() -> [UInt8] { [Self.opcode.rawValue] }
 }
 
 public struct ATTWriteCommand: ATTHandleValuePDU {
@@ -156,15 +138,7 @@ public struct ATTExecuteWriteRequest: ATTPDUCodable {
     public func encode() -> [UInt8] { [Self.opcode.rawValue, flags.rawValue] }
 }
 
-public struct ATTExecuteWriteResponse: ATTPDUCodable {
+public struct ATTExecuteWriteResponse: ATTOpcodeOnlyPDU {
     public static let opcode = ATTOpcode.executeWriteResponse
-
     public init() {}
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        let reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        try reader.expectEnd()
-    }
-
-    public func encode() -> [UInt8] { [Self.opcode.rawValue] }
 }

@@ -22,15 +22,7 @@ public struct ATTHandleValueIndication: ATTHandleValuePDU {
     }
 }
 
-public struct ATTHandleValueConfirmation: ATTPDUCodable {
+public struct ATTHandleValueConfirmation: ATTOpcodeOnlyPDU {
     public static let opcode = ATTOpcode.handleValueConfirmation
-
     public init() {}
-
-    public init(decoding pdu: [UInt8]) throws(PacketDecodingError) {
-        let reader = try ByteReader.attParameters(of: pdu, expecting: Self.opcode)
-        try reader.expectEnd()
-    }
-
-    public func encode() -> [UInt8] { [Self.opcode.rawValue] }
 }

@@ -89,12 +89,51 @@ public struct ControllerQuirks: OptionSet, Sendable, Hashable, CustomStringConve
     }
 }
 
+/// What the node's settings say about the controller's quirks (`node.controller_quirks`): quirks
+/// to add to those the table of known models selects, and quirks of that table's choice to turn
+/// off, for a controller the table misjudges. "none" turns the table's whole choice off; "-name"
+/// turns one quirk off; a plain name adds it (and wins over "none" or "-name" in the same list).
+public struct ControllerQuirkChoice: Sendable, Hashable {
+    public var added: ControllerQuirks
+    public var removed: ControllerQuirks
+
+    public init(added: ControllerQuirks = [], removed: ControllerQuirks = []) {
+        self.added = added
+        self.removed = removed
+    }
+
+    /// The word that turns off every quirk the table selects.
+    public static let noneName = "none"
+
+    /// Parses a comma-separated list such as "none, commands-left-unanswered" or
+    /// "-attempt-dropped-without-end" (spaces around names allowed; the empty list changes nothing).
+    public init(settingNames list: String) throws(UnknownControllerQuirk) {
+        self.init()
+        for part in list.split(separator: ",") {
+            let name = String(part.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
+            guard !name.isEmpty else { continue }
+            if name == Self.noneName {
+                removed = ControllerQuirks(rawValue: ~0)
+            } else if name.hasPrefix("-") {
+                removed.formUnion(try ControllerQuirks(settingNames: String(name.dropFirst())))
+            } else {
+                added.formUnion(try ControllerQuirks(settingNames: name))
+            }
+        }
+    }
+
+    /// The quirks of a controller for which the table of known models selects `tableChoice`.
+    public func applied(to tableChoice: ControllerQuirks) -> ControllerQuirks {
+        tableChoice.subtracting(removed).union(added)
+    }
+}
+
 /// A quirk name that `ControllerQuirks(settingNames:)` does not know.
 public struct UnknownControllerQuirk: Error, Equatable, Sendable, CustomStringConvertible {
     public var name: String
 
     public var description: String {
-        "unknown controller quirk \"\(name)\"; known quirks: \(ControllerQuirks.settingNames.joined(separator: ", "))"
+        "unknown controller quirk \"\(name)\"; known quirks: \(ControllerQuirks.settingNames.joined(separator: ", ")) (\"\(ControllerQuirkChoice.noneName)\" turns off those the controller's model selects, \"-name\" one of them)"
     }
 }
 

@@ -39,6 +39,9 @@ public actor LEHost {
         /// Quirks of the controller known before it shows them (see `ControllerQuirks`); the
         /// host learns the ones it adapts to anyway, at the first sign.
         public var knownQuirks: ControllerQuirks = []
+        /// Quirks the table of known models selects for this controller that the settings turn
+        /// off (`ControllerQuirkChoice.removed`); `knownQuirks` still adds its own.
+        public var tableQuirksTurnedOff: ControllerQuirks = []
         public var attBearer = ATTBearerConfiguration()
         public var hci = HostControllerInterface.Configuration()
         public init() {}
@@ -147,7 +150,8 @@ public actor LEHost {
         self.wallClock = wallClock
         self.clock = clock
         self.logger = logger
-        quirks = configuration.knownQuirks.union(ControllerQuirks.known(for: controller.version))
+        quirks = ControllerQuirkChoice(added: configuration.knownQuirks, removed: configuration.tableQuirksTurnedOff)
+            .applied(to: ControllerQuirks.known(for: controller.version))
         (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
         (conditionChanges, conditionContinuation) = AsyncStream.makeStream(
             of: RadioCondition.self, bufferingPolicy: .bufferingNewest(1))

@@ -33,9 +33,7 @@ public struct LEAdvertisingReportEvent: Sendable, Equatable {
     /// the Linux kernel lay them out.
     public init(decoding parameters: [UInt8]) throws(PacketDecodingError) {
         var reader = ByteReader(parameters)
-        let count = Int(try reader.readUInt8("Num_Reports"))
-        var reports: [Report] = []
-        for _ in 0..<count {
+        reports = try reader.readCountedList("Num_Reports") { (reader: inout ByteReader) throws(PacketDecodingError) in
             let eventType = try reader.readUInt8("Event_Type")
             let addressType = LEAddressType(rawValue: try reader.readUInt8("Address_Type"))
             let address = try BluetoothAddress(reading: &reader, field: "Address")
@@ -43,9 +41,8 @@ public struct LEAdvertisingReportEvent: Sendable, Equatable {
             guard length <= 31 else { throw .invalidValue(field: "Data_Length", value: length) }
             let data = try reader.readBytes(length, "Data")
             let rssi = try reader.readInt8("RSSI")
-            reports.append(Report(eventType: eventType, addressType: addressType, address: address, data: data, rssi: rssi))
+            return Report(eventType: eventType, addressType: addressType, address: address, data: data, rssi: rssi)
         }
-        self.reports = reports
     }
 }
 
@@ -82,9 +79,7 @@ public struct LEExtendedAdvertisingReportEvent: Sendable, Equatable {
 
     public init(decoding parameters: [UInt8]) throws(PacketDecodingError) {
         var reader = ByteReader(parameters)
-        let count = Int(try reader.readUInt8("Num_Reports"))
-        var reports: [Report] = []
-        for _ in 0..<count {
+        reports = try reader.readCountedList("Num_Reports") { (reader: inout ByteReader) throws(PacketDecodingError) in
             let eventType = try reader.readUInt16("Event_Type")
             let addressType = LEAddressType(rawValue: try reader.readUInt8("Address_Type"))
             let address = try BluetoothAddress(reading: &reader, field: "Address")
@@ -98,13 +93,12 @@ public struct LEExtendedAdvertisingReportEvent: Sendable, Equatable {
             let directAddress = try BluetoothAddress(reading: &reader, field: "Direct_Address")
             let length = Int(try reader.readUInt8("Data_Length"))
             let data = try reader.readBytes(length, "Data")
-            reports.append(Report(
+            return Report(
                 eventType: eventType, addressType: addressType, address: address, primaryPHY: primaryPHY,
                 secondaryPHY: secondaryPHY, advertisingSID: sid, txPower: txPower, rssi: rssi,
                 periodicAdvertisingInterval: interval, directAddressType: directAddressType,
-                directAddress: directAddress, data: data))
+                directAddress: directAddress, data: data)
         }
-        self.reports = reports
     }
 }
 

@@ -42,7 +42,7 @@ public struct CommandStatusEvent: Sendable, Equatable {
 
     public init(decoding parameters: [UInt8]) throws(PacketDecodingError) {
         var reader = ByteReader(parameters)
-        status = HCIStatusCode(rawValue: try reader.readUInt8("Status"))
+        status = try reader.readStatus()
         numHCICommandPackets = try reader.readUInt8("Num_HCI_Command_Packets")
         opcode = HCIOpcode(rawValue: try reader.readUInt16("Command_Opcode"))
     }

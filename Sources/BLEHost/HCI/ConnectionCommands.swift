@@ -89,7 +89,7 @@ public struct ReadRSSI: HCICommandWithReturnParameters, Equatable {
         public var rssi: Int8
         public init(decoding bytes: [UInt8]) throws(PacketDecodingError) {
             var reader = ByteReader(bytes)
-            connectionHandle = try reader.readUInt16("Handle") & 0x0FFF
+            connectionHandle = try reader.readConnectionHandle("Handle")
             rssi = try reader.readInt8("RSSI")
         }
     }

@@ -12,9 +12,9 @@ public struct DisconnectionCompleteEvent: Sendable, Equatable {
 
     public init(decoding parameters: [UInt8]) throws(PacketDecodingError) {
         var reader = ByteReader(parameters)
-        status = HCIStatusCode(rawValue: try reader.readUInt8("Status"))
-        connectionHandle = try reader.readUInt16("Connection_Handle") & 0x0FFF
-        reason = HCIStatusCode(rawValue: try reader.readUInt8("Reason"))
+        status = try reader.readStatus()
+        connectionHandle = try reader.readConnectionHandle()
+        reason = try reader.readStatus("Reason")
     }
 
     public func encode() -> [UInt8] {
@@ -43,11 +43,11 @@ public struct NumberOfCompletedPacketsEvent: Sendable, Equatable {
 
     public init(decoding parameters: [UInt8]) throws(PacketDecodingError) {
         var reader = ByteReader(parameters)
-        let count = Int(try reader.readUInt8("Num_Handles"))
         var entries: [Entry] = []
         // Both arrays follow each other: all handles, then all counts (Core Spec Vol 4 Part E 7.7.19).
-        var handles: [UInt16] = []
-        for _ in 0..<count { handles.append(try reader.readUInt16("Connection_Handle") & 0x0FFF) }
+        let handles = try reader.readCountedList("Num_Handles") {
+            (reader: inout ByteReader) throws(PacketDecodingError) in try reader.readConnectionHandle()
+        }
         for handle in handles {
             entries.append(Entry(connectionHandle: handle, completedPackets: try reader.readUInt16("Num_Completed_Packets")))
         }
@@ -91,8 +91,8 @@ public struct LEConnectionCompleteEvent: Sendable, Equatable {
 
     public init(decoding parameters: [UInt8], enhanced: Bool) throws(PacketDecodingError) {
         var reader = ByteReader(parameters)
-        status = HCIStatusCode(rawValue: try reader.readUInt8("Status"))
-        connectionHandle = try reader.readUInt16("Connection_Handle") & 0x0FFF
+        status = try reader.readStatus()
+        connectionHandle = try reader.readConnectionHandle()
         roleValue = try reader.readUInt8("Role")
         peerAddressType = LEAddressType(rawValue: try reader.readUInt8("Peer_Address_Type"))
         peerAddress = try BluetoothAddress(reading: &reader, field: "Peer_Address")
@@ -117,8 +117,8 @@ public struct LEConnectionUpdateCompleteEvent: Sendable, Equatable {
 
     public init(decoding parameters: [UInt8]) throws(PacketDecodingError) {
         var reader = ByteReader(parameters)
-        status = HCIStatusCode(rawValue: try reader.readUInt8("Status"))
-        connectionHandle = try reader.readUInt16("Connection_Handle") & 0x0FFF
+        status = try reader.readStatus()
+        connectionHandle = try reader.readConnectionHandle()
         connectionInterval = try reader.readUInt16("Connection_Interval")
         peripheralLatency = try reader.readUInt16("Peripheral_Latency")
         supervisionTimeout = try reader.readUInt16("Supervision_Timeout")
@@ -133,8 +133,8 @@ public struct LEReadRemoteFeaturesCompleteEvent: Sendable, Equatable {
 
     public init(decoding parameters: [UInt8]) throws(PacketDecodingError) {
         var reader = ByteReader(parameters)
-        status = HCIStatusCode(rawValue: try reader.readUInt8("Status"))
-        connectionHandle = try reader.readUInt16("Connection_Handle") & 0x0FFF
+        status = try reader.readStatus()
+        connectionHandle = try reader.readConnectionHandle()
         leFeatures = try reader.readUInt64("LE_Features")
     }
 }

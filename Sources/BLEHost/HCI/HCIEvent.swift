@@ -40,3 +40,26 @@ public enum HCIEvent: Sendable, Equatable {
 func encodeEvent(code: UInt8, parameters: [UInt8]) -> [UInt8] {
     [code, UInt8(truncatingIfNeeded: parameters.count)] + parameters
 }
+
+extension ByteReader {
+    /// A status or reason octet, the first parameter of most events.
+    mutating func readStatus(_ field: String = "Status") throws(PacketDecodingError) -> HCIStatusCode {
+        HCIStatusCode(rawValue: try readUInt8(field))
+    }
+
+    /// A connection handle: the low 12 bits of its two octets, the top four being reserved (or,
+    /// in an ACL header, flags).
+    mutating func readConnectionHandle(_ field: String = "Connection_Handle") throws(PacketDecodingError) -> UInt16 {
+        try readUInt16(field) & 0x0FFF
+    }
+
+    /// A one-octet count (`countField`), then that many elements, each read by `element`.
+    mutating func readCountedList<Element>(
+        _ countField: String, _ element: (inout ByteReader) throws(PacketDecodingError) -> Element
+    ) throws(PacketDecodingError) -> [Element] {
+        let count = Int(try readUInt8(countField))
+        var elements: [Element] = []
+        for _ in 0..<count { elements.append(try element(&self)) }
+        return elements
+    }
+}

@@ -326,6 +326,11 @@ public actor HostControllerInterface {
     /// ACL credits not in use, for tests and diagnostics.
     public var availableACLCredits: Int { aclCredits }
 
+    /// Test seams: a sender parked at a credit gate shows here, so that a test awaits the parking
+    /// instead of sleeping and then checking that nothing was sent.
+    var commandsWaitingForCredit: Int { creditWaiters.count }
+    var queuedACLPackets: Int { aclQueue.count }
+
     /// Queues ACL packets (the fragments of one L2CAP frame) to be sent in order as controller buffers free up,
     /// and returns once the last one has been handed to the transport. Fragments of different calls never interleave.
     public func sendACL(_ packets: [ACLDataPacket]) async throws(HCIError) {

@@ -72,6 +72,10 @@ public actor L2CAPLayer {
         }
     }
 
+    /// The connections with an ATT channel: a test seam, so that a test awaits a frame's arrival
+    /// instead of sleeping.
+    var attChannelHandles: Set<UInt16> { Set(attChannels.keys) }
+
     /// The ATT channel of a connection. Call it when the connection completes; ATT data that arrives first is
     /// kept for it. The channel's `incoming` finishes when the connection closes.
     public func attChannel(connectionHandle: UInt16) -> L2CAPChannel {

@@ -20,6 +20,9 @@ package final class OnceSignal<Value: Sendable>: Sendable {
 
     package var value: Value? { state.withLock { $0.value } }
 
+    /// How many tasks are waiting: a test seam, so that a test awaits registration instead of sleeping.
+    var waiterCount: Int { state.withLock { $0.waiters.count } }
+
     /// Delivers `value` to every waiter, present and future; later calls are ignored.
     package func fire(_ value: Value) {
         let waiters = state.withLock { state -> [CheckedContinuation<Value?, Never>] in

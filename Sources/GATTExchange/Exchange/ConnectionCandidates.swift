@@ -48,11 +48,21 @@ struct ConnectionCandidates {
     }
 
     /// Adds a candidate, or refreshes one heard again (its eligibility keeps the first delay).
-    mutating func offer(_ candidate: Candidate) {
-        let eligibleAt = byAddress[candidate.address]?.eligibleAt ?? candidate.eligibleAt
+    /// Returns whether that changed what a waiting slot decides on: a new candidate, or one that
+    /// would have gone unheard too long before its turn and now lives to see it. A refresh of a
+    /// candidate still waiting for its turn only moves its expiry later, which a waiter finds when
+    /// the earlier expiry's timer fires.
+    @discardableResult
+    mutating func offer(_ candidate: Candidate) -> Bool {
+        let earlier = byAddress[candidate.address]
+        let eligibleAt = earlier?.eligibleAt ?? candidate.eligibleAt
         byAddress[candidate.address] = Candidate(
             address: candidate.address, addressType: candidate.addressType, rssi: candidate.rssi,
             txPower: candidate.txPower, heardAt: candidate.heardAt, eligibleAt: eligibleAt)
+        guard let earlier else { return true }
+        let earlierExpiry = earlier.heardAt + lifetime
+        let wasWaiting = candidate.heardAt < earlierExpiry && eligibleAt < earlierExpiry
+        return !wasWaiting
     }
 
     mutating func remove(_ address: BluetoothAddress) {

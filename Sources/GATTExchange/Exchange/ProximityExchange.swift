@@ -19,15 +19,18 @@ import Logging
 ///   timer: the extension's end) → *draining*, no new attempt starts → (event: no attempt
 ///   connecting, or timer: 10 s after the extension) → *pause*. A rotation inside a burst
 ///   stops the scanner: *burst* → *rotating* → (event: rotation over) → *burst* again.
-///   `listening` is true in *burst* and *extension* only.
+///   The scanner's `ScanState` is *listening* in *burst* and *extension*, *draining* in
+///   *draining*, and *off* otherwise (a pause, a rotation, the scanner starting).
 /// - Each connect slot (`connectLoop`, `maxOutgoingConnections` tasks) is an `AttemptState`:
 ///   *idle* → (event: a candidate eligible while listening, not rotating, not in the quiet time
 ///   before our rotation; timer: the next candidate's eligibility) → *connecting* → (controller:
 ///   peer advertised without connecting) → *connecting, asked again* → (controller: link opened)
 ///   → *exchanging* → (GATT result, link closed, or timer: `exchangeTimeout`) → *idle*; a failed
 ///   connection goes to *cooling down* → (timer: `pauseAfterFailedConnection`) → *idle*.
-/// - Rotation (`rotate(to:)`, from the rotator): clears the candidates; `rotating` holds every
-///   slot *idle* and the scanner stopped until it ends, which it announces.
+/// - Rotation (`rotate(to:)`, from the rotator), a `RotationState`: *settled* → (rotate) →
+///   *rotating*: the candidates cleared, every slot held *idle*, the scanner stopped, the audit
+///   and new sightings ignored → (the address changed, or the change failed) → *settled*, which it
+///   announces.
 /// - Incoming links (`acceptIncoming`): each lives until the peer closes it or its timer
 ///   (`incomingLinkLifetime`) does.
 /// - Audit (`auditLoop`): a timer every `auditInterval`.
@@ -51,7 +54,12 @@ public actor ProximityExchange {
     private var registry: PeerRegistry
     private var candidates: ConnectionCandidates
     private var incomingCount = 0
-    private var rotating = false
+    /// Where the address change stands (see the type's comment).
+    enum RotationState: Equatable {
+        case settled
+        case rotating
+    }
+    private var rotation = RotationState.settled
     /// Where each connect slot is in its attempt (see the type's comment).
     enum AttemptState: Equatable {
         case idle
@@ -70,10 +78,20 @@ public actor ProximityExchange {
     var attemptStates: [AttemptState] { slots }
     /// Announces each change a loop may wait for: see the type's comment.
     private let changes = StateChanges()
-    /// The scanner is on and stays on for any attempt that starts now: attempts start only then.
-    private var listening = false
-    /// The current scan burst has run its time; set before its scanner is stopped.
-    private var burstOver = false
+    /// How many changes have been announced, for tests.
+    var announcements: UInt64 { changes.generation }
+    /// Where the scanner is in its burst (see the type's comment).
+    enum ScanState: Equatable {
+        /// A pause, a rotation, or the scanner starting: no attempt starts.
+        case off
+        /// The scanner is on and stays on for any attempt that starts now: attempts start only then.
+        case listening
+        /// The burst has run its time: no attempt starts, and the scanner stops once those under way end.
+        case draining
+    }
+    private var scanner = ScanState.off
+    /// Where the scanner is, for tests and status.
+    var scanState: ScanState { scanner }
     /// Rotations begun, so that a scan burst knows whether one stopped its scanner.
     private var rotations = 0
     private var tasks: [Task<Void, Never>] = []
@@ -144,10 +162,10 @@ public actor ProximityExchange {
     /// with the new one. If the controller refuses the new address even then, the new id stays off
     /// the air and the controller is reset (the session ends and starts again).
     public func rotate(to ownID: OwnID) async {
-        rotating = true
+        rotation = .rotating
         rotations += 1
         defer {
-            rotating = false
+            rotation = .settled
             changes.announce()
         }
         candidates.removeAll()
@@ -217,7 +235,7 @@ public actor ProximityExchange {
     private func auditLoop() async {
         // Timer: the audit's period.
         while (try? await clock.sleep(for: configuration.auditInterval)) != nil {
-            guard !rotating else { continue }
+            guard rotation == .settled else { continue }
             let findings = await host.audit()
             if findings.strayInitiationEnded {
                 logger.warning("the controller was initiating with no owner; ended it")
@@ -269,9 +287,8 @@ public actor ProximityExchange {
 
     /// One scan burst, resumed after each rotation inside it. Returns false once the controller is lost.
     private func scanBurst(until burstEnd: ContinuousClock.Instant) async -> Bool {
-        burstOver = false
         while !Task.isCancelled {
-            while rotating, !Task.isCancelled {
+            while rotation == .rotating, !Task.isCancelled {
                 await changes.wait(after: changes.generation, on: clock)
             }
             guard !Task.isCancelled else { return true }
@@ -286,7 +303,7 @@ public actor ProximityExchange {
                 try? await clock.sleep(for: .seconds(1))
                 continue
             }
-            listening = true
+            scanner = .listening
             changes.announce()
             // Without a pause (tests, demos, mains-powered nodes) a burst never ends: stopping and
             // restarting the scanner would only leave moments in which no attempt can start.
@@ -317,10 +334,11 @@ public actor ProximityExchange {
                 await heard(sighting)
                 if Task.isCancelled { break }
             }
-            listening = false
+            let burstOver = scanner == .draining
+            scanner = .off
             stopper?.cancel()
             // The scanner stopped without the burst ending: a rotation changed the address.
-            if burstOver || (!rotating && rotations == rotationsBefore) { return true }
+            if burstOver || (rotation == .settled && rotations == rotationsBefore) { return true }
         }
         return true
     }
@@ -335,13 +353,14 @@ public actor ProximityExchange {
             await sink.record(Sighting(
                 peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), rssi: rssi, txPower: txPower))
         }
-        guard !rotating, registry.shouldConnect(to: sighting.address, at: now) else { return }
+        guard rotation == .settled, registry.shouldConnect(to: sighting.address, at: now) else { return }
         var eligibleAt = candidates.eligibleAt(sighting.address)
         if eligibleAt == nil { eligibleAt = now + initiationDelay(toward: sighting.address, newcomer: newcomer) }
-        candidates.offer(ConnectionCandidates.Candidate(
+        let offered = candidates.offer(ConnectionCandidates.Candidate(
             address: sighting.address, addressType: sighting.addressType, rssi: rssi, txPower: txPower, heardAt: now,
             eligibleAt: eligibleAt ?? now))
-        changes.announce()
+        // Advertisers repeat every 20 ms to 10 s: announcing each refresh would wake every loop that often.
+        if offered { changes.announce() }
     }
 
     /// Two Tracer nodes that hear each other at the same moment would connect to each other at
@@ -370,11 +389,16 @@ public actor ProximityExchange {
 
     /// One connect slot: waits for a candidate whose turn has come (an event, or the timer of the
     /// next candidate's eligibility), then runs the attempt to its end.
+    ///
+    /// Each pass reads the clock once: a candidate whose turn came between a first reading (too
+    /// early to take it) and a second (too late to wait for it) would otherwise wait for the next
+    /// announcement, however long that takes.
     private func connectLoop(slot: Int) async {
         while !Task.isCancelled {
             let generation = changes.generation
-            guard let candidate = takeCandidate() else {
-                let nextTurn = rotating ? nil : candidates.nextEligibility(after: clock.now)
+            let now = clock.now
+            guard let candidate = takeCandidate(at: now) else {
+                let nextTurn = rotation == .rotating ? nil : candidates.nextEligibility(after: now)
                 await changes.wait(after: generation, until: nextTurn, on: clock)
                 continue
             }
@@ -410,8 +434,7 @@ public actor ProximityExchange {
     }
 
     private func endBurst() {
-        burstOver = true
-        listening = false
+        scanner = .draining
     }
 
     private func enter(_ state: AttemptState, slot: Int) {
@@ -420,9 +443,8 @@ public actor ProximityExchange {
     }
 
     /// The candidate whose turn came first among those the registry still wants a link to.
-    private func takeCandidate() -> ConnectionCandidates.Candidate? {
-        if rotating || !listening || isInRotationQuietTime { return nil }
-        let now = clock.now
+    private func takeCandidate(at now: ContinuousClock.Instant) -> ConnectionCandidates.Candidate? {
+        if rotation == .rotating || scanner != .listening || isInRotationQuietTime { return nil }
         while let candidate = candidates.next(at: now) {
             changes.announce()
             guard registry.shouldConnect(to: candidate.address, at: now) else { continue }

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import Settings
 
 /// The server's settings, read from a JSON file the operator writes.
 ///
@@ -99,16 +100,16 @@ public struct ServerConfiguration: Sendable {
     /// at least 36 hours (`check.max_list_age`).
     public static let longestIndexAgeSeconds: Int64 = 129_600
 
-    /// Reads and checks the file at `path`.
-    public static func load(path: String) throws(ConfigurationError) -> ServerConfiguration {
-        try loadReport(path: path).configuration
+    /// Reads and checks the file at `path`, with the settings given outside it laid over it.
+    public static func load(path: String, overrides: ServerSettingOverrides = .none) throws(ConfigurationError) -> ServerConfiguration {
+        try loadReport(path: path, overrides: overrides).configuration
     }
 
-    /// Reads and checks the file at `path`, and tells which settings it gives (`tracer-server config`).
-    public static func loadReport(path: String) throws(ConfigurationError) -> ServerSettingsReport {
+    /// Reads and checks the file at `path`, and tells where each setting came from (`tracer-server config`).
+    public static func loadReport(path: String, overrides: ServerSettingOverrides = .none) throws(ConfigurationError) -> ServerSettingsReport {
         guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path: path) }
-        let (configuration, keysInFile) = try read(data, path: path)
-        return ServerSettingsReport(configuration: configuration, keysInFile: keysInFile)
+        let (configuration, keysInFile) = try read(data, path: path, overrides: overrides)
+        return ServerSettingsReport(configuration: configuration, keysInFile: keysInFile, overrides: overrides)
     }
 
     public static func parse(_ data: Data, path: String) throws(ConfigurationError) -> ServerConfiguration {
@@ -116,7 +117,9 @@ public struct ServerConfiguration: Sendable {
     }
 
     /// The checked configuration and the settings the file gives (the others have their default).
-    public static func read(_ data: Data, path: String) throws(ConfigurationError) -> (configuration: ServerConfiguration, keysInFile: Set<String>) {
+    public static func read(
+        _ data: Data, path: String, overrides: ServerSettingOverrides = .none
+    ) throws(ConfigurationError) -> (configuration: ServerConfiguration, keysInFile: Set<String>) {
         guard let object = try? JSONSerialization.jsonObject(with: data), let fields = object as? [String: Any] else {
             throw .notJSONObject(path: path)
         }
@@ -134,35 +137,53 @@ public struct ServerConfiguration: Sendable {
         {
             throw .unknownSetting(path: path, name: "console." + unknown)
         }
+        var merged = data
+        if !overrides.values.isEmpty {
+            // The file's values were type-checked by the decoder above only as JSON; laid over
+            // as JSON, the overrides go through the same decoding, conversion and checks.
+            let withOverrides = try overrides.applied(to: fields)
+            do {
+                merged = try JSONSerialization.data(withJSONObject: withOverrides)
+            } catch {
+                throw .invalidValue(path: path, detail: Self.describe(error))
+            }
+        }
         let file: SettingsFile
         do {
-            file = try JSONDecoder().decode(SettingsFile.self, from: data)
+            file = try JSONDecoder().decode(SettingsFile.self, from: merged)
         } catch {
             throw .invalidValue(path: path, detail: Self.describe(error))
         }
         var configuration = ServerConfiguration(authorities: [])
-        for apply in file.values {
-            try apply(&configuration, path)
+        for (definition, apply) in zip(ServerSettingRegistry.all, file.values) {
+            do {
+                try apply(&configuration, path)
+            } catch {
+                throw overrides.blame(error, on: definition.key)
+            }
         }
-        try configuration.validate(path: path)
+        try configuration.validate(path: path, overrides: overrides)
         return (configuration, Set(fields.keys))
     }
 
-    func validate(path: String) throws(ConfigurationError) {
+    func validate(path: String, overrides: ServerSettingOverrides = .none) throws(ConfigurationError) {
         guard !authorities.isEmpty else { throw .noAuthorities(path: path) }
         var names = Set<String>()
         for authority in authorities where !names.insert(authority.name).inserted {
             throw .duplicateAuthority(path: path, name: authority.name)
         }
         for definition in ServerSettingRegistry.all {
-            if let problem = definition.problem(self) { throw .invalidValue(path: path, detail: problem) }
+            if let problem = definition.problem(self) {
+                throw overrides.blame(.invalidValue(path: path, detail: problem), on: definition.key)
+            }
         }
         // The index is re-signed at the first publication once it is indexRefreshSeconds old, so
         // it can reach the sum; nodes call a list signed more than two days ago outdated.
         guard publishIntervalSeconds + indexRefreshSeconds <= Self.longestIndexAgeSeconds else {
-            throw .invalidValue(
+            let error = ConfigurationError.invalidValue(
                 path: path,
                 detail: "publishIntervalSeconds + indexRefreshSeconds must be at most \(Self.longestIndexAgeSeconds) (36 hours), so nodes never see an index older than that")
+            throw overrides.blame(overrides.blame(error, on: "indexRefreshSeconds"), on: "publishIntervalSeconds")
         }
     }
 
@@ -246,6 +267,8 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
     case noAuthorities(path: String)
     case duplicateAuthority(path: String, name: String)
     case weakToken(path: String, authority: String, minimumLength: Int)
+    /// A value given by an environment variable or a flag instead of the file.
+    case invalidOverride(key: String, source: SettingSource, detail: String)
 
     public var description: String {
         switch self {
@@ -263,6 +286,8 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
             return "The configuration file \(path) lists the authority \"\(name)\" twice; give each authority its own name."
         case .weakToken(let path, let authority, let minimumLength):
             return "The token of authority \"\(authority)\" in \(path) is shorter than \(minimumLength) characters; use a long random token (for example `openssl rand -base64 32`)."
+        case .invalidOverride(_, let source, let detail):
+            return "The value of \(source.location) is invalid: \(detail); \(source.remedy)."
         }
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// One setting of the server's configuration file: its name there, what it accepts, its one-line
 /// doc, how it is read, checked and shown. The default stays on the `ServerConfiguration`
@@ -21,6 +22,9 @@ struct ServerSettingDefinition: Sendable {
     var problem: @Sendable (ServerConfiguration) -> String?
     /// The effective value as `tracer-server config` shows it.
     var show: @Sendable (ServerConfiguration) -> String
+    /// How a value typed in the environment or on the command line becomes the file's JSON value;
+    /// nil for a setting only the file may give (a secret, or an object).
+    var textForm: ServerSettingTextForm? = nil
 }
 
 struct ServerSettingKey: CodingKey {
@@ -80,7 +84,7 @@ extension ServerSettingDefinition {
                 return { configuration, _ in if let value { configuration[keyPath: property] = value } }
             },
             problem: { bounds.contains($0[keyPath: property]) ? nil : "\(key) \(bounds.requirement)" },
-            show: { "\($0[keyPath: property])" })
+            show: { "\($0[keyPath: property])" }, textForm: Value.self == Double.self ? .number : .integer)
     }
 
     /// A numeric setting that may be left out, which means what `absent` says.
@@ -97,7 +101,8 @@ extension ServerSettingDefinition {
             problem: { configuration in
                 configuration[keyPath: property].map { bounds.contains($0) ? nil : "\(key) \(bounds.requirement)" } ?? nil
             },
-            show: { configuration in configuration[keyPath: property].map { "\($0)" } ?? "(unset: \(absent))" })
+            show: { configuration in configuration[keyPath: property].map { "\($0)" } ?? "(unset: \(absent))" },
+            textForm: .integer)
     }
 
     /// A setting whose JSON value (a Boolean, a list) is stored as it is, checked by `problem`.
@@ -112,7 +117,7 @@ extension ServerSettingDefinition {
                 let value = try container.decodeIfPresent(Value.self, forKey: ServerSettingKey(key))
                 return { configuration, _ in if let value { configuration[keyPath: property] = value } }
             },
-            problem: problem, show: { show($0[keyPath: property]) })
+            problem: problem, show: { show($0[keyPath: property]) }, textForm: ServerSettingTextForm(for: Value.self))
     }
 
     /// A setting whose JSON value must be converted (and may be refused) on the way in.
@@ -120,7 +125,7 @@ extension ServerSettingDefinition {
         _ key: String, _ raw: Raw.Type, accepts: String, help: String,
         apply: @escaping @Sendable (Raw, inout ServerConfiguration, String) throws(ConfigurationError) -> Void,
         problem: @escaping @Sendable (ServerConfiguration) -> String? = { _ in nil },
-        show: @escaping @Sendable (ServerConfiguration) -> String
+        show: @escaping @Sendable (ServerConfiguration) -> String, textForm: ServerSettingTextForm? = nil
     ) -> ServerSettingDefinition {
         ServerSettingDefinition(
             key: key, accepts: accepts, help: help,
@@ -130,6 +135,78 @@ extension ServerSettingDefinition {
                     if let value { try apply(value, &configuration, path) }
                 }
             },
-            problem: problem, show: show)
+            problem: problem, show: show, textForm: textForm)
+    }
+}
+
+/// How a setting's value is typed outside the file: one form per JSON type a row reads.
+enum ServerSettingTextForm: Sendable {
+    case integer, number, boolean, string
+    /// Comma-separated: "10.0.0.1, 10.0.0.2".
+    case stringList, integerList
+
+    init?<Value>(for type: Value.Type) {
+        switch type {
+        case is Bool.Type: self = .boolean
+        case is [String].Type: self = .stringList
+        case is [Int64].Type, is [Int].Type: self = .integerList
+        default: return nil
+        }
+    }
+
+    /// The JSON value the text stands for, or nil when it is not of this form.
+    func json(_ text: String) -> Any? {
+        switch self {
+        case .integer: return SettingText.integer(text)
+        case .number: return SettingText.number(text)
+        case .boolean: return SettingText.boolean(text)
+        case .string: return text
+        case .stringList: return SettingText.items(text)
+        case .integerList:
+            let integers = SettingText.items(text).map(SettingText.integer)
+            return integers.contains { $0 == nil } ? nil : integers.compactMap { $0 }
+        }
+    }
+
+    /// What the text must be, after "must be".
+    var expected: String {
+        switch self {
+        case .integer: "an integer"
+        case .number: "a number"
+        case .boolean: "true or false"
+        case .string: "text"
+        case .stringList: "a list joined with commas"
+        case .integerList: "integers joined with commas"
+        }
+    }
+}
+
+/// The names a setting has outside the file, derived from its key so that no row spells them:
+/// `maxIDsPerHistory` is `TRACER_SERVER_MAX_IDS_PER_HISTORY` and `--max-ids-per-history`.
+extension ServerSettingDefinition {
+    static let environmentPrefix = "TRACER_SERVER_"
+
+    var environmentVariable: String? {
+        textForm == nil ? nil : Self.environmentPrefix + words.joined(separator: "_").uppercased()
+    }
+
+    var flag: String? {
+        textForm == nil ? nil : "--" + words.joined(separator: "-").lowercased()
+    }
+
+    /// The key cut before each capital that follows a small letter or digit ("IDs" stays one word).
+    private var words: [String] {
+        var words: [String] = []
+        var current = ""
+        var previous: Character?
+        for character in key {
+            if character.isUppercase, let previous, previous.isLowercase || previous.isNumber {
+                words.append(current)
+                current = ""
+            }
+            current.append(character)
+            previous = character
+        }
+        return words + [current]
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import Settings
 
 /// Every setting of the server's configuration file. Adding a setting is one row here plus its
 /// `ServerConfiguration` property (which holds the default); the file reader, its checks and
@@ -30,7 +31,7 @@ enum ServerSettingRegistry {
                 configuration.publishIntervalSeconds >= ServerConfiguration.shortestPublishIntervalSeconds ? nil
                     : "publishIntervalSeconds must be at least \(ServerConfiguration.shortestPublishIntervalSeconds) (5 minutes): nodes accept an index of at most 29 days of batches published that often"
             },
-            show: { "\($0.publishIntervalSeconds)" }),
+            show: { "\($0.publishIntervalSeconds)" }, textForm: .integer),
         publishSpacing,
         // A held request must end before the proxies in front give up on it (nginx's
         // proxy_read_timeout is 60 s unless raised).
@@ -87,7 +88,7 @@ enum ServerSettingRegistry {
                 }
             },
             problem: { $0.acceptUploads.isEmpty ? #"acceptUploads must be "ids", "keys" or "both""# : nil },
-            show: { $0.acceptUploads == .both ? "both" : $0.acceptUploads == .keys ? "keys" : "ids" }),
+            show: { $0.acceptUploads == .both ? "both" : $0.acceptUploads == .keys ? "keys" : "ids" }, textForm: .string),
         .number(
             "maxKeysPerHistory", \.maxKeysPerHistory, SettingBounds(lower: 1, upper: 1_000),
             help: "Daily keys one upload may hold."),
@@ -149,7 +150,7 @@ enum ServerSettingRegistry {
             return configuration.publishSpacingSeconds >= shortest && configuration.publishSpacingSeconds <= configuration.publishIntervalSeconds ? nil
                 : "publishSpacingSeconds must be between \(shortest) (5 minutes: nodes accept at most 29 days of batches cut that often) and publishIntervalSeconds"
         },
-        show: { "\($0.publishSpacingSeconds)" })
+        show: { "\($0.publishSpacingSeconds)" }, textForm: .integer)
 
     /// The one required setting; its typed errors (no authority, a duplicate, a weak token) are
     /// checked apart, before every row's problem.
@@ -181,22 +182,30 @@ public struct ServerSettingsReport: Sendable {
     public struct Row: Sendable, Equatable, Encodable {
         public var key: String
         public var value: String
-        /// "file" or "default".
+        /// "flag --retention-days", "env TRACER_SERVER_RETENTION_DAYS", "file" or "default".
         public var source: String
     }
 
     public let configuration: ServerConfiguration
     public let rows: [Row]
 
-    public init(configuration: ServerConfiguration, keysInFile: Set<String>) {
+    public init(configuration: ServerConfiguration, keysInFile: Set<String>, overrides: ServerSettingOverrides = .none) {
         self.configuration = configuration
         rows = ServerSettingRegistry.all.map { definition in
-            Row(key: definition.key, value: definition.show(configuration), source: keysInFile.contains(definition.key) ? "file" : "default")
+            let source: SettingSource = overrides.values[definition.key]?.source
+                ?? (keysInFile.contains(definition.key) ? .file(path: nil, line: nil) : .builtIn(detail: nil))
+            return Row(key: definition.key, value: definition.show(configuration), source: source.description)
         }
     }
 
-    /// One paragraph per setting: its name, what it accepts and what it does.
+    /// One paragraph per setting: its name, what it accepts, what it does, and its environment
+    /// variable and flag (or that only the file gives it).
     public static var help: String {
-        ServerSettingRegistry.all.map { "\($0.key): \($0.help) Accepts \($0.accepts)." }.joined(separator: "\n\n")
+        ServerSettingRegistry.all.map { definition in
+            let outside = definition.environmentVariable.map { variable in
+                " Environment \(variable), flag \(definition.flag ?? "")."
+            } ?? " Only in the file."
+            return "\(definition.key): \(definition.help) Accepts \(definition.accepts).\(outside)"
+        }.joined(separator: "\n\n")
     }
 }

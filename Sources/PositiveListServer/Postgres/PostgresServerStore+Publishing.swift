@@ -30,10 +30,8 @@ extension PostgresServerStore {
 
     /// The pending ids whose windows end after `cutoff` and stopped being valid by `dueBy`,
     /// sorted by id; the ones still valid after `dueBy` wait (anyone reading the list could
-    /// broadcast them). `afterSubmission` and `lastSubmission` are both the newest submission
-    /// they come from: this store has no watermark to move past expired ids
-    /// (``expireBatches(endingBy:now:)`` deletes those), so the publisher never needs
-    /// ``skipExpiredPending(through:quarantining:)``.
+    /// broadcast them). Ids that expired unpublished are deleted by
+    /// ``expireBatches(endingBy:now:)``.
     public func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
         try await run { connection in
             let rows = try connection.exec(
@@ -51,8 +49,7 @@ extension PostgresServerStore {
             let waiting = try connection.exec(
                 "SELECT count(*), min(valid_until) FROM submitted_ids WHERE batch IS NULL AND valid_until > $1", [.int(dueBy)]).first!
             return PendingEntries(
-                entries: entries, afterSubmission: last, lastSubmission: last, damagedSubmissions: [], waitingIDs: Int(try waiting.int(0)),
-                nextDueBy: try waiting.optionalInt(1))
+                entries: entries, lastSubmission: last, waitingIDs: Int(try waiting.int(0)), nextDueBy: try waiting.optionalInt(1))
         }
     }
 
@@ -72,9 +69,6 @@ extension PostgresServerStore {
             try PostgresBatchLedger.ids.record(values, members: .intArray(ids), memberCount: ids.count, connection)
         }
     }
-
-    /// Nothing to do: see ``pendingEntries(endingAfter:dueBy:)``.
-    public func skipExpiredPending(through lastSubmission: Int64, quarantining damaged: [Int64]) async throws(ServerStoreError) {}
 
     /// Marks live batches whose every window ended by `cutoff` as expired and forgets their ids,
     /// and the pending ids that expired before they could be published; returns the batches'

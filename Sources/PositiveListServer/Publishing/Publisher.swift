@@ -187,8 +187,6 @@ public actor Publisher {
             }
             if !pending.entries.isEmpty {
                 report.newBatch = try await cutBatch(pending, now: now)
-            } else if pending.lastSubmission > pending.afterSubmission {
-                try await store.skipExpiredPending(through: pending.lastSubmission, quarantining: pending.damagedSubmissions)
             }
             report.expiredBatches = try await store.expireBatches(endingBy: cutoff, now: now)
             let live = try await store.liveBatches()

@@ -3,23 +3,37 @@ import GRDB
 import IDRotation
 import PositiveListFormat
 
-/// Ids accepted since the last batch, sorted by id, and the sequence number that closes them.
+/// Ids accepted since the last batch, sorted by id, and what a batch of them records.
 public struct PendingEntries: Sendable {
     public let entries: [PositiveListEntry]
-    /// Submissions up to this number were published (or skipped) before.
-    public let afterSubmission: Int64
-    /// The newest submission these entries come from: the next batch's watermark.
+    /// The newest submission these entries come from: the batch's `lastSubmission`.
     public let lastSubmission: Int64
-    /// Submissions whose stored ids are damaged: not published, and moved aside when the
-    /// watermark passes them (see ``ServerStore/recordBatch(_:expectedWatermark:quarantining:)``).
+    /// Submissions whose stored ids could not be read: not published, and kept aside for the
+    /// authority (the publisher reports them). Only a store that keeps an upload's ids in one
+    /// blob can find any; PostgreSQL keeps one row per id and never does.
     public let damagedSubmissions: [Int64]
     /// Accepted ids not handed over because some are still valid, or were until the clock-skew
     /// allowance ago (they wait for a later publication).
-    public var waitingIDs: Int = 0
+    public let waitingIDs: Int
     /// The least `dueBy` at which the first waiting id would be handed over (its submission's
-    /// latest `validUntil` here; the earliest waiting id's in a store that publishes per id);
-    /// nil when none waits. The scheduler wakes then rather than at its hourly tick.
-    public var nextDueBy: UnixSeconds?
+    /// latest `validUntil` on SQLite; the earliest waiting id's on PostgreSQL, which publishes
+    /// per id); nil when none waits. The scheduler wakes then rather than at its hourly tick.
+    public let nextDueBy: UnixSeconds?
+    /// SQLite's watermark when these were read: its ``ServerStore/recordBatch(_:publishing:)``
+    /// refuses once another publisher moved it. Nil from PostgreSQL, which checks the ids.
+    let sqliteWatermark: Int64?
+
+    init(
+        entries: [PositiveListEntry], lastSubmission: Int64, damagedSubmissions: [Int64] = [], waitingIDs: Int, nextDueBy: UnixSeconds?,
+        sqliteWatermark: Int64? = nil
+    ) {
+        self.entries = entries
+        self.lastSubmission = lastSubmission
+        self.damagedSubmissions = damagedSubmissions
+        self.waitingIDs = waitingIDs
+        self.nextDueBy = nextDueBy
+        self.sqliteWatermark = sqliteWatermark
+    }
 }
 
 /// A published batch as the database records it.
@@ -96,8 +110,8 @@ extension ServerStore {
             unique.reserveCapacity(entries.count)
             for entry in entries where unique.last?.id != entry.id { unique.append(entry) }
             return PendingEntries(
-                entries: unique, afterSubmission: watermark, lastSubmission: lastSubmission, damagedSubmissions: damaged, waitingIDs: waiting,
-                nextDueBy: nextDueBy)
+                entries: unique, lastSubmission: lastSubmission, damagedSubmissions: damaged, waitingIDs: waiting, nextDueBy: nextDueBy,
+                sqliteWatermark: watermark)
         }
     }
 
@@ -134,19 +148,30 @@ extension ServerStore {
         }
     }
 
-    /// Moves the watermark past ids that expired before they could be published (or were
-    /// damaged), and forgets them, so they are not read again by every later publication.
-    public func skipExpiredPending(through lastSubmission: Int64, quarantining damaged: [Int64] = []) async throws(ServerStoreError) {
-        let pendingIDs = self.pendingIDs
-        try await writeWithoutTransaction { db in
-            defer { pendingIDs.invalidate() }
-            try db.inTransaction(.immediate) {
-                try db.execute(
-                    sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES ('skipped_through', ?)", arguments: [lastSubmission])
-                try Self.removePending(through: lastSubmission, quarantining: damaged, db)
-                return .commit
+    /// Moves the watermark past the oldest pending submissions whose every id's window ended by
+    /// `cutoff` (they can never be published), or whose ids are damaged, and forgets them, so
+    /// that later publications do not read them again. Stops at the first submission with an id
+    /// still inside retention: the watermark only ever passes whole submissions. Returns whether
+    /// it moved.
+    private static func skipExpiredPending(endingBy cutoff: UnixSeconds, _ db: Database) throws -> Bool {
+        var skippedThrough: Int64?
+        var damaged: [Int64] = []
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT submission, id_count, entries FROM pending_histories WHERE submission > ? ORDER BY submission",
+            arguments: [try watermark(db)])
+        while let row = try rows.next() {
+            let submission: Int64 = row[0]
+            if let decoded = PendingEntriesBlob.decode(row[2], idCount: row[1]) {
+                guard decoded.allSatisfy({ $0.validUntil <= cutoff }) else { break }
+            } else {
+                damaged.append(submission)
             }
+            skippedThrough = submission
         }
+        guard let skippedThrough else { return false }
+        try db.execute(sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES ('skipped_through', ?)", arguments: [skippedThrough])
+        try removePending(through: skippedThrough, quarantining: damaged, db)
+        return true
     }
 
     private static func removePending(through lastSubmission: Int64, quarantining damaged: [Int64], _ db: Database) throws {
@@ -168,13 +193,16 @@ extension ServerStore {
         }
     }
 
-    /// Marks live batches whose every window ended by `cutoff` as expired; returns their numbers.
+    /// Marks live batches whose every window ended by `cutoff` as expired, and forgets the
+    /// pending ids that expired before they could be published (see
+    /// ``skipExpiredPending(endingBy:_:)``); returns the batches' numbers.
     public func expireBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64] {
-        let publishedIDs = self.publishedIDs
+        let (pendingIDs, publishedIDs) = (self.pendingIDs, self.publishedIDs)
         return try await write { db in
             // Before any later write runs: an upload queued behind this one must not find the
             // expired batches' ids still known.
             defer { publishedIDs.invalidate() }
+            if try Self.skipExpiredPending(endingBy: cutoff, db) { pendingIDs.invalidate() }
             return try SQLiteBatchLedger.ids.expire(endingBy: cutoff, now: now, db).map { UInt64($0) }
         }
     }

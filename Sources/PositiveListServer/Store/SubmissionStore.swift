@@ -18,7 +18,9 @@ import PositiveListFormat
 ///
 /// What only one back end needs stays its own: the SQLite store's lock file and its in-memory
 /// index of published ids (``ServerStore/publicationLockPath``,
-/// ``ServerStore/loadPublishedIDs()``). `StoreContractTests` runs every promise stated here on
+/// ``ServerStore/loadPublishedIDs()``), and its watermark over pending submissions
+/// (``PendingEntries/sqliteWatermark``, moved past expired ones inside
+/// ``expireBatches(endingBy:now:)``). `StoreContractTests` runs every promise stated here on
 /// both back ends.
 public protocol SubmissionStore: Sendable {
     // Uploads and codes (HTTP API, `append`, `issue-code`).
@@ -56,11 +58,10 @@ public protocol SubmissionStore: Sendable {
     /// (false, nothing changed) when this number or a later one was recorded, or when another
     /// publisher recorded any of `pending`'s ids meanwhile.
     func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool
-    /// Forgets the pending ids ``pendingEntries(endingAfter:dueBy:)`` left out as expired, up to
-    /// `lastSubmission` (a store that drops them in ``expireBatches(endingBy:now:)`` does nothing).
-    func skipExpiredPending(through lastSubmission: Int64, quarantining damaged: [Int64]) async throws(ServerStoreError)
     /// Marks live batches whose windows all ended by `cutoff` as expired and returns their
-    /// numbers; their ids are new again to later uploads.
+    /// numbers; their ids are new again to later uploads. Pending ids whose windows ended by
+    /// `cutoff` before they were published are forgotten (SQLite: whole submissions, oldest
+    /// first, up to the first with an id still inside retention).
     func expireBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64]
     func liveBatches() async throws(ServerStoreError) -> [BatchRecord]
     /// The next id index generation, recorded before the index is written: never reused.
@@ -100,7 +101,9 @@ public protocol PublicationLock: Sendable {
 
 extension ServerStore: SubmissionStore {
     public func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool {
-        try await recordBatch(batch, expectedWatermark: pending.afterSubmission, quarantining: pending.damagedSubmissions)
+        // Entries read from another back end carry no watermark: nothing to check them against.
+        guard let watermark = pending.sqliteWatermark else { return false }
+        return try await recordBatch(batch, expectedWatermark: watermark, quarantining: pending.damagedSubmissions)
     }
 
     /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a

@@ -149,51 +149,76 @@ struct HistoryJSONDecoder {
     // MARK: The history's shape
 
     private mutating func readEntries() throws(HistoryDecodingError) -> [SubmittedEntry] {
-        guard peek() == ASCII.openBracket else {
-            try skipValue(depth: 2)
-            throw .wrongType(path: "ids")
+        // An entry takes at least 30 bytes.
+        try readArrayOfObjects(named: "ids", minimumElementSize: 30) {
+            (decoder: inout HistoryJSONDecoder, index: Int) throws(HistoryDecodingError) in try decoder.readEntry(index: index)
         }
-        var entries: [SubmittedEntry] = []
-        // An entry takes at least 30 bytes; reserving for that avoids regrowing the array
-        // without trusting the body's size further than a constant factor.
-        entries.reserveCapacity(min(bytes.count / 30, 100_000))
-        try readArray(depth: 2) { (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in
-            entries.append(try decoder.readEntry(index: entries.count))
-        }
-        return entries
     }
 
     private mutating func readEntry(index: Int) throws(HistoryDecodingError) -> SubmittedEntry {
-        guard peek() == ASCII.openBrace else {
-            try skipValue(depth: 3)
-            throw .wrongType(path: "ids[\(index)]")
-        }
         var id: String?
         var validFrom: Int64?
         var validUntil: Int64?
         try readObject(depth: 3) { (decoder: inout HistoryJSONDecoder, name: String) throws(HistoryDecodingError) in
             switch name {
-            case "id":
-                guard id == nil else { throw .duplicateField(path: "ids[\(index)].id") }
-                guard decoder.peek() == ASCII.quote else {
-                    try decoder.skipValue(depth: 4)
-                    throw .wrongType(path: "ids[\(index)].id")
-                }
-                id = try decoder.readString()
-            case "validFrom":
-                guard validFrom == nil else { throw .duplicateField(path: "ids[\(index)].validFrom") }
-                validFrom = try decoder.readInteger(path: { "ids[\(index)].validFrom" })
-            case "validUntil":
-                guard validUntil == nil else { throw .duplicateField(path: "ids[\(index)].validUntil") }
-                validUntil = try decoder.readInteger(path: { "ids[\(index)].validUntil" })
-            default:
-                try decoder.skipValue(depth: 4)
+            case "id": try decoder.readOnce(string: &id, path: { "ids[\(index)].id" })
+            case "validFrom": try decoder.readOnce(integer: &validFrom, path: { "ids[\(index)].validFrom" })
+            case "validUntil": try decoder.readOnce(integer: &validUntil, path: { "ids[\(index)].validUntil" })
+            default: try decoder.skipValue(depth: 4)
             }
         }
         guard let id else { throw .missingField(path: "ids[\(index)].id") }
         guard let validFrom else { throw .missingField(path: "ids[\(index)].validFrom") }
         guard let validUntil else { throw .missingField(path: "ids[\(index)].validUntil") }
         return SubmittedEntry(id: id, validFrom: validFrom, validUntil: validUntil)
+    }
+
+    // MARK: What an id and a key history share
+
+    /// The top-level member `field` as an array of objects (`ids`, `keys`), each read by
+    /// `readElement`, positioned on its `{` and given its index; any other value, or an element
+    /// that is not an object, is the wrong type.
+    ///
+    /// With `minimumElementSize`, the array is reserved for as many elements as the body could
+    /// hold, which avoids regrowing it without trusting the body's size further than a constant
+    /// factor.
+    mutating func readArrayOfObjects<Element>(
+        named field: String, minimumElementSize: Int? = nil,
+        _ readElement: (inout HistoryJSONDecoder, Int) throws(HistoryDecodingError) -> Element
+    ) throws(HistoryDecodingError) -> [Element] {
+        guard peek() == ASCII.openBracket else {
+            try skipValue(depth: 2)
+            throw .wrongType(path: field)
+        }
+        var elements: [Element] = []
+        if let minimumElementSize { elements.reserveCapacity(min(bytes.count / minimumElementSize, 100_000)) }
+        try readArray(depth: 2) { (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in
+            let index = elements.count
+            guard decoder.peek() == ASCII.openBrace else {
+                try decoder.skipValue(depth: 3)
+                throw .wrongType(path: "\(field)[\(index)]")
+            }
+            elements.append(try readElement(&decoder, index))
+        }
+        return elements
+    }
+
+    /// An element's string member into `slot`, which must still be empty: a repeated member is
+    /// refused, since which one would count would be ambiguous.
+    mutating func readOnce(string slot: inout String?, path: () -> String) throws(HistoryDecodingError) {
+        guard slot == nil else { throw .duplicateField(path: path()) }
+        guard peek() == ASCII.quote else {
+            try skipValue(depth: 4)
+            throw .wrongType(path: path())
+        }
+        slot = try readString()
+    }
+
+    /// An element's integer member into `slot`, which must still be empty (see
+    /// ``readOnce(string:path:)``).
+    mutating func readOnce(integer slot: inout Int64?, path: () -> String) throws(HistoryDecodingError) {
+        guard slot == nil else { throw .duplicateField(path: path()) }
+        slot = try readInteger(path: path)
     }
 
     /// Reads an array's elements, calling `element` for each, which must consume it.

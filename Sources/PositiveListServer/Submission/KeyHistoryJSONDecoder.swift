@@ -41,42 +41,21 @@ extension HistoryJSONDecoder {
     }
 
     private mutating func readKeys() throws(HistoryDecodingError) -> [SubmittedKey] {
-        guard peek() == ASCII.openBracket else {
-            try skipValue(depth: 2)
-            throw .wrongType(path: "keys")
+        try readArrayOfObjects(named: "keys") {
+            (decoder: inout HistoryJSONDecoder, index: Int) throws(HistoryDecodingError) in try decoder.readKey(index: index)
         }
-        var keys: [SubmittedKey] = []
-        try readArray(depth: 2) { (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in
-            keys.append(try decoder.readKey(index: keys.count))
-        }
-        return keys
     }
 
     private mutating func readKey(index: Int) throws(HistoryDecodingError) -> SubmittedKey {
-        guard peek() == ASCII.openBrace else {
-            try skipValue(depth: 3)
-            throw .wrongType(path: "keys[\(index)]")
-        }
         var day: Int64?
         var interval: Int64?
         var key: String?
         try readObject(depth: 3) { (decoder: inout HistoryJSONDecoder, name: String) throws(HistoryDecodingError) in
             switch name {
-            case "day":
-                guard day == nil else { throw .duplicateField(path: "keys[\(index)].day") }
-                day = try decoder.readInteger(path: { "keys[\(index)].day" })
-            case "intervalSeconds":
-                guard interval == nil else { throw .duplicateField(path: "keys[\(index)].intervalSeconds") }
-                interval = try decoder.readInteger(path: { "keys[\(index)].intervalSeconds" })
-            case "key":
-                guard key == nil else { throw .duplicateField(path: "keys[\(index)].key") }
-                guard decoder.peek() == ASCII.quote else {
-                    try decoder.skipValue(depth: 4)
-                    throw .wrongType(path: "keys[\(index)].key")
-                }
-                key = try decoder.readString()
-            default:
-                try decoder.skipValue(depth: 4)
+            case "day": try decoder.readOnce(integer: &day, path: { "keys[\(index)].day" })
+            case "intervalSeconds": try decoder.readOnce(integer: &interval, path: { "keys[\(index)].intervalSeconds" })
+            case "key": try decoder.readOnce(string: &key, path: { "keys[\(index)].key" })
+            default: try decoder.skipValue(depth: 4)
             }
         }
         guard let day else { throw .missingField(path: "keys[\(index)].day") }

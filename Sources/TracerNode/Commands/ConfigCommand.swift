@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Settings
 
 struct ConfigCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -46,7 +47,7 @@ struct ConfigCommand: ParsableCommand {
         let rows = resolved.entries.map { entry in
             [entry.definition.key, entry.value?.description ?? "(unset)", entry.source.description]
         }
-        return fileLine + "\n\n" + Output.table(header: ["SETTING", "VALUE", "SOURCE"], rows: rows)
+        return SettingsTable.text(fileLine: fileLine, rows: rows)
     }
 }
 

@@ -4,6 +4,7 @@ import Glibc
 #elseif canImport(Darwin)
 import Darwin
 #endif
+import Settings
 
 /// Reads the configuration file and checks every entry in it against the registry, so a
 /// mistake in the file is reported even when a flag or variable overrides that setting.

@@ -1,3 +1,4 @@
+import Settings
 /// Why the configuration could not be resolved; each description is one sentence saying where
 /// the problem is and what to do.
 enum ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {

@@ -2,6 +2,7 @@ import BLEHost
 import Foundation
 import Logging
 import Matching
+import Settings
 
 /// The node's effective configuration, typed. Build it with `NodeSettings.resolve`; the initial
 /// values below are placeholders, since every setting with a default gets it from
@@ -34,7 +35,7 @@ struct NodeSettings: Equatable, Sendable {
     var rotationJitter: Int64 = 0
     var continuousScan = false
     var takeAdapter = false
-    var controllerQuirks: ControllerQuirks = []
+    var controllerQuirks = ControllerQuirkChoice()
     // [log]
     var logLevel: Logger.Level = .info
     var logFormat: LogFormat = .text

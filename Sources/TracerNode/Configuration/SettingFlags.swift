@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import Settings
 
 /// Reads the registry's setting flags (`--check-interval 120`, `--check-interval=120`,
 /// `--continuous-scan`) from arguments the command did not declare itself, for `tracer config`,
@@ -12,13 +13,12 @@ enum SettingFlags {
         while index < arguments.count {
             let argument = arguments[index]
             index += 1
-            guard argument.hasPrefix("--") else { throw ValidationError("Unexpected argument '\(argument)'") }
-            let name = argument.prefix { $0 != "=" }
-            let inlineValue = argument.contains("=") ? String(argument.drop { $0 != "=" }.dropFirst()) : nil
-            guard let definition = SettingRegistry.all.first(where: { $0.flag == String(name) }) else {
+            guard let flag = SettingFlagArgument(argument) else { throw ValidationError("Unexpected argument '\(argument)'") }
+            let name = flag.name
+            guard let definition = SettingRegistry.all.first(where: { $0.flag == name }) else {
                 throw ValidationError("Unknown option '\(name)'")
             }
-            if let inlineValue {
+            if let inlineValue = flag.inlineValue {
                 values[definition.key] = inlineValue
             } else if definition.flagIsSwitch {
                 values[definition.key] = "true"

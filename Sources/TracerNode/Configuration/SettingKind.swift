@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// What values a setting accepts. `check` returns the value or a problem phrased to follow the
 /// setting's key, as in "check.interval must be at least 60 seconds, got 5".
@@ -31,20 +32,18 @@ enum SettingKind: Sendable {
     func check(text: String, paths: PathContext) -> Result<SettingValue, SettingProblem> {
         switch self {
         case .integer:
-            let digits = text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "_", with: "")
-            guard let integer = Int64(digits) else { return .failure(SettingProblem("must be \(expected), got \(text.quotedForMessage)")) }
+            guard let integer = SettingText.integer(text) else { return .failure(SettingProblem("must be \(expected), got \(text.quotedForMessage)")) }
             return checkRange(integer)
         case .number:
-            guard let number = Double(text.trimmingCharacters(in: .whitespaces)), number.isFinite else {
+            guard let number = SettingText.number(text) else {
                 return .failure(SettingProblem("must be \(expected), got \(text.quotedForMessage)"))
             }
             return checkRange(number)
         case .boolean:
-            switch text.trimmingCharacters(in: .whitespaces).lowercased() {
-            case "true", "yes", "on", "1": return .success(.boolean(true))
-            case "false", "no", "off", "0": return .success(.boolean(false))
-            default: return .failure(SettingProblem("must be true or false, got \(text.quotedForMessage)"))
+            guard let boolean = SettingText.boolean(text) else {
+                return .failure(SettingProblem("must be true or false, got \(text.quotedForMessage)"))
             }
+            return .success(.boolean(boolean))
         case .choice(let choices):
             guard choices.contains(text) else { return .failure(SettingProblem("must be \(expected), got \(text.quotedForMessage)")) }
             return .success(.text(text))

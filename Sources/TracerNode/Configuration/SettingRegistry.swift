@@ -5,6 +5,7 @@ import IDRotation
 import Logging
 import Matching
 import Places
+import Settings
 
 /// Every setting the node reads. Adding a setting is one entry here plus its `NodeSettings`
 /// property; the file reader, environment, flags and `tracer config` all follow this table.
@@ -44,10 +45,10 @@ enum SettingRegistry {
             help: "With an hciN transport: when bluetoothd holds the adapter up, power it off through the kernel's management interface and take it (desktop Bluetooth on that adapter stops while the node runs)."),
         .text(
             "node.controller_quirks", \.controllerQuirks,
-            .text(describe: "quirk names joined with commas", problem: TextRules.controllerQuirks),
+            .text(describe: "quirk names joined with commas, \"none\" or \"-name\" to turn off the model's", problem: TextRules.controllerQuirks),
             env: "TRACER_CONTROLLER_QUIRKS", flag: "--controller-quirks",
-            help: "What the controller is known to do wrong, as quirk names joined with commas (\(ControllerQuirks.settingNames.joined(separator: ", "))); known models are recognised by themselves, so this is for a controller the node does not know.",
-            convert: { (try? ControllerQuirks(settingNames: $0)) ?? [] }),
+            help: "What the controller is known to do wrong, as quirk names joined with commas (\(ControllerQuirks.settingNames.joined(separator: ", "))); known models are recognised by themselves, so this is for a controller the node does not know. \"none\" turns off the quirks the known model's table selects, \"-name\" one of them.",
+            convert: { (try? ControllerQuirkChoice(settingNames: $0)) ?? ControllerQuirkChoice() }),
     ]
 
     private static let log: [SettingDefinition] = [
@@ -262,10 +263,10 @@ private enum TextRules {
 
     static func controllerQuirks(_ text: String) -> String? {
         do {
-            _ = try ControllerQuirks(settingNames: text)
+            _ = try ControllerQuirkChoice(settingNames: text)
             return nil
         } catch {
-            return "must be quirk names joined with commas, from: \(ControllerQuirks.settingNames.joined(separator: ", ")); got \(error.name.quotedForMessage), which is no quirk"
+            return "must be quirk names joined with commas, from: \(ControllerQuirks.settingNames.joined(separator: ", ")) (\"none\" turns off the quirks the controller's model selects, \"-name\" one of them); got \(error.name.quotedForMessage), which is no quirk"
         }
     }
 

@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import Settings
 
 extension NodeSettings {
     /// The effective settings: each from its flag, else its environment variable, else the
@@ -31,7 +32,7 @@ extension NodeSettings {
             // when a flag hides it today, rather than surfacing later without the flag.
             var environmentValue: SettingValue?
             var environmentSource: SettingSource?
-            if let variable = definition.environmentVariable, let raw = environment[variable], !raw.isEmpty {
+            if let variable = definition.environmentVariable, let raw = SettingText.environmentValue(variable, in: environment) {
                 let source = SettingSource.environment(variable: variable)
                 environmentValue = try checked(raw, for: definition, from: source, paths: commandLinePaths)
                 environmentSource = source
