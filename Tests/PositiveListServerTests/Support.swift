@@ -9,67 +9,23 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Synchronization
 import Testing
+import TestTiers
 
 /// A wall clock the test moves by hand. A sleeper is resumed by the `advance` that reaches its
 /// time, not by polling, so a sleep ends exactly when the test says and no sooner.
 final class ManualClock: WallClock {
-    private struct Sleeper {
-        let wake: UnixSeconds
-        let continuation: CheckedContinuation<Void, any Error>
-    }
+    private let timeline: ManualTimeline<UnixSeconds>
 
-    private struct State {
-        var now: UnixSeconds
-        var sleepers: [Int: Sleeper] = [:]
-        var nextSleeper = 0
-    }
+    init(_ start: UnixSeconds) { timeline = ManualTimeline(startingAt: start) }
 
-    private let state: Mutex<State>
-
-    init(_ start: UnixSeconds) { state = Mutex(State(now: start)) }
-
-    func now() -> UnixSeconds { state.withLock { $0.now } }
+    func now() -> UnixSeconds { timeline.now }
 
     /// The wake times of the sleepers still waiting, earliest first.
-    var pendingWakes: [UnixSeconds] { state.withLock { $0.sleepers.values.map(\.wake).sorted() } }
+    var pendingWakes: [UnixSeconds] { timeline.pendingWakes }
 
-    func advance(by seconds: UnixSeconds) {
-        let due = state.withLock { state -> [Sleeper] in
-            state.now += seconds
-            let now = state.now
-            let due = state.sleepers.filter { $0.value.wake <= now }
-            for id in due.keys { state.sleepers[id] = nil }
-            return due.values.sorted { $0.wake < $1.wake }
-        }
-        for sleeper in due { sleeper.continuation.resume() }
-    }
+    func advance(by seconds: UnixSeconds) { timeline.advance { $0 + seconds } }
 
-    func sleep(until time: UnixSeconds) async throws {
-        let id = state.withLock { state -> Int in
-            state.nextSleeper += 1
-            return state.nextSleeper
-        }
-        try await withTaskCancellationHandler {
-            try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
-                // Under the lock, so that a cancellation is seen either here or by the handler below.
-                enum Decision { case wait, due, cancelled }
-                let decision = state.withLock { state -> Decision in
-                    if Task.isCancelled { return .cancelled }
-                    if state.now >= time { return .due }
-                    state.sleepers[id] = Sleeper(wake: time, continuation: continuation)
-                    return .wait
-                }
-                switch decision {
-                case .wait: break
-                case .due: continuation.resume()
-                case .cancelled: continuation.resume(throwing: CancellationError())
-                }
-            }
-        } onCancel: {
-            let sleeper = state.withLock { $0.sleepers.removeValue(forKey: id) }
-            sleeper?.continuation.resume(throwing: CancellationError())
-        }
-    }
+    func sleep(until time: UnixSeconds) async throws { try await timeline.sleep(until: time) }
 }
 
 /// Collects log records so tests can check what was (and was not) logged.
