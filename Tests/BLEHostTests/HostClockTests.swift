@@ -10,11 +10,7 @@ struct HostClockTests {
     static let peer = BluetoothAddress(string: "3A:00:00:00:00:0A")!
 
     static func openHost(_ controller: ScriptedController, clock: ManualHostClock) async throws -> LEHost {
-        var configuration = LEHost.Configuration()
-        configuration.cancelGrace = .milliseconds(500)
-        return try await LEHost.open(
-            transport: controller, databaseForLink: { _ in try GATTDatabase(services: []) },
-            configuration: configuration, clock: clock)
+        try await ScriptedControllerTests.openHost(controller, clock: clock)
     }
 
     /// Moves the clock to a millisecond short of `deadline`, after making sure no armed timer comes
