@@ -150,9 +150,11 @@ let package = Package(
             path: "Tests/Support/TracerSimulator"
         ),
         // Harness code shared by the test targets and the benchmarks: free loopback ports, nginx
-        // over deploy/nginx/tracer-server.conf, the HTTP fixture server. A plain library
-        // (Foundation, and TestTiers for RequiredTool), not a test target.
-        .target(name: "TracerTestSupport", dependencies: ["TestTiers"], path: "Tests/TracerTestSupport"),
+        // over deploy/nginx/tracer-server.conf, the HTTP fixture server, a log capture. A plain library
+        // (Foundation, swift-log, and TestTiers for RequiredTool), not a test target.
+        .target(
+            name: "TracerTestSupport", dependencies: ["TestTiers", .product(name: "Logging", package: "swift-log")],
+            path: "Tests/TracerTestSupport"),
         // Fakes and harnesses of the BLE host stack's tests, shared by BLEHostTests and
         // GATTExchangeTests: scripted controllers, in-memory channels, a manual clock, the reference
         // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost and TestTiers (and Testing,
@@ -178,7 +180,7 @@ let package = Package(
         .testTarget(name: "TracerCoreTests", dependencies: ["TracerCore", "TestTiers"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "TestTiers"]),
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TestTiers"]),
+        .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TestTiers", "TracerTestSupport"]),
         // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport", "TracerCore", "TestTiers"]),
         .testTarget(

@@ -5,6 +5,7 @@ import Logging
 import Synchronization
 import Testing
 import TestTiers
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -59,36 +60,18 @@ import Glibc
         deinit { close(listener) }
     }
 
-    /// The client's log lines, to wait for the one that says a step happened.
-    final class LogLines: Sendable {
-        private let recorded = Mutex<[String]>([])
-        var lines: [String] { recorded.withLock { $0 } }
-        var logger: Logger { Logger(label: "test") { _ in Handler(log: self) } }
-
-        private struct Handler: LogHandler {
-            let log: LogLines
-            var metadata: Logger.Metadata = [:]
-            var logLevel: Logger.Level = .info
-            subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-                get { metadata[key] }
-                set { metadata[key] = newValue }
-            }
-            func log(event: LogEvent) { log.recorded.withLock { $0.append("\(event.message)") } }
-        }
-    }
-
     @Test(.timeLimit(.minutes(1)))
     func retriesReadsFixesAndComesBackAfterAHangUp() async throws {
         let standIn = try StandIn()
         let board = PlaceBoard(name: nil)
-        let log = LogLines()
+        let log = LogCapture()
         let client = GPSDClient(host: "127.0.0.1", port: standIn.port, precisionMeters: 100, board: board, logger: log.logger)
         let running = Task { await client.run() }
         defer { running.cancel() }
         let cell = try #require(PlaceGrid.cell(latitude: 46.498293369, longitude: 7.567411672, precisionMeters: 100))
 
         // Refused at first (the client says so), and no position meanwhile; it retries after its back-off.
-        #expect(await eventually { log.lines.contains { $0.contains("cannot read positions from gpsd") } }, "no refusal was reported")
+        #expect(await eventually { log.all.contains { $0.contains("cannot read positions from gpsd") } }, "no refusal was reported")
         #expect(board.current() == nil)
         standIn.listen()
         let first = try #require(await standIn.accept(within: 5), "the client did not retry within 5 s")

@@ -9,6 +9,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Synchronization
 import Testing
+import TracerTestSupport
 import TestTiers
 
 /// A wall clock the test moves by hand. A sleeper is resumed by the `advance` that reaches its
@@ -26,35 +27,6 @@ final class ManualClock: WallClock {
     func advance(by seconds: UnixSeconds) { timeline.advance { $0 + seconds } }
 
     func sleep(until time: UnixSeconds) async throws { try await timeline.sleep(until: time) }
-}
-
-/// Collects log records so tests can check what was (and was not) logged.
-final class LogCapture: Sendable {
-    private let lines = Mutex<[String]>([])
-
-    var all: [String] { lines.withLock { $0 } }
-
-    var logger: Logger {
-        Logger(label: "test") { _ in CapturingHandler(capture: self) }
-    }
-
-    fileprivate func append(_ line: String) { lines.withLock { $0.append(line) } }
-
-    private struct CapturingHandler: LogHandler {
-        let capture: LogCapture
-        var metadata: Logger.Metadata = [:]
-        var logLevel: Logger.Level = .trace
-
-        subscript(metadataKey key: String) -> Logger.Metadata.Value? {
-            get { metadata[key] }
-            set { metadata[key] = newValue }
-        }
-
-        func log(event: LogEvent) {
-            let merged = metadata.merging(event.metadata ?? [:]) { $1 }
-            capture.append("\(event.level) \(event.message) \(merged.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: " "))")
-        }
-    }
 }
 
 /// A scratch server: data directory, configuration, store, signing key and a manual clock.
