@@ -86,6 +86,21 @@ struct SimulatedCrowdTests {
         return try await done()
     }
 
+    /// Runs the air until every pair has logged each other (or `offset`), then a moment more for the
+    /// writes of the last links to be logged, and checks both; returns when everyone had met.
+    static func expectEveryPairMeets(
+        _ nodes: [Node], _ clock: ManualHostClock, _ air: SimulatedAir, by offset: Duration, in window: String, writesIn writesWindow: String
+    ) async throws -> Duration {
+        let met = try await run(clock, air, to: offset) { try await missingPairs(nodes).isEmpty }
+        let missed = try await missingPairs(nodes)
+        #expect(met, "pairs not logged \(window): \(missed.joined(separator: ", "))")
+        let metAt = clock.elapsed
+        _ = try await run(clock, air, to: metAt + .seconds(1))
+        let unwritten = try await readsWithoutWrites(nodes)
+        #expect(unwritten.isEmpty, "ids read with no write logged at the peer\(writesWindow): \(unwritten.joined(separator: ", "))")
+        return metAt
+    }
+
     /// Which pairs have not logged each other in the current window, as "i→j" (i did not log j).
     static func missingPairs(_ nodes: [Node]) async throws -> [String] {
         let ids = try await nodes.asyncMap { try await $0.rotator.currentID() }
@@ -133,26 +148,14 @@ struct SimulatedCrowdTests {
 
         let firstIDs = try await nodes.asyncMap { try await $0.rotator.currentID() }
         #expect(Set(firstIDs.map(\.id)).count == nodes.count)
-        let metInFirstWindow = try await Self.run(clock, air, to: .seconds(90)) { try await Self.missingPairs(nodes).isEmpty }
-        let missedFirst = try await Self.missingPairs(nodes)
-        #expect(metInFirstWindow, "pairs not logged in the first window: \(missedFirst.joined(separator: ", "))")
-        let firstMet = clock.elapsed
-        // A moment for the writes of the last links to be logged.
-        _ = try await Self.run(clock, air, to: firstMet + .seconds(1))
-        let unwrittenFirst = try await Self.readsWithoutWrites(nodes)
-        #expect(unwrittenFirst.isEmpty, "ids read with no write logged at the peer: \(unwrittenFirst.joined(separator: ", "))")
+        let firstMet = try await Self.expectEveryPairMeets(nodes, clock, air, by: .seconds(90), in: "in the first window", writesIn: "")
 
         // The window ends 119 s in; every node rotates, then meets everyone again under the new ids.
         _ = try await Self.run(clock, air, to: .seconds(121))
         let secondIDs = try await nodes.asyncMap { try await $0.rotator.currentID() }
         #expect(zip(firstIDs, secondIDs).allSatisfy { $0.id != $1.id && $1.window.start == $0.window.end }, "not every node rotated")
-        let metInSecondWindow = try await Self.run(clock, air, to: .seconds(121 + 90)) { try await Self.missingPairs(nodes).isEmpty }
-        let missedSecond = try await Self.missingPairs(nodes)
-        #expect(metInSecondWindow, "pairs not logged after the rotation: \(missedSecond.joined(separator: ", "))")
-        let secondMet = clock.elapsed
-        _ = try await Self.run(clock, air, to: secondMet + .seconds(1))
-        let unwrittenSecond = try await Self.readsWithoutWrites(nodes)
-        #expect(unwrittenSecond.isEmpty, "ids read with no write logged at the peer after the rotation: \(unwrittenSecond.joined(separator: ", "))")
+        let secondMet = try await Self.expectEveryPairMeets(
+            nodes, clock, air, by: .seconds(121 + 90), in: "after the rotation", writesIn: " after the rotation")
 
         print("simulated crowd of \(nodes.count): everyone met by \(firstMet), and again by \(secondMet) (window 2 began at 119 s); "
               + "\(air.linksFormed) links; \(ContinuousClock.now - wallStarted) of real time")
