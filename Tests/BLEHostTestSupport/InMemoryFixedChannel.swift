@@ -97,9 +97,6 @@ package actor CallbackRecorder<Value: Sendable> {
     package func record(_ value: Value) { values.append(value) }
 }
 
-/// TracerCore's seeded generator under the name GATTExchangeTests' GATTServerTests still uses;
-/// kept only until that file (another branch's) says `SplitMix64`.
-package typealias SeededGenerator = SplitMix64
 
 /// "02 17 00" -> [0x02, 0x17, 0x00]; whitespace is ignored.
 package func bytesFromHex(_ text: String) -> [UInt8] {

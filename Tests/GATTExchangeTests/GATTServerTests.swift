@@ -1,5 +1,6 @@
 import Testing
 import TestTiers
+import TracerCore
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
@@ -204,7 +205,7 @@ struct GATTServerTests {
     /// Whatever arrives, a request gets exactly one answer and nothing else does.
     @Test func randomGarbageGetsExactlyTheRequiredAnswers() async throws {
         let setup = try harness()
-        var generator = SeededGenerator(seed: 0x6A7B_A6E0)
+        var generator = SplitMix64(seed: 0x6A7B_A6E0)
         let sentinel: [UInt8] = [0x0A, 0x01, 0x00]
         let sentinelAnswer: [UInt8] = [0x0B, 0x00, 0x18]
         for _ in 0..<400 {

@@ -4,6 +4,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 
 /// A scratch server (ServerFixture: data directory, signing key, clock) whose data lives in the
@@ -62,7 +63,7 @@ struct ContractFixture {
     /// `count` ids with consecutive 15-minute windows, the newest ending at `end`, sorted by id.
     func entries(count: Int, seed: UInt64, endingAt end: UnixSeconds? = nil) -> [PositiveListEntry] {
         let end = end ?? now
-        var generator = SeededGenerator(seed: seed)
+        var generator = SplitMix64(seed: seed)
         return (0..<count).map { position in
             let until = end - UnixSeconds(position) * 900
             return PositiveListEntry(id: UserID.random(using: &generator), validFrom: until - 900, validUntil: until)

@@ -116,9 +116,6 @@ enum Histories {
     }
 }
 
-/// TracerCore's seeded generator under the name StoreContractTests (another branch's file) still
-/// uses; kept only until that file says `SplitMix64`.
-typealias SeededGenerator = SplitMix64
 
 extension TestClientProtocol {
     /// Sends a request and returns the whole response.
