@@ -1,6 +1,5 @@
 import Foundation
 import IDRotation
-import Settings
 
 /// Formatting shared by the commands: JSON for machines, local times and short durations for people.
 enum Output {
@@ -37,11 +36,6 @@ enum Output {
         if seconds < 60 { return "\(seconds) s" }
         if seconds < 3600 { return "\(seconds / 60) min \(seconds % 60) s" }
         return "\(seconds / 3600) h \(seconds % 3600 / 60) min"
-    }
-
-    /// Left-aligned columns separated by two spaces.
-    static func table(header: [String], rows: [[String]]) -> String {
-        TextTable.render(header: header, rows: rows)
     }
 
     static func standardError(_ text: String) {

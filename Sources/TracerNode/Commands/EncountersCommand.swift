@@ -1,3 +1,4 @@
+import Settings
 import ArgumentParser
 import Foundation
 import IDRotation
@@ -53,7 +54,7 @@ struct EncountersCommand: ParsableCommand {
             print("No encounters recorded.")
             return
         }
-        print(Output.table(
+        print(TextTable.render(
             header: ["DAY", "PEER IDS", "ENCOUNTERS", "SIGHTINGS", "LONGEST CONTACT", "STRONGEST SIGNAL", "PLACES"],
             rows: days.map {
                 [$0.day, "\($0.distinctPeerIDs)", "\($0.encounters)", "\($0.sightings)",
@@ -62,7 +63,7 @@ struct EncountersCommand: ParsableCommand {
             }))
         if details {
             print("")
-            print(Output.table(
+            print(TextTable.render(
                 header: ["FIRST SEEN", "LAST SEEN", "PEER", "SIGHTINGS", "RSSI MIN/MEAN/MAX", "LEARNED", "PLACE"],
                 rows: encounters.map { encounter in
                     [Output.localTime(encounter.firstSeen, timeZone: timeZone),

@@ -1,3 +1,4 @@
+import Settings
 import ArgumentParser
 import IDRotation
 
@@ -41,7 +42,7 @@ struct IDsCommand: ParsableCommand {
             [Output.localTime(own.window.start), Output.localTime(own.window.end),
              reveal.render(own.id) + (own.window.contains(now) ? "  (current)" : "")]
         }
-        print(Output.table(header: ["VALID FROM", "VALID UNTIL", "ID"], rows: rows))
+        print(TextTable.render(header: ["VALID FROM", "VALID UNTIL", "ID"], rows: rows))
         print("\(ownIDs.count) id(s).")
     }
 }

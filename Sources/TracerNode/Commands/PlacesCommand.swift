@@ -1,3 +1,4 @@
+import Settings
 import ArgumentParser
 import Foundation
 import IDRotation
@@ -93,7 +94,7 @@ struct PlacesExportCommand: ParsableCommand {
     static func preview(_ visits: [PlaceVisit], days: Int, output: String) -> String {
         let shown = 20
         var lines = ["The file will hold \(visits.count) visit(s) at \(Set(visits.map(\.place)).count) place(s) in the last \(days) day(s): where this node was when it logged encounters, and when. No ids, no keys, no signal strengths.", ""]
-        lines.append(Output.table(
+        lines.append(TextTable.render(
             header: ["FROM", "UNTIL", "ENCOUNTERS", "PLACE"],
             rows: visits.prefix(shown).map { [Output.localTime($0.from), Output.localTime($0.until), "\($0.encounters)", $0.place.text] }))
         if visits.count > shown { lines.append("… and \(visits.count - shown) more.") }
