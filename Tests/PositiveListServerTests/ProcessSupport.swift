@@ -52,14 +52,9 @@ enum ServerCLI {
     /// `serve` on 127.0.0.1:`port` with at most `openFiles` descriptors (`ulimit -n`, as
     /// systemd's LimitNOFILE sets it), once it listens.
     static func serveWithOpenFileLimit(_ openFiles: Int, port: Int, fixture: ServerFixture, stderr: Pipe? = nil) async throws -> Process {
-        let process = Process()
+        // The fixture's environment, with a shell in front to set the limit.
+        let process = try self.process(["-c", "ulimit -n \(openFiles) && exec \"$0\" serve --bind 127.0.0.1:\(port)", try executable()], fixture: fixture)
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", "ulimit -n \(openFiles) && exec \"$0\" serve --bind 127.0.0.1:\(port)", try executable()]
-        var environment = ProcessInfo.processInfo.environment
-        environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
-        environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
-        environment.removeValue(forKey: "TRACER_SERVER_KEY")
-        process.environment = environment
         process.standardOutput = FileHandle.nullDevice
         process.standardError = stderr ?? FileHandle.nullDevice
         try process.run()
