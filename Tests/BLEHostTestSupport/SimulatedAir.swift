@@ -17,6 +17,8 @@ import TracerCore
 /// - Data: ACL packets go to the other end of the link at once, under its handle; the sender gets its
 ///   buffer back at once (Number Of Completed Packets), so ATT and GATT run over the link.
 /// - Disconnecting: HCI Disconnect ends the link on both sides (0x16 here, 0x13 at the peer).
+/// - Reopening: a host that opens a node's transport again once it closed it (`openTransport(of:)`)
+///   gets a fresh controller in its place, as after a reset or a reconnect.
 ///
 /// What it does not model: range, RSSI variation, lost or collided packets and advertisements,
 /// scan responses, air time (everything arrives at the next `step()` or at once), supervision
@@ -37,13 +39,15 @@ package final class SimulatedAir: Sendable {
         package var incoming: AsyncThrowingStream<HCIPacket, any Error> { controller.incoming }
 
         package func close() async {
-            air.dropLinks(of: index)
+            // A replaced controller's links went with it; the node's place holds another's now.
+            if air.holds(controller, at: index) { air.dropLinks(of: index) }
             await controller.close()
         }
 
         package func send(_ packet: HCIPacket) async throws(HCITransportError) {
+            // A closed controller is off the air: nothing it is sent may reach the place another now holds.
+            guard !controller.state.withLock({ $0.isClosed }) else { throw .closed }
             if packet.type == .aclData {
-                guard !controller.state.withLock({ $0.isClosed }) else { throw .closed }
                 air.carry(packet.body, from: index)
                 return
             }
@@ -69,6 +73,8 @@ package final class SimulatedAir: Sendable {
     private struct State {
         var controllers: [ScriptedController] = []
         var advertisingData: [[UInt8]] = []
+        /// How many controllers each node has had: one, and one more per `replaceController`.
+        var controllersOpened: [Int] = []
         /// Both ends of every link, by handle (handles are unique across the air).
         var links: [UInt16: Link] = [:]
         var nextHandle: UInt16 = 0x0040
@@ -85,9 +91,46 @@ package final class SimulatedAir: Sendable {
         let index = state.withLock { state -> Int in
             state.controllers.append(controller)
             state.advertisingData.append([])
+            state.controllersOpened.append(1)
             return state.controllers.count - 1
         }
         return Node(index: index, controller: controller, air: self)
+    }
+
+    /// The transport a host opens to node `index`: its controller while that is open, else (its
+    /// host closed it, or it was dropped) a fresh one in its place (`replaceController`).
+    package func openTransport(of index: Int) -> Node {
+        let current = controller(of: index)
+        guard current.state.withLock({ $0.isClosed }) else { return Node(index: index, controller: current, air: self) }
+        return replaceController(of: index)
+    }
+
+    /// A fresh controller in node `index`'s place, as for a host that opens the node's transport
+    /// again: nothing of the one before (advertising, address, links) stays on
+    /// the air, as after HCI Reset or the adapter coming back. The host closes the one before.
+    private func replaceController(of index: Int) -> Node {
+        dropLinks(of: index)
+        let controller = ScriptedController()
+        state.withLock { state in
+            state.controllers[index] = controller
+            state.advertisingData[index] = []
+            state.controllersOpened[index] += 1
+        }
+        return Node(index: index, controller: controller, air: self)
+    }
+
+    /// Node `index`'s controller now, as its host last opened it.
+    package func controller(of index: Int) -> ScriptedController {
+        state.withLock { $0.controllers[index] }
+    }
+
+    /// How many controllers node `index` has had (see `replaceController`).
+    package func controllersOpened(of index: Int) -> Int {
+        state.withLock { $0.controllersOpened[index] }
+    }
+
+    fileprivate func holds(_ controller: ScriptedController, at index: Int) -> Bool {
+        state.withLock { $0.controllers[index] === controller }
     }
 
     /// Links formed so far.

@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import Logging
 import Synchronization
 import Testing
 import TestTiers
@@ -7,51 +8,93 @@ import TestTiers
 import BLEHostTestSupport
 @testable import GATTExchange
 
-/// A crowd of nodes on `SimulatedAir` and one `ManualHostClock`: the exchange as `ExchangeSession`
-/// wires it (host, GATT server, id rotation from the node's store, encounter log), minutes of duty
-/// cycle and id windows in a few seconds. The same crowds on emulated radios are in `CrowdTests`.
+/// A crowd of nodes on `SimulatedAir` and one `ManualHostClock`, each node run as `tracer run` runs it:
+/// `ExchangeSupervisor` and `ExchangeSession` (host, GATT server, id rotation from the node's store,
+/// encounter log, a new session after a controller reset), minutes of duty cycle and id windows in
+/// a few seconds. The same crowds on emulated radios are in `CrowdTests`.
 @Suite(.tags(.unit), .timeLimit(.minutes(1)))
 struct SimulatedCrowdTests {
     /// Ids rotate every two minutes; the wall clock starts one second into a window.
     static let rotationInterval: Int64 = 120
     static let wallStart: UnixSeconds = 1_800_000_000 + 1
 
-    /// One node's parts, as `ExchangeSession.run` puts them together, on the manual clock.
+    /// What a node's sessions did, as the supervisor tells it.
+    enum SessionEvent: Sendable {
+        case started
+        case ended(ExchangeSession.Failure)
+    }
+
+    /// A node's session events in order, as the supervisor's callbacks report them.
+    final class SessionRecord: Sendable {
+        private let recorded = Mutex<[SessionEvent]>([])
+        private let changes: AsyncStream<Void>
+        private let continuation: AsyncStream<Void>.Continuation
+
+        init() { (changes, continuation) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1)) }
+
+        var events: [SessionEvent] { recorded.withLock { $0 } }
+
+        func record(_ event: SessionEvent) {
+            recorded.withLock { $0.append(event) }
+            continuation.yield()
+        }
+
+        /// The supervisor returned: no event follows.
+        func finish() { continuation.finish() }
+
+        /// Waits for the first event (nil: the supervisor returned without one).
+        func first() async -> SessionEvent? {
+            for await _ in changes {
+                if let first = events.first { return first }
+            }
+            return events.first
+        }
+    }
+
+    /// One node: its store and log, and the supervisor running its sessions on its place on the air.
     struct Node {
-        let link: SimulatedAir.Node
+        /// Its place on the air: every transport its sessions open is a controller there.
+        let index: Int
         let directory: String
         let store: NodeStore
         let log: EncounterLog
         let rotator: IDRotator
-        let host: LEHost
-        let exchange: ProximityExchange
-        let rotation: Task<Void, Never>
+        let supervisor: Task<Void, Never>
+        let sessions: SessionRecord
 
+        /// Starts the node's supervisor and returns once its first session has started.
         static func start(on air: SimulatedAir, clock: ManualHostClock, configuration: ExchangeConfiguration) async throws -> Node {
-            let link = air.addNode()
+            let index = air.addNode().index
             let directory = NSTemporaryDirectory() + "tracer-simcrowd-" + UUID().uuidString
             let store = try NodeStore.open(StoreLocation(path: directory + "/node.db", source: .flag, ownsDirectory: true))
             let log = EncounterLog(store: store)
             let rotator = IDRotator(
                 schedule: try RotationSchedule(intervalSeconds: rotationInterval), history: store,
                 clock: clock.wallClock(startingAt: wallStart))
-            let identity = AdvertisedIdentity()
-            let (writes, writesContinuation) = AsyncStream.makeStream(of: PeerWriteEvent.self, bufferingPolicy: .bufferingNewest(256))
-            let host = try await LEHost.open(
-                transport: link, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writesContinuation),
-                configuration: configuration.radio, clock: clock)
-            let exchange = ProximityExchange(
-                host: host, identity: identity, peerWrites: writes, sink: log, configuration: configuration,
-                wallClock: rotator.clock, controllerTxPower: await host.readAdvertisingTxPower())
-            await exchange.rotate(to: try await rotator.currentID())
-            try await exchange.start()
-            let rotation = Task<Void, Never> {
-                // Ends only by cancellation, as in `ExchangeSession.run`.
-                _ = try? await rotator.run { rotation in await exchange.rotate(to: rotation.current) }
+            var logger = Logger(label: "tracer.simcrowd.\(index)")
+            logger.logLevel = ProcessInfo.processInfo.environment["TRACER_TEST_DEBUG"] == nil ? .warning : .trace
+            let session = ExchangeSession(
+                transport: .tcp(host: "simulated-air", port: UInt16(index)), rotator: rotator, sink: log,
+                configuration: configuration, logger: logger, clock: clock, openTransport: { _ in air.openTransport(of: index) })
+            let sessions = SessionRecord()
+            // As `NodeService` runs it, telling the test when sessions start and end.
+            let supervisor = Task {
+                await ExchangeSupervisor(session: session).run(
+                    onStart: { _, _ in sessions.record(.started) },
+                    onSessionEnded: { failure in sessions.record(.ended(failure)) })
+                sessions.finish()
             }
-            return Node(link: link, directory: directory, store: store, log: log, rotator: rotator, host: host,
-                        exchange: exchange, rotation: rotation)
+            let node = Node(index: index, directory: directory, store: store, log: log, rotator: rotator,
+                            supervisor: supervisor, sessions: sessions)
+            let started = await sessions.first()
+            guard case .started = started else {
+                await node.stop()
+                throw SessionDidNotStart(event: started)
+            }
+            return node
         }
+
+        struct SessionDidNotStart: Error { let event: SessionEvent? }
 
         /// The peers logged in our id window starting at `windowStart`, and how we learned each.
         func peersMet(inWindowStarting windowStart: UnixSeconds) async throws -> [UserID: LearnedBy] {
@@ -61,10 +104,8 @@ struct SimulatedCrowdTests {
         }
 
         func stop() async {
-            rotation.cancel()
-            await rotation.value
-            await exchange.stop()
-            await host.close()
+            supervisor.cancel()
+            await supervisor.value
             try? await log.flush()
             try? FileManager.default.removeItem(atPath: directory)
         }
