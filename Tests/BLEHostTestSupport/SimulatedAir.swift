@@ -17,8 +17,9 @@ import TracerCore
 /// - Data: ACL packets go to the other end of the link at once, under its handle; the sender gets its
 ///   buffer back at once (Number Of Completed Packets), so ATT and GATT run over the link.
 /// - Disconnecting: HCI Disconnect ends the link on both sides (0x16 here, 0x13 at the peer).
-/// - Reopening: a host that opens a node's transport again once it closed it (`openTransport(of:)`)
-///   gets a fresh controller in its place, as after a reset or a reconnect.
+/// - Controller trouble: a node's initiator can go deaf (`makeInitiatorStuck`) or its transport end
+///   (`dropTransport`); a host that opens the node's transport again (`openTransport(of:)`) gets a
+///   fresh controller in its place, as after a reset or a reconnect.
 ///
 /// What it does not model: range, RSSI variation, lost or collided packets and advertisements,
 /// scan responses, air time (everything arrives at the next `step()` or at once), supervision
@@ -73,6 +74,8 @@ package final class SimulatedAir: Sendable {
     private struct State {
         var controllers: [ScriptedController] = []
         var advertisingData: [[UInt8]] = []
+        /// Nodes whose controller's connection attempts never complete, until it is replaced.
+        var stuckInitiators: Set<Int> = []
         /// How many controllers each node has had: one, and one more per `replaceController`.
         var controllersOpened: [Int] = []
         /// Both ends of every link, by handle (handles are unique across the air).
@@ -106,7 +109,7 @@ package final class SimulatedAir: Sendable {
     }
 
     /// A fresh controller in node `index`'s place, as for a host that opens the node's transport
-    /// again: nothing of the one before (advertising, address, links) stays on
+    /// again: nothing of the one before (advertising, address, links, a stuck initiator) stays on
     /// the air, as after HCI Reset or the adapter coming back. The host closes the one before.
     private func replaceController(of index: Int) -> Node {
         dropLinks(of: index)
@@ -114,6 +117,7 @@ package final class SimulatedAir: Sendable {
         state.withLock { state in
             state.controllers[index] = controller
             state.advertisingData[index] = []
+            state.stuckInitiators.remove(index)
             state.controllersOpened[index] += 1
         }
         return Node(index: index, controller: controller, air: self)
@@ -129,6 +133,21 @@ package final class SimulatedAir: Sendable {
         state.withLock { $0.controllersOpened[index] }
     }
 
+    /// Node `index`'s controller stops completing its own connection attempts: each stays pending
+    /// until its host cancels it, as with a controller whose initiator went deaf
+    /// (`ControllerQuirks.initiatorStuckOnUnansweredRequest`), until the controller is replaced.
+    /// It still advertises, scans and takes the links peers open to it.
+    package func makeInitiatorStuck(_ index: Int) {
+        _ = state.withLock { $0.stuckInitiators.insert(index) }
+    }
+
+    /// Node `index`'s transport ends, as when its adapter is unplugged: its links end at the peers,
+    /// and its host sees the controller lost.
+    package func dropTransport(of index: Int) async {
+        dropLinks(of: index)
+        await controller(of: index).close()
+    }
+
     fileprivate func holds(_ controller: ScriptedController, at index: Int) -> Bool {
         state.withLock { $0.controllers[index] === controller }
     }
@@ -138,7 +157,7 @@ package final class SimulatedAir: Sendable {
 
     /// One advertising event of every advertiser to every scanner, then the links that form.
     package func step() {
-        let (controllers, data) = state.withLock { ($0.controllers, $0.advertisingData) }
+        let (controllers, data, stuck) = state.withLock { ($0.controllers, $0.advertisingData, $0.stuckInitiators) }
         let snapshots = controllers.map { $0.state.withLock { $0 } }
         for (scanner, scannerState) in zip(controllers, snapshots) where scannerState.scanning && !scannerState.isClosed {
             for (index, advertiser) in snapshots.enumerated() where advertiser.advertising && !advertiser.isClosed {
@@ -149,7 +168,7 @@ package final class SimulatedAir: Sendable {
         }
         // A legacy advertiser stops at its first connection: one link per advertiser per step.
         var connected: Set<Int> = []
-        for (central, centralState) in snapshots.enumerated() where !connected.contains(central) {
+        for (central, centralState) in snapshots.enumerated() where !connected.contains(central) && !stuck.contains(central) {
             guard let target = centralState.initiating, !centralState.isClosed,
                   let peripheral = snapshots.firstIndex(where: { $0.advertising && !$0.isClosed && $0.randomAddress == target }),
                   peripheral != central, !connected.contains(peripheral),

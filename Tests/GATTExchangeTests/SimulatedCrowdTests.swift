@@ -113,8 +113,8 @@ struct SimulatedCrowdTests {
 
     /// Moves the clock in 100 ms steps to `offset` from its start, the air carrying one advertising
     /// event of each node per step, and lets the tasks woken by each step run before the next.
-    /// Every simulated 5 s, stops early once `done` holds.
-    static func run(_ clock: ManualHostClock, _ air: SimulatedAir, to offset: Duration,
+    /// Every `checkEvery` steps (5 s), stops early once `done` holds.
+    static func run(_ clock: ManualHostClock, _ air: SimulatedAir, to offset: Duration, checkEvery: Int = 50,
                     until done: () async throws -> Bool = { false }) async throws -> Bool {
         var steps = 0
         while clock.elapsed < offset {
@@ -122,7 +122,7 @@ struct SimulatedCrowdTests {
             air.step()
             try await Task.sleep(for: .milliseconds(2))
             steps += 1
-            if steps % 50 == 0, try await done() { return true }
+            if steps % checkEvery == 0, try await done() { return true }
         }
         return try await done()
     }
@@ -200,6 +200,66 @@ struct SimulatedCrowdTests {
 
         print("simulated crowd of \(nodes.count): everyone met by \(firstMet), and again by \(secondMet) (window 2 began at 119 s); "
               + "\(air.linksFormed) links; \(ContinuousClock.now - wallStarted) of real time")
+        for node in nodes { await node.stop() }
+    }
+
+    /// What goes wrong with a node's controller in `aNodeWhoseControllerIsResetStillMeetsEveryone`.
+    enum ControllerTrouble: String, CaseIterable, Sendable, CustomTestStringConvertible {
+        /// Its initiator goes deaf: the exchange sees an attempt time out towards a peer it still
+        /// hears and ends the session, and the supervisor resets the controller.
+        case stuckInitiator
+        /// Its transport ends, as when the adapter is unplugged: the host sees the controller lost,
+        /// and the supervisor reconnects.
+        case droppedTransport
+
+        var testDescription: String { rawValue }
+    }
+
+    /// The crowd of `everyPairMeetsInEveryWindow`, in which the controller of the first node to scan
+    /// fails as its burst begins, before anyone has met it: the supervisor opens a new session on
+    /// a fresh controller, which advertises the same id from the same address (`IDAddresses`), and
+    /// every pair still logs each other in the window, each read with its write.
+    @Test(arguments: ControllerTrouble.allCases)
+    func aNodeWhoseControllerIsResetStillMeetsEveryone(_ trouble: ControllerTrouble) async throws {
+        let clock = ManualHostClock()
+        let air = SimulatedAir()
+        var configuration = ExchangeConfiguration()
+        configuration.scanOnTime = .seconds(10)
+        configuration.scanOffTime = .seconds(20)
+        var started: [Node] = []
+        for _ in 0..<6 { started.append(try await Node.start(on: air, clock: clock, configuration: configuration)) }
+        let nodes = started
+
+        // Nobody meets before someone scans: the first to scan has met no one yet.
+        let scanning = { nodes.first { node in air.controller(of: node.index).state.withLock { $0.scanning } } }
+        #expect(try await Self.run(clock, air, to: .seconds(40), checkEvery: 1) { scanning() != nil }, "nobody began a scan burst")
+        let reset = try #require(scanning())
+        let id = try await reset.rotator.currentID()
+        let address = air.controller(of: reset.index).state.withLock { $0.randomAddress }
+        #expect(try await Self.missingPairs(nodes).count == nodes.count * (nodes.count - 1), "pairs met before anyone scanned")
+        switch trouble {
+        case .stuckInitiator: air.makeInitiatorStuck(reset.index)
+        case .droppedTransport: await air.dropTransport(of: reset.index)
+        }
+        let resetAt = clock.elapsed
+
+        let restarted = try await Self.run(clock, air, to: resetAt + .seconds(20), checkEvery: 1) { reset.sessions.events.count >= 3 }
+        #expect(restarted, "no new session after the controller failed: \(reset.sessions.events)")
+        let restartedAt = clock.elapsed
+        let events = reset.sessions.events
+        switch (trouble, events.dropFirst().first) {
+        case (.stuckInitiator, .ended(.controllerStuck)?), (.droppedTransport, .ended(.radio(.controllerLost))?): break
+        default: Issue.record("the session did not end as \(trouble) should end it: \(events)")
+        }
+        #expect(air.controllersOpened(of: reset.index) == 2, "the new session did not open a fresh controller")
+        #expect(air.controller(of: reset.index).state.withLock { $0.randomAddress } == address,
+                "the new session advertises from another address than its id had")
+        #expect(try await reset.rotator.currentID() == id)
+
+        let met = try await Self.expectEveryPairMeets(
+            nodes, clock, air, by: .seconds(90), in: "after node \(reset.index)'s controller failed", writesIn: "")
+        print("simulated crowd of \(nodes.count), \(trouble) at \(resetAt) in node \(reset.index): "
+              + "\(restarted ? "a new session by \(restartedAt)" : "no new session"), everyone met by \(met)")
         for node in nodes { await node.stop() }
     }
 }
