@@ -49,9 +49,15 @@ extension TracerNodeTests {
             let followed = "list revalidation failed"
             _ = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(50)) { Self.log(scratch).contains(followed) }
             try #require(Self.log(scratch).contains(followed), "the long poll never answered: \(Self.log(scratch).suffix(2_000))")
-            sleep(3)
+            // The node says when it has decided to wait (an hour here) before polling again:
+            // only after that line does "one revalidation" test anything.
+            let waits = "the long poll waits before asking again"
+            #expect(eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(50)) { Self.log(scratch).contains(waits) },
+                    "the node never said it waits: \(Self.log(scratch).suffix(2_000))")
             let revalidations = Self.log(scratch).components(separatedBy: "list revalidation failed").count - 1
-            #expect(revalidations == 1, "\(revalidations) revalidations in about 3 s")
+            #expect(revalidations == 1, "\(revalidations) revalidations before the long poll waited")
+            let waited = Self.log(scratch).components(separatedBy: waits).count - 1
+            #expect(waited == 1, "the long poll said \(waited) times that it waits")
         }
 
         static func warnsAfterUpload(server settings: String = "", node schedule: [String]) throws {
