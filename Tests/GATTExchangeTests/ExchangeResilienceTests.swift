@@ -99,7 +99,7 @@ struct ExchangeResilienceTests {
             "--transport", "tcp-client:127.0.0.1:\(ports[1])", "--id", "c1c1c1c1c1c1c1c1", "--connections", "10", "--timeout", "30",
         ])
         let beforeID = try UserID(hex: "c1c1c1c1c1c1c1c1")
-        let metBefore = try await ProximityExchangeTests.waitUntil(timeout: .seconds(15)) {
+        let metBefore = try await eventually(timeout: .seconds(15), every: .milliseconds(200)) {
             try await node.encounters().contains { $0.peer == beforeID }
         }
         #expect(metBefore)
@@ -115,7 +115,7 @@ struct ExchangeResilienceTests {
         ])
         defer { after.stop() }
         let afterID = try UserID(hex: "c2c2c2c2c2c2c2c2")
-        let metAfter = try await ProximityExchangeTests.waitUntil(timeout: .seconds(25)) {
+        let metAfter = try await eventually(timeout: .seconds(25), every: .milliseconds(200)) {
             try await node.encounters().contains { $0.peer == afterID }
         }
         #expect(metAfter, "the node did not resume exchanging after the controller came back")
