@@ -98,12 +98,11 @@ extension TracerNodeTests {
                 home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")])
             try #require(report.exitCode == 0, "tracer report failed: \(report)")
             let uploaded = Date().timeIntervalSince1970
-            let warnDeadline = ContinuousClock.now + .seconds(15)
             // The hook's shell creates the file before `date` writes the time into it.
             func warnedAt() -> Double? {
                 (try? String(contentsOfFile: warned, encoding: .utf8)).flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             }
-            while warnedAt() == nil && ContinuousClock.now < warnDeadline { usleep(50_000) }
+            _ = eventuallyBlocking(timeout: .seconds(15), every: .milliseconds(50)) { warnedAt() != nil }
             let warnedAt = try #require(warnedAt(), "no warning 15 s after the upload; node log: \(log(scratch).suffix(3_000))")
             #expect(warnedAt - uploaded < 10, "warned \(warnedAt - uploaded) s after the upload")
             // The verdict is the one `tracer check` gives: exit 3, an exposure.
