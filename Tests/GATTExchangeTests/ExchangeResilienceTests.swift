@@ -107,6 +107,7 @@ struct ExchangeResilienceTests {
         // The controller process dies; the node must notice, back off and come back.
         first.stop()
         before.stop()
+        // The controller's absence is the thing under test: 2 s, which the node must ride out.
         try await Task.sleep(for: .seconds(2))
         let second = try await VirtualRadio.launch(controller, ports: ports)
         defer { second.stop() }
