@@ -30,6 +30,13 @@ import Glibc
             server.waitUntilExit()
         }
         _ = await eventually(every: .milliseconds(50)) { FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath) }
+        // The long poll learns the generations after the publication wrote the files: a poll for
+        // anything newer than nothing returns once it has (404 where the route is off). A test
+        // polling after the files' generations before then was woken by that catching up and
+        // answered 204 at once.
+        let caughtUp = try Self.longPoll(port: port, after: (0, 0))
+        _ = try await caughtUp.receiveResponse(timeout: .seconds(10))
+        caughtUp.leave()
         try await body(fixture, port, log)
     }
 
