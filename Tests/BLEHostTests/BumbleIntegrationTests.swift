@@ -167,6 +167,7 @@ struct BumbleIntegrationTests {
         let link = try await VirtualRadio.launch(controller, controllers: 1)
         let host = try await Host.connect(port: link.ports[0])
         link.stop()
+        // Pacing: a command every 20 ms, for up to a second, until the host has noticed the loss.
         await #expect(throws: HCIError.self) {
             for _ in 0..<50 {
                 try await host.hci.send(Reset())

@@ -39,7 +39,7 @@ import Glibc
         let (local, remote) = try socketPair()
         let transport = try FileDescriptorTransport(descriptor: local, name: "socketpair", isSocket: true)
         let stream = Reference.readLocalCommandsComplete + Reference.attMTURequestFromController + Reference.resetComplete
-        // Split mid-header and mid-payload.
+        // Split mid-header and mid-payload; pacing: the pauses make each part a read of its own.
         writeAll(remote, Array(stream[0..<2]))
         try await Task.sleep(for: .milliseconds(20))
         writeAll(remote, Array(stream[2..<40]))

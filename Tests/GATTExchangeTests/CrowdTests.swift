@@ -54,7 +54,7 @@ struct CrowdTests {
             expected.append(nodeIDs.enumerated().filter { $0.offset != index }.map(\.element) + phoneUserIDs)
         }
         let started = ContinuousClock.now
-        let everyoneMet = try await ProximityExchangeTests.waitUntil(timeout: .seconds(90)) {
+        let everyoneMet = try await eventually(timeout: .seconds(90), every: .milliseconds(200)) {
             for (node, peers) in zip(nodes, expected) {
                 let met = Set(try await node.encounters().map(\.peer))
                 if !met.isSuperset(of: peers) { return false }

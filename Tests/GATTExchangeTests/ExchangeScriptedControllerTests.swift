@@ -15,13 +15,15 @@ struct ExchangeScriptedControllerTests {
     static let peerA = BluetoothAddress(string: "3A:00:00:00:00:0A")!
     static let peerB = BluetoothAddress(string: "3B:00:00:00:00:0B")!
 
-    static func openHost(_ controller: ScriptedController, identity: AdvertisedIdentity = AdvertisedIdentity()) async throws -> LEHost {
+    static func openHost(
+        _ controller: ScriptedController, identity: AdvertisedIdentity = AdvertisedIdentity(), clock: any HostClock = SystemHostClock()
+    ) async throws -> LEHost {
         var configuration = LEHost.Configuration()
         configuration.cancelGrace = .milliseconds(500)
         let (_, writes) = AsyncStream.makeStream(of: PeerWriteEvent.self)
         return try await LEHost.open(
             transport: controller, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writes),
-            configuration: configuration)
+            configuration: configuration, clock: clock)
     }
 
     /// The node's policy on that sign: ask the same peer again at once (on RootCanal, the request
@@ -82,19 +84,12 @@ struct ExchangeScriptedControllerTests {
         }
         let now = SystemWallClock().now()
         await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now - 10, end: now + 2)))
-        // Heard again and again, as a peer advertising every 50 ms is (scanning restarts after a rotation).
-        for _ in 0..<10 {
-            controller.advertise(from: Self.peerA)
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        #expect(await Self.heardWithNoAttemptTaken(Self.peerA, controller, exchange), "the peer was not heard, or a slot took it")
         #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started just before the rotation")
         // The window is over and our rotation has not run yet (a loaded machine runs it late):
         // peers have moved on, so still no attempt.
         await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now - 20, end: now - 1)))
-        for _ in 0..<10 {
-            controller.advertise(from: Self.peerA)
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        #expect(await Self.heardWithNoAttemptTaken(Self.peerA, controller, exchange), "the peer was not heard, or a slot took it")
         #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started after the window ended")
         await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now, end: now + 600)))
         #expect(await eventually {
@@ -123,7 +118,9 @@ struct ExchangeScriptedControllerTests {
         #expect(await eventually(timeout: .seconds(5)) {
             controller.state.withLock { !$0.scanning && $0.initiating == nil && $0.createConnections > 0 }
         })
-        try await Task.sleep(for: .seconds(1))
+        // Every slot has looked for a candidate since the scanner stopped and found none: nothing
+        // but an announcement or a candidate's turn (none is due: the burst ended) makes a slot look again.
+        #expect(await Self.everySlotFoundNothing(exchange), "a slot still looks for candidates, or took one")
         let (attempts, unwitnessed) = controller.state.withLock { ($0.createConnections, $0.createConnectionsWhileNotScanning) }
         #expect(unwitnessed == 0, "\(unwitnessed) of \(attempts) connect attempts started with the scanner off")
         #expect(attempts < peers.count, "the burst should have ended with candidates left")
@@ -153,16 +150,18 @@ struct ExchangeScriptedControllerTests {
     /// the next burst instead of starting one of its own: in a RootCanal crowd, with frequent
     /// resets, fresh bursts had nodes scanning and initiating almost all the time.
     @Test func aSessionStartedDuringThePauseWaitsForTheNextBurst() async throws {
-        let schedule = ScanSchedule(onTime: .seconds(1), offTime: .milliseconds(700))
-        _ = schedule.phase(at: .now)
-        schedule.burstEnded(at: .now, jitter: 1)
-        let pauseEnds = ContinuousClock.now + .milliseconds(700)
-        let (controller, _, host, exchange, _) = try await Self.runningExchange(scanSchedule: schedule) { configuration in
+        let clock = ManualHostClock()
+        let schedule = ScanSchedule(onTime: .seconds(1), offTime: .milliseconds(700), start: clock.now)
+        _ = schedule.phase(at: clock.now)
+        schedule.burstEnded(at: clock.now, jitter: 1)
+        let (controller, _, host, exchange, _) = try await Self.runningExchange(scanSchedule: schedule, clock: clock) { configuration in
             configuration.scanOnTime = .seconds(1)
             configuration.scanOffTime = .milliseconds(700)
         }
-        try await Task.sleep(until: pauseEnds - .milliseconds(200))
+        // The scan loop has chosen to wait once it sleeps until the pause's end.
+        #expect(await eventually { clock.pendingDeadlines.contains(.milliseconds(700)) }, "sleepers: \(clock.pendingDeadlines)")
         #expect(!controller.state.withLock { $0.scanning }, "a new session scanned during the pause")
+        clock.advance(by: .milliseconds(700))
         #expect(await eventually { controller.state.withLock { $0.scanning } }, "the next burst never came")
         await exchange.stop()
         await host.close()
@@ -173,18 +172,21 @@ struct ExchangeScriptedControllerTests {
     /// that burst at once, having no candidates yet: in a 20-node RootCanal crowd, a node reset
     /// twice early in its burst initiated to nobody for the rest of its window.
     @Test func aBurstResumedAfterAResetStillHearsAndConnects() async throws {
-        let schedule = ScanSchedule(onTime: .seconds(1), offTime: .seconds(30), resumeMinimum: .seconds(3))
-        _ = schedule.phase(at: .now)
-        schedule.interrupted(at: .now + .milliseconds(800))
-        try await Task.sleep(for: .milliseconds(1200))
-        let (controller, _, host, exchange, _) = try await Self.runningExchange(scanSchedule: schedule) { configuration in
+        let clock = ManualHostClock()
+        let schedule = ScanSchedule(onTime: .seconds(1), offTime: .seconds(30), resumeMinimum: .seconds(3), start: clock.now)
+        _ = schedule.phase(at: clock.now)
+        schedule.interrupted(at: clock.now + .milliseconds(800))
+        clock.advance(by: .milliseconds(1200))
+        let (controller, _, host, exchange, _) = try await Self.runningExchange(scanSchedule: schedule, clock: clock) { configuration in
             Self.connectAtOnce(&configuration)
             configuration.scanOnTime = .seconds(1)
             configuration.scanOffTime = .seconds(30)
         }
-        // The peer is first heard a moment after the new session began scanning.
-        try await Task.sleep(for: .milliseconds(500))
-        #expect(await eventually(timeout: .seconds(2)) {
+        // The peer is first heard a moment after the new session began scanning, past the
+        // interrupted burst's own time.
+        #expect(await eventually { controller.state.withLock { $0.scanning } }, "the resumed burst never began")
+        clock.advance(by: .milliseconds(500))
+        #expect(await eventually {
             controller.advertise(from: Self.peerA)
             try? await Task.sleep(for: .milliseconds(100))
             return controller.state.withLock { $0.createConnections } > 0
@@ -283,13 +285,34 @@ struct ExchangeScriptedControllerTests {
         configuration.deferToPeerDelay = .zero
     }
 
+    /// Advertises `peer` until the exchange has handled a sighting of it, then waits until every
+    /// connect slot has looked for a candidate since and found none to take.
+    static func heardWithNoAttemptTaken(_ peer: BluetoothAddress, _ controller: ScriptedController, _ exchange: ProximityExchange) async -> Bool {
+        let handled = await exchange.tracerSightingsHandled
+        let heard = await eventually {
+            controller.advertise(from: peer)
+            try? await Task.sleep(for: .milliseconds(20))
+            return await exchange.tracerSightingsHandled > handled
+        }
+        guard heard else { return false }
+        return await everySlotFoundNothing(exchange)
+    }
+
+    /// Waits until every connect slot has looked for a candidate after all that the exchange
+    /// announced so far, and found none to take: the positive event after which "no attempt
+    /// started" tests something (slots look again only on an announcement or a candidate's turn).
+    static func everySlotFoundNothing(_ exchange: ProximityExchange) async -> Bool {
+        let announced = await exchange.announcements
+        return await eventually { await exchange.slotsFoundNothingAt.allSatisfy { $0 >= announced } }
+    }
+
     /// An exchange on a scripted controller, started with a first id.
     static func runningExchange(
-        scanSchedule: ScanSchedule? = nil, configure: (inout ExchangeConfiguration) -> Void = { _ in }
+        scanSchedule: ScanSchedule? = nil, clock: any HostClock = SystemHostClock(), configure: (inout ExchangeConfiguration) -> Void = { _ in }
     ) async throws -> (ScriptedController, AdvertisedIdentity, LEHost, ProximityExchange, OwnID) {
         let controller = ScriptedController()
         let identity = AdvertisedIdentity()
-        let host = try await openHost(controller, identity: identity)
+        let host = try await openHost(controller, identity: identity, clock: clock)
         let (writes, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
         var configuration = ExchangeConfiguration()
         configuration.scanOffTime = .zero

@@ -28,8 +28,8 @@ struct ExchangeStateMachineTests {
 
         var createConnections: Int { controller.state.withLock { $0.createConnections } }
 
-        /// Lets the tasks woken so far run, on the real clock, with the manual one standing still.
-        func settle() async throws { try await Task.sleep(for: .milliseconds(100)) }
+        /// Whether some task sleeps on the clock until `offset` from its start.
+        func sleeps(until offset: Duration) -> Bool { clock.pendingDeadlines.contains(offset) }
     }
 
     /// An exchange on a scripted controller and a manual clock, scanning without pause, with one
@@ -103,14 +103,17 @@ struct ExchangeStateMachineTests {
         // A peer that, by the rule both sides compute, goes first: we wait for it.
         var peer = BluetoothAddress.randomNonResolvablePrivate()
         while InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
-        for _ in 0..<5 {
+        // The slot has seen the candidate once it sleeps until the peer's turn: only then does
+        // "no attempt yet" test anything.
+        #expect(await eventually {
             node.controller.advertise(from: peer)
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        try await node.settle()
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.sleeps(until: .seconds(1))
+        }, "no slot waits for the deferred peer's turn, 1 s on; sleepers: \(node.clock.pendingDeadlines)")
         #expect(node.createConnections == 0, "a deferred peer was tried at once")
+        // Nothing sleeps until 900 ms or before, so moving the clock there wakes no one.
+        #expect(!node.clock.pendingDeadlines.contains { $0 <= .milliseconds(900) }, "sleepers: \(node.clock.pendingDeadlines)")
         node.clock.advance(by: .milliseconds(900))
-        try await node.settle()
         #expect(node.createConnections == 0, "a deferred peer was tried before its turn")
         node.clock.advance(by: .milliseconds(200))
         #expect(await eventually(timeout: .seconds(2)) { node.createConnections == 1 }, "the turn came and no attempt started")
@@ -164,7 +167,10 @@ struct ExchangeStateMachineTests {
             return node.createConnections == 1
         })
         node.clock.advance(by: .seconds(1))
-        try await node.settle()
+        // The burst's end has been handled once the scanner drains, waiting for the attempt under
+        // way until 10 s after the extension (1 + 10 + 10 s): only then does "still scanning" test anything.
+        #expect(await eventually { await node.exchange.scanState == .draining && node.sleeps(until: .seconds(21)) },
+                "the burst did not drain at its end; sleepers: \(node.clock.pendingDeadlines)")
         #expect(node.controller.state.withLock { $0.scanning }, "the scanner stopped while an attempt was connecting")
         node.controller.connectInitiatedConnection(handle: 0x0041)
         #expect(await eventually { !node.controller.state.withLock { $0.scanning } },
@@ -189,15 +195,22 @@ struct ExchangeStateMachineTests {
         await node.exchange.rotate(to: ExchangeScriptedControllerTests.ownID(start: 60))
         #expect(await node.host.randomAddress != addressBefore, "the address did not change")
         #expect(await eventually { node.controller.state.withLock { $0.scanning } }, "the burst did not resume after the rotation")
+        var coolingDownUntil: ContinuousClock.Instant?
         #expect(await eventually {
-            if case .coolingDown = await node.exchange.attemptStates.first { return true } else { return false }
+            if case .coolingDown(let until) = await node.exchange.attemptStates.first { coolingDownUntil = until }
+            return coolingDownUntil != nil
         }, "the attempt the rotation ended did not leave the slot cooling down")
-        for _ in 0..<5 {
+        let cooledDown = node.clock.start.duration(to: try #require(coolingDownUntil))
+        // The slot sleeps on the clock until then, where no sighting can wake it.
+        #expect(await eventually { node.sleeps(until: cooledDown) }, "the slot does not sleep until its cooling down ends")
+        let handled = await node.exchange.tracerSightingsHandled
+        #expect(await eventually {
             node.controller.advertise(from: Self.peerB)
-            try await Task.sleep(for: .milliseconds(20))
-        }
+            try? await Task.sleep(for: .milliseconds(20))
+            return await node.exchange.tracerSightingsHandled > handled
+        }, "peer B was never heard")
         #expect(node.createConnections == 1, "an attempt started while the slot was cooling down")
-        node.clock.advance(by: .milliseconds(600))
+        node.clock.advance(by: cooledDown - node.clock.elapsed)
         #expect(await eventually {
             node.controller.advertise(from: Self.peerB)
             try? await Task.sleep(for: .milliseconds(20))
@@ -223,7 +236,8 @@ struct ExchangeStateMachineTests {
             try? await Task.sleep(for: .milliseconds(20))
             return await node.exchange.announcements > before
         }, "the new candidate was not announced")
-        try await node.settle()
+        // The slot has seen it once it sleeps until the peer's turn; announcements made up to then are the offer's.
+        #expect(await eventually { node.sleeps(until: .seconds(5)) }, "no slot waits for the peer's turn")
         let offered = await node.exchange.announcements
         let handled = await node.exchange.tracerSightingsHandled
         for _ in 0..<10 {
@@ -270,11 +284,14 @@ struct ExchangeStateMachineTests {
         let cooledDown = try #require(coolingDownUntil)
         // Meanwhile a peer we defer to is heard: its turn comes 1 s from now, after the cooling down.
         let peer = try await Self.peerWeDeferTo(on: node)
-        for _ in 0..<3 {
+        // The slot sleeps on the clock until its cooling down ends, where no sighting can wake it.
+        #expect(await eventually { node.sleeps(until: manual.start.duration(to: cooledDown)) }, "the slot does not sleep while cooling down")
+        let handled = await node.exchange.tracerSightingsHandled
+        #expect(await eventually {
             node.controller.advertise(from: peer)
-            try await Task.sleep(for: .milliseconds(20))
-        }
-        try await node.settle()
+            try? await Task.sleep(for: .milliseconds(20))
+            return await node.exchange.tracerSightingsHandled > handled
+        }, "the peer was never heard")
         #expect(node.createConnections == 1)
         let turn = manual.now + .seconds(1)
         #expect(cooledDown < turn)

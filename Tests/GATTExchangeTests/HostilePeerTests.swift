@@ -203,7 +203,7 @@ struct HostilePeerTests {
             let node = try scenario.startNode(controller: 0)
             let honest = try UserID(hex: Self.honestPeripheralID)
 
-            let metHonest = try await ProximityExchangeTests.waitUntil(timeout: .seconds(15)) {
+            let metHonest = try await eventually(timeout: .seconds(15), every: .milliseconds(200)) {
                 try await node.encounters().contains { $0.peer == honest }
             }
             let honestAfter = ContinuousClock.now - started
@@ -223,7 +223,9 @@ struct HostilePeerTests {
             }
             #expect((attack["writes"] as? [Any])?.isEmpty == true, "the node wrote to a peer whose id it never read")
 
-            try await Task.sleep(for: .milliseconds(500))
+            // The attack's end, with the node having closed its link, comes after anything the
+            // node could log from that link; its advertising alone logs nothing (an id is learned
+            // only by a read or a write).
             let logged = Set(try await node.encounters().map(\.peer))
             #expect(logged == [honest], "logged: \(Self.hex(logged))")
         }
@@ -368,7 +370,7 @@ struct HostilePeerTests {
             let ourID = try await node.rotator.currentID()
 
             // First the replayer alone: the id the node logs can only come from it.
-            let loggedFromReplayer = try await ProximityExchangeTests.waitUntil(timeout: .seconds(10)) {
+            let loggedFromReplayer = try await eventually(timeout: .seconds(10), every: .milliseconds(200)) {
                 try await node.encounters().contains { $0.peer == replayed }
             }
             #expect(loggedFromReplayer, "the node did not log the replayed id")
@@ -445,7 +447,7 @@ struct HostilePeerTests {
 
     /// Waits (up to 10 s) until the node's log holds `expected`, then returns every peer id it logged.
     static func waitForPeers(_ node: Node, including expected: Set<UserID>) async throws -> Set<UserID> {
-        _ = try await ProximityExchangeTests.waitUntil(timeout: .seconds(10)) {
+        _ = try await eventually(timeout: .seconds(10), every: .milliseconds(200)) {
             Set(try await node.encounters().map(\.peer)).isSuperset(of: expected)
         }
         return Set(try await node.encounters().map(\.peer))

@@ -72,15 +72,6 @@ struct ProximityExchangeTests {
         func sleep(until time: UnixSeconds) async throws { try await SystemWallClock().sleep(until: time - offset) }
     }
 
-    static func waitUntil(timeout: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(200))
-        }
-        return try await condition()
-    }
-
     /// A wall clock that stands still: the rotator never reaches the end of its window.
     struct StoppedClock: WallClock {
         let time: UnixSeconds
@@ -103,7 +94,7 @@ struct ProximityExchangeTests {
         ])
         defer { peripheral.stop() }
         let peripheralID = try UserID(hex: "c3c3c3c3c3c3c3c3")
-        let midWindowMet = try await Self.waitUntil(timeout: .seconds(15)) {
+        let midWindowMet = try await eventually(timeout: .seconds(15), every: .milliseconds(200)) {
             try await midWindow.encounters().contains { $0.peer == peripheralID }
         }
         #expect(midWindowMet, "the node mid-window did not meet the peripheral")
@@ -125,14 +116,16 @@ struct ProximityExchangeTests {
         let idA = try await a.rotator.currentID()
         let idB = try await b.rotator.currentID()
 
-        let metBoth = try await Self.waitUntil(timeout: .seconds(15)) {
+        let metBoth = try await eventually(timeout: .seconds(15), every: .milliseconds(200)) {
             let aMetB = try await a.encounters().contains { $0.peer == idB.id }
             let bMetA = try await b.encounters().contains { $0.peer == idA.id }
             return aMetB && bMetA
         }
         #expect(metBoth, "the nodes did not log each other within 15 s")
-        // Let sightings accumulate: they must update the row, not add rows.
-        try await Task.sleep(for: .seconds(2))
+        // Sightings after the exchange must update the row, not add rows: the checks below wait for one.
+        _ = try await eventually(timeout: .seconds(10), every: .milliseconds(200)) {
+            (try await a.encounters().first?.sightings ?? 0) > 1
+        }
         let seenByA = try await a.encounters()
         let seenByB = try await b.encounters()
         #expect(seenByA.map(\.peer) == [idB.id])

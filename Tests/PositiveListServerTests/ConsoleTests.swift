@@ -107,7 +107,8 @@ import TracerTestSupport
     }
 
     @Test func sessionsExpireWhenIdleAndWhenOld() async throws {
-        // The store counts whole seconds: every limit is met or missed by a second or more.
+        // Real time, the thing under test (a `serve` process takes no manual clock). The store
+        // counts whole seconds: every limit is met or missed by a second or more.
         let server = try await ConsoleServerProcess(console: #""sessionIdleSeconds": 4, "sessionLifetimeSeconds": 9"#)
         defer { server.stop() }
         var idle = server.browser()
@@ -339,9 +340,9 @@ import TracerTestSupport
         var olga = server.browser()
         _ = try await olga.signIn("olga")
         var status = try await olga.get("/operator/status")
-        for _ in 0..<50 where !status.body.contains("Id index</th><td>generation") {
-            try await Task.sleep(for: .milliseconds(100))
+        _ = try await eventually(timeout: .seconds(5), every: .milliseconds(100)) {
             status = try await olga.get("/operator/status")
+            return status.body.contains("Id index</th><td>generation")
         }
         let index = try server.fixture.verifiedIndex()
         #expect(status.body.contains("generation \(index.generation), published \(inBerlin(index.publishedAt))"), "\(status.body)")

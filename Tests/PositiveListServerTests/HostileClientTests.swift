@@ -50,7 +50,9 @@ import TestTiers
             let requests = (0..<200).map { _ in Self.upload(code: UploadCode.generate().display) }
             let connections = try requests.map { _ in try RawConnection(port: port) }
             // Each head but its last byte first, then the last bytes together: the server gets
-            // 200 whole requests within a moment, as if released at the same instant.
+            // 200 whole requests within a moment, as if released at the same instant. Pacing:
+            // the 300 ms let the server read the partial heads; heads it read late only make the
+            // release less sudden, never the limit's check pass.
             let split = requests.map { request in request.range(of: "\r\n\r\n")!.upperBound }
             for (connection, (request, end)) in zip(connections, zip(requests, split)) {
                 connection.send(String(request[..<request.index(before: end)]))
@@ -168,6 +170,8 @@ import TestTiers
         try await fixture.withServer { client in
             let connection = try RawConnection(port: try #require(client.port))
             connection.send(Self.authorityUploadHead + "Content-Length: 1000\r\n\r\n{\"ids\": [")
+            // Pacing: the server is to be reading the body when the client leaves; the checks
+            // below (it logged "client left", and no error) hold whenever it noticed.
             try await Task.sleep(for: .milliseconds(200))
             connection.leave()
             // The server notices when its read of the body fails; give it a moment.

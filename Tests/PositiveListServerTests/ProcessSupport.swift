@@ -51,9 +51,14 @@ enum ServerCLI {
 
     /// `serve` on 127.0.0.1:`port` with at most `openFiles` descriptors (`ulimit -n`, as
     /// systemd's LimitNOFILE sets it), once it listens.
-    static func serveWithOpenFileLimit(_ openFiles: Int, port: Int, fixture: ServerFixture, stderr: Pipe? = nil) async throws -> Process {
+    /// - Parameter stderr: a `Pipe` or `FileHandle` for the server's log.
+    static func serveWithOpenFileLimit(
+        _ openFiles: Int, port: Int, fixture: ServerFixture, stderr: Any? = nil, environment: [String: String] = [:]
+    ) async throws -> Process {
         // The fixture's environment, with a shell in front to set the limit.
-        let process = try self.process(["-c", "ulimit -n \(openFiles) && exec \"$0\" serve --bind 127.0.0.1:\(port)", try executable()], fixture: fixture)
+        let process = try self.process(
+            ["-c", "ulimit -n \(openFiles) && exec \"$0\" serve --bind 127.0.0.1:\(port)", try executable()], fixture: fixture,
+            environment: environment)
         process.executableURL = URL(fileURLWithPath: "/bin/sh")
         process.standardOutput = FileHandle.nullDevice
         process.standardError = stderr ?? FileHandle.nullDevice

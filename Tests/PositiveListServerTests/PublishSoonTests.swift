@@ -15,19 +15,47 @@ import Glibc
 /// or not at all over the connection limit.
 @Suite(.tags(.integration)) struct PublishSoonTests {
     /// A fixture's `serve` (hourly schedule unless `extra` says otherwise), once it has
-    /// published its first, empty indexes.
-    static func withServer(_ extra: String = "", _ body: (ServerFixture, Int) async throws -> Void) async throws {
+    /// published its first, empty indexes; `body` gets its port and its debug log so far.
+    static func withServer(_ extra: String = "", _ body: (ServerFixture, Int, ServerLog) async throws -> Void) async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         try fixture.writeConfiguration(extra: extra)
         let port = try LoopbackPort.free()
-        let server = try await ServerCLI.serveWithOpenFileLimit(1_024, port: port, fixture: fixture)
+        let log = try ServerLog()
+        defer { log.remove() }
+        let server = try await ServerCLI.serveWithOpenFileLimit(
+            1_024, port: port, fixture: fixture, stderr: log.handle, environment: ["TRACER_SERVER_LOG_LEVEL": "debug"])
         defer {
             server.terminate()
             server.waitUntilExit()
         }
         _ = await eventually(every: .milliseconds(50)) { FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath) }
-        try await body(fixture, port)
+        // The long poll learns the generations after the publication wrote the files: a poll for
+        // anything newer than nothing returns once it has (404 where the route is off). A test
+        // polling after the files' generations before then was woken by that catching up and
+        // answered 204 at once.
+        let caughtUp = try Self.longPoll(port: port, after: (0, 0))
+        _ = try await caughtUp.receiveResponse(timeout: .seconds(10))
+        caughtUp.leave()
+        try await body(fixture, port, log)
+    }
+
+    /// A `serve` process's log file: the lines it logs are the events a test waits for.
+    final class ServerLog: Sendable {
+        let path = NSTemporaryDirectory() + "/tracer-serve-" + UUID().uuidString + ".log"
+        let handle: FileHandle
+
+        init() throws {
+            FileManager.default.createFile(atPath: path, contents: nil)
+            handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+        }
+
+        var text: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+        func remove() {
+            try? handle.close()
+            try? FileManager.default.removeItem(atPath: path)
+        }
     }
 
     static func generations(_ fixture: ServerFixture) throws -> (ids: UInt64, keys: UInt64) {
@@ -56,9 +84,12 @@ import Glibc
     }
 
     @Test(.timeLimit(.minutes(1))) func anUploadIsPublishedAtOnceAndTheLongPollAnswers() async throws {
-        try await Self.withServer(#", "longPollSeconds": 30"#) { fixture, port in
+        try await Self.withServer(#", "longPollSeconds": 30"#) { fixture, port, log in
             let before = try Self.generations(fixture)
             let poll = try Self.longPoll(port: port, after: before)
+            // Pacing, not a check: the server shows no sign of holding a poll, so it is given a
+            // moment before the upload; a poll it took late would be answered at once after
+            // the upload, and the checks below would hold all the same.
             try await Task.sleep(for: .milliseconds(500))
             #expect(try await !poll.waitForClose(within: .milliseconds(1)))
 
@@ -73,9 +104,18 @@ import Glibc
             #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
             #expect(try fixture.verifiedBatches().first?.count == 8)
 
-            // A second upload inside the spacing (1,800 s) waits: no batch per upload.
+            // A second upload inside the spacing (1,800 s) waits: no batch per upload. The
+            // scheduler says so once it has taken the request, which is when a publication
+            // would otherwise have begun.
+            let waiting = "publication requested; waiting for the spacing"
+            let waitedBefore = log.text.components(separatedBy: waiting).count
             #expect(try await Self.upload(port: port, seed: 2).status == 201)
-            try await Task.sleep(for: .seconds(2))
+            #expect(await eventually(every: .milliseconds(20)) { log.text.components(separatedBy: waiting).count > waitedBefore },
+                    "the scheduler never took the second upload's request: \(log.text.suffix(2_000))")
+            // It waits for the spacing, not a moment (1 s is the shortest gap between any two publications).
+            let line = log.text.split(separator: "\n").last { $0.contains(waiting) } ?? ""
+            let seconds = line.firstMatch(of: #/seconds=(\d+)/#).flatMap { Int($0.1) } ?? 0
+            #expect(seconds > 60, "the next publication comes \(seconds) s after the upload: \(line)")
             #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
         }
     }
@@ -83,25 +123,27 @@ import Glibc
     /// Ids still valid when uploaded are held; the scheduler wakes when they become due (past
     /// their validity plus the clock-skew allowance), not at its hourly tick.
     @Test(.timeLimit(.minutes(1))) func heldIDsArePublishedWhenTheyBecomeDue() async throws {
-        try await Self.withServer(#", "clockSkewSeconds": 1"#) { fixture, port in
+        try await Self.withServer(#", "clockSkewSeconds": 1"#) { fixture, port, _ in
             let uploaded = ContinuousClock.now
-            // The newest id is valid 3 s more, so due about 4 s after the upload.
+            let uploadedAt = UnixSeconds(Date().timeIntervalSince1970)
+            // The newest id is valid 3 s more, so due 4 s after the upload (past its validity and the skew).
             #expect(try await Self.upload(port: port, seed: 3, endingIn: 3).status == 201)
-            try await Task.sleep(for: .seconds(2))
-            #expect(try fixture.verifiedIndex().batches.isEmpty, "published before the ids were due")
             var published: [UInt64] = []
             _ = try await eventually(every: .milliseconds(100)) {
                 published = try fixture.verifiedIndex().batches.map(\.number)
                 return !published.isEmpty
             }
             #expect(published == [1], "not published \(ContinuousClock.now - uploaded) after the upload")
+            // Not before they were due: the index the batch came with was published after then.
+            let publishedAt = try fixture.verifiedIndex().publishedAt
+            #expect(publishedAt >= uploadedAt + 4, "published \(publishedAt - uploadedAt) s after the upload, before the ids were due")
             #expect(try fixture.verifiedBatches().first?.count == 8)
             #expect(ContinuousClock.now - uploaded < .seconds(8))
         }
     }
 
     @Test(.timeLimit(.minutes(1))) func theLongPollTimesOutCleanlyAndIsOffByDefault() async throws {
-        try await Self.withServer(#", "longPollSeconds": 1"#) { fixture, port in
+        try await Self.withServer(#", "longPollSeconds": 1"#) { fixture, port, _ in
             let held = try Self.generations(fixture)
             let started = ContinuousClock.now
             let poll = try Self.longPoll(port: port, after: held)
@@ -116,16 +158,18 @@ import Glibc
             let refused = try await bad.receiveResponse()
             #expect(refused.status == 400 && refused.apiError == "invalid_generation", "\(refused.text)")
         }
-        try await Self.withServer { fixture, port in
+        try await Self.withServer { fixture, port, _ in
             let poll = try Self.longPoll(port: port, after: try Self.generations(fixture))
             #expect(try await poll.receiveResponse(timeout: .seconds(2)).status == 404)
         }
     }
 
     @Test(.timeLimit(.minutes(1))) func longPollsOverTheAddressLimitAreRefused() async throws {
-        try await Self.withServer(#", "longPollSeconds": 3, "maxConnectionsPerAddress": 2"#) { fixture, port in
+        try await Self.withServer(#", "longPollSeconds": 3, "maxConnectionsPerAddress": 2"#) { fixture, port, _ in
             let held = try Self.generations(fixture)
             let polls = try (0..<2).map { _ in try Self.longPoll(port: port, after: held, from: "127.0.0.5") }
+            // Pacing: the two polls are to be held before the third comes. Were one taken late,
+            // it would be the one refused and the checks below would fail: no false pass.
             try await Task.sleep(for: .milliseconds(300))
             let third = try Self.longPoll(port: port, after: held, from: "127.0.0.5")
             let refused = try await third.receiveResponse(timeout: .seconds(2))
@@ -140,9 +184,10 @@ import Glibc
     /// not notice), so a quarter of the connections at most may wait: the rest stay for uploads
     /// and downloads.
     @Test(.timeLimit(.minutes(1))) func atMostAQuarterOfTheConnectionsWaitInLongPolls() async throws {
-        try await Self.withServer(#", "longPollSeconds": 3, "maxConnections": 16"#) { fixture, port in
+        try await Self.withServer(#", "longPollSeconds": 3, "maxConnections": 16"#) { fixture, port, _ in
             let held = try Self.generations(fixture)
             let polls = try (0..<4).map { try Self.longPoll(port: port, after: held, from: "127.0.0.\(20 + $0)") }
+            // Pacing, as above: a poll taken after the fifth would fail the checks below, not pass them.
             try await Task.sleep(for: .milliseconds(300))
             let fifth = try Self.longPoll(port: port, after: held, from: "127.0.0.30")
             let refused = try await fifth.receiveResponse(timeout: .seconds(2))
@@ -162,6 +207,8 @@ import Glibc
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         _ = await eventually(every: .milliseconds(50)) { FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath) }
         let poll = try Self.longPoll(port: port, after: try Self.generations(fixture))
+        // Pacing: the poll is to be held when the server is told to stop (a poll that came after
+        // would find it stopping and end at once, and the check would hold without testing it).
         try await Task.sleep(for: .milliseconds(300))
         let stopping = ContinuousClock.now
         server.terminate()

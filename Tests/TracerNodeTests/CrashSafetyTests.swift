@@ -46,6 +46,7 @@ extension TracerNodeTests {
                     Issue.record("run \(run): the crash writer never printed \"started\": \(child.lines.suffix(5))")
                     return
                 }
+                // The kill's moment is the thing under test: anywhere in or between flushes.
                 let delay = Double.random(in: 0.3...2.5, using: &generator)
                 usleep(useconds_t(delay * 1_000_000))
                 let runningWhenKilled = child.isRunning

@@ -423,7 +423,8 @@ extension TracerNodeTests {
                 let secondUpdated = try #require(try world.cacheState("b").lastUpdated)
 
                 // Nothing new: the server answers 304, the index file is not rewritten, and the
-                // list counts as confirmed now.
+                // list counts as confirmed now. Pacing: the cache's times are whole seconds, so the
+                // confirmation can only show as a later time a second on.
                 sleep(1)
                 let third = try world.checkJSON("b", expecting: 3)
                 #expect(third.list.updateFailure == nil)

@@ -58,21 +58,19 @@ final class ListServerProcess {
         try process.run()
         try? handle.close()
         self.process = process
-        let deadline = ContinuousClock.now + .seconds(20)
         // The key index is written after the id index by the same first publication; a node
         // reads a missing one as a server from before daily keys, which takes ids only.
-        while !(LoopbackPort.isListening(port) && FileManager.default.fileExists(atPath: publishedIndex)
-            && FileManager.default.fileExists(atPath: publishedKeyIndex))
-        {
+        let ready = try eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(20)) {
             guard process.isRunning else {
                 let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
                 throw HarnessFailure(description: "tracer-server serve exited with \(process.terminationStatus): \(text.suffix(2000))")
             }
-            guard ContinuousClock.now < deadline else {
-                stop()
-                throw HarnessFailure(description: "tracer-server did not listen on \(port) within 20 s")
-            }
-            usleep(20_000)
+            return LoopbackPort.isListening(port) && FileManager.default.fileExists(atPath: publishedIndex)
+                && FileManager.default.fileExists(atPath: publishedKeyIndex)
+        }
+        guard ready else {
+            stop()
+            throw HarnessFailure(description: "tracer-server did not listen on \(port) within 20 s")
         }
     }
 

@@ -195,6 +195,7 @@ extension TracerNodeTests {
                     """)
                 let metAfter = Self.now() - bStart
 
+                // The kill's moment is the thing under test: anywhere 1-2 s after they met.
                 let extra = Double.random(in: 1.0...2.0, using: &generator)
                 Thread.sleep(forTimeInterval: extra)
                 let runningWhenKilled = b.isRunning

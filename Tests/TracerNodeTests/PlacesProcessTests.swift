@@ -113,11 +113,8 @@ extension TracerNodeTests {
                 guard Check.exists(scratch.file("node\(index).db")) else { return [] }
                 return try Check.openStore(scratch.file("node\(index).db")).encounters()
             }
-            let deadline = ContinuousClock.now + .seconds(30)
-            var placed = false
-            while ContinuousClock.now < deadline && !placed {
-                usleep(250_000)
-                placed = try encounters(of: 0).contains { $0.place?.position != nil } && !encounters(of: 1).isEmpty
+            let placed = try eventuallyBlocking(timeout: .seconds(30), every: .milliseconds(250)) {
+                try encounters(of: 0).contains { $0.place?.position != nil } && !encounters(of: 1).isEmpty
             }
             #expect(placed, "node 0 logged no encounter with a position within 30 s")
             for node in nodes { kill(node.pid, SIGTERM) }
@@ -326,11 +323,10 @@ extension TracerNodeTests {
                 ])
             }
             // gpsfake starts its gpsd within a second or two.
-            let deadline = ContinuousClock.now + .seconds(20)
             var fixed = try run("doctor", gpsdPort: route.port)
-            while !fixed.stdout.contains("[ ok ] gpsd:") && ContinuousClock.now < deadline {
-                usleep(300_000)
+            _ = try eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(300)) {
                 fixed = try run("doctor", gpsdPort: route.port)
+                return fixed.stdout.contains("[ ok ] gpsd:")
             }
             #expect(fixed.stdout.contains("[ ok ] gpsd: 127.0.0.1:\(route.port) answers and has a fix"), "\(fixed)")
             let status = try run("status", gpsdPort: route.port)
@@ -339,9 +335,9 @@ extension TracerNodeTests {
             #expect(!status.stdout.contains("46.") && !fixed.stdout.contains("46."), "\(status)")
 
             var unfixed = try run("doctor", gpsdPort: noFix.port)
-            while !unfixed.stdout.contains("no fix") && ContinuousClock.now < deadline {
-                usleep(300_000)
+            _ = try eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(300)) {
                 unfixed = try run("doctor", gpsdPort: noFix.port)
+                return unfixed.stdout.contains("no fix")
             }
             #expect(unfixed.stdout.contains("[FAIL] gpsd: 127.0.0.1:\(noFix.port) answers but has no fix"), "\(unfixed)")
             #expect(unfixed.stdout.contains("cgps -s"), "\(unfixed)")

@@ -244,13 +244,10 @@ final class StreamingProcess {
 
     /// Waits until a line satisfies `condition` or the timeout passes; true when one did.
     func waitForLine(timeout: Duration, where condition: (String) -> Bool) -> Bool {
-        let deadline = ContinuousClock.now + timeout
-        while ContinuousClock.now < deadline {
-            if buffer.contains(where: condition) { return true }
-            if !process.isRunning && buffer.finished { return buffer.contains(where: condition) }
-            usleep(1_000)
+        _ = eventuallyBlocking(timeout: timeout, every: .milliseconds(1)) {
+            buffer.contains(where: condition) || (!process.isRunning && buffer.finished)
         }
-        return false
+        return buffer.contains(where: condition)
     }
 
     var isRunning: Bool { process.isRunning }
@@ -258,11 +255,10 @@ final class StreamingProcess {
     /// Waits for the child to exit and for its stdout to be read to the end; nil on timeout.
     func waitForExit(timeout: Duration = .seconds(20)) -> (status: Int32, signaled: Bool)? {
         let deadline = ContinuousClock.now + timeout
-        while process.isRunning && ContinuousClock.now < deadline { usleep(1_000) }
-        if process.isRunning { return nil }
+        guard eventuallyBlocking(timeout: timeout, every: .milliseconds(1), { !process.isRunning }) else { return nil }
         process.waitUntilExit()
-        while !buffer.finished && ContinuousClock.now < deadline { usleep(1_000) }
-        guard buffer.finished else { return nil }
+        guard eventuallyBlocking(timeout: max(.zero, ContinuousClock.now.duration(to: deadline)), every: .milliseconds(1), { buffer.finished })
+        else { return nil }
         return (process.terminationStatus, process.terminationReason == .uncaughtSignal)
     }
 

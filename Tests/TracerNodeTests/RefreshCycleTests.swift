@@ -49,9 +49,15 @@ extension TracerNodeTests {
             let followed = "list revalidation failed"
             _ = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(50)) { Self.log(scratch).contains(followed) }
             try #require(Self.log(scratch).contains(followed), "the long poll never answered: \(Self.log(scratch).suffix(2_000))")
-            sleep(3)
+            // The node says when it has decided to wait (an hour here) before polling again:
+            // only after that line does "one revalidation" test anything.
+            let waits = "the long poll waits before asking again"
+            #expect(eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(50)) { Self.log(scratch).contains(waits) },
+                    "the node never said it waits: \(Self.log(scratch).suffix(2_000))")
             let revalidations = Self.log(scratch).components(separatedBy: "list revalidation failed").count - 1
-            #expect(revalidations == 1, "\(revalidations) revalidations in about 3 s")
+            #expect(revalidations == 1, "\(revalidations) revalidations before the long poll waited")
+            let waited = Self.log(scratch).components(separatedBy: waits).count - 1
+            #expect(waited == 1, "the long poll said \(waited) times that it waits")
         }
 
         static func warnsAfterUpload(server settings: String = "", node schedule: [String]) throws {
@@ -92,12 +98,11 @@ extension TracerNodeTests {
                 home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")])
             try #require(report.exitCode == 0, "tracer report failed: \(report)")
             let uploaded = Date().timeIntervalSince1970
-            let warnDeadline = ContinuousClock.now + .seconds(15)
             // The hook's shell creates the file before `date` writes the time into it.
             func warnedAt() -> Double? {
                 (try? String(contentsOfFile: warned, encoding: .utf8)).flatMap { Double($0.trimmingCharacters(in: .whitespacesAndNewlines)) }
             }
-            while warnedAt() == nil && ContinuousClock.now < warnDeadline { usleep(50_000) }
+            _ = eventuallyBlocking(timeout: .seconds(15), every: .milliseconds(50)) { warnedAt() != nil }
             let warnedAt = try #require(warnedAt(), "no warning 15 s after the upload; node log: \(log(scratch).suffix(3_000))")
             #expect(warnedAt - uploaded < 10, "warned \(warnedAt - uploaded) s after the upload")
             // The verdict is the one `tracer check` gives: exit 3, an exposure.

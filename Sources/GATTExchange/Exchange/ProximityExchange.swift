@@ -83,6 +83,10 @@ public actor ProximityExchange {
     /// How many Tracer advertisements have been handled, for tests: the positive event a test
     /// awaits before checking that handling them announced nothing.
     private(set) var tracerSightingsHandled = 0
+    /// For each connect slot, the generation of `changes` at which it last looked for a candidate,
+    /// found none to take and went to wait, for tests: the positive event a test awaits before
+    /// checking that no attempt started.
+    private(set) var slotsFoundNothingAt: [UInt64] = []
     /// Where the scanner is in its burst (see the type's comment).
     enum ScanState: Equatable {
         /// A pause, a rotation, or the scanner starting: no attempt starts.
@@ -143,6 +147,7 @@ public actor ProximityExchange {
         tasks.append(Task { await self.auditLoop() })
         let slotCount = max(1, configuration.maxOutgoingConnections)
         slots = Array(repeating: .idle, count: slotCount)
+        slotsFoundNothingAt = Array(repeating: 0, count: slotCount)
         for slot in 0..<slotCount {
             tasks.append(Task { await self.connectLoop(slot: slot) })
         }
@@ -402,6 +407,7 @@ public actor ProximityExchange {
             let generation = changes.generation
             let now = clock.now
             guard let candidate = takeCandidate(at: now) else {
+                slotsFoundNothingAt[slot] = generation
                 let nextTurn = rotation == .rotating ? nil : candidates.nextEligibility(after: now)
                 await changes.wait(after: generation, until: nextTurn, on: clock)
                 continue
