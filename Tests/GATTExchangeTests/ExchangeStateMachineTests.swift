@@ -220,6 +220,44 @@ struct ExchangeStateMachineTests {
         await node.stop()
     }
 
+    /// A rotation while a retry lets peers hear us before it turns advertising off
+    /// (`LEHost.Configuration.advertisingHeldBeforeGoingQuiet`) gives the retry up before it reaches
+    /// the controller: no sign of a stuck controller, so no reset.
+    @Test func aRotationWhileARetryHoldsAdvertisingDoesNotResetTheController() async throws {
+        let node = try await Self.running()
+        #expect(await eventually {
+            node.controller.advertise(from: Self.peerA)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.createConnections == 1
+        })
+        // Heard during the attempt, which the controller does not answer: it ends after
+        // `unansweredAdvertisingWait` on the clock, and the peer is asked again with advertising off.
+        // (Sightings count from after the attempt began, so the clock moves first.)
+        node.clock.advance(by: .milliseconds(10))
+        let wait = LEHost.Configuration().unansweredAdvertisingWait
+        try #require(await eventually {
+            node.controller.advertise(from: Self.peerA)
+            try? await Task.sleep(for: .milliseconds(20))
+            return node.sleeps(until: .milliseconds(10) + wait)
+        })
+        node.clock.advance(by: wait)
+        // Advertising came on at the start (clock at zero): the retry holds it on until then.
+        let hold = LEHost.Configuration().advertisingHeldBeforeGoingQuiet
+        try #require(await eventually { node.sleeps(until: hold) }, "the retry does not hold advertising; sleepers: \(node.clock.pendingDeadlines)")
+        #expect(await node.exchange.attemptStates.first.map {
+            if case .connecting(Self.peerA, _, true) = $0 { return true } else { return false }
+        } == true)
+
+        let rotation = Task { await node.exchange.rotate(to: ExchangeScriptedControllerTests.ownID(start: 60)) }
+        try #require(await eventually { await !node.host.isAdvertising }, "the rotation did not begin")
+        node.clock.advance(by: hold - node.clock.elapsed)
+        await rotation.value
+        #expect(await eventually { await node.exchange.failedExchanges == 1 }, "the retry did not end")
+        #expect(await node.exchange.stuckReason == nil, "a retry given up for a rotation reset the controller")
+        #expect(node.createConnections == 1, "the retry reached the controller")
+        await node.stop()
+    }
+
     /// A peer heard again while it waits for its turn changes nothing a waiting loop decides on:
     /// no announcement, no loop woken. Advertisers repeat every 20 ms to 10 s, so a crowd
     /// announcing each refresh woke every loop of every node hundreds of times a second.

@@ -103,6 +103,8 @@ public actor ProximityExchange {
     private var rotations = 0
     private var tasks: [Task<Void, Never>] = []
     private let stuck = OnceSignal<String>()
+    /// Why the controller was found stuck, once it was, for tests.
+    var stuckReason: String? { stuck.value }
     private var initiatorHealth: InitiatorHealth
     public private(set) var completedExchanges = 0
     public private(set) var failedExchanges = 0
@@ -499,6 +501,9 @@ public actor ProximityExchange {
             logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
             switch error {
             case .controllerLost: return
+            // Given up before it reached the controller (a rotation withdrew advertising while the
+            // retry let peers hear us first, or the exchange stops): no sign of a stuck controller.
+            case .cancelled: return
             case _ where askedAgain:
                 // Only a link to that same peer clears the unanswered request; whatever else
                 // happened (the peer left, or never answered), the controller may still be stuck.
