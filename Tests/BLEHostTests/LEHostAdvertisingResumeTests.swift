@@ -58,6 +58,97 @@ struct LEHostAdvertisingResumeTests {
         await host.close()
     }
 
+    /// An address change (or the caller's cancellation) gives the attempt up while it is resuming
+    /// advertising in its turn: the cancel that follows still gets its whole grace, so the
+    /// controller's end of the attempt is awaited rather than taken as a cancel it ignored.
+    @Test func anAttemptGivenUpWhileResumingAdvertisingStillAwaitsItsEnd() async throws {
+        let controller = ScriptedController()
+        let host = try await ScriptedControllerTests.openHost(controller, clock: ManualHostClock())
+        try await host.startAdvertising(ScriptedController.nodeAdvertisingData)
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20)) }
+        try #require(await eventually { controller.initiatingPeer == Self.peerA })
+        controller.state.withLock { $0.holdAnswerTo = LESetAdvertisingEnable.opcode }
+        controller.acceptIncoming(handle: 0x0067, from: Self.peerB)
+        try #require(await eventually { controller.isHoldingAnswer }, "the attempt did not resume advertising")
+
+        await host.abandonConnectionAttempt()
+        controller.releaseHeldAnswer()
+        await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .seconds(20))) { try await attempt.value }
+        #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peerA)", "cancel", "ended 0x2"])
+        #expect(await !host.quirks.contains(.cancelTakenWithoutEndingAttempt), "the cancel's end was not awaited")
+        await host.close()
+    }
+
+    /// An attempt ended early by its unanswered-advertising check is cancelled; its timeout, still
+    /// armed, must not cut the cancel's grace short and take a slow end for an ignored cancel.
+    @Test func theTimeoutOfAnAttemptEndedEarlyDoesNotCutTheCancelsGrace() async throws {
+        let clock = ManualHostClock()
+        let controller = ScriptedController()
+        let host = try await ScriptedControllerTests.openHost(controller, clock: clock)  // cancel grace 500 ms
+        controller.state.withLock { $0.cancelCompletionDelay = .milliseconds(300) }  // real time
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .milliseconds(300)) }
+        try #require(await eventually { controller.initiatingPeer == Self.peerA })
+        clock.advance(by: .milliseconds(10))  // sightings count from after the attempt began
+        let wait = LEHost.Configuration().unansweredAdvertisingWait
+        try #require(await eventually {
+            controller.advertise(from: Self.peerA, data: ScriptedController.nodeAdvertisingData)
+            try? await Task.sleep(for: .milliseconds(10))
+            return clock.pendingDeadlines.contains(.milliseconds(10) + wait)
+        })
+        clock.advance(by: wait)
+        try #require(await eventually { controller.state.withLock { $0.attemptTimeline }.contains("cancel") })
+        // Past the attempt's timeout (300 ms), well inside the cancel's grace (110 + 500 ms).
+        clock.advance(by: .milliseconds(250))
+        await #expect(throws: GAPError.peerAdvertisedWithoutConnecting(peer: Self.peerA, advertisements: 1)) {
+            try await attempt.value
+        }
+        #expect(controller.state.withLock { $0.attemptTimeline }.last == "ended 0x2")
+        #expect(await !host.quirks.contains(.cancelTakenWithoutEndingAttempt), "the timeout ended the cancel's wait")
+        await host.close()
+    }
+
+    /// A peer's link during an attempt that turned advertising off asks for no resume: the attempt
+    /// resumes advertising itself if it connects, and if not its caller decides, since the
+    /// controller may be stuck (the exchange resets it rather than leave it advertising).
+    @Test func aPeersLinkDuringAQuietAttemptAsksForNoResume() async throws {
+        let clock = ManualHostClock()
+        let controller = ScriptedController()
+        let host = try await ScriptedControllerTests.openHost(controller, clock: clock)
+        try await host.startAdvertising(ScriptedController.nodeAdvertisingData)
+        clock.advance(by: .seconds(1))
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20), advertisingOff: true) }
+        try #require(await eventually { controller.initiatingPeer == Self.peerA })
+
+        controller.acceptIncoming(handle: 0x0068, from: Self.peerB)
+        #expect(try #require(await incoming.next()).peerAddress == Self.peerB)
+        #expect(await host.waitingProcedures == 0, "a resume was queued behind the quiet attempt")
+        controller.inject(ScriptedController.connectionComplete(
+            status: .connectionFailedToBeEstablished, handle: 0, role: .central, peer: Self.peerA.littleEndianBytes))
+        await #expect(throws: GAPError.self) { try await attempt.value }
+        #expect(!Self.advertising(controller), "advertising came back on a controller whose quiet attempt failed")
+        await host.close()
+    }
+
+    /// Closing the host while a quiet attempt holds advertising on for peers: the attempt gives up
+    /// before it reaches the controller, and the close does not wait for a whole attempt.
+    @Test func closingDuringTheHoldGivesTheAttemptUp() async throws {
+        let clock = ManualHostClock()
+        let controller = ScriptedController()
+        let host = try await ScriptedControllerTests.openHost(controller, clock: clock)
+        try await host.startAdvertising(ScriptedController.nodeAdvertisingData)
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(20), advertisingOff: true) }
+        try #require(await eventually { clock.pendingDeadlines.contains(Self.hold) }, "the attempt does not hold advertising")
+
+        let closing = Task { await host.close() }
+        try #require(await eventually { await !host.isAdvertising }, "the close did not begin")
+        clock.advance(by: Self.hold)
+        await #expect(throws: GAPError.cancelled) { try await attempt.value }
+        await closing.value
+        #expect(controller.state.withLock { $0.createConnections } == 0, "the attempt reached the controller while the host closed")
+        #expect(!Self.advertising(controller))
+    }
+
     /// A peer's link while another procedure holds the turn (here, starting the scanner) and an
     /// attempt that turns advertising off waits: the resume goes first, so that the node is on
     /// the air before that attempt, rather than after it.

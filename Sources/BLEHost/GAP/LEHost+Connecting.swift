@@ -79,11 +79,13 @@ extension LEHost {
         to peer: BluetoothAddress, type: LEAddressType, timeout: Duration, advertisingOff: Bool
     ) async throws(GAPError) -> LEConnection {
         if lost { throw .controllerLost }
+        quietAttemptUnderWay = advertisingOff
+        defer { quietAttemptUnderWay = false }
         if advertisingOff, advertisement != nil {
             await holdAdvertisingBeforeGoingQuiet()
-            // Withdrawn meanwhile: an address change or a stop waits for this turn and wants the
-            // controller idle; it turns advertising off itself.
-            if advertisement == nil { throw .cancelled }
+            // Withdrawn meanwhile (an address change, or the host closing, waits for this turn and
+            // wants the controller idle; it turns advertising off itself), or the caller gave up.
+            if advertisement == nil || Task.isCancelled { throw .cancelled }
             try? await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
         }
         let number = beginAttempt(peer: peer)
@@ -309,11 +311,13 @@ extension LEHost {
         guard attempt?.number == number else { return }
         guard let waiter = attempt?.waiter else {
             // The procedure is resuming advertising between two waits: time is up all the same.
-            // (Once the cancel is sent, a timer left over from before it does not end its wait.)
+            // (The cancel clears it and disarms the timers: its end gets the whole grace.)
             if attempt?.initiatingSince != nil, attempt?.cancelSent == false { attempt?.timeUpWhileAway = true }
             return
         }
         attempt?.waiter = nil
+        // The unanswered check may end the wait before the timeout: that timer must not end a later one.
+        attempt?.timer?.cancel()
         attempt?.timer = nil
         waiter.resume(returning: .ended(.timedOut))
     }
@@ -335,6 +339,11 @@ extension LEHost {
     /// 7.8.13: an LE Connection Complete with 0x02 follows, or the connection that won the race).
     private func cancelAttempt(_ number: UInt64) async -> (outcome: ConnectionAttempt.Outcome, refused: Bool) {
         attempt?.cancelSent = true
+        // The cancel's end gets its own grace: nothing armed for the attempt before may cut it short.
+        attempt?.unansweredCheck?.cancel()
+        attempt?.timer?.cancel()
+        attempt?.timer = nil
+        attempt?.timeUpWhileAway = false
         do {
             try await hci.send(LECreateConnectionCancel())
         } catch HCIError.commandFailed(_, .commandDisallowed) {

@@ -109,6 +109,10 @@ public actor LEHost {
     var lost = false
     /// A resume of advertising is queued and has not begun: another request joins it.
     private var resumeQueued = false
+    /// A connection attempt that turned advertising off is under way (`connect(advertisingOff:)`):
+    /// it resumes advertising itself if it connects, and otherwise its caller decides, since the
+    /// controller may then be stuck; a peer's link meanwhile asks for no resume.
+    var quietAttemptUnderWay = false
     private let loss = OnceSignal<Void>()
 
     /// Builds the GATT database a new link is served from. Per link, so that write handlers know
@@ -319,10 +323,13 @@ public actor LEHost {
     /// to a node that no longer answers). Goes before the procedures still waiting.
     public func close() async {
         if !lost {
+            // Withdrawn at once, as an address change does: an attempt still holding advertising
+            // on for peers then gives up instead of running its course first.
+            let wasAdvertising = advertisement != nil
+            withdrawAdvertising()
             abandonConnectionAttempt()
             try? await procedure(urgent: true) { () async throws(GAPError) in
-                if self.advertisement != nil {
-                    self.withdrawAdvertising()
+                if wasAdvertising || self.advertisingIsOn {
                     try? await self.command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
                 }
                 if self.scanning { try? await self.stopScanningNow() }
@@ -412,7 +419,7 @@ public actor LEHost {
     /// Behind them, it waited for one or two attempts that then turned advertising off
     /// themselves, and a node of a 20-node crowd went unheard for 3.5 s.
     func requestAdvertisingResume() {
-        guard advertisement != nil, !advertisingIsOn else { return }
+        guard advertisement != nil, !advertisingIsOn, !quietAttemptUnderWay else { return }
         resumeAdvertisingWithinAttempt()
         guard !resumeQueued else { return }
         resumeQueued = true
