@@ -222,8 +222,10 @@ struct ExchangeStateMachineTests {
 
     /// A rotation while a retry lets peers hear us before it turns advertising off
     /// (`LEHost.Configuration.advertisingHeldBeforeGoingQuiet`) gives the retry up before it reaches
-    /// the controller: no sign of a stuck controller, so no reset.
-    @Test func aRotationWhileARetryHoldsAdvertisingDoesNotResetTheController() async throws {
+    /// the controller, and the rotation goes ahead. The controller is still reset: only a link to
+    /// that peer would have cleared the first attempt's unanswered request, and after the rotation
+    /// none can form.
+    @Test func aRotationWhileARetryHoldsAdvertisingGivesTheRetryUp() async throws {
         let node = try await Self.running()
         #expect(await eventually {
             node.controller.advertise(from: Self.peerA)
@@ -248,13 +250,15 @@ struct ExchangeStateMachineTests {
             if case .connecting(Self.peerA, _, true) = $0 { return true } else { return false }
         } == true)
 
+        let addressBefore = await node.host.randomAddress
         let rotation = Task { await node.exchange.rotate(to: ExchangeScriptedControllerTests.ownID(start: 60)) }
         try #require(await eventually { await !node.host.isAdvertising }, "the rotation did not begin")
         node.clock.advance(by: hold - node.clock.elapsed)
         await rotation.value
+        #expect(await node.host.randomAddress != addressBefore, "the address did not change")
         #expect(await eventually { await node.exchange.failedExchanges == 1 }, "the retry did not end")
-        #expect(await node.exchange.stuckReason == nil, "a retry given up for a rotation reset the controller")
-        #expect(node.createConnections == 1, "the retry reached the controller")
+        #expect(node.createConnections == 1, "the retry reached the controller after the rotation withdrew advertising")
+        #expect(await node.exchange.stuckReason?.contains("asking that peer again brought no link") == true)
         await node.stop()
     }
 

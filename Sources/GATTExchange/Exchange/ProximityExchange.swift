@@ -501,9 +501,6 @@ public actor ProximityExchange {
             logger.debug("connection failed", metadata: ["peer": "\(candidate.address)", "error": "\(error)"])
             switch error {
             case .controllerLost: return
-            // Given up before it reached the controller (a rotation withdrew advertising while the
-            // retry let peers hear us first, or the exchange stops): no sign of a stuck controller.
-            case .cancelled: return
             case _ where askedAgain:
                 // Only a link to that same peer clears the unanswered request; whatever else
                 // happened (the peer left, or never answered), the controller may still be stuck.
