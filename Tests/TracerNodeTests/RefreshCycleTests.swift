@@ -58,6 +58,11 @@ extension TracerNodeTests {
             #expect(revalidations == 1, "\(revalidations) revalidations before the long poll waited")
             let waited = Self.log(scratch).components(separatedBy: waits).count - 1
             #expect(waited == 1, "the long poll said \(waited) times that it waits")
+            // The wait it announced is the refresh interval (an hour), not a moment: a node that
+            // polled again at once would otherwise pass the counts above if read quickly enough.
+            let line = Self.log(scratch).split(separator: "\n").first { $0.contains(waits) } ?? ""
+            let seconds = line.firstMatch(of: #/"seconds":"(\d+)"/#).flatMap { Int($0.1) } ?? 0
+            #expect(seconds >= 3600, "the long poll waits \(seconds) s: \(line)")
         }
 
         static func warnsAfterUpload(server settings: String = "", node schedule: [String]) throws {

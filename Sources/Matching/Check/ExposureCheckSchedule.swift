@@ -92,8 +92,10 @@ public struct ExposureCheckSchedule: Sendable {
                     let held = longPoll.heldGenerations()
                     let refreshed = await turn.run({ await refreshOnce() })
                     if !refreshed || longPoll.heldGenerations() == held {
-                        logger.info("the node could not follow the server's new generation; the long poll waits before asking again")
-                        do { try await Task.sleep(for: .seconds(max(refreshInterval, 60))) } catch { return }
+                        let wait = max(refreshInterval, 60)
+                        logger.info("the node could not follow the server's new generation; the long poll waits before asking again",
+                                    metadata: ["seconds": "\(wait)"])
+                        do { try await Task.sleep(for: .seconds(wait)) } catch { return }
                     }
                 }
             } catch .cancelled {
