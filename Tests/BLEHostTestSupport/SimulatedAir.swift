@@ -17,6 +17,9 @@ import TracerCore
 /// - Data: ACL packets go to the other end of the link at once, under its handle; the sender gets its
 ///   buffer back at once (Number Of Completed Packets), so ATT and GATT run over the link.
 /// - Disconnecting: HCI Disconnect ends the link on both sides (0x16 here, 0x13 at the peer).
+/// - Controller trouble: a node's initiator can go deaf (`makeInitiatorStuck`) or its transport end
+///   (`dropTransport`); a host that opens the node's transport again (`openTransport(of:)`) gets a
+///   fresh controller in its place, as after a reset or a reconnect.
 ///
 /// What it does not model: range, RSSI variation, lost or collided packets and advertisements,
 /// scan responses, air time (everything arrives at the next `step()` or at once), supervision
@@ -37,13 +40,15 @@ package final class SimulatedAir: Sendable {
         package var incoming: AsyncThrowingStream<HCIPacket, any Error> { controller.incoming }
 
         package func close() async {
-            air.dropLinks(of: index)
+            // A replaced controller's links went with it; the node's place holds another's now.
+            if air.holds(controller, at: index) { air.dropLinks(of: index) }
             await controller.close()
         }
 
         package func send(_ packet: HCIPacket) async throws(HCITransportError) {
+            // A closed controller is off the air: nothing it is sent may reach the place another now holds.
+            guard !controller.state.withLock({ $0.isClosed }) else { throw .closed }
             if packet.type == .aclData {
-                guard !controller.state.withLock({ $0.isClosed }) else { throw .closed }
                 air.carry(packet.body, from: index)
                 return
             }
@@ -69,6 +74,10 @@ package final class SimulatedAir: Sendable {
     private struct State {
         var controllers: [ScriptedController] = []
         var advertisingData: [[UInt8]] = []
+        /// Nodes whose controller's connection attempts never complete, until it is replaced.
+        var stuckInitiators: Set<Int> = []
+        /// How many controllers each node has had: one, and one more per `replaceController`.
+        var controllersOpened: [Int] = []
         /// Both ends of every link, by handle (handles are unique across the air).
         var links: [UInt16: Link] = [:]
         var nextHandle: UInt16 = 0x0040
@@ -85,9 +94,62 @@ package final class SimulatedAir: Sendable {
         let index = state.withLock { state -> Int in
             state.controllers.append(controller)
             state.advertisingData.append([])
+            state.controllersOpened.append(1)
             return state.controllers.count - 1
         }
         return Node(index: index, controller: controller, air: self)
+    }
+
+    /// The transport a host opens to node `index`: its controller while that is open, else (its
+    /// host closed it, or it was dropped) a fresh one in its place (`replaceController`).
+    package func openTransport(of index: Int) -> Node {
+        let current = controller(of: index)
+        guard current.state.withLock({ $0.isClosed }) else { return Node(index: index, controller: current, air: self) }
+        return replaceController(of: index)
+    }
+
+    /// A fresh controller in node `index`'s place, as for a host that opens the node's transport
+    /// again: nothing of the one before (advertising, address, links, a stuck initiator) stays on
+    /// the air, as after HCI Reset or the adapter coming back. The host closes the one before.
+    private func replaceController(of index: Int) -> Node {
+        dropLinks(of: index)
+        let controller = ScriptedController()
+        state.withLock { state in
+            state.controllers[index] = controller
+            state.advertisingData[index] = []
+            state.stuckInitiators.remove(index)
+            state.controllersOpened[index] += 1
+        }
+        return Node(index: index, controller: controller, air: self)
+    }
+
+    /// Node `index`'s controller now, as its host last opened it.
+    package func controller(of index: Int) -> ScriptedController {
+        state.withLock { $0.controllers[index] }
+    }
+
+    /// How many controllers node `index` has had (see `replaceController`).
+    package func controllersOpened(of index: Int) -> Int {
+        state.withLock { $0.controllersOpened[index] }
+    }
+
+    /// Node `index`'s controller stops completing its own connection attempts: each stays pending
+    /// until its host cancels it, as with a controller whose initiator went deaf
+    /// (`ControllerQuirks.initiatorStuckOnUnansweredRequest`), until the controller is replaced.
+    /// It still advertises, scans and takes the links peers open to it.
+    package func makeInitiatorStuck(_ index: Int) {
+        _ = state.withLock { $0.stuckInitiators.insert(index) }
+    }
+
+    /// Node `index`'s transport ends, as when its adapter is unplugged: its links end at the peers,
+    /// and its host sees the controller lost.
+    package func dropTransport(of index: Int) async {
+        dropLinks(of: index)
+        await controller(of: index).close()
+    }
+
+    fileprivate func holds(_ controller: ScriptedController, at index: Int) -> Bool {
+        state.withLock { $0.controllers[index] === controller }
     }
 
     /// Links formed so far.
@@ -95,7 +157,7 @@ package final class SimulatedAir: Sendable {
 
     /// One advertising event of every advertiser to every scanner, then the links that form.
     package func step() {
-        let (controllers, data) = state.withLock { ($0.controllers, $0.advertisingData) }
+        let (controllers, data, stuck) = state.withLock { ($0.controllers, $0.advertisingData, $0.stuckInitiators) }
         let snapshots = controllers.map { $0.state.withLock { $0 } }
         for (scanner, scannerState) in zip(controllers, snapshots) where scannerState.scanning && !scannerState.isClosed {
             for (index, advertiser) in snapshots.enumerated() where advertiser.advertising && !advertiser.isClosed {
@@ -106,7 +168,7 @@ package final class SimulatedAir: Sendable {
         }
         // A legacy advertiser stops at its first connection: one link per advertiser per step.
         var connected: Set<Int> = []
-        for (central, centralState) in snapshots.enumerated() where !connected.contains(central) {
+        for (central, centralState) in snapshots.enumerated() where !connected.contains(central) && !stuck.contains(central) {
             guard let target = centralState.initiating, !centralState.isClosed,
                   let peripheral = snapshots.firstIndex(where: { $0.advertising && !$0.isClosed && $0.randomAddress == target }),
                   peripheral != central, !connected.contains(peripheral),

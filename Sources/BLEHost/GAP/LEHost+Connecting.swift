@@ -10,6 +10,14 @@ struct ConnectionAttempt {
         case lost
     }
 
+    /// Why a waiting attempt's procedure wakes.
+    enum Wake: Sendable {
+        case ended(Outcome)
+        /// Advertising stopped (a central connected to us) and this attempt leaves it on: the
+        /// procedure resumes it in its own turn and waits on.
+        case advertisingWanted
+    }
+
     /// How long the end of an attempt may trail a cancel refused with Command Disallowed. The
     /// refusal means the controller is not initiating, so the end is already on its way, unless it
     /// dropped the attempt with no end (`ControllerQuirks.attemptDroppedWithoutEnd`).
@@ -33,8 +41,15 @@ struct ConnectionAttempt {
     var unansweredCheck: Task<Void, Never>?
     /// The end, when it came before anyone waited for it.
     var ended: Outcome?
-    var waiter: CheckedContinuation<Outcome, Never>?
+    var waiter: CheckedContinuation<Wake, Never>?
     var timer: Task<Void, Never>?
+    /// The attempt does not need advertising off, so advertising that stopped is resumed within
+    /// its turn rather than after its end (up to the timeout and the cancel grace later).
+    var leavesAdvertisingOn = false
+    /// Advertising is to be resumed at the next wait: it stopped while the procedure was not waiting.
+    var advertisingWanted = false
+    /// A timer fired while the procedure was resuming advertising, not waiting: the next wait ends at once.
+    var timeUpWhileAway = false
 }
 
 extension LEHost {
@@ -45,9 +60,11 @@ extension LEHost {
     /// Cancelling the calling task gives the attempt up as an address change does: it is cancelled
     /// at the controller and its end still awaited (a connect still waiting for its turn just leaves).
     ///
-    /// With `advertisingOff`, advertising stops once this attempt's turn has come, stays off for
-    /// the whole attempt, and resumes only if it connects: on failure the caller decides (resets the
-    /// controller, or leaves it to the audit to turn advertising on again).
+    /// With `advertisingOff`, advertising stops once this attempt's turn has come (and it has been
+    /// on for `Configuration.advertisingHeldBeforeGoingQuiet`), stays off for the whole attempt,
+    /// and resumes before this returns if it connects: on failure the caller decides (resets the
+    /// controller, or leaves it to the audit to turn advertising on again). Without it, advertising
+    /// that a peer's link stopped meanwhile is resumed during the attempt.
     public func connect(
         to peer: BluetoothAddress, type: LEAddressType, timeout: Duration? = nil, advertisingOff: Bool = false
     ) async throws(GAPError) -> LEConnection {
@@ -63,10 +80,15 @@ extension LEHost {
     ) async throws(GAPError) -> LEConnection {
         if lost { throw .controllerLost }
         if advertisingOff, advertisement != nil {
+            await holdAdvertisingBeforeGoingQuiet()
+            // Withdrawn meanwhile: an address change or a stop waits for this turn and wants the
+            // controller idle; it turns advertising off itself.
+            if advertisement == nil { throw .cancelled }
             try? await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
         }
         let number = beginAttempt(peer: peer)
         defer { finishAttempt(number) }
+        attempt?.leavesAdvertisingOn = !advertisingOff
         let request = LECreateConnection(
             peerAddressType: type, peerAddress: peer, scanInterval: configuration.initiatorScanInterval,
             scanWindow: configuration.initiatorScanWindow)
@@ -100,7 +122,9 @@ extension LEHost {
         let unanswered = attempt?.peerSightings ?? 0
         switch outcome {
         case .completed(_, let connection?):
-            if advertisingOff { requestAdvertisingResume() }
+            // In this turn: queued after it, the resume waited behind the next attempt that turns
+            // advertising off, and the node stayed unheard for both.
+            if advertisingOff { await resumeAdvertisingNow() }
             return connection
         case .completed(let event, nil) where event.status == .unknownConnectionIdentifier:
             if unanswered > 0 {
@@ -125,6 +149,16 @@ extension LEHost {
         case .lost:
             throw .controllerLost
         }
+    }
+
+    /// Leaves advertising that came on less than `advertisingHeldBeforeGoingQuiet` ago on until
+    /// then, so that an attempt turning it off right after another did still lets peers hear us.
+    /// Call inside a procedure.
+    private func holdAdvertisingBeforeGoingQuiet() async {
+        guard let since = advertisingOnSince else { return }
+        let until = since.advanced(by: configuration.advertisingHeldBeforeGoingQuiet)
+        // Timer: the advertising event peers need between two quiet attempts.
+        if clock.now < until { try? await clock.sleep(until: until) }
     }
 
     /// Asks the connection attempt under way, if any, to give up now (an address change needs the
@@ -203,20 +237,55 @@ extension LEHost {
 
     /// Waits until the attempt ends or `limit` passes. The calling task cancelled, an attempt not
     /// yet cancelled is given up (`abandonAttempt`); one already cancelled is waited for all the same.
+    /// An attempt that leaves advertising on resumes it meanwhile when a peer's link stopped it.
     func waitForAttempt(_ number: UInt64, upTo limit: Duration) async -> ConnectionAttempt.Outcome {
-        guard let current = attempt, current.number == number else { return .lost }
-        if let ended = current.ended { return ended }
-        if (current.abortRequested || Task.isCancelled), !current.cancelSent { return .timedOut }
+        let deadline = clock.now.advanced(by: limit)
+        while true {
+            switch await waitForAttemptOrAdvertising(number, until: deadline) {
+            case .ended(let outcome):
+                return outcome
+            case .advertisingWanted:
+                await resumeAdvertisingNow()
+            }
+        }
+    }
+
+    private func waitForAttemptOrAdvertising(_ number: UInt64, until deadline: ContinuousClock.Instant) async -> ConnectionAttempt.Wake {
+        guard let current = attempt, current.number == number else { return .ended(.lost) }
+        if let ended = current.ended { return .ended(ended) }
+        if (current.abortRequested || Task.isCancelled), !current.cancelSent { return .ended(.timedOut) }
+        if current.timeUpWhileAway || clock.now >= deadline {
+            attempt?.timeUpWhileAway = false
+            return .ended(.timedOut)
+        }
+        if current.advertisingWanted {
+            attempt?.advertisingWanted = false
+            return .advertisingWanted
+        }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 attempt?.waiter = continuation
-                attempt?.timer = clock.timer(after: limit) { [weak self] in
+                attempt?.timer = clock.timer(after: clock.now.duration(to: deadline)) { [weak self] in
                     await self?.attemptTimerFired(number)
                 }
             }
         } onCancel: {
             Task { await self.abandonAttempt(number) }
         }
+    }
+
+    /// Has the attempt under way resume advertising in its turn, if it leaves advertising on:
+    /// woken now if it waits, at its next wait otherwise.
+    func resumeAdvertisingWithinAttempt() {
+        guard let current = attempt, current.leavesAdvertisingOn, current.ended == nil else { return }
+        guard let waiter = current.waiter else {
+            attempt?.advertisingWanted = true
+            return
+        }
+        attempt?.waiter = nil
+        attempt?.timer?.cancel()
+        attempt?.timer = nil
+        waiter.resume(returning: .advertisingWanted)
     }
 
     /// A sighting of the peer being connected to. The controller answers the advertisement it hears
@@ -237,10 +306,16 @@ extension LEHost {
     }
 
     func attemptTimerFired(_ number: UInt64) {
-        guard attempt?.number == number, let waiter = attempt?.waiter else { return }
+        guard attempt?.number == number else { return }
+        guard let waiter = attempt?.waiter else {
+            // The procedure is resuming advertising between two waits: time is up all the same.
+            // (Once the cancel is sent, a timer left over from before it does not end its wait.)
+            if attempt?.initiatingSince != nil, attempt?.cancelSent == false { attempt?.timeUpWhileAway = true }
+            return
+        }
         attempt?.waiter = nil
         attempt?.timer = nil
-        waiter.resume(returning: .timedOut)
+        waiter.resume(returning: .ended(.timedOut))
     }
 
     private func endAttempt(with outcome: ConnectionAttempt.Outcome) {
@@ -250,7 +325,7 @@ extension LEHost {
             attempt?.timer?.cancel()
             attempt?.timer = nil
             attempt?.ended = outcome
-            waiter.resume(returning: outcome)
+            waiter.resume(returning: .ended(outcome))
         } else {
             attempt?.ended = outcome
         }

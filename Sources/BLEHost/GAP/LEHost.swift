@@ -18,6 +18,14 @@ public actor LEHost {
     public struct Configuration: Sendable {
         /// Advertising interval in 0.625 ms units (spec); 0x0190 = 250 ms.
         public var advertisingInterval: UInt16 = 0x0190
+        /// How long advertising stays on before a connection attempt may turn it off
+        /// (`connect(advertisingOff:)`): a little over one advertising interval, so that peers hear
+        /// at least one advertisement between two such attempts, also where every enable restarts
+        /// the interval (`ControllerQuirks.advertisingEnableRestartsInterval`). Back to back, two of
+        /// them kept nodes of a 20-node crowd unheard for 2 to 3.5 s.
+        public var advertisingHeldBeforeGoingQuiet: Duration {
+            .microseconds(Int64(advertisingInterval) * 625) * 6 / 5
+        }
         /// Scan interval and window in 0.625 ms units.
         public var scanInterval: UInt16 = 0x0060
         public var scanWindow: UInt16 = 0x0030
@@ -87,7 +95,12 @@ public actor LEHost {
     /// Advertising that is on is not enabled again (`ControllerQuirks.advertisingEnableRestartsInterval`):
     /// a node re-enabling after each of its own central links (one every 100 to 250 ms in a crowd,
     /// against a 250 ms interval) went unheard for 2.7 s on such a controller.
-    var advertisingIsOn = false
+    var advertisingIsOn: Bool {
+        get { advertisingOnSince != nil }
+        set { advertisingOnSince = newValue ? (advertisingOnSince ?? clock.now) : nil }
+    }
+    /// When advertising last came on, as far as this host knows (nil: off).
+    private(set) var advertisingOnSince: ContinuousClock.Instant?
     var scanning: Bool { scanContinuation != nil }
     var advertisingOutage = OutageRecord()
     var scanningOutage = OutageRecord()
@@ -215,7 +228,7 @@ public actor LEHost {
     /// the controller accepted.
     func sendAdvertisingEnable(_ enable: Bool) async throws(HCIError) {
         try await hci.send(LESetAdvertisingEnable(enable))
-        advertisingIsOn = enable
+        advertisingOnSince = enable ? clock.now : nil
     }
 
     public var isAdvertising: Bool { advertisement != nil }
@@ -391,30 +404,41 @@ public actor LEHost {
         return connection
     }
 
-    /// Asks for advertising to be re-enabled, as a procedure of its own submitted now, so that it
-    /// keeps its place before procedures asked for later: off the event path, since the event loop
-    /// must keep up with the controller, and one for a flood of connections, not two commands each.
+    /// Asks for advertising to be re-enabled (a central connected to us, which stops it, or a link
+    /// closed): off the event path, since the event loop must keep up with the controller, and
+    /// one resume for a flood of connections, not two commands each. A connection attempt that
+    /// leaves advertising on resumes it within its own turn (`ConnectionAttempt.advertisingWanted`);
+    /// otherwise the resume is a procedure of its own that goes before those still waiting.
+    /// Behind them, it waited for one or two attempts that then turned advertising off
+    /// themselves, and a node of a 20-node crowd went unheard for 3.5 s.
     func requestAdvertisingResume() {
-        guard advertisement != nil, !advertisingIsOn, !resumeQueued else { return }
+        guard advertisement != nil, !advertisingIsOn else { return }
+        resumeAdvertisingWithinAttempt()
+        guard !resumeQueued else { return }
         resumeQueued = true
-        let ticket = procedures.submit()
+        let ticket = procedures.submit(urgent: true)
         Task { await self.resumeAdvertising(ticket) }
     }
 
     private func resumeAdvertising(_ ticket: ProcedureQueue.Ticket) async {
         try? await run(ticket) { () async throws(GAPError) in
             self.resumeQueued = false
-            guard self.advertisement != nil, !self.lost, !self.advertisingIsOn else { return }
-            do throws(HCIError) {
-                try await self.sendAdvertisingEnable(true)
-                self.noteAdvertisingWorks()
-            } catch {
-                if case .commandFailed(_, .commandDisallowed) = error {
-                    // Already advertising on older controllers, or refused for now: the audit checks which.
-                } else if self.advertisement != nil, !self.lost {
-                    self.logger.warning("could not resume advertising", metadata: ["error": "\(error)"])
-                    self.noteAdvertising(failed: .hci(error))
-                }
+            await self.resumeAdvertisingNow()
+        }
+    }
+
+    /// Turns advertising on again if it is wanted and off. Call inside a procedure.
+    func resumeAdvertisingNow() async {
+        guard advertisement != nil, !lost, !advertisingIsOn else { return }
+        do throws(HCIError) {
+            try await sendAdvertisingEnable(true)
+            noteAdvertisingWorks()
+        } catch {
+            if case .commandFailed(_, .commandDisallowed) = error {
+                // Already advertising on older controllers, or refused for now: the audit checks which.
+            } else if advertisement != nil, !lost {
+                logger.warning("could not resume advertising", metadata: ["error": "\(error)"])
+                noteAdvertising(failed: .hci(error))
             }
         }
     }

@@ -12,6 +12,9 @@ public struct ExchangeSession: Sendable {
     public let sink: any EncounterSink
     public let configuration: ExchangeConfiguration
     public let logger: Logger
+    /// The host's clock, for every session's host and the waits between sessions; tests pass a
+    /// manual one to run minutes of the exchange, resets included, in seconds.
+    public let clock: any HostClock
     /// Opens the transport; tests wrap it to record the HCI traffic.
     public let openTransport: @Sendable (TransportSpec) throws(HCITransportError) -> any HCITransport
     /// When to scan, shared by every session: a session after a reset keeps the bursts' rhythm.
@@ -22,6 +25,7 @@ public struct ExchangeSession: Sendable {
     public init(transport: TransportSpec, rotator: IDRotator, sink: any EncounterSink,
                 configuration: ExchangeConfiguration = ExchangeConfiguration(),
                 logger: Logger = Logger(label: "tracer.exchange"),
+                clock: any HostClock = SystemHostClock(),
                 openTransport: @escaping @Sendable (TransportSpec) throws(HCITransportError) -> any HCITransport = {
                     spec throws(HCITransportError) in try openHCITransport(spec)
                 }) {
@@ -30,10 +34,11 @@ public struct ExchangeSession: Sendable {
         self.sink = sink
         self.configuration = configuration
         self.logger = logger
+        self.clock = clock
         self.openTransport = openTransport
         scanSchedule = ScanSchedule(
             onTime: configuration.scanOnTime, offTime: configuration.scanOffTime,
-            start: .now + ScanSchedule.firstBurstDelay(onTime: configuration.scanOnTime, offTime: configuration.scanOffTime))
+            start: clock.now + ScanSchedule.firstBurstDelay(onTime: configuration.scanOnTime, offTime: configuration.scanOffTime))
     }
 
     public enum Failure: Error, Sendable, CustomStringConvertible {
@@ -70,7 +75,7 @@ public struct ExchangeSession: Sendable {
             host = try await LEHost.open(
                 transport: hciTransport,
                 databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writesContinuation),
-                configuration: configuration.radio, logger: logger)
+                configuration: configuration.radio, clock: clock, logger: logger)
         } catch {
             throw .radio(error)
         }
@@ -152,7 +157,7 @@ public struct ExchangeSupervisor: Sendable {
         var backoff: Duration = .seconds(1)
         var resetBackoff = ResetBackoff(maximum: maximumResetBackoff)
         while !Task.isCancelled {
-            let started = ContinuousClock.now
+            let started = session.clock.now
             let exchange = Mutex<ProximityExchange?>(nil)
             let wait: Duration
             do throws(ExchangeSession.Failure) {
@@ -164,9 +169,9 @@ public struct ExchangeSupervisor: Sendable {
             } catch {
                 if case .controllerStuck = error {
                     let exchanged = await (exchange.withLock { $0 })?.completedExchanges ?? 0
-                    wait = resetBackoff.wait(afterSessionOf: ContinuousClock.now - started, exchanges: exchanged)
+                    wait = resetBackoff.wait(afterSessionOf: session.clock.now - started, exchanges: exchanged)
                 } else {
-                    if ContinuousClock.now - started > .seconds(60) { backoff = .seconds(1) }
+                    if session.clock.now - started > .seconds(60) { backoff = .seconds(1) }
                     wait = backoff
                     backoff = min(backoff * 2, maximumBackoff)
                 }
@@ -175,8 +180,8 @@ public struct ExchangeSupervisor: Sendable {
                 ])
                 await onSessionEnded(error)
             }
-            // Timer: the backoff before the next session (on the system clock: no host exists between sessions).
-            guard (try? await Task.sleep(for: wait)) != nil else { return }
+            // Timer: the backoff before the next session, on the session's clock (no host exists between sessions).
+            guard (try? await session.clock.sleep(for: wait)) != nil else { return }
         }
     }
 }
