@@ -3,6 +3,14 @@ import Foundation
 import Glibc
 #endif
 
+/// User plus system CPU time of this process so far, all threads: on shared cores a figure that
+/// other processes' load moves much less than wall time.
+func processCPUSeconds() -> Double {
+    var usage = rusage()
+    getrusage(RUSAGE_SELF.rawValue, &usage)
+    return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
+}
+
 /// A child process run to completion with its wall time and peak resident memory.
 ///
 /// The peak comes from GNU time (`/usr/bin/time -f %M`), not from this process's own `wait4`:

@@ -49,7 +49,7 @@ struct StoreBackendBenchmark {
 
     /// Appends from every store at once for `seconds`; returns appends per second.
     private func measure(_ label: String, stores: [any SubmissionStore], now: UnixSeconds) async throws -> Double {
-        let clientBefore = Self.processCPUSeconds()
+        let clientBefore = processCPUSeconds()
         let serverBefore = Self.postgresCPUSeconds()
         let start = ContinuousClock.now
         let deadline = start + .seconds(seconds)
@@ -82,19 +82,13 @@ struct StoreBackendBenchmark {
         }
         let elapsed = (ContinuousClock.now - start).seconds
         let rate = Double(appends) / elapsed
-        let client = Self.processCPUSeconds() - clientBefore
+        let client = processCPUSeconds() - clientBefore
         let server = Self.postgresCPUSeconds() - serverBefore
         say(String(format: "%@: %.1f appends/s = %.0f ids/s (%d appends in %.1f s), mean append %.1f ms; CPU: this process %.1f s, PostgreSQL %.1f s (%.1f ms + %.1f ms per append)",
                    label, rate, rate * Double(idsPerHistory), appends, elapsed,
                    latencySeconds * 1_000 / Double(max(appends, 1)),
                    client, server, client * 1_000 / Double(max(appends, 1)), server * 1_000 / Double(max(appends, 1))))
         return rate
-    }
-
-    private static func processCPUSeconds() -> Double {
-        var usage = rusage()
-        getrusage(RUSAGE_SELF.rawValue, &usage)
-        return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) + Double(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) / 1e6
     }
 
     /// The CPU time of every process named `postgres` on the machine (only the benchmark's own

@@ -35,6 +35,7 @@ struct StoreBenchmark {
 
         // Batched, as the node does it.
         let batchedStore = try NodeStore.open(location("throughput-batched.db"))
+        let batchedCPUBefore = processCPUSeconds()
         let batchedSeconds = try measure {
             var batch = SightingBatch()
             var second = start
@@ -49,6 +50,7 @@ struct StoreBenchmark {
             }
             try batchedStore.write(batch)
         }
+        let batchedCPU = processCPUSeconds() - batchedCPUBefore
         let written = try batchedStore.encounters().reduce(0) { $0 + $1.sightings }
         precondition(written == total, "batched run lost sightings: \(written) of \(total)")
         let rows = try batchedStore.counts().encounters
@@ -56,6 +58,7 @@ struct StoreBenchmark {
         // The same, through the EncounterLog actor the node uses: one actor call per sighting.
         let actorStore = try NodeStore.open(location("throughput-actor.db"))
         let log = EncounterLog(store: actorStore)
+        let actorCPUBefore = processCPUSeconds()
         let actorSeconds = try await measureAsync {
             var second = start
             for index in 0..<total {
@@ -68,6 +71,7 @@ struct StoreBenchmark {
             }
             try await log.flush()
         }
+        let actorCPU = processCPUSeconds() - actorCPUBefore
         let actorWritten = try actorStore.encounters().reduce(0) { $0 + $1.sightings }
         precondition(actorWritten == total, "actor run lost sightings: \(actorWritten) of \(total)")
 
@@ -89,6 +93,8 @@ struct StoreBenchmark {
         say("## Sightings per second (2,000 peers, \(total) sightings, 8,000 per simulated second)")
         say(String(format: "batched, SightingBatch + NodeStore.write once per simulated second: %.0f sightings/s (%.2f s, %d rows)", batchedRate, batchedSeconds, rows))
         say(String(format: "batched, through the EncounterLog actor (one await per sighting): %.0f sightings/s (%.2f s)", Double(total) / actorSeconds, actorSeconds))
+        say(String(format: "CPU per million sightings (user + system, all threads; what other processes' load moves least): batched %.2f s, through EncounterLog %.2f s",
+                   batchedCPU * 1_000_000 / Double(total), actorCPU * 1_000_000 / Double(total)))
         say(String(format: "baseline (one transaction per sighting, %d sightings): %.0f sightings/s", baselineCount, baselineRate))
         say(String(format: "ratio batched/baseline: %.1fx; actor path/baseline: %.1fx (target: >= 50,000 sightings/s)", batchedRate / baselineRate, Double(total) / actorSeconds / baselineRate))
     }

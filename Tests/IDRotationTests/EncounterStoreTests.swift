@@ -147,6 +147,62 @@ import TestTiers
         #expect(RSSIHistogram.mergeEncoded(unordered, left) == nil)
     }
 
+    /// The upsert merges blobs (`mergeEncoded` on `Data`), the tests above mostly arrays: both
+    /// must give what counting by hand gives, saturating counts included, and refuse the same inputs.
+    @Test func histogramMergesOfBlobsAndArraysAgreeWithCountingByHand() throws {
+        var random = SplitMix64(seed: 27)
+        func someCounts() -> [Int8: Int] {
+            var counts: [Int8: Int] = [:]
+            for _ in 0..<Int.random(in: 0...12, using: &random) {
+                let huge = Int.random(in: 0..<8, using: &random) == 0
+                counts[Int8.random(in: -100 ... -30, using: &random)] =
+                    huge ? Int(UInt32.max) - Int.random(in: 0...3, using: &random) : Int.random(in: 1...50, using: &random)
+            }
+            return counts
+        }
+        for _ in 0..<300 {
+            let (a, b) = (someCounts(), someCounts())
+            let expected = a.merging(b) { min($0 + $1, Int(UInt32.max)) }
+            let (left, right) = (RSSIHistogram(a).encoded, RSSIHistogram(b).encoded)
+            let merged = try #require(RSSIHistogram.mergeEncoded(left, right))
+            #expect(RSSIHistogram(encoded: merged)?.counts == expected)
+            #expect(RSSIHistogram.mergeEncoded(Data(left), Data(right)) == Data(merged))
+        }
+        let valid = RSSIHistogram([-60: 2]).encoded
+        let unordered = RSSIHistogram([-50: 1]).encoded + RSSIHistogram([-70: 1]).encoded
+        let repeated = RSSIHistogram([-60: 1]).encoded + RSSIHistogram([-60: 1]).encoded
+        for bad in [unordered, repeated, Array(valid.dropLast())] {
+            #expect(RSSIHistogram.mergeEncoded(bad, valid) == nil)
+            #expect(RSSIHistogram.mergeEncoded(Data(valid), Data(bad)) == nil)
+        }
+    }
+
+    /// A row whose stored histogram is not a valid encoding makes the write fail, all of it, rather
+    /// than being overwritten with a guess.
+    @Test func aWriteOverAMalformedStoredHistogramFailsWholly() throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let location = temporary.location()
+        let peer = UserID.random(), other = UserID.random()
+        let store = try NodeStore.open(location)
+        var first = SightingBatch()
+        first.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_000, rssi: -60))
+        try store.write(first)
+        let queue = try DatabaseQueue(path: location.path)
+        try queue.write { db in
+            try db.execute(sql: "UPDATE encounters SET rssi_histogram = ? WHERE peer_id = ?",
+                           arguments: [Data([0xC4, 0, 0, 1]), peer.databaseValue])
+        }
+        try queue.close()
+        var second = SightingBatch()
+        second.add(Sighting(peer: peer, ownWindowStart: 900, time: 1_100, rssi: -55))
+        second.add(Sighting(peer: other, ownWindowStart: 900, time: 1_100, rssi: -70))
+        #expect(throws: StoreError.self) { try store.write(second) }
+        let rows = try store.encounters()
+        #expect(rows.map(\.peer) == [peer])
+        #expect(rows.first?.sightings == 1)
+    }
+
     /// A database logged by a node before schema v3 (no histogram column) keeps every row and
     /// value; its rows start with an empty histogram, and new sightings add to them.
     @Test func aVersion2DatabaseMigratesWithItsEncounters() throws {

@@ -1,3 +1,5 @@
+import Foundation
+
 /// How a peer's id reached us. Both can happen in one window.
 public struct LearnedBy: OptionSet, Hashable, Sendable {
     public let rawValue: Int
@@ -172,10 +174,36 @@ public struct RSSIHistogram: Sendable, Hashable {
     /// Two encoded histograms merged into one, without building either: what the store's upsert
     /// runs for every row it updates. nil when either is not a valid encoding.
     public static func mergeEncoded(_ left: [UInt8], _ right: [UInt8]) -> [UInt8]? {
+        var valid = true
+        let merged = [UInt8](unsafeUninitializedCapacity: left.count + right.count) { output, count in
+            let written = left.withUnsafeBytes { left in
+                right.withUnsafeBytes { right in merge(left, right, into: UnsafeMutableRawBufferPointer(output)) }
+            }
+            valid = written != nil
+            count = written ?? 0
+        }
+        return valid ? merged : nil
+    }
+
+    /// The same on blobs as SQLite hands them to the upsert's merge function, with no copy into
+    /// arrays and back: the merge runs once per row a flush updates, so copies cost throughput.
+    public static func mergeEncoded(_ left: Data, _ right: Data) -> Data? {
+        var merged = Data(count: left.count + right.count)
+        let written = merged.withUnsafeMutableBytes { output in
+            left.withUnsafeBytes { left in right.withUnsafeBytes { right in merge(left, right, into: output) } }
+        }
+        guard let written else { return nil }
+        merged.count = written
+        return merged
+    }
+
+    /// Merges two encodings into `output`, which has room for both; returns the bytes written, or
+    /// nil when either is not a whole number of entries in ascending order of value.
+    private static func merge(
+        _ left: UnsafeRawBufferPointer, _ right: UnsafeRawBufferPointer, into output: UnsafeMutableRawBufferPointer
+    ) -> Int? {
         guard left.count % entrySize == 0, right.count % entrySize == 0 else { return nil }
-        var merged: [UInt8] = []
-        merged.reserveCapacity(left.count + right.count)
-        var (l, r) = (0, 0)
+        var (l, r, written) = (0, 0, 0)
         var previous: Int8?
         while l < left.count || r < right.count {
             let entry: Entry
@@ -190,31 +218,45 @@ public struct RSSIHistogram: Sendable, Hashable {
             }
             if let previous, previous >= entry.rssi { return nil }
             previous = entry.rssi
-            append(entry, to: &merged)
+            let bytes = Self.bytes(of: entry)
+            output[written] = bytes.0; output[written + 1] = bytes.1; output[written + 2] = bytes.2
+            output[written + 3] = bytes.3; output[written + 4] = bytes.4
+            written += entrySize
         }
-        return merged
+        return written
     }
 
     private static func entries(_ bytes: [UInt8]) -> [Entry]? {
         guard bytes.count % entrySize == 0 else { return nil }
         var entries: [Entry] = []
         entries.reserveCapacity(bytes.count / entrySize)
-        for start in stride(from: 0, to: bytes.count, by: entrySize) {
-            let entry = entry(bytes, at: start)
-            if let last = entries.last, last.rssi >= entry.rssi { return nil }
-            entries.append(entry)
+        let valid = bytes.withUnsafeBytes { bytes in
+            for start in stride(from: 0, to: bytes.count, by: entrySize) {
+                let entry = entry(bytes, at: start)
+                if let last = entries.last, last.rssi >= entry.rssi { return false }
+                entries.append(entry)
+            }
+            return true
         }
-        return entries
+        return valid ? entries : nil
     }
 
-    private static func entry(_ bytes: [UInt8], at start: Int) -> Entry {
+    private static func entry(_ bytes: UnsafeRawBufferPointer, at start: Int) -> Entry {
         let count = UInt32(bytes[start + 1]) << 24 | UInt32(bytes[start + 2]) << 16 | UInt32(bytes[start + 3]) << 8 | UInt32(bytes[start + 4])
         return Entry(rssi: Int8(bitPattern: bytes[start]), count: count)
     }
 
+    /// An entry's five bytes, as a tuple: appending them as an array literal allocated an array
+    /// per entry, which was half the merge's time.
+    private static func bytes(of entry: Entry) -> (UInt8, UInt8, UInt8, UInt8, UInt8) {
+        (UInt8(bitPattern: entry.rssi), UInt8(entry.count >> 24), UInt8((entry.count >> 16) & 0xff),
+         UInt8((entry.count >> 8) & 0xff), UInt8(entry.count & 0xff))
+    }
+
     private static func append(_ entry: Entry, to bytes: inout [UInt8]) {
-        bytes += [UInt8(bitPattern: entry.rssi), UInt8(entry.count >> 24), UInt8((entry.count >> 16) & 0xff),
-                  UInt8((entry.count >> 8) & 0xff), UInt8(entry.count & 0xff)]
+        let entryBytes = Self.bytes(of: entry)
+        bytes.append(entryBytes.0); bytes.append(entryBytes.1); bytes.append(entryBytes.2)
+        bytes.append(entryBytes.3); bytes.append(entryBytes.4)
     }
 }
 

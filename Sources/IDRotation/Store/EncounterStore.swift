@@ -36,16 +36,16 @@ extension NodeStore {
     /// The SQL function the upsert merges two histogram blobs with (NULL, for none, is empty).
     /// Registered on every connection that writes (`NodeStore.open`).
     static let mergeHistograms = DatabaseFunction("tracer_merge_rssi_histograms", argumentCount: 2, pure: true) { values in
-        let existing = Data.fromDatabaseValue(values[0]).map { [UInt8]($0) } ?? []
-        let added = Data.fromDatabaseValue(values[1]).map { [UInt8]($0) } ?? []
+        let existing = Data.fromDatabaseValue(values[0]) ?? Data()
+        let added = Data.fromDatabaseValue(values[1]) ?? Data()
         if existing.isEmpty || added.isEmpty {
             let only = existing.isEmpty ? added : existing
-            return only.isEmpty ? nil : Data(only)
+            return only.isEmpty ? nil : only
         }
         guard let merged = RSSIHistogram.mergeEncoded(existing, added) else {
             throw DatabaseError(message: "an rssi_histogram of \(existing.count) or \(added.count) bytes is not a valid histogram")
         }
-        return Data(merged)
+        return merged
     }
 
     /// Writes a batch of aggregated sightings in one transaction: all of it or none of it.
