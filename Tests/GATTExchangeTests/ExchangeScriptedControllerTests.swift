@@ -41,11 +41,7 @@ struct ExchangeScriptedControllerTests {
         #expect(await eventually { controller.state.withLock { $0.advertising } })
         // Heard again and again during the attempt, as a peer advertising every 250 ms is: a single
         // advertisement could arrive before the host watches for it, and the test then hung on timing.
-        #expect(await eventually {
-            controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(20))
-            return controller.state.withLock { $0.createConnections } == 2 && controller.initiatingPeer == Self.peerA
-        })
+        #expect(await controller.advertise(from: Self.peerA, until: { controller.state.withLock { $0.createConnections } == 2 && controller.initiatingPeer == Self.peerA }))
         #expect(!controller.state.withLock { $0.advertising }, "advertising must be off while asking again")
         controller.advertise(from: Self.peerA)
         let reason = await exchange.waitUntilControllerIsStuck()
@@ -66,11 +62,7 @@ struct ExchangeScriptedControllerTests {
         }
         // Heard until the attempt starts: a single advertisement could come before the scanner
         // listens (on a loaded machine), and the test then waited for a reset until its time limit.
-        try #require(await eventually {
-            controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(20))
-            return controller.initiatingPeer == Self.peerA
-        })
+        try #require(await controller.advertise(from: Self.peerA, until: { controller.initiatingPeer == Self.peerA }))
         controller.advertise(from: Self.peerA)
         let reason = await exchange.waitUntilControllerIsStuck()
         #expect(reason != nil)
@@ -97,11 +89,7 @@ struct ExchangeScriptedControllerTests {
         #expect(await Self.heardWithNoAttemptTaken(Self.peerA, controller, exchange), "the peer was not heard, or a slot took it")
         #expect(controller.state.withLock { $0.createConnections } == 0, "an attempt started after the window ended")
         await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: now, end: now + 600)))
-        #expect(await eventually {
-            controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(50))
-            return controller.state.withLock { $0.createConnections } == 1
-        })
+        #expect(await controller.advertise(from: Self.peerA, every: .milliseconds(50), until: { controller.state.withLock { $0.createConnections } == 1 }))
         await exchange.stop()
         await host.close()
     }
@@ -191,11 +179,7 @@ struct ExchangeScriptedControllerTests {
         // interrupted burst's own time.
         #expect(await eventually { controller.state.withLock { $0.scanning } }, "the resumed burst never began")
         clock.advance(by: .milliseconds(500))
-        #expect(await eventually {
-            controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(100))
-            return controller.state.withLock { $0.createConnections } > 0
-        }, "the resumed burst ended before it heard the peer")
+        #expect(await controller.advertise(from: Self.peerA, every: .milliseconds(100), until: { controller.state.withLock { $0.createConnections } > 0 }), "the resumed burst ended before it heard the peer")
         await exchange.stop()
         await host.close()
     }
@@ -294,11 +278,7 @@ struct ExchangeScriptedControllerTests {
     /// connect slot has looked for a candidate since and found none to take.
     static func heardWithNoAttemptTaken(_ peer: BluetoothAddress, _ controller: ScriptedController, _ exchange: ProximityExchange) async -> Bool {
         let handled = await exchange.tracerSightingsHandled
-        let heard = await eventually {
-            controller.advertise(from: peer)
-            try? await Task.sleep(for: .milliseconds(20))
-            return await exchange.tracerSightingsHandled > handled
-        }
+        let heard = await controller.advertise(from: peer, until: { await exchange.tracerSightingsHandled > handled })
         guard heard else { return false }
         return await everySlotFoundNothing(exchange)
     }

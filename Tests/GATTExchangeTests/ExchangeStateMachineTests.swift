@@ -80,11 +80,7 @@ struct ExchangeStateMachineTests {
     /// idle → connecting, on the advertising report alone: no timer is involved.
     @Test func aSightingStartsAnAttemptWithTheClockStandingStill() async throws {
         let node = try await Self.running()
-        #expect(await eventually {
-            node.controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.createConnections == 1
-        }, "no attempt started on the sighting")
+        #expect(await node.controller.advertise(from: Self.peerA, until: { node.createConnections == 1 }), "no attempt started on the sighting")
         #expect(node.controller.initiatingPeer == Self.peerA)
         #expect(await node.exchange.attemptStates.first.map {
             if case .connecting(Self.peerA, _, false) = $0 { return true } else { return false }
@@ -105,11 +101,7 @@ struct ExchangeStateMachineTests {
         while InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
         // The slot has seen the candidate once it sleeps until the peer's turn: only then does
         // "no attempt yet" test anything.
-        #expect(await eventually {
-            node.controller.advertise(from: peer)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.sleeps(until: .seconds(1))
-        }, "no slot waits for the deferred peer's turn, 1 s on; sleepers: \(node.clock.pendingDeadlines)")
+        #expect(await node.controller.advertise(from: peer, until: { node.sleeps(until: .seconds(1)) }), "no slot waits for the deferred peer's turn, 1 s on; sleepers: \(node.clock.pendingDeadlines)")
         #expect(node.createConnections == 0, "a deferred peer was tried at once")
         // Nothing sleeps until 900 ms or before, so moving the clock there wakes no one.
         #expect(!node.clock.pendingDeadlines.contains { $0 <= .milliseconds(900) }, "sleepers: \(node.clock.pendingDeadlines)")
@@ -126,11 +118,7 @@ struct ExchangeStateMachineTests {
     /// without waiting for the exchange's deadline.
     @Test func aLinkClosingMidExchangeFreesTheSlot() async throws {
         let node = try await Self.running()
-        #expect(await eventually {
-            node.controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.createConnections == 1
-        })
+        #expect(await node.controller.advertise(from: Self.peerA, until: { node.createConnections == 1 }))
         node.controller.connectInitiatedConnection(handle: 0x0040)
         #expect(await eventually { await node.exchange.attemptStates == [.exchanging(peer: Self.peerA)] },
                 "the slot did not move to exchanging when the link opened")
@@ -139,11 +127,7 @@ struct ExchangeStateMachineTests {
         #expect(await eventually { await node.exchange.failedExchanges == 1 }, "the closed link did not fail the exchange")
         #expect(await eventually { await node.exchange.attemptStates == [.idle] }, "the slot stayed busy after the link closed")
         #expect(await node.exchange.completedExchanges == 0)
-        #expect(await eventually {
-            node.controller.advertise(from: Self.peerB)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.createConnections == 2
-        }, "no attempt to the next peer after the link closed")
+        #expect(await node.controller.advertise(from: Self.peerB, until: { node.createConnections == 2 }), "no attempt to the next peer after the link closed")
         #expect(node.controller.initiatingPeer == Self.peerB)
         #expect(node.clock.elapsed == .zero)
         await node.stop()
@@ -161,11 +145,7 @@ struct ExchangeStateMachineTests {
             configuration.scanBurstExtension = .seconds(10)
             configuration.connectionTimeout = .seconds(20)
         }
-        #expect(await eventually {
-            node.controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.createConnections == 1
-        })
+        #expect(await node.controller.advertise(from: Self.peerA, until: { node.createConnections == 1 }))
         node.clock.advance(by: .seconds(1))
         // The burst's end has been handled once the scanner drains, waiting for the attempt under
         // way until 10 s after the extension (1 + 10 + 10 s): only then does "still scanning" test anything.
@@ -186,11 +166,7 @@ struct ExchangeStateMachineTests {
         let node = try await Self.running { configuration in
             configuration.pauseAfterFailedConnection = .milliseconds(600)
         }
-        #expect(await eventually {
-            node.controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.createConnections == 1
-        })
+        #expect(await node.controller.advertise(from: Self.peerA, until: { node.createConnections == 1 }))
         let addressBefore = await node.host.randomAddress
         await node.exchange.rotate(to: ExchangeScriptedControllerTests.ownID(start: 60))
         #expect(await node.host.randomAddress != addressBefore, "the address did not change")
@@ -204,18 +180,10 @@ struct ExchangeStateMachineTests {
         // The slot sleeps on the clock until then, where no sighting can wake it.
         #expect(await eventually { node.sleeps(until: cooledDown) }, "the slot does not sleep until its cooling down ends")
         let handled = await node.exchange.tracerSightingsHandled
-        #expect(await eventually {
-            node.controller.advertise(from: Self.peerB)
-            try? await Task.sleep(for: .milliseconds(20))
-            return await node.exchange.tracerSightingsHandled > handled
-        }, "peer B was never heard")
+        #expect(await node.controller.advertise(from: Self.peerB, until: { await node.exchange.tracerSightingsHandled > handled }), "peer B was never heard")
         #expect(node.createConnections == 1, "an attempt started while the slot was cooling down")
         node.clock.advance(by: cooledDown - node.clock.elapsed)
-        #expect(await eventually {
-            node.controller.advertise(from: Self.peerB)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.createConnections == 2
-        }, "the slot did not start again after cooling down")
+        #expect(await node.controller.advertise(from: Self.peerB, until: { node.createConnections == 2 }), "the slot did not start again after cooling down")
         #expect(node.controller.initiatingPeer == Self.peerB)
         await node.stop()
     }
@@ -227,21 +195,13 @@ struct ExchangeStateMachineTests {
     /// none can form.
     @Test func aRotationWhileARetryHoldsAdvertisingGivesTheRetryUp() async throws {
         let node = try await Self.running()
-        #expect(await eventually {
-            node.controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.createConnections == 1
-        })
+        #expect(await node.controller.advertise(from: Self.peerA, until: { node.createConnections == 1 }))
         // Heard during the attempt, which the controller does not answer: it ends after
         // `unansweredAdvertisingWait` on the clock, and the peer is asked again with advertising off.
         // (Sightings count from after the attempt began, so the clock moves first.)
         node.clock.advance(by: .milliseconds(10))
         let wait = LEHost.Configuration().unansweredAdvertisingWait
-        try #require(await eventually {
-            node.controller.advertise(from: Self.peerA)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.sleeps(until: .milliseconds(10) + wait)
-        })
+        try #require(await node.controller.advertise(from: Self.peerA, until: { node.sleeps(until: .milliseconds(10) + wait) }))
         node.clock.advance(by: wait)
         // Advertising came on at the start (clock at zero): the retry holds it on until then.
         let hold = LEHost.Configuration().advertisingHeldBeforeGoingQuiet
@@ -273,11 +233,7 @@ struct ExchangeStateMachineTests {
         }
         let peer = try await Self.peerWeDeferTo(on: node)
         let before = await node.exchange.announcements
-        #expect(await eventually {
-            node.controller.advertise(from: peer)
-            try? await Task.sleep(for: .milliseconds(20))
-            return await node.exchange.announcements > before
-        }, "the new candidate was not announced")
+        #expect(await node.controller.advertise(from: peer, until: { await node.exchange.announcements > before }), "the new candidate was not announced")
         // The slot has seen it once it sleeps until the peer's turn; announcements made up to then are the offer's.
         #expect(await eventually { node.sleeps(until: .seconds(5)) }, "no slot waits for the peer's turn")
         let offered = await node.exchange.announcements
@@ -311,11 +267,7 @@ struct ExchangeStateMachineTests {
         }
         // An attempt that a rotation ends leaves the slot cooling down, until a moment on the clock.
         let first = try await Self.peerWeInitiateTo(on: node)
-        #expect(await eventually {
-            node.controller.advertise(from: first)
-            try? await Task.sleep(for: .milliseconds(20))
-            return node.createConnections == 1
-        }, "no attempt to the first peer")
+        #expect(await node.controller.advertise(from: first, until: { node.createConnections == 1 }), "no attempt to the first peer")
         await node.exchange.rotate(to: ExchangeScriptedControllerTests.ownID(start: 60))
         #expect(await eventually { node.controller.state.withLock { $0.scanning } }, "the burst did not resume after the rotation")
         var coolingDownUntil: ContinuousClock.Instant?
@@ -329,11 +281,7 @@ struct ExchangeStateMachineTests {
         // The slot sleeps on the clock until its cooling down ends, where no sighting can wake it.
         #expect(await eventually { node.sleeps(until: manual.start.duration(to: cooledDown)) }, "the slot does not sleep while cooling down")
         let handled = await node.exchange.tracerSightingsHandled
-        #expect(await eventually {
-            node.controller.advertise(from: peer)
-            try? await Task.sleep(for: .milliseconds(20))
-            return await node.exchange.tracerSightingsHandled > handled
-        }, "the peer was never heard")
+        #expect(await node.controller.advertise(from: peer, until: { await node.exchange.tracerSightingsHandled > handled }), "the peer was never heard")
         #expect(node.createConnections == 1)
         let turn = manual.now + .seconds(1)
         #expect(cooledDown < turn)
