@@ -202,6 +202,31 @@ import TestTiers
         #expect(history.all.isEmpty)
     }
 
+    /// Issue 38: an id the store cannot record is never handed out, and the rotator does not pass
+    /// off the ended window's id as current either: it throws (the exchange then goes off the air)
+    /// until the store works again, then records and hands out the id of the window then current.
+    @Test func anIDThatCannotBeRecordedIsNeverHandedOutAndRecoveryTakesTheCurrentWindow() async throws {
+        let clock = ManualClock(start)
+        let history = MemoryHistory()
+        let rotator = IDRotator(schedule: schedule, history: history, clock: clock)
+        let first = try await rotator.currentID()
+
+        history.refusesWrites.withLock { $0 = true }
+        clock.set(first.window.end + 30)
+        await #expect(throws: StoreError.self) { try await rotator.currentID() }
+        await #expect(throws: StoreError.self) { try await rotator.rotateIfDue() }
+        #expect(history.all == [first])
+        // The rotation loop ends with the error rather than waiting on with the old id.
+        await #expect(throws: StoreError.self) { try await rotator.run { _ in } }
+
+        // Dark for more than a whole window: the next id is for the window of now, not the one after `first`.
+        clock.set(first.window.end + 900 + 10)
+        history.refusesWrites.withLock { $0 = false }
+        let next = try await rotator.currentID()
+        #expect(next.window == IDWindow(start: first.window.end + 900, end: first.window.end + 1800))
+        #expect(history.all == [first, next])
+    }
+
     private func derived(_ own: OwnID, key: DailyKey, interval: Int64 = 900) -> UserID {
         let derivation = try! IDDerivation(intervalSeconds: interval)
         return derivation.id(key: key, windowIndex: derivation.windowIndex(ofWindowStartingAt: own.window.start)!)

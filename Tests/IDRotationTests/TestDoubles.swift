@@ -22,8 +22,13 @@ final class MemoryHistory: OwnIDHistory {
     private let keys = Mutex<[DailyKeyRecord]>([])
     var all: [OwnID] { records.withLock { $0 } }
     var dailyKeys: [DailyKeyRecord] { keys.withLock { $0 } }
+    /// While set, recording an id fails as on a full disk.
+    let refusesWrites = Mutex(false)
     func latestOwnID() throws -> OwnID? { records.withLock { $0.max { $0.window.end < $1.window.end } } }
-    func recordOwnID(_ ownID: OwnID) throws { records.withLock { $0.append(ownID) } }
+    func recordOwnID(_ ownID: OwnID) throws {
+        if refusesWrites.withLock({ $0 }) { throw StoreError.diskFull(path: "/var/lib/tracer/tracer.db") }
+        records.withLock { $0.append(ownID) }
+    }
     func dailyKey(for day: UTCDay, intervalSeconds: Int64, recordingIfAbsent newKey: DailyKey) throws -> DailyKey {
         keys.withLock { keys in
             if let stored = keys.first(where: { $0.day == day && $0.intervalSeconds == intervalSeconds }) { return stored.key }

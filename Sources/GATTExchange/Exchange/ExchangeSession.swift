@@ -45,6 +45,10 @@ public struct ExchangeSession: Sendable {
         case transport(HCITransportError)
         case radio(GAPError)
         case rotation(String)
+        /// The store could not record the next id (a full disk, a locked or read-only database).
+        /// The session has stopped advertising: an id goes on air only once recorded, and the
+        /// previous one's window has ended. The next session takes the id when the store works again.
+        case idNotRecorded(StoreError)
         /// The controller was in a state the node could not leave; the next session resets it.
         case controllerStuck(String)
 
@@ -54,11 +58,19 @@ public struct ExchangeSession: Sendable {
             case .radio(let error): return "\(error)"
             case .controllerStuck(let reason): return "the controller is being reset: \(reason)"
             case .rotation(let detail): return "could not take a new id: \(detail)"
+            case .idNotRecorded(let error): return "not advertising: the next id could not be recorded: \(error.whileRunning)"
             }
         }
     }
 
-    /// Runs until the controller is lost or stuck (throws) or the task is cancelled (returns).
+    /// A failure of the rotator, typed: the store's own errors keep their kind and path.
+    static func rotationFailure(_ error: any Error) -> Failure {
+        if let error = error as? StoreError { return .idNotRecorded(error) }
+        return .rotation("\(error)")
+    }
+
+    /// Runs until the controller is lost or stuck, or the next id cannot be recorded (throws), or
+    /// the task is cancelled (returns).
     /// `onStart` receives the running exchange, for status and tests; `onCondition` hears every
     /// change of what the radio does compared with what the node wants (`RadioCondition`).
     public func run(
@@ -91,11 +103,11 @@ public struct ExchangeSession: Sendable {
             throw .radio(error)
         } catch {
             await host.close()
-            throw .rotation("\(error)")
+            throw Self.rotationFailure(error)
         }
         await onStart(exchange, host)
 
-        enum End { case lost, stuck(String), stopped }
+        enum End { case lost, stuck(String), rotationFailed(Failure), stopped }
         let end = await withTaskGroup(of: End.self) { group in
             group.addTask {
                 await host.waitUntilLost()
@@ -111,12 +123,15 @@ public struct ExchangeSession: Sendable {
                 return .lost
             }
             group.addTask {
-                // Ends only by cancellation (or a store failure, logged): the next id comes at the window's end.
+                // Ends by cancellation, or when the next id cannot be recorded: the session then ends
+                // (the radio stops at once, so the ended window's id goes off the air) and the
+                // supervisor starts the next one, which takes the id once the store works again.
                 do {
                     try await rotator.run { rotation in await exchange.rotate(to: rotation.current) }
                 } catch is CancellationError {
+                    return .stopped
                 } catch {
-                    logger.error("id rotation stopped", metadata: ["error": "\(error)"])
+                    return .rotationFailed(Self.rotationFailure(error))
                 }
                 return .stopped
             }
@@ -131,19 +146,26 @@ public struct ExchangeSession: Sendable {
         switch end {
         case .lost: throw .radio(.controllerLost)
         case .stuck(let reason): throw .controllerStuck(reason)
+        case .rotationFailed(let failure): throw failure
         case .stopped: return
         }
     }
 }
 
 /// Keeps an exchange running across controller loss: a new session after each loss, waiting
-/// 1, 2, 4 … up to 30 s between attempts (reset once a session has run for a minute).
+/// 1, 2, 4 … up to 30 s between attempts (reset once a session has run for a minute). A session
+/// that ended because the store could not record the next id is followed after 1, 2, 4, then
+/// every 5 s: the node is back on the air within 5 s of the store working again.
 public struct ExchangeSupervisor: Sendable {
     public let session: ExchangeSession
     public var maximumBackoff: Duration = .seconds(30)
     /// With the controller's re-initialisation (under 0.1 s on a virtual controller), a reset keeps the node
     /// off the air for under 2 s, the longest silence a crowd should see; at 2 s it was 2.1 s.
     public var maximumResetBackoff: Duration = .milliseconds(1500)
+    /// While the store cannot record the next id, the node is off the air: it tries again after
+    /// 1, 2, 4 s, then every 5 s, so that it is back within 5 s of the cause going (a failed
+    /// write to a full disk costs next to nothing).
+    public var maximumStoreBackoff: Duration = .seconds(5)
 
     public init(session: ExchangeSession) { self.session = session }
 
@@ -155,7 +177,11 @@ public struct ExchangeSupervisor: Sendable {
         onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in }
     ) async {
         var backoff: Duration = .seconds(1)
+        var storeBackoff: Duration = .seconds(1)
         var resetBackoff = ResetBackoff(maximum: maximumResetBackoff)
+        let logReconnecting = { [logger = session.logger] (error: ExchangeSession.Failure, wait: Duration) in
+            logger.warning("controller session ended; reconnecting", metadata: ["error": "\(error)", "retryIn": "\(wait)"])
+        }
         while !Task.isCancelled {
             let started = session.clock.now
             let exchange = Mutex<ProximityExchange?>(nil)
@@ -167,17 +193,25 @@ public struct ExchangeSupervisor: Sendable {
                 }, onCondition: onCondition)
                 return
             } catch {
-                if case .controllerStuck = error {
+                switch error {
+                case .controllerStuck:
                     let exchanged = await (exchange.withLock { $0 })?.completedExchanges ?? 0
                     wait = resetBackoff.wait(afterSessionOf: session.clock.now - started, exchanges: exchanged)
-                } else {
+                    logReconnecting(error, wait)
+                case .idNotRecorded(let storeError):
+                    // A session that ran showed the store working: the next outage starts short again.
+                    if exchange.withLock({ $0 }) != nil { storeBackoff = .seconds(1) }
+                    wait = storeBackoff
+                    storeBackoff = min(storeBackoff * 2, maximumStoreBackoff)
+                    session.logger.error("not advertising: the next id could not be recorded; retrying", metadata: [
+                        "error": "\(storeError.whileRunning)", "retryIn": "\(wait)",
+                    ])
+                default:
                     if session.clock.now - started > .seconds(60) { backoff = .seconds(1) }
                     wait = backoff
                     backoff = min(backoff * 2, maximumBackoff)
+                    logReconnecting(error, wait)
                 }
-                session.logger.warning("controller session ended; reconnecting", metadata: [
-                    "error": "\(error)", "retryIn": "\(wait)",
-                ])
                 await onSessionEnded(error)
             }
             // Timer: the backoff before the next session, on the session's clock (no host exists between sessions).

@@ -38,4 +38,21 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
             return "Own ids must not be kept longer than encounters (own ids: \(ownIDDays) days, encounters: \(encounterDays) days); lower the own-id retention."
         }
     }
+
+    /// What a running node says while this keeps it from recording (`tracer status`, `tracer
+    /// doctor`): the problem and what to do, then that nothing recorded is lost. The node keeps
+    /// what it could not write in memory and retries by itself, so there is no "try again".
+    public var whileRunning: String {
+        switch self {
+        case .diskFull(let path):
+            return "the disk holding \(path) is full; free some space. Recorded data is kept in memory and will be written when space returns."
+        case .busy(let path):
+            return "the database \(path) is locked by another process; stop the other process using it. Recorded data is kept in memory and will be written when the lock is released."
+        case .readOnly(let path):
+            return "the database \(path) cannot be written; check the file's and directory's permissions. Recorded data is kept in memory and will be written when the database can be written again."
+        default:
+            let sentence = description.prefix(1).lowercased() + description.dropFirst()
+            return sentence + " Recorded data is kept in memory and will be written when the database can be written again."
+        }
+    }
 }

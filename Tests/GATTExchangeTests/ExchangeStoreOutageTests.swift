@@ -1,0 +1,147 @@
+import IDRotation
+import Synchronization
+import Testing
+import TestTiers
+@testable import BLEHost
+import BLEHostTestSupport
+@testable import GATTExchange
+
+/// Issue 38: the store cannot record the next id (a full disk). The node must go off the air at
+/// the end of its window rather than keep its old id or broadcast one it did not record, and come
+/// back by itself, with the id of the window then current, once the store works again. Sessions
+/// on scripted controllers, the host's and the rotator's clocks moved by hand.
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
+struct ExchangeStoreOutageTests {
+    /// An own-id history in memory whose writes fail, as on a full disk, while `failing` is set.
+    final class FlakyHistory: OwnIDHistory {
+        static let path = "/var/lib/tracer/tracer.db"
+        let failing = Mutex(false)
+        private let records = Mutex<[OwnID]>([])
+        private let keys = Mutex<[UTCDay: DailyKey]>([:])
+        var all: [OwnID] { records.withLock { $0 } }
+
+        func latestOwnID() throws -> OwnID? { records.withLock { $0.last } }
+        func recordOwnID(_ ownID: OwnID) throws {
+            if failing.withLock({ $0 }) { throw StoreError.diskFull(path: Self.path) }
+            records.withLock { $0.append(ownID) }
+        }
+        func dailyKey(for day: UTCDay, intervalSeconds: Int64, recordingIfAbsent newKey: DailyKey) throws -> DailyKey {
+            if let key = keys.withLock({ $0[day] }) { return key }
+            if failing.withLock({ $0 }) { throw StoreError.diskFull(path: Self.path) }
+            return keys.withLock { keys in
+                keys[day] = newKey
+                return newKey
+            }
+        }
+    }
+
+    /// What the test's callbacks saw, in order.
+    final class Seen<Element: Sendable>: Sendable {
+        private let items = Mutex<[Element]>([])
+        func append(_ item: Element) { items.withLock { $0.append(item) } }
+        var all: [Element] { items.withLock { $0 } }
+    }
+
+    struct DiscardingSink: EncounterSink {
+        func record(_ sighting: Sighting) async {}
+    }
+
+    /// Moves the clock by `duration` in 100 ms steps, letting the tasks woken by each step run.
+    static func advance(_ clock: ManualHostClock, by duration: Duration) async throws {
+        let end = clock.elapsed + duration
+        while clock.elapsed < end {
+            clock.advance(by: .milliseconds(100))
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    /// The advertising commands (parameters, enable) the controller received. The host's start
+    /// sets a random address of its own, which advertises nothing.
+    static func advertisingCommands(_ controller: ScriptedController) -> Int {
+        controller.state.withLock {
+            $0.commands.filter { $0 == LESetAdvertisingParameters.opcode || $0 == LESetAdvertisingEnable.opcode }.count
+        }
+    }
+
+    @Test func anIDThatCannotBeRecordedTakesTheNodeOffTheAirUntilTheStoreWorksAgain() async throws {
+        let clock = ManualHostClock()
+        // The first window starts with the clock: [T, T + 60).
+        let windowStart: UnixSeconds = 1_800_000_000
+        let wall = clock.wallClock(startingAt: windowStart)
+        let history = FlakyHistory()
+        let rotator = IDRotator(schedule: try RotationSchedule(intervalSeconds: 60), history: history, clock: wall)
+        let controllers = Seen<ScriptedController>()
+        var configuration = ExchangeConfiguration()
+        configuration.scanOffTime = .zero
+        let session = ExchangeSession(
+            transport: .tcp(host: "127.0.0.1", port: 1), rotator: rotator, sink: DiscardingSink(),
+            configuration: configuration, clock: clock,
+            openTransport: { _ in
+                let controller = ScriptedController()
+                controllers.append(controller)
+                return controller
+            })
+        let failures = Seen<ExchangeSession.Failure>()
+        let starts = Seen<Int>()
+        let supervisor = Task {
+            await ExchangeSupervisor(session: session).run(
+                onStart: { _, _ in starts.append(1) },
+                onSessionEnded: { failure in failures.append(failure) })
+        }
+        defer { supervisor.cancel() }
+        func controller(_ index: Int) -> ScriptedController? { controllers.all.count > index ? controllers.all[index] : nil }
+
+        // The first session advertises the first id, recorded.
+        #expect(await eventually { controller(0)?.state.withLock { $0.advertising } == true })
+        let first = try #require(history.all.first)
+        #expect(first.window == IDWindow(start: windowStart, end: windowStart + 60))
+
+        // The disk fills; the window ends. The id of the next window cannot be recorded: the
+        // session ends with a typed failure, and the radio is off with the old id's window.
+        history.failing.withLock { $0 = true }
+        try await Self.advance(clock, by: .seconds(60))
+        #expect(await eventually { !failures.all.isEmpty }, "the session went on with an id whose window ended")
+        let failure = try #require(failures.all.first)
+        guard case .idNotRecorded(.diskFull(let path)) = failure else {
+            Issue.record("the session ended with \(failure), not idNotRecorded(diskFull)")
+            return
+        }
+        #expect(path == FlakyHistory.path)
+        #expect("\(failure)".contains("free some space"), "\(failure)")
+        let firstController = try #require(controller(0))
+        #expect(await eventually { firstController.state.withLock { !$0.advertising && $0.isClosed } },
+                "the old id stayed on the air after its window")
+        #expect(history.all == [first], "an id was recorded while the store failed: \(history.all)")
+
+        // While the store fails, every retry (after 1, 2, 4, then 5 s) ends before advertising:
+        // no unrecorded id goes on the air, nor the old one.
+        try await Self.advance(clock, by: .seconds(8))
+        #expect(await eventually { failures.all.count >= 3 }, "the supervisor did not retry: \(failures.all)")
+        let retries = Array(controllers.all.dropFirst())
+        #expect(!retries.isEmpty)
+        for retry in retries {
+            #expect(Self.advertisingCommands(retry) == 0, "a session advertised while the next id could not be recorded: \(retry.state.withLock { $0.commands })")
+        }
+        #expect(starts.all.count == 1)
+        #expect(failures.all.allSatisfy { if case .idNotRecorded = $0 { true } else { false } })
+
+        // Space returns: within the bounded back-off (5 s), a session records the id of the
+        // window that is current, and advertises it from that id's address.
+        history.failing.withLock { $0 = false }
+        let freed = clock.elapsed
+        var back = false
+        for _ in 0..<60 where !back {
+            try await Self.advance(clock, by: .milliseconds(100))
+            back = starts.all.count == 2
+        }
+        #expect(back, "the node did not come back within 6 s of the store working again")
+        #expect(clock.elapsed - freed <= .seconds(5) + .milliseconds(200), "back after \(clock.elapsed - freed)")
+        let next = try #require(history.all.last)
+        #expect(history.all.count == 2)
+        #expect(next.window == IDWindow(start: windowStart + 60, end: windowStart + 120), "\(next.window)")
+        let current = try #require(controllers.all.last)
+        #expect(await eventually { current.state.withLock { $0.advertising } })
+        let address = session.addresses.address(for: next)
+        #expect(current.state.withLock { $0.randomAddress } == address.littleEndianBytes, "the new session advertises from another id's address")
+    }
+}
