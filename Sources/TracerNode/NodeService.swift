@@ -47,6 +47,9 @@ struct NodeService {
                     onCondition: { condition in await status.conditionChanged(condition) })
             }
             group.addTask { await status.runHeartbeat() }
+            group.addTask { [status] in
+                for await failure in log.writeFailures { await status.encounterWrites(failing: failure) }
+            }
             if let gpsd { group.addTask { await gpsd.run() } }
             await group.waitForAll()
         }

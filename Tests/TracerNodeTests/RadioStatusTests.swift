@@ -42,15 +42,20 @@ extension TracerNodeTests {
             defer { database.remove() }
             try Self.writeStatus(beside: database, Self.advertisingOutage)
 
-            let text = try database.succeeding(["status"]).stdout
-            #expect(text.contains("Node:           degraded — not advertising since \(Self.localTime(Self.outageStart)) (12 min"), "\(text)")
+            let result = try database.tracer(["status"])
+            #expect(result.exitCode == 1, "a degraded node's status must exit 1: \(result)")
+            let text = result.stdout
+            #expect(text.hasPrefix("Node:           degraded — not advertising since \(Self.localTime(Self.outageStart)) (12 min"), "\(text)")
             #expect(text.contains(Self.refusal), "\(text)")
             #expect(!text.contains("Node:           running"), "a node that cannot advertise looks healthy: \(text)")
             #expect(text.contains("Controller resets: 2 (last \(Self.localTime(Self.outageStart - 60)): advertising has been off too long)"), "\(text)")
 
-            let json = try Check.json(database.succeeding(["status", "--json"]).stdout)
+            let jsonResult = try database.tracer(["status", "--json"])
+            #expect(jsonResult.exitCode == 1)
+            let json = try Check.json(jsonResult.stdout)
             #expect(json["nodeRunning"] as? Bool == true)
             #expect(json["nodeDegraded"] as? Bool == true, "\(json)")
+            #expect((json["nodeProblems"] as? [String])?.first?.hasPrefix("not advertising since") == true, "\(json)")
             let node = try #require(json["node"] as? [String: Any])
             let advertising = try #require((node["radio"] as? [String: Any])?["advertising"] as? [String: Any], "\(node)")
             #expect((advertising["since"] as? NSNumber)?.int64Value == Self.outageStart)
@@ -80,6 +85,38 @@ extension TracerNodeTests {
             let advertising = try #require(checks.first { $0["name"] as? String == "advertising" }, "\(checks)")
             #expect(advertising["outcome"] as? String == "fail")
             #expect((advertising["fix"] as? String)?.contains(Self.refusal) == true, "\(advertising)")
+        }
+
+        /// Issue 38: the running node cannot record its next id (a full disk), so it does not
+        /// advertise, and its encounter log keeps sightings in memory. Status leads with it and
+        /// exits 1; doctor fails both with the fix.
+        @Test func statusAndDoctorLeadWithAStoreThatCannotRecord() throws {
+            let database = try SeededDatabase()
+            defer { database.remove() }
+            let problem = "the disk holding \(database.path) is full; free some space. Recorded data is kept in memory and will be written when space returns."
+            try Self.writeStatus(beside: database, [
+                "state": "reconnecting", "lastError": "not advertising: the next id could not be recorded: \(problem)",
+                "idNotRecorded": ["since": Self.outageStart, "problem": problem],
+                "encountersNotWritten": ["since": Self.outageStart + 5, "problem": problem],
+            ])
+            let result = try database.tracer(["status"])
+            #expect(result.exitCode == 1, "\(result)")
+            let lines = result.stdout.split(separator: "\n").map(String.init)
+            let first = lines.first ?? ""
+            #expect(first.hasPrefix("Node:           degraded — not advertising since \(Self.localTime(Self.outageStart)) (12 min")
+                        && first.hasSuffix(" ago): \(problem)"), "\(result)")
+            #expect(lines.dropFirst().first?.hasPrefix("                not writing encounters since \(Self.localTime(Self.outageStart + 5))") == true, "\(result)")
+
+            let doctor = try database.tracer(["doctor", "--transport", "tcp:127.0.0.1:9"])
+            #expect(doctor.exitCode == 1, "\(doctor)")
+            #expect(doctor.stdout.contains("[FAIL] ids: the running node (pid \(getpid())) cannot record its next id, so it has not been advertising since \(Self.localTime(Self.outageStart))"), "\(doctor)")
+            #expect(doctor.stdout.contains("fix: The disk holding \(database.path) is full; free some space. Recorded data is kept in memory and will be written when space returns. Then the node retries by itself"), "\(doctor)")
+            #expect(doctor.stdout.contains("[FAIL] encounter log: the running node (pid \(getpid())) cannot write encounters since"), "\(doctor)")
+
+            // Space returned: the node records again, and the status says running, exit 0.
+            try Self.writeStatus(beside: database, ["radio": [String: Any]()])
+            let healthy = try database.tracer(["status"])
+            #expect(healthy.exitCode == 0 && healthy.stdout.hasPrefix("Node:           running since"), "\(healthy)")
         }
 
         /// Files of nodes from before the radio condition, and healthy ones, say "running"; doctor passes.

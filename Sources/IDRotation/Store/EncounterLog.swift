@@ -16,6 +16,10 @@ public actor EncounterLog {
     private var lastFailure: StoreError?
     /// The place in force, read at each sighting; it must answer at once (the exchange waits).
     private let placeInForce: @Sendable () -> Place?
+    /// Each change of whether the log can write: the error when writes start failing (the
+    /// sightings stay in memory), nil when a write succeeds again. For the node's status.
+    public nonisolated let writeFailures: AsyncStream<StoreError?>
+    private let writeFailuresContinuation: AsyncStream<StoreError?>.Continuation
 
     public init(store: NodeStore, maxPendingRows: Int = EncounterLog.defaultMaxPendingRows,
                 logger: Logger = Logger(label: "tracer.encounters"),
@@ -24,7 +28,10 @@ public actor EncounterLog {
         self.placeInForce = placeInForce
         self.maxPendingRows = maxPendingRows
         self.logger = logger
+        (writeFailures, writeFailuresContinuation) = AsyncStream.makeStream(of: StoreError?.self, bufferingPolicy: .bufferingNewest(8))
     }
+
+    deinit { writeFailuresContinuation.finish() }
 
     public func record(_ sighting: Sighting) {
         var sighting = sighting
@@ -43,11 +50,13 @@ public actor EncounterLog {
             if lastFailure != nil {
                 logger.info("encounter log writes again")
                 lastFailure = nil
+                writeFailuresContinuation.yield(nil)
             }
         } catch {
             if lastFailure == nil {
                 logger.error("cannot write encounters; keeping them in memory", metadata: ["error": "\(error)"])
             }
+            if lastFailure?.whileRunning != error.whileRunning { writeFailuresContinuation.yield(error) }
             lastFailure = error
             throw error
         }

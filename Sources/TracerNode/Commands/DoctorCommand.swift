@@ -6,7 +6,8 @@ struct DoctorCommand: AsyncParsableCommand {
         commandName: "doctor",
         abstract: "Check what the node needs and say how to fix what fails.",
         discussion: """
-            Checks the configuration, the database (integrity check), the Bluetooth controller \
+            Checks the configuration, the database (integrity check; whether a running node can write \
+            its ids and encounters), the Bluetooth controller \
             (transport, LE initialisation, advertising, scanning; while `tracer run` holds it, advertising \
             and scanning fail only when the running node reports them off), \
             the kernel's Bluetooth adapters (address, powered, held by bluetoothd or a user channel, which to use), \
@@ -33,6 +34,7 @@ struct DoctorCommand: AsyncParsableCommand {
             results = [.pass("configuration", file)]
             let checks = DoctorChecks(resolved: resolved)
             results.append(checks.store())
+            results += checks.runningNodeStore()
             results += await checks.radio()
             results += checks.adapters()
             let (list, serverDate) = await checks.listServer()

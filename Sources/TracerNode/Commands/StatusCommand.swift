@@ -6,7 +6,12 @@ import Matching
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show the node's data, the positive list's age and the last check's result.")
+        abstract: "Show the node's data, the positive list's age and the last check's result.",
+        discussion: """
+            Exit code 1 when the node runs but cannot advertise, scan or record (a controller that \
+            is gone or refuses, a full disk, a locked or read-only database): the first line says \
+            since when, why and what to do. The node recovers by itself once the cause is gone.
+            """)
 
     @OptionGroup var config: ConfigOptions
     @OptionGroup var store: StoreOptions
@@ -18,6 +23,9 @@ struct StatusCommand: AsyncParsableCommand {
         var nodeRunning: Bool
         /// Running, but not advertising or not scanning (`node.radio` says since when and why).
         var nodeDegraded: Bool
+        /// What keeps the running node from advertising, scanning or recording, most serious
+        /// first, with the fix; empty when it does all three. Not empty: `tracer status` exits 1.
+        var nodeProblems: [String]
         var peersMetToday: Int
         var database: String
         var ownIDs: Int
@@ -49,9 +57,11 @@ struct StatusCommand: AsyncParsableCommand {
         let runtime = NodeRuntimeStatus.read(from: location.statusFilePath)
         let startOfToday = UnixSeconds(Calendar.current.startOfDay(for: Date()).timeIntervalSince1970)
         let peersToday = Set(try opened.encounterTimes(since: startOfToday).map(\.peer)).count
+        let alive = runtime?.processIsAlive ?? false
+        let problems = alive ? runtime?.problems(now: SystemWallClock().now()) ?? [] : []
         let status = Status(
-            node: runtime, nodeRunning: runtime?.processIsAlive ?? false,
-            nodeDegraded: runtime.map { $0.processIsAlive && $0.isDegraded } ?? false, peersMetToday: peersToday,
+            node: runtime, nodeRunning: alive,
+            nodeDegraded: runtime.map { $0.processIsAlive && $0.isDegraded } ?? false, nodeProblems: problems, peersMetToday: peersToday,
             database: location.path, ownIDs: counts.ownIDs, dailyKeys: counts.dailyKeys, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
             currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
             listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
@@ -59,9 +69,12 @@ struct StatusCommand: AsyncParsableCommand {
             place: PlaceInForce(settings: settings).summary(gpsd: await PlaceInForce(settings: settings).probeGPSD()))
         if json {
             try Output.printJSON(status)
-            return
+        } else {
+            print(render(status))
         }
-        print(render(status))
+        // A node that runs but cannot be heard, cannot hear or cannot record is a failure to act
+        // on (the first line says which and what to do), for scripts and monitoring as for people.
+        if !problems.isEmpty { throw ExitCode.failure }
     }
 
     private func render(_ status: Status) -> String {
@@ -106,12 +119,9 @@ struct StatusCommand: AsyncParsableCommand {
             return ["Node:           not running (last seen \(ago(node.updatedAt)))"]
         }
         let started = "since \(Output.localTime(node.startedAt)) on \(node.transport) (pid \(node.pid))"
-        if status.nodeDegraded, let radio = node.radio {
-            // Never a plain "running": a node that cannot be heard or cannot hear says so first.
-            let outages = [("advertising", radio.advertising), ("scanning", radio.scanning)].compactMap { role, outage in
-                outage.map { "not \(role) since \(ago($0.since)): \($0.reason)" }
-            }
-            return ["Node:           degraded — " + outages[0]] + outages.dropFirst().map { "                " + $0 }
+        if let first = status.nodeProblems.first, node.state != .reconnecting || node.idNotRecorded != nil {
+            // Never a plain "running": a node that cannot be heard, cannot hear or cannot record says so first.
+            return ["Node:           degraded — " + first] + status.nodeProblems.dropFirst().map { "                " + $0 }
                 + ["                up \(started)"]
         }
         switch node.state {
@@ -119,6 +129,7 @@ struct StatusCommand: AsyncParsableCommand {
         case .starting: return ["Node:           starting on \(node.transport) (pid \(node.pid))"]
         case .reconnecting:
             return ["Node:           reconnecting to \(node.transport) (pid \(node.pid)): \(node.lastError ?? "controller lost")"]
+                + status.nodeProblems.dropFirst().map { "                " + $0 }
         case .stopped: return ["Node:           stopped at \(Output.localTime(node.updatedAt))"]
         }
     }

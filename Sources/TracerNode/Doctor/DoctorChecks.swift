@@ -30,6 +30,24 @@ struct DoctorChecks {
         }
     }
 
+    /// What a running node reports it cannot record (its status file): the next id (so it does not
+    /// advertise) or its encounters (kept in memory). Empty when no node runs or it records both.
+    func runningNodeStore() -> [DoctorCheck] {
+        guard let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.processIsAlive else { return [] }
+        let now = SystemWallClock().now()
+        let retries = "the node retries by itself (at least every 5 s) and resumes as soon as it can write; nothing needs restarting."
+        let outages = [
+            ("ids", running.idNotRecorded, "cannot record its next id, so it has not been advertising"),
+            ("encounter log", running.encountersNotWritten, "cannot write encounters"),
+        ]
+        return outages.compactMap { name, outage, what in
+            outage.map {
+                .fail(name, "the running node (pid \(running.pid)) \(what) since \(Output.ago($0.since, now: now))",
+                      fix: $0.problem.capitalizingFirst + " Then " + retries)
+            }
+        }
+    }
+
     /// The local clock against plausible bounds and, when a server answered, against its Date header.
     func clock(serverDate: Date?) -> DoctorCheck {
         let now = Date()

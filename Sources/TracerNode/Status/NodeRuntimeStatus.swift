@@ -28,6 +28,13 @@ struct NodeRuntimeStatus: Codable, Equatable {
         var lastReason: String
     }
 
+    /// A problem of the store that keeps the node from recording, since when, in words with the
+    /// fix (`StoreError.whileRunning`).
+    struct StoreOutage: Codable, Equatable {
+        var since: UnixSeconds
+        var problem: String
+    }
+
     var pid: Int32
     var startedAt: UnixSeconds
     var updatedAt: UnixSeconds
@@ -40,9 +47,36 @@ struct NodeRuntimeStatus: Codable, Equatable {
     var radio: RadioCondition?
     /// Absent until the node first resets its controller, and in files of older nodes.
     var controllerResets: ControllerResets?
+    /// The store could not record the next id, so the node stopped advertising (its session
+    /// ended and is retried); absent while ids are recorded, and in files of older nodes.
+    var idNotRecorded: StoreOutage?
+    /// The encounter log cannot write: sightings are kept in memory until it can.
+    var encountersNotWritten: StoreOutage?
 
     /// True when the node runs on its controller but cannot be heard or cannot hear.
     var isDegraded: Bool { state == .running && radio?.isDegraded == true }
+
+    /// What keeps a live node from advertising, scanning or recording, most serious first, each
+    /// as "not advertising since TIME: why and what to do"; empty when it does all three.
+    func problems(now: UnixSeconds) -> [String] {
+        func since(_ time: UnixSeconds) -> String { Output.ago(time, now: now) }
+        var problems: [String] = []
+        if let outage = idNotRecorded {
+            problems.append("not advertising since \(since(outage.since)): \(outage.problem)")
+        }
+        if state == .reconnecting, idNotRecorded == nil {
+            problems.append("not advertising or scanning: reconnecting to \(transport): \(lastError ?? "controller lost")")
+        }
+        if isDegraded, let radio {
+            problems += [("advertising", radio.advertising), ("scanning", radio.scanning)].compactMap { role, outage in
+                outage.map { "not \(role) since \(since($0.since)): \($0.reason)" }
+            }
+        }
+        if let outage = encountersNotWritten {
+            problems.append("not writing encounters since \(since(outage.since)): \(outage.problem)")
+        }
+        return problems
+    }
 
     /// True when the process that wrote the file still runs: a killed node leaves "running"
     /// behind, and after a reboot its pid may belong to another process, so the heartbeat (every
@@ -52,9 +86,15 @@ struct NodeRuntimeStatus: Codable, Equatable {
         return state != .stopped && heartbeatIsRecent && (kill(pid, 0) == 0 || errno == EPERM)
     }
 
+    /// The status in the file, or nil when there is none. A node on a full disk overwrites the
+    /// file in place (`NodeStatusRecorder`), so a read that finds it half-written tries again.
     static func read(from path: String) -> NodeRuntimeStatus? {
-        guard let data = FileManager.default.contents(atPath: path) else { return nil }
-        return try? JSONDecoder().decode(NodeRuntimeStatus.self, from: data)
+        for attempt in 0..<3 {
+            guard let data = FileManager.default.contents(atPath: path) else { return nil }
+            if let status = try? JSONDecoder().decode(NodeRuntimeStatus.self, from: data) { return status }
+            if attempt < 2 { usleep(20_000) }
+        }
+        return nil
     }
 }
 
@@ -76,6 +116,8 @@ actor NodeStatusRecorder {
         let info = await host.controller
         status.state = .running
         status.lastError = nil
+        // A session starts only with its id recorded.
+        status.idNotRecorded = nil
         status.controller = .init(
             address: "\(info.publicAddress)", hciVersion: Int(info.version.hciVersion),
             manufacturer: Int(info.version.companyIdentifier))
@@ -85,9 +127,23 @@ actor NodeStatusRecorder {
     func sessionEnded(_ failure: ExchangeSession.Failure) {
         status.state = .reconnecting
         status.lastError = "\(failure)"
-        if case .controllerStuck(let reason) = failure {
+        switch failure {
+        case .controllerStuck(let reason):
             let count = (status.controllerResets?.count ?? 0) + 1
             status.controllerResets = .init(count: count, lastAt: clock.now(), lastReason: reason)
+        case .idNotRecorded(let error):
+            // The outage began at the first failure; later ones only update the reason.
+            status.idNotRecorded = .init(since: status.idNotRecorded?.since ?? clock.now(), problem: error.whileRunning)
+        default:
+            break
+        }
+        write()
+    }
+
+    /// The encounter log's writes failing (`error`) or working again (nil).
+    func encounterWrites(failing error: StoreError?) {
+        status.encountersNotWritten = error.map {
+            .init(since: status.encountersNotWritten?.since ?? clock.now(), problem: $0.whileRunning)
         }
         write()
     }
@@ -106,12 +162,34 @@ actor NodeStatusRecorder {
         while (try? await Task.sleep(for: .seconds(30))) != nil { write() }
     }
 
+    /// The file is padded with spaces to whole blocks of `block` bytes, so that when the disk is
+    /// full and no new file can be made, the new status still overwrites the old one in place
+    /// (which needs no new block): a node whose disk is full must still be able to say so.
+    static let block = 4096
+
     private func write() {
         status.updatedAt = clock.now()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        // Best effort: a full disk must not stop the node, and the store reports that anyway.
-        guard let bytes = try? encoder.encode(status) else { return }
-        try? AtomicFile.write(Array(bytes), to: path, mode: 0o600)
+        guard var bytes = try? Array(encoder.encode(status)) else { return }
+        bytes += Array(repeating: UInt8(ascii: " "), count: Self.block - bytes.count % Self.block)
+        do {
+            try AtomicFile.write(bytes, to: path, mode: 0o600)
+        } catch {
+            // Best effort beyond this: a full disk must not stop the node.
+            overwriteInPlace(bytes)
+        }
+    }
+
+    /// Writes `bytes` over the start of the existing file, padded to its size, when that is large
+    /// enough; a reader that catches the file half-written tries again (`NodeRuntimeStatus.read`).
+    private func overwriteInPlace(_ bytes: [UInt8]) {
+        let descriptor = open(path, O_WRONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return }
+        defer { close(descriptor) }
+        var info = stat()
+        guard fstat(descriptor, &info) == 0, Int(info.st_size) >= bytes.count else { return }
+        let padded = bytes + Array(repeating: UInt8(ascii: " "), count: Int(info.st_size) - bytes.count)
+        _ = padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
     }
 }
