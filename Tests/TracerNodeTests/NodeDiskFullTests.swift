@@ -1,0 +1,169 @@
+import Foundation
+import IDRotation
+import Testing
+import TestTiers
+import TracerTestSupport
+#if canImport(Glibc)
+import Glibc
+#endif
+
+extension TracerNodeTests {
+    /// Issue 38, at the process level: node A's database is on a small tmpfs that fills while it
+    /// exchanges with node B. A must stop advertising when it cannot record its next id, say so in
+    /// `tracer status` (first line, exit 1) and `tracer doctor`, and once space returns meet B
+    /// again by itself, with nothing it recorded lost.
+    @Suite(.tags(.endToEnd)) struct NodeDiskFull {
+        typealias Node = NodeResilience.LoggedProcess
+
+        /// Mounting a tmpfs needs root (CI runs the tests as root).
+        static let tmpfsMount = RequiredTool(name: "permission to mount a tmpfs (root)",
+                                             remedy: "run the test as root (CI does), or in a container that allows mount") {
+            getuid() == 0 ? nil : "running as uid \(getuid())"
+        }
+
+        /// A tmpfs of `megabytes` mounted at `path` until `unmount()`.
+        struct Tmpfs {
+            let path: String
+            /// Where the mount commands' output is captured.
+            let home: String
+
+            init(at path: String, megabytes: Int, home: String) throws {
+                try tmpfsMount.require()
+                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+                let mount = try Products.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", path], home: home)
+                guard mount.exitCode == 0 else {
+                    try RequiredTool.missing(tmpfsMount.message(missing: "mount failed: \(mount.stderr)"))
+                }
+                self.path = path
+                self.home = home
+            }
+
+            func unmount() {
+                _ = try? Products.run("/bin/umount", [path], home: home)
+            }
+
+            /// Writes zeros to `name` until the file system refuses, in ever smaller pieces.
+            func fill(_ name: String) throws -> Int {
+                let descriptor = open(path + "/" + name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
+                guard descriptor >= 0 else { throw HarnessFailure(description: "cannot create \(name) on the tmpfs") }
+                defer { close(descriptor) }
+                var total = 0
+                for size in [65_536, 4096, 512, 1] {
+                    let zeros = [UInt8](repeating: 0, count: size)
+                    while zeros.withUnsafeBytes({ write(descriptor, $0.baseAddress, size) }) == size { total += size }
+                }
+                return total
+            }
+
+            func remove(_ name: String) { unlink(path + "/" + name) }
+        }
+
+        static let interval: Int64 = 10
+
+        /// The encounters of a database by peer id: (last seen, sightings).
+        static func encounters(_ database: String, home: String) throws -> [String: (lastSeen: Int64, sightings: Int)] {
+            Dictionary(try NodeResilience.rows(database, home: home).map { ($0.peer, ($0.lastSeen, $0.sightings)) }) {
+                (max($0.lastSeen, $1.lastSeen), $0.sightings + $1.sightings)
+            }
+        }
+
+        @Test(.timeLimit(.minutes(2)))
+        func aNodeWhoseDiskFillsGoesDarkSaysSoAndComesBackByItself() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let disk = try Tmpfs(at: scratch.file("a-disk"), megabytes: 2, home: scratch.path)
+            defer { disk.unmount() }
+            let radio = try VirtualLink()
+            defer { radio.stop() }
+            let tracer = try Products.path(of: "tracer")
+            let dbA = disk.path + "/a.db", dbB = scratch.file("b.db")
+            let extra = ["--rotation-interval", "\(Self.interval)"]
+            let a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: scratch.path)
+            defer { a.ensureStopped() }
+            let b = try Node(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1], extra: extra), home: scratch.path)
+            defer { b.ensureStopped() }
+            let home = scratch.path
+
+            // The fill begins 2 s into a window in which the two have met, so that A hears B for
+            // several seconds with its disk full before its window ends and the next id is due.
+            var windowStart: Int64 = 0
+            let metInAWindow = try eventuallyBlocking(timeout: .seconds(40), every: .milliseconds(200)) {
+                let now = Int64(NodeResilience.now())
+                windowStart = now - now % Self.interval
+                guard now - windowStart >= 2, now - windowStart <= 4 else { return false }
+                let seenByA = try Self.encounters(dbA, home: home).values.map(\.lastSeen).max() ?? 0
+                let seenByB = try Self.encounters(dbB, home: home).values.map(\.lastSeen).max() ?? 0
+                return seenByA >= windowStart && seenByB >= windowStart
+            }
+            try #require(metInAWindow, "A and B did not meet early in a window within 40 s; A: \(a.lines.suffix(5)); B: \(b.lines.suffix(5))")
+            let before = try Self.encounters(dbA, home: home)
+
+            let filled = try disk.fill("fill")
+            let fillSecond = Int64(NodeResilience.now())
+            print("disk full: \(filled) bytes of filler at \(fillSecond), window \(windowStart)")
+
+            // The window ends; A cannot record the next id and goes off the air.
+            let dark = eventuallyBlocking(timeout: .seconds(Double(Self.interval) + 10), every: .milliseconds(100)) {
+                a.entry(message: "not advertising: the next id could not be recorded; retrying") != nil
+            }
+            try #require(dark, "A did not report an id it could not record: \(a.lines.suffix(8))")
+            let darkAt = NodeResilience.now()
+            #expect(a.entry(message: "not advertising: the next id could not be recorded; retrying")?["level"] == "error")
+
+            // `tracer status` leads with it and exits 1; `tracer doctor` names the fix.
+            var status = try Products.tracer(["status", "--db", dbA], home: home)
+            _ = eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(200)) {
+                status = (try? Products.tracer(["status", "--db", dbA], home: home)) ?? status
+                return status.stdout.contains("not advertising since")
+            }
+            print("tracer status with the disk full (exit \(status.exitCode)):\n\(status.stdout)\(status.stderr)")
+            #expect(status.exitCode == 1 && !status.signaled, "\(status)")
+            let firstLine = status.stdout.split(separator: "\n").first.map(String.init) ?? ""
+            #expect(firstLine.hasPrefix("Node:           degraded — not advertising since "), "\(status)")
+            #expect(firstLine.contains("the disk holding \(dbA) is full; free some space. Recorded data is kept in memory and will be written when space returns."), "\(status)")
+            let doctor = try Products.tracer(["doctor", "--db", dbA, "--transport", "tcp:127.0.0.1:\(radio.ports[0])"], home: home)
+            #expect(doctor.exitCode == 1, "\(doctor)")
+            #expect(doctor.stdout.contains("[FAIL] ids: the running node (pid \(a.pid)) cannot record its next id"), "\(doctor)")
+            #expect(doctor.stdout.contains("fix: The disk holding \(dbA) is full; free some space."), "\(doctor)")
+            #expect(a.isRunning, "A exited with its disk full: \(a.lines.suffix(6))")
+
+            // A few seconds dark, then space returns.
+            Thread.sleep(forTimeInterval: 2)
+            disk.remove("fill")
+            let freedSecond = Int64(NodeResilience.now())
+            let freed = ContinuousClock.now
+            var seen = (a: Int64(0), b: Int64(0))
+            let metAgain = try eventuallyBlocking(timeout: .seconds(30), every: .milliseconds(100)) {
+                seen.a = try Self.encounters(dbA, home: home).values.map(\.lastSeen).max() ?? 0
+                seen.b = try Self.encounters(dbB, home: home).values.map(\.lastSeen).max() ?? 0
+                return seen.a > freedSecond && seen.b > freedSecond
+            }
+            let recovery = ContinuousClock.now - freed
+            try #require(metAgain, "A and B did not meet within 30 s of the space returning (A saw B at \(seen.a), B saw A at \(seen.b), freed at \(freedSecond)); A: \(a.lines.suffix(8))")
+            // The status follows, at once (it is written on the session's start).
+            let healthy = try Products.tracer(["status", "--db", dbA], home: home)
+            #expect(healthy.exitCode == 0 && healthy.stdout.hasPrefix("Node:           running since"), "\(healthy)")
+
+            a.stopCleanly("node A")
+            b.stopCleanly("node B")
+            let storeA = try Check.openStore(dbA)
+            #expect(try storeA.integrityCheck() == ["ok"])
+            let after = try Self.encounters(dbA, home: home)
+            // Nothing A had logged before the fill is lost, and the sightings A held in memory
+            // while its disk was full (after the fill, before it went dark) were written.
+            let lost = before.filter { peer, old in (after[peer]?.sightings ?? 0) < old.sightings }
+            #expect(lost.isEmpty, "encounters lost: \(lost)")
+            let heldInMemory = after.values.filter { $0.lastSeen >= fillSecond && $0.lastSeen < freedSecond }
+            #expect(!heldInMemory.isEmpty, "no sighting from the time the disk was full was written: \(after)")
+            // Every own id A recorded is one it could record: one per window, none from the dark time.
+            let idsOfA = try storeA.ownIDs()
+            #expect(!idsOfA.contains { $0.window.start > Int64(darkAt) + 1 && $0.window.start + Self.interval <= freedSecond },
+                    "A recorded an id for a window it was dark in: \(idsOfA.map(\.window))")
+            #expect(Set(try Check.openStore(dbB).encounters().map(\.peer)).isSubset(of: Set(idsOfA.map(\.id))), "B logged an id A did not record")
+            print(String(format: "disk full: dark %.1f s after the fill; space freed → met again after %.2f s; encounters lost: %d; held in memory and written: %d rows",
+                         darkAt - Double(fillSecond), Double(recovery.components.seconds) + Double(recovery.components.attoseconds) / 1e18,
+                         lost.count, heldInMemory.count))
+            #expect(recovery < .seconds(10), "recovery took \(recovery)")
+        }
+    }
+}
