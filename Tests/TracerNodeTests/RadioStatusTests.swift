@@ -119,6 +119,22 @@ extension TracerNodeTests {
             #expect(healthy.exitCode == 0 && healthy.stdout.hasPrefix("Node:           running since"), "\(healthy)")
         }
 
+        /// A node whose status file could not be updated for minutes (its heartbeat is stale) while
+        /// its pid exists is not called "not running": status says since when it has not heard
+        /// from it and why that may be, and exits 1.
+        @Test func aStaleStatusOfAProcessThatStillExistsIsNotCalledNotRunning() throws {
+            let database = try SeededDatabase()
+            defer { database.remove() }
+            let stale = Int64(Date().timeIntervalSince1970) - 200
+            try Self.writeStatus(beside: database, ["updatedAt": stale])
+            let result = try database.tracer(["status"])
+            #expect(result.exitCode == 1, "\(result)")
+            #expect(result.stdout.hasPrefix("Node:           not heard from since \(Self.localTime(stale)) (3 min"), "\(result)")
+            #expect(result.stdout.contains("though pid \(getpid()) still exists: its status file \(database.path)-status.json could not be updated; the disk holding it"), "\(result)")
+            let json = try Check.json(database.tracer(["status", "--json"]).stdout)
+            #expect(json["nodeRunning"] as? Bool == false && (json["nodeProblems"] as? [String])?.count == 1, "\(json)")
+        }
+
         /// Files of nodes from before the radio condition, and healthy ones, say "running"; doctor passes.
         @Test func oldAndHealthyStatusFilesSayRunning() throws {
             let database = try SeededDatabase()

@@ -58,7 +58,11 @@ struct StatusCommand: AsyncParsableCommand {
         let startOfToday = UnixSeconds(Calendar.current.startOfDay(for: Date()).timeIntervalSince1970)
         let peersToday = Set(try opened.encounterTimes(since: startOfToday).map(\.peer)).count
         let alive = runtime?.processIsAlive ?? false
-        let problems = alive ? runtime?.problems(now: SystemWallClock().now()) ?? [] : []
+        let now = SystemWallClock().now()
+        var problems = alive ? runtime?.problems(now: now) ?? [] : []
+        if let runtime, !alive, runtime.isSilentButPresent {
+            problems = [runtime.silence(path: location.statusFilePath, now: now)]
+        }
         let status = Status(
             node: runtime, nodeRunning: alive,
             nodeDegraded: runtime.map { $0.processIsAlive && $0.isDegraded } ?? false, nodeProblems: problems, peersMetToday: peersToday,
@@ -116,6 +120,8 @@ struct StatusCommand: AsyncParsableCommand {
     private func nodeLines(_ status: Status, ago: (UnixSeconds) -> String) -> [String] {
         guard let node = status.node else { return ["Node:           not running (no `tracer run` has used this database)"] }
         guard status.nodeRunning else {
+            // A node it has not heard from but whose pid exists: `nodeProblems` says so.
+            if let silence = status.nodeProblems.first { return ["Node:           " + silence] }
             return ["Node:           not running (last seen \(ago(node.updatedAt)))"]
         }
         let started = "since \(Output.localTime(node.startedAt)) on \(node.transport) (pid \(node.pid))"

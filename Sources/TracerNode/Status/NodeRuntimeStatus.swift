@@ -81,9 +81,27 @@ struct NodeRuntimeStatus: Codable, Equatable {
     /// True when the process that wrote the file still runs: a killed node leaves "running"
     /// behind, and after a reboot its pid may belong to another process, so the heartbeat (every
     /// 30 s) must be recent too.
-    var processIsAlive: Bool {
-        let heartbeatIsRecent = SystemWallClock().now() - updatedAt < 90
-        return state != .stopped && heartbeatIsRecent && (kill(pid, 0) == 0 || errno == EPERM)
+    var processIsAlive: Bool { state != .stopped && heartbeatIsRecent && pidExists }
+
+    /// The heartbeat is stale but the writer's pid still exists: most likely the node runs and
+    /// cannot update this file (a full disk on a file system where even the in-place overwrite
+    /// fails), possibly the pid now belongs to another process. Never "not running" then.
+    var isSilentButPresent: Bool { state != .stopped && !heartbeatIsRecent && pidExists }
+
+    private var heartbeatIsRecent: Bool { SystemWallClock().now() - updatedAt < 90 }
+    private var pidExists: Bool { kill(pid, 0) == 0 || errno == EPERM }
+
+    /// What `tracer status` can truthfully say of a node it has not heard from (`isSilentButPresent`)
+    /// whose status file is `path`: since when, and how much room the disk holding it has.
+    func silence(path: String, now: UnixSeconds) -> String {
+        let directory = (path as NSString).deletingLastPathComponent
+        var room = statvfs()
+        let free = statvfs(directory.isEmpty ? "." : directory, &room) == 0 ? UInt64(room.f_bavail) * UInt64(room.f_frsize) : nil
+        let cause = free.map { $0 < 64 * 1024
+            ? "the disk holding it is full (\($0) bytes free); free some space"
+            : "the disk holding it has \($0 / 1024) KiB free; check that the directory can be written" }
+            ?? "check the disk holding it"
+        return "not heard from since \(Output.ago(updatedAt, now: now)), though pid \(pid) still exists: its status file \(path) could not be updated; \(cause)"
     }
 
     /// The status in the file, or nil when there is none. A node on a full disk overwrites the
