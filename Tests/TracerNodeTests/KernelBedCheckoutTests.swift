@@ -1,5 +1,6 @@
 import BLEHostTestSupport
 import Foundation
+import IDRotation
 import Testing
 import TestTiers
 import TracerTestSupport
