@@ -30,6 +30,9 @@ struct KernelBedPlan: Sendable {
     var timeoutSeconds = 420
     /// The guest's PID 1: "script" (the bed's own init) or "systemd" (scripts/kernel-bed --init).
     var guestInit = "script"
+    /// Another path of this checkout to run the bed from (its scripts, scenario and built `tracer`);
+    /// nil for the repository's own path.
+    var checkout: String?
 
     var guestLines: Int { models.count - hostNodes.count }
 
@@ -58,7 +61,9 @@ struct KernelBedRun: Sendable {
     static func perform(_ plan: KernelBedPlan) async throws -> KernelBedRun {
         try RequiredTool.kernelBed.require()
         let repository = VirtualRadio.repositoryRoot.path
-        let tracer = try Products.path(of: "tracer")
+        let checkout = plan.checkout ?? repository
+        let built = try Products.path(of: "tracer")
+        let tracer = built.hasPrefix(repository + "/") ? checkout + built.dropFirst(repository.count) : built
         let results = repository + "/.build/kernel-bed/" + plan.name
         try? FileManager.default.removeItem(atPath: results)
         try FileManager.default.createDirectory(atPath: results, withIntermediateDirectories: true)
@@ -81,11 +86,11 @@ struct KernelBedRun: Sendable {
         }
         let environment = (["KBED_TRACER": tracer].merging(plan.environment) { first, _ in first })
             .sorted { $0.key < $1.key }.flatMap { ["--env", "\($0.key)=\($0.value)"] }
-        let bed = try Products.run(repository + "/scripts/kernel-bed", [
+        let bed = try Products.run(checkout + "/scripts/kernel-bed", [
             "--init", plan.guestInit,
             "--attach", plan.attachedLines.map(String.init).joined(separator: " "), "--timeout", "\(plan.timeoutSeconds)",
         ] + environment + [
-            results, repository + "/Tests/Support/kernel/" + plan.scenario,
+            results, checkout + "/Tests/Support/kernel/" + plan.scenario,
         ] + radio.ports.prefix(plan.guestLines).map(String.init), home: results, timeout: .seconds(plan.timeoutSeconds + 30))
         try? (bed.stdout + bed.stderr).write(toFile: results + "/bed.out", atomically: true, encoding: .utf8)
         guard bed.exitCode == 0, !bed.signaled else {

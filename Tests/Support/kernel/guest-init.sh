@@ -23,7 +23,16 @@ finish() {
 
 # Under systemd (guest-systemd-init.sh) this runs as kbed.service, and systemd has mounted these.
 if [ "${KBED_INIT:-}" != systemd ]; then
+    # A checkout under /tmp (a fresh clone there) would vanish under the guest's own /tmp, and with
+    # it the scenarios' helpers and the built binaries: keep the host's /tmp aside and bind the
+    # checkout back at its own path.
+    case "$KBED_REPO" in
+        /tmp/*) mkdir -p /kbed-host-tmp && mount --bind /tmp /kbed-host-tmp ;;
+    esac
     mount -t tmpfs -o mode=1777 tmpfs /tmp
+    case "$KBED_REPO" in
+        /tmp/*) mkdir -p "$KBED_REPO" && mount --bind "/kbed-host-tmp${KBED_REPO#/tmp}" "$KBED_REPO" ;;
+    esac
     mount -t tmpfs -o mode=755 tmpfs /run
     mkdir -p /run/dbus /var/run /dev/pts
     mount -t devpts devpts /dev/pts
