@@ -43,7 +43,7 @@ extension TracerNodeTests {
                 }
                 checkout = folder + "/tracer"
                 try FileManager.default.createDirectory(atPath: checkout, withIntermediateDirectories: false)
-                let bind = try ProcessResult.run("/bin/mount", ["--bind", repository, checkout])
+                let bind = try Products.run("/bin/mount", ["--bind", repository, checkout], home: folder)
                 guard bind.exitCode == 0 else {
                     throw HarnessFailure(description: "mount --bind \(repository) \(checkout) failed: \(bind.stderr)")
                 }
@@ -51,7 +51,7 @@ extension TracerNodeTests {
             }
             defer {
                 if let mountPoint {
-                    _ = try? ProcessResult.run("/bin/umount", [mountPoint])
+                    _ = try? Products.run("/bin/umount", [mountPoint], home: (mountPoint as NSString).deletingLastPathComponent)
                     try? FileManager.default.removeItem(atPath: (mountPoint as NSString).deletingLastPathComponent)
                 }
             }
