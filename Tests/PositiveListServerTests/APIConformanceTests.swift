@@ -19,6 +19,8 @@ import Glibc
     static let root = RequiredTool.repositoryRoot
     static let document = root + "/docs/openapi.yaml"
     static let settings = root + "/Tests/Support/schemathesis/schemathesis.toml"
+    /// Far more than a run takes (15 s on an idle machine, about a minute on a busy one).
+    static let timeLimitSeconds = 300
 
     /// Every documented route live: the long poll on, a signing key, an authority whose token
     /// Schemathesis sends as the bearer credential, a published batch and key batch.
@@ -72,7 +74,7 @@ import Glibc
 
         let port = try LoopbackPort.free()
         let logPath = fixture.paths.dataDirectory + "/serve.log"
-        FileManager.default.createFile(atPath: logPath, contents: nil)
+        _ = FileManager.default.createFile(atPath: logPath, contents: nil)
         let log = try FileHandle(forWritingTo: URL(fileURLWithPath: logPath))
         defer { try? log.close() }
         let server = try ServerCLI.process(["serve", "--bind", "127.0.0.1:\(port)"], fixture: fixture)
@@ -94,14 +96,21 @@ import Glibc
         #expect(published, "the server did not publish batch 1 and key batch 1 at start")
 
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: RequiredTool.schemathesisExecutable)
+        // A bound on a run that hangs (a request the server never answers is already cut off
+        // after request-timeout): killed by timeout(1), it fails the test.
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
         // The settings name hooks.py relative to the repository's root.
         process.currentDirectoryURL = URL(fileURLWithPath: root)
-        process.arguments = ["--config-file", settings, "--no-color", "run", document, "--url", "http://127.0.0.1:\(port)"] + arguments
+        process.arguments = ["-s", "KILL", "\(timeLimitSeconds)", RequiredTool.schemathesisExecutable] + [
+            "--config-file", settings, "--no-color", "run", document, "--url", "http://127.0.0.1:\(port)",
+        ] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["TRACER_AUTHORITY_TOKEN"] = ServerFixture.authorityToken
         process.environment = environment
         let result = try ProcessResult.collect(process)
+        // Killed, timeout(1) ends by the same signal (or says 124 or 137).
+        let killed = process.terminationReason == .uncaughtSignal || [124, 137].contains(result.exitCode)
+        #expect(!killed, "Schemathesis did not finish within \(timeLimitSeconds) s and was killed")
         if let copy = ProcessInfo.processInfo.environment["TRACER_SCHEMATHESIS_REPORT"] {
             try? (result.stdout + result.stderr).write(toFile: copy, atomically: true, encoding: .utf8)
         }
