@@ -19,6 +19,7 @@ gives the same key, so a repeated request is still answered 200 with the first r
 Negative cases are never touched: they must still be refused.
 """
 
+import copy
 import hashlib
 import json
 import time
@@ -36,9 +37,11 @@ def map_case(context, case):
     meta = case.meta
     if meta is None or meta.generation.mode != GenerationMode.POSITIVE or case.method.upper() != "POST":
         return case
-    body = case.body
-    if not isinstance(body, dict):
+    if not isinstance(case.body, dict):
         return case
+    # Copies, changed: Schemathesis may share one drawn body or header dict between cases, and
+    # changing it in place would change cases already given their Idempotency-Key.
+    body = case.body = copy.deepcopy(case.body)
     now = int(time.time())
     if case.path == "/v1/histories" and isinstance(body.get("ids"), list):
         for entry in body["ids"]:
@@ -66,7 +69,9 @@ def map_case(context, case):
 
 
 def _separate_idempotency_keys(case):
-    headers = case.headers or {}
+    if not case.headers:
+        return
+    headers = case.headers = dict(case.headers)
     for name, value in list(headers.items()):
         if name.lower() == "idempotency-key" and isinstance(value, str) and value:
             # Members in the order they are sent: the server compares the bytes, so the same
