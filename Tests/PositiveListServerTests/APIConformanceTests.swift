@@ -102,7 +102,7 @@ import Glibc
         // The settings name hooks.py relative to the repository's root.
         process.currentDirectoryURL = URL(fileURLWithPath: root)
         process.arguments = ["-s", "KILL", "\(timeLimitSeconds)", RequiredTool.schemathesisExecutable] + [
-            "--config-file", settings, "--no-color", "run", document, "--url", "http://127.0.0.1:\(port)",
+            "--config-file", settings, "--no-color", "run", document, "--url", "http://127.0.0.1:\(port)", "--checks", "all",
         ] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["TRACER_AUTHORITY_TOKEN"] = ServerFixture.authorityToken
