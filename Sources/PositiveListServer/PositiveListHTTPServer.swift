@@ -59,6 +59,8 @@ public enum PositiveListHTTPServer {
             .addRoutes(to: router, table: &routes)
         if let watch, let seconds = components.configuration.longPollSeconds {
             GenerationAPI(watch: watch, timeout: .seconds(seconds)).addRoutes(to: router, table: &routes)
+        } else {
+            GenerationAPI.addTurnedOffRoute(to: router, table: &routes)
         }
         PublishedFileServer(directory: components.directory, indexMaxAgeSeconds: components.configuration.indexMaxAgeSeconds)
             .addRoutes(to: router, table: &routes)

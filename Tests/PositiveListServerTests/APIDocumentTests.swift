@@ -94,4 +94,19 @@ import TestTiers
             }
         }
     }
+
+    /// Without `longPollSeconds` the document says GET /v1/generation answers 404; the path is
+    /// still known, so another method gets 405 with `Allow: GET`, as with the poll on.
+    @Test func theLongPollTurnedOffAnswers404ToGetAnd405ToOtherMethods() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try await fixture.withServer { client in
+            let get = try await client.send("/v1/generation?after=0&keys=0", .get)
+            #expect(get.status == .notFound)
+            #expect(String(buffer: get.body).contains(#""error":"not_found""#), "\(String(buffer: get.body))")
+            let post = try await client.send("/v1/generation", .post)
+            #expect(post.status == .methodNotAllowed)
+            #expect(post.headers[.allow] == "GET")
+        }
+    }
 }

@@ -111,6 +111,22 @@ extension RequiredTool {
         }
     }
 
+    /// Schemathesis's command-line tool: $TRACER_SCHEMATHESIS, else the venv scripts/setup makes
+    /// for it, .venv-schemathesis (a venv of its own: its dependencies stay out of Bumble's).
+    public static let schemathesis = RequiredTool(
+        name: "Schemathesis (the schemathesis command)",
+        remedy: "python3 -m venv .venv-schemathesis && .venv-schemathesis/bin/pip install schemathesis==4.32.5, or set TRACER_SCHEMATHESIS"
+    ) {
+        let path = schemathesisExecutable
+        return FileManager.default.isExecutableFile(atPath: path) ? nil : "no executable \(path)"
+    }
+
+    /// Where ``schemathesis`` looks for the command.
+    public static var schemathesisExecutable: String {
+        let given = ProcessInfo.processInfo.environment["TRACER_SCHEMATHESIS"] ?? ""
+        return given.isEmpty ? repositoryRoot + "/.venv-schemathesis/bin/schemathesis" : given
+    }
+
     public static let bumble = python(with: "bumble", name: "Bumble (a Python with the bumble package)")
     public static let rootCanal = python(with: "rootcanal", name: "RootCanal (a Python with the rootcanal package)")
     public static let moto = python(with: "moto", name: "moto's S3 server (a Python with moto[server])", variable: "TRACER_MOTO_PYTHON")

@@ -16,6 +16,18 @@ struct GenerationAPI: Sendable {
         table.add("v1/generation", .get, to: router) { request, _ in try await answer(request) }
     }
 
+    /// The path without the long poll (no `longPollSeconds`): GET answers 404 `not_found`, as
+    /// docs/openapi.yaml says, and the path stays known, so that another method is answered 405
+    /// with `Allow: GET` whether the poll is on or off, as on every other documented path (an
+    /// unrouted path would answer 404 to every method, which the document does not describe).
+    static func addTurnedOffRoute(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
+        table.add("v1/generation", .get, to: router) { _, _ in
+            throw APIError(
+                .notFound, "not_found",
+                "This server has no long poll (longPollSeconds is not set); revalidate the signed indexes on your own schedule.")
+        }
+    }
+
     private func answer(_ request: Request) async throws -> Response {
         let query = request.uri.queryParameters
         func generation(_ name: String) throws -> UInt64 {
