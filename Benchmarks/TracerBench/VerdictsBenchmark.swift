@@ -14,6 +14,10 @@ struct VerdictsBenchmark {
     let svgPath: String?
     /// Only the newest round's section (a quicker run while exploring; the full run gives the figures).
     var newestOnly = false
+    /// Only the seventh round's stress table (issue 37), which also runs at the end of the full run.
+    var stressOnly = false
+    /// The seeds of the seeded stresses (calibration shifts; the first two also thin scans at random).
+    static let stressSeeds: [UInt64] = [1, 2, 3, 4, 5]
 
     /// A risk configuration under test; `risk.sampling_period` is the recording's scan cycle
     /// for all of them, as it is a property of the scanner, not of the policy.
@@ -55,6 +59,10 @@ struct VerdictsBenchmark {
         let recording = try ReplayRecording(sessionsCSV: sessionsCSV, readingsCSV: readingsCSV)
         let readingCount = recording.readings.values.reduce(0) { $0 + $1.count }
         say("verdicts: \(sessionsCSV) (\(grouped(recording.sessions.count)) sessions), \(readingsCSV) (\(grouped(readingCount)) readings), read in \(format(seconds(ContinuousClock.now - clock), 1)) s")
+        if stressOnly {
+            try stressRun(recording, seeds: Self.stressSeeds)
+            return
+        }
         clock = .now
         // The phones' Exposure Notification service exchanges nothing: the deployed configurations
         // and the first two rounds are scored on what each receiver heard, one direction only.
@@ -213,6 +221,8 @@ struct VerdictsBenchmark {
             say("")
             say("ROC curve written to \(svgPath)")
         }
+        say("")
+        try stressRun(recording, seeds: Self.stressSeeds)
     }
 
     /// Issue 26, fourth round: a weight that falls continuously with attenuation instead of three
