@@ -27,6 +27,9 @@ extension VerdictsBenchmark {
         /// Which replay it is scored on: the phones' service exchanged nothing (`.none`), a
         /// Tracer node learns the peer's raw reading (`.raw`).
         var reports: ExposureReplay.PeerReports
+        /// false for a row reported beside the candidates but not one of them (the shipped form of
+        /// the chosen procedure, added after the choice).
+        var eligible = true
 
         var fittedParameters: Int {
             switch rule {
@@ -62,6 +65,10 @@ extension VerdictsBenchmark {
                     rule: .fixed(Self.physicsRule(summary: summary, directions: directions), fittedParameters: 0), reports: .raw))
             }
         }
+        // Added after the choice, reported only: the chosen procedure's numbers on all 24 tests,
+        // as shipped (in sample in the first cell).
+        candidates.append(StressCandidate(name: "Tracer's default after issue 37 (RiskModel.standard; fitted on all 24 tests; reported, not a candidate)",
+                                          rule: .fixed(RiskModel.standard, fittedParameters: 4), reports: .raw, eligible: false))
         return candidates
     }
 
@@ -211,12 +218,21 @@ extension VerdictsBenchmark {
                 + "\(format(areas.min()!, 3)) (\(format(areas.min()!, 3))–\(format(areas.max()!, 3)); \(cellOf(areas, areas.min()!))) | \(format(worstJ, 3)) | \(meets ? "yes" : "no") |")
         }
         say("")
-        let pool = summaries.contains(where: \.meets) ? summaries.filter(\.meets) : summaries
+        let eligible = summaries.filter { candidates[$0.index].eligible }
+        let pool = eligible.contains(where: \.meets) ? eligible.filter(\.meets) : eligible
         let bestJ = pool.map(\.worstJ).max()!
         let chosen = pool.filter { $0.worstJ >= bestJ - Self.worstCaseMargin }
             .min { (candidates[$0.index].fittedParameters, -$0.worstJ) < (candidates[$1.index].fittedParameters, -$1.worstJ) }!
         say("Chosen by the rule: \(candidates[chosen.index].name) (worst TPR − FPR \(format(chosen.worstJ, 3)); best in its pool \(format(bestJ, 3)); "
-            + "\(pool.count == summaries.count && !summaries.contains(where: \.meets) ? "no candidate meets the stress target in every cell" : "\(pool.count) candidates meet the stress target in every cell"))")
+            + "\(!eligible.contains(where: \.meets) ? "no candidate meets the stress target in every cell" : "\(pool.count) candidates meet the stress target in every cell"))")
+        let onAllTests = perFoldModels(base, samplingPeriod: baseInterval, groups: ["(none held out)"], group: \.session.test)["(none held out)"]
+        func describe(_ model: RiskModel?) -> String {
+            guard let model else { return "none" }
+            return model.dayScore == .logistic
+                ? "logistic, \(model.nearAttenuation)/\(model.farAttenuation) dB, intercept \(format(model.logistic.intercept, 6)), coefficients [\(model.logistic.coefficients.map { format($0, 6) }.joined(separator: ", "))], low p \(format(model.logistic.lowProbability, 6)), high p \(format(model.logistic.highProbability, 6))"
+                : Self.describe(model, thresholds: Thresholds(low: model.lowMinutes, high: model.highMinutes))
+        }
+        say("The per-fold procedures on all \(tests.count) tests (what a default from them can be): steps \(describe(onAllTests?.steps)); \(describe(onAllTests?.logistic))")
         say("stress run: \(cells.count) cells, \(candidates.count) candidates, \(replays.count * 2) replays, in \(format(seconds(ContinuousClock.now - started), 1)) s")
         say("")
     }

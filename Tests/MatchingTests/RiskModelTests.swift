@@ -40,6 +40,8 @@ extension MatchingTests {
             #expect(standard.directions == .both)
             #expect((standard.nearAttenuation, standard.farAttenuation) == (51, 56))
             #expect((standard.lowMinutes, standard.highMinutes) == (5.8, 18.4))
+            // Since the seventh round the day's total decides (docs/risk-model.md, "Seventh round").
+            #expect(standard.dayScore == .total)
             // One sighting at −50 dBm and one at −80: the mean (65 dB) would be far, the strongest
             // (50 dB) is near.
             var value = encounter(1, from: day, to: day + 60, rssi: -50)

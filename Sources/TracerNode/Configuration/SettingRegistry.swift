@@ -183,9 +183,9 @@ enum SettingRegistry {
             convert: { RiskModel.WeightCurve(rawValue: $0) ?? .steps }),
         .text(
             "risk.score", \.risk.score, .choice(RiskModel.DayScore.allCases.map(\.rawValue)),
-            default: .value(.text("logistic")), env: "TRACER_RISK_SCORE", flag: nil,
-            help: "What a day's level is decided on: logistic (a probability from its weighted minutes and strongest attenuation, fitted on recorded contacts, with its own thresholds and min_contact_minutes; low_minutes and high_minutes then do not apply), total (its weighted minutes), best_window (the most in one id window) or best_half_hour (the most within half an hour); docs/risk-model.md.",
-            convert: { RiskModel.DayScore(rawValue: $0) ?? .logistic }),
+            default: .value(.text("total")), env: "TRACER_RISK_SCORE", flag: nil,
+            help: "What a day's level is decided on: total (its weighted minutes, against low_minutes and high_minutes; the default, chosen by its worst case under stresses), logistic (a probability from its weighted minutes and strongest attenuation, fitted on recorded contacts, with its own thresholds and min_contact_minutes; low_minutes and high_minutes then do not apply), best_window (the most in one id window) or best_half_hour (the most within half an hour); docs/risk-model.md.",
+            convert: { RiskModel.DayScore(rawValue: $0) ?? .total }),
         .number(
             "risk.min_contact_minutes", \.risk.minContactMinutes, .number(minimum: 0),
             default: 10, env: "TRACER_RISK_MIN_CONTACT_MINUTES", flag: nil,
