@@ -93,9 +93,17 @@ extension VerdictsBenchmark {
     struct StressCell {
         var name: String
         var stress: ReplayStress?
-        /// nil: the stressed recording's median scan interval, as the benchmark sets it for any campaign.
-        var samplingPeriod: Int?
+        var samplingPeriod: SamplingPeriod = .stressedRecording
         var leaveOneEnvironmentOut = false
+    }
+
+    /// What one sighting counts for in a cell.
+    enum SamplingPeriod {
+        /// The stressed recording's median scan interval, as the benchmark sets it for any campaign.
+        case stressedRecording
+        /// The recording's own interval: scans were missed, the scanner was no slower.
+        case unstressedRecording
+        case seconds(Int)
     }
 
     static func stressCells(seeds: [UInt64]) -> [StressCell] {
@@ -110,13 +118,13 @@ extension VerdictsBenchmark {
             // The phones scanned every ~261 s: no reading can be added. "60 s" is the node's own
             // assumption, each sighting standing for 60 s (risk.sampling_period's default) on
             // the recorded readings.
-            StressCell(name: "node's 60 s per sighting on the recorded scans", stress: nil, samplingPeriod: 60),
+            StressCell(name: "node's 60 s per sighting on the recorded scans", stress: nil, samplingPeriod: .seconds(60)),
             StressCell(name: "300 s cycle: scans ≥ 300 s apart", stress: .minimumScanGap(seconds: 300)),
             StressCell(name: "one reading per scan", stress: .onePerScan),
         ]
         // Missed scans, not a slower scanner: the node's sampling period stays the recording's.
         for seed in seeds.prefix(2) {
-            cells.append(StressCell(name: "half the scans, seed \(seed)", stress: .halfTheScans(seed: seed), samplingPeriod: -1))
+            cells.append(StressCell(name: "half the scans, seed \(seed)", stress: .halfTheScans(seed: seed), samplingPeriod: .unstressedRecording))
         }
         return cells
     }
@@ -167,7 +175,12 @@ extension VerdictsBenchmark {
                     stressed.medianScanIntervalSeconds)
             }
             let replay = replays[key]!
-            let period = cell.samplingPeriod.map { $0 < 0 ? baseInterval : $0 } ?? replay.interval
+            let period: Int
+            switch cell.samplingPeriod {
+            case .stressedRecording: period = replay.interval
+            case .unstressedRecording: period = baseInterval
+            case .seconds(let seconds): period = seconds
+            }
             for (index, candidate) in candidates.enumerated() {
                 let sessions = candidate.reports == .none ? replay.none : replay.raw
                 let outcomes: [Outcome] = sessions.compactMap { session in
