@@ -65,6 +65,19 @@ extension VerdictsBenchmark {
                     rule: .fixed(Self.physicsRule(summary: summary, directions: directions), fittedParameters: 0), reports: .raw))
             }
         }
+        // Added after the stressed figures were seen, reported only (not candidates for this
+        // round's choice): the mean of both directions instead of the stronger, the one piece of
+        // the node's own calibration that can halve a per-device error (docs/risk-model.md).
+        for summary in [RiskModel.AttenuationSummary.mean, .strongest] {
+            candidates.append(StressCandidate(
+                name: "Physics 55/70 dB, \(summary.rawValue), both directions averaged, total ≥ 5 min (added after; reported, not a candidate)",
+                rule: .fixed(Self.physicsRule(summary: summary, directions: .average), fittedParameters: 0), reports: .raw, eligible: false))
+        }
+        var averaged = RiskModel.standard
+        averaged.directions = .average
+        candidates.append(StressCandidate(
+            name: "Tracer's default with both directions averaged (51/56 dB, 5.8 min; added after; reported, not a candidate)",
+            rule: .fixed(averaged, fittedParameters: 4), reports: .raw, eligible: false))
         // Added after the choice, reported only: the chosen procedure's numbers on all 24 tests,
         // as shipped (in sample in the first cell).
         candidates.append(StressCandidate(name: "Tracer's default after issue 37 (RiskModel.standard; fitted on all 24 tests; reported, not a candidate)",

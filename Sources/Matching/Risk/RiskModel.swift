@@ -93,6 +93,11 @@ public struct RiskModel: Sendable, Equatable, Codable {
         /// The stronger of ours and the peer's report: the path is the same both ways, and what
         /// shades one phone's readings (a pocket, a body) need not shade the other's at the same moment.
         case both
+        /// The mean of ours and the peer's report in a window that has both, ours alone otherwise:
+        /// each direction carries the sender's TX power error and the receiver's RSSI error, and
+        /// the two directions carry different devices' errors, so their mean halves each one
+        /// instead of taking whichever is more optimistic (docs/risk-model.md, "Seventh round").
+        case average
     }
 
     /// How the RSSI values of one encounter (one peer id in one of our id windows) are summarised.
@@ -176,7 +181,8 @@ public struct RiskModel: Sendable, Equatable, Codable {
 
     /// TX power minus the RSSI we measured (its mean or its strongest value, corrected by this
     /// node's calibration); when we measured none, or with `directions = .both` when it is
-    /// smaller, the attenuation the peer reported for us (our TX power minus its RSSI).
+    /// smaller, the attenuation the peer reported for us (our TX power minus its RSSI); with
+    /// `directions = .average` the mean of the two, rounded down (towards near).
     public func attenuation(of encounter: Encounter) -> Int? {
         let reverse = reverseAttenuation(of: encounter)
         guard encounter.rssiCount > 0 else { return reverse }
@@ -189,8 +195,12 @@ public struct RiskModel: Sendable, Equatable, Codable {
             measured = Int(Self.upperQuartile(of: encounter.rssiHistogram) ?? encounter.rssiMax ?? Int8(clamping: encounter.rssiSum / encounter.rssiCount))
         }
         let forward = txPower - (measured + rssiCorrection)
-        guard directions == .both, let reverse else { return forward }
-        return min(forward, reverse)
+        guard let reverse else { return forward }
+        switch directions {
+        case .ours: return forward
+        case .both: return min(forward, reverse)
+        case .average: return Int((Double(forward + reverse) / 2).rounded(.down))
+        }
     }
 
     /// The largest RSSI that at least a quarter of the readings reach or exceed; nil when empty.

@@ -170,7 +170,7 @@ enum SettingRegistry {
         .text(
             "risk.directions", \.risk.directions, .choice(RiskModel.Directions.allCases.map(\.rawValue)),
             default: .value(.text("both")), env: "TRACER_RISK_DIRECTIONS", flag: nil,
-            help: "Whose readings decide a window's bucket: both (ours or the RSSI the peer reported for us in the exchange, whichever is stronger) or ours (the report only when we heard nothing).",
+            help: "Whose readings decide a window's bucket: both (ours or the RSSI the peer reported for us in the exchange, whichever is stronger), average (the mean of the two where both exist) or ours (the report only when we heard nothing).",
             convert: { RiskModel.Directions(rawValue: $0) ?? .both }),
         .integer(
             "risk.rssi_correction", \.risk.rssiCorrection, .integer(minimum: Int64(RSSICalibration.correctionRange.lowerBound), maximum: Int64(RSSICalibration.correctionRange.upperBound), unit: "dB"),
