@@ -14,6 +14,10 @@ struct VerdictsBenchmark {
     let svgPath: String?
     /// Only the newest round's section (a quicker run while exploring; the full run gives the figures).
     var newestOnly = false
+    /// Only the seventh round's stress table (issue 37), which also runs at the end of the full run.
+    var stressOnly = false
+    /// The seeds of the seeded stresses (calibration shifts; the first two also thin scans at random).
+    static let stressSeeds: [UInt64] = [1, 2, 3, 4, 5]
 
     /// A risk configuration under test; `risk.sampling_period` is the recording's scan cycle
     /// for all of them, as it is a property of the scanner, not of the policy.
@@ -55,6 +59,10 @@ struct VerdictsBenchmark {
         let recording = try ReplayRecording(sessionsCSV: sessionsCSV, readingsCSV: readingsCSV)
         let readingCount = recording.readings.values.reduce(0) { $0 + $1.count }
         say("verdicts: \(sessionsCSV) (\(grouped(recording.sessions.count)) sessions), \(readingsCSV) (\(grouped(readingCount)) readings), read in \(format(seconds(ContinuousClock.now - clock), 1)) s")
+        if stressOnly {
+            try stressRun(recording, seeds: Self.stressSeeds)
+            return
+        }
         clock = .now
         // The phones' Exposure Notification service exchanges nothing: the deployed configurations
         // and the first two rounds are scored on what each receiver heard, one direction only.
@@ -178,8 +186,14 @@ struct VerdictsBenchmark {
         say("chosen the same way on all labelled tests: " + quartile.onAllTests)
         say("")
         fifthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs)
-        // The default since the sixth round: drawn last and thickest.
+        // The default again since the seventh round (issue 37), the third round's `total`: moved to
+        // the end, where the picture draws it last and thickest.
         curves.append(sixthRound(exchanged, tests: tests, samplingPeriod: samplingPeriod, deployedTPRs: deployedTPRs))
+        if let third = curves.firstIndex(where: { $0.name.hasPrefix("Third round: both directions, total") }) {
+            var defaultCurve = curves.remove(at: third)
+            defaultCurve.name = "Tracer now: both directions, total (held out)"
+            curves.append(defaultCurve)
+        }
         let calibrated = try ExposureReplay.replay(recording, directory: directory, reports: .calibrated).filter { $0.session.label != nil }
         let calibratedBoth = crossValidate(calibrated, tests: tests, samplingPeriod: samplingPeriod, calibration: .receiverOffset, directions: [.both])
         report("If the writer reported its calibrated RSSI (a protocol change, not made; both directions, held out)", calibratedBoth.outcomes)
@@ -213,6 +227,8 @@ struct VerdictsBenchmark {
             say("")
             say("ROC curve written to \(svgPath)")
         }
+        say("")
+        try stressRun(recording, seeds: Self.stressSeeds)
     }
 
     /// Issue 26, fourth round: a weight that falls continuously with attenuation instead of three
@@ -298,7 +314,7 @@ struct VerdictsBenchmark {
     /// Issue 26, sixth round: the two-feature logistic score with and without the floor of close
     /// contact minutes (`risk.min_contact_minutes`, not fitted), at the recording's scan cycle and
     /// at a node's 60 s per sighting; how many held-out verdicts the floor changes.
-    /// Returns the default's held-out curve (the floor, the recording's scan cycle).
+    /// Returns the sixth round's default's held-out curve (the floor, the recording's scan cycle).
     func sixthRound(_ exchanged: [ReplayedSession], tests: [String], samplingPeriod: Int, deployedTPRs: [(String, Double)])
         -> (name: String, points: [(fpr: Double, tpr: Double)], operating: (fpr: Double, tpr: Double)?) {
         let floor = RiskModel.standard.minContactMinutes
@@ -318,7 +334,7 @@ struct VerdictsBenchmark {
                 results[minutes] = result.outcomes
                 if period == samplingPeriod, minutes == floor {
                     let counts = VerdictCounts(result.outcomes.map { ($0.exit3, $0.truth) })
-                    defaultCurve = ("Tracer now: logistic score, floor \(format(floor, 0)) min (held out)", scores.rocPoints,
+                    defaultCurve = ("Sixth round: logistic score, floor \(format(floor, 0)) min (held out)", scores.rocPoints,
                                     (counts.falsePositiveRate.value, counts.truePositiveRate.value))
                 }
             }

@@ -28,6 +28,12 @@ public struct ReplayReading: Sendable, Hashable {
     /// As logged by the phone: already calibrated with the receiver's RSSI offset.
     public var calibratedRSSI: Int
     public var scanStart: Double
+
+    public init(seconds: Double, calibratedRSSI: Int, scanStart: Double) {
+        self.seconds = seconds
+        self.calibratedRSSI = calibratedRSSI
+        self.scanStart = scanStart
+    }
 }
 
 /// A pair of CSV files: sessions and readings, with the columns of the MIT LL / U. Arizona

@@ -82,9 +82,10 @@ extension MatchingTests {
 
         @Test func theShippedLogisticScoreIsTheFittedOne() {
             // docs/risk-model.md, "Fifth round": fitted on all 24 labelled tests over two features,
-            // the day's weighted minutes and its strongest attenuation; the default since the sixth
-            // round, with its floor of close contact minutes.
-            #expect(RiskModel.standard.dayScore == .logistic)
+            // the day's weighted minutes and its strongest attenuation; the default in the sixth
+            // round, with its floor of close contact minutes; since the seventh, `risk.score =
+            // logistic` selects it and the default is the day's total.
+            #expect(RiskModel.standard.dayScore == .total)
             let fitted = RiskModel.fittedLogistic
             #expect(fitted.coefficients.count == LogisticScore.featureNames.count)
             #expect(fitted.coefficients[0] > 0)
@@ -133,41 +134,53 @@ extension MatchingTests {
             #expect(level(minutes: 1, rssi: -60, model: model) == .none)
         }
 
+        /// The sixth round's default: the logistic score with its floor, as `risk.score = logistic` selects it.
+        static var logisticDefault: RiskModel {
+            var model = RiskModel.standard
+            model.dayScore = .logistic
+            return model
+        }
+
         /// A contact the exchange alone proved (no signal measured either way) counts as `total`
-        /// counts it, like medium minutes: long enough, it is an exposure under the default score.
+        /// counts it, like medium minutes: long enough, it is an exposure under either score.
         @Test func anUnmeasuredContactCanStillBeAnExposure() {
-            func unmeasured(minutes: Int64) -> ExposureAssessment {
+            func unmeasured(minutes: Int64, model: RiskModel = .standard) -> ExposureAssessment {
                 let heard = encounter(9, from: day, to: day + (minutes - 1) * 60, rssi: nil, txPower: nil)
-                return ExposureAssessment(matches: [ExposureMatch(encounter: heard, listed: listed(9, from: day, to: day + 3_600))], model: .standard)
+                return ExposureAssessment(matches: [ExposureMatch(encounter: heard, listed: listed(9, from: day, to: day + 3_600))], model: model)
             }
-            #expect(RiskModel.standard.dayScore == .logistic)
-            #expect(unmeasured(minutes: 30).level > .none)
-            #expect(unmeasured(minutes: 12).level > .none, "as 12 medium minutes are")
-            #expect(unmeasured(minutes: 30).days.first?.features?.strongestAttenuation
+            // The default (`total`): unmeasured minutes weigh 0.5, one sighting a minute. 30 minutes
+            // are 15 weighted (low: 5.8 ≤ 15 < 18.4), 12 are 6 (low), 11 are 5.5 (none).
+            #expect(RiskModel.standard.dayScore == .total)
+            #expect(unmeasured(minutes: 30).days.first?.weightedMinutes == 15)
+            #expect(unmeasured(minutes: 30).level == .low)
+            #expect(unmeasured(minutes: 12).level == .low)
+            #expect(unmeasured(minutes: 11).level == .none)
+            // The logistic score: the same contact, in the middle of the medium range.
+            let logistic = Self.logisticDefault
+            #expect(unmeasured(minutes: 30, model: logistic).level > .none)
+            #expect(unmeasured(minutes: 12, model: logistic).level > .none, "as 12 medium minutes are")
+            #expect(unmeasured(minutes: 30, model: logistic).days.first?.features?.strongestAttenuation
                     == (RiskModel.standard.nearAttenuation + RiskModel.standard.farAttenuation) / 2)
-            #expect(unmeasured(minutes: 5).level == .none, "under the floor")
-            var total = RiskModel.standard
-            total.dayScore = .total
-            let heard = encounter(9, from: day, to: day + 29 * 60, rssi: nil, txPower: nil)
-            #expect(ExposureAssessment(matches: [ExposureMatch(encounter: heard, listed: listed(9, from: day, to: day + 3_600))], model: total).level > .none)
+            #expect(unmeasured(minutes: 5, model: logistic).level == .none, "under the floor")
         }
 
         /// A 15-minute near contact from 23:52 to 00:07 UTC falls in two days of 8 minutes each,
         /// both under the floor of 10 alone: each day counts the other's minutes that follow on.
         @Test func aContactOverMidnightIsNotCutUnderTheFloor() {
+            let logistic = Self.logisticDefault
             let midnight = day + 86_400
             let evening = encounter(7, from: midnight - 480, to: midnight - 60, rssi: -45)  // 8 min
             let morning = encounter(7, from: midnight, to: midnight + 420, rssi: -45)       // 8 min
             let assessed = ExposureAssessment(
                 matches: [evening, morning].map { ExposureMatch(encounter: $0, listed: listed(7, from: day, to: midnight + 86_400)) },
-                model: .standard)
+                model: logistic)
             #expect(assessed.days.count == 2)
             #expect(assessed.days.allSatisfy { $0.level > .none }, "\(assessed.days.map(\.level))")
             // Days apart do not add up: the same 8 minutes a day later than the evening stay under it.
             let apart = ExposureAssessment(
                 matches: [evening, encounter(7, from: midnight + 43_200, to: midnight + 43_620, rssi: -45)]
                     .map { ExposureMatch(encounter: $0, listed: listed(7, from: day, to: midnight + 86_400)) },
-                model: .standard)
+                model: logistic)
             #expect(apart.level == .none)
         }
 

@@ -158,3 +158,63 @@ extension MatchingTests {
         }
     }
 }
+
+extension MatchingTests.ExposureReplayTests {
+    func recording() throws -> ReplayRecording {
+        let directory = NSTemporaryDirectory() + "tracer-stress-test-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        try Self.sessionsCSV.write(toFile: directory + "/sessions.csv", atomically: true, encoding: .utf8)
+        try Self.readingsCSV.write(toFile: directory + "/readings.csv", atomically: true, encoding: .utf8)
+        return try ReplayRecording(sessionsCSV: directory + "/sessions.csv", readingsCSV: directory + "/readings.csv")
+    }
+
+    @Test func aCalibrationShiftMovesEveryReadingOfAPairByItsReceiversAndItsSendersShift() throws {
+        let recording = try recording()
+        // Seed 1, ±8 dB: the first SplitMix64 output seeded with 1 xor FNV-1a("receiver\u{1f}B") is
+        // 2 mod 17, so B receives 2 - 8 = -6 dB off; likewise A sends 1 dB more than it advertises,
+        // A receives 7 dB off and B sends 8 dB more (worked out from the two functions' published
+        // definitions, outside Swift).
+        #expect(ReplayStress.shift(of: "B", role: "receiver", seed: 1, maximumDB: 8) == -6)
+        #expect(ReplayStress.shift(of: "A", role: "sender", seed: 1, maximumDB: 8) == 1)
+        #expect(ReplayStress.shift(of: "A", role: "receiver", seed: 1, maximumDB: 8) == 7)
+        #expect(ReplayStress.shift(of: "B", role: "sender", seed: 1, maximumDB: 8) == 8)
+        let shifted = ReplayStress.calibrationShift(seed: 1, maximumDB: 8).apply(to: recording)
+        // A → B: -6 + 1 = -5 dB on each of -60, -90, -90, -73; B → A: 7 + 8 = +15 dB on -50.
+        #expect(shifted.readings["t1:A->B"]?.map(\.calibratedRSSI) == [-65, -95, -95, -78])
+        #expect(shifted.readings["t1:B->A"]?.map(\.calibratedRSSI) == [-35])
+        // The node is told the same calibration as before.
+        #expect(shifted.sessions == recording.sessions)
+        #expect(ReplayStress.calibrationShift(seed: 1, maximumDB: 0).apply(to: recording).readings == recording.readings)
+        for phone in ["A", "B", "C"] {
+            #expect((-8...8).contains(ReplayStress.shift(of: phone, role: "receiver", seed: 7, maximumDB: 8)))
+        }
+    }
+
+    @Test func aMinimumScanGapKeepsTheFirstScanThenEachOneFarEnoughFromTheLastKept() throws {
+        let recording = try recording()
+        // B scanned at 60, 300, 600 and 960 s: with 300 s, 300 is 240 s after 60 (dropped), 600 is
+        // 540 s after 60 (kept), 960 is 360 s after 600 (kept).
+        let slower = ReplayStress.minimumScanGap(seconds: 300).apply(to: recording)
+        #expect(slower.readings["t1:A->B"]?.map(\.scanStart) == [60, 600, 960])
+        #expect(slower.readings["t1:B->A"]?.map(\.scanStart) == [100])
+        // With 400 s, 960 is only 360 s after 600.
+        #expect(ReplayStress.minimumScanGap(seconds: 400).apply(to: recording).readings["t1:A->B"]?.map(\.scanStart) == [60, 600])
+    }
+
+    @Test func onePerScanKeepsTheFirstReadingOfEachScanAndHalfTheScansDropsWholeScans() throws {
+        let session = try #require(try recording().sessions.first)
+        let readings = [
+            ReplayReading(seconds: 61, calibratedRSSI: -70, scanStart: 60), ReplayReading(seconds: 60, calibratedRSSI: -60, scanStart: 60),
+            ReplayReading(seconds: 300, calibratedRSSI: -80, scanStart: 300), ReplayReading(seconds: 302, calibratedRSSI: -81, scanStart: 300),
+        ]
+        let recording = ReplayRecording(sessions: [session], readings: [session.id: readings])
+        #expect(ReplayStress.onePerScan.apply(to: recording).readings[session.id]?.map(\.calibratedRSSI) == [-60, -80])
+        for seed: UInt64 in [1, 2, 3] {
+            let kept = try #require(ReplayStress.halfTheScans(seed: seed).apply(to: recording).readings[session.id])
+            // Whole scans: both readings of a scan or neither; the same seed keeps the same scans.
+            #expect(Set([60.0, 300.0]).allSatisfy { scan in kept.filter { $0.scanStart == scan }.count % 2 == 0 })
+            #expect(ReplayStress.halfTheScans(seed: seed).apply(to: recording).readings[session.id] == kept)
+        }
+    }
+}

@@ -40,6 +40,8 @@ extension MatchingTests {
             #expect(standard.directions == .both)
             #expect((standard.nearAttenuation, standard.farAttenuation) == (51, 56))
             #expect((standard.lowMinutes, standard.highMinutes) == (5.8, 18.4))
+            // Since the seventh round the day's total decides (docs/risk-model.md, "Seventh round").
+            #expect(standard.dayScore == .total)
             // One sighting at −50 dBm and one at −80: the mean (65 dB) would be far, the strongest
             // (50 dB) is near.
             var value = encounter(1, from: day, to: day + 60, rssi: -50)
@@ -78,6 +80,22 @@ extension MatchingTests {
             // We measured nothing, the peer reported what it heard of us.
             #expect(model.attenuation(of: encounter(1, from: day, to: day, rssi: nil, txPower: 0, reportedRSSI: -40)) == 40)
             #expect(model.proximity(of: encounter(1, from: day, to: day, rssi: nil, txPower: 0)) == .unknown)
+        }
+
+        @Test func averagedDirectionsTakeTheMeanWhereBothExist() {
+            var average = RiskModel.standard
+            average.directions = .average
+            // Ours 70 dB (TX 0 heard at −70 dBm), the report 45 dB (−45 dBm): (70 + 45) / 2 = 57.5,
+            // rounded down to 57.
+            #expect(average.attenuation(of: encounter(1, from: day, to: day, rssi: -70, txPower: 0, reportedRSSI: -45)) == 57)
+            // With our own TX power of −20 dBm the report is −20 − (−45) = 25 dB: (70 + 25) / 2 = 47.5 → 47.
+            average.ownTxPower = -20
+            #expect(average.attenuation(of: encounter(1, from: day, to: day, rssi: -70, txPower: 0, reportedRSSI: -45)) == 47)
+            // A weaker report pulls the mean the other way: (70 + 70) / 2 with −20 − (−90) = 70 dB.
+            #expect(average.attenuation(of: encounter(1, from: day, to: day, rssi: -70, txPower: 0, reportedRSSI: -90)) == 70)
+            // One direction alone: ours, or the report when we measured nothing.
+            #expect(average.attenuation(of: encounter(1, from: day, to: day, rssi: -70, txPower: 0)) == 70)
+            #expect(average.attenuation(of: encounter(1, from: day, to: day, rssi: nil, txPower: 0, reportedRSSI: -45)) == 25)
         }
 
         @Test func bothDirectionsTakeTheSmallerAttenuation() {

@@ -98,7 +98,7 @@ extension TracerNodeTests {
             #expect(config.value("risk.attenuation_summary") as? String == "strongest")
             #expect(config.value("risk.directions") as? String == "both")
             #expect(config.value("risk.weight_curve") as? String == "steps")
-            #expect(config.value("risk.score") as? String == "logistic")
+            #expect(config.value("risk.score") as? String == "total")
             #expect(config.value("risk.min_contact_minutes") as? Double == 10)
             #expect(config.value("node.database") as? String == home.scratch.path + "/xdg-data/tracer/tracer.db")
             #expect(config.value("check.cache_dir") as? String == home.scratch.path + "/xdg-cache/tracer")

@@ -170,7 +170,7 @@ enum SettingRegistry {
         .text(
             "risk.directions", \.risk.directions, .choice(RiskModel.Directions.allCases.map(\.rawValue)),
             default: .value(.text("both")), env: "TRACER_RISK_DIRECTIONS", flag: nil,
-            help: "Whose readings decide a window's bucket: both (ours or the RSSI the peer reported for us in the exchange, whichever is stronger) or ours (the report only when we heard nothing).",
+            help: "Whose readings decide a window's bucket: both (ours or the RSSI the peer reported for us in the exchange, whichever is stronger), average (the mean of the two where both exist) or ours (the report only when we heard nothing).",
             convert: { RiskModel.Directions(rawValue: $0) ?? .both }),
         .integer(
             "risk.rssi_correction", \.risk.rssiCorrection, .integer(minimum: Int64(RSSICalibration.correctionRange.lowerBound), maximum: Int64(RSSICalibration.correctionRange.upperBound), unit: "dB"),
@@ -183,9 +183,9 @@ enum SettingRegistry {
             convert: { RiskModel.WeightCurve(rawValue: $0) ?? .steps }),
         .text(
             "risk.score", \.risk.score, .choice(RiskModel.DayScore.allCases.map(\.rawValue)),
-            default: .value(.text("logistic")), env: "TRACER_RISK_SCORE", flag: nil,
-            help: "What a day's level is decided on: logistic (a probability from its weighted minutes and strongest attenuation, fitted on recorded contacts, with its own thresholds and min_contact_minutes; low_minutes and high_minutes then do not apply), total (its weighted minutes), best_window (the most in one id window) or best_half_hour (the most within half an hour); docs/risk-model.md.",
-            convert: { RiskModel.DayScore(rawValue: $0) ?? .logistic }),
+            default: .value(.text("total")), env: "TRACER_RISK_SCORE", flag: nil,
+            help: "What a day's level is decided on: total (its weighted minutes, against low_minutes and high_minutes; the default, chosen by its worst case under stresses), logistic (a probability from its weighted minutes and strongest attenuation, fitted on recorded contacts, with its own thresholds and min_contact_minutes; low_minutes and high_minutes then do not apply), best_window (the most in one id window) or best_half_hour (the most within half an hour); docs/risk-model.md.",
+            convert: { RiskModel.DayScore(rawValue: $0) ?? .total }),
         .number(
             "risk.min_contact_minutes", \.risk.minContactMinutes, .number(minimum: 0),
             default: 10, env: "TRACER_RISK_MIN_CONTACT_MINUTES", flag: nil,

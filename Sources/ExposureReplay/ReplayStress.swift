@@ -1,0 +1,113 @@
+import Foundation
+import TracerCore
+
+/// A change to a recording that stands in for another field campaign (issue 37): what another
+/// group's phones, settings and scanners would have made of the same contacts. Applied to the
+/// readings before the replay, so the node's own code (store, matcher, `ExposureAssessment`)
+/// scores the stressed recording exactly as it scores the real one.
+public enum ReplayStress: Sendable, Hashable {
+    /// Every device's calibration off by an amount the node cannot know: each phone's receiver
+    /// reports RSSI `receiverShift` dB off its calibrated value, and each phone radiates
+    /// `senderShift` dB more than the TX power it advertises. Both are drawn per phone (the same
+    /// in every test it took part in), uniformly from -maximumDB...maximumDB, from `seed`.
+    /// A reading of sender s by receiver r moves by receiverShift(r) + senderShift(s): the
+    /// attenuation a node computes (advertised TX power minus RSSI) moves by minus that. The
+    /// sender's error is applied to the radiated power rather than the advertised value so that
+    /// it reaches senders that advertise none (the iPhones), whose attenuation uses an assumed one.
+    case calibrationShift(seed: UInt64, maximumDB: Int)
+    /// Only the scans a slower scanner would have made: of each receiver's scans in a test,
+    /// the first, then each next one starting at least `seconds` after the last one kept.
+    case minimumScanGap(seconds: Double)
+    /// One reading per scan per pair (the first), as a scanner that reports each advertiser once
+    /// per scan would log it.
+    case onePerScan
+    /// Each receiver's scans kept or dropped with probability one half, drawn per scan from `seed`.
+    case halfTheScans(seed: UInt64)
+
+    /// The recording as this stress leaves it: the same sessions (with their labels), fewer or
+    /// shifted readings. Sessions keep their recorded TX power and RSSI offset: the node is told
+    /// the same calibration as before, which is what makes the shift unknowable to it.
+    public func apply(to recording: ReplayRecording) -> ReplayRecording {
+        var readings: [String: [ReplayReading]] = [:]
+        switch self {
+        case .calibrationShift(let seed, let maximumDB):
+            for session in recording.sessions {
+                guard let sessionReadings = recording.readings[session.id] else { continue }
+                let shift = Self.shift(of: session.receiver, role: "receiver", seed: seed, maximumDB: maximumDB)
+                    + Self.shift(of: session.sender, role: "sender", seed: seed, maximumDB: maximumDB)
+                readings[session.id] = sessionReadings.map { reading in
+                    var shifted = reading
+                    shifted.calibratedRSSI += shift
+                    return shifted
+                }
+            }
+        case .minimumScanGap(let seconds):
+            let kept = Self.scansByReceiver(recording).mapValues { starts in
+                var keptStarts: Set<Double> = []
+                var last: Double?
+                for start in starts.sorted() where last.map({ start - $0 >= seconds }) ?? true {
+                    keptStarts.insert(start)
+                    last = start
+                }
+                return keptStarts
+            }
+            readings = Self.filterScans(recording) { session, start in kept[Self.receiverKey(session)]?.contains(start) ?? false }
+        case .onePerScan:
+            for (id, sessionReadings) in recording.readings {
+                var seen: Set<Double> = []
+                readings[id] = sessionReadings.sorted { ($0.scanStart, $0.seconds) < ($1.scanStart, $1.seconds) }
+                    .filter { seen.insert($0.scanStart).inserted }
+            }
+        case .halfTheScans(let seed):
+            readings = Self.filterScans(recording) { session, start in
+                Self.hash("\(seed)\u{1f}\(Self.receiverKey(session))\u{1f}\(start)") % 2 == 0
+            }
+        }
+        return ReplayRecording(sessions: recording.sessions, readings: readings)
+    }
+
+    /// A phone's shift in one role: an integer in -maximumDB...maximumDB, the same for every
+    /// session of that phone (phone names are the recording's device ids).
+    public static func shift(of phone: String, role: String, seed: UInt64, maximumDB: Int) -> Int {
+        guard maximumDB > 0 else { return 0 }
+        var generator = SplitMix64(seed: seed ^ hash(role + "\u{1f}" + phone))
+        return Int(generator.next() % UInt64(2 * maximumDB + 1)) - maximumDB
+    }
+
+    /// A short name for tables.
+    public var name: String {
+        switch self {
+        case .calibrationShift(let seed, let maximumDB): "calibration ±\(maximumDB) dB, seed \(seed)"
+        case .minimumScanGap(let seconds): "scans ≥ \(Int(seconds)) s apart"
+        case .onePerScan: "one reading per scan"
+        case .halfTheScans(let seed): "half the scans, seed \(seed)"
+        }
+    }
+
+    static func receiverKey(_ session: ReplaySession) -> String { session.test + "\u{1f}" + session.receiver }
+
+    /// Every receiver's scan starts in a test, over all the senders it heard.
+    static func scansByReceiver(_ recording: ReplayRecording) -> [String: Set<Double>] {
+        var starts: [String: Set<Double>] = [:]
+        for session in recording.sessions {
+            for reading in recording.readings[session.id] ?? [] { starts[receiverKey(session), default: []].insert(reading.scanStart) }
+        }
+        return starts
+    }
+
+    static func filterScans(_ recording: ReplayRecording, keep: (ReplaySession, Double) -> Bool) -> [String: [ReplayReading]] {
+        var readings: [String: [ReplayReading]] = [:]
+        for session in recording.sessions {
+            guard let sessionReadings = recording.readings[session.id] else { continue }
+            readings[session.id] = sessionReadings.filter { keep(session, $0.scanStart) }
+        }
+        return readings
+    }
+
+    /// FNV-1a: stable across runs and platforms, unlike `Hasher`.
+    static func hash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in Array(text.utf8) { hash = (hash ^ UInt64(byte)) &* 0x0000_0100_0000_01b3 }
+        return hash
+    }
+}
