@@ -9,7 +9,7 @@ import Matching
 /// figure was seen (docs/risk-model.md, "Seventh round").
 extension VerdictsBenchmark {
     /// How a candidate gets its settings.
-    enum StressRule {
+    enum StressRule: Equatable {
         /// Fixed numbers, scored as they are. `fittedParameters` counts those fitted on these
         /// recordings (0 for a rule whose numbers come from elsewhere or from physics).
         case fixed(RiskModel, fittedParameters: Int)
@@ -19,6 +19,13 @@ extension VerdictsBenchmark {
         /// The sixth round's procedure, per fold: those steps, then the two-feature logistic score
         /// and its thresholds fitted on the training tests; the floor of 10 close minutes.
         case logisticPerFold
+        /// Added after the first stressed figures (the widened family): the third round's
+        /// procedure per fold, chosen on the training tests as recorded plus the same tests
+        /// replayed under `StressAugmentation.training`'s calibration shifts, pooled.
+        case stepsPerFoldAugmented
+        /// Added with it: the physics rule (55/70 dB, strongest, both directions, 1/0.5/0, high
+        /// from 15 minutes) with only its exit-3 weighted minutes chosen per fold on the same pool.
+        case physicsLowPerFoldAugmented
     }
 
     struct StressCandidate {
@@ -38,6 +45,17 @@ extension VerdictsBenchmark {
             case .stepsPerFold: 4
             // Near threshold and band, intercept and two coefficients, two probability thresholds.
             case .logisticPerFold: 7
+            case .stepsPerFoldAugmented: 4
+            // The exit-3 weighted minutes.
+            case .physicsLowPerFoldAugmented: 1
+            }
+        }
+
+        /// Added to the family after the first stressed figures were seen.
+        var widened: Bool {
+            switch rule {
+            case .stepsPerFoldAugmented, .physicsLowPerFoldAugmented: true
+            default: false
             }
         }
     }
@@ -65,6 +83,17 @@ extension VerdictsBenchmark {
                     rule: .fixed(Self.physicsRule(summary: summary, directions: directions), fittedParameters: 0), reports: .raw))
             }
         }
+        // The widened family (added after the first stressed figures were seen, declared as such,
+        // scored in every cell like the others; the choice rule above is unchanged): fitting
+        // under the stress that broke every fitted rule. Each fold chooses on its training tests
+        // as recorded plus those tests under calibration shifts of seeds 101...105, which no
+        // cell scores with (the calibration cells use seeds 1...5).
+        candidates += [
+            StressCandidate(name: "Third round's procedure per fold, fitted under calibration augmentation (seeds 101-105; added after)",
+                            rule: .stepsPerFoldAugmented, reports: .raw),
+            StressCandidate(name: "Physics 55/70 dB, strongest, both directions, exit-3 minutes fitted per fold under calibration augmentation (added after)",
+                            rule: .physicsLowPerFoldAugmented, reports: .raw),
+        ]
         // Added after the stressed figures were seen, reported only (not candidates for this
         // round's choice): the mean of both directions instead of the stronger, the one piece of
         // the node's own calibration that can halve a per-device error (docs/risk-model.md).
@@ -174,6 +203,19 @@ extension VerdictsBenchmark {
         let byEnvironment = perFoldModels(base, samplingPeriod: baseInterval, groups: Set(Self.environments), group: \.session.environment)
         say("per-fold rules fitted (\(tests.count) tests, \(Self.environments.count) environments) in \(format(seconds(ContinuousClock.now - clock), 1)) s")
 
+        // The widened family's training pool: the recording as recorded, then under each
+        // training seed's calibration shift. Its seeds must not be the cells' seeds.
+        clock = .now
+        let augmentation = StressAugmentation.training
+        precondition(augmentation.isDisjoint(fromScoringSeeds: seeds), "training and scoring seeds overlap")
+        var pool = base
+        for stress in augmentation.stresses {
+            pool += try ExposureReplay.replay(stress.apply(to: recording), directory: directory, reports: .raw).filter { $0.session.label != nil }
+        }
+        let augmented = augmentedFoldModels(pool, samplingPeriod: baseInterval, tests: tests)
+        say("augmented per-fold rules fitted (training pool: as recorded + calibration ±\(augmentation.maximumDB) dB, seeds \(augmentation.seeds.map(String.init).joined(separator: ", ")); "
+            + "scoring seeds \(seeds.map(String.init).joined(separator: ", ")); \(pool.count) pooled pairs) in \(format(seconds(ContinuousClock.now - clock), 1)) s")
+
         var figures: [[CellFigures]] = Array(repeating: [], count: candidates.count)
         var rows: [String] = []
         var replays: [String: (none: [ReplayedSession], raw: [ReplayedSession], interval: Int)] = [:]
@@ -204,6 +246,11 @@ extension VerdictsBenchmark {
                         let folds = cell.leaveOneEnvironmentOut ? byEnvironment : byTest
                         let group = cell.leaveOneEnvironmentOut ? session.session.environment : session.session.test
                         guard let chosen = folds[group].map({ candidate.rule.isLogistic ? $0.logistic : $0.steps }) ?? nil else { return nil }
+                        model = chosen
+                    case .stepsPerFoldAugmented, .physicsLowPerFoldAugmented:
+                        let folds = cell.leaveOneEnvironmentOut ? augmented.byEnvironment : augmented.byTest
+                        let group = cell.leaveOneEnvironmentOut ? session.session.environment : session.session.test
+                        guard let chosen = folds[group].map({ candidate.rule == .stepsPerFoldAugmented ? $0.steps : $0.physics }) ?? nil else { return nil }
                         model = chosen
                     }
                     model.samplingPeriodSeconds = period
@@ -244,13 +291,16 @@ extension VerdictsBenchmark {
                 + "\(format(areas.min()!, 3)) (\(format(areas.min()!, 3))–\(format(areas.max()!, 3)); \(cellOf(areas, areas.min()!))) | \(format(worstJ, 3)) | \(meets ? "yes" : "no") |")
         }
         say("")
-        let eligible = summaries.filter { candidates[$0.index].eligible }
-        let pool = eligible.contains(where: \.meets) ? eligible.filter(\.meets) : eligible
-        let bestJ = pool.map(\.worstJ).max()!
-        let chosen = pool.filter { $0.worstJ >= bestJ - Self.worstCaseMargin }
-            .min { (candidates[$0.index].fittedParameters, -$0.worstJ) < (candidates[$1.index].fittedParameters, -$1.worstJ) }!
-        say("Chosen by the rule: \(candidates[chosen.index].name) (worst TPR − FPR \(format(chosen.worstJ, 3)); best in its pool \(format(bestJ, 3)); "
-            + "\(!eligible.contains(where: \.meets) ? "no candidate meets the stress target in every cell" : "\(pool.count) candidates meet the stress target in every cell"))")
+        // The same rule, on the family as first declared and on the widened family.
+        for widened in [false, true] {
+            let eligible = summaries.filter { candidates[$0.index].eligible && (widened || !candidates[$0.index].widened) }
+            let choicePool = eligible.contains(where: \.meets) ? eligible.filter(\.meets) : eligible
+            let bestJ = choicePool.map(\.worstJ).max()!
+            let chosen = choicePool.filter { $0.worstJ >= bestJ - Self.worstCaseMargin }
+                .min { (candidates[$0.index].fittedParameters, -$0.worstJ) < (candidates[$1.index].fittedParameters, -$1.worstJ) }!
+            say("Chosen by the rule \(widened ? "from the widened family (with the augmented candidates)" : "from the family as first declared"): \(candidates[chosen.index].name) (worst TPR − FPR \(format(chosen.worstJ, 3)); best in its pool \(format(bestJ, 3)); "
+                + "\(!eligible.contains(where: \.meets) ? "no candidate meets the stress target in every cell" : "\(choicePool.count) candidates meet the stress target in every cell"))")
+        }
         let onAllTests = perFoldModels(base, samplingPeriod: baseInterval, groups: ["(none held out)"], group: \.session.test)["(none held out)"]
         func describe(_ model: RiskModel?) -> String {
             guard let model else { return "none" }
@@ -259,6 +309,7 @@ extension VerdictsBenchmark {
                 : Self.describe(model, thresholds: Thresholds(low: model.lowMinutes, high: model.highMinutes))
         }
         say("The per-fold procedures on all \(tests.count) tests (what a default from them can be): steps \(describe(onAllTests?.steps)); \(describe(onAllTests?.logistic))")
+        say("The augmented procedures on all \(tests.count) tests, pooled with seeds \(augmentation.seeds.map(String.init).joined(separator: ", ")) (what a default from them can be): steps \(describe(augmented.onAllTests.steps)); physics \(describe(augmented.onAllTests.physics))")
         say("stress run: \(cells.count) cells, \(candidates.count) candidates, \(replays.count * 2) replays, in \(format(seconds(ContinuousClock.now - started), 1)) s")
         say("")
     }
@@ -301,6 +352,47 @@ extension VerdictsBenchmark {
             models[name] = (steps, logistic)
         }
         return models
+    }
+}
+
+extension VerdictsBenchmark {
+    /// The widened family's folds: each test (and each environment) held out in turn from the
+    /// pooled replays (as recorded + calibration-shifted copies), the third round's procedure and
+    /// the physics rule's exit-3 minutes chosen on the rest. Every candidate is scored once on the
+    /// whole pool; `StressAugmentation.trainingIndices` leaves out every replay of the held-out group.
+    func augmentedFoldModels(_ pool: [ReplayedSession], samplingPeriod: Int, tests: Set<String>)
+        -> (byTest: [String: (steps: RiskModel?, physics: RiskModel?)], byEnvironment: [String: (steps: RiskModel?, physics: RiskModel?)],
+            onAllTests: (steps: RiskModel?, physics: RiskModel?)) {
+        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: [0], summaries: [.strongest], directions: [.both])
+        let scored = candidates.map { model in pool.map { outcome(of: $0, model: model) } }
+        var physics = Self.physicsRule(summary: .strongest, directions: .both)
+        physics.samplingPeriodSeconds = samplingPeriod
+        let physicsScored = [pool.map { outcome(of: $0, model: physics) }]
+        func fold(_ training: [Int]) -> (steps: RiskModel?, physics: RiskModel?) {
+            let steps = Self.select(candidates, scored: scored, training: training).map { best in
+                var model = best.model
+                model.lowMinutes = best.thresholds.low
+                model.highMinutes = best.thresholds.high
+                return model
+            }
+            // Only exit 3 is fitted: "high" stays at the label's 15 minutes (or at exit 3 if higher).
+            let low = Self.select([physics], scored: physicsScored, training: training).map { best in
+                var model = physics
+                model.lowMinutes = best.thresholds.low
+                model.highMinutes = max(best.thresholds.low, physics.highMinutes)
+                return model
+            }
+            return (steps, low)
+        }
+        var byTest: [String: (steps: RiskModel?, physics: RiskModel?)] = [:]
+        let testGroups = pool.map(\.session.test)
+        for test in tests.sorted() { byTest[test] = fold(StressAugmentation.trainingIndices(groups: testGroups, heldOut: test)) }
+        var byEnvironment: [String: (steps: RiskModel?, physics: RiskModel?)] = [:]
+        let environmentGroups = pool.map(\.session.environment)
+        for environment in Self.environments {
+            byEnvironment[environment] = fold(StressAugmentation.trainingIndices(groups: environmentGroups, heldOut: environment))
+        }
+        return (byTest, byEnvironment, fold(StressAugmentation.trainingIndices(groups: testGroups, heldOut: nil)))
     }
 }
 

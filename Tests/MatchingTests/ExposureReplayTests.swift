@@ -218,3 +218,31 @@ extension MatchingTests.ExposureReplayTests {
         }
     }
 }
+
+extension MatchingTests.ExposureReplayTests {
+    @Test func theAugmentedTrainingPoolIsTheRecordingAndOneShiftedCopyPerTrainingSeed() throws {
+        let recording = try recording()
+        let augmentation = StressAugmentation(seeds: [101, 102], maximumDB: 8)
+        let copies = augmentation.recordings(of: recording)
+        #expect(copies.count == 3)
+        #expect(copies[0].readings == recording.readings)
+        #expect(copies[1].readings == ReplayStress.calibrationShift(seed: 101, maximumDB: 8).apply(to: recording).readings)
+        #expect(copies[2].readings == ReplayStress.calibrationShift(seed: 102, maximumDB: 8).apply(to: recording).readings)
+        #expect(copies[1].readings != recording.readings)
+        // Every copy keeps the sessions (and labels); only the readings move.
+        #expect(copies.allSatisfy { $0.sessions == recording.sessions })
+        // The shipped augmentation trains on seeds the stress cells never score with.
+        #expect(StressAugmentation.training.seeds == [101, 102, 103, 104, 105])
+        #expect(StressAugmentation.training.isDisjoint(fromScoringSeeds: [1, 2, 3, 4, 5]))
+        #expect(!augmentation.isDisjoint(fromScoringSeeds: [5, 102]))
+    }
+
+    @Test func aHeldOutTestLeavesTheTrainingPoolInEveryReplay() {
+        // Two tests, pooled as recorded, then two shifted copies: t1 t2 | t1 t2 | t1 t2.
+        let groups = ["t1", "t2", "t1", "t2", "t1", "t2"]
+        #expect(StressAugmentation.trainingIndices(groups: groups, heldOut: "t1") == [1, 3, 5])
+        #expect(StressAugmentation.trainingIndices(groups: groups, heldOut: "t2") == [0, 2, 4])
+        #expect(StressAugmentation.trainingIndices(groups: groups, heldOut: nil) == [0, 1, 2, 3, 4, 5])
+        #expect(StressAugmentation.trainingIndices(groups: groups, heldOut: "t3").count == 6)
+    }
+}
