@@ -93,7 +93,7 @@ import Glibc
             FileManager.default.fileExists(atPath: fixture.paths.published.batchPath(number: 1))
                 && FileManager.default.fileExists(atPath: fixture.paths.published.keyBatchPath(number: 1))
         }
-        #expect(published, "the server did not publish batch 1 and key batch 1 at start")
+        try #require(published, "the server did not publish batch 1 and key batch 1 at start")
 
         let process = Process()
         // A bound on a run that hangs (a request the server never answers is already cut off

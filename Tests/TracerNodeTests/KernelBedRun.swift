@@ -63,6 +63,9 @@ struct KernelBedRun: Sendable {
         let repository = VirtualRadio.repositoryRoot.path
         let checkout = plan.checkout ?? repository
         let built = try Products.path(of: "tracer")
+        guard plan.checkout == nil || built.hasPrefix(repository + "/") else {
+            throw HarnessFailure(description: "the built tracer (\(built)) is not inside this repository, so the bed cannot run it from \(checkout)")
+        }
         let tracer = built.hasPrefix(repository + "/") ? checkout + built.dropFirst(repository.count) : built
         let results = repository + "/.build/kernel-bed/" + plan.name
         try? FileManager.default.removeItem(atPath: results)
