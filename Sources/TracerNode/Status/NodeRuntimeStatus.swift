@@ -151,9 +151,15 @@ actor NodeStatusRecorder {
             status.controllerResets = .init(count: count, lastAt: clock.now(), lastReason: reason)
         case .idNotRecorded(let error):
             // The outage began at the first failure; later ones only update the reason.
-            status.idNotRecorded = .init(since: status.idNotRecorded?.since ?? clock.now(), problem: error.whileRunning)
+            status.idNotRecorded = .init(since: status.idNotRecorded?.since ?? clock.now(), problem: error.whileRunning(.ids))
         default:
             break
+        }
+        // A session takes its id before it touches the controller, so one that failed for another
+        // reason recorded it: the store works, and a stale "cannot record" must not hide the cause.
+        switch failure {
+        case .idNotRecorded, .rotation: break
+        case .transport, .radio, .controllerStuck: status.idNotRecorded = nil
         }
         write()
     }
@@ -161,7 +167,7 @@ actor NodeStatusRecorder {
     /// The encounter log's writes failing (`error`) or working again (nil).
     func encounterWrites(failing error: StoreError?) {
         status.encountersNotWritten = error.map {
-            .init(since: status.encountersNotWritten?.since ?? clock.now(), problem: $0.whileRunning)
+            .init(since: status.encountersNotWritten?.since ?? clock.now(), problem: $0.whileRunning(.encounters))
         }
         write()
     }
