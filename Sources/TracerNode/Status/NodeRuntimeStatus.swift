@@ -52,6 +52,16 @@ struct NodeRuntimeStatus: Codable, Equatable {
     var idNotRecorded: StoreOutage?
     /// The encounter log cannot write: sightings are kept in memory until it can.
     var encountersNotWritten: StoreOutage?
+    /// Since when the node has had no controller session (state `reconnecting`, or since its
+    /// start when no session has started yet); absent while a session runs, and in older files.
+    var reconnectingSince: UnixSeconds?
+
+    /// How long a node may be reconnecting before `tracer status` counts it as a problem (exit 1).
+    /// A routine controller reset keeps it off the air under 2 s (`ExchangeSupervisor.maximumResetBackoff`
+    /// plus the re-initialisation), and such resets are frequent in crowds; a lost controller's
+    /// first retries come after 1, 2 and 4 s. Monitoring that polls `tracer status` must not flap
+    /// on those, yet hear within seconds of a controller gone for good: 10 s.
+    static let reconnectingIsAProblemAfter: Int64 = 10
 
     /// True when the node runs on its controller but cannot be heard or cannot hear.
     var isDegraded: Bool { state == .running && radio?.isDegraded == true }
@@ -64,9 +74,7 @@ struct NodeRuntimeStatus: Codable, Equatable {
         if let outage = idNotRecorded {
             problems.append("not advertising since \(since(outage.since)): \(outage.problem)")
         }
-        if state == .reconnecting, idNotRecorded == nil {
-            problems.append("not advertising or scanning: reconnecting to \(transport): \(lastError ?? "controller lost")")
-        }
+        if let reconnecting = reconnectingProblem(now: now) { problems.append(reconnecting) }
         if isDegraded, let radio {
             problems += [("advertising", radio.advertising), ("scanning", radio.scanning)].compactMap { role, outage in
                 outage.map { "not \(role) since \(since($0.since)): \($0.reason)" }
@@ -76,6 +84,15 @@ struct NodeRuntimeStatus: Codable, Equatable {
             problems.append("not writing encounters since \(since(outage.since)): \(outage.problem)")
         }
         return problems
+    }
+
+    /// The problem of a node reconnecting for over `reconnectingIsAProblemAfter` (a store that
+    /// cannot record the next id says more, and comes first); nil for a shorter reconnection,
+    /// which `tracer status` shows without counting it, and in files of older nodes.
+    func reconnectingProblem(now: UnixSeconds) -> String? {
+        guard state == .reconnecting, idNotRecorded == nil, let since = reconnectingSince,
+              now - since > Self.reconnectingIsAProblemAfter else { return nil }
+        return "not advertising or scanning since \(Output.ago(since, now: now)): reconnecting to \(transport): \(lastError ?? "controller lost")"
     }
 
     /// True when the process that wrote the file still runs: a killed node leaves "running"
@@ -134,6 +151,7 @@ actor NodeStatusRecorder {
         let info = await host.controller
         status.state = .running
         status.lastError = nil
+        status.reconnectingSince = nil
         // A session starts only with its id recorded.
         status.idNotRecorded = nil
         status.controller = .init(
@@ -143,6 +161,10 @@ actor NodeStatusRecorder {
     }
 
     func sessionEnded(_ failure: ExchangeSession.Failure) {
+        // Off the air since this first failure, or since the start when no session has run.
+        if status.reconnectingSince == nil {
+            status.reconnectingSince = status.state == .starting ? status.startedAt : clock.now()
+        }
         status.state = .reconnecting
         status.lastError = "\(failure)"
         switch failure {
