@@ -2,6 +2,7 @@ import Foundation
 import BLEHost
 import GATTExchange
 import IDRotation
+import Logging
 import PositiveListFormat
 #if canImport(Glibc)
 import Glibc
@@ -139,12 +140,26 @@ actor NodeStatusRecorder {
     private let path: String
     private var status: NodeRuntimeStatus
     private let clock = SystemWallClock()
+    private let logger: Logger
+    /// Whether the status did not fit over the old file when last tried, so that this is logged once.
+    private var overwriteDidNotFit = false
 
-    init(path: String, transport: TransportSpec) {
+    init(path: String, transport: TransportSpec, logger: Logger = Logger(label: "tracer.node")) {
         self.path = path
+        self.logger = logger
         let now = SystemWallClock().now()
         status = NodeRuntimeStatus(
             pid: getpid(), startedAt: now, updatedAt: now, transport: "\(transport)", state: .starting)
+    }
+
+    /// Writes the first status (state starting), padded, before the node uses its store: a node
+    /// whose disk is full at its start is then seen by `tracer status` (as it is once the file
+    /// exists: overwritten in place), and an older node's unpadded file is replaced by a padded one.
+    /// A file that cannot be written at all is logged: the node runs and retries regardless, and
+    /// `tracer status` cannot see it until the file can be written.
+    func begin() {
+        guard !write() else { return }
+        logger.error("cannot write the status file, so `tracer status` cannot see this node (it says not running, or not heard from): is the disk full? The node runs and keeps trying", metadata: ["path": "\(path)"])
     }
 
     func started(_ host: LEHost) async {
@@ -213,29 +228,43 @@ actor NodeStatusRecorder {
     /// (which needs no new block): a node whose disk is full must still be able to say so.
     static let block = 4096
 
-    private func write() {
+    /// Writes the status, padded, and says whether the file now holds it.
+    @discardableResult
+    private func write() -> Bool {
         status.updatedAt = clock.now()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        guard var bytes = try? Array(encoder.encode(status)) else { return }
-        bytes += Array(repeating: UInt8(ascii: " "), count: Self.block - bytes.count % Self.block)
+        guard let json = try? Array(encoder.encode(status)) else { return false }
+        let bytes = json + Array(repeating: UInt8(ascii: " "), count: Self.block - json.count % Self.block)
         do {
             try AtomicFile.write(bytes, to: path, mode: 0o600)
+            overwriteDidNotFit = false
+            return true
         } catch {
             // Best effort beyond this: a full disk must not stop the node.
-            overwriteInPlace(bytes)
+            return overwriteInPlace(json)
         }
     }
 
-    /// Writes `bytes` over the start of the existing file, padded to its size, when that is large
-    /// enough; a reader that catches the file half-written tries again (`NodeRuntimeStatus.read`).
-    private func overwriteInPlace(_ bytes: [UInt8]) {
+    /// Writes `json` over the start of the existing file, padded with spaces to the file's own
+    /// size, when it fits in that size (an older node's unpadded file may be smaller than a block,
+    /// or just over one); a reader that catches the file half-written tries again
+    /// (`NodeRuntimeStatus.read`). Logs once when the status does not fit.
+    private func overwriteInPlace(_ json: [UInt8]) -> Bool {
         let descriptor = open(path, O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
+        guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0, Int(info.st_size) >= bytes.count else { return }
-        let padded = bytes + Array(repeating: UInt8(ascii: " "), count: Int(info.st_size) - bytes.count)
-        _ = padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        guard fstat(descriptor, &info) == 0 else { return false }
+        let size = Int(info.st_size)
+        guard json.count <= size else {
+            if !overwriteDidNotFit {
+                logger.error("the status file could not be updated: no new file can be made (is the disk full?) and the status (\(json.count) bytes) does not fit in the old one (\(size) bytes); `tracer status` shows an older status until there is room", metadata: ["path": "\(path)"])
+                overwriteDidNotFit = true
+            }
+            return false
+        }
+        let padded = json + Array(repeating: UInt8(ascii: " "), count: size - json.count)
+        return padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } == size
     }
 }
