@@ -133,8 +133,18 @@ extension TracerNodeTests {
             #expect(result.exitCode == 1, "\(result)")
             #expect(result.stdout.hasPrefix("Node:           not heard from since \(Self.localTime(stale)) (3 min"), "\(result)")
             #expect(result.stdout.contains("though pid \(getpid()) still exists: its status file \(database.path)-status.json could not be updated; the disk holding it"), "\(result)")
+            #expect(result.stdout.contains("or it hung, or after a reboot the pid is another process's: check `ps -p \(getpid())`"), "\(result)")
             let json = try Check.json(database.tracer(["status", "--json"]).stdout)
             #expect(json["nodeRunning"] as? Bool == false && (json["nodeProblems"] as? [String])?.count == 1, "\(json)")
+
+            // It may still hold its controller: doctor fails with the silence instead of running
+            // radio checks, and calibrate does not take the controller.
+            let doctor = try database.tracer(["doctor", "--transport", "tcp:127.0.0.1:9"])
+            #expect(doctor.exitCode == 1, "\(doctor)")
+            #expect(doctor.stdout.contains("[FAIL] transport: the node not heard from since \(Self.localTime(stale))"), "\(doctor)")
+            #expect(doctor.stdout.contains("Radio checks skipped"), "\(doctor)")
+            let calibrate = try database.tracer(["calibrate", "--transport", "tcp:127.0.0.1:9", "--seconds", "1"])
+            #expect(calibrate.exitCode != 0 && calibrate.stderr.contains("A running node (pid \(getpid())) holds tcp:127.0.0.1:9"), "\(calibrate)")
         }
 
         /// A node reconnecting to its controller is shown at once, but counted as a problem (exit 1)

@@ -106,6 +106,12 @@ struct NodeRuntimeStatus: Codable, Equatable {
     /// fails), possibly the pid now belongs to another process. Never "not running" then.
     var isSilentButPresent: Bool { state != .stopped && !heartbeatIsRecent && pidExists }
 
+    /// A node may hold the controller and the store: it is alive, or silent but present. Every
+    /// command that would take the controller (doctor's radio checks, calibrate) or tell which
+    /// adapter the node holds asks this, not `processIsAlive`: a node whose status went stale
+    /// while it runs still holds its controller (on serial, an HCI Reset under it would break it).
+    var mayBeRunning: Bool { processIsAlive || isSilentButPresent }
+
     private var heartbeatIsRecent: Bool { SystemWallClock().now() - updatedAt < 90 }
     private var pidExists: Bool { kill(pid, 0) == 0 || errno == EPERM }
 
@@ -119,7 +125,7 @@ struct NodeRuntimeStatus: Codable, Equatable {
             ? "the disk holding it is full (\($0) bytes free); free some space"
             : "the disk holding it has \($0 / 1024) KiB free; check that the directory can be written" }
             ?? "check the disk holding it"
-        return "not heard from since \(Output.ago(updatedAt, now: now)), though pid \(pid) still exists: its status file \(path) could not be updated; \(cause)"
+        return "not heard from since \(Output.ago(updatedAt, now: now)), though pid \(pid) still exists: its status file \(path) could not be updated; \(cause); or it hung, or after a reboot the pid is another process's: check `ps -p \(pid)`"
     }
 
     /// The status in the file, or nil when there is none. A node on a full disk overwrites the
