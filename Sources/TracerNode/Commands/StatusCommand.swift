@@ -10,7 +10,9 @@ struct StatusCommand: AsyncParsableCommand {
         discussion: """
             Exit code 1 when the node runs but cannot advertise, scan or record (a controller that \
             is gone or refuses, a full disk, a locked or read-only database): the first line says \
-            since when, why and what to do. The node recovers by itself once the cause is gone.
+            since when, why and what to do. The node recovers by itself once the cause is gone. \
+            Reconnecting to the controller is shown at once but counts only after \(NodeRuntimeStatus.reconnectingIsAProblemAfter) s, so that \
+            a routine controller reset (under 2 s) does not make monitoring flap.
             """)
 
     @OptionGroup var config: ConfigOptions
