@@ -24,6 +24,7 @@ struct NodeService {
 
     /// Runs until the task is cancelled (SIGINT/SIGTERM), then flushes the log.
     func run() async {
+        await status.begin()
         let log = EncounterLog(store: store, logger: logger, placeInForce: { [places] in places?.current() })
         let rotator = IDRotator(schedule: schedule, history: store, logger: logger)
         let session = ExchangeSession(

@@ -53,7 +53,7 @@ actor RunningNode {
         let service = NodeService(
             store: store, transport: transport, heldAdapter: settings.takeAdapter ? .take : .refuse,
             schedule: schedule, retention: .standard, exchange: exchange,
-            status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport),
+            status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport, logger: logger),
             places: place?.board, gpsd: place?.gpsd, logger: logger)
         let serviceTask = Task { await service.run() }
         startChecks()

@@ -227,6 +227,29 @@ import TestTiers
         #expect(history.all == [first, next])
     }
 
+    /// What a running node says of a store error (issue 38 review): nothing is kept for an id; a
+    /// fix that replaces the database stops the node first; never "try again" (it retries itself).
+    @Test func storeErrorsWhileRunningSayWhatTheNodeKeepsAndWhatToDo() {
+        let path = "/var/lib/tracer/tracer.db"
+        let errors: [StoreError] = [
+            .noHomeDirectory, .cannotCreateDirectory(path: "/var/lib/tracer", reason: "EACCES"), .cannotCreateFile(path: path, reason: "EACCES"),
+            .notATracerDatabase(path: path), .newerSchema(path: path, unknownMigrations: ["v9"]), .busy(path: path), .readOnly(path: path),
+            .diskFull(path: path), .damaged(path: path, detail: "malformed"), .sqlite(path: path, detail: "I/O error"),
+            .invalidRetention(encounterDays: 14, ownIDDays: 21),
+        ]
+        for error in errors {
+            let ids = error.whileRunning(.ids), encounters = error.whileRunning(.encounters)
+            #expect(!ids.contains("kept in memory"), "\(ids)")
+            #expect(encounters.contains("Encounters are kept in memory"), "\(encounters)")
+            #expect(!ids.lowercased().contains("try again") && !encounters.lowercased().contains("try again"), "\(ids)")
+        }
+        for error in [StoreError.damaged(path: path, detail: "malformed"), .notATracerDatabase(path: path)] {
+            #expect(error.whileRunning(.ids).contains("stop the node first (`systemctl stop tracer`), then"), "\(error)")
+        }
+        #expect(StoreError.diskFull(path: path) == .diskFull(path: path))
+        #expect(StoreError.diskFull(path: path) != .busy(path: path))
+    }
+
     private func derived(_ own: OwnID, key: DailyKey, interval: Int64 = 900) -> UserID {
         let derivation = try! IDDerivation(intervalSeconds: interval)
         return derivation.id(key: key, windowIndex: derivation.windowIndex(ofWindowStartingAt: own.window.start)!)

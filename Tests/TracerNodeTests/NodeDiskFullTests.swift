@@ -38,8 +38,14 @@ extension TracerNodeTests {
                 self.home = home
             }
 
+            /// Unmounts, lazily when the tmpfs is busy (a node's files still open); records an issue
+            /// when it stays mounted, rather than leave a mount behind unnoticed.
             func unmount() {
-                _ = try? Products.run("/bin/umount", [path], home: home)
+                if (try? Products.run("/bin/umount", [path], home: home))?.exitCode == 0 { return }
+                let lazy = try? Products.run("/bin/umount", ["-l", path], home: home)
+                if lazy?.exitCode != 0 {
+                    Issue.record("the tmpfs at \(path) is still mounted: umount -l: \(lazy.map { "\($0)" } ?? "could not run")")
+                }
             }
 
             /// Writes zeros to `name` until the file system refuses, in ever smaller pieces.
@@ -120,7 +126,7 @@ extension TracerNodeTests {
             #expect(status.exitCode == 1 && !status.signaled, "\(status)")
             let firstLine = status.stdout.split(separator: "\n").first.map(String.init) ?? ""
             #expect(firstLine.hasPrefix("Node:           degraded — not advertising since "), "\(status)")
-            #expect(firstLine.contains("the disk holding \(dbA) is full; free some space. Recorded data is kept in memory and will be written when space returns."), "\(status)")
+            #expect(firstLine.contains("the disk holding \(dbA) is full; free some space. The node advertises again once it can record its next id."), "\(status)")
             let doctor = try Products.tracer(["doctor", "--db", dbA, "--transport", "tcp:127.0.0.1:\(radio.ports[0])"], home: home)
             #expect(doctor.exitCode == 1, "\(doctor)")
             #expect(doctor.stdout.contains("[FAIL] ids: the running node (pid \(a.pid)) cannot record its next id"), "\(doctor)")
@@ -140,8 +146,13 @@ extension TracerNodeTests {
             }
             let recovery = ContinuousClock.now - freed
             try #require(metAgain, "A and B did not meet within 30 s of the space returning (A saw B at \(seen.a), B saw A at \(seen.b), freed at \(freedSecond)); A: \(a.lines.suffix(8))")
-            // The status follows, at once (it is written on the session's start).
-            let healthy = try Products.tracer(["status", "--db", dbA], home: home)
+            // The status follows: the session's start writes it; the encounter log's recovery
+            // (reported on its next flush) may come a little later.
+            var healthy = try Products.tracer(["status", "--db", dbA], home: home)
+            _ = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(200)) {
+                healthy = (try? Products.tracer(["status", "--db", dbA], home: home)) ?? healthy
+                return healthy.exitCode == 0
+            }
             #expect(healthy.exitCode == 0 && healthy.stdout.hasPrefix("Node:           running since"), "\(healthy)")
 
             a.stopCleanly("node A")
@@ -165,7 +176,81 @@ extension TracerNodeTests {
             print(String(format: "disk full: dark %.1f s after the fill, for %.1f s; space freed → met again after %.2f s; encounters lost: %d; held in memory and written: %d rows",
                          darkAt - Double(fillSecond), Double(freedSecond) - darkAt, Double(recovery.components.seconds) + Double(recovery.components.attoseconds) / 1e18,
                          lost.count, heldInMemory.count))
-            #expect(recovery < .seconds(10), "recovery took \(recovery)")
+            // The figure belongs in BENCHMARKS.md; the bound here only catches a node that waits
+            // far longer than its retries (every 5 s) explain, without failing a loaded CI machine.
+            #expect(recovery < .seconds(25), "recovery took \(recovery)")
+        }
+
+        /// Issue 38 review: a reason that no longer holds must not hide the real one. A node whose
+        /// controller is gone (nothing listens at its transport) takes an id before each attempt:
+        /// with its disk full that fails, and status says so; once space returns, the next attempt
+        /// records the id and fails at the transport, and status no longer says the disk is full.
+        /// An older node's small unpadded status file is replaced by a padded one at the start.
+        @Test(.timeLimit(.minutes(2)))
+        func aStoreThatWorksAgainNoLongerHidesTheControllersAbsence() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let disk = try Tmpfs(at: scratch.file("a-disk"), megabytes: 2, home: scratch.path)
+            defer { disk.unmount() }
+            let tracer = try Products.path(of: "tracer")
+            let home = scratch.path
+            let db = disk.path + "/a.db", statusPath = disk.path + "/a.db-status.json"
+            try Data(#"{"pid":1,"startedAt":1,"updatedAt":1,"transport":"hci0","state":"stopped"}"#.utf8)
+                .write(to: URL(fileURLWithPath: statusPath))
+            let port = UInt16(try LoopbackPort.free())
+            let a = try Node(tracer, NodeResilience.runArguments(db, port: port, extra: ["--rotation-interval", "5", "--rotation-jitter", "0"]), home: home)
+            defer { a.ensureStopped() }
+            func status() -> ProcessResult? { try? Products.tracer(["status", "--db", db], home: home) }
+
+            let reconnecting = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(100)) {
+                status()?.stdout.hasPrefix("Node:           reconnecting to tcp:127.0.0.1:\(port)") == true
+            }
+            try #require(reconnecting, "the node did not say it reconnects: \(String(describing: status())); \(a.lines.suffix(6))")
+            let size = (try FileManager.default.attributesOfItem(atPath: statusPath)[.size] as? NSNumber)?.intValue
+            #expect(size == 4096, "the status file is not padded to a block: \(String(describing: size)) bytes")
+
+            _ = try disk.fill("fill")
+            var full = status()
+            let dark = eventuallyBlocking(timeout: .seconds(40), every: .milliseconds(200)) {
+                full = status()
+                return full?.stdout.contains("is full; free some space") == true
+            }
+            try #require(dark, "status never said the disk was full: \(String(describing: full)); \(a.lines.suffix(6))")
+            #expect(full?.exitCode == 1 && full?.stdout.hasPrefix("Node:           degraded — not advertising since") == true, "\(String(describing: full))")
+
+            disk.remove("fill")
+            var after = status()
+            let cleared = eventuallyBlocking(timeout: .seconds(40), every: .milliseconds(200)) {
+                after = status()
+                return after.map { !$0.stdout.contains("is full") && $0.stdout.hasPrefix("Node:           reconnecting to") } == true
+            }
+            #expect(cleared, "status still leads with a disk that has room again: \(String(describing: after)); \(a.lines.suffix(6))")
+            let doctor = try Products.tracer(["doctor", "--db", db, "--transport", "tcp:127.0.0.1:\(port)"], home: home)
+            #expect(!doctor.stdout.contains("[FAIL] ids"), "\(doctor)")
+            // The outage was logged as an error once; its repeats at debug (not shown at info).
+            let outage = a.entries.filter { $0["message"] == "not advertising: the next id could not be recorded; retrying" }
+            #expect(outage.count == 1 && outage.first?["level"] == "error", "\(outage)")
+            a.stopCleanly("node A")
+        }
+
+        /// A status file that cannot be written at all (here a directory stands in its place) is
+        /// logged at the start; the node runs on.
+        @Test(.timeLimit(.minutes(1)))
+        func aStatusFileThatCannotBeWrittenIsLoggedAtTheStart() throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let tracer = try Products.path(of: "tracer")
+            let db = scratch.file("a.db")
+            try FileManager.default.createDirectory(atPath: db + "-status.json", withIntermediateDirectories: true)
+            let port = UInt16(try LoopbackPort.free())
+            let a = try Node(tracer, NodeResilience.runArguments(db, port: port), home: scratch.path)
+            defer { a.ensureStopped() }
+            let logged = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(100)) {
+                a.entries.contains { ($0["message"] ?? "").hasPrefix("cannot write the status file") && $0["level"] == "error" }
+            }
+            #expect(logged, "\(a.lines.suffix(6))")
+            #expect(a.isRunning)
+            a.stopCleanly("node A")
         }
     }
 }

@@ -93,11 +93,13 @@ extension TracerNodeTests {
         @Test func statusAndDoctorLeadWithAStoreThatCannotRecord() throws {
             let database = try SeededDatabase()
             defer { database.remove() }
-            let problem = "the disk holding \(database.path) is full; free some space. Recorded data is kept in memory and will be written when space returns."
+            let problem = "the disk holding \(database.path) is full; free some space. The node advertises again once it can record its next id."
+            let encounterProblem = "the disk holding \(database.path) is full; free some space. Encounters are kept in memory and written when the database can be written again."
             try Self.writeStatus(beside: database, [
                 "state": "reconnecting", "lastError": "not advertising: the next id could not be recorded: \(problem)",
+                "reconnectingSince": Self.outageStart,
                 "idNotRecorded": ["since": Self.outageStart, "problem": problem],
-                "encountersNotWritten": ["since": Self.outageStart + 5, "problem": problem],
+                "encountersNotWritten": ["since": Self.outageStart + 5, "problem": encounterProblem],
             ])
             let result = try database.tracer(["status"])
             #expect(result.exitCode == 1, "\(result)")
@@ -110,7 +112,7 @@ extension TracerNodeTests {
             let doctor = try database.tracer(["doctor", "--transport", "tcp:127.0.0.1:9"])
             #expect(doctor.exitCode == 1, "\(doctor)")
             #expect(doctor.stdout.contains("[FAIL] ids: the running node (pid \(getpid())) cannot record its next id, so it has not been advertising since \(Self.localTime(Self.outageStart))"), "\(doctor)")
-            #expect(doctor.stdout.contains("fix: The disk holding \(database.path) is full; free some space. Recorded data is kept in memory and will be written when space returns. Then the node retries by itself"), "\(doctor)")
+            #expect(doctor.stdout.contains("fix: The disk holding \(database.path) is full; free some space. The node advertises again once it can record its next id. Then the node retries by itself"), "\(doctor)")
             #expect(doctor.stdout.contains("[FAIL] encounter log: the running node (pid \(getpid())) cannot write encounters since"), "\(doctor)")
 
             // Space returned: the node records again, and the status says running, exit 0.
@@ -131,8 +133,44 @@ extension TracerNodeTests {
             #expect(result.exitCode == 1, "\(result)")
             #expect(result.stdout.hasPrefix("Node:           not heard from since \(Self.localTime(stale)) (3 min"), "\(result)")
             #expect(result.stdout.contains("though pid \(getpid()) still exists: its status file \(database.path)-status.json could not be updated; the disk holding it"), "\(result)")
+            #expect(result.stdout.contains("or it hung, or after a reboot the pid is another process's: check `ps -p \(getpid())`"), "\(result)")
             let json = try Check.json(database.tracer(["status", "--json"]).stdout)
             #expect(json["nodeRunning"] as? Bool == false && (json["nodeProblems"] as? [String])?.count == 1, "\(json)")
+
+            // It may still hold its controller: doctor fails with the silence instead of running
+            // radio checks, and calibrate does not take the controller.
+            let doctor = try database.tracer(["doctor", "--transport", "tcp:127.0.0.1:9"])
+            #expect(doctor.exitCode == 1, "\(doctor)")
+            #expect(doctor.stdout.contains("[FAIL] transport: the node not heard from since \(Self.localTime(stale))"), "\(doctor)")
+            #expect(doctor.stdout.contains("Radio checks skipped"), "\(doctor)")
+            let calibrate = try database.tracer(["calibrate", "--transport", "tcp:127.0.0.1:9", "--seconds", "1"])
+            #expect(calibrate.exitCode != 0 && calibrate.stderr.contains("A running node (pid \(getpid())) holds tcp:127.0.0.1:9"), "\(calibrate)")
+        }
+
+        /// A node reconnecting to its controller is shown at once, but counted as a problem (exit 1)
+        /// only after `reconnectingIsAProblemAfter` (10 s): a routine controller reset, under 2 s and
+        /// frequent in crowds, must not make monitoring that watches `tracer status` flap.
+        @Test func reconnectingIsAProblemOnlyOnceItLasts() throws {
+            let database = try SeededDatabase()
+            defer { database.remove() }
+            let now = Int64(Date().timeIntervalSince1970)
+            let reason = "the controller is being reset: advertising has been off too long"
+            for (label, since, problem) in [("a routine reset", now - 2, false), ("an older node's file", nil, false), ("a controller gone 30 s", now - 30, true)] as [(String, Int64?, Bool)] {
+                var extra: [String: Any] = ["state": "reconnecting", "lastError": reason]
+                if let since { extra["reconnectingSince"] = since }
+                try Self.writeStatus(beside: database, extra)
+                let result = try database.tracer(["status"])
+                #expect(result.exitCode == (problem ? 1 : 0), "\(label): \(result)")
+                #expect(result.stdout.hasPrefix("Node:           reconnecting to tcp:127.0.0.1:9"), "\(label): \(result)")
+                #expect(result.stdout.contains(reason), "\(label): \(result)")
+                let json = try Check.json(database.tracer(["status", "--json"]).stdout)
+                let problems = json["nodeProblems"] as? [String] ?? []
+                #expect(problems.count == (problem ? 1 : 0), "\(label): \(json)")
+                #expect(json["nodeDegraded"] as? Bool == problem, "\(label): \(json)")
+                if problem {
+                    #expect(problems.first?.hasPrefix("not advertising or scanning since \(Self.localTime(now - 30))") == true, "\(label): \(problems)")
+                }
+            }
         }
 
         /// Files of nodes from before the radio condition, and healthy ones, say "running"; doctor passes.

@@ -47,7 +47,9 @@ public struct ExchangeSession: Sendable {
         case rotation(String)
         /// The store could not record the next id (a full disk, a locked or read-only database).
         /// The session has stopped advertising: an id goes on air only once recorded, and the
-        /// previous one's window has ended. The next session takes the id when the store works again.
+        /// previous one's window has ended. The next session takes the id when the store works
+        /// again; until then each session fails before it opens the transport. Any other failure
+        /// of a session therefore comes after its id was recorded: the store worked.
         case idNotRecorded(StoreError)
         /// The controller was in a state the node could not leave; the next session resets it.
         case controllerStuck(String)
@@ -58,7 +60,7 @@ public struct ExchangeSession: Sendable {
             case .radio(let error): return "\(error)"
             case .controllerStuck(let reason): return "the controller is being reset: \(reason)"
             case .rotation(let detail): return "could not take a new id: \(detail)"
-            case .idNotRecorded(let error): return "not advertising: the next id could not be recorded: \(error.whileRunning)"
+            case .idNotRecorded(let error): return "not advertising: the next id could not be recorded: \(error.whileRunning(.ids))"
             }
         }
     }
@@ -80,6 +82,10 @@ public struct ExchangeSession: Sendable {
         let identity = AdvertisedIdentity()
         let (writes, writesContinuation) = AsyncStream.makeStream(of: PeerWriteEvent.self, bufferingPolicy: .bufferingNewest(256))
         defer { writesContinuation.finish() }
+        // The id before the radio: while the store cannot record it, a retry ends here without
+        // opening the transport or re-initialising the controller (on hciN, without taking the
+        // adapter from bluetoothd again). A failure after this point proves the store worked.
+        do { _ = try await rotator.currentID() } catch { throw Self.rotationFailure(error) }
         let hciTransport: any HCITransport
         do { hciTransport = try openTransport(transport) } catch { throw .transport(error) }
         let host: LEHost
@@ -96,6 +102,8 @@ public struct ExchangeSession: Sendable {
             scanSchedule: scanSchedule, addresses: addresses, wallClock: rotator.clock, logger: logger,
             controllerTxPower: await host.readAdvertisingTxPower())
         do {
+            // The id taken above, unless its window ended while the controller started: then the
+            // next one, recorded first (or the session ends): never an unrecorded or ended id.
             await exchange.rotate(to: try await rotator.currentID())
             try await exchange.start()
         } catch let error as GAPError {
@@ -155,7 +163,7 @@ public struct ExchangeSession: Sendable {
 /// Keeps an exchange running across controller loss: a new session after each loss, waiting
 /// 1, 2, 4 … up to 30 s between attempts (reset once a session has run for a minute). A session
 /// that ended because the store could not record the next id is followed after 1, 2, 4, then
-/// every 5 s: the node is back on the air within 5 s of the store working again.
+/// every `storeRetryBound` (5 s): the node is back on the air within 5 s of the store working again.
 public struct ExchangeSupervisor: Sendable {
     public let session: ExchangeSession
     public var maximumBackoff: Duration = .seconds(30)
@@ -164,8 +172,10 @@ public struct ExchangeSupervisor: Sendable {
     public var maximumResetBackoff: Duration = .milliseconds(1500)
     /// While the store cannot record the next id, the node is off the air: it tries again after
     /// 1, 2, 4 s, then every 5 s, so that it is back within 5 s of the cause going (a failed
-    /// write to a full disk costs next to nothing).
-    public var maximumStoreBackoff: Duration = .seconds(5)
+    /// write to a full disk costs next to nothing, and a retry touches no radio). The one figure
+    /// for this bound: `tracer doctor` quotes it, the README's figure is this one.
+    public static let storeRetryBound: Duration = .seconds(5)
+    public var maximumStoreBackoff: Duration = ExchangeSupervisor.storeRetryBound
 
     public init(session: ExchangeSession) { self.session = session }
 
@@ -178,6 +188,9 @@ public struct ExchangeSupervisor: Sendable {
     ) async {
         var backoff: Duration = .seconds(1)
         var storeBackoff: Duration = .seconds(1)
+        /// The store error of the last session, logged at error level when it first comes or
+        /// changes; a repeat, every few seconds for as long as the outage lasts, only at debug.
+        var storeError: StoreError?
         var resetBackoff = ResetBackoff(maximum: maximumResetBackoff)
         let logReconnecting = { [logger = session.logger] (error: ExchangeSession.Failure, wait: Duration) in
             logger.warning("controller session ended; reconnecting", metadata: ["error": "\(error)", "retryIn": "\(wait)"])
@@ -193,19 +206,32 @@ public struct ExchangeSupervisor: Sendable {
                 }, onCondition: onCondition)
                 return
             } catch {
+                // A session that started, or failed after taking its id, showed the store working:
+                // the next outage starts short again, and its first failure is logged as new.
+                let idTaken: Bool
+                switch error {
+                case .idNotRecorded, .rotation: idTaken = exchange.withLock { $0 } != nil
+                default: idTaken = true
+                }
+                if idTaken {
+                    storeBackoff = .seconds(1)
+                    storeError = nil
+                }
                 switch error {
                 case .controllerStuck:
                     let exchanged = await (exchange.withLock { $0 })?.completedExchanges ?? 0
                     wait = resetBackoff.wait(afterSessionOf: session.clock.now - started, exchanges: exchanged)
                     logReconnecting(error, wait)
-                case .idNotRecorded(let storeError):
-                    // A session that ran showed the store working: the next outage starts short again.
-                    if exchange.withLock({ $0 }) != nil { storeBackoff = .seconds(1) }
+                case .idNotRecorded(let failure):
                     wait = storeBackoff
                     storeBackoff = min(storeBackoff * 2, maximumStoreBackoff)
-                    session.logger.error("not advertising: the next id could not be recorded; retrying", metadata: [
-                        "error": "\(storeError.whileRunning)", "retryIn": "\(wait)",
-                    ])
+                    let metadata: Logger.Metadata = ["error": "\(failure.whileRunning(.ids))", "retryIn": "\(wait)"]
+                    if failure != storeError {
+                        session.logger.error("not advertising: the next id could not be recorded; retrying", metadata: metadata)
+                    } else {
+                        session.logger.debug("the next id still cannot be recorded; retrying", metadata: metadata)
+                    }
+                    storeError = failure
                 default:
                     if session.clock.now - started > .seconds(60) { backoff = .seconds(1) }
                     wait = backoff

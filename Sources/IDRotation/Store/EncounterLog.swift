@@ -56,7 +56,7 @@ public actor EncounterLog {
             if lastFailure == nil {
                 logger.error("cannot write encounters; keeping them in memory", metadata: ["error": "\(error)"])
             }
-            if lastFailure?.whileRunning != error.whileRunning { writeFailuresContinuation.yield(error) }
+            if lastFailure != error { writeFailuresContinuation.yield(error) }
             lastFailure = error
             throw error
         }

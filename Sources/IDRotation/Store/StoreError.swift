@@ -1,5 +1,5 @@
 /// Failures a user of the node's store can meet, each with what to do next.
-public enum StoreError: Error, Sendable, CustomStringConvertible {
+public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case noHomeDirectory
     case cannotCreateDirectory(path: String, reason: String)
     case cannotCreateFile(path: String, reason: String)
@@ -39,20 +39,40 @@ public enum StoreError: Error, Sendable, CustomStringConvertible {
         }
     }
 
-    /// What a running node says while this keeps it from recording (`tracer status`, `tracer
-    /// doctor`): the problem and what to do, then that nothing recorded is lost. The node keeps
-    /// what it could not write in memory and retries by itself, so there is no "try again".
-    public var whileRunning: String {
+    /// What a running node cannot record because of a store error.
+    public enum RunningRecord: Sendable {
+        /// The next id: nothing is kept for it, the node stays off the air until it is recorded.
+        case ids
+        /// Encounters: they are kept in memory and written when the store works again.
+        case encounters
+    }
+
+    /// What a running node says while this keeps it from recording `what` (`tracer status`,
+    /// `tracer doctor`): the problem and what to do, then, for encounters, that nothing is lost.
+    /// The node retries by itself, so there is no "try again"; a fix that replaces the database
+    /// needs the node stopped first.
+    public func whileRunning(_ what: RunningRecord) -> String {
+        let stopFirst = "stop the node first (`systemctl stop tracer`), then"
+        let problem: String
         switch self {
         case .diskFull(let path):
-            return "the disk holding \(path) is full; free some space. Recorded data is kept in memory and will be written when space returns."
+            problem = "the disk holding \(path) is full; free some space."
         case .busy(let path):
-            return "the database \(path) is locked by another process; stop the other process using it. Recorded data is kept in memory and will be written when the lock is released."
+            problem = "the database \(path) is locked by another process; stop the other process using it."
         case .readOnly(let path):
-            return "the database \(path) cannot be written; check the file's and directory's permissions. Recorded data is kept in memory and will be written when the database can be written again."
-        default:
-            let sentence = description.prefix(1).lowercased() + description.dropFirst()
-            return sentence + " Recorded data is kept in memory and will be written when the database can be written again."
+            problem = "the database \(path) cannot be written; check the file's and directory's permissions."
+        case .damaged(let path, let detail):
+            problem = "the database \(path) is damaged (\(detail)); \(stopFirst) move it aside and start a new one with `tracer forget`, or restore it from a backup."
+        case .notATracerDatabase(let path):
+            problem = "the file \(path) is not a Tracer database; \(stopFirst) point --db (or TRACER_DB) at a Tracer database or at a new file name."
+        case .sqlite(let path, let detail):
+            problem = "the database \(path) could not be used (\(detail)); check the file."
+        case .noHomeDirectory, .cannotCreateDirectory, .cannotCreateFile, .newerSchema, .invalidRetention:
+            problem = description.prefix(1).lowercased() + description.dropFirst()
+        }
+        switch what {
+        case .ids: return problem + " The node advertises again once it can record its next id."
+        case .encounters: return problem + " Encounters are kept in memory and written when the database can be written again."
         }
     }
 }

@@ -42,7 +42,9 @@ struct CalibrateCommand: AsyncParsableCommand {
         flags["node.transport"] = transport
         let resolved = try config.resolve(flags: flags)
         guard let transportText = resolved.settings.transport else { throw CommandFailure.missingSetting(.transport) }
-        if let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.processIsAlive {
+        // A node silent but present may still hold the controller: taking it (on serial, an HCI
+        // Reset under the node) would break it.
+        if let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.mayBeRunning {
             throw CalibrationFailure.heldByRunningNode(pid: running.pid, transport: running.transport)
         }
         let spec: TransportSpec

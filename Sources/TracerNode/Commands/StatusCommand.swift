@@ -10,7 +10,9 @@ struct StatusCommand: AsyncParsableCommand {
         discussion: """
             Exit code 1 when the node runs but cannot advertise, scan or record (a controller that \
             is gone or refuses, a full disk, a locked or read-only database): the first line says \
-            since when, why and what to do. The node recovers by itself once the cause is gone.
+            since when, why and what to do. The node recovers by itself once the cause is gone. \
+            Reconnecting to the controller is shown at once but counts only after \(NodeRuntimeStatus.reconnectingIsAProblemAfter) s, so that \
+            a routine controller reset (under 2 s) does not make monitoring flap.
             """)
 
     @OptionGroup var config: ConfigOptions
@@ -21,7 +23,7 @@ struct StatusCommand: AsyncParsableCommand {
     struct Status: Encodable {
         var node: NodeRuntimeStatus?
         var nodeRunning: Bool
-        /// Running, but not advertising or not scanning (`node.radio` says since when and why).
+        /// Running with a problem: `nodeProblems` is not empty (it says what and since when).
         var nodeDegraded: Bool
         /// What keeps the running node from advertising, scanning or recording, most serious
         /// first, with the fix; empty when it does all three. Not empty: `tracer status` exits 1.
@@ -65,7 +67,7 @@ struct StatusCommand: AsyncParsableCommand {
         }
         let status = Status(
             node: runtime, nodeRunning: alive,
-            nodeDegraded: runtime.map { $0.processIsAlive && $0.isDegraded } ?? false, nodeProblems: problems, peersMetToday: peersToday,
+            nodeDegraded: alive && !problems.isEmpty, nodeProblems: problems, peersMetToday: peersToday,
             database: location.path, ownIDs: counts.ownIDs, dailyKeys: counts.dailyKeys, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
             currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
             listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
@@ -84,7 +86,7 @@ struct StatusCommand: AsyncParsableCommand {
     private func render(_ status: Status) -> String {
         let now = SystemWallClock().now()
         func ago(_ time: UnixSeconds) -> String { Output.ago(time, now: now) }
-        var lines = nodeLines(status, ago: ago)
+        var lines = nodeLines(status, now: now, ago: ago)
         if let controller = status.node?.controller, status.nodeRunning {
             lines.append("Controller:     \(controller.address), HCI version \(controller.hciVersion), manufacturer \(controller.manufacturer)")
         }
@@ -117,7 +119,7 @@ struct StatusCommand: AsyncParsableCommand {
         return lines.joined(separator: "\n")
     }
 
-    private func nodeLines(_ status: Status, ago: (UnixSeconds) -> String) -> [String] {
+    private func nodeLines(_ status: Status, now: UnixSeconds, ago: (UnixSeconds) -> String) -> [String] {
         guard let node = status.node else { return ["Node:           not running (no `tracer run` has used this database)"] }
         guard status.nodeRunning else {
             // A node it has not heard from but whose pid exists: `nodeProblems` says so.
@@ -134,8 +136,11 @@ struct StatusCommand: AsyncParsableCommand {
         case .running: return ["Node:           running \(started)"]
         case .starting: return ["Node:           starting on \(node.transport) (pid \(node.pid))"]
         case .reconnecting:
-            return ["Node:           reconnecting to \(node.transport) (pid \(node.pid)): \(node.lastError ?? "controller lost")"]
-                + status.nodeProblems.dropFirst().map { "                " + $0 }
+            // Shown at once, counted as a problem (exit 1) only past `reconnectingIsAProblemAfter`.
+            let since = node.reconnectingSince.map { " since \(ago($0))" } ?? ""
+            let reconnecting = node.reconnectingProblem(now: now)
+            return ["Node:           reconnecting to \(node.transport)\(since) (pid \(node.pid)): \(node.lastError ?? "controller lost")"]
+                + status.nodeProblems.filter { $0 != reconnecting }.map { "                " + $0 }
         case .stopped: return ["Node:           stopped at \(Output.localTime(node.updatedAt))"]
         }
     }

@@ -35,7 +35,7 @@ struct DoctorChecks {
     func runningNodeStore() -> [DoctorCheck] {
         guard let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.processIsAlive else { return [] }
         let now = SystemWallClock().now()
-        let retries = "the node retries by itself (at least every 5 s) and resumes as soon as it can write; nothing needs restarting."
+        let retries = "the node retries by itself (at least every \(ExchangeSupervisor.storeRetryBound.components.seconds) s) and resumes as soon as it can write; nothing needs restarting."
         let outages = [
             ("ids", running.idNotRecorded, "cannot record its next id, so it has not been advertising"),
             ("encounter log", running.encountersNotWritten, "cannot write encounters"),
@@ -71,7 +71,13 @@ struct DoctorChecks {
         guard let transportText = settings.transport else {
             return [.fail("transport", "no transport configured", fix: "Set node.transport in tracer.toml, TRACER_TRANSPORT, or give --transport (for example hci0).")]
         }
-        if let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.processIsAlive {
+        if let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.mayBeRunning {
+            guard running.processIsAlive else {
+                // Silent but present: it may still hold the controller, so the radio is left alone.
+                let path = resolved.storeLocation.statusFilePath
+                return [.fail("transport", "the node " + running.silence(path: path, now: SystemWallClock().now()),
+                              fix: "Radio checks skipped: they would take the controller from a node that may hold it. Make room for \(path), or stop the node (`systemctl stop tracer`), then run doctor again.")]
+            }
             let state = "a running node (pid \(running.pid)) holds \(running.transport): \(running.state.rawValue)"
             return [.skipped("transport", state + "; radio checks skipped, the node's own reports used instead")] + Self.outages(of: running)
         }
@@ -130,7 +136,7 @@ struct DoctorChecks {
         }
         let bluetoothd = Self.bluetoothdIsRunning()
         var nodeAdapter: (index: UInt16, pid: Int32)?
-        if let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.processIsAlive,
+        if let running = NodeRuntimeStatus.read(from: resolved.storeLocation.statusFilePath), running.mayBeRunning,
            case .hciUserChannel(let index)? = try? TransportSpec(parsing: running.transport) {
             nodeAdapter = (index, running.pid)
         }

@@ -2,6 +2,7 @@ import Foundation
 import BLEHost
 import GATTExchange
 import IDRotation
+import Logging
 import PositiveListFormat
 #if canImport(Glibc)
 import Glibc
@@ -52,6 +53,16 @@ struct NodeRuntimeStatus: Codable, Equatable {
     var idNotRecorded: StoreOutage?
     /// The encounter log cannot write: sightings are kept in memory until it can.
     var encountersNotWritten: StoreOutage?
+    /// Since when the node has had no controller session (state `reconnecting`, or since its
+    /// start when no session has started yet); absent while a session runs, and in older files.
+    var reconnectingSince: UnixSeconds?
+
+    /// How long a node may be reconnecting before `tracer status` counts it as a problem (exit 1).
+    /// A routine controller reset keeps it off the air under 2 s (`ExchangeSupervisor.maximumResetBackoff`
+    /// plus the re-initialisation), and such resets are frequent in crowds; a lost controller's
+    /// first retries come after 1, 2 and 4 s. Monitoring that polls `tracer status` must not flap
+    /// on those, yet hear within seconds of a controller gone for good: 10 s.
+    static let reconnectingIsAProblemAfter: Int64 = 10
 
     /// True when the node runs on its controller but cannot be heard or cannot hear.
     var isDegraded: Bool { state == .running && radio?.isDegraded == true }
@@ -64,9 +75,7 @@ struct NodeRuntimeStatus: Codable, Equatable {
         if let outage = idNotRecorded {
             problems.append("not advertising since \(since(outage.since)): \(outage.problem)")
         }
-        if state == .reconnecting, idNotRecorded == nil {
-            problems.append("not advertising or scanning: reconnecting to \(transport): \(lastError ?? "controller lost")")
-        }
+        if let reconnecting = reconnectingProblem(now: now) { problems.append(reconnecting) }
         if isDegraded, let radio {
             problems += [("advertising", radio.advertising), ("scanning", radio.scanning)].compactMap { role, outage in
                 outage.map { "not \(role) since \(since($0.since)): \($0.reason)" }
@@ -78,6 +87,15 @@ struct NodeRuntimeStatus: Codable, Equatable {
         return problems
     }
 
+    /// The problem of a node reconnecting for over `reconnectingIsAProblemAfter` (a store that
+    /// cannot record the next id says more, and comes first); nil for a shorter reconnection,
+    /// which `tracer status` shows without counting it, and in files of older nodes.
+    func reconnectingProblem(now: UnixSeconds) -> String? {
+        guard state == .reconnecting, idNotRecorded == nil, let since = reconnectingSince,
+              now - since > Self.reconnectingIsAProblemAfter else { return nil }
+        return "not advertising or scanning since \(Output.ago(since, now: now)): reconnecting to \(transport): \(lastError ?? "controller lost")"
+    }
+
     /// True when the process that wrote the file still runs: a killed node leaves "running"
     /// behind, and after a reboot its pid may belong to another process, so the heartbeat (every
     /// 30 s) must be recent too.
@@ -87,6 +105,12 @@ struct NodeRuntimeStatus: Codable, Equatable {
     /// cannot update this file (a full disk on a file system where even the in-place overwrite
     /// fails), possibly the pid now belongs to another process. Never "not running" then.
     var isSilentButPresent: Bool { state != .stopped && !heartbeatIsRecent && pidExists }
+
+    /// A node may hold the controller and the store: it is alive, or silent but present. Every
+    /// command that would take the controller (doctor's radio checks, calibrate) or tell which
+    /// adapter the node holds asks this, not `processIsAlive`: a node whose status went stale
+    /// while it runs still holds its controller (on serial, an HCI Reset under it would break it).
+    var mayBeRunning: Bool { processIsAlive || isSilentButPresent }
 
     private var heartbeatIsRecent: Bool { SystemWallClock().now() - updatedAt < 90 }
     private var pidExists: Bool { kill(pid, 0) == 0 || errno == EPERM }
@@ -101,7 +125,7 @@ struct NodeRuntimeStatus: Codable, Equatable {
             ? "the disk holding it is full (\($0) bytes free); free some space"
             : "the disk holding it has \($0 / 1024) KiB free; check that the directory can be written" }
             ?? "check the disk holding it"
-        return "not heard from since \(Output.ago(updatedAt, now: now)), though pid \(pid) still exists: its status file \(path) could not be updated; \(cause)"
+        return "not heard from since \(Output.ago(updatedAt, now: now)), though pid \(pid) still exists: its status file \(path) could not be updated; \(cause); or it hung, or after a reboot the pid is another process's: check `ps -p \(pid)`"
     }
 
     /// The status in the file, or nil when there is none. A node on a full disk overwrites the
@@ -122,18 +146,33 @@ actor NodeStatusRecorder {
     private let path: String
     private var status: NodeRuntimeStatus
     private let clock = SystemWallClock()
+    private let logger: Logger
+    /// Whether the status did not fit over the old file when last tried, so that this is logged once.
+    private var overwriteDidNotFit = false
 
-    init(path: String, transport: TransportSpec) {
+    init(path: String, transport: TransportSpec, logger: Logger = Logger(label: "tracer.node")) {
         self.path = path
+        self.logger = logger
         let now = SystemWallClock().now()
         status = NodeRuntimeStatus(
             pid: getpid(), startedAt: now, updatedAt: now, transport: "\(transport)", state: .starting)
+    }
+
+    /// Writes the first status (state starting), padded, before the node uses its store: a node
+    /// whose disk is full at its start is then seen by `tracer status` (as it is once the file
+    /// exists: overwritten in place), and an older node's unpadded file is replaced by a padded one.
+    /// A file that cannot be written at all is logged: the node runs and retries regardless, and
+    /// `tracer status` cannot see it until the file can be written.
+    func begin() {
+        guard !write() else { return }
+        logger.error("cannot write the status file, so `tracer status` cannot see this node (it says not running, or not heard from): is the disk full? The node runs and keeps trying", metadata: ["path": "\(path)"])
     }
 
     func started(_ host: LEHost) async {
         let info = await host.controller
         status.state = .running
         status.lastError = nil
+        status.reconnectingSince = nil
         // A session starts only with its id recorded.
         status.idNotRecorded = nil
         status.controller = .init(
@@ -143,6 +182,10 @@ actor NodeStatusRecorder {
     }
 
     func sessionEnded(_ failure: ExchangeSession.Failure) {
+        // Off the air since this first failure, or since the start when no session has run.
+        if status.reconnectingSince == nil {
+            status.reconnectingSince = status.state == .starting ? status.startedAt : clock.now()
+        }
         status.state = .reconnecting
         status.lastError = "\(failure)"
         switch failure {
@@ -151,9 +194,15 @@ actor NodeStatusRecorder {
             status.controllerResets = .init(count: count, lastAt: clock.now(), lastReason: reason)
         case .idNotRecorded(let error):
             // The outage began at the first failure; later ones only update the reason.
-            status.idNotRecorded = .init(since: status.idNotRecorded?.since ?? clock.now(), problem: error.whileRunning)
+            status.idNotRecorded = .init(since: status.idNotRecorded?.since ?? clock.now(), problem: error.whileRunning(.ids))
         default:
             break
+        }
+        // A session takes its id before it touches the controller, so one that failed for another
+        // reason recorded it: the store works, and a stale "cannot record" must not hide the cause.
+        switch failure {
+        case .idNotRecorded, .rotation: break
+        case .transport, .radio, .controllerStuck: status.idNotRecorded = nil
         }
         write()
     }
@@ -161,7 +210,7 @@ actor NodeStatusRecorder {
     /// The encounter log's writes failing (`error`) or working again (nil).
     func encounterWrites(failing error: StoreError?) {
         status.encountersNotWritten = error.map {
-            .init(since: status.encountersNotWritten?.since ?? clock.now(), problem: $0.whileRunning)
+            .init(since: status.encountersNotWritten?.since ?? clock.now(), problem: $0.whileRunning(.encounters))
         }
         write()
     }
@@ -185,29 +234,43 @@ actor NodeStatusRecorder {
     /// (which needs no new block): a node whose disk is full must still be able to say so.
     static let block = 4096
 
-    private func write() {
+    /// Writes the status, padded, and says whether the file now holds it.
+    @discardableResult
+    private func write() -> Bool {
         status.updatedAt = clock.now()
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        guard var bytes = try? Array(encoder.encode(status)) else { return }
-        bytes += Array(repeating: UInt8(ascii: " "), count: Self.block - bytes.count % Self.block)
+        guard let json = try? Array(encoder.encode(status)) else { return false }
+        let bytes = json + Array(repeating: UInt8(ascii: " "), count: Self.block - json.count % Self.block)
         do {
             try AtomicFile.write(bytes, to: path, mode: 0o600)
+            overwriteDidNotFit = false
+            return true
         } catch {
             // Best effort beyond this: a full disk must not stop the node.
-            overwriteInPlace(bytes)
+            return overwriteInPlace(json)
         }
     }
 
-    /// Writes `bytes` over the start of the existing file, padded to its size, when that is large
-    /// enough; a reader that catches the file half-written tries again (`NodeRuntimeStatus.read`).
-    private func overwriteInPlace(_ bytes: [UInt8]) {
+    /// Writes `json` over the start of the existing file, padded with spaces to the file's own
+    /// size, when it fits in that size (an older node's unpadded file may be smaller than a block,
+    /// or just over one); a reader that catches the file half-written tries again
+    /// (`NodeRuntimeStatus.read`). Logs once when the status does not fit.
+    private func overwriteInPlace(_ json: [UInt8]) -> Bool {
         let descriptor = open(path, O_WRONLY | O_CLOEXEC)
-        guard descriptor >= 0 else { return }
+        guard descriptor >= 0 else { return false }
         defer { close(descriptor) }
         var info = stat()
-        guard fstat(descriptor, &info) == 0, Int(info.st_size) >= bytes.count else { return }
-        let padded = bytes + Array(repeating: UInt8(ascii: " "), count: Int(info.st_size) - bytes.count)
-        _ = padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) }
+        guard fstat(descriptor, &info) == 0 else { return false }
+        let size = Int(info.st_size)
+        guard json.count <= size else {
+            if !overwriteDidNotFit {
+                logger.error("the status file could not be updated: no new file can be made (is the disk full?) and the status (\(json.count) bytes) does not fit in the old one (\(size) bytes); `tracer status` shows an older status until there is room", metadata: ["path": "\(path)"])
+                overwriteDidNotFit = true
+            }
+            return false
+        }
+        let padded = json + Array(repeating: UInt8(ascii: " "), count: size - json.count)
+        return padded.withUnsafeBytes { pwrite(descriptor, $0.baseAddress, $0.count, 0) } == size
     }
 }
