@@ -25,7 +25,9 @@ let package = Package(
     targets: [
         // The basics every part shares, with no SQLite and no libcurl: UserID, DailyKey, the UTC
         // day and time, the wall clock, one hex codec, one seeded generator. IDRotation re-exports it.
-        .target(name: "TracerCore", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
+        .target(name: "TracerCore", dependencies: ["CLinuxTime", .product(name: "Crypto", package: "swift-crypto")]),
+        // <sys/timerfd.h>, which Glibc's module leaves out; glibc itself, nothing to link.
+        .systemLibrary(name: "CLinuxTime", path: "Sources/CLinuxTime"),
         // Settings as the node and the server share them: where a value came from (flag, environment,
         // file, default) and its words, how typed text reads, the flag argument, the `config` table.
         // Foundation only; each side keeps its own table of settings and its file reader.

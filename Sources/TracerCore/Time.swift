@@ -19,12 +19,16 @@ public struct SystemWallClock: WallClock {
     }
 
     public func sleep(until time: UnixSeconds) async throws {
-        // Sleep in short steps: the wall clock can jump (NTP, suspend), and a single long sleep
-        // on the monotonic clock would then miss the rotation.
+        // Re-read after every wake: a step or a resume may leave the clock short of the time,
+        // or carry it past.
         while true {
             let remaining = Double(time) - Date().timeIntervalSince1970
             if remaining <= 0 { return }
-            try await Task.sleep(for: .milliseconds(Int(min(remaining, 5) * 1000) + 1))
+            if try await WallClockAlarm.wait(until: time) == nil {
+                // Without the kernel's timer, short steps on the monotonic clock: a single long
+                // sleep would miss a step or a suspend.
+                try await Task.sleep(for: .milliseconds(Int(min(remaining, 5) * 1000) + 1))
+            }
         }
     }
 }

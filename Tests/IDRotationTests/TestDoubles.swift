@@ -65,3 +65,66 @@ struct TemporaryDirectory {
         StoreLocation(path: path + "/" + name, source: .flag, ownsDirectory: false)
     }
 }
+
+/// A wall clock that only the test moves, forward or back, as NTP or a resume from suspend would:
+/// a sleeper wakes when a step carries the clock to its time, not before, or when cancelled.
+final class SteppedClock: WallClock {
+    private struct Sleeper {
+        var wake: UnixSeconds
+        var continuation: CheckedContinuation<Void, Never>
+    }
+    private struct State {
+        var time: UnixSeconds
+        var sleepers: [Int: Sleeper] = [:]
+        /// How many sleeps have begun: a test waits for the run loop to be asleep before stepping.
+        var sleepsBegun = 0
+    }
+    private let state: Mutex<State>
+    init(_ start: UnixSeconds) { state = Mutex(State(time: start)) }
+
+    func now() -> UnixSeconds { state.withLock { $0.time } }
+    var sleepsBegun: Int { state.withLock { $0.sleepsBegun } }
+
+    func set(_ value: UnixSeconds) {
+        let woken = state.withLock { state in
+            state.time = value
+            let due = state.sleepers.filter { $0.value.wake <= value }
+            due.keys.forEach { state.sleepers[$0] = nil }
+            return due.values.map(\.continuation)
+        }
+        woken.forEach { $0.resume() }
+    }
+
+    func advance(_ seconds: Int64) { set(now() + seconds) }
+
+    func sleep(until wake: UnixSeconds) async throws {
+        let ticket = state.withLock { state in
+            state.sleepsBegun += 1
+            return state.sleepsBegun
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let ready = state.withLock { state in
+                    guard state.time < wake, !Task.isCancelled else { return true }
+                    state.sleepers[ticket] = Sleeper(wake: wake, continuation: continuation)
+                    return false
+                }
+                if ready { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.sleepers.removeValue(forKey: ticket) }?.continuation.resume()
+        }
+        try Task.checkCancellation()
+    }
+
+    /// Waits (at most 5 s of real time) until `count` sleeps have begun.
+    func waitForSleeps(_ count: Int) async throws {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while sleepsBegun < count {
+            guard ContinuousClock.now < deadline else { throw WaitTimedOut(sleeps: count) }
+            try await Task.sleep(for: .milliseconds(2))
+        }
+    }
+
+    struct WaitTimedOut: Error { let sleeps: Int }
+}

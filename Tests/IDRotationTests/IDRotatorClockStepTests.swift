@@ -1,0 +1,127 @@
+import IDRotation
+import Testing
+import TestTiers
+
+/// The rotator's run loop when the wall clock is stepped (NTP, `date -s`) or jumps at a resume
+/// from suspend: it rotates at once to the window of the new time, never returns to an id it
+/// used, and its own-id history stays in order. The real clock's wait is `SystemWallClock`
+/// (a timerfd that ends on a step); the kernel bed steps a real clock under a real node.
+@Suite(.tags(.unit)) struct IDRotatorClockStepTests {
+    let start: UnixSeconds = 1_795_324_033  // 05:07:13 UTC, inside [05:00, 05:15)
+    let schedule = try! RotationSchedule()
+
+    /// A rotator running on `clock`, its rotations in order.
+    struct Running {
+        let rotations: AsyncStream<Rotation>.Iterator
+        let task: Task<Void, any Error>
+    }
+
+    func run(_ rotator: IDRotator) -> (AsyncStream<Rotation>, Task<Void, any Error>) {
+        let (stream, continuation) = AsyncStream.makeStream(of: Rotation.self)
+        let task = Task {
+            defer { continuation.finish() }
+            try await rotator.run { continuation.yield($0) }
+        }
+        return (stream, task)
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aForwardStepOfMinutesRotatesAtOnceToTheNewTimesWindow() async throws {
+        let clock = SteppedClock(start)
+        let history = MemoryHistory()
+        let (stream, task) = run(IDRotator(schedule: schedule, history: history, clock: clock))
+        defer { task.cancel() }
+        var rotations = stream.makeAsyncIterator()
+        let first = try #require(await rotations.next()).current
+        try await clock.waitForSleeps(1)
+
+        clock.set(start + 33 * 60)  // 05:40:13: the 05:15 window was never reached
+        let second = try #require(await rotations.next())
+        #expect(second.previous == first)
+        #expect(second.current.window == IDWindow(start: 1_795_325_400, end: 1_795_326_300))  // [05:30, 05:45)
+        #expect(second.current.window.contains(clock.now()))
+        #expect(history.all == [first, second.current])
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aForwardStepOfHoursAcrossMidnightUsesTheNewDaysKey() async throws {
+        let clock = SteppedClock(start)
+        let history = MemoryHistory()
+        let (stream, task) = run(IDRotator(schedule: schedule, history: history, clock: clock))
+        defer { task.cancel() }
+        var rotations = stream.makeAsyncIterator()
+        let first = try #require(await rotations.next()).current
+        try await clock.waitForSleeps(1)
+
+        clock.set(start + 20 * 3_600)  // 01:07:13 the next day
+        let second = try #require(await rotations.next()).current
+        #expect(second.window.contains(clock.now()))
+        #expect(second.id != first.id)
+        #expect(history.dailyKeys.map(\.day) == [UTCDay(containing: start), UTCDay(containing: clock.now())])
+    }
+
+    /// A suspend stops the monotonic clock while the wall clock runs on: to the rotator the resume
+    /// is a step forward. Nothing is recorded for the windows slept through.
+    @Test(.timeLimit(.minutes(1))) func aResumeAfterAnHoursSuspendRotatesToTheWindowOfTheResume() async throws {
+        let clock = SteppedClock(start)
+        let history = MemoryHistory()
+        let (stream, task) = run(IDRotator(schedule: schedule, history: history, clock: clock))
+        defer { task.cancel() }
+        var rotations = stream.makeAsyncIterator()
+        let first = try #require(await rotations.next()).current
+        try await clock.waitForSleeps(1)
+
+        clock.advance(3_600)
+        let resumed = try #require(await rotations.next()).current
+        #expect(resumed.window == IDWindow(start: first.window.start + 3_600, end: first.window.end + 3_600))
+        #expect(history.all == [first, resumed])
+    }
+
+    @Test(.timeLimit(.minutes(1))) func aBackwardStepAcrossABoundaryNeverReturnsToAPastID() async throws {
+        let clock = SteppedClock(start)
+        let history = MemoryHistory()
+        let rotator = IDRotator(schedule: schedule, history: history, clock: clock)
+        let (stream, task) = run(rotator)
+        defer { task.cancel() }
+        var rotations = stream.makeAsyncIterator()
+        let first = try #require(await rotations.next()).current
+        try await clock.waitForSleeps(1)
+        clock.set(first.window.end + 2)
+        let second = try #require(await rotations.next()).current
+        try await clock.waitForSleeps(2)
+
+        // NTP steps back 72 s, into the first window: the node keeps the second id.
+        clock.set(first.window.end - 70)
+        #expect(try await rotator.currentID() == second)
+        // Two hours back (a clock that ran ahead): still the second id, no key for that time.
+        clock.set(start - 2 * 3_600)
+        #expect(try await rotator.currentID() == second)
+        #expect(history.all == [first, second])
+
+        // Once the clock passes the second window's end again, the next window follows it.
+        clock.set(second.window.end)
+        let third = try #require(await rotations.next())
+        #expect(third.previous == second)
+        #expect(third.current.window.start == second.window.end)
+        let ids = history.all
+        #expect(Set(ids.map(\.id)).count == ids.count)
+        #expect(zip(ids, ids.dropFirst()).allSatisfy { $0.window.end <= $1.window.start })
+    }
+
+    /// Steps every way, many times: the history only ever grows in window order, every id once,
+    /// and the id in use always has a window that has not ended.
+    @Test(.timeLimit(.minutes(1))) func aClockSteppedEveryWayKeepsTheHistoryInOrder() async throws {
+        let clock = SteppedClock(start)
+        let history = MemoryHistory()
+        let rotator = IDRotator(schedule: schedule, history: history, clock: clock)
+        let steps: [Int64] = [+40, +900, -1_200, +3_600, -30, -7_200, +86_400, +5, -86_400, +200_000, -60]
+        var time = start
+        for step in steps {
+            time += step
+            clock.set(time)
+            let current = try await rotator.currentID()
+            #expect(clock.now() < current.window.end, "an ended window's id at \(clock.now()): \(current.window)")
+        }
+        let ids = history.all
+        #expect(Set(ids.map(\.id)).count == ids.count)
+        #expect(zip(ids, ids.dropFirst()).allSatisfy { $0.window.end <= $1.window.start })
+    }
+}
