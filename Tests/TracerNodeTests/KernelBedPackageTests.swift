@@ -184,7 +184,3 @@ extension TracerNodeTests {
         }
     }
 }
-
-private extension String {
-    var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
-}

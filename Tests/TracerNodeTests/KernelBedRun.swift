@@ -134,3 +134,8 @@ struct KernelBedRun: Sendable {
             + tails.joined(separator: "\n")
     }
 }
+
+extension String {
+    /// A scenario's one-value file (an exit status, a count) without its newline.
+    var trimmed: String { trimmingCharacters(in: .whitespacesAndNewlines) }
+}
