@@ -45,6 +45,7 @@ public protocol OwnIDHistory: Sendable {
 /// until the clock passes the end of its window again.
 public actor IDRotator {
     public typealias RotationHandler = @Sendable (Rotation) async -> Void
+    public typealias RotationEndHandler = @Sendable (OwnID) async -> Void
 
     private let schedule: RotationSchedule
     private let derivation: IDDerivation
@@ -129,13 +130,19 @@ public actor IDRotator {
 
     /// Rotates on schedule until cancelled, calling `onRotation` for the first id and for every
     /// change; the next rotation waits until the handler has returned.
-    public func run(onRotation: RotationHandler) async throws {
+    ///
+    /// At each window's end `onWindowEnd` runs first, with the id whose window ended, before the
+    /// next id is recorded: recording may take seconds (SQLite waits up to its busy timeout for a
+    /// database another program holds locked) or fail, and the ended id must not stay on the air
+    /// meanwhile.
+    public func run(onWindowEnd: RotationEndHandler = { _ in }, onRotation: RotationHandler) async throws {
         while true {
             if let rotation = try rotateIfDue() {
                 await onRotation(rotation)
             }
-            guard let end = current?.window.end else { continue }
-            try await clock.sleep(until: end)
+            guard let ending = current else { continue }
+            try await clock.sleep(until: ending.window.end)
+            await onWindowEnd(ending)
         }
     }
 }

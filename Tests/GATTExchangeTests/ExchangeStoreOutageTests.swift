@@ -1,3 +1,4 @@
+import Foundation
 import IDRotation
 import Logging
 import Synchronization
@@ -162,5 +163,73 @@ struct ExchangeStoreOutageTests {
         #expect(await eventually { current.state.withLock { $0.advertising } })
         let address = session.addresses.address(for: next)
         #expect(current.state.withLock { $0.randomAddress } == address.littleEndianBytes, "the new session advertises from another id's address")
+    }
+
+    /// An own-id history whose writes wait, as SQLite waits up to its busy timeout for a database
+    /// another program holds locked, while `held` is set.
+    final class SlowHistory: OwnIDHistory {
+        let held = Mutex(false)
+        let waiting = Mutex(false)
+        private let records = Mutex<[OwnID]>([])
+        var all: [OwnID] { records.withLock { $0 } }
+
+        func latestOwnID() throws -> OwnID? { records.withLock { $0.last } }
+        func recordOwnID(_ ownID: OwnID) throws {
+            // Blocks its thread as SQLite's busy wait does, bounded so that a failing test ends.
+            let deadline = ContinuousClock.now + .seconds(20)
+            while held.withLock({ $0 }), ContinuousClock.now < deadline {
+                waiting.withLock { $0 = true }
+                usleep(2_000)
+            }
+            waiting.withLock { $0 = false }
+            records.withLock { $0.append(ownID) }
+        }
+        func dailyKey(for day: UTCDay, intervalSeconds: Int64, recordingIfAbsent newKey: DailyKey) throws -> DailyKey { newKey }
+    }
+
+    /// A locked database makes recording the next id take seconds: the ended id goes off the air
+    /// at its window's end, not when the store answers, and the next one comes on once recorded.
+    /// Before, the old id stayed on the air until the write returned (up to SQLite's 5 s busy
+    /// timeout).
+    @Test func anIDWhoseSuccessorIsSlowToRecordGoesOffTheAirAtItsWindowsEnd() async throws {
+        let clock = ManualHostClock()
+        let windowStart: UnixSeconds = 1_800_000_000
+        let history = SlowHistory()
+        let rotator = IDRotator(schedule: try RotationSchedule(intervalSeconds: 60), history: history, clock: clock.wallClock(startingAt: windowStart))
+        let controllers = Seen<ScriptedController>()
+        var configuration = ExchangeConfiguration()
+        configuration.scanOffTime = .zero
+        let session = ExchangeSession(
+            transport: .tcp(host: "127.0.0.1", port: 1), rotator: rotator, sink: DiscardingSink(),
+            configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, clock: clock,
+            openTransport: { _ in
+                let controller = ScriptedController()
+                controllers.append(controller)
+                return controller
+            })
+        let supervisor = Task { await ExchangeSupervisor(session: session).run(onStart: { _, _ in }, onSessionEnded: { _ in }) }
+        defer {
+            history.held.withLock { $0 = false }
+            supervisor.cancel()
+        }
+        #expect(await eventually { controllers.all.first?.state.withLock { $0.advertising } == true })
+        let controller = try #require(controllers.all.first)
+        let first = try #require(history.all.first)
+
+        history.held.withLock { $0 = true }
+        try await Self.advance(clock, to: .seconds(60), "the rotator's window end")
+        #expect(await eventually { history.waiting.withLock { $0 } }, "the rotator did not start recording the next id")
+        #expect(await eventually { controller.state.withLock { !$0.advertising } },
+                "the ended id stayed on the air while its successor was being recorded")
+        #expect(controller.state.withLock { $0.randomAddress } == session.addresses.address(for: first).littleEndianBytes,
+                "the address changed before the next id was recorded")
+
+        history.held.withLock { $0 = false }
+        #expect(await eventually { history.all.count == 2 })
+        let next = try #require(history.all.last)
+        #expect(next.window == IDWindow(start: windowStart + 60, end: windowStart + 120))
+        #expect(await eventually { controller.state.withLock { $0.advertising } }, "the next id did not come on the air")
+        #expect(controller.state.withLock { $0.randomAddress } == session.addresses.address(for: next).littleEndianBytes)
+        #expect(controllers.all.count == 1, "the session ended: \(controllers.all.count) controllers opened")
     }
 }

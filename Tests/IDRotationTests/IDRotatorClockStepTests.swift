@@ -124,4 +124,29 @@ import TestTiers
         #expect(Set(ids.map(\.id)).count == ids.count)
         #expect(zip(ids, ids.dropFirst()).allSatisfy { $0.window.end <= $1.window.start })
     }
+
+    /// At a window's end the handler hears of the ended id before the next one is recorded, so the
+    /// radio can go quiet while a slow store records it.
+    @Test(.timeLimit(.minutes(1))) func theWindowsEndIsAnnouncedBeforeTheNextIDIsRecorded() async throws {
+        let clock = SteppedClock(start)
+        let history = MemoryHistory()
+        let rotator = IDRotator(schedule: schedule, history: history, clock: clock)
+        let (ends, endsContinuation) = AsyncStream.makeStream(of: (ended: OwnID, recorded: Int).self)
+        let (stream, continuation) = AsyncStream.makeStream(of: Rotation.self)
+        let task = Task {
+            try await rotator.run(
+                onWindowEnd: { endsContinuation.yield(($0, history.all.count)) },
+                onRotation: { continuation.yield($0) })
+        }
+        defer { task.cancel() }
+        var rotations = stream.makeAsyncIterator()
+        var windowEnds = ends.makeAsyncIterator()
+        let first = try #require(await rotations.next()).current
+        try await clock.waitForSleeps(1)
+        clock.set(first.window.end)
+        let end = try #require(await windowEnds.next())
+        #expect(end.ended == first)
+        #expect(end.recorded == 1, "the next id was recorded before the window's end was announced")
+        #expect(try #require(await rotations.next()).previous == first)
+    }
 }

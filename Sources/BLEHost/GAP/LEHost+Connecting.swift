@@ -194,18 +194,11 @@ extension LEHost {
         // takes the cancel grace (about 1 s). The old address then outlived its window, peers that
         // had already rotated took it for a newcomer and tried it after it was gone, and where
         // attempts never end (`ControllerQuirks.cancelTakenWithoutEndingAttempt`), two nodes of a
-        // 20-node crowd never initiated again. So nobody wants the old advertising from now on, and
-        // the attempt under way turns it off before its cancel.
-        withdrawAdvertising()
-        if let number = attempt?.number { abandonAttempt(number, stoppingAdvertisingFirst: true) }
+        // 20-node crowd never initiated again.
+        withdrawEverything()
         try await procedure(urgent: true) { () async throws(GAPError) in
             if self.lost { throw .controllerLost }
-            try? await self.command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
-            if self.scanning { try? await self.stopScanningNow() }
-            for connection in self.connections.values {
-                await connection.bearer.close()
-                await self.disconnect(connection)
-            }
+            await self.stopEverythingNow()
             do throws(GAPError) {
                 try await self.setRandomAddressNow(address)
             } catch .hci(let error) where error.status == .commandDisallowed {
@@ -219,6 +212,37 @@ extension LEHost {
                 try await self.setRandomAddressNow(address)
             }
             await resume()
+        }
+    }
+
+    /// Takes the node off the air at once, as the first half of an address change does: stops
+    /// advertising, ends a connection attempt, stops scanning and closes every link. For an id
+    /// whose window ended before the next one could take its place (the store was slow to record
+    /// it): until `changeRandomAddress` runs, nobody hears the ended id or reads it over a link.
+    /// Goes before the procedures still waiting.
+    public func goOffTheAir() async throws(GAPError) {
+        if lost { throw .controllerLost }
+        withdrawEverything()
+        try await procedure(urgent: true) { () async throws(GAPError) in
+            if self.lost { throw .controllerLost }
+            await self.stopEverythingNow()
+        }
+    }
+
+    /// Nobody wants the current advertising from now on, and the attempt under way turns it off
+    /// before its cancel.
+    private func withdrawEverything() {
+        withdrawAdvertising()
+        if let number = attempt?.number { abandonAttempt(number, stoppingAdvertisingFirst: true) }
+    }
+
+    /// Advertising off, scanning off, every link closed. Call inside a procedure.
+    private func stopEverythingNow() async {
+        try? await command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
+        if scanning { try? await stopScanningNow() }
+        for connection in connections.values {
+            await connection.bearer.close()
+            await disconnect(connection)
         }
     }
 

@@ -135,7 +135,9 @@ public struct ExchangeSession: Sendable {
                 // (the radio stops at once, so the ended window's id goes off the air) and the
                 // supervisor starts the next one, which takes the id once the store works again.
                 do {
-                    try await rotator.run { rotation in await exchange.rotate(to: rotation.current) }
+                    try await rotator.run(
+                        onWindowEnd: { ended in await exchange.windowEnded(ended) },
+                        onRotation: { rotation in await exchange.rotate(to: rotation.current) })
                 } catch is CancellationError {
                     return .stopped
                 } catch {

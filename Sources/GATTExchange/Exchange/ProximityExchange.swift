@@ -213,6 +213,23 @@ public actor ProximityExchange {
         }
     }
 
+    /// `ownID`'s window has ended and the next id is not on the air yet (the rotator records it
+    /// first, which a locked or full store can make slow or impossible): off the air at once, held
+    /// as in a rotation until `rotate(to:)` brings the next id, so that no peer hears or reads an
+    /// id after its window.
+    public func windowEnded(_ ownID: OwnID) async {
+        guard identity.ownID == ownID, rotation == .settled else { return }
+        rotation = .rotating
+        candidates.removeAll()
+        changes.announce()
+        do {
+            try await host.goOffTheAir()
+        } catch {
+            // Only a lost controller gets here; the session ends with it.
+            logger.debug("could not go off the air at the window's end", metadata: ["error": "\(error)"])
+        }
+    }
+
     // MARK: Keeping the controller honest
 
     /// A stuck initiator is reset at once (`InitiatorHealth` says when): resetting at the first
