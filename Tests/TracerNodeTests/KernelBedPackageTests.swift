@@ -185,11 +185,12 @@ extension TracerNodeTests {
         func aNodeWhoseControllerStopsAnsweringIsRestartedBySystemdsWatchdogAndMeetsItsPeerAgain() async throws {
             let run = try await KernelBedSystemd.bed.value
             let unit = run.text("unit-watchdog.txt")
-            for setting in ["Type=notify", "NotifyAccess=main", "WatchdogUSec=1min", "WatchdogSignal=15"] {
+            for setting in ["Type=notify", "NotifyAccess=main", "WatchdogSec=60", "WatchdogSignal=15"] {
                 #expect(unit.contains(setting + "\n"), "the packaged unit lacks \(setting): \(unit)")
             }
             // A unit of Type=notify is active only once the node said READY=1; its status text is the node's.
             let before = run.text("unit-before-stall.txt")
+            #expect(before.contains("WatchdogUSec=5s\n"), "the scenario did not shorten the unit's watchdog: \(before)")
             #expect(before.contains("ActiveState=active\n") && before.contains("StatusText=running on hci0\n"),
                     "the node did not tell systemd it was ready and running: \(run.evidence("unit-before-stall.txt", "tracer-journal.txt"))")
             let journal = run.text("tracer-journal.txt")

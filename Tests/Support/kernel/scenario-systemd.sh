@@ -24,8 +24,9 @@ cp /lib/systemd/system/tracer.service "$results/installed-unit.service" 2>/dev/n
 # controller after 10 s rather than 180, so that the run is short).
 sed -i 's/^# transport = "hci0"$/transport = "hci0"\ncontinuous_scan = true\nwatchdog_dark_limit = 10/' /etc/tracer/tracer.toml
 cp /etc/tracer/tracer.toml "$results/configured.toml"
-systemctl show -p Type -p NotifyAccess -p WatchdogUSec -p WatchdogSignal tracer >"$results/unit-watchdog.txt" 2>&1
-if [ "$(systemctl show -p WatchdogUSec --value tracer)" != "0" ]; then
+# The unit's own watchdog as configured (systemctl show reports WatchdogUSec only once the unit runs).
+{ systemctl show -p Type -p NotifyAccess -p WatchdogSignal tracer; systemctl cat tracer | grep '^WatchdogSec='; } >"$results/unit-watchdog.txt" 2>&1
+if systemctl cat tracer | grep -q '^WatchdogSec=[1-9]'; then
     # The packaged period (a minute) and restart delay, shortened for the run.
     mkdir -p /etc/systemd/system/tracer.service.d
     printf '[Service]\nWatchdogSec=5\nRestartSec=1\n' >/etc/systemd/system/tracer.service.d/short-watchdog.conf
@@ -50,7 +51,7 @@ say "the unit's node met $(peers "$database") peer ids"
 # A few more seconds, so that the host's node logs what it learned by being written to.
 sleep 5
 systemctl status --no-pager -l tracer >"$results/systemctl-status.txt" 2>&1
-systemctl show -p NRestarts -p Result -p ActiveState -p SubState -p StatusText tracer >"$results/unit-before-stall.txt" 2>&1
+systemctl show -p NRestarts -p Result -p ActiveState -p SubState -p StatusText -p WatchdogUSec tracer >"$results/unit-before-stall.txt" 2>&1
 
 # Times are the guest's wall clock, in seconds with fractions (the journal's short-unix format).
 now() { date +%s.%N | cut -c1-14; }
