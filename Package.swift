@@ -194,6 +194,8 @@ let package = Package(
             name: "TracerNodeTests",
             dependencies: [
                 "IDRotation", "Places", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain", "TestTiers",
+                // The node's own types, for its unit tests (NodeWatchdogTests).
+                "TracerNode", "BLEHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -20,6 +20,8 @@ struct NodeService {
     let places: PlaceBoard?
     /// Feeds `places` with positions, when the place source is gpsd.
     let gpsd: GPSDClient?
+    /// Tells systemd the node's state and answers its watchdog, when systemd asked (`Type=notify`).
+    let watchdog: NodeWatchdog?
     let logger: Logger
 
     /// Runs until the task is cancelled (SIGINT/SIGTERM), then flushes the log.
@@ -52,6 +54,7 @@ struct NodeService {
                 for await failure in log.writeFailures { await status.encounterWrites(failing: failure) }
             }
             if let gpsd { group.addTask { await gpsd.run() } }
+            if let watchdog { group.addTask { [status] in await watchdog.run(following: status) } }
             await group.waitForAll()
         }
         do {

@@ -54,7 +54,9 @@ actor RunningNode {
             store: store, transport: transport, heldAdapter: settings.takeAdapter ? .take : .refuse,
             schedule: schedule, retention: .standard, exchange: exchange,
             status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport, logger: logger),
-            places: place?.board, gpsd: place?.gpsd, logger: logger)
+            places: place?.board, gpsd: place?.gpsd,
+            watchdog: SystemdNotifier().map { NodeWatchdog(notifier: $0, darkLimit: settings.watchdogDarkLimit, logger: logger) },
+            logger: logger)
         let serviceTask = Task { await service.run() }
         startChecks()
 
@@ -102,6 +104,7 @@ actor RunningNode {
             ("node.rotation_jitter", fresh.rotationJitter != settings.rotationJitter),
             ("node.continuous_scan", fresh.continuousScan != settings.continuousScan),
             ("node.take_adapter", fresh.takeAdapter != settings.takeAdapter),
+            ("node.watchdog_dark_limit", fresh.watchdogDarkLimit != settings.watchdogDarkLimit),
             ("log.format", fresh.logFormat != settings.logFormat),
             ("place.*", fresh.placeName != settings.placeName || fresh.placeSource != settings.placeSource
                 || fresh.gpsdHost != settings.gpsdHost || fresh.gpsdPort != settings.gpsdPort
@@ -115,6 +118,7 @@ actor RunningNode {
         applied.rotationJitter = settings.rotationJitter
         applied.continuousScan = settings.continuousScan
         applied.takeAdapter = settings.takeAdapter
+        applied.watchdogDarkLimit = settings.watchdogDarkLimit
         applied.logFormat = settings.logFormat
         applied.placeName = settings.placeName
         applied.placeSource = settings.placeSource

@@ -14,13 +14,15 @@ extension KernelBedPlan {
     }
 
     /// The systemd scenario (Tests/Support/kernel/scenario-systemd.sh): systemd as the guest's PID 1,
-    /// the package's unit started with systemctl, with all its sandboxing, on hci0 beside one host node.
+    /// the package's unit started with systemctl, with all its sandboxing, on hci0 beside one host
+    /// node; hci0's controller (line 1) can be made to stop answering.
     static func systemd(deb: String) -> KernelBedPlan {
         var plan = KernelBedPlan(
             name: "systemd", scenario: "scenario-systemd.sh", models: ["DEFAULT", "DEFAULT"],
             attachedLines: [1], hostNodes: ["host-a"],
-            environment: ["KBED_PACKAGE": deb], timeoutSeconds: 180)
+            environment: ["KBED_PACKAGE": deb], timeoutSeconds: 300)
         plan.guestInit = "systemd"
+        plan.stallLine = 1
         return plan
     }
 }
@@ -171,7 +173,44 @@ extension TracerNodeTests {
                     "the unit's node never logged the host node's id. \(run.evidence("tracer-journal.txt", "systemctl-status.txt"))")
             #expect(!Set(try host.encounters().map(\.peer)).isDisjoint(with: try unit.ownIDs().map(\.id)),
                     "the host node never logged the unit's node's id. \(run.evidence("tracer-journal.txt", "host-a.log"))")
-            #expect(run.text("unit-before-stop.txt").contains("NRestarts=0"), "the unit restarted: \(run.evidence("unit-before-stop.txt", "tracer-journal.txt"))")
+            #expect(run.text("unit-before-stall.txt").contains("NRestarts=0"), "the unit restarted: \(run.evidence("unit-before-stall.txt", "tracer-journal.txt"))")
+        }
+
+        /// Issue 38: the packaged unit is `Type=notify` with a watchdog, and the node answers it only
+        /// while it has a working controller. The scenario shortens the unit's own watchdog (5 s,
+        /// node.watchdog_dark_limit = 10 s) and makes hci0's controller stop answering with its line
+        /// still open (the bed's stall relay); systemd must restart the unit, and once the
+        /// controller answers again the restarted node must meet the host node.
+        @Test(.timeLimit(.minutes(5)))
+        func aNodeWhoseControllerStopsAnsweringIsRestartedBySystemdsWatchdogAndMeetsItsPeerAgain() async throws {
+            let run = try await KernelBedSystemd.bed.value
+            let unit = run.text("unit-watchdog.txt")
+            for setting in ["Type=notify", "NotifyAccess=main", "WatchdogSec=60", "WatchdogSignal=15"] {
+                #expect(unit.contains(setting + "\n"), "the packaged unit lacks \(setting): \(unit)")
+            }
+            // A unit of Type=notify is active only once the node said READY=1; its status text is the node's.
+            let before = run.text("unit-before-stall.txt")
+            #expect(before.contains("WatchdogUSec=5s\n"), "the scenario did not shorten the unit's watchdog: \(before)")
+            #expect(before.contains("ActiveState=active\n") && before.contains("StatusText=running on hci0\n"),
+                    "the node did not tell systemd it was ready and running: \(run.evidence("unit-before-stall.txt", "tracer-journal.txt"))")
+            let journal = run.text("tracer-journal.txt")
+            #expect(journal.contains("not answering systemd's watchdog") && journal.contains("no working controller since"),
+                    "the node did not say why it stopped answering the watchdog. \(run.evidence("tracer-journal.txt", "relay.log"))")
+            #expect(journal.contains("Watchdog timeout") && journal.contains("Failed with result 'watchdog'"),
+                    "systemd's watchdog did not fire. \(run.evidence("tracer-journal.txt", "relay.log"))")
+            let after = run.text("unit-before-stop.txt")
+            let restarts = after.split(separator: "\n").first { $0.hasPrefix("NRestarts=") }.flatMap { Int($0.dropFirst("NRestarts=".count)) } ?? 0
+            #expect(restarts >= 1, "systemd did not restart the unit. \(run.evidence("unit-before-stop.txt", "tracer-journal.txt"))")
+            #expect(after.contains("ActiveState=active\n") && after.contains("StatusText=running on hci0\n"),
+                    "the restarted node is not up and running: \(run.evidence("unit-before-stop.txt", "tracer-journal.txt"))")
+            #expect(!after.contains("MainPID=\(run.text("stalled-pid.txt").trimmed)\n"), "the stalled node still runs: \(after)")
+            // Met again after the controller answered again, so by the restarted node.
+            let resumed = Double(run.text("resumed-at.txt").trimmed).map { Int64($0) } ?? .max
+            let unitStore = try run.store("tracer.db")
+            let host = try run.store("host-a.db")
+            let metAgain = try unitStore.encounters().filter { $0.firstSeen >= resumed }
+            #expect(!Set(metAgain.map(\.peer)).isDisjoint(with: try host.ownIDs().map(\.id)),
+                    "the restarted node did not meet the host node after the controller answered again (at \(resumed)). \(run.evidence("tracer-journal.txt", "relay.log", "host-a.log"))")
         }
 
         @Test(.timeLimit(.minutes(5)))

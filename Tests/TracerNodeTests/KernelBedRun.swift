@@ -30,6 +30,9 @@ struct KernelBedPlan: Sendable {
     var timeoutSeconds = 420
     /// The guest's PID 1: "script" (the bed's own init) or "systemd" (scripts/kernel-bed --init).
     var guestInit = "script"
+    /// A guest line (1-based) whose controller the scenario can make stop answering
+    /// (scripts/kernel-bed --stall-line); nil for none.
+    var stallLine: Int?
     /// Another path of this checkout to run the bed from (its scripts, scenario and built `tracer`);
     /// nil for the repository's own path.
     var checkout: String?
@@ -92,7 +95,7 @@ struct KernelBedRun: Sendable {
         let bed = try Products.run(checkout + "/scripts/kernel-bed", [
             "--init", plan.guestInit,
             "--attach", plan.attachedLines.map(String.init).joined(separator: " "), "--timeout", "\(plan.timeoutSeconds)",
-        ] + environment + [
+        ] + (plan.stallLine.map { ["--stall-line", "\($0)"] } ?? []) + environment + [
             results, checkout + "/Tests/Support/kernel/" + plan.scenario,
         ] + radio.ports.prefix(plan.guestLines).map(String.init), home: results, timeout: .seconds(plan.timeoutSeconds + 30))
         try? (bed.stdout + bed.stderr).write(toFile: results + "/bed.out", atomically: true, encoding: .utf8)

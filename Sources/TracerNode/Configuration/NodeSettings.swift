@@ -35,6 +35,7 @@ struct NodeSettings: Equatable, Sendable {
     var rotationJitter: Int64 = 0
     var continuousScan = false
     var takeAdapter = false
+    var watchdogDarkLimit: Int64 = 0
     var controllerQuirks = ControllerQuirkChoice()
     // [log]
     var logLevel: Logger.Level = .info

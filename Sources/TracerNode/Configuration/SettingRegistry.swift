@@ -43,6 +43,10 @@ enum SettingRegistry {
             "node.take_adapter", \.takeAdapter, default: false,
             env: "TRACER_TAKE_ADAPTER", flag: "--take-adapter",
             help: "With an hciN transport: when bluetoothd holds the adapter up, power it off through the kernel's management interface and take it (desktop Bluetooth on that adapter stops while the node runs)."),
+        .integer(
+            "node.watchdog_dark_limit", \.watchdogDarkLimit, .integer(minimum: 5, maximum: 86_400, unit: "seconds"),
+            default: NodeRuntimeStatus.defaultWatchdogDarkLimit, env: "TRACER_WATCHDOG_DARK_LIMIT", flag: nil,
+            help: "Under systemd's watchdog (WatchdogSec= in the unit): seconds the node may go without a working controller (reconnecting, or advertising or scanning off) before it stops answering the watchdog, so that systemd restarts it. A full disk or a locked database does not count: the node mends those itself."),
         .text(
             "node.controller_quirks", \.controllerQuirks,
             .text(describe: "quirk names joined with commas, \"none\" or \"-name\" to turn off the model's", problem: TextRules.controllerQuirks),

@@ -145,6 +145,10 @@ struct NodeRuntimeStatus: Codable, Equatable {
 actor NodeStatusRecorder {
     private let path: String
     private var status: NodeRuntimeStatus
+    /// Every status as it is recorded, whether or not the file could take it (a full disk must not
+    /// keep systemd from hearing the node: `NodeWatchdog`); the newest only, for one reader.
+    nonisolated let changes: AsyncStream<NodeRuntimeStatus>
+    private let changesContinuation: AsyncStream<NodeRuntimeStatus>.Continuation
     private let clock = SystemWallClock()
     private let logger: Logger
     /// Whether the status did not fit over the old file when last tried, so that this is logged once.
@@ -156,7 +160,11 @@ actor NodeStatusRecorder {
         let now = SystemWallClock().now()
         status = NodeRuntimeStatus(
             pid: getpid(), startedAt: now, updatedAt: now, transport: "\(transport)", state: .starting)
+        (changes, changesContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
     }
+
+    /// The status as last recorded.
+    var current: NodeRuntimeStatus { status }
 
     /// Writes the first status (state starting), padded, before the node uses its store: a node
     /// whose disk is full at its start is then seen by `tracer status` (as it is once the file
@@ -223,6 +231,7 @@ actor NodeStatusRecorder {
     func stopped() {
         status.state = .stopped
         write()
+        changesContinuation.finish()
     }
 
     func runHeartbeat() async {
@@ -238,6 +247,7 @@ actor NodeStatusRecorder {
     @discardableResult
     private func write() -> Bool {
         status.updatedAt = clock.now()
+        changesContinuation.yield(status)
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         guard let json = try? Array(encoder.encode(status)) else { return false }
