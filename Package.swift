@@ -24,7 +24,8 @@ let package = Package(
     ],
     targets: [
         // The basics every part shares, with no SQLite and no libcurl: UserID, DailyKey, the UTC
-        // day and time, the wall clock, one hex codec, one seeded generator. IDRotation re-exports it.
+        // day and time, the wall clock, one hex codec, one seeded generator. Every module that names
+        // these imports it itself.
         .target(name: "TracerCore", dependencies: ["CLinuxTime", .product(name: "Crypto", package: "swift-crypto")]),
         // <sys/timerfd.h>, which Glibc's module leaves out; glibc itself, nothing to link.
         .systemLibrary(name: "CLinuxTime", path: "Sources/CLinuxTime"),
@@ -49,7 +50,7 @@ let package = Package(
         // only stores places, and out of the exchange, which must never wait for it.
         .target(
             name: "Places",
-            dependencies: ["IDRotation", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["IDRotation", "TracerCore", .product(name: "Logging", package: "swift-log")]
         ),
         // BlueZ headers only (sockaddr_hci, HCI_CHANNEL_USER) for the hci0 user-channel
         // transport; no libbluetooth symbol is used, so nothing is linked.
@@ -64,7 +65,7 @@ let package = Package(
         .target(
             name: "GATTExchange",
             dependencies: [
-                "BLEHost", "IDRotation",
+                "BLEHost", "IDRotation", "TracerCore",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -84,7 +85,7 @@ let package = Package(
         .target(
             name: "Matching",
             dependencies: [
-                "IDRotation", "PositiveListFormat", "CurlHTTP",
+                "IDRotation", "PositiveListFormat", "CurlHTTP", "TracerCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -98,7 +99,7 @@ let package = Package(
         // written by the server, read and verified by nodes, so it depends on no server code.
         .target(
             name: "PositiveListFormat",
-            dependencies: ["IDRotation", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["IDRotation", "TracerCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // libpq, PostgreSQL's C client, for the server's optional PostgreSQL store. A system
         // library like SQLite and curl: it adds no Swift package, and so no BoringSSL or
@@ -124,7 +125,7 @@ let package = Package(
             name: "TracerServer",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat", "CommandLineMain",
-                "ObjectStore", "Settings",
+                "ObjectStore", "Settings", "TracerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -134,7 +135,7 @@ let package = Package(
             name: "TracerNode",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListFormat", "CommandLineMain", "Places",
-                "TracerCore", "Settings",
+                "TracerCore", "CurlHTTP", "Settings",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -145,7 +146,7 @@ let package = Package(
         .executableTarget(
             name: "TracerSimulator",
             dependencies: [
-                "IDRotation",
+                "IDRotation", "TracerCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ],
@@ -168,7 +169,7 @@ let package = Package(
             name: "TracerBench",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
-                "ObjectStore", "ExposureReplay", "Places",
+                "ObjectStore", "ExposureReplay", "Places", "TracerCore", "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -181,19 +182,19 @@ let package = Package(
 
         .testTarget(name: "TracerCoreTests", dependencies: ["TracerCore", "TestTiers"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "TestTiers"]),
-        .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
-        .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TestTiers", "TracerTestSupport"]),
+        .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TracerCore", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
+        .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TracerCore", "TestTiers", "TracerTestSupport"]),
         // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
         .testTarget(name: "BLEHostTests", dependencies: ["BLEHost", "BLEHostTestSupport", "TracerCore", "TestTiers"]),
         .testTarget(
             name: "GATTExchangeTests",
-            dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", "TestTiers", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["BLEHost", "BLEHostTestSupport", "GATTExchange", "IDRotation", "TracerCore", "TestTiers", .product(name: "Logging", package: "swift-log")]
         ),
         // BLEHostTestSupport: the RootCanal launcher of the kernel bed's suite (KernelBedTests.swift).
         .testTarget(
             name: "TracerNodeTests",
             dependencies: [
-                "IDRotation", "Places", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain", "TestTiers",
+                "IDRotation", "Places", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain", "TestTiers", "TracerCore",
                 // The node's own types, for its unit tests (NodeWatchdogTests).
                 "TracerNode", "BLEHost",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
@@ -202,7 +203,7 @@ let package = Package(
         .testTarget(
             name: "MatchingTests",
             dependencies: [
-                "Matching", "CurlHTTP", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers",
+                "Matching", "CurlHTTP", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers", "TracerCore",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
@@ -210,7 +211,7 @@ let package = Package(
             name: "PositiveListServerTests",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat", "IDRotation", "TracerTestSupport",
-                "ObjectStore", "Matching", "TestTiers",
+                "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 #if canImport(Glibc)
 import Glibc
+import TracerCore
 #endif
 
 /// The virtual radio a crowd runs on. Both give every controller its own H4 TCP port and put them

@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import TracerCore
 
 /// What a node's store holds after a crowd run.
 struct NodeRecord {

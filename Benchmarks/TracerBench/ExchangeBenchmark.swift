@@ -2,6 +2,7 @@ import Foundation
 import BLEHost
 import GATTExchange
 import IDRotation
+import TracerCore
 
 /// From a peer's first advertisement to both sides having logged each other, median of N rounds:
 /// two of our nodes (one rotates to a new id and address each round, as if a new person walked

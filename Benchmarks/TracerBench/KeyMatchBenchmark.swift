@@ -6,6 +6,7 @@ import IDRotation
 import Matching
 import PositiveListFormat
 import Synchronization
+import TracerCore
 
 /// Key-matching figures for BENCHMARKS.md (issue 13, figure b): `keyCount` published daily keys
 /// (15-minute windows, so 96 derived ids each) matched against a node database of

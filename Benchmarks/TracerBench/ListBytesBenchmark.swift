@@ -4,6 +4,7 @@ import Logging
 import PositiveListFormat
 import PositiveListServer
 import Synchronization
+import TracerCore
 
 /// Issue 13's figure (a): bytes every node downloads per diagnosed person-day, keys against
 /// ids, batch and index overhead included, measured on the files the real store and publisher

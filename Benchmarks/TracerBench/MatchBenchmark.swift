@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import Matching
 import PositiveListFormat
+import TracerCore
 import TracerTestSupport
 
 /// Matching figures for BENCHMARKS.md (issue 6): a signed positive list of `listedIDCount` ids

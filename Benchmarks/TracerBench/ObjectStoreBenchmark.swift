@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 import IDRotation
 import Logging
@@ -6,6 +7,7 @@ import ObjectStore
 import PositiveListFormat
 import PositiveListServer
 import Synchronization
+import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

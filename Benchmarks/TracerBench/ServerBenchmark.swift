@@ -4,6 +4,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import PositiveListServer
+import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

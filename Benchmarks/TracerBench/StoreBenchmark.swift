@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Places
+import TracerCore
 
 /// Encounter logging figures for BENCHMARKS.md: throughput with the node's batching against a
 /// one-transaction-per-sighting baseline measured in the same run, the size of a 28-day file,

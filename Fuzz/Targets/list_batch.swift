@@ -1,5 +1,6 @@
 import IDRotation
 @testable import PositiveListFormat
+import TracerCore
 
 /// A downloaded PositiveListBatch file (docs/positive-list-format.md), whole: the last 64 bytes stand
 /// for the signature, which is not checked, so that the fuzzer reaches the structure checks a

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Matching
 import PositiveListFormat
+import TracerCore
 
 /// A session after the replay: the encounters of the receiver's node that the sender's
 /// published ids matched, exactly as `tracer check` finds them.

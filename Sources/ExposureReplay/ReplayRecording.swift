@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import TracerCore
 
 /// One ordered (sender → receiver) pair of phones during one test: what the receiver heard of
 /// the sender, the ground truth, and the deployed app's own verdict.

@@ -1,4 +1,5 @@
 import Logging
+import TracerCore
 
 /// One id this node used, with the window in which it was valid.
 public struct OwnID: Hashable, Sendable {

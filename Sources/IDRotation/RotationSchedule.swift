@@ -1,3 +1,4 @@
+import TracerCore
 /// The validity window of one userId: [start, end) in Unix seconds.
 public struct IDWindow: Hashable, Comparable, Sendable, Codable {
     public let start: UnixSeconds

@@ -1,4 +1,5 @@
 import IDRotation
+import TracerCore
 
 /// A stay at one place, as a contact tracer needs it: where, from when until when, and how many
 /// encounters the node logged there. Built from encounters but holding nothing of them that

@@ -1,4 +1,5 @@
 import IDRotation
+import TracerCore
 
 /// One published id and the window in which its owner broadcast it.
 public struct PositiveListEntry: Hashable, Sendable {

@@ -1,5 +1,6 @@
 import Crypto
 import IDRotation
+import TracerCore
 
 /// A published key batch: a signed, immutable file of daily keys grouped by (UTC day, rotation
 /// interval), from which a node derives each key's ids (docs/daily-keys.md).

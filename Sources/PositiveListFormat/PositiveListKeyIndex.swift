@@ -1,5 +1,6 @@
 import Crypto
 import IDRotation
+import TracerCore
 
 /// What a server accepts from a diagnosed person: the authority's choice (issue 13), which a
 /// node reads from the signed key index before it asks its user which to upload.

@@ -8,6 +8,7 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import PositiveListFormat
 import ServiceLifecycle
+import TracerCore
 
 /// Everything one running server shares: its settings, its database, its publisher.
 public struct ServerComponents: Sendable {

@@ -1,7 +1,9 @@
+import CurlHTTP
 import Foundation
 import IDRotation
 import Matching
 import PositiveListFormat
+import TracerCore
 
 /// Turns any error into the one plain sentence the user sees.
 enum UserMessage {

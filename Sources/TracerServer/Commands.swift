@@ -6,6 +6,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import TracerCore
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

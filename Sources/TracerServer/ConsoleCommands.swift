@@ -4,6 +4,7 @@ import IDRotation
 import PositiveListServer
 #if canImport(Glibc)
 import Glibc
+import TracerCore
 #endif
 
 struct ConsoleCommand: AsyncParsableCommand {

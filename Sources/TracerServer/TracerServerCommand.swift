@@ -5,6 +5,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import TracerCore
 
 struct TracerServerCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

@@ -6,6 +6,7 @@ import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
+import TracerCore
 
 /// A transport that records every HCI command the host sends, for checking their order.
 final class RecordingTransport: HCITransport {

@@ -5,6 +5,7 @@ import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
+import TracerCore
 
 /// The node's policy (ProximityExchange) against `ScriptedController`, a spec-faithful controller:
 /// what a peer advertising through unanswered attempts, a refused address or a rotation leads to,

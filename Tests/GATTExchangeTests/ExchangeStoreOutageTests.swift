@@ -7,6 +7,7 @@ import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
+import TracerCore
 
 /// Issue 38: the store cannot record the next id (a full disk). The node must go off the air at
 /// the end of its window rather than keep its old id or broadcast one it did not record, and come

@@ -5,6 +5,7 @@ import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
+import TracerCore
 
 /// Issue 4, "Hostile peers": a full Tracer node (store, encounter log, rotator, supervisor) on a virtual controller
 /// (Bumble's or RootCanal's), a hostile Bumble device (Tests/Support/bumble/tracer_attacker.py) on another, and honest Bumble

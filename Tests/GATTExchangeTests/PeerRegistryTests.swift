@@ -3,6 +3,7 @@ import TestTiers
 @testable import BLEHost
 @testable import GATTExchange
 import IDRotation
+import TracerCore
 
 @Suite(.tags(.unit)) struct PeerRegistryTests {
     let address = BluetoothAddress.randomNonResolvablePrivate()

@@ -7,6 +7,7 @@ import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
+import TracerCore
 
 /// Tracer nodes (rotation, store, exchange, host stack) on virtual controllers (Bumble's and RootCanal's), in one process.
 @Suite(.tags(.integration), .serialized, .timeLimit(.minutes(2)))

@@ -4,6 +4,7 @@ import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
+import TracerCore
 
 /// `SimulatedAir` itself, with two hosts on it: what it promises to model (advertising reports to
 /// scanners, a link when one initiates to an advertiser, data both ways, disconnection on both sides).

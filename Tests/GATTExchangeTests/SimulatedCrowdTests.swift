@@ -7,6 +7,7 @@ import TestTiers
 @testable import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
+import TracerCore
 
 /// A crowd of nodes on `SimulatedAir` and one `ManualHostClock`, each node run as `tracer run` runs it:
 /// `ExchangeSupervisor` and `ExchangeSession` (host, GATT server, id rotation from the node's store,

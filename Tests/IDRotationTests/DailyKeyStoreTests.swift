@@ -3,6 +3,7 @@ import GRDB
 @testable import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 
 /// Daily keys in the node's store: one per day and interval, kept across restarts, migrated
 /// into, purged and erased with the ids.

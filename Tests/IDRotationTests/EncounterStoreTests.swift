@@ -3,6 +3,7 @@ import GRDB
 @testable import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct EncounterStoreTests {
     @Test func sightingsInAWindowUpdateOneRow() throws {

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct IDDerivationTests {
     /// docs/daily-keys.md, "Test vectors": computed with OpenSSL (Python's `cryptography`, AES-128

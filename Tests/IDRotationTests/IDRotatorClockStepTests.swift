@@ -1,6 +1,7 @@
 import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 
 /// The rotator's run loop when the wall clock is stepped (NTP, `date -s`) or jumps at a resume
 /// from suspend: it rotates at once to the window of the new time, never returns to an id it

@@ -2,6 +2,7 @@ import IDRotation
 import Synchronization
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct IDRotatorTests {
     let start: UnixSeconds = 1_795_324_033  // 05:07:13, inside [05:00, 05:15)

@@ -3,6 +3,7 @@ import GRDB
 @testable import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct PlaceStoreTests {
     static let library = Place(name: "Library, main entrance", position: nil)!

@@ -3,6 +3,7 @@ import GRDB
 import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct RetentionTests {
     let now: UnixSeconds = 1_795_324_033

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct RotationScheduleTests {
     let schedule = try! RotationSchedule()

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import Synchronization
+import TracerCore
 
 /// A wall clock the test sets by hand. Sleeping jumps the clock to the wake-up time.
 final class ManualClock: WallClock {

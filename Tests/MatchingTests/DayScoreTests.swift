@@ -4,6 +4,7 @@ import IDRotation
 import Testing
 import TestTiers
 @testable import Matching
+import TracerCore
 
 extension MatchingTests {
     /// Issue 26, fifth round: a day's score other than its total of weighted minutes

@@ -1,9 +1,11 @@
+import CurlHTTP
 import Foundation
 import IDRotation
 import Synchronization
 import Testing
 import TestTiers
 @testable import Matching
+import TracerCore
 
 extension MatchingTests {
     /// `tracer report`'s upload, against a stand-in server that records what it receives.

@@ -1,4 +1,5 @@
 import Crypto
+import CurlHTTP
 import Foundation
 import IDRotation
 import Logging
@@ -6,6 +7,7 @@ import Logging
 import PositiveListFormat
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 
 /// The hostile list server suite (issue 25): a compromised CDN in front of the list, played by

@@ -5,6 +5,7 @@ import IDRotation
 import PositiveListFormat
 import Testing
 import TestTiers
+import TracerCore
 
 /// The updater's key half: `keys/index.tpki` and its batches fetched incrementally and verified
 /// like id batches, and a server without keys (404) still a working server.

@@ -4,6 +4,7 @@ import PositiveListFormat
 import Testing
 import TestTiers
 @testable import Matching
+import TracerCore
 
 extension MatchingTests {
     @Suite(.tags(.unit)) struct KeyMatchingTests {

@@ -1,9 +1,11 @@
+import CurlHTTP
 import Foundation
 import IDRotation
 import PositiveListFormat
 import Testing
 import TestTiers
 @testable import Matching
+import TracerCore
 
 extension MatchingTests {
     /// `tracer report`'s key half: what the server accepts (read from its signed key index), the

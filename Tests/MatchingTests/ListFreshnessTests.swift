@@ -1,4 +1,5 @@
 import Crypto
+import CurlHTTP
 import Foundation
 import IDRotation
 @testable import Matching
@@ -6,6 +7,7 @@ import PositiveListFormat
 import Synchronization
 import Testing
 import TestTiers
+import TracerCore
 
 /// A list signed too long ago is reported as outdated, whether the server sends it or confirms
 /// the held one with a 304: a frozen mirror must not look current. The node still holds the

@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 @testable import Matching
+import TracerCore
 
 /// A temporary directory removed by `remove()`.
 struct TemporaryDirectory {

@@ -2,6 +2,7 @@ import IDRotation
 import Testing
 import TestTiers
 @testable import Matching
+import TracerCore
 
 extension MatchingTests {
     @Suite(.tags(.unit)) struct RiskModelTests {

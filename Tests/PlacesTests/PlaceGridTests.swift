@@ -3,6 +3,7 @@ import IDRotation
 @testable import Places
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct PlaceGridTests {
     /// Metres between two points (haversine), to check what a cell promises.

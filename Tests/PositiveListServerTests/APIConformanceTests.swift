@@ -3,6 +3,7 @@ import IDRotation
 import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

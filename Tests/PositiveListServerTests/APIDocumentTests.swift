@@ -6,6 +6,7 @@ import IDRotation
 import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 
 /// docs/openapi.yaml must stay true: the error codes it lists are exactly those the server's
 /// source can produce, and every path and method it documents is routed.

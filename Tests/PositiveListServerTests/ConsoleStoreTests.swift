@@ -3,6 +3,7 @@ import IDRotation
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 
 /// A console store on one back end, and how to open it again as a restarted (or another)

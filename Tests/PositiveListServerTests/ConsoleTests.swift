@@ -3,6 +3,7 @@ import IDRotation
 import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 
 /// The staff console against a real `tracer-server serve`: what staff do, and each way a hostile

@@ -4,6 +4,7 @@ import IDRotation
 import PositiveListFormat
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct FormatTests {
     let key = Curve25519.Signing.PrivateKey()

@@ -4,6 +4,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct HistoryJSONDecoderTests {
     func decode(_ text: String) throws(HistoryDecodingError) -> SubmittedHistory {

@@ -7,6 +7,7 @@ import PositiveListFormat
 import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

@@ -4,6 +4,7 @@ import IDRotation
 import PositiveListFormat
 import Testing
 import TestTiers
+import TracerCore
 
 /// The key batch and key index of format version 2 (docs/positive-list-format.md).
 @Suite(.tags(.unit)) struct KeyBatchFormatTests {

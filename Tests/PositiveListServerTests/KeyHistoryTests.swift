@@ -4,6 +4,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 
 /// Decoding and validating `POST /v1/key-histories` bodies.
 @Suite(.tags(.unit)) struct KeyHistoryTests {

@@ -8,6 +8,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 
 /// Key histories from upload to the published key batches: the publication delay, the order
 /// and padding of published keys, idempotency, refusals, the accepted-uploads setting, expiry.

@@ -7,6 +7,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 
 /// nginx from Debian's package (TracerTestSupport's NginxProcess), started by the test over a

@@ -1,4 +1,5 @@
 import Crypto
+import CurlHTTP
 import Foundation
 import IDRotation
 import Matching
@@ -8,6 +9,7 @@ import PositiveListFormat
 import Synchronization
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 
 /// `ObjectStoreSync` against a real S3-compatible server: moto's, started per test on 127.0.0.1

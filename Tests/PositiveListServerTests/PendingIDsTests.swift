@@ -6,6 +6,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 
 /// Appending into the pending table and publishing from it: "stored once" across the pending ids
 /// and the live batches, the receipts' counts, other processes, crashes between the steps, and

@@ -6,6 +6,7 @@ import PositiveListFormat
 import Synchronization
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

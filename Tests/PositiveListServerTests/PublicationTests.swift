@@ -5,6 +5,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct PublicationTests {
     static let now = ServerFixture.start

@@ -2,6 +2,7 @@ import IDRotation
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 
 /// The in-memory index of published ids against a plain set doing the same operations.
 @Suite(.tags(.unit)) struct PublishedIDIndexTests {

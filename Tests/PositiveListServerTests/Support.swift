@@ -9,6 +9,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Synchronization
 import Testing
+import TracerCore
 import TracerTestSupport
 import TestTiers
 

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 
 extension TracerNodeTests {

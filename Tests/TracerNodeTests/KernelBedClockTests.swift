@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 
 extension KernelBedPlan {

@@ -3,6 +3,7 @@ import IDRotation
 import Places
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

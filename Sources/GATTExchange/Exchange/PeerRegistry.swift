@@ -1,5 +1,6 @@
 import BLEHost
 import IDRotation
+import TracerCore
 
 /// What the node remembers about nearby advertisers: which address belongs to which learned id,
 /// which ones it already exchanged with, and which ones keep failing. Plain state, no I/O.

@@ -1,6 +1,7 @@
 import BLEHost
 import IDRotation
 import Logging
+import TracerCore
 
 /// What a node does all day on one controller: advertise the Tracer service, scan for it, swap ids
 /// with the peers it hears, file their sightings, and change address with its id.

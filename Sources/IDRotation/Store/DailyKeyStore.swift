@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TracerCore
 
 extension NodeStore {
     public func dailyKey(for day: UTCDay, intervalSeconds: Int64, recordingIfAbsent newKey: DailyKey) throws -> DailyKey {

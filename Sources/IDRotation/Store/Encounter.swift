@@ -1,4 +1,5 @@
 import Foundation
+import TracerCore
 
 /// How a peer's id reached us. Both can happen in one window.
 public struct LearnedBy: OptionSet, Hashable, Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import TracerCore
 
 extension NodeStore {
     // Merges a pending aggregate into its row. SQLite's multi-argument min()/max() return NULL

@@ -1,4 +1,5 @@
 import Foundation
+import TracerCore
 
 /// What a user wants to know about one day: how many different ids were met, and the longest
 /// single contact. Days are calendar days in the given time zone; stored times stay UTC.

@@ -1,4 +1,5 @@
 import GRDB
+import TracerCore
 
 extension NodeStore: OwnIDHistory {
     public func latestOwnID() throws -> OwnID? {

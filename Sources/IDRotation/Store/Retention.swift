@@ -1,5 +1,6 @@
 import GRDB
 import Logging
+import TracerCore
 
 /// How long the node keeps what it records.
 public struct RetentionPolicy: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import IDRotation
+import TracerCore
 
 /// Everything one exposure check found, as printed by `tracer check --json` and kept in the
 /// store so `tracer status` can show the last result.

@@ -1,5 +1,6 @@
 import IDRotation
 import Logging
+import TracerCore
 
 /// The running node's periodic exposure check: a full check every `interval` plus a random
 /// delay of up to `jitter` (so that a million nodes started at 9:00 do not all ask the server

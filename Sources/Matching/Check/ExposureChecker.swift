@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// One exposure check: update the list (unless offline), match it against the encounters of the
 /// retention period, score the matches, and remember the result.

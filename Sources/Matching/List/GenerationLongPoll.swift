@@ -1,3 +1,4 @@
+import CurlHTTP
 import PositiveListFormat
 
 /// The node's side of `GET /v1/generation` (a server with `longPollSeconds`): one request held

@@ -1,6 +1,8 @@
+import CurlHTTP
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// Why the positive list could not be brought up to date. The previous good list, if any, is
 /// left as it was; only `.outdated` keeps a newer list the server offered, since an old list is

@@ -3,6 +3,7 @@ import IDRotation
 import PositiveListFormat
 #if canImport(Glibc)
 import Glibc
+import TracerCore
 #endif
 
 /// The node's copy of the positive list: the last index that verified, the batches it lists,

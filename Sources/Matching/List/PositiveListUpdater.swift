@@ -1,9 +1,11 @@
+import CurlHTTP
 import Foundation
 import IDRotation
 import Logging
 import PositiveListFormat
 #if canImport(Glibc)
 import Glibc
+import TracerCore
 #endif
 
 /// Where a positive list is published and the key its files must be signed with.

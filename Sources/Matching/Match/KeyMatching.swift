@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import Synchronization
+import TracerCore
 
 /// How far past its nominal end a derived id's window may reach, from the largest rotation
 /// jitter the authority accepts (docs/daily-keys.md, "Validity"): with jitter `j > 0` a window

@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import Synchronization
+import TracerCore
 
 /// A listed id that this node met while the id was valid.
 public struct ExposureMatch: Sendable, Hashable {

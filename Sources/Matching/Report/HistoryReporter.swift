@@ -1,6 +1,8 @@
+import CurlHTTP
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// What `tracer report` would upload as ids: the node's own ids of the retention period whose
 /// windows have begun, with their windows. Nothing about encounters is ever part of it.

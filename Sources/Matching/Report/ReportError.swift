@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 
 /// Why `tracer report` uploaded nothing, or may not have: each says what to do next.

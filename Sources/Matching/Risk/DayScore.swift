@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import TracerCore
 
 /// What one day's matched encounters look like, window by window: the figures a day's score can
 /// be computed from besides its total of weighted minutes (docs/risk-model.md, "Fifth round").

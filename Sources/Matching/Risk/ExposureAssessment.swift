@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import TracerCore
 
 /// The exposure found in one day (UTC) of encounters with diagnosed ids.
 public struct ExposureDay: Sendable, Equatable, Codable {

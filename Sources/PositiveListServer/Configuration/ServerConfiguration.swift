@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import Settings
+import TracerCore
 
 /// The server's settings, read from a JSON file the operator writes.
 ///

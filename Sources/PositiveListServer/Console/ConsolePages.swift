@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import TracerCore
 
 /// The console's HTML: plain server-rendered pages with one stylesheet and no scripts, so they
 /// work with any browser's keyboard and screen reader and are allowed by a strict

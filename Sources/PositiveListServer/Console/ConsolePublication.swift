@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// Where the console reads publication's state from: the published directory's signed indexes
 /// and, when an object store is configured, the last sync's record. Read only; publishing is the

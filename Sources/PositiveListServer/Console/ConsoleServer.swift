@@ -7,6 +7,7 @@ import HummingbirdCore
 import IDRotation
 import Logging
 import NIOCore
+import TracerCore
 
 /// The staff's web console on its own listener (`console.listen`): sign-in, issuing and
 /// revoking upload codes, and for operators publication status, staff accounts and the audit log.

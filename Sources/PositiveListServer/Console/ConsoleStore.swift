@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IDRotation
+import TracerCore
 
 /// A person who signs in to the console.
 public struct ConsoleAccount: Sendable, Equatable {

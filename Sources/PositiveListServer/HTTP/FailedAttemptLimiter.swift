@@ -1,4 +1,5 @@
 import IDRotation
+import TracerCore
 
 /// Counts failed credential attempts per client address over a sliding minute; past the limit
 /// the address is refused until its oldest failure leaves the window. Guessing a 59-bit code at

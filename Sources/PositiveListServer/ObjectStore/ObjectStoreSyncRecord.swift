@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// The outcome of the last object store sync, kept in the data directory (`object-store-sync.json`)
 /// by every sync, in `serve` or `tracer-server sync` from cron alike, so that the console can say

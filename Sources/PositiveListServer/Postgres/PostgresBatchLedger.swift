@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import TracerCore
 
 /// The batch lifecycle on PostgreSQL, written once for ids and daily keys: a pending member (an
 /// id or a key) is a row whose `batch` is NULL; recording a batch inserts its row and marks

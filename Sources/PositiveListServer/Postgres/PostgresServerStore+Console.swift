@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import TracerCore
 
 extension PostgresSchema {
     /// The console's tables, as the SQLite store's "v5" and "v6" steps make them. Names are

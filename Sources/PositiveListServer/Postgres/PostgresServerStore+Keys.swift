@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// Daily keys on PostgreSQL: ``ServerStore``'s key table and key batches, with the id store's
 /// concurrency rules (a key is stored once by its primary key, whichever instance sees it; a key

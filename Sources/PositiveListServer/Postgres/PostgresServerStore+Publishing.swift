@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 extension PostgresServerStore {
     /// One publisher across every instance: a session advisory lock on a connection of its own,

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// The server's data in a PostgreSQL database, for several `serve` instances behind one load
 /// balancer: what ``ServerStore`` keeps in its SQLite file, with the same promises (see

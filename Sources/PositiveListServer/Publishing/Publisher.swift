@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import Logging
 import PositiveListFormat
+import TracerCore
 
 /// The steps of a publication at which a test may inject a crash.
 public enum PublishStep: String, Sendable, CaseIterable {

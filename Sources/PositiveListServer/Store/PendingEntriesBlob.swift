@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// How `pending_histories` keeps a submission's new entries: one blob of 24-byte records (id,
 /// valid from, valid until; little-endian 64-bit integers), sorted by id.

@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IDRotation
+import TracerCore
 
 /// The parts of the batch lifecycle the SQLite store keeps alike for ids and daily keys: batch
 /// numbers, the batch rows and their expiry, the index generation. What a batch publishes is

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// Ids accepted since the last batch, sorted by id, and what a batch of them records.
 public struct PendingEntries: Sendable {

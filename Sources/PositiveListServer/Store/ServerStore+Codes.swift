@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IDRotation
+import TracerCore
 
 /// What the store knows about a presented upload code.
 public enum UploadCodeStatus: Sendable, Equatable {

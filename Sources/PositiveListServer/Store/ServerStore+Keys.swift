@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// A published key batch as the database records it.
 public struct KeyBatchRecord: Sendable, Equatable {

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// Who is appending a history.
 public enum SubmissionCredential: Sendable, Equatable {

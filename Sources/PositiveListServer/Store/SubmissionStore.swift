@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// What the HTTP API, the command-line tools and the ``Publisher`` need from the server's
 /// database. Two implementations: ``ServerStore`` (one SQLite file, the default: one server

@@ -1,5 +1,6 @@
 import IDRotation
 import PositiveListFormat
+import TracerCore
 
 /// One entry of an uploaded history as JSON carries it.
 public struct SubmittedEntry: Codable, Sendable, Equatable {

@@ -1,4 +1,5 @@
 import IDRotation
+import TracerCore
 
 /// Why a key history was refused. Positions are 0-based indexes into `keys`; keys are never
 /// echoed: each is as private as all of a day's ids.

@@ -4,6 +4,7 @@ import IDRotation
 import Matching
 #if canImport(Glibc)
 import Glibc
+import TracerCore
 #endif
 
 struct CheckCommand: AsyncParsableCommand {

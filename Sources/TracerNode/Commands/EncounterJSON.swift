@@ -1,4 +1,5 @@
 import IDRotation
+import TracerCore
 
 /// One encounter as `tracer encounters --json --details` and `tracer export` write it. The peer is
 /// named by its short tag, its full id, or both; whichever is nil is left out of the JSON.

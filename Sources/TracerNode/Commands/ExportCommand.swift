@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IDRotation
+import TracerCore
 
 struct ExportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

@@ -1,6 +1,7 @@
 import Settings
 import ArgumentParser
 import IDRotation
+import TracerCore
 
 struct IDsCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

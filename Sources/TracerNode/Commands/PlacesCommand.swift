@@ -5,6 +5,7 @@ import IDRotation
 import Places
 #if canImport(Glibc)
 import Glibc
+import TracerCore
 #endif
 
 struct PlacesCommand: ParsableCommand {

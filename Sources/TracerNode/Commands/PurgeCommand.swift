@@ -1,5 +1,6 @@
 import ArgumentParser
 import IDRotation
+import TracerCore
 
 struct PurgeCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

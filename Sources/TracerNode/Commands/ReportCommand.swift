@@ -1,4 +1,5 @@
 import ArgumentParser
+import CurlHTTP
 import Foundation
 import IDRotation
 import Matching

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import IDRotation
 import Matching
+import TracerCore
 
 struct StatusCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

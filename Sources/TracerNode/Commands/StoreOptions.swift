@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import IDRotation
+import TracerCore
 
 /// The `--db` option shared by every command that reads or writes the node's database.
 struct StoreOptions: ParsableArguments {

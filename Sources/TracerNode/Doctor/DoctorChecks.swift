@@ -1,9 +1,11 @@
+import CurlHTTP
 import Foundation
 import BLEHost
 import GATTExchange
 import IDRotation
 import Logging
 import Matching
+import TracerCore
 
 /// The checks of `tracer doctor`, in the order a user would debug: settings, store, clock,
 /// radio, list server. Each returns a result instead of throwing, so one failure does not hide

@@ -6,6 +6,7 @@ import Logging
 import PositiveListFormat
 #if canImport(Glibc)
 import Glibc
+import TracerCore
 #endif
 
 /// What a running node says about itself, in a small JSON file beside its database, so that

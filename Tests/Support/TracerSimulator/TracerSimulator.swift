@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import Logging
 import Synchronization
+import TracerCore
 
 /// Makes synthetic data through the node's real rotation and logging code. Nothing it writes
 /// came from a radio; it exists for tests, benchmarks and the demo.
