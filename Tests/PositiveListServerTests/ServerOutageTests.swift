@@ -17,10 +17,17 @@ import Glibc
 @Suite(.tags(.integration), .serialized) struct ServerOutageTests {
     typealias ServerLog = PublishSoonTests.ServerLog
 
+    /// Retries of a failed publication or sync wait at most this long (`publishRetryMaxSeconds`,
+    /// 60 s by default): an outage of seconds stands for one of an hour, after which the waits
+    /// have long reached their longest.
+    static let retryMaxSeconds = 2
+
     /// `serve` on the fixture, logging to `log`, once it listens and has published its first
     /// (empty) indexes.
-    static func serve(_ fixture: ServerFixture, port: Int, log: ServerLog, environment: [String: String] = [:]) async throws -> Process {
-        let process = try ServerCLI.process(["serve", "--bind", "127.0.0.1:\(port)"], fixture: fixture, environment: environment)
+    static func serve(_ fixture: ServerFixture, port: Int, log: ServerLog) async throws -> Process {
+        let process = try ServerCLI.process(
+            ["serve", "--bind", "127.0.0.1:\(port)"], fixture: fixture,
+            environment: ["TRACER_SERVER_PUBLISH_RETRY_MAX_SECONDS": String(retryMaxSeconds)])
         process.standardOutput = FileHandle.nullDevice
         process.standardError = log.handle
         try process.run()
