@@ -103,6 +103,7 @@ import Glibc
         #expect(said, "serve did not say the disk is full: \(log.text.suffix(2_000))")
         let status = try ServerCLI.run(["status"], fixture: fixture)
         #expect(status.exitCode == 1 && status.stdout.contains("Publication FAILING") && status.stdout.contains("Free some space there"), "\(status)")
+        print("status while full: " + (status.stdout.split(separator: "\n").first { $0.contains("FAILING") } ?? ""))
         let doctor = try ServerCLI.run(["doctor"], fixture: fixture)
         #expect(doctor.exitCode == 1 && doctor.stdout.contains("FAIL publication: failing") && doctor.stdout.contains(full), "\(doctor)")
 

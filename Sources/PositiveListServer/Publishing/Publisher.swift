@@ -65,7 +65,7 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
         case .file(.diskFull(let path)):
             // Said for the operator of `serve`, whose schedule retries by itself; a `publish`
             // run from cron is run again by cron.
-            return "The disk holding the published files (\((path as NSString).deletingLastPathComponent)) is full, so nothing new was published; the files already published are unchanged and still served whole, and no accepted upload is lost. Free some space there: `serve` publishes again by itself within a minute (or run `tracer-server publish`)."
+            return "The disk holding the published files (\((path as NSString).deletingLastPathComponent)) is full, so nothing new was published; the files already published are unchanged and still served whole, and no accepted upload is lost. Free some space there: `serve` publishes again by itself once there is (it tries again at most `publishRetryMaxSeconds` apart, 60 s by default), or run `tracer-server publish`."
         case .file(let error): return error.description
         case .signing(let detail): return "Signing failed (\(detail)); check the signing key with `tracer-server status`."
         case .invalidEntries(let error):
