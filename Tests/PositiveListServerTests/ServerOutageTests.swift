@@ -142,7 +142,7 @@ import Glibc
     // MARK: PostgreSQL restarting
 
     /// Uploads (retried with their Idempotency-Key, as a client does after a 503) run while
-    /// PostgreSQL is restarted (fast shutdown); then it is stopped again when the held ids fall
+    /// PostgreSQL is restarted (fast shutdown), and are stored again soon after it is back; then it is stopped again when the held ids fall
     /// due, so the publication meets it down; then restarted once more while nothing happens.
     /// Every answer is 201, 200 (a retry of a stored upload) or 503 `store_unavailable` with
     /// Retry-After; every acknowledged id is published once; the server needs nobody to recover.
@@ -210,6 +210,8 @@ import Glibc
         let firstAcceptedAfter = answers.filter { $0.status == 201 && $0.at >= backDuringUploads }.map(\.at).min()
         let uploadRecovery = try #require(firstAcceptedAfter, "no upload accepted after PostgreSQL came back") - backDuringUploads
         #expect(!refused.isEmpty, "no upload met PostgreSQL down: the test did not test the restart")
+        // The pool tries to connect again at most 10 s apart (ReconnectGate), however long it was down.
+        #expect(uploadRecovery < .seconds(12), "the first upload was stored \(uploadRecovery) after PostgreSQL was back")
         let acknowledged = uploads.flatMap(\.ids)
 
         // 2. Down when the held ids fall due, so the publication meets it down; back 5 s later.
