@@ -22,9 +22,9 @@ public enum AtomicFile {
         let descriptor = open(temporary, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw .cannotWrite(path: temporary, reason: lastError()) }
         let synced = fsync(descriptor) == 0
-        let reason = lastError()
+        let failure = writeFailure(temporary)
         close(descriptor)
-        guard synced else { throw .cannotWrite(path: temporary, reason: reason) }
+        guard synced else { throw failure }
         guard rename(temporary, path) == 0 else { throw .cannotWrite(path: path, reason: lastError()) }
         try syncDirectory((path as NSString).deletingLastPathComponent)
     }
@@ -37,7 +37,9 @@ public enum AtomicFile {
         let directory = (path as NSString).deletingLastPathComponent
         let temporary = temporaryPath(for: path)
         let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
-        guard descriptor >= 0 else { throw .cannotCreate(path: temporary, reason: lastError()) }
+        guard descriptor >= 0 else {
+            throw errno == ENOSPC || errno == EDQUOT ? .diskFull(path: temporary) : .cannotCreate(path: temporary, reason: lastError())
+        }
         var written = 0
         while written < bytes.count {
             let result = bytes.withUnsafeBytes { buffer in
@@ -45,10 +47,10 @@ public enum AtomicFile {
             }
             if result < 0 && errno == EINTR { continue }
             guard result > 0 else {
-                let reason = lastError()
+                let failure = writeFailure(temporary)
                 close(descriptor)
                 unlink(temporary)
-                throw .cannotWrite(path: temporary, reason: reason)
+                throw failure
             }
             written += result
         }
@@ -56,10 +58,10 @@ public enum AtomicFile {
         // by the web server's user whatever the umask of whoever ran `publish`.
         fchmod(descriptor, mode)
         guard fsync(descriptor) == 0 else {
-            let reason = lastError()
+            let failure = writeFailure(temporary)
             close(descriptor)
             unlink(temporary)
-            throw .cannotWrite(path: temporary, reason: reason)
+            throw failure
         }
         close(descriptor)
         do {
@@ -85,12 +87,21 @@ public enum AtomicFile {
     }
 
     public static func lastError() -> String { String(cString: strerror(errno)) }
+
+    /// The error for a write that just failed (`errno` still set): a full disk (or quota) is told
+    /// apart, because its fix is to free space, not to look at permissions.
+    static func writeFailure(_ path: String) -> FileWriteError {
+        errno == ENOSPC || errno == EDQUOT ? .diskFull(path: path) : .cannotWrite(path: path, reason: lastError())
+    }
 }
 
 public enum FileWriteError: Error, Sendable, Equatable, CustomStringConvertible {
     case cannotCreate(path: String, reason: String)
     case cannotWrite(path: String, reason: String)
     case interrupted(path: String)
+    /// The file system holding `path` is full (or the quota used up); the file it was to replace,
+    /// if any, is unchanged.
+    case diskFull(path: String)
 
     public var description: String {
         switch self {
@@ -100,6 +111,8 @@ public enum FileWriteError: Error, Sendable, Equatable, CustomStringConvertible 
             return "Cannot write \(path) (\(reason)); check free space and permissions, then try again."
         case .interrupted(let path):
             return "Writing \(path) was interrupted before it replaced the previous file; try again."
+        case .diskFull(let path):
+            return "The disk holding \((path as NSString).deletingLastPathComponent) is full (the files already there are unchanged); free some space there, then try again."
         }
     }
 }

@@ -77,7 +77,8 @@ public enum PositiveListHTTPServer {
             services.append(PublishScheduler(
                 publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds),
                 spacing: .seconds(components.configuration.publishSpacingSeconds), demand: demand, watch: watch, logger: logger,
-                sync: components.objectStoreSync))
+                sync: components.objectStoreSync,
+                retry: RetryBackoff(longest: .seconds(components.configuration.publishRetryMaxSeconds))))
         }
         if let console = components.configuration.console, console.enabled {
             // Both stores keep the console's tables; a store without them (a test's) has no console.

@@ -10,8 +10,10 @@ public struct ServerPaths: Sendable {
     public var signingKey: String { dataDirectory + "/signing-key" }
     public var configuration: String { dataDirectory + "/config.json" }
     public var publishLock: String { dataDirectory + "/publish.lock" }
-    /// The last object store sync's outcome (``ObjectStoreSyncRecord``), shown by the console.
+    /// The last object store sync's outcome (``OutcomeRecord``), shown by the console.
     public var objectStoreSyncRecord: String { dataDirectory + "/object-store-sync.json" }
+    /// The last publication's outcome (``OutcomeRecord``), shown by `status` and `doctor`.
+    public var publicationRecord: String { dataDirectory + "/publication.json" }
     /// What nginx or a CDN serves; world-readable, holds nothing secret.
     public var published: PublishedDirectory { PublishedDirectory(path: dataDirectory + "/public") }
 }

@@ -260,7 +260,9 @@ extension Publish {
 }
 
 struct Status: AsyncParsableCommand {
-    static let configuration = CommandConfiguration(abstract: "Shows the server's data: submissions, unpublished ids, batches, open codes, public key.")
+    static let configuration = CommandConfiguration(
+        abstract: "Shows the server's data: submissions, unpublished ids, batches, open codes, public key.",
+        discussion: "Exits with 1 when the last publication or object store sync failed, after saying why and what to do.")
 
     @OptionGroup var location: LocationOptions
 
@@ -291,5 +293,14 @@ struct Status: AsyncParsableCommand {
         }
         print("Last publication:  \(summary.lastPublishedAt?.utcText ?? "never")")
         print("Open upload codes: \(summary.openUploadCodes)")
+        // What the last attempts said: a `serve` that cannot publish or sync (a full disk, the
+        // object store down) keeps serving and retrying, so only this shows it.
+        var failing = false
+        for (what, path) in [("Publication", location.paths.publicationRecord), ("Object store sync", location.paths.objectStoreSyncRecord)] {
+            guard let record = OutcomeRecord.read(from: path), !record.succeeded else { continue }
+            failing = true
+            print("\(what) FAILING (last tried \(record.at.utcText)): \(record.detail)")
+        }
+        if failing { throw ExitCode(1) }
     }
 }

@@ -35,6 +35,11 @@ struct Doctor: AsyncParsableCommand {
             report(false, "signing key", "\(error)")
         }
         await checkDatabase(configuration, report: report)
+        // The last publication, as `serve` or `publish` recorded it: a full disk under the
+        // published directory shows here, not in a check of the database.
+        if let record = OutcomeRecord.read(from: location.paths.publicationRecord) {
+            report(record.succeeded, "publication", record.succeeded ? "last at \(record.at.utcText): \(record.detail)" : "failing (last tried \(record.at.utcText)): \(record.detail)")
+        }
         do {
             if let settings = try objectStore.settings(configured: configuration.objectStore) {
                 let client = try settings.makeClient()

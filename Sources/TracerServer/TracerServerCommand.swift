@@ -95,7 +95,7 @@ struct LocationOptions: ParsableArguments {
             store: store, directory: paths.published, signingKey: key,
             retentionSeconds: configuration.retentionSeconds, indexRefreshSeconds: configuration.indexRefreshSeconds,
             keySettings: KeyPublicationSettings(configuration), idPublicationDelaySeconds: configuration.clockSkewSeconds,
-            clock: SystemWallClock(), logger: logger)
+            clock: SystemWallClock(), logger: logger, recordPath: paths.publicationRecord)
     }
 
     private static func absolute(_ path: String) -> String {

@@ -260,13 +260,13 @@ struct ObjectStoreSyncTests {
         var sync = Self.sync(fixture, try Self.client(moto, bucket: "recorded"))
         sync.recordPath = path
         try await sync.sync()
-        let succeeded = try #require(ObjectStoreSyncRecord.read(from: path))
+        let succeeded = try #require(OutcomeRecord.read(from: path))
         #expect(succeeded.succeeded && succeeded.detail.contains("2 batches uploaded"), "\(succeeded)")
         let wrongSecret = "wrong-secret-0123456789abcdefghijklmnopq"
         var refused = Self.sync(fixture, try Self.client(moto, bucket: "recorded", secret: wrongSecret))
         refused.recordPath = path
         _ = try? await refused.sync()
-        let failed = try #require(ObjectStoreSyncRecord.read(from: path))
+        let failed = try #require(OutcomeRecord.read(from: path))
         #expect(!failed.succeeded && failed.detail.contains("refused the credentials") && !failed.detail.contains(wrongSecret), "\(failed)")
     }
 

@@ -15,55 +15,6 @@ extension TracerNodeTests {
     @Suite(.tags(.endToEnd)) struct NodeDiskFull {
         typealias Node = NodeResilience.LoggedProcess
 
-        /// Mounting a tmpfs needs root (CI runs the tests as root).
-        static let tmpfsMount = RequiredTool(name: "permission to mount a tmpfs (root)",
-                                             remedy: "run the test as root (CI does), or in a container that allows mount") {
-            getuid() == 0 ? nil : "running as uid \(getuid())"
-        }
-
-        /// A tmpfs of `megabytes` mounted at `path` until `unmount()`.
-        struct Tmpfs {
-            let path: String
-            /// Where the mount commands' output is captured.
-            let home: String
-
-            init(at path: String, megabytes: Int, home: String) throws {
-                try tmpfsMount.require()
-                try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
-                let mount = try Products.run("/bin/mount", ["-t", "tmpfs", "-o", "size=\(megabytes)m", "tmpfs", path], home: home)
-                guard mount.exitCode == 0 else {
-                    try RequiredTool.missing(tmpfsMount.message(missing: "mount failed: \(mount.stderr)"))
-                }
-                self.path = path
-                self.home = home
-            }
-
-            /// Unmounts, lazily when the tmpfs is busy (a node's files still open); records an issue
-            /// when it stays mounted, rather than leave a mount behind unnoticed.
-            func unmount() {
-                if (try? Products.run("/bin/umount", [path], home: home))?.exitCode == 0 { return }
-                let lazy = try? Products.run("/bin/umount", ["-l", path], home: home)
-                if lazy?.exitCode != 0 {
-                    Issue.record("the tmpfs at \(path) is still mounted: umount -l: \(lazy.map { "\($0)" } ?? "could not run")")
-                }
-            }
-
-            /// Writes zeros to `name` until the file system refuses, in ever smaller pieces.
-            func fill(_ name: String) throws -> Int {
-                let descriptor = open(path + "/" + name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o600)
-                guard descriptor >= 0 else { throw HarnessFailure(description: "cannot create \(name) on the tmpfs") }
-                defer { close(descriptor) }
-                var total = 0
-                for size in [65_536, 4096, 512, 1] {
-                    let zeros = [UInt8](repeating: 0, count: size)
-                    while zeros.withUnsafeBytes({ write(descriptor, $0.baseAddress, size) }) == size { total += size }
-                }
-                return total
-            }
-
-            func remove(_ name: String) { unlink(path + "/" + name) }
-        }
-
         static let interval: Int64 = 10
 
         /// The encounters of a database by peer id: (last seen, sightings).
@@ -77,8 +28,8 @@ extension TracerNodeTests {
         func aNodeWhoseDiskFillsGoesDarkSaysSoAndComesBackByItself() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let disk = try Tmpfs(at: scratch.file("a-disk"), megabytes: 2, home: scratch.path)
-            defer { disk.unmount() }
+            let disk = try Tmpfs(at: scratch.file("a-disk"), megabytes: 2)
+            defer { if let problem = disk.unmount() { Issue.record(Comment(rawValue: problem)) } }
             let radio = try VirtualLink()
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
@@ -190,8 +141,8 @@ extension TracerNodeTests {
         func aStoreThatWorksAgainNoLongerHidesTheControllersAbsence() throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let disk = try Tmpfs(at: scratch.file("a-disk"), megabytes: 2, home: scratch.path)
-            defer { disk.unmount() }
+            let disk = try Tmpfs(at: scratch.file("a-disk"), megabytes: 2)
+            defer { if let problem = disk.unmount() { Issue.record(Comment(rawValue: problem)) } }
             let tracer = try Products.path(of: "tracer")
             let home = scratch.path
             let db = disk.path + "/a.db", statusPath = disk.path + "/a.db-status.json"

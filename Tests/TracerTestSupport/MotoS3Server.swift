@@ -98,6 +98,23 @@ public final class MotoS3Server {
 
     deinit { stop() }
 
+    /// Takes the endpoint down (connections refused), keeping every bucket and object, until
+    /// ``comeBack()``: an outage of the store (moto_s3.py, SIGUSR1).
+    public func goDown() async throws {
+        kill(process.processIdentifier, SIGUSR1)
+        guard await eventually(timeout: .seconds(10), every: .milliseconds(50), { !LoopbackPort.isListening(self.port) }) else {
+            throw HarnessFailure(description: "moto still answers on \(port) after SIGUSR1; its log: \(logTail())")
+        }
+    }
+
+    /// Serves again on the same port, with what it held (SIGUSR2).
+    public func comeBack() async throws {
+        kill(process.processIdentifier, SIGUSR2)
+        guard await eventually(timeout: .seconds(10), every: .milliseconds(50), { LoopbackPort.isListening(self.port) }) else {
+            throw HarnessFailure(description: "moto did not answer on \(port) again after SIGUSR2; its log: \(logTail())")
+        }
+    }
+
     /// Closes moto's stdin (its signal to stop), waits for it, and removes the logs unless kept.
     public func stop() {
         try? input.fileHandleForWriting.close()

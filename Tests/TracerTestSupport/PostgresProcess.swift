@@ -26,7 +26,9 @@ public final class PostgresProcess: @unchecked Sendable {
     /// A URL for `database` on this server as the superuser `postgres`, without a password.
     public func url(database: String = "postgres") -> String { "postgresql://postgres@127.0.0.1:\(port)/\(database)" }
 
-    public init(directory: String? = nil) throws {
+    /// A new server, or with `port`, the server whose `directory` a stopped one kept (see
+    /// ``restart(after:)``), started again on that port with its data.
+    public init(directory: String? = nil, port: Int? = nil) throws {
         try RequiredTool.postgreSQL.require()
         let directory = directory ?? NSTemporaryDirectory() + "/tracer-postgres-" + UUID().uuidString
         self.directory = directory
@@ -37,8 +39,11 @@ public final class PostgresProcess: @unchecked Sendable {
             }
             chown(directory, user.pointee.pw_uid, user.pointee.pw_gid)
         }
-        port = try LoopbackPort.free()
-        try Self.run(["initdb", "-D", directory + "/data", "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"], log: directory + "/initdb.log")
+        self.port = try port ?? LoopbackPort.free()
+        let port = self.port
+        if !FileManager.default.fileExists(atPath: directory + "/data/PG_VERSION") {
+            try Self.run(["initdb", "-D", directory + "/data", "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"], log: directory + "/initdb.log")
+        }
         // In the foreground, as nginx is run: `pg_ctl start` daemonizes, and the daemon would
         // inherit the descriptor Foundation's Process watches for its child's exit.
         server = Process()
@@ -82,6 +87,15 @@ public final class PostgresProcess: @unchecked Sendable {
             server.waitUntilExit()
         }
         if !keepDirectory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    /// Stops the server as an operator's restart does (fast shutdown: open sessions are ended),
+    /// waits `downtime`, and starts a new one on the same port and data; the caller uses the
+    /// returned one from then on.
+    public func restart(after downtime: Duration = .zero) async throws -> PostgresProcess {
+        stop(keepDirectory: true)
+        try await Task.sleep(for: downtime)
+        return try PostgresProcess(directory: directory, port: port)
     }
 
     /// Runs a PostgreSQL program to its end, as `postgres` when root; throws with its output

@@ -28,6 +28,10 @@ public struct ServerConfiguration: Sendable {
     /// generation: its bytes per node per day grow with the square of the publication rate
     /// (docs/refresh.md). A quiet server (a campus) publishes each upload at once.
     public var publishSpacingSeconds: Int64 = 1_800
+    /// The longest wait before trying again a publication or sync that failed (a full disk, the
+    /// database or the object store down): the waits start at a second and double up to this,
+    /// so the server catches up at most this long after the cause goes, however long it lasted.
+    public var publishRetryMaxSeconds: Int64 = 60
     /// How long `GET /v1/generation` holds a request before answering 204; nil: the long poll is
     /// off (404), as for a national deployment whose nodes revalidate through a CDN.
     public var longPollSeconds: Int64?

@@ -33,6 +33,9 @@ enum ServerSettingRegistry {
             },
             show: { "\($0.publishIntervalSeconds)" }, textForm: .integer),
         publishSpacing,
+        .number(
+            "publishRetryMaxSeconds", \.publishRetryMaxSeconds, SettingBounds(lower: 1, upper: 3_600),
+            help: "Longest wait before retrying a failed publication or object store sync, in seconds (from 1 s, doubling)."),
         // A held request must end before the proxies in front give up on it (nginx's
         // proxy_read_timeout is 60 s unless raised).
         .optionalNumber(

@@ -36,7 +36,7 @@ struct PublicationStatus {
     enum ObjectStore {
         case notConfigured
         case neverSynced
-        case synced(ObjectStoreSyncRecord)
+        case synced(OutcomeRecord)
     }
 
     var idIndex: Index?
@@ -73,7 +73,7 @@ struct PublicationStatus {
                 keyIndex = Index(generation: index.generation, publishedAt: index.publishedAt, batches: index.batches.count)
             }
             if let path = publication.objectStoreSyncRecord {
-                objectStore = ObjectStoreSyncRecord.read(from: path).map(ObjectStore.synced) ?? .neverSynced
+                objectStore = OutcomeRecord.read(from: path).map(ObjectStore.synced) ?? .neverSynced
             }
         }
         return PublicationStatus(

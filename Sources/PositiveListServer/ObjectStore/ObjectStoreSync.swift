@@ -64,7 +64,7 @@ public struct ObjectStoreSync: Sendable {
     let publicKey: PositiveListPublicKey
     let logger: Logger
     private let faultInjection: FaultInjection?
-    /// Where each sync leaves its outcome (``ObjectStoreSyncRecord``) for the console; none if nil.
+    /// Where each sync leaves its outcome (``OutcomeRecord``) for the console; none if nil.
     public var recordPath: String?
 
     /// Syncs under the lock the server's `store` publishes under.
@@ -105,11 +105,11 @@ public struct ObjectStoreSync: Sendable {
         do throws(ObjectStoreError) {
             let report = try await lockedSync()
             if let recordPath, !report.anotherInstanceBusy {
-                ObjectStoreSyncRecord(at: Self.now(), succeeded: true, detail: Self.summary(report)).write(to: recordPath)
+                OutcomeRecord(at: Self.now(), succeeded: true, detail: Self.summary(report)).write(to: recordPath)
             }
             return report
         } catch {
-            if let recordPath { ObjectStoreSyncRecord(at: Self.now(), succeeded: false, detail: error.description).write(to: recordPath) }
+            if let recordPath { OutcomeRecord(at: Self.now(), succeeded: false, detail: error.description).write(to: recordPath) }
             throw error
         }
     }

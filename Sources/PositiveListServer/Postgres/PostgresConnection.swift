@@ -10,11 +10,16 @@ public struct PostgresError: Error, Sendable, CustomStringConvertible {
     public let context: String
     public let sqlState: String?
     public let message: String
+    /// The connection failed before the transaction began, so nothing of it reached the
+    /// database: running it again on a new connection cannot do anything twice. (A failure at
+    /// COMMIT leaves unknown whether it committed, and is never retried.)
+    public let nothingDone: Bool
 
-    public init(context: String, sqlState: String?, message: String) {
+    public init(context: String, sqlState: String?, message: String, nothingDone: Bool = false) {
         self.context = context
         self.sqlState = sqlState
         self.message = message
+        self.nothingDone = nothingDone
     }
 
     /// Worth running the whole transaction again: a serialization failure or a deadlock.
@@ -215,7 +220,11 @@ public final class PostgresConnection {
     /// Runs `body` in one transaction at `isolation`, committing when it returns and rolling
     /// back when it throws.
     public func transaction<T>(_ isolation: String = "READ COMMITTED", _ body: (PostgresConnection) throws -> T) throws -> T {
-        try exec("BEGIN ISOLATION LEVEL " + isolation)
+        do throws(PostgresError) {
+            try exec("BEGIN ISOLATION LEVEL " + isolation)
+        } catch where error.isConnectionFailure {
+            throw PostgresError(context: error.context, sqlState: error.sqlState, message: error.message, nothingDone: true)
+        }
         do {
             let value = try body(self)
             try exec("COMMIT")

@@ -6,10 +6,12 @@ import Synchronization
 ///
 /// A caller gets one connection for one closure (usually a whole transaction); when every
 /// connection is busy it waits, suspended, for the next one released. A connection that broke
-/// is replaced at its next use.
+/// is replaced at its next use, through the pool's ``ReconnectGate``: while the database is down,
+/// new connections are tried at most at its back-off, not once per request.
 public final class PostgresConnectionPool: Sendable {
     private let settings: PostgresSettings
     private let state: Mutex<State>
+    private let gate = ReconnectGate()
 
     private struct State {
         var idle: [PostgresConnectionSlot]
@@ -28,7 +30,7 @@ public final class PostgresConnectionPool: Sendable {
     ) async throws -> T {
         let slot = await acquire()
         defer { release(slot) }
-        return try await slot.run(settings: settings, body)
+        return try await slot.run(settings: settings, gate: gate, body)
     }
 
     private func acquire() async -> PostgresConnectionSlot {
@@ -92,12 +94,14 @@ final class PostgresConnectionSlot: @unchecked Sendable {
         queue = DispatchQueue(label: label)
     }
 
-    func run<T: Sendable>(settings: PostgresSettings, _ body: @escaping @Sendable (PostgresConnection) throws -> T) async throws -> T {
+    func run<T: Sendable>(
+        settings: PostgresSettings, gate: ReconnectGate? = nil, _ body: @escaping @Sendable (PostgresConnection) throws -> T
+    ) async throws -> T {
         try await withCheckedThrowingContinuation { continuation in
             queue.async {
                 do {
                     if let connection = self.connection, !connection.isHealthy { self.connection = nil }
-                    let connection = try self.connection ?? PostgresConnection(settings: settings.keywordsAndValues)
+                    let connection = try self.connection ?? gate.map { try $0.connect(settings) } ?? PostgresConnection(settings: settings.keywordsAndValues)
                     self.connection = connection
                     continuation.resume(returning: try body(connection))
                 } catch {
@@ -115,6 +119,51 @@ final class PostgresConnectionSlot: @unchecked Sendable {
                 self.connection = nil
                 continuation.resume()
             }
+        }
+    }
+}
+
+/// When a pool may try to connect again after a connection attempt failed: 1 s later, then twice
+/// as long after each failure in a row, up to `longest` (10 s), and at once after a success. A
+/// request meanwhile is refused at once with the last failure (the client is answered 503 with
+/// Retry-After), so a database that is down or starting is not met by one connection attempt per
+/// request, and once it is back the pool is connected again within `longest`.
+final class ReconnectGate: Sendable {
+    private struct State {
+        var backoff: RetryBackoff
+        var notBefore: ContinuousClock.Instant?
+        var lastFailure: PostgresError?
+    }
+
+    private let state: Mutex<State>
+
+    init(longest: Duration = .seconds(10)) {
+        state = Mutex(State(backoff: RetryBackoff(first: .seconds(1), longest: longest)))
+    }
+
+    /// A new connection, unless the last attempt failed less than the back-off ago.
+    func connect(_ settings: PostgresSettings) throws(PostgresError) -> PostgresConnection {
+        let refusal: PostgresError? = state.withLock { state in
+            guard let notBefore = state.notBefore, let last = state.lastFailure, ContinuousClock.now < notBefore else { return nil }
+            let seconds = max((notBefore - .now).components.seconds, 1)
+            return PostgresError(
+                context: last.context, sqlState: last.sqlState, message: last.message + " (not tried again for \(seconds) s)")
+        }
+        if let refusal { throw refusal }
+        do {
+            let connection = try PostgresConnection(settings: settings.keywordsAndValues)
+            state.withLock { state in
+                state.backoff.reset()
+                state.notBefore = nil
+                state.lastFailure = nil
+            }
+            return connection
+        } catch {
+            state.withLock { state in
+                state.notBefore = .now + state.backoff.next()
+                state.lastFailure = error
+            }
+            throw error
         }
     }
 }

@@ -85,7 +85,9 @@ public final class PostgresServerStore: SubmissionStore {
     /// Runs `body` in one transaction, again (up to five times) after a deadlock or a
     /// serialization failure, and with `retryingUniqueViolations` after a unique violation: the
     /// sign that a concurrent transaction inserted the same key first, which the next attempt
-    /// then sees.
+    /// then sees. Also again when the pooled connection turned out broken before the transaction
+    /// began (the database restarted since its last use): the pool then opens a new one, so the
+    /// first requests after a restart succeed instead of each finding a dead connection.
     func transaction<T: Sendable>(
         retryingUniqueViolations: Bool = false, _ body: @escaping @Sendable (PostgresConnection) throws -> T
     ) async throws(ServerStoreError) -> T {
@@ -93,7 +95,7 @@ public final class PostgresServerStore: SubmissionStore {
         while true {
             do {
                 return try await run { connection in try connection.transaction { try body($0) } }
-            } catch .postgres(let error) where attempt < 5 && (error.isRetryable || (retryingUniqueViolations && error.isUniqueViolation)) {
+            } catch .postgres(let error) where attempt < 5 && (error.isRetryable || error.nothingDone || (retryingUniqueViolations && error.isUniqueViolation)) {
                 attempt += 1
             }
         }

@@ -63,6 +63,10 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .store(let error): return error.description
+        case .file(.diskFull(let path)):
+            // Said for the operator of `serve`, whose schedule retries by itself; a `publish`
+            // run from cron is run again by cron.
+            return "The disk holding the published files (\((path as NSString).deletingLastPathComponent)) is full, so nothing new was published; the files already published are unchanged and still served whole, and no accepted upload is lost. Free some space there: `serve` publishes again by itself once there is (it tries again at most `publishRetryMaxSeconds` apart, 60 s by default), or run `tracer-server publish`."
         case .file(let error): return error.description
         case .signing(let detail): return "Signing failed (\(detail)); check the signing key with `tracer-server status`."
         case .invalidEntries(let error):
@@ -106,12 +110,17 @@ public actor Publisher {
     private let clock: any WallClock
     private let logger: Logger
     private let faultInjection: FaultInjection?
+    /// Where each publication leaves its outcome (``OutcomeRecord``) for `status` and `doctor`;
+    /// none if nil.
+    let recordPath: String?
 
     public init(
         store: any SubmissionStore, directory: PublishedDirectory, signingKey: Curve25519.Signing.PrivateKey,
         retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, keySettings: KeyPublicationSettings = KeyPublicationSettings(),
-        idPublicationDelaySeconds: Int64 = 300, clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil
+        idPublicationDelaySeconds: Int64 = 300, clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil,
+        recordPath: String? = nil
     ) {
+        self.recordPath = recordPath
         self.idPublicationDelaySeconds = idPublicationDelaySeconds
         self.keySettings = keySettings
         self.store = store
@@ -139,6 +148,24 @@ public actor Publisher {
     /// configuration cannot.
     @discardableResult
     public func publish(demoKeyClock: UnixSeconds? = nil) async throws(PublishError) -> PublishReport {
+        do throws(PublishError) {
+            let report = try await publishUnderLock(demoKeyClock: demoKeyClock)
+            record(succeeded: true, detail: report.newBatch.map { "batch \($0.number) with \($0.idCount) ids published" } ?? "nothing new to publish")
+            return report
+        } catch .anotherInstancePublishing {
+            throw .anotherInstancePublishing
+        } catch {
+            record(succeeded: false, detail: error.description)
+            throw error
+        }
+    }
+
+    private func record(succeeded: Bool, detail: String) {
+        guard let recordPath else { return }
+        OutcomeRecord(at: clock.now(), succeeded: succeeded, detail: detail).write(to: recordPath)
+    }
+
+    private func publishUnderLock(demoKeyClock: UnixSeconds?) async throws(PublishError) -> PublishReport {
         do {
             try directory.prepare()
             let lock = try await store.lockPublication()

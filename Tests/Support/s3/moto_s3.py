@@ -10,12 +10,17 @@ each BUCKET with that policy, prints `READY PORT ACCESS_KEY_ID SECRET_ACCESS_KEY
 role's temporary `ACCESS_KEY_ID SECRET_ACCESS_KEY SESSION_TOKEN`, and serves until
 its standard input closes (or SIGTERM), so it cannot outlive a crashed test run.
 
+SIGUSR1 takes the endpoint down (the port refuses connections, as an unreachable store's does)
+and SIGUSR2 brings it back on the same port, with every bucket and object kept: an outage of the
+store, not the loss of its data.
+
 --no-auth leaves moto's authentication off (any signature passes): for the one test of key
 prefixes, because moto 5.1 with authentication refuses the signature of every listing whose
 prefix holds a "/" (boto3's included; real S3 accepts them).
 """
 import json
 import os
+import signal
 import sys
 import threading
 
@@ -109,14 +114,41 @@ def main() -> None:
     if authenticate:
         settings.INITIAL_NO_AUTH_ACTION_COUNT = 0
         allow_anonymous_object_reads()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
+    servers = [ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)]
+    servers[0].start()
+    outage = threading.Lock()
+
+    # The backends are this process's module state, so a new server on the port finds them all.
+    def go_down(_signal, _frame):
+        with outage:
+            if servers:
+                server = servers.pop()
+                server.stop()
+                # stop() ends the serving loop but leaves the socket listening, and the kernel
+                # would go on accepting connections that nobody answers.
+                server._server.server_close()
+            print("DOWN", file=sys.stderr, flush=True)
+
+    def come_back(_signal, _frame):
+        with outage:
+            if not servers:
+                servers.append(ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False))
+                servers[0].start()
+            print("UP", file=sys.stderr, flush=True)
+
+    signal.signal(signal.SIGUSR1, go_down)
+    signal.signal(signal.SIGUSR2, come_back)
+    # A child inherits its parent's blocked signals, and the Swift test process blocks these.
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGUSR1, signal.SIGUSR2})
     print(f"READY {port} {key.access_key_id} {key.secret_access_key} "
           f"{temporary.access_key_id} {temporary.secret_access_key} {temporary.session_token}", flush=True)
     waiter = threading.Thread(target=block_until_stdin_closes, daemon=True)
     waiter.start()
-    waiter.join()
-    server.stop()
+    # In steps, so that the signals above are handled on this (the main) thread meanwhile.
+    while waiter.is_alive():
+        waiter.join(0.2)
+    for server in servers:
+        server.stop()
 
 
 if __name__ == "__main__":
