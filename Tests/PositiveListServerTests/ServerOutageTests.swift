@@ -5,6 +5,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
