@@ -23,9 +23,11 @@ extension TracerNodeTests {
     /// Evidence of the latest run: .build/kernel-bed/clock/.
     @Suite(.tags(.endToEnd)) struct KernelBedClock {
         static let bed = Task { try await KernelBedRun.perform(.clock) }
-        /// How soon after a step or a resume a node must be on its new window's id: the guest
-        /// runs under emulation (TCG), where a process takes tens of milliseconds to be scheduled.
-        static let rotationBound = 1_500
+        /// How soon after a step or a resume a node must be on its new window's id. The guest runs
+        /// under emulation (TCG) and the scenario polls the node's log on 9p every 50 ms: the
+        /// timer's wake measured 0.45-1.37 s in 7 runs. The 5 s sleeps it replaced took 0-5 s more,
+        /// so both nodes pass this bound with them only about one run in twenty.
+        static let rotationBound = 2_000
 
         func milliseconds(_ run: KernelBedRun, _ name: String) -> Int? { Int(run.text(name).trimmed) }
 
