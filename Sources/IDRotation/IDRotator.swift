@@ -136,14 +136,20 @@ public actor IDRotator {
     /// next id is recorded: recording may take seconds (SQLite waits up to its busy timeout for a
     /// database another program holds locked) or fail, and the ended id must not stay on the air
     /// meanwhile.
+    ///
+    /// Should the clock step back between the wake and the recording, so that the ended id is
+    /// valid again, `onRotation` brings that same id back on the air (previous == current).
     public func run(onWindowEnd: RotationEndHandler = { _ in }, onRotation: RotationHandler) async throws {
+        var next = try rotateIfDue()
         while true {
-            if let rotation = try rotateIfDue() {
-                await onRotation(rotation)
+            if let rotation = next { await onRotation(rotation) }
+            guard let ending = current else {
+                next = try rotateIfDue()
+                continue
             }
-            guard let ending = current else { continue }
             try await clock.sleep(until: ending.window.end)
             await onWindowEnd(ending)
+            next = try rotateIfDue() ?? Rotation(previous: ending, current: current ?? ending)
         }
     }
 }

@@ -150,4 +150,27 @@ import TracerCore
         #expect(end.recorded == 1, "the next id was recorded before the window's end was announced")
         #expect(try #require(await rotations.next()).previous == first)
     }
+
+    /// The clock steps back between the wake at the window's end and the recording of the next
+    /// id: the radio went quiet for the ended id, which is valid again, so it comes back on the air
+    /// rather than leave the node dark until the clock catches up.
+    @Test(.timeLimit(.minutes(1))) func aStepBackRightAfterTheWindowsEndBringsTheSameIDBack() async throws {
+        let clock = SteppedClock(start)
+        let history = MemoryHistory()
+        let rotator = IDRotator(schedule: schedule, history: history, clock: clock)
+        let (stream, continuation) = AsyncStream.makeStream(of: Rotation.self)
+        let task = Task {
+            try await rotator.run(
+                onWindowEnd: { ended in clock.set(ended.window.end - 30) },
+                onRotation: { continuation.yield($0) })
+        }
+        defer { task.cancel() }
+        var rotations = stream.makeAsyncIterator()
+        let first = try #require(await rotations.next()).current
+        try await clock.waitForSleeps(1)
+        clock.set(first.window.end)
+        let back = try #require(await rotations.next())
+        #expect(back.previous == first && back.current == first)
+        #expect(history.all == [first])
+    }
 }
