@@ -11,12 +11,14 @@ import TracerCore
     let start: UnixSeconds = 1_795_324_033  // 05:07:13 UTC, inside [05:00, 05:15)
     let schedule = try! RotationSchedule()
 
-    /// A rotator running on `clock`, its rotations in order.
-    struct Running {
-        let rotations: AsyncStream<Rotation>.Iterator
-        let task: Task<Void, any Error>
+    /// Every id once, and each window after the one before it.
+    func expectInOrder(_ ids: [OwnID], sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(Set(ids.map(\.id)).count == ids.count, "an id was recorded twice: \(ids)", sourceLocation: sourceLocation)
+        #expect(zip(ids, ids.dropFirst()).allSatisfy { $0.window.end <= $1.window.start },
+                "windows overlap or go back: \(ids.map(\.window))", sourceLocation: sourceLocation)
     }
 
+    /// Runs `rotator`, its rotations in order on the stream.
     func run(_ rotator: IDRotator) -> (AsyncStream<Rotation>, Task<Void, any Error>) {
         let (stream, continuation) = AsyncStream.makeStream(of: Rotation.self)
         let task = Task {
@@ -102,9 +104,7 @@ import TracerCore
         let third = try #require(await rotations.next())
         #expect(third.previous == second)
         #expect(third.current.window.start == second.window.end)
-        let ids = history.all
-        #expect(Set(ids.map(\.id)).count == ids.count)
-        #expect(zip(ids, ids.dropFirst()).allSatisfy { $0.window.end <= $1.window.start })
+        expectInOrder(history.all)
     }
 
     /// Steps every way, many times: the history only ever grows in window order, every id once,
@@ -121,9 +121,7 @@ import TracerCore
             let current = try await rotator.currentID()
             #expect(clock.now() < current.window.end, "an ended window's id at \(clock.now()): \(current.window)")
         }
-        let ids = history.all
-        #expect(Set(ids.map(\.id)).count == ids.count)
-        #expect(zip(ids, ids.dropFirst()).allSatisfy { $0.window.end <= $1.window.start })
+        expectInOrder(history.all)
     }
 
     /// At a window's end the handler hears of the ended id before the next one is recorded, so the

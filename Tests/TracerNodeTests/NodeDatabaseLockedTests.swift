@@ -45,16 +45,7 @@ extension TracerNodeTests {
 
             // The lock begins 2-4 s into a window in which the two have met and lasts 20 s: past
             // the window's end, the 5 s SQLite then waits, and a look at the status.
-            var windowStart: Int64 = 0
-            let metInAWindow = try eventuallyBlocking(timeout: .seconds(40), every: .milliseconds(200)) {
-                let now = Int64(NodeResilience.now())
-                windowStart = now - now % Self.interval
-                guard now - windowStart >= 2, now - windowStart <= 4 else { return false }
-                let seenByA = try NodeDiskFull.encounters(dbA, home: home).values.map(\.lastSeen).max() ?? 0
-                let seenByB = try NodeDiskFull.encounters(dbB, home: home).values.map(\.lastSeen).max() ?? 0
-                return seenByA >= windowStart && seenByB >= windowStart
-            }
-            try #require(metInAWindow, "A and B did not meet early in a window within 40 s; A: \(a.lines.suffix(5)); B: \(b.lines.suffix(5))")
+            let windowStart = try #require(try NodeDiskFull.windowMetEarlyIn(dbA, dbB, interval: Self.interval, home: home), "A and B did not meet early in a window within 40 s; A: \(a.lines.suffix(5)); B: \(b.lines.suffix(5))")
             let before = try NodeDiskFull.encounters(dbA, home: home)
             let windowEnd = windowStart + Self.interval
             let endedID = try #require(try Check.openStore(dbA).ownIDs().first { $0.window.end == windowEnd }, "A has no id for [\(windowStart), \(windowEnd))")
@@ -81,8 +72,7 @@ extension TracerNodeTests {
             let releasedSecond = Int64(NodeResilience.now())
             var seen = (a: Int64(0), b: Int64(0))
             let metAgain = try eventuallyBlocking(timeout: .seconds(30), every: .milliseconds(100)) {
-                seen.a = try NodeDiskFull.encounters(dbA, home: home).values.map(\.lastSeen).max() ?? 0
-                seen.b = try NodeDiskFull.encounters(dbB, home: home).values.map(\.lastSeen).max() ?? 0
+                seen = try NodeDiskFull.latestSightings(dbA, dbB, home: home)
                 return seen.a > releasedSecond && seen.b > releasedSecond
             }
             let recovery = ContinuousClock.now - released

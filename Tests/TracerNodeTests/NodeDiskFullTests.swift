@@ -24,6 +24,27 @@ extension TracerNodeTests {
             }
         }
 
+        /// The latest sighting each of two databases logged (0 before any).
+        static func latestSightings(_ dbA: String, _ dbB: String, home: String) throws -> (a: Int64, b: Int64) {
+            (try encounters(dbA, home: home).values.map(\.lastSeen).max() ?? 0,
+             try encounters(dbB, home: home).values.map(\.lastSeen).max() ?? 0)
+        }
+
+        /// Waits (up to 40 s) until it is 2-4 s into a window of `interval` in which both databases
+        /// logged a sighting, so that a fault begun then spans the window's end with the nodes
+        /// already met; that window's start, or nil.
+        static func windowMetEarlyIn(_ dbA: String, _ dbB: String, interval: Int64, home: String) throws -> Int64? {
+            var windowStart: Int64 = 0
+            let met = try eventuallyBlocking(timeout: .seconds(40), every: .milliseconds(200)) {
+                let now = Int64(NodeResilience.now())
+                windowStart = now - now % interval
+                guard now - windowStart >= 2, now - windowStart <= 4 else { return false }
+                let seen = try latestSightings(dbA, dbB, home: home)
+                return seen.a >= windowStart && seen.b >= windowStart
+            }
+            return met ? windowStart : nil
+        }
+
         @Test(.timeLimit(.minutes(2)))
         func aNodeWhoseDiskFillsGoesDarkSaysSoAndComesBackByItself() throws {
             let scratch = try Scratch()
@@ -43,16 +64,7 @@ extension TracerNodeTests {
 
             // The fill begins 2 s into a window in which the two have met, so that A hears B for
             // several seconds with its disk full before its window ends and the next id is due.
-            var windowStart: Int64 = 0
-            let metInAWindow = try eventuallyBlocking(timeout: .seconds(40), every: .milliseconds(200)) {
-                let now = Int64(NodeResilience.now())
-                windowStart = now - now % Self.interval
-                guard now - windowStart >= 2, now - windowStart <= 4 else { return false }
-                let seenByA = try Self.encounters(dbA, home: home).values.map(\.lastSeen).max() ?? 0
-                let seenByB = try Self.encounters(dbB, home: home).values.map(\.lastSeen).max() ?? 0
-                return seenByA >= windowStart && seenByB >= windowStart
-            }
-            try #require(metInAWindow, "A and B did not meet early in a window within 40 s; A: \(a.lines.suffix(5)); B: \(b.lines.suffix(5))")
+            let windowStart = try #require(try Self.windowMetEarlyIn(dbA, dbB, interval: Self.interval, home: home), "A and B did not meet early in a window within 40 s; A: \(a.lines.suffix(5)); B: \(b.lines.suffix(5))")
             let before = try Self.encounters(dbA, home: home)
 
             let filled = try disk.fill("fill")
@@ -91,8 +103,7 @@ extension TracerNodeTests {
             let freed = ContinuousClock.now
             var seen = (a: Int64(0), b: Int64(0))
             let metAgain = try eventuallyBlocking(timeout: .seconds(30), every: .milliseconds(100)) {
-                seen.a = try Self.encounters(dbA, home: home).values.map(\.lastSeen).max() ?? 0
-                seen.b = try Self.encounters(dbB, home: home).values.map(\.lastSeen).max() ?? 0
+                seen = try Self.latestSightings(dbA, dbB, home: home)
                 return seen.a > freedSecond && seen.b > freedSecond
             }
             let recovery = ContinuousClock.now - freed

@@ -36,6 +36,13 @@ time_to_rotation() {
     done
     echo none
 }
+# Times both nodes' next rotation at once (after $2 and $3 rotations) into $results/PHASE-a.ms and -b.ms.
+time_both_to_rotation() {
+    local phase=$1 timing_a timing_b
+    time_to_rotation a 10 "$2" >"$results/$phase-a.ms" & timing_a=$!
+    time_to_rotation b 10 "$3" >"$results/$phase-b.ms" & timing_b=$!
+    wait "$timing_a" "$timing_b"
+}
 run_node() {
     "$tracer" run --db "/tmp/$1.db" --transport "$2" --continuous-scan --rotation-interval "$interval" >>"$results/$1.log" 2>&1 &
 }
@@ -59,9 +66,7 @@ before_a=$(rotations a) before_b=$(rotations b)
 # The true time now: the time at the start plus what passed on the guest's stale clock.
 date -s "@$(( $(date +%s) + behind ))" >/dev/null
 say "clock now $(date -u +%FT%TZ)"
-time_to_rotation a 10 "$before_a" >"$results/step-forward-a.ms" & timing_a=$!
-time_to_rotation b 10 "$before_b" >"$results/step-forward-b.ms" & timing_b=$!
-wait "$timing_a" "$timing_b"
+time_both_to_rotation step-forward "$before_a" "$before_b"
 say "phase 2: a rotated after $(cat "$results/step-forward-a.ms") ms, b after $(cat "$results/step-forward-b.ms") ms"
 wait_for_peers a "$phase_seconds" "$(cat "$results/phase1-a.peers")"
 wait_for_peers b "$phase_seconds" "$(cat "$results/phase1-b.peers")"
@@ -94,9 +99,7 @@ date -s "@$(( $(date +%s) + suspend_seconds ))" >/dev/null
 sleep 0.2
 kill -CONT "$node_a" "$node_b"
 echo "wall clock on by $suspend_seconds s, the nodes frozen for $(( $(uptime_ms) - mono_before )) ms" >"$results/suspend.txt"
-time_to_rotation a 10 "$before_a" >"$results/resume-a.ms" & timing_a=$!
-time_to_rotation b 10 "$before_b" >"$results/resume-b.ms" & timing_b=$!
-wait "$timing_a" "$timing_b"
+time_both_to_rotation resume "$before_a" "$before_b"
 say "phase 4: $(cat "$results/suspend.txt"); a rotated $(cat "$results/resume-a.ms") ms after the resume, b $(cat "$results/resume-b.ms") ms"
 sleep 5
 
