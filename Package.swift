@@ -101,6 +101,8 @@ let package = Package(
             name: "PositiveListFormat",
             dependencies: ["IDRotation", "TracerCore", .product(name: "Crypto", package: "swift-crypto")]
         ),
+        // A verifiable append-only log as static tiles, signed checkpoints and proofs; knows nothing of Tracer.
+        .target(name: "TransparencyLog", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
         // libpq, PostgreSQL's C client, for the server's optional PostgreSQL store. A system
         // library like SQLite and curl: it adds no Swift package, and so no BoringSSL or
         // NIO-SSL compile to a clean 2-core CI build (postgres-nio would add several minutes).
@@ -182,6 +184,7 @@ let package = Package(
 
         .testTarget(name: "TracerCoreTests", dependencies: ["TracerCore", "TestTiers"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "TestTiers"]),
+        .testTarget(name: "TransparencyLogTests", dependencies: ["TransparencyLog", "TestTiers"]),
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TracerCore", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TracerCore", "TestTiers", "TracerTestSupport"]),
         // The BLE host stack's own tests: BLEHost and its fakes only, no Tracer profile, ids or store.
