@@ -138,15 +138,14 @@ import TestTiers
         #expect(nothing.writes.isEmpty && nothing.rootHash == MerkleTree.emptyRoot)
     }
 
-    /// Not a benchmark (debug build, shared machine): prints what one batch costs so a session can
-    /// see the flat cost; the release figure belongs to TracerBench.
+    /// Not a timing test (debug build, shared machine): the flat cost shows as the same batch
+    /// producing the same work, the files of one batch, whatever lies left of the edge.
     @Test func appendCostDoesNotGrowWithTheLog() throws {
         let small = try LogAppender.append(Array(Self.allEntries.prefix(1_000)), to: .empty)
         let big = try LogAppender.append(Array(Self.allEntries.prefix(69_000)), to: .empty)
         let batch = Array(Self.allEntries[69_000..<70_000])
         let afterSmall = try LogAppender.append(batch, to: small.rightEdge)
         let afterBig = try LogAppender.append(batch, to: big.rightEdge)
-        // The same batch writes about the same bytes whatever lies to the left of the edge.
         let smallBytes = afterSmall.writes.reduce(0) { $0 + $1.bytes.count }
         let bigBytes = afterBig.writes.reduce(0) { $0 + $1.bytes.count }
         #expect(abs(smallBytes - bigBytes) < 3 * 8_192, "\(smallBytes) vs \(bigBytes)")

@@ -97,6 +97,21 @@ import TestTiers
         #expect(try TileLayout.entryBundle(holding: 255, treeSize: 70_000).path == "tile/entries/000")
     }
 
+    @Test func tileReadersRefuseWrongSizesAndSayWhatIsMissing() throws {
+        var reader = TileHashReader(treeSize: 300)
+        let partial = try TileID(level: 0, index: 1, width: 44)
+        #expect(throws: TileError.wrongTileSize(path: "tile/0/001.p/44", expectedBytes: 1408, actualBytes: 1407)) {
+            try reader.add(partial, bytes: Data(count: 1407))
+        }
+        #expect(throws: TileError.missingTile(path: "tile/0/001.p/44")) { try reader.hash(of: MerkleNodeID(height: 0, index: 299)) }
+        // The full tile serves where the tree has the partial one: same hashes, same positions.
+        let leaves = entries(count: 512).map { MerkleTree.leafHash($0) }
+        try reader.add(try TileID(level: 0, index: 1, width: 256), bytes: TileHashReader.bytes(of: leaves[256...]))
+        #expect(try reader.hash(of: MerkleNodeID(height: 0, index: 299)) == leaves[299])
+        #expect(try reader.hash(of: MerkleNodeID(height: 5, index: 8)) == MerkleTree.rootHash(ofLeafHashes: leaves[256..<288]))
+        #expect(throws: TileError.self) { try reader.hash(of: MerkleNodeID(height: 6, index: 4)) }
+    }
+
     @Test func entryBundlesRoundTripAndRefuseDamage() throws {
         let bundle = try EntryBundleID(index: 0, width: 3)
         let items = [Data(), Data([1]), Data(repeating: 7, count: 300)]
