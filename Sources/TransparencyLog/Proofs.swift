@@ -50,13 +50,11 @@ public enum MerkleProof {
             guard sn > 0 else { throw .wrongProofLength(expected: expected, actual: proof.count) }
             if fn & 1 == 1 || fn == sn {
                 hash = MerkleTree.nodeHash(sibling, hash)
-                // The node is a right child or the last of its level: climb past the levels
-                // where it has no sibling.
-                if fn & 1 == 0 {
-                    while fn & 1 == 0 && fn != 0 {
-                        fn >>= 1
-                        sn >>= 1
-                    }
+                // A left child that is the last of its level has no sibling: climb until it is a
+                // right child (or the leftmost node).
+                while fn & 1 == 0 && fn != 0 {
+                    fn >>= 1
+                    sn >>= 1
                 }
             } else {
                 hash = MerkleTree.nodeHash(hash, sibling)
@@ -105,11 +103,9 @@ public enum MerkleProof {
             if fn & 1 == 1 || fn == sn {
                 oldHash = MerkleTree.nodeHash(node, oldHash)
                 newHash = MerkleTree.nodeHash(node, newHash)
-                if fn & 1 == 0 {
-                    while fn & 1 == 0 && fn != 0 {
-                        fn >>= 1
-                        sn >>= 1
-                    }
+                while fn & 1 == 0 && fn != 0 {
+                    fn >>= 1
+                    sn >>= 1
                 }
             } else {
                 newHash = MerkleTree.nodeHash(newHash, node)

@@ -19,6 +19,24 @@ import TransparencyLog
         #expect(throws: CheckpointError.self) { try Checkpoint(text: "go.sum database tree\n123456789012\nTszzRgjTG6xce+z2AG31kAXYKBgQVtCSCE40HmuwBTOOBIG=\n") }
     }
 
+    /// A checkpoint sum.golang.org signed, with its real key: transparency-dev/formats
+    /// log/note_test.go (commit 0b850f1a, TestSumDBNoteParsing).
+    @Test func sumGolangOrgCheckpointOpens() throws {
+        let key = try NoteVerifierKey(text: "sum.golang.org+033de0ae+Ac4zctda0e5eza+HJyk9SxEdh+s3Ux18htTTAD8OuAn8")
+        let note = "go.sum database tree\n6476701\nmb8QLQIs0Z0yP5Cstq6guj87oXWeC9gEM8oVikmm9Wk=\n\n"
+            + "— sum.golang.org Az3grsLX85Gz+s1SiTbgkuqxgItqFq7gsMUEyVnrsa9LM7Us9S+1xbFIGu95949rj4nPRYfvimWEPWL+o3GeoWwOoAw=\n"
+        let opened = try Checkpoint.open(Data(note.utf8), origin: "go.sum database tree", logKey: key)
+        #expect(opened.checkpoint.treeSize == 6_476_701)
+        #expect(opened.checkpoint.rootHash.base64 == "mb8QLQIs0Z0yP5Cstq6guj87oXWeC9gEM8oVikmm9Wk=")
+        #expect(throws: CheckpointError.wrongOrigin(expected: "Go rocks but I might have the wrong ID", found: "go.sum database tree")) {
+            try Checkpoint.open(Data(note.utf8), origin: "Go rocks but I might have the wrong ID", logKey: key)
+        }
+        let altered = note.replacingOccurrences(of: "6476701", with: "6476702")
+        #expect(throws: CheckpointError.note(.invalidSignature(name: "sum.golang.org", keyID: 0x033de0ae))) {
+            try Checkpoint.open(Data(altered.utf8), origin: "go.sum database tree", logKey: key)
+        }
+    }
+
     /// The examples of tlog-checkpoint.md and tlog-cosignature.md: the note parses, the
     /// witness's line carries key id 0x8d66cf3f and the time 1679315147 in front of its 64-byte
     /// signature (the spec gives no public key for it, so only the layout is checked).
