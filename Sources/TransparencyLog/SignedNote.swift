@@ -76,9 +76,11 @@ public struct SignedNote: Hashable, Sendable {
     public let text: String
     public let signatures: [NoteSignature]
 
-    /// A note to sign: `text` must end in a newline and hold no control character but newlines.
+    /// A note to sign: `text` must end in a newline and hold no control character but newlines;
+    /// signature names must be valid, or the note would not parse back.
     public init(text: String, signatures: [NoteSignature] = []) throws(SignedNoteError) {
         try Self.checkText(text)
+        for signature in signatures where !NoteKeyName.isValid(signature.name) { throw .invalidKeyName(signature.name) }
         self.text = text
         self.signatures = signatures
     }

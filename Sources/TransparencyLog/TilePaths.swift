@@ -2,6 +2,7 @@
 public enum TileError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidPath(String, reason: String)
     case invalidTile(level: Int, index: UInt64, width: Int)
+    case invalidEntryBundle(index: UInt64, width: Int)
     case wrongTileSize(path: String, expectedBytes: Int, actualBytes: Int)
     case missingTile(path: String)
     case nodeNotInTree(MerkleNodeID, treeSize: UInt64)
@@ -16,6 +17,7 @@ public enum TileError: Error, Equatable, Sendable, CustomStringConvertible {
         switch self {
         case let .invalidPath(path, reason): "tile path \"\(path)\": \(reason)"
         case let .invalidTile(level, index, width): "no tile at level \(level), index \(index), width \(width)"
+        case let .invalidEntryBundle(index, width): "no entry bundle at index \(index), width \(width)"
         case let .wrongTileSize(path, expected, actual): "\(path) has \(actual) bytes where \(expected) are needed"
         case let .missingTile(path): "\(path) is needed and was not given"
         case let .nodeNotInTree(node, treeSize): "\(node) is not a complete subtree of a tree of size \(treeSize)"
@@ -93,7 +95,7 @@ public struct EntryBundleID: Hashable, Sendable, CustomStringConvertible {
 
     public init(index: UInt64, width: Int) throws(TileError) {
         guard (1...TileID.fullWidth).contains(width), TilePathCoding.startFits(index: index, levelShift: TileID.height) else {
-            throw .invalidTile(level: -1, index: index, width: width)
+            throw .invalidEntryBundle(index: index, width: width)
         }
         self.index = index
         self.width = width

@@ -59,6 +59,9 @@ import TestTiers
         // Signing again replaces the key's earlier line rather than adding one.
         #expect(try note.signed(by: signer).signatures.count == 1)
         #expect(throws: SignedNoteError.self) { try SignedNote(text: "abc") }
+        #expect(throws: SignedNoteError.invalidKeyName("a b")) {
+            try SignedNote(text: Self.text, signatures: [NoteSignature(name: "a b", keyID: 1, signature: Data([1]))])
+        }
         #expect(throws: SignedNoteError.self) { try NoteSigner(name: "a+b", seed: Data(count: 32)) }
         #expect(throws: SignedNoteError.self) { try NoteSigner(name: "bad name", seed: Data(count: 32)) }
         #expect(throws: SignedNoteError.self) { try NoteSigner(name: "", seed: Data(count: 32)) }
