@@ -89,7 +89,8 @@ public struct Checkpoint: Hashable, Sendable {
         }
         guard note.verified.contains(where: { $0.key == logKey }) else { throw .missingLogSignature(key: logKey.description) }
         let checkpoint = try Checkpoint(text: note.text)
-        guard checkpoint.origin == origin else { throw .wrongOrigin(expected: origin, found: checkpoint.origin) }
+        // Byte for byte: String equality would take another spelling of the origin for it.
+        guard checkpoint.origin.utf8.elementsEqual(origin.utf8) else { throw .wrongOrigin(expected: origin, found: checkpoint.origin) }
         let cosignatures = note.verified.filter { $0.key != logKey && $0.cosignatureTime != nil }
         guard cosignatures.count >= requiredCosignatures else {
             throw .tooFewCosignatures(valid: cosignatures.count, required: requiredCosignatures)

@@ -149,9 +149,16 @@ public struct SignedNote: Hashable, Sendable {
         try SignedNote(parsing: bytes).verify(with: keys)
     }
 
+    /// A key as a signature line names it. The name is kept as bytes: Swift's String equality
+    /// is Unicode-canonical, and a line spelling a name with other bytes names another key.
     private struct NoteKeyHandle: Hashable {
-        let name: String
+        let name: [UInt8]
         let keyID: UInt32
+
+        init(name: String, keyID: UInt32) {
+            self.name = Array(name.utf8)
+            self.keyID = keyID
+        }
     }
 
     /// Verifies one line by a trusted key; returns the time a cosignature states.

@@ -156,6 +156,21 @@ import TestTiers
         #expect(try SignedNote.open(Data(note.utf8), keys: [key]).text == "This is an example message.\n")
     }
 
+    /// "é" as one code point and as e plus a combining accent are equal Swift Strings but other
+    /// bytes, so other key names: the key id (over the bytes) agrees, and still the line is not
+    /// taken for the key's.
+    @Test func namesAreComparedByTheirBytes() throws {
+        let signer = try NoteSigner.generate(name: "caf\u{E9}.example")
+        let note = try SignedNote(text: Self.text).signed(by: signer)
+        let line = note.signatures[0]
+        let respelled = try SignedNote(text: Self.text, signatures: [NoteSignature(name: "cafe\u{301}.example", keyID: line.keyID, signature: line.signature)])
+        #expect(try SignedNote.open(note.encoded, keys: [signer.verifierKey]).verified.count == 1)
+        #expect(throws: SignedNoteError.noTrustedSignature) { try SignedNote.open(respelled.encoded, keys: [signer.verifierKey]) }
+        let checkpoint = try Checkpoint(origin: "caf\u{E9}.example", treeSize: 0, rootHash: MerkleTree.emptyRoot)
+        let signed = try checkpoint.signed(by: [signer]).encoded
+        #expect(throws: CheckpointError.self) { try Checkpoint.open(signed, origin: "cafe\u{301}.example", logKey: signer.verifierKey) }
+    }
+
     @Test func twoTrustedKeysWithOneNameAndIDAreRefused() throws {
         let key = try peter
         let twin = NoteVerifierKey(
