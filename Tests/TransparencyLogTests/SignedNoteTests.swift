@@ -55,7 +55,12 @@ import TestTiers
     @Test func signingReproducesGosNote() throws {
         let signer = try NoteSigner(name: "PeterNeumann", seed: Self.peterSeed)
         let note = try SignedNote(text: Self.text).signed(by: signer)
+        #if canImport(CryptoKit)
+        // Apple's CryptoKit randomizes Ed25519 signatures, so there only verification is checked.
+        #expect(try SignedNote.open(note.encoded, keys: [peter]).verified.count == 1)
+        #else
         #expect(String(decoding: note.encoded, as: UTF8.self) == Self.text + "\n" + Self.peterSig)
+        #endif
         // Signing again replaces the key's earlier line rather than adding one.
         #expect(try note.signed(by: signer).signatures.count == 1)
         #expect(throws: SignedNoteError.self) { try SignedNote(text: "abc") }
