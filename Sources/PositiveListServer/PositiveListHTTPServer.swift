@@ -88,7 +88,8 @@ public enum PositiveListHTTPServer {
                     publication: components.publicKey.map {
                         ConsolePublication(
                             directory: components.directory, publicKey: $0,
-                            objectStoreSyncRecord: components.configuration.objectStore == nil ? nil : components.objectStoreSyncRecord)
+                            objectStoreSyncRecord: components.configuration.objectStore == nil ? nil : components.objectStoreSyncRecord,
+                            publicationRecord: components.publisher.recordPath)
                     }
                 ).makeApplication(logger: logger))
             } else {

@@ -349,6 +349,17 @@ import TracerTestSupport
         #expect(status.body.contains("generation \(index.generation), published \(inBerlin(index.publishedAt))"), "\(status.body)")
         #expect(status.body.contains("<td>\(inBerlin(KeyPublicationSettings().dueTime(of: key)))"), "the waiting key's due time")
         #expect(status.body.contains(#"<td id="object-store">not configured</td>"#))
+        #expect(status.body.contains(#"<td id="last-publication">succeeded "#), "\(status.body)")
+
+        // A publication that fails leaves the indexes as they were: the page says so, in words, with
+        // the next step. (The record is the one `serve` keeps; ServerOutageTests makes it fail for real.)
+        let failedAt = now + 60
+        try #"{"at": \#(failedAt), "succeeded": false, "detail": "the disk holding <data> is full"}"#
+            .write(toFile: server.fixture.paths.publicationRecord, atomically: true, encoding: .utf8)
+        status = try await olga.get("/operator/status")
+        #expect(status.body.contains(#"<td id="last-publication"><strong>failed \#(inBerlin(failedAt))"#), "\(status.body)")
+        #expect(status.body.contains("</strong>: the disk holding &lt;data&gt; is full. "
+            + "The server tries again by itself; if this stays, run <code>tracer-server doctor</code> on the server.</td>"), "\(status.body)")
 
         // Staff: 403 on every operator page and form, and nothing changes.
         var sam = server.browser()

@@ -173,6 +173,12 @@ struct ConsolePages {
         case .synced(let record):
             objectStore = (record.succeeded ? "last synced \(time(record.at)): " : "last sync failed \(time(record.at)): ") + Self.escape(record.detail)
         }
+        let lastPublication = status.lastPublication.map { record in
+            record.succeeded
+                ? "succeeded \(time(record.at)): " + Self.escape(record.detail)
+                : "<strong>failed \(time(record.at))</strong>: " + Self.escape(record.detail)
+                    + ". The server tries again by itself; if this stays, run <code>tracer-server doctor</code> on the server."
+        } ?? "none recorded yet"
         return page(title: "Publication", session: session, body: """
             <p>As of \(time(now)).</p>
             <table id="publication"><caption>Published lists</caption>
@@ -183,6 +189,7 @@ struct ConsolePages {
             <tr><th scope="row">Last batch</th><td>\(summary.lastPublishedAt.map(time) ?? "none yet")</td></tr>
             <tr><th scope="row">Pending</th><td>\(summary.unpublishedIDs) ids, \(summary.unpublishedKeys) keys (\(status.dueKeys) keys due at the next publication)</td></tr>
             <tr><th scope="row">Open upload codes</th><td>\(summary.openUploadCodes)</td></tr>
+            <tr><th scope="row">Last publication</th><td id="last-publication">\(lastPublication)</td></tr>
             <tr><th scope="row">Object store</th><td id="object-store">\(objectStore)</td></tr>
             </tbody></table>
             \(waiting)

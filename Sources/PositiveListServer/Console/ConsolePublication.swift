@@ -3,19 +3,22 @@ import IDRotation
 import PositiveListFormat
 import TracerCore
 
-/// Where the console reads publication's state from: the published directory's signed indexes
-/// and, when an object store is configured, the last sync's record. Read only; publishing is the
-/// publisher's alone.
+/// Where the console reads publication's state from: the published directory's signed indexes,
+/// the last publication's record and, when an object store is configured, the last sync's record.
+/// Read only; publishing is the publisher's alone.
 public struct ConsolePublication: Sendable {
     let directory: PublishedDirectory
     let publicKey: PositiveListPublicKey
     /// nil when no object store is configured.
     let objectStoreSyncRecord: String?
+    /// Where each publication, by `serve` or from cron, records its outcome; nil for none.
+    let publicationRecord: String?
 
-    public init(directory: PublishedDirectory, publicKey: PositiveListPublicKey, objectStoreSyncRecord: String?) {
+    public init(directory: PublishedDirectory, publicKey: PositiveListPublicKey, objectStoreSyncRecord: String?, publicationRecord: String?) {
         self.directory = directory
         self.publicKey = publicKey
         self.objectStoreSyncRecord = objectStoreSyncRecord
+        self.publicationRecord = publicationRecord
     }
 }
 
@@ -47,6 +50,9 @@ struct PublicationStatus {
     /// batch minimum is reached).
     var dueKeys: Int
     var objectStore: ObjectStore
+    /// The last publication's outcome: a publication that keeps failing (a full disk, the
+    /// database gone) leaves the indexes above as they were, so only this says so.
+    var lastPublication: OutcomeRecord?
 
     static func read(
         publication: ConsolePublication?, store: any SubmissionStore, keySettings: KeyPublicationSettings, now: UnixSeconds
@@ -63,7 +69,9 @@ struct PublicationStatus {
         var idIndex: Index?
         var keyIndex: Index?
         var objectStore = ObjectStore.notConfigured
+        var lastPublication: OutcomeRecord?
         if let publication {
+            lastPublication = publication.publicationRecord.flatMap(OutcomeRecord.read(from:))
             if let bytes = FileManager.default.contents(atPath: publication.directory.indexPath),
                let index = try? PositiveListIndex(verifying: Array(bytes), publicKey: publication.publicKey) {
                 idIndex = Index(generation: index.generation, publishedAt: index.publishedAt, batches: index.batches.count)
@@ -79,6 +87,6 @@ struct PublicationStatus {
         return PublicationStatus(
             idIndex: idIndex, keyIndex: keyIndex, summary: summary,
             waitingKeys: byDueTime.sorted { $0.key < $1.key }.map { WaitingKeys(dueAt: $0.key, count: $0.value) },
-            dueKeys: due, objectStore: objectStore)
+            dueKeys: due, objectStore: objectStore, lastPublication: lastPublication)
     }
 }
