@@ -26,6 +26,10 @@ extension VerdictsBenchmark {
         /// Added with it: the physics rule (55/70 dB, strongest, both directions, 1/0.5/0, high
         /// from 15 minutes) with only its exit-3 weighted minutes chosen per fold on the same pool.
         case physicsLowPerFoldAugmented
+        /// Added with issue 37's item 3, after the stressed figures were seen: the third round's
+        /// procedure per fold on the two directions averaged (`risk.directions = average`), which
+        /// halves a per-device error where the peer reported.
+        case stepsPerFoldAveraged
     }
 
     struct StressCandidate {
@@ -48,13 +52,14 @@ extension VerdictsBenchmark {
             case .stepsPerFoldAugmented: 4
             // The exit-3 weighted minutes.
             case .physicsLowPerFoldAugmented: 1
+            case .stepsPerFoldAveraged: 4
             }
         }
 
         /// Added to the family after the first stressed figures were seen.
         var widened: Bool {
             switch rule {
-            case .stepsPerFoldAugmented, .physicsLowPerFoldAugmented: true
+            case .stepsPerFoldAugmented, .physicsLowPerFoldAugmented, .stepsPerFoldAveraged: true
             default: false
             }
         }
@@ -93,6 +98,11 @@ extension VerdictsBenchmark {
                             rule: .stepsPerFoldAugmented, reports: .raw),
             StressCandidate(name: "Physics 55/70 dB, strongest, both directions, exit-3 minutes fitted per fold under calibration augmentation (added after)",
                             rule: .physicsLowPerFoldAugmented, reports: .raw),
+            // Issue 37, item 3 (`TracerBench verdicts --self-calibration`): the piece of a node's own
+            // calibration that bought the most area under the calibration shift without a
+            // calibrated receiver, as a candidate in every cell. Added after; declared as such.
+            StressCandidate(name: "Third round's procedure per fold, both directions averaged (item 3; added after)",
+                            rule: .stepsPerFoldAveraged, reports: .raw),
         ]
         // Added after the stressed figures were seen, reported only (not candidates for this
         // round's choice): the mean of both directions instead of the stronger, the one piece of
@@ -201,6 +211,8 @@ extension VerdictsBenchmark {
         let tests = Set(base.map(\.session.test))
         let byTest = perFoldModels(base, samplingPeriod: baseInterval, groups: tests, group: \.session.test)
         let byEnvironment = perFoldModels(base, samplingPeriod: baseInterval, groups: Set(Self.environments), group: \.session.environment)
+        let averagedByTest = stepsPerFold(base, samplingPeriod: baseInterval, directions: .average, groups: tests, group: \.session.test)
+        let averagedByEnvironment = stepsPerFold(base, samplingPeriod: baseInterval, directions: .average, groups: Set(Self.environments), group: \.session.environment)
         say("per-fold rules fitted (\(tests.count) tests, \(Self.environments.count) environments) in \(format(seconds(ContinuousClock.now - clock), 1)) s")
 
         // The widened family's training pool: the recording as recorded, then under each
@@ -251,6 +263,10 @@ extension VerdictsBenchmark {
                         let folds = cell.leaveOneEnvironmentOut ? augmented.byEnvironment : augmented.byTest
                         let group = cell.leaveOneEnvironmentOut ? session.session.environment : session.session.test
                         guard let chosen = folds[group].map({ candidate.rule == .stepsPerFoldAugmented ? $0.steps : $0.physics }) ?? nil else { return nil }
+                        model = chosen
+                    case .stepsPerFoldAveraged:
+                        let folds = cell.leaveOneEnvironmentOut ? averagedByEnvironment : averagedByTest
+                        guard let chosen = folds[cell.leaveOneEnvironmentOut ? session.session.environment : session.session.test] else { return nil }
                         model = chosen
                     }
                     model.samplingPeriodSeconds = period
@@ -314,6 +330,20 @@ extension VerdictsBenchmark {
         say("")
     }
 
+    /// The third round's procedure (steps on the strongest value, `total`) for `directions`, each
+    /// group held out in turn (a test, or an environment) and chosen on the other groups.
+    func stepsPerFold(_ sessions: [ReplayedSession], samplingPeriod: Int, directions: RiskModel.Directions, groups: Set<String>,
+                      group: KeyPath<ReplayedSession, String>) -> [String: RiskModel] {
+        let candidates = Self.candidates(samplingPeriod: samplingPeriod, farWeights: [0], summaries: [.strongest], directions: [directions])
+        let scored = candidates.map { model in sessions.map { outcome(of: $0, model: model) } }
+        var models: [String: RiskModel] = [:]
+        for name in groups {
+            let training = sessions.indices.filter { sessions[$0][keyPath: group] != name }
+            models[name] = Self.select(candidates, scored: scored, training: training).map { $0.model.with($0.thresholds) }
+        }
+        return models
+    }
+
     /// Each group held out in turn (a test, or an environment): the steps rule and the logistic
     /// score chosen on the other groups by the third and sixth rounds' procedures.
     func perFoldModels(_ sessions: [ReplayedSession], samplingPeriod: Int, groups: Set<String>,
@@ -326,29 +356,12 @@ extension VerdictsBenchmark {
             let training = sessions.indices.filter { sessions[$0][keyPath: group] != name }
             guard let best = Self.select(candidates, scored: scored, training: training),
                   let index = candidates.firstIndex(of: best.model) else { continue }
-            var steps = best.model
-            steps.lowMinutes = best.thresholds.low
-            steps.highMinutes = best.thresholds.high
-            let days = featuresByCandidate[index] ?? sessions.map { session in
-                session.assessment(with: best.model).days.max { $0.weightedMinutes < $1.weightedMinutes }?.features
-                    ?? DayFeatures(windows: [], model: best.model)
-            }
+            let steps = best.model.with(best.thresholds)
+            let days = featuresByCandidate[index] ?? Self.busiestDayFeatures(sessions, model: best.model)
             featuresByCandidate[index] = days
-            var logistic: RiskModel?
-            if let coefficients = LogisticFit(features: [0, 2]).fit(training.map { (LogisticScore.inputs(days[$0]), sessions[$0].session.label == true) }) {
-                var model = best.model
-                model.dayScore = .logistic
-                // The sixth round's floor; the thresholds are chosen without it, as they were then.
-                model.minContactMinutes = 10
-                model.logistic = LogisticScore(intercept: coefficients.intercept, coefficients: coefficients.coefficients, lowProbability: 0.5, highProbability: 0.5)
-                let truths = ScoredTruths(training.map { (model.logistic.probability(of: days[$0]), sessions[$0].session.label == true) })
-                if let point = truths.lowestFalsePositiveRate(reaching: Self.trainingTPR) {
-                    let high = truths.lowestThreshold(keepingFalsePositiveRateAtMost: Self.trainingHighFPR)?.threshold ?? point.threshold
-                    model.logistic.lowProbability = point.threshold
-                    model.logistic.highProbability = max(point.threshold, high)
-                    logistic = model
-                }
-            }
+            // The sixth round's two features and floor.
+            let logistic = Self.fittedLogistic(base: best.model, days: days, sessions: sessions, training: training,
+                                               fits: [LogisticFit(features: [0, 2])], minContactMinutes: 10)
             models[name] = (steps, logistic)
         }
         return models
@@ -369,12 +382,7 @@ extension VerdictsBenchmark {
         physics.samplingPeriodSeconds = samplingPeriod
         let physicsScored = [pool.map { outcome(of: $0, model: physics) }]
         func fold(_ training: [Int]) -> (steps: RiskModel?, physics: RiskModel?) {
-            let steps = Self.select(candidates, scored: scored, training: training).map { best in
-                var model = best.model
-                model.lowMinutes = best.thresholds.low
-                model.highMinutes = best.thresholds.high
-                return model
-            }
+            let steps = Self.select(candidates, scored: scored, training: training).map { $0.model.with($0.thresholds) }
             // Only exit 3 is fitted: "high" stays at the label's 15 minutes (or at exit 3 if higher).
             let low = Self.select([physics], scored: physicsScored, training: training).map { best in
                 var model = physics
@@ -393,6 +401,16 @@ extension VerdictsBenchmark {
             byEnvironment[environment] = fold(StressAugmentation.trainingIndices(groups: environmentGroups, heldOut: environment))
         }
         return (byTest, byEnvironment, fold(StressAugmentation.trainingIndices(groups: testGroups, heldOut: nil)))
+    }
+}
+
+extension RiskModel {
+    /// This model with the exit-3 and "high" minutes a selection chose.
+    func with(_ thresholds: VerdictsBenchmark.Thresholds) -> RiskModel {
+        var model = self
+        model.lowMinutes = thresholds.low
+        model.highMinutes = thresholds.high
+        return model
     }
 }
 

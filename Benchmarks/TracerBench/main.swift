@@ -12,7 +12,7 @@ LoggingSystem.bootstrap { label in
 // Usage: swift run -c release TracerBench [store | store-places | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
-//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH] [--newest | --stress]
+//        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH] [--newest | --stress | --self-calibration]
 //        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE] | console-pages [ROUNDS] [TRACER_SERVER]
 //        | refresh [RUNS] [SCALE]]
 let arguments = CommandLine.arguments.dropFirst()
@@ -138,11 +138,13 @@ case "verdicts":
     let data = option("--data") ?? "../shared/data/mitll-ua"
     let svg = option("--svg")
     // --newest runs only the newest round's section: quicker while exploring. --stress runs only
-    // issue 37's stress table (every candidate under every stress, and the choice of the default).
+    // issue 37's stress table (every candidate under every stress, and the choice of the default);
+    // --self-calibration only what each piece of a node's own calibration buys under the stress.
     try VerdictsBenchmark(
         sessionsCSV: option("--sessions") ?? data + "/mitll_ua_sessions.csv",
         readingsCSV: option("--readings") ?? data + "/mitll_ua_readings.csv", directory: directory, svgPath: svg,
-        newestOnly: options.contains("--newest"), stressOnly: options.contains("--stress")
+        newestOnly: options.contains("--newest"), stressOnly: options.contains("--stress"),
+        selfCalibrationOnly: options.contains("--self-calibration")
     ).run()
 case "console-signin":
     // console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE]: scrypt's cost per sign-in check (issue 28).

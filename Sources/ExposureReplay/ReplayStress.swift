@@ -15,6 +15,11 @@ public enum ReplayStress: Sendable, Hashable {
     /// sender's error is applied to the radiated power rather than the advertised value so that
     /// it reaches senders that advertise none (the iPhones), whose attenuation uses an assumed one.
     case calibrationShift(seed: UInt64, maximumDB: Int)
+    /// The same senders' errors, but every receiver calibrated by `tracer calibrate` against a
+    /// reference: what is left of its offset is drawn per phone from
+    /// -receiverResidualDB...receiverResidualDB. The senders' shifts are those of
+    /// `calibrationShift(seed:maximumDB: senderMaximumDB)`, so the two cells compare pair by pair.
+    case calibratedReceivers(seed: UInt64, senderMaximumDB: Int, receiverResidualDB: Int)
     /// Only the scans a slower scanner would have made: of each receiver's scans in a test,
     /// the first, then each next one starting at least `seconds` after the last one kept.
     case minimumScanGap(seconds: Double)
@@ -31,16 +36,9 @@ public enum ReplayStress: Sendable, Hashable {
         var readings: [String: [ReplayReading]] = [:]
         switch self {
         case .calibrationShift(let seed, let maximumDB):
-            for session in recording.sessions {
-                guard let sessionReadings = recording.readings[session.id] else { continue }
-                let shift = Self.shift(of: session.receiver, role: "receiver", seed: seed, maximumDB: maximumDB)
-                    + Self.shift(of: session.sender, role: "sender", seed: seed, maximumDB: maximumDB)
-                readings[session.id] = sessionReadings.map { reading in
-                    var shifted = reading
-                    shifted.calibratedRSSI += shift
-                    return shifted
-                }
-            }
+            readings = Self.shifted(recording, seed: seed, receiverMaximumDB: maximumDB, senderMaximumDB: maximumDB)
+        case .calibratedReceivers(let seed, let senderMaximumDB, let receiverResidualDB):
+            readings = Self.shifted(recording, seed: seed, receiverMaximumDB: receiverResidualDB, senderMaximumDB: senderMaximumDB)
         case .minimumScanGap(let seconds):
             let kept = Self.scansByReceiver(recording).mapValues { starts in
                 var keptStarts: Set<Double> = []
@@ -66,6 +64,22 @@ public enum ReplayStress: Sendable, Hashable {
         return ReplayRecording(sessions: recording.sessions, readings: readings)
     }
 
+    /// Every reading of sender s by receiver r moved by receiverShift(r) + senderShift(s).
+    static func shifted(_ recording: ReplayRecording, seed: UInt64, receiverMaximumDB: Int, senderMaximumDB: Int) -> [String: [ReplayReading]] {
+        var readings: [String: [ReplayReading]] = [:]
+        for session in recording.sessions {
+            guard let sessionReadings = recording.readings[session.id] else { continue }
+            let shift = Self.shift(of: session.receiver, role: "receiver", seed: seed, maximumDB: receiverMaximumDB)
+                + Self.shift(of: session.sender, role: "sender", seed: seed, maximumDB: senderMaximumDB)
+            readings[session.id] = sessionReadings.map { reading in
+                var shifted = reading
+                shifted.calibratedRSSI += shift
+                return shifted
+            }
+        }
+        return readings
+    }
+
     /// A phone's shift in one role: an integer in -maximumDB...maximumDB, the same for every
     /// session of that phone (phone names are the recording's device ids).
     public static func shift(of phone: String, role: String, seed: UInt64, maximumDB: Int) -> Int {
@@ -78,6 +92,8 @@ public enum ReplayStress: Sendable, Hashable {
     public var name: String {
         switch self {
         case .calibrationShift(let seed, let maximumDB): "calibration ±\(maximumDB) dB, seed \(seed)"
+        case .calibratedReceivers(let seed, let senderMaximumDB, let receiverResidualDB):
+            "senders ±\(senderMaximumDB) dB, receivers calibrated to ±\(receiverResidualDB) dB, seed \(seed)"
         case .minimumScanGap(let seconds): "scans ≥ \(Int(seconds)) s apart"
         case .onePerScan: "one reading per scan"
         case .halfTheScans(let seed): "half the scans, seed \(seed)"

@@ -191,6 +191,25 @@ extension MatchingTests.ExposureReplayTests {
         }
     }
 
+    @Test func calibratedReceiversKeepTheSendersShiftsAndOnlyAResidualOfTheirOwn() throws {
+        let recording = try recording()
+        // With no residual only the senders move, by the same amounts as in the seed's
+        // calibration shift: A sends 1 dB more, B 8 dB more (see the test above).
+        let exact = ReplayStress.calibratedReceivers(seed: 1, senderMaximumDB: 8, receiverResidualDB: 0).apply(to: recording)
+        #expect(exact.readings["t1:A->B"]?.map(\.calibratedRSSI) == [-59, -89, -89, -72])
+        #expect(exact.readings["t1:B->A"]?.map(\.calibratedRSSI) == [-42])
+        #expect(exact.sessions == recording.sessions)
+        // A residual of 2 dB moves each pair by at most 2 dB more than that.
+        let residual = ReplayStress.calibratedReceivers(seed: 1, senderMaximumDB: 8, receiverResidualDB: 2).apply(to: recording)
+        for (id, readings) in residual.readings {
+            for (moved, sendersOnly) in zip(readings, exact.readings[id]!) {
+                #expect(abs(moved.calibratedRSSI - sendersOnly.calibratedRSSI) <= 2)
+            }
+        }
+        #expect(ReplayStress.calibratedReceivers(seed: 1, senderMaximumDB: 8, receiverResidualDB: 2).name
+            == "senders ±8 dB, receivers calibrated to ±2 dB, seed 1")
+    }
+
     @Test func aMinimumScanGapKeepsTheFirstScanThenEachOneFarEnoughFromTheLastKept() throws {
         let recording = try recording()
         // B scanned at 60, 300, 600 and 960 s: with 300 s, 300 is 240 s after 60 (dropped), 600 is
