@@ -118,6 +118,10 @@ extension TracerNodeTests {
             #expect(plain.stdout.contains("`--take-adapter` (node.take_adapter = true"), "\(plain)")
             let taking = try Products.tracer(arguments, home: scratch.path, environment: ["TRACER_TAKE_ADAPTER": "true"])
             #expect(taking.stdout.contains("node.take_adapter is set, so `tracer run` powers a busy adapter off"), "\(taking)")
+            // Calibration is advice, not a failure: the node names `tracer calibrate` until a correction is set.
+            #expect(plain.stdout.contains("[info] calibration: this node's radio is not calibrated") && plain.stdout.contains("run `tracer calibrate`"), "\(plain)")
+            let calibrated = try Products.tracer(arguments, home: scratch.path, environment: ["TRACER_RISK_RSSI_CORRECTION": "0"])
+            #expect(calibrated.stdout.contains("[ ok ] calibration: risk.rssi_correction = 0 dB (env TRACER_RISK_RSSI_CORRECTION)"), "\(calibrated)")
         }
 
         @Test(.timeLimit(.minutes(1)))

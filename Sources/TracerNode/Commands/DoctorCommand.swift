@@ -40,6 +40,7 @@ struct DoctorCommand: AsyncParsableCommand {
             let (list, serverDate) = await checks.listServer()
             results.append(list)
             results.append(checks.clock(serverDate: serverDate))
+            results.append(checks.calibration())
             let place = PlaceInForce(settings: resolved.settings)
             if let gpsd = place.doctorCheck(gpsd: await place.probeGPSD()) { results.append(gpsd) }
         } catch {

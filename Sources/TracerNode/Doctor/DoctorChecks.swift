@@ -50,6 +50,21 @@ struct DoctorChecks {
         }
     }
 
+    /// Whether this node's radio is calibrated (`risk.rssi_correction` set by anything but the
+    /// default). Not a failure: an uncalibrated node works, but of everything a node can do for
+    /// its own verdict, calibrating buys the most under the calibration errors a fleet of mixed
+    /// adapters has (docs/risk-model.md, "Calibration the node can do for itself").
+    func calibration() -> DoctorCheck {
+        let source = resolved.source(of: "risk.rssi_correction")
+        let isDefault = if case .builtIn? = source { true } else { source == nil }
+        guard let source, !isDefault else {
+            return .info("calibration", "this node's radio is not calibrated (risk.rssi_correction is not set), so its verdicts assume it reads "
+                + "signal strength like the phones the defaults were chosen on; a few dB off costs up to a quarter of the exposures it should catch. "
+                + "With another Tracer node 1 m away, run `tracer calibrate` and put the value it prints in the configuration file.")
+        }
+        return .pass("calibration", "risk.rssi_correction = \(settings.risk.rssiCorrection) dB (\(source))")
+    }
+
     /// The local clock against plausible bounds and, when a server answered, against its Date header.
     func clock(serverDate: Date?) -> DoctorCheck {
         let now = Date()
