@@ -85,7 +85,7 @@ let package = Package(
         .target(
             name: "Matching",
             dependencies: [
-                "IDRotation", "PositiveListFormat", "CurlHTTP", "TracerCore",
+                "IDRotation", "PositiveListFormat", "CurlHTTP", "TracerCore", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]
@@ -206,7 +206,7 @@ let package = Package(
         .testTarget(
             name: "MatchingTests",
             dependencies: [
-                "Matching", "CurlHTTP", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers", "TracerCore",
+                "Matching", "CurlHTTP", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers", "TracerCore", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

@@ -1,0 +1,237 @@
+import Foundation
+import Matching
+import TestTiers
+import Testing
+import TransparencyLog
+
+/// The node's side of the positive list as a log (issue 39): a follower that verifies each
+/// checkpoint, downloads only the entries it does not hold and accepts the checkpoint only if the
+/// held tree extended by them has its root. Logs are built with the appender the server uses and
+/// served from memory, honestly or as a hostile mirror would.
+@Suite(.tags(.unit)) struct LogFollowerTests {
+    static let origin = "tracer.test/list"
+
+    /// A log as its server publishes it: tiles, bundles and a checkpoint per append.
+    struct PublishedLog {
+        let signer: NoteSigner
+        var edge = LogRightEdge.empty
+        var files: [String: Data] = [:]
+        var entries: [Data] = []
+        var checkpoint = Data()
+
+        init(signer: NoteSigner) { self.signer = signer }
+
+        mutating func append(_ new: [Data], origin: String = LogFollowerTests.origin, cosigners: [NoteSigner] = []) throws {
+            let result = try LogAppender.append(new, to: edge)
+            for write in result.writes { files[write.path] = write.bytes }
+            edge = result.rightEdge
+            entries += new
+            checkpoint = try Checkpoint(origin: origin, treeSize: edge.treeSize, rootHash: result.rootHash)
+                .signed(by: [signer] + cosigners, timestamp: 1_764_000_000).encoded
+        }
+
+        var served: ServedLog { ServedLog(checkpointBytes: checkpoint, files: files, requests: Requests()) }
+    }
+
+    actor Requests {
+        var made: [(path: String, offset: Int, bytes: Int)] = []
+        func record(_ path: String, _ offset: Int, _ bytes: Int) { made.append((path, offset, bytes)) }
+    }
+
+    /// Static files as a web server serves them, Range requests included.
+    struct ServedLog: LogFileFetching {
+        var checkpointBytes: Data
+        var files: [String: Data]
+        let requests: Requests
+
+        struct NotFound: Error { let path: String }
+
+        func checkpoint() async throws -> Data { checkpointBytes }
+
+        func file(_ path: String, fromByte offset: Int) async throws -> Data {
+            guard let bytes = files[path] else { throw NotFound(path: path) }
+            let served = bytes.count > offset ? bytes.subdata(in: offset..<bytes.count) : Data()
+            await requests.record(path, offset, served.count)
+            return served
+        }
+    }
+
+    static func entries(_ range: Range<Int>, tag: String = "") -> [Data] {
+        range.map { Data("entry \($0)\(tag) ".utf8) + Data(repeating: UInt8($0 % 251), count: $0 % 40) }
+    }
+
+    static func source(_ signer: NoteSigner, witnesses: [NoteVerifierKey] = [], required: Int = 0) -> FollowedLogSource {
+        FollowedLogSource(origin: origin, logKey: signer.verifierKey, witnesses: witnesses, requiredCosignatures: required)
+    }
+
+    @Test func aNodeFollowsAGrowingLogDownloadingEachEntryOnce() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var log = PublishedLog(signer: signer)
+        var held: FollowedLogState?
+        var received: [Data] = []
+        var fetchedBytes = 0
+        // Sizes that start, fill and cross bundles: 3, then within the first bundle, across two, then a nothing-new check.
+        for (step, range) in [0..<3, 3..<200, 200..<700, 700..<700, 700..<701].enumerated() {
+            try log.append(Self.entries(range))
+            let served = log.served
+            let advance = try await LogFollower.advance(held, source: Self.source(signer), fetcher: served)
+            #expect(advance.newEntries == Self.entries(range), "step \(step)")
+            #expect(advance.checkpoint.checkpoint.treeSize == UInt64(range.upperBound))
+            held = advance.state
+            received += advance.newEntries
+            fetchedBytes += await served.requests.made.reduce(0) { $0 + $1.bytes }
+        }
+        #expect(received == log.entries)
+        // Each entry's framed bytes (a 2-byte length and the entry) were downloaded exactly once.
+        #expect(fetchedBytes == log.entries.reduce(0) { $0 + 2 + $1.count })
+        #expect(held?.rootHash == MerkleTree.rootHash(ofEntries: log.entries))
+    }
+
+    @Test func aHeldPartialBundleIsNotDownloadedAgain() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<10))
+        let first = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: log.served)
+        try log.append(Self.entries(10..<12))
+        let served = log.served
+        _ = try await LogFollower.advance(first.state, source: Self.source(signer), fetcher: served)
+        let heldBytes = Self.entries(0..<10).reduce(0) { $0 + 2 + $1.count }
+        let requests = await served.requests.made
+        #expect(requests.map(\.path) == ["tile/entries/000.p/12"])
+        #expect(requests.map(\.offset) == [heldBytes])
+    }
+
+    @Test func aSmallerLogIsARollbackAndBothCheckpointsAreKept() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<5))
+        var older = log
+        try log.append(Self.entries(5..<9))
+        let held = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: log.served).state
+        older.checkpoint = try Checkpoint(origin: Self.origin, treeSize: 5, rootHash: MerkleTree.rootHash(ofEntries: Self.entries(0..<5)))
+            .signed(by: [signer]).encoded
+        await #expect {
+            try await LogFollower.advance(held, source: Self.source(signer), fetcher: older.served)
+        } throws: { error in
+            guard case .rollback(let heldSize, let offered, let heldNote, let offeredNote) = error as? LogFollowError else { return false }
+            return heldSize == 9 && offered == 5 && heldNote == held.checkpointNote && offeredNote == older.checkpoint
+                && (error as! LogFollowError).isEvidence
+        }
+    }
+
+    @Test func aForkIsRefusedWhetherItRewritesHistoryOrServesAnotherTreeOfTheSameSize() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var honest = PublishedLog(signer: signer)
+        try honest.append(Self.entries(0..<300))
+        let held = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: honest.served).state
+
+        // The same key signs a log whose entry 42 was rewritten, then grown: its new entries are
+        // real, but its root is not the held tree extended.
+        var rewritten = PublishedLog(signer: signer)
+        var history = Self.entries(0..<300)
+        history[42] = Data("entry 42, rewritten".utf8)
+        try rewritten.append(history)
+        try rewritten.append(Self.entries(300..<320))
+        // And one of the held size with another root (a split view).
+        var split = PublishedLog(signer: signer)
+        try split.append(Self.entries(0..<300, tag: "'"))
+        for fork in [rewritten, split] {
+            await #expect {
+                try await LogFollower.advance(held, source: Self.source(signer), fetcher: fork.served)
+            } throws: { error in
+                guard case .notAnExtension(let heldSize, _, _, _, let heldNote, let offeredNote) = error as? LogFollowError else { return false }
+                return heldSize == 300 && heldNote == held.checkpointNote && offeredNote == fork.checkpoint
+            }
+        }
+    }
+
+    @Test func anAlteredNewEntryIsCaughtByTheRoot() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<20))
+        let held = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: log.served).state
+        try log.append(Self.entries(20..<30))
+        var served = log.served
+        // A mirror flips one byte of the last entry (framing intact).
+        var bundle = served.files["tile/entries/000.p/30"]!
+        bundle[bundle.count - 1] ^= 0x01
+        served.files["tile/entries/000.p/30"] = bundle
+        await #expect {
+            try await LogFollower.advance(held, source: Self.source(signer), fetcher: served)
+        } throws: { error in
+            guard case .notAnExtension = error as? LogFollowError else { return false }
+            return true
+        }
+    }
+
+    @Test func damagedBundlesAreRefusedForWhatTheyAre() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<8))
+        for damage in [{ (bytes: Data) in bytes.dropLast(3) }, { $0 + Data([0, 1, 7]) }, { _ in Data() }] {
+            var served = log.served
+            served.files["tile/entries/000.p/8"] = damage(served.files["tile/entries/000.p/8"]!)
+            await #expect {
+                try await LogFollower.advance(nil, source: Self.source(signer), fetcher: served)
+            } throws: { error in
+                guard case .bundle(let path, _) = error as? LogFollowError else { return false }
+                return path == "tile/entries/000.p/8"
+            }
+        }
+        var missing = log.served
+        missing.files = [:]
+        await #expect {
+            try await LogFollower.advance(nil, source: Self.source(signer), fetcher: missing)
+        } throws: { error in
+            guard case .unreachable = error as? LogFollowError else { return false }
+            return true
+        }
+    }
+
+    @Test func aCheckpointFromAnotherOriginKeyOrWithoutItsWitnessesIsRefused() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        let stranger = try NoteSigner.generate(name: Self.origin)
+        let witness = try NoteSigner.generate(name: "witness.test", type: .cosignatureV1)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<4), origin: "other.test/list")
+        var byStranger = PublishedLog(signer: stranger)
+        try byStranger.append(Self.entries(0..<4))
+        var unwitnessed = PublishedLog(signer: signer)
+        try unwitnessed.append(Self.entries(0..<4))
+        var witnessed = PublishedLog(signer: signer)
+        try witnessed.append(Self.entries(0..<4), cosigners: [witness])
+
+        let requiringWitness = Self.source(signer, witnesses: [witness.verifierKey], required: 1)
+        for (served, source) in [(log.served, Self.source(signer)), (byStranger.served, Self.source(signer)), (unwitnessed.served, requiringWitness)] {
+            await #expect {
+                try await LogFollower.advance(nil, source: source, fetcher: served)
+            } throws: { error in
+                guard case .checkpoint = error as? LogFollowError else { return false }
+                return !(error as! LogFollowError).isEvidence
+            }
+        }
+        let accepted = try await LogFollower.advance(nil, source: requiringWitness, fetcher: witnessed.served)
+        #expect(accepted.checkpoint.cosignatures.map(\.key) == [witness.verifierKey])
+    }
+
+    @Test func theHeldStateSurvivesItsOwnEncodingAndRefusesDamage() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var log = PublishedLog(signer: signer)
+        // Two levels of partial hashes and a partial bundle of 4 entries.
+        try log.append(Self.entries(0..<260))
+        let state = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: log.served).state
+        #expect(state.edge.partialTileHashes.map(\.count) == [4, 1] && state.edge.partialBundleEntries.count == 4)
+        let bytes = state.encode()
+        #expect(try FollowedLogState(decoding: bytes) == state)
+        #expect(FollowedLogState(checkpointNote: Data(), edge: .empty).encode() == Data([1, 0, 0, 0, 0] + [UInt8](repeating: 0, count: 8) + [0, 0]))
+        // Every truncation, and a byte after the end, is refused without a trap.
+        for length in 0..<bytes.count {
+            #expect(throws: FollowedLogStateError.self) { try FollowedLogState(decoding: bytes.prefix(length)) }
+        }
+        #expect(throws: FollowedLogStateError.trailingBytes) { try FollowedLogState(decoding: bytes + Data([0])) }
+        // A partial entry that does not hash to its level-0 hash: the edge does not hold together.
+        var altered = [UInt8](bytes)
+        altered[altered.count - 1] ^= 0x01
+        #expect(throws: FollowedLogStateError.self) { try FollowedLogState(decoding: Data(altered)) }
+    }
+}
