@@ -11,7 +11,7 @@ public struct PositiveListBatch: Sendable {
     public static let magic: [UInt8] = Array("TPLB".utf8)
     public static let version: UInt8 = 1
     public static let headerByteCount = 40
-    public static let entryByteCount = 16
+    public static let entryByteCount = IDEntryCoding.byteCount
     /// The most entries a reader takes in one batch: 2^22 ids (64 MiB), the 28-day histories of
     /// over 1,500 people (2,688 ids each) in a single publication, hourly by default. The bound
     /// lets a node refuse a signed listing that claims gigabytes before it downloads a byte; a
@@ -38,19 +38,7 @@ public struct PositiveListBatch: Sendable {
         writer.append(range.start)
         writer.append(range.end)
         writer.append(UInt64(entries.count))
-        var previous: UserID?
-        for (position, entry) in entries.enumerated() {
-            // The order is part of the privacy promise (it must not reveal upload order), so a
-            // caller's mistake is refused here rather than published.
-            if let previous, entry.id <= previous { throw PositiveListFormatError.entriesNotSorted(position: position) }
-            guard entry.validUntil > entry.validFrom else { throw PositiveListFormatError.malformedWindow(position: position) }
-            guard let from = UInt32(exactly: entry.validFrom) else { throw PositiveListFormatError.timeOutOfRange(.validFrom) }
-            guard let until = UInt32(exactly: entry.validUntil) else { throw PositiveListFormatError.timeOutOfRange(.validUntil) }
-            writer.append(entry.id.rawValue)
-            writer.append(from)
-            writer.append(until)
-            previous = entry.id
-        }
+        try IDEntryCoding.append(entries, to: &writer)
         return try SignedFile.sign(writer.bytes, with: signingKey)
     }
 
@@ -87,16 +75,7 @@ public struct PositiveListBatch: Sendable {
         self.timeRange = PublishedTimeRange(start: bytes.readInteger(at: 16, as: Int64.self), end: bytes.readInteger(at: 24, as: Int64.self))
         self.count = Int(count)
         self.body = bytes[...]
-        var previous: UInt64?
-        for position in 0..<self.count {
-            let offset = Self.headerByteCount + position * Self.entryByteCount
-            let id = bytes.readInteger(at: offset, as: UInt64.self)
-            if let previous, id <= previous { throw .entriesNotSorted(position: position) }
-            guard bytes.readInteger(at: offset + 12, as: UInt32.self) > bytes.readInteger(at: offset + 8, as: UInt32.self) else {
-                throw .malformedWindow(position: position)
-            }
-            previous = id
-        }
+        try IDEntryCoding.check(bytes, at: Self.headerByteCount, count: self.count)
     }
 
     public func entry(at position: Int) -> PositiveListEntry {

@@ -7,6 +7,7 @@ public enum PositiveListFormatError: Error, Equatable, Sendable, CustomStringCon
         case index
         case keyBatch = "key batch"
         case keyIndex = "key index"
+        case logEntry = "log entry"
     }
 
     case truncated(FileKind, byteCount: Int)
@@ -27,6 +28,8 @@ public enum PositiveListFormatError: Error, Equatable, Sendable, CustomStringCon
     case keysNotSorted(position: Int)
     /// The groups' counts do not add up to the header's key count.
     case keyCountMismatch(header: UInt64, groups: UInt64)
+    /// A log entry (format version 3) that breaks a rule of its layout, named in the text.
+    case logEntryMalformed(String)
 
     public enum UnixTimeField: String, Sendable {
         case validFrom, validUntil
@@ -64,6 +67,8 @@ public enum PositiveListFormatError: Error, Equatable, Sendable, CustomStringCon
             return "the key batch's keys are not in strictly increasing order within their group at key \(position); the file is malformed"
         case .keyCountMismatch(let header, let groups):
             return "the key batch's header counts \(header) keys but its groups \(groups); the file is malformed"
+        case .logEntryMalformed(let reason):
+            return "a log entry is malformed: \(reason)"
         case .invalidPublicKey:
             return "the public key is not a 32-byte Ed25519 key in base64; copy it again from `tracer-server keygen` or `status`"
         }

@@ -19,7 +19,7 @@ public struct PositiveListKeyBatch: Sendable {
     /// Format version 2 introduced key batches; version 1 files are id batches and indexes.
     public static let version: UInt8 = 2
     public static let headerByteCount = 24
-    public static let groupByteCount = 12
+    public static let groupByteCount = KeyGroupCoding.byteCount
     public static let keyByteCount = DailyKey.byteCount
     /// The most keys a reader takes in one key batch: 2^20 (about 16,000 uploads of 64 keys in a
     /// single publication), each at worst in a group of its own. Every key costs a node 96 or
@@ -52,26 +52,8 @@ public struct PositiveListKeyBatch: Sendable {
     public static func encode(
         number: UInt64, records: [DailyKeyRecord], signingKey: Curve25519.Signing.PrivateKey
     ) throws -> [UInt8] {
-        let sorted = records.sorted { lhs, rhs in
-            if lhs.day != rhs.day { return lhs.day < rhs.day }
-            if lhs.intervalSeconds != rhs.intervalSeconds { return lhs.intervalSeconds < rhs.intervalSeconds }
-            return lhs.key.bytes.lexicographicallyPrecedes(rhs.key.bytes)
-        }
-        var groups: [(day: UInt32, interval: UInt32, count: UInt32)] = []
-        for (position, record) in sorted.enumerated() {
-            guard let day = UInt32(exactly: record.day.number), let interval = UInt32(exactly: record.intervalSeconds),
-                  let derivation = try? IDDerivation(intervalSeconds: record.intervalSeconds),
-                  !derivation.windowIndices(of: record.day).isEmpty
-            else { throw PositiveListFormatError.keyGroupOutOfRange(group: groups.count) }
-            if let last = groups.last, last.day == day, last.interval == interval {
-                guard sorted[position - 1].key.bytes != record.key.bytes else {
-                    throw PositiveListFormatError.keysNotSorted(position: position)
-                }
-                groups[groups.count - 1].count += 1
-            } else {
-                groups.append((day, interval, 1))
-            }
-        }
+        let sorted = KeyGroupCoding.sorted(records)
+        let groups = try KeyGroupCoding.groups(of: sorted)
         var writer = ByteWriter(
             capacity: headerByteCount + groups.count * groupByteCount + sorted.count * keyByteCount + SignedFile.signatureByteCount)
         writer.append(magic)
@@ -80,11 +62,7 @@ public struct PositiveListKeyBatch: Sendable {
         writer.append(number)
         writer.append(UInt32(groups.count))
         writer.append(UInt32(sorted.count))
-        for group in groups {
-            writer.append(group.day)
-            writer.append(group.interval)
-            writer.append(group.count)
-        }
+        KeyGroupCoding.append(groups, to: &writer)
         for record in sorted { writer.append(record.key.bytes) }
         return try SignedFile.sign(writer.bytes, with: signingKey)
     }
@@ -124,35 +102,8 @@ public struct PositiveListKeyBatch: Sendable {
         guard bytes.count == expected else {
             throw .lengthMismatch(.keyBatch, expected: expected + SignedFile.signatureByteCount, actual: bytes.count + SignedFile.signatureByteCount)
         }
-        var groups: [Group] = []
-        groups.reserveCapacity(groupCount)
-        var start = 0
-        var previous: (day: UInt32, interval: UInt32)?
-        for group in 0..<groupCount {
-            let offset = Self.headerByteCount + group * Self.groupByteCount
-            let day = bytes.readInteger(at: offset, as: UInt32.self)
-            let interval = bytes.readInteger(at: offset + 4, as: UInt32.self)
-            let count = Int(bytes.readInteger(at: offset + 8, as: UInt32.self))
-            if let previous, (previous.day, previous.interval) >= (day, interval) { throw .keyGroupsNotSorted(group: group) }
-            guard count > 0 else { throw .emptyKeyGroup(group: group) }
-            guard let derivation = try? IDDerivation(intervalSeconds: Int64(interval)),
-                  !derivation.windowIndices(of: UTCDay(number: Int64(day))).isEmpty
-            else { throw .keyGroupOutOfRange(group: group) }
-            guard start + count <= keyCount else { throw .keyCountMismatch(header: UInt64(keyCount), groups: UInt64(start + count)) }
-            groups.append(Group(day: UTCDay(number: Int64(day)), intervalSeconds: Int64(interval), keys: start..<start + count))
-            start += count
-            previous = (day, interval)
-        }
-        guard start == keyCount else { throw .keyCountMismatch(header: UInt64(keyCount), groups: UInt64(start)) }
-        for group in groups {
-            for position in group.keys.dropFirst() {
-                let offset = keysOffset + position * Self.keyByteCount
-                let before = bytes[offset - Self.keyByteCount..<offset]
-                guard before.lexicographicallyPrecedes(bytes[offset..<offset + Self.keyByteCount]) else {
-                    throw .keysNotSorted(position: position)
-                }
-            }
-        }
+        let groups = try KeyGroupCoding.decode(
+            bytes, groupsAt: Self.headerByteCount, groupCount: groupCount, keysAt: keysOffset, keyCount: keyCount)
         self.number = bytes.readInteger(at: 8, as: UInt64.self)
         self.groups = groups
         self.count = keyCount
