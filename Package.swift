@@ -112,7 +112,7 @@ let package = Package(
             name: "PositiveListServer",
             dependencies: [
                 "IDRotation", "PositiveListFormat", "CLibPQ",
-                "ObjectStore", "TracerCore", "Settings",
+                "ObjectStore", "TracerCore", "Settings", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // Scrypt, for the console's passwords.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
@@ -127,7 +127,7 @@ let package = Package(
             name: "TracerServer",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat", "CommandLineMain",
-                "ObjectStore", "Settings", "TracerCore",
+                "ObjectStore", "Settings", "TracerCore", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -214,7 +214,7 @@ let package = Package(
             name: "PositiveListServerTests",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat", "IDRotation", "TracerTestSupport",
-                "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP",
+                "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

@@ -14,6 +14,8 @@ public struct ServerPaths: Sendable {
     public var objectStoreSyncRecord: String { dataDirectory + "/object-store-sync.json" }
     /// The last publication's outcome (``OutcomeRecord``), shown by `status` and `doctor`.
     public var publicationRecord: String { dataDirectory + "/publication.json" }
+    /// Which batches the published log holds (``ListLogState``); written after each checkpoint.
+    public var logState: String { dataDirectory + "/log-state.json" }
     /// What nginx or a CDN serves; world-readable, holds nothing secret.
     public var published: PublishedDirectory { PublishedDirectory(path: dataDirectory + "/public") }
 }

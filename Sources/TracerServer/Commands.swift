@@ -88,6 +88,10 @@ struct Keygen: AsyncParsableCommand {
         let key = try SigningKeyFile.create(at: location.resolvedKeyPath)
         print(PositiveListPublicKey(key.publicKey).base64)
         FileHandle.standardError.write(Data("Signing key written to \(location.resolvedKeyPath); nodes need its public key, printed on standard output.\n".utf8))
+        let origin = (try? location.loadConfigurationIfPresent())??.logOrigin
+        if let identity = try? ListLogIdentity(origin: origin, publicKey: key.publicKey) {
+            FileHandle.standardError.write(Data("Log verifier key (format version 3, log/checkpoint): \(identity.verifierKey.text)\n".utf8))
+        }
     }
 }
 
@@ -276,6 +280,10 @@ struct Status: AsyncParsableCommand {
         print("Published files:   \(location.paths.published.path)")
         if let key = try? SigningKeyFile.load(from: location.resolvedKeyPath) {
             print("Public key:        \(PositiveListPublicKey(key.publicKey).base64)")
+            // What nodes configure to follow the log (format version 3): origin, key id, key.
+            if let identity = try? ListLogIdentity(origin: configuration?.logOrigin, publicKey: key.publicKey) {
+                print("Log verifier key:  \(identity.verifierKey.text)")
+            }
         } else {
             print("Public key:        none yet (run `tracer-server keygen`)")
         }
@@ -292,6 +300,12 @@ struct Status: AsyncParsableCommand {
             print("Accepted uploads:  \(kinds) (acceptUploads; published in keys/index.tpki)")
         }
         print("Last publication:  \(summary.lastPublishedAt?.utcText ?? "never")")
+        if let bytes = FileManager.default.contents(atPath: location.paths.published.logCheckpointPath),
+           let size = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropFirst().first {
+            print("Log entries:       \(size) (log/checkpoint)")
+        } else {
+            print("Log entries:       none published yet (log/checkpoint is written at the next publication)")
+        }
         print("Open upload codes: \(summary.openUploadCodes)")
         // What the last attempts said: a `serve` that cannot publish or sync (a full disk, the
         // object store down) keeps serving and retrying, so only this shows it.

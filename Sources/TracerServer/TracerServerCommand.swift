@@ -95,7 +95,8 @@ struct LocationOptions: ParsableArguments {
             store: store, directory: paths.published, signingKey: key,
             retentionSeconds: configuration.retentionSeconds, indexRefreshSeconds: configuration.indexRefreshSeconds,
             keySettings: KeyPublicationSettings(configuration), idPublicationDelaySeconds: configuration.clockSkewSeconds,
-            clock: SystemWallClock(), logger: logger, recordPath: paths.publicationRecord)
+            clock: SystemWallClock(), logger: logger, recordPath: paths.publicationRecord,
+            logOrigin: configuration.logOrigin, logStatePath: paths.logState)
     }
 
     private static func absolute(_ path: String) -> String {

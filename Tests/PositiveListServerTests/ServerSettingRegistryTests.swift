@@ -13,7 +13,7 @@ import TestTiers
         "retentionDays": "14", "maxIDsPerHistory": "100", "maxRequestBodyBytes": "2048", "maxWindowSeconds": "120",
         "clockSkewSeconds": "60", "uploadCodeLifetimeSeconds": "3600", "publishIntervalSeconds": "1800",
         "publishSpacingSeconds": "600", "publishRetryMaxSeconds": "5", "longPollSeconds": "30", "failedAttemptsPerMinute": "5", "indexMaxAgeSeconds": "30",
-        "indexRefreshSeconds": "3600", "trustForwardedFor": "true", "trustedProxies": #"["10.0.0.1"]"#, "trustedProxyHops": "2",
+        "indexRefreshSeconds": "3600", "logOrigin": #""example.org/tracer-list""#, "trustForwardedFor": "true", "trustedProxies": #"["10.0.0.1"]"#, "trustedProxyHops": "2",
         "idleTimeoutSeconds": "10", "requestReadTimeoutSeconds": "30", "maxConnections": "100", "maxConnectionsPerAddress": "10",
         "acceptUploads": #""ids""#, "maxKeysPerHistory": "32", "keyIntervalsSeconds": "[600]", "keyPublicationDelaySeconds": "0",
         "keyPaddingMultiplier": "2.5", "keyBatchMinimumKeys": "10", "keyBatchMaximumHoldSeconds": "3600",

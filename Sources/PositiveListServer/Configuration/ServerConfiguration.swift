@@ -40,6 +40,9 @@ public struct ServerConfiguration: Sendable {
     /// The age at which the next publication signs the index again although nothing changed;
     /// nodes refuse an index signed more than two days ago (`check.max_list_age`) as outdated.
     public var indexRefreshSeconds: Int64 = 86_400
+    /// The log's origin (format version 3): the checkpoint's first line and its keys' name;
+    /// nil: `tracer-list/` and 16 hex digits of SHA-256 of the public key (ListLogIdentity).
+    public var logOrigin: String?
     /// Behind a reverse proxy every request comes from the proxy's address; this takes the
     /// client address from `X-Forwarded-For` instead, as the proxies in `trustedProxies` and
     /// `trustedProxyHops` wrote it (see ForwardedFor).

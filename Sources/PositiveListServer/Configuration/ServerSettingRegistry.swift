@@ -50,6 +50,14 @@ enum ServerSettingRegistry {
         .number(
             "indexRefreshSeconds", \.indexRefreshSeconds, SettingBounds(lower: 60, upper: 86_400),
             help: "Age at which the index is signed again although nothing changed, in seconds."),
+        .converted(
+            "logOrigin", String.self, accepts: "a name without spaces or +, such as example.org/tracer-list",
+            help: "The published log's origin (its checkpoint's first line and its key name); never change it once published.",
+            apply: { (value, configuration, path) throws(ConfigurationError) in
+                if let problem = ListLogIdentity.problem(origin: value) { throw .invalidValue(path: path, detail: problem) }
+                configuration.logOrigin = value
+            },
+            show: { $0.logOrigin ?? "(unset: tracer-list/ and 16 hex digits of the public key's SHA-256)" }, textForm: .string),
         .plain(
             "trustForwardedFor", \.trustForwardedFor, accepts: "true or false",
             help: "Take the client address from X-Forwarded-For as the trusted proxies wrote it (behind a reverse proxy)."),

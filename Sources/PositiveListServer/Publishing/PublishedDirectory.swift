@@ -23,6 +23,10 @@ public struct PublishedDirectory: Sendable {
 
     public func keyBatchPath(number: UInt64) -> String { path + "/" + PositiveListKeyBatch.relativePath(number: number) }
 
+    /// The log (format version 3): `log/checkpoint` and `log/tile/...`.
+    public var logPath: String { path + "/log" }
+    public var logCheckpointPath: String { logPath + "/checkpoint" }
+
     /// Creates the directory tree, world-readable so a web server's user can serve it.
     public func prepare() throws(FileWriteError) {
         for directory in [path, batchesPath, keysPath] {

@@ -4,6 +4,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import TracerCore
+import TransparencyLog
 
 /// The steps of a publication at which a test may inject a crash.
 public enum PublishStep: String, Sendable, CaseIterable {
@@ -15,9 +16,14 @@ public enum PublishStep: String, Sendable, CaseIterable {
     case keyBatchRecorded
     case keyIndexTemporaryFileWritten
     case keyIndexReplaced
+    /// The log (format version 3): the new tiles and bundles are written, the checkpoint not yet.
+    case logTilesWritten
+    /// The new checkpoint is in place, the log state (log-state.json) not yet written.
+    case logCheckpointReplaced
 
     public static let idSteps: [PublishStep] = [.batchFileWritten, .batchRecorded, .indexTemporaryFileWritten, .indexReplaced]
     public static let keySteps: [PublishStep] = [.keyBatchFileWritten, .keyBatchRecorded, .keyIndexTemporaryFileWritten, .keyIndexReplaced]
+    public static let logSteps: [PublishStep] = [.logTilesWritten, .logCheckpointReplaced]
 }
 
 /// What one publication did.
@@ -37,6 +43,8 @@ public struct PublishReport: Sendable, Equatable {
     public var waitingKeys: Int = 0
     /// Accepted ids still valid, or valid until less than the id publication delay ago.
     public var waitingIDs: Int = 0
+    /// What the log step did (format version 3); nil when it did not run.
+    public var log: ListLogReport?
     /// When this publication ran.
     public var publishedAt: UnixSeconds = 0
     /// The earliest time a held id or key becomes publishable (ids past their validity plus the
@@ -59,6 +67,8 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
     /// Another instance on the same PostgreSQL database holds the publication lock.
     case anotherInstancePublishing
     case injectedFault(PublishStep)
+    /// The log (format version 3) could not be appended to; the batches and indexes were published.
+    case log(String)
 
     public var description: String {
         switch self {
@@ -75,6 +85,7 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
         case .anotherInstancePublishing:
             return "Another tracer-server instance is publishing right now; it publishes what is due, so nothing needs doing (or publish again later)."
         case .injectedFault(let step): return "Publication stopped after step \(step.rawValue) (injected fault)."
+        case .log(let detail): return detail
         }
     }
 }
@@ -113,14 +124,22 @@ public actor Publisher {
     /// Where each publication leaves its outcome (``OutcomeRecord``) for `status` and `doctor`;
     /// none if nil.
     let recordPath: String?
+    /// The log's origin and keys (format version 3).
+    public nonisolated let logIdentity: ListLogIdentity
+    /// Which batches the log holds (``ListLogState``): in the data directory, not published.
+    let logStatePath: String
 
     public init(
         store: any SubmissionStore, directory: PublishedDirectory, signingKey: Curve25519.Signing.PrivateKey,
         retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, keySettings: KeyPublicationSettings = KeyPublicationSettings(),
         idPublicationDelaySeconds: Int64 = 300, clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil,
-        recordPath: String? = nil
+        recordPath: String? = nil, logOrigin: String? = nil, logStatePath: String? = nil
     ) {
         self.recordPath = recordPath
+        // A configured origin is checked by the configuration; a bad one here is a caller's bug.
+        self.logIdentity = (try? ListLogIdentity(origin: logOrigin, publicKey: signingKey.publicKey))
+            ?? (try! ListLogIdentity(origin: nil, publicKey: signingKey.publicKey))
+        self.logStatePath = logStatePath ?? (directory.path as NSString).deletingLastPathComponent + "/log-state.json"
         self.idPublicationDelaySeconds = idPublicationDelaySeconds
         self.keySettings = keySettings
         self.store = store
@@ -222,6 +241,8 @@ public actor Publisher {
             report.indexGeneration = try await replaceIndexIfStale(live: live, now: now)
             removeUnlistedFiles(live: live)
             try await publishKeys(now: now, releaseTime: keyReleaseTime, cutoff: cutoff, into: &report)
+            // Last: the log takes the live batches the steps above wrote and recorded.
+            report.log = try await publishLog(now: now)
             try await store.purge(endingBefore: cutoff, now: now)
         } catch let error as ServerStoreError {
             throw .store(error)
@@ -231,6 +252,12 @@ public actor Publisher {
             throw .file(error)
         } catch let error as PositiveListFormatError {
             throw .invalidEntries(error)
+        } catch let error as ListLogError {
+            throw .log(error.description)
+        } catch let error as TileError {
+            throw .log(ListLogError.damaged(error.description).description)
+        } catch let error as MerkleProofError {
+            throw .log(ListLogError.damaged("its tiles do not lead to the checkpoint's root: \(error)").description)
         } catch {
             // What remains is swift-crypto refusing to sign.
             throw .signing(String(describing: error))
@@ -247,6 +274,8 @@ public actor Publisher {
             "fakeKeys": "\(report.newKeyBatch?.fakeKeyCount ?? 0)",
             "waitingKeys": "\(report.waitingKeys)",
             "keyIndexGeneration": "\(report.keyIndexGeneration.map(String.init) ?? "unchanged")",
+            "logSize": "\(report.log.map { String($0.treeSize) } ?? "none")",
+            "logEntriesAppended": "\(report.log?.appendedEntries ?? 0)",
         ])
         return report
     }

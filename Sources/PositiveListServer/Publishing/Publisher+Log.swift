@@ -1,0 +1,233 @@
+import Crypto
+import Foundation
+import PositiveListFormat
+import TracerCore
+import TransparencyLog
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The log's identity: its origin (the checkpoint's first line and the name of both keys) and
+/// the note keys nodes configure (format version 3, docs/positive-list-format.md).
+public struct ListLogIdentity: Sendable {
+    public let origin: String
+    /// The log's own signature: plain Ed25519 (signed-note type 0x01) under the origin.
+    public let verifierKey: NoteVerifierKey
+    /// The same Ed25519 key as a tlog-cosignature/v1 key (type 0x04) under the same name: its
+    /// timestamped signature on every checkpoint says when the server last vouched for it.
+    public let timestampKey: NoteVerifierKey
+
+    /// `origin` nil: the default, `tracer-list/` and the first 16 hex digits of SHA-256 of the
+    /// public key.
+    public init(origin: String?, publicKey: Curve25519.Signing.PublicKey) throws(SignedNoteError) {
+        let origin = origin ?? Self.defaultOrigin(publicKey: publicKey)
+        self.origin = origin
+        self.verifierKey = try NoteVerifierKey(name: origin, type: .ed25519, publicKey: publicKey)
+        self.timestampKey = try NoteVerifierKey(name: origin, type: .cosignatureV1, publicKey: publicKey)
+    }
+
+    public static func defaultOrigin(publicKey: Curve25519.Signing.PublicKey) -> String {
+        "tracer-list/" + SHA256.hash(data: publicKey.rawRepresentation).prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// What a configured origin must be: a valid note key name (non-empty, no space or +, no
+    /// control character), at most 255 bytes, and not beginning with `cosignature/`, which
+    /// would let one of the key's two signature kinds stand for the other.
+    public static func problem(origin: String) -> String? {
+        guard !origin.isEmpty, origin.utf8.count <= 255,
+              !origin.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0 == "+" || $0.value < 0x20 || $0.value == 0x7f })
+        else { return "logOrigin must be 1 to 255 bytes without spaces, + or control characters" }
+        guard !origin.hasPrefix("cosignature/") else { return "logOrigin must not begin with cosignature/" }
+        return nil
+    }
+}
+
+/// Which batches the log holds, kept in the data directory beside the database: written after
+/// each checkpoint, so it lags the checkpoint after a crash and is then brought up to it from
+/// the published entries.
+struct ListLogState: Codable, Equatable {
+    var treeSize: UInt64
+    var lastIDBatch: UInt64
+    var lastKeyBatch: UInt64
+
+    static let empty = ListLogState(treeSize: 0, lastIDBatch: 0, lastKeyBatch: 0)
+}
+
+/// What the log step of one publication did.
+public struct ListLogReport: Sendable, Equatable {
+    public var treeSize: UInt64 = 0
+    public var appendedEntries: Int = 0
+    public var appendedIDBatches: [UInt64] = []
+    public var appendedKeyBatches: [UInt64] = []
+    /// A checkpoint was signed (after an append, or to refresh its time).
+    public var checkpointSigned = false
+}
+
+public enum ListLogError: Error, Sendable, CustomStringConvertible {
+    case checkpointUnreadable(String)
+    case stateAhead(state: UInt64, checkpoint: UInt64)
+    case damaged(String)
+
+    public var description: String {
+        switch self {
+        case .checkpointUnreadable(let reason):
+            return "The published log's checkpoint does not open with this server's key and origin (\(reason)); nothing was appended. If logOrigin or the signing key changed, restore them: a log cannot change its origin."
+        case .stateAhead(let state, let checkpoint):
+            return "log-state.json says the log holds \(state) entries but the published checkpoint only \(checkpoint); the published directory was replaced by an older copy. Restore the newest one; nothing was appended."
+        case .damaged(let reason):
+            return "The published log is damaged (\(reason)); nothing was appended."
+        }
+    }
+}
+
+extension Publisher {
+    /// Appends the live batches not yet in the log, ids then keys, each in number order, writes
+    /// the tiles, then the checkpoint, then the state; re-signs the checkpoint when its time is
+    /// `indexRefreshSeconds` old. Reads only the right edge (and, after a crash between the
+    /// checkpoint and the state, the entries between them).
+    func publishLog(now: UnixSeconds) async throws -> ListLogReport {
+        let identity = logIdentity
+        var report = ListLogReport()
+        let logDirectory = directory.logPath
+        try Self.makeDirectories(logDirectory)
+
+        // The log as published: its checkpoint (none yet: empty) and when it was last signed.
+        var checkpoint: Checkpoint?
+        var signedAt: UInt64?
+        if let bytes = FileManager.default.contents(atPath: directory.logCheckpointPath) {
+            do {
+                let opened = try Checkpoint.open(bytes, origin: identity.origin, logKey: identity.verifierKey, witnesses: [identity.timestampKey])
+                checkpoint = opened.checkpoint
+                signedAt = opened.cosignatures.first { $0.key == identity.timestampKey }?.cosignatureTime
+            } catch {
+                throw ListLogError.checkpointUnreadable(error.description)
+            }
+        }
+        let size = checkpoint?.treeSize ?? 0
+        let read: (String) throws -> Data = { path in
+            guard let data = FileManager.default.contents(atPath: logDirectory + "/" + path) else { throw TileError.missingTile(path: path) }
+            return data
+        }
+
+        var state = Self.readLogState(at: logStatePath) ?? .empty
+        if state.treeSize > size { throw ListLogError.stateAhead(state: state.treeSize, checkpoint: size) }
+        if state.treeSize < size {
+            // A crash after the checkpoint and before the state: read what the entries between say.
+            state = try Self.recover(state, upTo: size, read: read)
+            try writeLogState(state)
+        }
+        let edge = try LogRightEdge.load(treeSize: size, expectedRoot: checkpoint?.rootHash, read: read)
+
+        var entries: [Data] = []
+        var lastID = state.lastIDBatch
+        for batch in try await store.liveBatches() where batch.number > state.lastIDBatch {
+            guard let file = FileManager.default.contents(atPath: directory.batchPath(number: batch.number)) else {
+                throw ListLogError.damaged("batch \(batch.number) is live but its file is missing")
+            }
+            let verified = try PositiveListBatch(verifying: Array(file), listedAs: batch.listing, publicKey: publicKey)
+            entries += try ListLogEntry.entries(idBatch: batch.number, entries: verified.entries).map { Data(try $0.encode()) }
+            report.appendedIDBatches.append(batch.number)
+            lastID = max(lastID, batch.number)
+        }
+        var lastKey = state.lastKeyBatch
+        for batch in try await store.liveKeyBatches() where batch.number > state.lastKeyBatch {
+            guard let file = FileManager.default.contents(atPath: directory.keyBatchPath(number: batch.number)) else {
+                throw ListLogError.damaged("key batch \(batch.number) is live but its file is missing")
+            }
+            let verified = try PositiveListKeyBatch(verifying: Array(file), listedAs: batch.listing, publicKey: publicKey)
+            entries += try ListLogEntry.entries(keyBatch: batch.number, records: verified.records).map { Data(try $0.encode()) }
+            report.appendedKeyBatches.append(batch.number)
+            lastKey = max(lastKey, batch.number)
+        }
+
+        report.treeSize = size
+        guard !entries.isEmpty else {
+            // Nothing new: a new note for the same tree once the last one is old, so that nodes
+            // can tell an idle log from a frozen one; and the first publication's empty tree.
+            if checkpoint == nil || signedAt.map({ Int64(clamping: $0) <= now - indexRefreshSeconds }) ?? true {
+                try writeCheckpoint(Checkpoint(origin: identity.origin, treeSize: size, rootHash: edge.rootHash), now: now)
+                report.checkpointSigned = true
+            }
+            if Self.readLogState(at: logStatePath) != state { try writeLogState(state) }
+            return report
+        }
+
+        let result = try LogAppender.append(entries, to: edge)
+        var written = Set<String>()
+        for write in result.writes {
+            let path = logDirectory + "/" + write.path
+            // A file beyond the published checkpoint may be left by a run that crashed before
+            // its checkpoint; no checkpoint names it, so it is replaced unless it is the same.
+            if let existing = FileManager.default.contents(atPath: path), existing == write.bytes { continue }
+            let parent = (path as NSString).deletingLastPathComponent
+            try Self.makeDirectories(parent)
+            try AtomicFile.write(Array(write.bytes), to: path)
+            written.insert(parent)
+        }
+        for parent in written { Self.removeTemporaryFiles(in: parent) }
+        try inject(.logTilesWritten)
+        try writeCheckpoint(Checkpoint(origin: identity.origin, treeSize: result.rightEdge.treeSize, rootHash: result.rootHash), now: now)
+        report.checkpointSigned = true
+        try inject(.logCheckpointReplaced)
+        state = ListLogState(treeSize: result.rightEdge.treeSize, lastIDBatch: lastID, lastKeyBatch: lastKey)
+        try writeLogState(state)
+        report.treeSize = state.treeSize
+        report.appendedEntries = entries.count
+        return report
+    }
+
+    private func writeCheckpoint(_ checkpoint: Checkpoint, now: UnixSeconds) throws {
+        let identity = logIdentity
+        let signers = [
+            try NoteSigner(name: identity.origin, type: .ed25519, privateKey: signingKey),
+            try NoteSigner(name: identity.origin, type: .cosignatureV1, privateKey: signingKey),
+        ]
+        let note = try checkpoint.signed(by: signers, timestamp: UInt64(max(now, 0)))
+        try AtomicFile.write(Array(note.encoded), to: directory.logCheckpointPath)
+        Self.removeTemporaryFiles(in: directory.logPath)
+    }
+
+    private func writeLogState(_ state: ListLogState) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        try AtomicFile.write(Array(try encoder.encode(state)) + [0x0A], to: logStatePath, mode: 0o600)
+    }
+
+    static func readLogState(at path: String) -> ListLogState? {
+        guard let data = FileManager.default.contents(atPath: path) else { return nil }
+        return try? JSONDecoder().decode(ListLogState.self, from: data)
+    }
+
+    /// The state at `size`, from `state` and the entries published between the two.
+    static func recover(_ state: ListLogState, upTo size: UInt64, read: (String) throws -> Data) throws -> ListLogState {
+        var recovered = state
+        var index = state.treeSize
+        while index < size {
+            let bundle = try TileLayout.entryBundle(holding: index, treeSize: size)
+            let entries = try EntryBundle.decode(try read(bundle.path), as: bundle)
+            for position in bundle.entryRange where position >= index && position < size {
+                let entry = try ListLogEntry(decoding: Array(entries[Int(position - bundle.entryRange.lowerBound)]))
+                switch entry.kind {
+                case .ids: recovered.lastIDBatch = max(recovered.lastIDBatch, entry.batchNumber)
+                case .keys: recovered.lastKeyBatch = max(recovered.lastKeyBatch, entry.batchNumber)
+                }
+            }
+            index = bundle.entryRange.upperBound
+        }
+        recovered.treeSize = size
+        return recovered
+    }
+
+    static func makeDirectories(_ path: String) throws(FileWriteError) {
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        } catch {
+            throw .cannotCreate(path: path, reason: String(describing: error))
+        }
+    }
+
+    static func removeTemporaryFiles(in directory: String) {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) { unlink(directory + "/" + name) }
+    }
+}
