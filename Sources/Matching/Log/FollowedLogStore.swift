@@ -1,0 +1,173 @@
+import Foundation
+import PositiveListFormat
+import TracerCore
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a node keeps one followed log: its state (the last verified checkpoint and right edge),
+/// the entries it holds for matching, and the evidence of any checkpoint it refused as a second
+/// history. Layout under `directory`:
+///
+/// - `state`: ``FollowedLogState``'s encoding, replaced atomically;
+/// - `entries`: the log index of the first entry held (8 bytes, big-endian), then the entries,
+///   each as its 2-byte big-endian length and its bytes, as in an entry bundle. Only appended to,
+///   so a node on an SD card does not rewrite megabytes at every update; dropping old entries
+///   rewrites it whole (`keepEntries(from:)`), which retention needs about once a day;
+/// - `evidence/<time>-<what>/`: the held and the offered signed checkpoints and a line saying why.
+///
+/// New entries are appended and made durable before the state that counts them replaces the
+/// old one, so a crash leaves either the old state (and a tail of entries it does not count,
+/// cut off at the next load) or the new one with all its entries.
+public struct FollowedLogStore: Sendable {
+    public let directory: String
+
+    public init(directory: String) {
+        self.directory = directory
+    }
+
+    var statePath: String { directory + "/state" }
+    var entriesPath: String { directory + "/entries" }
+    var evidenceDirectory: String { directory + "/evidence" }
+
+    /// What is held: the state and the entries from `firstIndex` to the state's tree size. nil
+    /// when nothing is held yet. A state or entries file that does not hold together throws: the
+    /// caller starts afresh (a node may always follow a log again from its start).
+    public func load() throws(FollowedLogStoreError) -> (state: FollowedLogState, firstIndex: UInt64, entries: [Data])? {
+        guard let stateBytes = FileManager.default.contents(atPath: statePath) else { return nil }
+        let state: FollowedLogState
+        do {
+            state = try FollowedLogState(decoding: stateBytes)
+        } catch {
+            throw .damaged(path: statePath, reason: error.description)
+        }
+        guard let bytes = FileManager.default.contents(atPath: entriesPath) else {
+            throw .damaged(path: entriesPath, reason: "it is missing")
+        }
+        let (firstIndex, entries, usedBytes) = try Self.parseEntries([UInt8](bytes), upTo: state.treeSize, path: entriesPath)
+        guard firstIndex + UInt64(entries.count) == state.treeSize else {
+            throw .damaged(path: entriesPath, reason: "it holds entries up to \(firstIndex + UInt64(entries.count)), the state counts \(state.treeSize)")
+        }
+        // A tail the state does not count was appended by an update that did not finish.
+        if usedBytes < bytes.count { truncate(entriesPath, off_t(usedBytes)) }
+        return (state, firstIndex, entries)
+    }
+
+    /// Appends `newEntries` (which follow the held ones) and then replaces the state. The first
+    /// save of a log creates the entries file starting at `firstIndex`.
+    public func save(_ state: FollowedLogState, appending newEntries: [Data], firstIndex: UInt64 = 0) throws(FollowedLogStoreError) {
+        try prepare()
+        var bytes: [UInt8] = []
+        if !FileManager.default.fileExists(atPath: entriesPath) { bytes += Self.bigEndian(firstIndex) }
+        for entry in newEntries {
+            bytes += Self.bigEndian(UInt16(entry.count))
+            bytes += entry
+        }
+        try append(bytes, to: entriesPath)
+        do {
+            try AtomicFile.write([UInt8](state.encode()), to: statePath, mode: 0o600)
+        } catch {
+            throw .cannotWrite(path: statePath, reason: error.description)
+        }
+    }
+
+    /// Keeps only the entries from log index `index` on (retention), rewriting the file whole.
+    public func keepEntries(from index: UInt64) throws(FollowedLogStoreError) {
+        guard let held = try load(), index > held.firstIndex else { return }
+        let kept = held.entries.dropFirst(Int(min(index - held.firstIndex, UInt64(held.entries.count))))
+        var bytes = Self.bigEndian(min(index, held.state.treeSize))
+        for entry in kept {
+            bytes += Self.bigEndian(UInt16(entry.count))
+            bytes += entry
+        }
+        do {
+            try AtomicFile.write(bytes, to: entriesPath, mode: 0o600)
+        } catch {
+            throw .cannotWrite(path: entriesPath, reason: error.description)
+        }
+    }
+
+    /// Keeps the two signed checkpoints of a refused update, and why, for the user to hand over;
+    /// returns the directory they are in. Nothing else of the node is in it.
+    public func keepEvidence(of error: LogFollowError, at time: UnixSeconds) throws(FollowedLogStoreError) -> String? {
+        let held: Data, offered: Data, what: String
+        switch error {
+        case .rollback(_, _, let heldNote, let offeredNote): (held, offered, what) = (heldNote, offeredNote, "rollback")
+        case .notAnExtension(_, _, _, _, let heldNote, let offeredNote): (held, offered, what) = (heldNote, offeredNote, "fork")
+        default: return nil
+        }
+        let path = evidenceDirectory + "/\(time)-\(what)"
+        do {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try AtomicFile.write([UInt8](held), to: path + "/held-checkpoint", mode: 0o600)
+            try AtomicFile.write([UInt8](offered), to: path + "/offered-checkpoint", mode: 0o600)
+            try AtomicFile.write(Array((error.description + "\n").utf8), to: path + "/why", mode: 0o600)
+        } catch {
+            throw .cannotWrite(path: path, reason: String(describing: error))
+        }
+        return path
+    }
+
+    /// The evidence directories kept so far, oldest first.
+    public func evidence() -> [String] {
+        ((try? FileManager.default.contentsOfDirectory(atPath: evidenceDirectory)) ?? []).sorted().map { evidenceDirectory + "/" + $0 }
+    }
+
+    private func prepare() throws(FollowedLogStoreError) {
+        do {
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw .cannotWrite(path: directory, reason: (error as NSError).localizedDescription)
+        }
+    }
+
+    private func append(_ bytes: [UInt8], to path: String) throws(FollowedLogStoreError) {
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+        defer { close(descriptor) }
+        var written = 0
+        while written < bytes.count {
+            let result = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else {
+                throw errno == ENOSPC ? .diskFull(path: path) : .cannotWrite(path: path, reason: String(cString: strerror(errno)))
+            }
+            written += result
+        }
+        guard fsync(descriptor) == 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+    }
+
+    static func parseEntries(_ bytes: [UInt8], upTo treeSize: UInt64, path: String) throws(FollowedLogStoreError) -> (UInt64, [Data], Int) {
+        guard bytes.count >= 8 else { throw .damaged(path: path, reason: "it has no header") }
+        let firstIndex = bytes[0..<8].reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
+        guard firstIndex <= treeSize else { throw .damaged(path: path, reason: "it starts at entry \(firstIndex), after the state's \(treeSize)") }
+        var entries: [Data] = []
+        var offset = 8
+        while firstIndex + UInt64(entries.count) < treeSize {
+            guard bytes.count - offset >= 2 else { break }
+            let length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
+            guard bytes.count - offset - 2 >= length else { break }
+            entries.append(Data(bytes[(offset + 2)..<(offset + 2 + length)]))
+            offset += 2 + length
+        }
+        return (firstIndex, entries, offset)
+    }
+
+    static func bigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+        withUnsafeBytes(of: value.bigEndian) { Array($0) }
+    }
+}
+
+public enum FollowedLogStoreError: Error, Equatable, Sendable, CustomStringConvertible {
+    case damaged(path: String, reason: String)
+    case cannotWrite(path: String, reason: String)
+    case diskFull(path: String)
+
+    public var description: String {
+        switch self {
+        case .damaged(let path, let reason): "the list log kept at \(path) is damaged (\(reason)); it will be downloaded again"
+        case .cannotWrite(let path, let reason): "cannot write the list log at \(path): \(reason)"
+        case .diskFull(let path): "the disk holding \(path) is full; free some space and check again"
+        }
+    }
+}

@@ -1,0 +1,102 @@
+import Foundation
+import Matching
+import Testing
+import TestTiers
+import TransparencyLog
+
+/// What a node keeps of a followed log on disk: state and entries that survive a restart, a
+/// crash between the two writes, retention, and evidence of a refused history.
+@Suite(.tags(.unit)) struct FollowedLogStoreTests {
+    typealias PublishedLog = LogFollowerTests.PublishedLog
+
+    static func scratch() -> FollowedLogStore {
+        FollowedLogStore(directory: NSTemporaryDirectory() + "tracer-log-store-" + UUID().uuidString + "/log")
+    }
+
+    /// Follows `log` from `held`, saves the step, and returns what was loaded back.
+    static func followAndReload(_ log: PublishedLog, held: FollowedLogState?, store: FollowedLogStore) async throws
+        -> (state: FollowedLogState, firstIndex: UInt64, entries: [Data]) {
+        let advance = try await LogFollower.advance(held, source: LogFollowerTests.source(log.signer), fetcher: log.served)
+        try store.save(advance.state, appending: advance.newEntries)
+        return try #require(try store.load())
+    }
+
+    @Test func stateAndEntriesSurviveARestartAcrossUpdates() async throws {
+        let store = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        #expect(try store.load() == nil)
+        var log = PublishedLog(signer: try NoteSigner.generate(name: LogFollowerTests.origin))
+        try log.append(LogFollowerTests.entries(0..<300))
+        let first = try await Self.followAndReload(log, held: nil, store: store)
+        #expect(first.entries == log.entries && first.firstIndex == 0 && first.state.treeSize == 300)
+        try log.append(LogFollowerTests.entries(300..<310))
+        let second = try await Self.followAndReload(log, held: first.state, store: store)
+        #expect(second.entries == log.entries)
+        #expect(second.state.rootHash == MerkleTree.rootHash(ofEntries: log.entries))
+    }
+
+    @Test func entriesAnUnfinishedUpdateAppendedAreDroppedAtTheNextLoad() async throws {
+        let store = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        var log = PublishedLog(signer: try NoteSigner.generate(name: LogFollowerTests.origin))
+        try log.append(LogFollowerTests.entries(0..<5))
+        let held = try await Self.followAndReload(log, held: nil, store: store)
+        let sizeBefore = try FileManager.default.attributesOfItem(atPath: store.directory + "/entries")[.size] as! Int
+        // A crash after the entries were appended and before the state was replaced: the tail
+        // (here a whole entry and half of one) is not counted, and is cut off.
+        let handle = try #require(FileHandle(forWritingAtPath: store.directory + "/entries"))
+        handle.seekToEndOfFile()
+        handle.write(Data([0, 3, 1, 2, 3, 0, 9, 1]))
+        handle.closeFile()
+        let reloaded = try #require(try store.load())
+        #expect(reloaded.entries == held.entries && reloaded.state == held.state)
+        #expect(try FileManager.default.attributesOfItem(atPath: store.directory + "/entries")[.size] as! Int == sizeBefore)
+        // Following on from the reloaded state appends after the cut.
+        try log.append(LogFollowerTests.entries(5..<7))
+        #expect(try await Self.followAndReload(log, held: reloaded.state, store: store).entries == log.entries)
+    }
+
+    @Test func aStateWithoutItsEntriesIsDamagedAndSaysSo() async throws {
+        let store = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        var log = PublishedLog(signer: try NoteSigner.generate(name: LogFollowerTests.origin))
+        try log.append(LogFollowerTests.entries(0..<5))
+        _ = try await Self.followAndReload(log, held: nil, store: store)
+        // Entries lost (a truncated file): fewer than the state counts.
+        let bytes = try Data(contentsOf: URL(fileURLWithPath: store.directory + "/entries"))
+        try bytes.prefix(bytes.count - 4).write(to: URL(fileURLWithPath: store.directory + "/entries"))
+        #expect(throws: FollowedLogStoreError.self) { try store.load() }
+        try FileManager.default.removeItem(atPath: store.directory + "/entries")
+        #expect(throws: FollowedLogStoreError.damaged(path: store.directory + "/entries", reason: "it is missing")) { try store.load() }
+        try Data("not a state".utf8).write(to: URL(fileURLWithPath: store.directory + "/state"))
+        #expect(throws: FollowedLogStoreError.self) { try store.load() }
+    }
+
+    @Test func retentionKeepsOnlyTheNewerEntriesAndTheStateStillExtends() async throws {
+        let store = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        var log = PublishedLog(signer: try NoteSigner.generate(name: LogFollowerTests.origin))
+        try log.append(LogFollowerTests.entries(0..<40))
+        let held = try await Self.followAndReload(log, held: nil, store: store)
+        try store.keepEntries(from: 30)
+        let kept = try #require(try store.load())
+        #expect(kept.firstIndex == 30 && kept.entries == Array(log.entries[30...]) && kept.state == held.state)
+        try log.append(LogFollowerTests.entries(40..<45))
+        let next = try await Self.followAndReload(log, held: kept.state, store: store)
+        #expect(next.firstIndex == 30 && next.entries == Array(log.entries[30...]))
+    }
+
+    @Test func aRefusedHistoryIsKeptAsTwoSignedCheckpointsAndWhy() async throws {
+        let store = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        let error = LogFollowError.rollback(held: 9, offered: 5, heldNote: Data("held note\n".utf8), offeredNote: Data("offered note\n".utf8))
+        let path = try #require(try store.keepEvidence(of: error, at: 1_800_000_000))
+        #expect(path == store.directory + "/evidence/1800000000-rollback")
+        #expect(try String(contentsOfFile: path + "/held-checkpoint", encoding: .utf8) == "held note\n")
+        #expect(try String(contentsOfFile: path + "/offered-checkpoint", encoding: .utf8) == "offered note\n")
+        #expect(try String(contentsOfFile: path + "/why", encoding: .utf8).contains("cannot shrink"))
+        #expect(store.evidence() == [path])
+        // A transient fault is not evidence.
+        #expect(try store.keepEvidence(of: .unreachable("timeout"), at: 1_800_000_001) == nil)
+    }
+}
