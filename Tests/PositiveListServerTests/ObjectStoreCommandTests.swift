@@ -195,7 +195,7 @@ struct ObjectStoreCommandTests {
 
         let doctor = try Self.run(["doctor"], fixture: fixture)
         #expect(doctor.exitCode == 0, "\(doctor)")
-        #expect(doctor.stdout.contains("ok   object store: bucket cli-list at \(moto.endpoint) is reachable, the credentials are accepted, 3 objects"), "\(doctor)")
+        #expect(doctor.stdout.contains("ok   object store: bucket cli-list at \(moto.endpoint) is reachable, the credentials are accepted, 6 objects"), "\(doctor)")
 
         // Flags override the section; the environment's key pair stands in for the file.
         let wrong = ["AWS_ACCESS_KEY_ID": moto.accessKeyID, "AWS_SECRET_ACCESS_KEY": "not-the-secret-0123456789"]

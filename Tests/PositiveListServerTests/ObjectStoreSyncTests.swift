@@ -112,7 +112,8 @@ struct ObjectStoreSyncTests {
         let listed = try await expectBucketValid(client, publicKey: fixture.publicKey)
         let keys = Set(try await client.list(prefix: client.location.keyPrefix).map(\.key))
         let expected = Set((listed.union([PositiveListIndex.relativePath, PositiveListKeyIndex.relativePath])).map(client.location.key(for:)))
-        #expect(keys == expected)
+        // The log (log/...) is mirrored by its own rules: ListLogServingTests.
+        #expect(keys.filter { !$0.hasPrefix(client.location.key(for: "log/")) } == expected)
     }
 
     // MARK: Tests
@@ -126,7 +127,7 @@ struct ObjectStoreSyncTests {
         let client = try Self.client(moto, bucket: "order")
         let recorder = StepRecorder()
         let report = try await Self.sync(fixture, client, fault: recorder.hook).sync()
-        #expect(recorder.all == [.batchUploaded, .keyBatchUploaded, .indexUploaded, .keyIndexUploaded], "\(moto.logTail())")
+        #expect(recorder.all == [.batchUploaded, .keyBatchUploaded, .indexUploaded, .keyIndexUploaded, .logTilesUploaded], "\(moto.logTail())")
         #expect(report.uploadedBatches == ["batches/1.tplb", "keys/1.tpkb"])
         #expect(report.uploadedIndexes == ["index.tpli", "keys/index.tpki"])
         try await Self.expectMirror(client, of: fixture)
@@ -195,7 +196,7 @@ struct ObjectStoreSyncTests {
 
         let recorder = StepRecorder()
         let report = try await Self.sync(fixture, client, fault: recorder.hook).sync()
-        #expect(recorder.all == [.indexUploaded, .keyIndexUploaded, .expiredBatchDeleted, .expiredKeyBatchDeleted])
+        #expect(recorder.all == [.indexUploaded, .keyIndexUploaded, .logTilesUploaded, .expiredBatchDeleted, .expiredKeyBatchDeleted])
         #expect(report.deletedBatches == ["batches/1.tplb", "keys/1.tpkb"])
         #expect(try await client.head("batches/1.tplb") == nil)
         try await Self.expectMirror(client, of: fixture)

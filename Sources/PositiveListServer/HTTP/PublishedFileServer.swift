@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import TransparencyLog
 import Hummingbird
 import PositiveListFormat
 import Synchronization
@@ -71,7 +72,24 @@ final class PublishedFileServer: Sendable {
                 return try self.respond(
                     relativePath: PositiveListKeyBatch.relativePath(number: number), cacheControl: Self.batchCacheControl, request: request)
             }
+            // The log (format version 3): its checkpoint as an index, its tiles as batches.
+            table.add("log/checkpoint", method, to: router) { request, _ in
+                try self.respond(relativePath: "log/checkpoint", cacheControl: self.indexCacheControl, request: request)
+            }
+            table.add("log/tile/**", method, to: router) { request, context in
+                let path = "tile/" + context.parameters.getCatchAll().joined(separator: "/")
+                // Only the one spelling of a tile or bundle path the publisher writes.
+                guard Self.isLogTilePath(path) else { throw APIError.forStatus(.notFound) }
+                return try self.respond(relativePath: "log/" + path, cacheControl: Self.batchCacheControl, request: request)
+            }
         }
+    }
+
+    /// A hash tile or entry bundle path in its canonical spelling (C2SP tlog-tiles).
+    static func isLogTilePath(_ path: String) -> Bool {
+        if let bundle = try? EntryBundleID(path: path) { return bundle.path == path }
+        if let tile = try? TileID(path: path) { return tile.path == path }
+        return false
     }
 
     private func respond(relativePath: String, cacheControl: String, request: Request) throws -> Response {

@@ -13,6 +13,8 @@ public enum SyncStep: String, Sendable, CaseIterable {
     case keyIndexUploaded
     case expiredBatchDeleted
     case expiredKeyBatchDeleted
+    /// The log's new tiles and bundles are in the bucket, its checkpoint not yet.
+    case logTilesUploaded
 }
 
 /// What one sync did, by object key.
@@ -30,6 +32,11 @@ public struct SyncReport: Sendable, Equatable {
     public var newerInBucket: [String] = []
     /// Another instance held the publication lock (it is publishing or syncing); nothing was done.
     public var anotherInstanceBusy = false
+    /// Log tiles and entry bundles uploaded (format version 3); the checkpoint counts as an index.
+    public var uploadedLogTiles = 0
+    public var uploadedLogCheckpoint = false
+    /// The bucket's log is not a prefix of this directory's (another instance's log): not synced.
+    public var logDiverges = false
 }
 
 /// Mirrors the published directory into an S3-compatible bucket, in the order that keeps the
@@ -200,6 +207,8 @@ public struct ObjectStoreSync: Sendable {
         for side in sides {
             try await uploadIndex(side.local, over: side.remoteIndex, step: side.indexStep, into: &report)
         }
+        // The log (format version 3) after the indexes: it never deletes anything.
+        try await syncLog(into: &report)
         for side in sides {
             try await deleteUnlisted(remote: side.remoteBatches, listed: side.local.listings, step: side.deleteStep, into: &report)
         }
@@ -366,7 +375,7 @@ public struct ObjectStoreSync: Sendable {
         }
     }
 
-    private func inject(_ step: SyncStep) throws(ObjectStoreError) {
+    func inject(_ step: SyncStep) throws(ObjectStoreError) {
         do {
             try faultInjection?(step)
         } catch {

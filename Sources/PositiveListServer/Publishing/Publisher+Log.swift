@@ -67,6 +67,9 @@ public enum ListLogError: Error, Sendable, CustomStringConvertible {
     case checkpointUnreadable(String)
     case stateAhead(state: UInt64, checkpoint: UInt64)
     case damaged(String)
+    /// A live batch's file is not in this directory: another instance on the same PostgreSQL
+    /// database published it. One log needs one writer holding every batch (not yet supported).
+    case batchFileMissing(String)
 
     public var description: String {
         switch self {
@@ -74,6 +77,8 @@ public enum ListLogError: Error, Sendable, CustomStringConvertible {
             return "The published log's checkpoint does not open with this server's key and origin (\(reason)); nothing was appended. If logOrigin or the signing key changed, restore them: a log cannot change its origin."
         case .stateAhead(let state, let checkpoint):
             return "log-state.json says the log holds \(state) entries but the published checkpoint only \(checkpoint); the published directory was replaced by an older copy. Restore the newest one; nothing was appended."
+        case .batchFileMissing(let batch):
+            return "\(batch) is live but its file is not in this published directory (another instance published it?); the log was left as it is. The log needs one instance that holds every batch."
         case .damaged(let reason):
             return "The published log is damaged (\(reason)); nothing was appended."
         }
@@ -122,7 +127,7 @@ extension Publisher {
         var lastID = state.lastIDBatch
         for batch in try await store.liveBatches() where batch.number > state.lastIDBatch {
             guard let file = FileManager.default.contents(atPath: directory.batchPath(number: batch.number)) else {
-                throw ListLogError.damaged("batch \(batch.number) is live but its file is missing")
+                throw ListLogError.batchFileMissing("batch \(batch.number)")
             }
             let verified = try PositiveListBatch(verifying: Array(file), listedAs: batch.listing, publicKey: publicKey)
             entries += try ListLogEntry.entries(idBatch: batch.number, entries: verified.entries).map { Data(try $0.encode()) }
@@ -132,7 +137,7 @@ extension Publisher {
         var lastKey = state.lastKeyBatch
         for batch in try await store.liveKeyBatches() where batch.number > state.lastKeyBatch {
             guard let file = FileManager.default.contents(atPath: directory.keyBatchPath(number: batch.number)) else {
-                throw ListLogError.damaged("key batch \(batch.number) is live but its file is missing")
+                throw ListLogError.batchFileMissing("key batch \(batch.number)")
             }
             let verified = try PositiveListKeyBatch(verifying: Array(file), listedAs: batch.listing, publicKey: publicKey)
             entries += try ListLogEntry.entries(keyBatch: batch.number, records: verified.records).map { Data(try $0.encode()) }

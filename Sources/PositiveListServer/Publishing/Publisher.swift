@@ -242,7 +242,13 @@ public actor Publisher {
             removeUnlistedFiles(live: live)
             try await publishKeys(now: now, releaseTime: keyReleaseTime, cutoff: cutoff, into: &report)
             // Last: the log takes the live batches the steps above wrote and recorded.
-            report.log = try await publishLog(now: now)
+            do {
+                report.log = try await publishLog(now: now)
+            } catch ListLogError.batchFileMissing(let batch) {
+                // Several instances with directories of their own: the batches and indexes are
+                // published; the log waits for a directory that holds every batch.
+                logger.warning("log not appended", metadata: ["reason": "\(ListLogError.batchFileMissing(batch))"])
+            }
             try await store.purge(endingBefore: cutoff, now: now)
         } catch let error as ServerStoreError {
             throw .store(error)

@@ -1,0 +1,84 @@
+import Crypto
+import Foundation
+import ObjectStore
+import PositiveListFormat
+import TransparencyLog
+
+extension ObjectStoreSync {
+    /// Mirrors the log (format version 3) at a cost flat in its size: the bucket's checkpoint
+    /// says which tree it holds, so only the tiles and bundles the local tree adds to it are
+    /// uploaded (full ones once, for ever; partial ones as new names), then the checkpoint. A
+    /// crash between the two leaves the bucket's old checkpoint, whose tiles are all there.
+    /// A bucket holding a larger tree (another instance published since) is left alone.
+    func syncLog(into report: inout SyncReport) async throws(ObjectStoreError) {
+        guard let local = FileManager.default.contents(atPath: directory.logCheckpointPath) else { return }
+        guard let localSize = checkpointSize(local, verified: true) else {
+            // Never spread a checkpoint that nodes would refuse.
+            throw .localFiles("\(directory.logCheckpointPath) does not verify with this server's public key")
+        }
+        let checkpointKey = client.location.key(for: "log/checkpoint")
+        let remote = try await client.get(checkpointKey)
+        if remote == Array(local) { return }
+        // A bucket checkpoint that does not parse (none yet, damaged) counts as an empty tree.
+        let remoteSize = remote.flatMap { checkpointSize(Data($0), verified: false) } ?? 0
+        if remoteSize > localSize {
+            report.newerInBucket.append(checkpointKey)
+            return
+        }
+        // The bucket's tree must be a prefix of this one: another instance's log (a directory of
+        // its own) is never mixed with this one's, which would fork the log nodes follow.
+        if let remote, remoteSize > 0, let remoteRoot = checkpointRoot(Data(remote)), localRoot(treeSize: remoteSize) != remoteRoot {
+            logger.error("the bucket's log is not a prefix of this directory's log; the log was not synced", metadata: [
+                "bucketSize": "\(remoteSize)", "localSize": "\(localSize)",
+                "next": "keep one instance's log in the bucket (several instances with directories of their own do not share one log yet)",
+            ])
+            report.logDiverges = true
+            return
+        }
+        let paths = TileLayout.entryBundlesAdded(from: remoteSize, to: localSize).map(\.path)
+            + TileLayout.tilesAdded(from: remoteSize, to: localSize).map(\.path)
+        for path in paths {
+            guard let bytes = FileManager.default.contents(atPath: directory.logPath + "/" + path) else {
+                throw .localFiles("log/\(path) is missing from \(directory.path), though log/checkpoint needs it")
+            }
+            try await client.put(
+                client.location.key(for: "log/" + path), body: Array(bytes), contentType: PublishedFileHeaders.contentType,
+                cacheControl: PublishedFileHeaders.batchCacheControl)
+            report.uploadedLogTiles += 1
+        }
+        try inject(.logTilesUploaded)
+        try await client.put(checkpointKey, body: Array(local), contentType: PublishedFileHeaders.contentType, cacheControl: PublishedFileHeaders.indexCacheControl)
+        report.uploadedLogCheckpoint = true
+    }
+
+    private func checkpointRoot(_ bytes: Data) -> MerkleHash? {
+        guard let note = try? SignedNote(parsing: bytes), let checkpoint = try? Checkpoint(text: note.text) else { return nil }
+        return checkpoint.rootHash
+    }
+
+    /// The root of this directory's log at `treeSize`, from its tiles (the narrower partial
+    /// tiles of older trees stay); nil when a tile is missing.
+    private func localRoot(treeSize: UInt64) -> MerkleHash? {
+        var reader = TileHashReader(treeSize: treeSize)
+        guard let tiles = try? TileLayout.tilesForRoot(treeSize: treeSize) else { return nil }
+        for tile in tiles {
+            guard let bytes = FileManager.default.contents(atPath: directory.logPath + "/" + tile.path),
+                  (try? reader.add(tile, bytes: bytes)) != nil
+            else { return nil }
+        }
+        return try? MerkleProofGenerator.rootHash(treeSize: treeSize, reader: reader)
+    }
+
+    /// The tree size a checkpoint note states; with `verified`, only when this server's key
+    /// signed it under the checkpoint's own origin.
+    private func checkpointSize(_ bytes: Data, verified: Bool) -> UInt64? {
+        guard let note = try? SignedNote(parsing: bytes), let checkpoint = try? Checkpoint(text: note.text) else { return nil }
+        if verified {
+            guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey.rawRepresentation),
+                  let verifier = try? NoteVerifierKey(name: checkpoint.origin, type: .ed25519, publicKey: key),
+                  (try? Checkpoint.open(bytes, origin: checkpoint.origin, logKey: verifier)) != nil
+            else { return nil }
+        }
+        return checkpoint.treeSize
+    }
+}
