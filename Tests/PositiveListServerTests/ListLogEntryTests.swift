@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import IDRotation
 import PositiveListFormat
@@ -81,6 +82,20 @@ import TracerCore
         #expect(back.count == 9_000)
         #expect(Set(back) == Set(many))
         #expect(parts.map { Int($0.part) } == Array(0..<parts.count))
+    }
+
+    /// The figures docs/positive-list-format.md gives: an entry and its bundle framing against
+    /// the key batch file, for 1 key and for 580 keys in 1 and in 29 groups.
+    @Test func bytesPerKeyAgainstKeyBatches() throws {
+        let signingKey = Curve25519.Signing.PrivateKey()
+        func sizes(_ records: [DailyKeyRecord]) throws -> (log: Int, batch: Int) {
+            let entries = try ListLogEntry.entries(keyBatch: 1, records: records)
+            return (try entries.reduce(0) { $0 + 2 + (try $1.encode().count) },
+                    try PositiveListKeyBatch.encode(number: 1, records: records, signingKey: signingKey).count)
+        }
+        #expect(try sizes([Self.key(1)]) == (45, 116))
+        #expect(try sizes((0..<580).map { Self.key(UInt64($0)) }) == (9_309, 9_380))
+        #expect(try sizes((0..<580).map { Self.key(UInt64($0), day: 20_000 + Int64($0 % 29)) }) == (9_645, 9_716))
     }
 
     @Test func theEncoderRefusesWhatReadersRefuse() {
