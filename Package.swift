@@ -200,6 +200,8 @@ let package = Package(
                 "IDRotation", "Places", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain", "TestTiers", "TracerCore",
                 // The node's own types, for its unit tests (NodeWatchdogTests).
                 "TracerNode", "BLEHost",
+                // The node's log follower against a real server and nginx (ListLogOverNginxTests).
+                "Matching", "CurlHTTP", "PositiveListFormat", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -1,0 +1,95 @@
+import CurlHTTP
+import Foundation
+import IDRotation
+import Matching
+import PositiveListFormat
+import Testing
+import TestTiers
+import TracerCore
+import TracerTestSupport
+import TransparencyLog
+
+/// The list as a log across real processes (issue 39): `tracer-server serve` publishes it, Debian's
+/// nginx serves the published directory with the repository's configuration, and the node's
+/// follower fetches it through libcurl, Range requests included. A stale mirror that puts an
+/// older checkpoint back is refused as a rollback, and the node keeps both signed checkpoints.
+@Suite(.tags(.integration)) struct ListLogOverNginxTests {
+    /// `tracer-server append --keys` of one key per day `daysAgo`, then `publish`.
+    static func publishKeys(_ server: ListServerProcess, scratch: Scratch, daysAgo: [Int64], now: UnixSeconds) throws -> [DailyKeyRecord] {
+        let today = UTCDay(containing: now).number
+        let records = daysAgo.map { DailyKeyRecord(day: UTCDay(number: today - $0), intervalSeconds: 900, key: DailyKey.random()) }
+        let file = scratch.file("keys-\(UUID().uuidString).json")
+        try (#"{"keys": ["# + records.map { #"{"day": \#($0.day.number), "intervalSeconds": 900, "key": "\#($0.key.hex)"}"# }.joined(separator: ", ") + "]}")
+            .write(toFile: file, atomically: true, encoding: .utf8)
+        let append = try Products.run(
+            try Products.path(of: "tracer-server"),
+            ["append", "--data-dir", server.dataDirectory, "--authority", "Test Health Authority", "--keys", file], home: scratch.path)
+        try #require(append.exitCode == 0, "tracer-server append --keys failed: \(append)")
+        try server.publish()
+        return records
+    }
+
+    /// The keys the log's new entries carry.
+    static func keys(in entries: [Data]) throws -> Set<DailyKey> {
+        var keys: Set<DailyKey> = []
+        for entry in entries {
+            guard case .keys(let records) = try ListLogEntry(decoding: [UInt8](entry)).payload else { continue }
+            keys.formUnion(records.map(\.key))
+        }
+        return keys
+    }
+
+    @Test(.timeLimit(.minutes(2)))
+    func aNodeFollowsTheServersLogThroughNginxAndRefusesARollback() async throws {
+        try RequiredTool.nginx.require()
+        let scratch = try Scratch()
+        defer { scratch.remove() }
+        let server = try ListServerProcess(scratch: scratch)
+        defer { server.stop() }
+        let published = server.dataDirectory + "/public"
+        let nginx = try await NginxProcess(
+            prefix: scratch.file("nginx"), publishedDirectory: published, upstreamPort: server.port,
+            repositoryRoot: RequiredTool.repositoryRoot, workerProcesses: "1", captureErrors: true)
+        defer { nginx.stop() }
+
+        // What an operator hands to nodes: the log's verifier key, as `tracer-server status` prints it.
+        let status = try Products.run(try Products.path(of: "tracer-server"), ["status", "--data-dir", server.dataDirectory], home: scratch.path)
+        let keyLine = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("Log verifier key:") }, "\(status)")
+        let logKey = try NoteVerifierKey(text: String(keyLine.dropFirst("Log verifier key:".count)).trimmingCharacters(in: .whitespaces))
+        let source = FollowedLogSource(origin: logKey.name, logKey: logKey)
+        let files = HTTPLogFiles(baseURL: "http://127.0.0.1:\(nginx.port)/log", http: CurlHTTPClient())
+        let store = FollowedLogStore(directory: scratch.file("node-log"))
+
+        let now = UnixSeconds(Date().timeIntervalSince1970)
+        let firstKeys = try Self.publishKeys(server, scratch: scratch, daysAgo: [2, 3, 4], now: now)
+        let first = try await LogFollower.advance(nil, source: source, fetcher: files)
+        try store.save(first.state, appending: first.newEntries)
+        #expect(try Self.keys(in: first.newEntries) == Set(firstKeys.map(\.key)))
+        let olderCheckpoint = try Data(contentsOf: URL(fileURLWithPath: published + "/log/checkpoint"))
+
+        // The second publication: only its entries come down, the first bundle's held start by Range.
+        let secondKeys = try Self.publishKeys(server, scratch: scratch, daysAgo: [2, 5], now: now)
+        let second = try await LogFollower.advance(first.state, source: source, fetcher: files)
+        try store.save(second.state, appending: second.newEntries)
+        #expect(try Self.keys(in: second.newEntries) == Set(secondKeys.map(\.key)))
+        #expect(second.state.treeSize > first.state.treeSize)
+        let held = try #require(try store.load())
+        #expect(held.state == second.state && held.entries == first.newEntries + second.newEntries)
+
+        // A mirror serves the older checkpoint again: refused, both notes kept.
+        try olderCheckpoint.write(to: URL(fileURLWithPath: published + "/log/checkpoint"))
+        do {
+            _ = try await LogFollower.advance(held.state, source: source, fetcher: files)
+            Issue.record("an older checkpoint was accepted")
+        } catch {
+            guard case .rollback(let heldSize, let offered, _, let offeredNote) = error else {
+                Issue.record("not refused as a rollback: \(error)")
+                return
+            }
+            #expect(heldSize == second.state.treeSize && offered == first.state.treeSize && offeredNote == olderCheckpoint)
+            let evidence = try #require(try store.keepEvidence(of: error, at: now))
+            #expect(try Data(contentsOf: URL(fileURLWithPath: evidence + "/held-checkpoint")) == second.state.checkpointNote)
+            #expect(try Data(contentsOf: URL(fileURLWithPath: evidence + "/offered-checkpoint")) == olderCheckpoint)
+        }
+    }
+}
