@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import Matching
 import TestTiers
@@ -212,6 +213,27 @@ import TransparencyLog
         }
         let accepted = try await LogFollower.advance(nil, source: requiringWitness, fetcher: witnessed.served)
         #expect(accepted.checkpoint.cosignatures.map(\.key) == [witness.verifierKey])
+    }
+
+    @Test func theLogsOwnTimestampSaysWhenItSignedAndIsNoWitness() async throws {
+        let key = Curve25519.Signing.PrivateKey()
+        let signer = try NoteSigner(name: Self.origin, privateKey: key)
+        let stamp = try NoteSigner(name: Self.origin, type: .cosignatureV1, privateKey: key)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<3), cosigners: [stamp])
+        #expect(try await LogFollower.advance(nil, source: Self.source(signer), fetcher: log.served).signedAt == 1_764_000_000)
+        // Without it, no time: the node cannot tell a current list from a frozen one.
+        var unstamped = PublishedLog(signer: signer)
+        try unstamped.append(Self.entries(0..<3))
+        #expect(try await LogFollower.advance(nil, source: Self.source(signer), fetcher: unstamped.served).signedAt == nil)
+        // The log vouching for itself is not a witness.
+        let witness = try NoteSigner.generate(name: "witness.test", type: .cosignatureV1)
+        await #expect {
+            try await LogFollower.advance(nil, source: Self.source(signer, witnesses: [witness.verifierKey], required: 1), fetcher: log.served)
+        } throws: { error in
+            guard case .checkpoint(.tooFewCosignatures(let valid, let required)) = error as? LogFollowError else { return false }
+            return valid == 0 && required == 1
+        }
     }
 
     @Test func theHeldStateSurvivesItsOwnEncodingAndRefusesDamage() async throws {

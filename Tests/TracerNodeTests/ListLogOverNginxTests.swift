@@ -65,6 +65,9 @@ import TransparencyLog
         let first = try await LogFollower.advance(nil, source: source, fetcher: files)
         try store.save(first.state, appending: first.newEntries)
         #expect(try Self.keys(in: first.newEntries) == Set(firstKeys.map(\.key)))
+        // The server's own timestamp on the checkpoint: what tells a node its list is current.
+        let signedAt = try #require(first.signedAt, "the checkpoint carries no timestamp the node can verify")
+        #expect(abs(Int64(signedAt) - now) < 120)
         let olderCheckpoint = try Data(contentsOf: URL(fileURLWithPath: published + "/log/checkpoint"))
 
         // The second publication: only its entries come down, the first bundle's held start by Range.

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import TransparencyLog
 
@@ -15,6 +16,13 @@ public struct FollowedLogSource: Sendable, Equatable {
         self.logKey = logKey
         self.witnesses = witnesses
         self.requiredCosignatures = requiredCosignatures
+    }
+
+    /// The log's own timestamped signature (tlog-cosignature/v1 by the log's key under its name,
+    /// docs/positive-list-format.md, "Freshness"): derived, not configured.
+    var timestampKey: NoteVerifierKey? {
+        guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: logKey.publicKey) else { return nil }
+        return try? NoteVerifierKey(name: logKey.name, type: .cosignatureV1, publicKey: key)
     }
 }
 
@@ -71,6 +79,10 @@ public struct LogAdvance: Sendable {
     public var state: FollowedLogState
     public var checkpoint: VerifiedCheckpoint
     public var newEntries: [Data]
+    /// When the log signed this checkpoint, by its own timestamped signature; nil when it has
+    /// none that verifies. What a node compares with `check.max_list_age` to tell a log that
+    /// stopped (or a mirror that froze it) from one with nothing new.
+    public var signedAt: UInt64?
 }
 
 /// Brings a followed log up to date by the right-edge method: verify the checkpoint, download
@@ -90,12 +102,19 @@ public enum LogFollower {
             throw .unreachable(String(describing: error))
         }
         let verified: VerifiedCheckpoint
+        let timestampKey = source.timestampKey
         do {
-            verified = try Checkpoint.open(note, origin: source.origin, logKey: source.logKey, witnesses: source.witnesses,
-                                           requiredCosignatures: source.requiredCosignatures)
+            // The log's own timestamp is opened beside the witnesses but does not count as one.
+            verified = try Checkpoint.open(note, origin: source.origin, logKey: source.logKey,
+                                           witnesses: source.witnesses + [timestampKey].compactMap { $0 }, requiredCosignatures: 0)
         } catch {
             throw .checkpoint(error)
         }
+        let witnessed = verified.cosignatures.filter { source.witnesses.contains($0.key) }.count
+        guard witnessed >= source.requiredCosignatures else {
+            throw .checkpoint(.tooFewCosignatures(valid: witnessed, required: source.requiredCosignatures))
+        }
+        let signedAt = verified.cosignatures.first { $0.key == timestampKey }?.cosignatureTime
         let edge = held?.edge ?? .empty
         let offered = verified.checkpoint
         guard offered.treeSize >= edge.treeSize else {
@@ -112,7 +131,8 @@ public enum LogFollower {
             throw .notAnExtension(heldSize: edge.treeSize, offeredSize: offered.treeSize, expectedRoot: offered.rootHash,
                                   computedRoot: appended.rootHash, heldNote: held?.checkpointNote ?? Data(), offeredNote: note)
         }
-        return LogAdvance(state: FollowedLogState(checkpointNote: note, edge: appended.rightEdge), checkpoint: verified, newEntries: entries)
+        return LogAdvance(state: FollowedLogState(checkpointNote: note, edge: appended.rightEdge), checkpoint: verified, newEntries: entries,
+                          signedAt: signedAt)
     }
 
     /// The entries with indexes held.treeSize ..< newSize, bundle by bundle. The first bundle's
