@@ -11,7 +11,7 @@ LoggingSystem.bootstrap { label in
 
 // Usage: swift run -c release TracerBench [store | store-places | link [ROUNDS] | exchange [ROUNDS] | server | crowd [MINUTES] [NODES]
 //        | crowd-rootcanal [MINUTES] [NODES] | crowd-bumble [MINUTES] [NODES] | crowd-figures FOLDER | match [IDS] [ENCOUNTERS]
-//        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
+//        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | log-bytes [SPACINGS] [UPLOADS] | log-append [ENTRIES] [ROUNDS] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
 //        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH] [--newest | --stress | --self-calibration]
 //        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE] | console-pages [ROUNDS] [TRACER_SERVER]
 //        | refresh [RUNS] [SCALE]]
@@ -118,6 +118,17 @@ case "list-bytes":
     let rates = arguments.dropFirst().first.map { $0.split(separator: ",").compactMap { Int($0) } } ?? [1_000, 10_000, 25_000]
     let idUploads = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000
     try await ListBytesBenchmark(directory: directory, uploadsPerDay: rates, idUploads: idUploads).run()
+case "log-bytes":
+    // log-bytes [SPACING_SECONDS,...] [UPLOADS_PER_DAY]: byte counts of the log against today's format
+    // (issue 39), in fast time; needs nginx and curl for the response heads.
+    let spacings = arguments.dropFirst().first.map { $0.split(separator: ",").compactMap { Int64($0) } } ?? [1_800, 300]
+    let uploads = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 1_000
+    try await LogBytesBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), uploadsPerDay: uploads, spacings: spacings).run()
+case "log-append":
+    // log-append [ENTRIES] [ROUNDS]: the appender's cost on logs of 0 to 10 billion entries (issue 39).
+    let entries = arguments.dropFirst().first.flatMap { Int($0) } ?? 100_000
+    let rounds = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 5
+    try LogAppendBenchmark(directory: directory, batch: entries, sizes: [0, 1_000, 1_000_000, 10_000_000, 10_000_000_000], rounds: rounds).run()
 case "object-store":
     // object-store [ROUNDS] [IDS]: publish-to-visible time on moto's S3, started from
     // $TRACER_MOTO_PYTHON or .venv-bumble (scripts/setup installs moto[server] there).
