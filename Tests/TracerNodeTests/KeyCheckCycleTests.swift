@@ -40,16 +40,9 @@ extension TracerNodeTests {
             let today = UTCDay(containing: now)
             let pastKey = DailyKey.random()
             let todaysKey = DailyKey.random()
-            let history = """
-                {"keys": [{"day": \(pastDay.number), "intervalSeconds": 900, "key": "\(pastKey.hex)"},
-                          {"day": \(today.number), "intervalSeconds": 900, "key": "\(todaysKey.hex)"}]}
-                """
-            let file = scratch.file("keys.json")
-            try history.write(toFile: file, atomically: true, encoding: .utf8)
-            let append = try Products.run(
-                try Products.path(of: "tracer-server"),
-                ["append", "--data-dir", server.dataDirectory, "--authority", "Test Health Authority", "--keys", file], home: scratch.path)
-            try #require(append.exitCode == 0, "tracer-server append --keys failed: \(append)")
+            try server.appendKeys([
+                DailyKeyRecord(day: pastDay, intervalSeconds: 900, key: pastKey), DailyKeyRecord(day: today, intervalSeconds: 900, key: todaysKey),
+            ])
             try server.publish()
 
             // 10:00 that day is window 40 of the day: met inside it, a match. The id of 10:15
@@ -107,13 +100,7 @@ extension TracerNodeTests {
             let derivation = try IDDerivation(intervalSeconds: 900)
             let pastDay = UTCDay(number: UTCDay(containing: now).number - 2)
             let pastKey = DailyKey.random()
-            let file = scratch.file("keys.json")
-            try #"{"keys": [{"day": \#(pastDay.number), "intervalSeconds": 900, "key": "\#(pastKey.hex)"}]}"#
-                .write(toFile: file, atomically: true, encoding: .utf8)
-            let append = try Products.run(
-                try Products.path(of: "tracer-server"),
-                ["append", "--data-dir", server.dataDirectory, "--authority", "Test Health Authority", "--keys", file], home: scratch.path)
-            try #require(append.exitCode == 0, "tracer-server append --keys failed: \(append)")
+            try server.appendKeys([DailyKeyRecord(day: pastDay, intervalSeconds: 900, key: pastKey)])
             try server.publish()
             let window = derivation.windowIndices(of: pastDay).lowerBound + 40
             let start = derivation.nominalStart(ofWindowIndex: window)

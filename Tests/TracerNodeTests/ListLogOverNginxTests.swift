@@ -14,17 +14,11 @@ import TransparencyLog
 /// follower fetches it through libcurl, Range requests included. A stale mirror that puts an
 /// older checkpoint back is refused as a rollback, and the node keeps both signed checkpoints.
 @Suite(.tags(.integration)) struct ListLogOverNginxTests {
-    /// `tracer-server append --keys` of one key per day `daysAgo`, then `publish`.
-    static func publishKeys(_ server: ListServerProcess, scratch: Scratch, daysAgo: [Int64], now: UnixSeconds) throws -> [DailyKeyRecord] {
+    /// A key history of one key per day `daysAgo`, appended and published.
+    static func publishKeys(_ server: ListServerProcess, daysAgo: [Int64], now: UnixSeconds) throws -> [DailyKeyRecord] {
         let today = UTCDay(containing: now).number
         let records = daysAgo.map { DailyKeyRecord(day: UTCDay(number: today - $0), intervalSeconds: 900, key: DailyKey.random()) }
-        let file = scratch.file("keys-\(UUID().uuidString).json")
-        try (#"{"keys": ["# + records.map { #"{"day": \#($0.day.number), "intervalSeconds": 900, "key": "\#($0.key.hex)"}"# }.joined(separator: ", ") + "]}")
-            .write(toFile: file, atomically: true, encoding: .utf8)
-        let append = try Products.run(
-            try Products.path(of: "tracer-server"),
-            ["append", "--data-dir", server.dataDirectory, "--authority", "Test Health Authority", "--keys", file], home: scratch.path)
-        try #require(append.exitCode == 0, "tracer-server append --keys failed: \(append)")
+        try server.appendKeys(records)
         try server.publish()
         return records
     }
@@ -61,7 +55,7 @@ import TransparencyLog
         let store = FollowedLogStore(directory: scratch.file("node-log"))
 
         let now = UnixSeconds(Date().timeIntervalSince1970)
-        let firstKeys = try Self.publishKeys(server, scratch: scratch, daysAgo: [2, 3, 4], now: now)
+        let firstKeys = try Self.publishKeys(server, daysAgo: [2, 3, 4], now: now)
         let first = try await LogFollower.advance(nil, source: source, fetcher: files)
         try store.save(first.state, appending: first.newEntries)
         #expect(try Self.keys(in: first.newEntries) == Set(firstKeys.map(\.key)))
@@ -71,7 +65,7 @@ import TransparencyLog
         let olderCheckpoint = try Data(contentsOf: URL(fileURLWithPath: published + "/log/checkpoint"))
 
         // The second publication: only its entries come down, the first bundle's held start by Range.
-        let secondKeys = try Self.publishKeys(server, scratch: scratch, daysAgo: [2, 5], now: now)
+        let secondKeys = try Self.publishKeys(server, daysAgo: [2, 5], now: now)
         let second = try await LogFollower.advance(first.state, source: source, fetcher: files)
         try store.save(second.state, appending: second.newEntries)
         #expect(try Self.keys(in: second.newEntries) == Set(secondKeys.map(\.key)))

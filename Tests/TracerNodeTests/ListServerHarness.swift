@@ -97,6 +97,17 @@ final class ListServerProcess {
         return try #require(answer["code"] as? String, "no code in \(result.stdout)")
     }
 
+    /// `tracer-server append --keys` of `records` (a JSON file in the data directory), as an
+    /// authority appends a key history; requires success.
+    func appendKeys(_ records: [DailyKeyRecord]) throws {
+        let file = dataDirectory + "/keys-\(UUID().uuidString).json"
+        try (#"{"keys": ["# + records.map { #"{"day": \#($0.day.number), "intervalSeconds": \#($0.intervalSeconds), "key": "\#($0.key.hex)"}"# }
+            .joined(separator: ", ") + "]}").write(toFile: file, atomically: true, encoding: .utf8)
+        let append = try Products.run(
+            try Products.path(of: "tracer-server"), ["append", "--data-dir", dataDirectory, "--authority", "Test Health Authority", "--keys", file], home: home)
+        guard append.exitCode == 0 else { throw HarnessFailure(description: "tracer-server append --keys failed: \(append)") }
+    }
+
     /// `tracer-server publish`; returns its stdout.
     @discardableResult
     func publish() throws -> String {
