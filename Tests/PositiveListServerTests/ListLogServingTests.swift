@@ -86,6 +86,23 @@ import TransparencyLog
             #expect(bundle.status == .ok)
             #expect(bundle.headers[.cacheControl] == Self.immutable)
             #expect(bundle.bytes == (try Self.file(fixture, "log/tile/entries/000.p/6")))
+            // One byte range, as nginx answers it: the bytes a wider bundle adds.
+            let held = try Self.file(fixture, "log/tile/entries/000.p/4")
+            let whole = try Self.file(fixture, "log/tile/entries/000.p/6")
+            let range = try await client.send("/log/tile/entries/000.p/6", .get, headers: [.range: "bytes=\(held.count)-"])
+            #expect(range.status == .partialContent)
+            #expect(range.headers[.contentRange] == "bytes \(held.count)-\(whole.count - 1)/\(whole.count)")
+            #expect(range.bytes == Array(whole.suffix(from: held.count)))
+            let beyond = try await client.send("/log/tile/entries/000.p/6", .get, headers: [.range: "bytes=\(whole.count)-"])
+            #expect(beyond.status == .rangeNotSatisfiable && beyond.headers[.contentRange] == "bytes */\(whole.count)", "\(beyond.status) \(beyond.headers)")
+            let stale = try await client.send("/log/tile/entries/000.p/6", .get, headers: [.range: "bytes=1-", .ifRange: "\"other\""])
+            #expect(stale.status == .ok && stale.bytes == whole, "If-Range that does not match: the whole file")
+            #expect(PublishedFileServer.byteRange("bytes=-3", size: 10) == .some(7..<10))
+            #expect(PublishedFileServer.byteRange("bytes=2-4", size: 10) == .some(2..<5))
+            #expect(PublishedFileServer.byteRange("bytes=2-40", size: 10) == .some(2..<10))
+            #expect(PublishedFileServer.byteRange("bytes=0-1,3-4", size: 10) == nil)
+            #expect(PublishedFileServer.byteRange("bytes=5-2", size: 10) == nil)
+            #expect(PublishedFileServer.byteRange("items=0-1", size: 10) == nil)
             for path in ["/log/tile/0/0", "/log/tile/0/000.p/0", "/log/tile/entries/000.p/06", "/log/tile/x/000", "/log/state"] {
                 #expect(try await client.send(path, .get).status == .notFound, "\(path)")
             }

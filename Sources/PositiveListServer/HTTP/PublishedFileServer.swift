@@ -80,9 +80,28 @@ final class PublishedFileServer: Sendable {
                 let path = "tile/" + context.parameters.getCatchAll().joined(separator: "/")
                 // Only the one spelling of a tile or bundle path the publisher writes.
                 guard Self.isLogTilePath(path) else { throw APIError.forStatus(.notFound) }
-                return try self.respond(relativePath: "log/" + path, cacheControl: Self.batchCacheControl, request: request)
+                return try self.respond(relativePath: "log/" + path, cacheControl: Self.batchCacheControl, request: request, ranges: true)
             }
         }
+    }
+
+    /// One `bytes=first-last`, `bytes=first-` or `bytes=-suffix` range of a file of `size` bytes:
+    /// nil when the header is not one such range (the whole file is sent, as RFC 9110 allows),
+    /// .some(nil) when it is one but not satisfiable (416).
+    static func byteRange(_ header: String, size: Int) -> Range<Int>?? {
+        guard header.hasPrefix("bytes="), !header.contains(",") else { return nil }
+        let spec = header.dropFirst(6).trimmingCharacters(in: .whitespaces)
+        let parts = spec.split(separator: "-", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2, parts.allSatisfy({ $0.allSatisfy(\.isASCII) && $0.allSatisfy(\.isNumber) }) else { return nil }
+        if parts[0].isEmpty {
+            guard let suffix = Int(parts[1]), suffix > 0 else { return nil }
+            return size == 0 ? .some(nil) : .some(max(0, size - suffix)..<size)
+        }
+        guard let first = Int(parts[0]) else { return nil }
+        let last = parts[1].isEmpty ? Int.max : Int(parts[1])
+        guard let last, last >= first else { return nil }
+        guard first < size else { return .some(nil) }
+        return .some(first..<min(last, size - 1) + 1)
     }
 
     /// A hash tile or entry bundle path in its canonical spelling (C2SP tlog-tiles).
@@ -92,7 +111,7 @@ final class PublishedFileServer: Sendable {
         return false
     }
 
-    private func respond(relativePath: String, cacheControl: String, request: Request) throws -> Response {
+    private func respond(relativePath: String, cacheControl: String, request: Request, ranges: Bool = false) throws -> Response {
         let found: CachedFile?
         do {
             found = try file(at: relativePath)
@@ -110,6 +129,23 @@ final class PublishedFileServer: Sendable {
             return Response(status: .notModified, headers: headers)
         }
         headers[.contentType] = "application/octet-stream"
+        // Immutable log files answer one byte range, as nginx does: a node fetches only the
+        // bytes a wider partial bundle adds to the one it holds.
+        if ranges, request.method == .get, let range = request.headers[.range],
+           request.headers[.ifRange].map({ $0 == file.entityTag }) ?? true {
+            let size = file.contents.readableBytes
+            switch Self.byteRange(range, size: size) {
+            case .some(.some(let bytes)):
+                headers[.contentRange] = "bytes \(bytes.lowerBound)-\(bytes.upperBound - 1)/\(size)"
+                let slice = file.contents.getSlice(at: file.contents.readerIndex + bytes.lowerBound, length: bytes.count) ?? ByteBuffer()
+                return Response(status: .partialContent, headers: headers, body: ResponseBody(byteBuffer: slice))
+            case .some(.none):
+                headers[.contentRange] = "bytes */\(size)"
+                return Response(status: .rangeNotSatisfiable, headers: headers)
+            case .none:
+                break
+            }
+        }
         if request.method == .head {
             headers[.contentLength] = String(file.contents.readableBytes)
             return Response(status: .ok, headers: headers)
