@@ -245,6 +245,10 @@ struct Publish: AsyncParsableCommand {
             print("Removed expired key batches: \(report.expiredKeyBatches.map(String.init).joined(separator: ", ")).")
         }
         print("Key index lists \(report.liveKeyBatches) key batches\(report.keyIndexGeneration.map { " (generation \($0))" } ?? " (unchanged)").")
+        if let log = report.log {
+            let appended = log.appendedEntries == 0 ? "nothing appended" : "\(log.appendedEntries) entries appended"
+            print("Log holds \(log.treeSize) entries (\(appended)\(log.checkpointSigned ? ", checkpoint signed" : "")).")
+        }
     }
 }
 
