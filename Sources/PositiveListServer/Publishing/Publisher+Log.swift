@@ -49,6 +49,9 @@ struct ListLogState: Codable, Equatable {
     var treeSize: UInt64
     var lastIDBatch: UInt64
     var lastKeyBatch: UInt64
+    /// The tree size before the last append: whose partial files may still be lying about
+    /// (see `prunePartialFiles`). Absent in a state written before it was kept.
+    var previousTreeSize: UInt64? = nil
 
     static let empty = ListLogState(treeSize: 0, lastIDBatch: 0, lastKeyBatch: 0)
 }
@@ -174,8 +177,10 @@ extension Publisher {
         try writeCheckpoint(Checkpoint(origin: identity.origin, treeSize: result.rightEdge.treeSize, rootHash: result.rootHash), now: now)
         report.checkpointSigned = true
         try inject(.logCheckpointReplaced)
-        state = ListLogState(treeSize: result.rightEdge.treeSize, lastIDBatch: lastID, lastKeyBatch: lastKey)
+        let previousSize = state.previousTreeSize
+        state = ListLogState(treeSize: result.rightEdge.treeSize, lastIDBatch: lastID, lastKeyBatch: lastKey, previousTreeSize: size)
         try writeLogState(state)
+        Self.prunePartialFiles(in: logDirectory, sizes: [previousSize, size].compactMap { $0 }, keeping: [size, state.treeSize])
         report.treeSize = state.treeSize
         report.appendedEntries = entries.count
         return report
@@ -221,6 +226,36 @@ extension Publisher {
         }
         recovered.treeSize = size
         return recovered
+    }
+
+    /// tlog-tiles names a partial tile or bundle by its width, so every append writes new partial
+    /// files and, left alone, a tile's narrower versions would all stay: for a bundle of 256
+    /// key-batch entries of a few kilobytes, about 150 MB of superseded files (found by
+    /// `TracerBench log-bytes`). Kept: the partial files of the tree just published and of the one
+    /// before it (a node that read the previous checkpoint, served for up to 60 s, may still ask
+    /// for them); deleted: every other file in the partial directories of the trees of `sizes`
+    /// (the last two before this append), so that no tile keeps more than two partial versions and
+    /// a tile that became full loses its partial directory one append later. Full tiles are never
+    /// touched. Best effort: a file that cannot be deleted costs space only.
+    static func prunePartialFiles(in logDirectory: String, sizes: [UInt64], keeping kept: [UInt64]) {
+        func partialPaths(_ size: UInt64) -> [String] {
+            var paths = TileLayout.partialTiles(treeSize: size).map(\.path)
+            let width = TileLayout.partialWidth(level: 0, treeSize: size)
+            if width > 0, let bundle = try? EntryBundleID(index: TileLayout.fullTileCount(level: 0, treeSize: size), width: width) {
+                paths.append(bundle.path)
+            }
+            return paths
+        }
+        let keep = Set(kept.flatMap(partialPaths))
+        let directories = Set(sizes.flatMap(partialPaths).map { ($0 as NSString).deletingLastPathComponent })
+        for directory in directories {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: logDirectory + "/" + directory)) ?? []
+            for name in names where !keep.contains(directory + "/" + name) {
+                unlink(logDirectory + "/" + directory + "/" + name)
+            }
+            // Empty once the tile is full and no kept checkpoint names a partial version of it.
+            rmdir(logDirectory + "/" + directory)
+        }
     }
 
     static func makeDirectories(_ path: String) throws(FileWriteError) {
