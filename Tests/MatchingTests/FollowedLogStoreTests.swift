@@ -56,6 +56,23 @@ import TransparencyLog
         #expect(try await Self.followAndReload(log, held: reloaded.state, store: store).entries == log.entries)
     }
 
+    @Test func entriesAFirstSaveLeftWithoutItsStateAreNotCountedAgain() async throws {
+        let store = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        var log = PublishedLog(signer: try NoteSigner.generate(name: LogFollowerTests.origin))
+        try log.append(LogFollowerTests.entries(0..<5))
+        _ = try await Self.followAndReload(log, held: nil, store: store)
+        // The first save's state is lost (a crash before it was written): the node starts over
+        // from nothing (here on a list whose entries differ), and its entries must not follow
+        // the five left in the file.
+        try FileManager.default.removeItem(atPath: store.directory + "/state")
+        #expect(try store.load() == nil)
+        var other = PublishedLog(signer: log.signer)
+        try other.append(LogFollowerTests.entries(0..<7, tag: "'"))
+        let again = try await Self.followAndReload(other, held: nil, store: store)
+        #expect(again.entries == other.entries && again.firstIndex == 0)
+    }
+
     @Test func aStateWithoutItsEntriesIsDamagedAndSaysSo() async throws {
         let store = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: store.directory) }

@@ -58,12 +58,21 @@ public struct FollowedLogStore: Sendable {
     public func save(_ state: FollowedLogState, appending newEntries: [Data], firstIndex: UInt64 = 0) throws(FollowedLogStoreError) {
         try prepare()
         var bytes: [UInt8] = []
-        if !FileManager.default.fileExists(atPath: entriesPath) { bytes += Self.bigEndian(firstIndex) }
         for entry in newEntries {
             bytes += Self.bigEndian(UInt16(entry.count))
             bytes += entry
         }
-        try append(bytes, to: entriesPath)
+        if FileManager.default.fileExists(atPath: statePath) {
+            try append(bytes, to: entriesPath)
+        } else {
+            // The first save, or the first after a state was lost: entries a crashed first save
+            // left behind count for nothing, so the file starts afresh rather than after them.
+            do {
+                try AtomicFile.write(Self.bigEndian(firstIndex) + bytes, to: entriesPath, mode: 0o600)
+            } catch {
+                throw .cannotWrite(path: entriesPath, reason: error.description)
+            }
+        }
         do {
             try AtomicFile.write([UInt8](state.encode()), to: statePath, mode: 0o600)
         } catch {
