@@ -27,7 +27,7 @@ extension ObjectStoreSync {
         }
         // The bucket's tree must be a prefix of this one: another instance's log (a directory of
         // its own) is never mixed with this one's, which would fork the log nodes follow.
-        if let remote, remoteSize > 0, let remoteRoot = checkpointRoot(Data(remote)), localRoot(treeSize: remoteSize) != remoteRoot {
+        if let remote, remoteSize > 0, let remoteRoot = checkpointRoot(Data(remote)), localRoot(treeSize: remoteSize, localSize: localSize) != remoteRoot {
             logger.error("the bucket's log is not a prefix of this directory's log; the log was not synced", metadata: [
                 "bucketSize": "\(remoteSize)", "localSize": "\(localSize)",
                 "next": "keep one instance's log in the bucket (several instances with directories of their own do not share one log yet)",
@@ -56,14 +56,19 @@ extension ObjectStoreSync {
         return checkpoint.rootHash
     }
 
-    /// The root of this directory's log at `treeSize`, from its tiles (the narrower partial
-    /// tiles of older trees stay); nil when a tile is missing.
-    private func localRoot(treeSize: UInt64) -> MerkleHash? {
+    /// The root of this directory's log at `treeSize`, from the tiles of its current tree of
+    /// `localSize`: the partial tiles of an older tree are pruned two appends later (a bucket
+    /// whose sync lagged must still be recognised as a prefix), and a wider tile holds the same
+    /// hashes at the same positions. nil when a tile is missing.
+    private func localRoot(treeSize: UInt64, localSize: UInt64) -> MerkleHash? {
         var reader = TileHashReader(treeSize: treeSize)
         guard let tiles = try? TileLayout.tilesForRoot(treeSize: treeSize) else { return nil }
         for tile in tiles {
-            guard let bytes = FileManager.default.contents(atPath: directory.logPath + "/" + tile.path),
-                  (try? reader.add(tile, bytes: bytes)) != nil
+            let width = tile.index < TileLayout.fullTileCount(level: tile.level, treeSize: localSize)
+                ? TileID.fullWidth : TileLayout.partialWidth(level: tile.level, treeSize: localSize)
+            guard let current = try? TileID(level: tile.level, index: tile.index, width: width),
+                  let bytes = FileManager.default.contents(atPath: directory.logPath + "/" + current.path),
+                  (try? reader.add(current, bytes: bytes)) != nil
             else { return nil }
         }
         return try? MerkleProofGenerator.rootHash(treeSize: treeSize, reader: reader)
