@@ -103,17 +103,66 @@ import TransparencyLog
         #expect(next.firstIndex == 30 && next.entries == Array(log.entries[30...]))
     }
 
-    @Test func aRefusedHistoryIsKeptAsTwoSignedCheckpointsAndWhy() async throws {
+    @Test func aForkIsKeptOnceAsTwoSignedCheckpointsAndWhy() async throws {
         let store = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: store.directory) }
-        let error = LogFollowError.rollback(held: 9, offered: 5, heldNote: Data("held note\n".utf8), offeredNote: Data("offered note\n".utf8))
-        let path = try #require(try store.keepEvidence(of: error, at: 1_800_000_000))
-        #expect(path == store.directory + "/evidence/1800000000-rollback")
-        #expect(try String(contentsOfFile: path + "/held-checkpoint", encoding: .utf8) == "held note\n")
-        #expect(try String(contentsOfFile: path + "/offered-checkpoint", encoding: .utf8) == "offered note\n")
-        #expect(try String(contentsOfFile: path + "/why", encoding: .utf8).contains("cannot shrink"))
-        #expect(store.evidence() == [path])
-        // A transient fault is not evidence.
+        let signer = try NoteSigner.generate(name: LogFollowerTests.origin)
+        var honest = PublishedLog(signer: signer)
+        try honest.append(LogFollowerTests.entries(0..<4))
+        let held = try await LogFollower.advance(nil, source: LogFollowerTests.source(signer), fetcher: honest.served).state
+        var split = PublishedLog(signer: signer)
+        try split.append(LogFollowerTests.entries(0..<4, tag: "'"))
+        do {
+            _ = try await LogFollower.advance(held, source: LogFollowerTests.source(signer), fetcher: split.served)
+            Issue.record("a split view was accepted")
+        } catch {
+            let path = try #require(try store.keepEvidence(of: error, at: 1_800_000_000))
+            #expect(path.hasPrefix(store.directory + "/evidence/1800000000-fork-"))
+            // Both notes verify with the log's key: the evidence is checkable by anyone.
+            for (file, note) in [("held-checkpoint", held.checkpointNote), ("offered-checkpoint", split.checkpoint)] {
+                let kept = try Data(contentsOf: URL(fileURLWithPath: path + "/" + file))
+                #expect(kept == note)
+                #expect(try Checkpoint.open(kept, origin: LogFollowerTests.origin, logKey: signer.verifierKey).checkpoint.treeSize == 4)
+            }
+            #expect(try String(contentsOfFile: path + "/why", encoding: .utf8).contains("two different logs"))
+            // The same fork refused again later is not kept twice.
+            #expect(try store.keepEvidence(of: error, at: 1_800_000_300) == path)
+            #expect(store.evidence() == [path])
+        }
+        // Other refusals are no evidence.
+        #expect(try store.keepEvidence(of: .olderTree(held: 9, offered: 5), at: 1_800_000_001) == nil)
         #expect(try store.keepEvidence(of: .unreachable("timeout"), at: 1_800_000_001) == nil)
+    }
+
+    @Test func aSaveAfterOneThatFailedBeforeItsStateAppendsAfterTheCountedEntries() async throws {
+        let store = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        var log = PublishedLog(signer: try NoteSigner.generate(name: LogFollowerTests.origin))
+        try log.append(LogFollowerTests.entries(0..<5))
+        let first = try await Self.followAndReload(log, held: nil, store: store)
+        // A save whose state write failed (a full disk) left its entries appended, uncounted; the
+        // node retries in the same process, without a load in between.
+        let handle = try #require(FileHandle(forWritingAtPath: store.directory + "/entries"))
+        handle.seekToEndOfFile()
+        handle.write(Data([0, 3, 9, 9, 9]))
+        handle.closeFile()
+        try log.append(LogFollowerTests.entries(5..<8))
+        let advance = try await LogFollower.advance(first.state, source: LogFollowerTests.source(log.signer), fetcher: log.served)
+        try store.save(advance.state, appending: advance.newEntries)
+        #expect(try #require(try store.load()).entries == log.entries)
+    }
+
+    @Test func aResetForgetsTheLogButNotTheEvidence() async throws {
+        let store = Self.scratch()
+        defer { try? FileManager.default.removeItem(atPath: store.directory) }
+        var log = PublishedLog(signer: try NoteSigner.generate(name: LogFollowerTests.origin))
+        try log.append(LogFollowerTests.entries(0..<3))
+        _ = try await Self.followAndReload(log, held: nil, store: store)
+        try FileManager.default.createDirectory(atPath: store.directory + "/evidence/1-fork-00", withIntermediateDirectories: true)
+        try store.reset()
+        #expect(try store.load() == nil)
+        #expect(store.evidence().count == 1)
+        let again = try await Self.followAndReload(log, held: nil, store: store)
+        #expect(again.entries == log.entries)
     }
 }

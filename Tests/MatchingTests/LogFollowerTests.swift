@@ -102,47 +102,55 @@ import TransparencyLog
         #expect(requests.map(\.offset) == [heldBytes])
     }
 
-    @Test func aSmallerLogIsARollbackAndBothCheckpointsAreKept() async throws {
+    @Test func aSmallerLogIsRefusedAsOlderAndIsNoEvidence() async throws {
         let signer = try NoteSigner.generate(name: Self.origin)
         var log = PublishedLog(signer: signer)
         try log.append(Self.entries(0..<5))
-        var older = log
+        let older = log
         try log.append(Self.entries(5..<9))
         let held = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: log.served).state
-        older.checkpoint = try Checkpoint(origin: Self.origin, treeSize: 5, rootHash: MerkleTree.rootHash(ofEntries: Self.entries(0..<5)))
-            .signed(by: [signer]).encoded
+        // A cache that has not caught up serves the older checkpoint, genuinely signed.
         await #expect {
             try await LogFollower.advance(held, source: Self.source(signer), fetcher: older.served)
         } throws: { error in
-            guard case .rollback(let heldSize, let offered, let heldNote, let offeredNote) = error as? LogFollowError else { return false }
-            return heldSize == 9 && offered == 5 && heldNote == held.checkpointNote && offeredNote == older.checkpoint
-                && (error as! LogFollowError).isEvidence
+            guard case .olderTree(let heldSize, let offered) = error as? LogFollowError else { return false }
+            return heldSize == 9 && offered == 5 && !(error as! LogFollowError).isEvidence
         }
     }
 
-    @Test func aForkIsRefusedWhetherItRewritesHistoryOrServesAnotherTreeOfTheSameSize() async throws {
+    @Test func twoSignedTreesOfOneSizeAreAForkAndEvidence() async throws {
         let signer = try NoteSigner.generate(name: Self.origin)
         var honest = PublishedLog(signer: signer)
         try honest.append(Self.entries(0..<300))
         let held = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: honest.served).state
+        var split = PublishedLog(signer: signer)
+        try split.append(Self.entries(0..<300, tag: "'"))
+        await #expect {
+            try await LogFollower.advance(held, source: Self.source(signer), fetcher: split.served)
+        } throws: { error in
+            guard case .fork(let size, let heldNote, let offeredNote) = error as? LogFollowError else { return false }
+            return size == 300 && heldNote == held.checkpointNote && offeredNote == split.checkpoint && (error as! LogFollowError).isEvidence
+        }
+    }
 
+    @Test func aGrownTreeThatRewroteHistoryIsRefusedButProvesNothingAlone() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var honest = PublishedLog(signer: signer)
+        try honest.append(Self.entries(0..<300))
+        let held = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: honest.served).state
         // The same key signs a log whose entry 42 was rewritten, then grown: its new entries are
-        // real, but its root is not the held tree extended.
+        // real, but its root is not the held tree extended. From the entries alone this cannot be
+        // told from a mirror that altered them, so it is refused without evidence.
         var rewritten = PublishedLog(signer: signer)
         var history = Self.entries(0..<300)
         history[42] = Data("entry 42, rewritten".utf8)
         try rewritten.append(history)
         try rewritten.append(Self.entries(300..<320))
-        // And one of the held size with another root (a split view).
-        var split = PublishedLog(signer: signer)
-        try split.append(Self.entries(0..<300, tag: "'"))
-        for fork in [rewritten, split] {
-            await #expect {
-                try await LogFollower.advance(held, source: Self.source(signer), fetcher: fork.served)
-            } throws: { error in
-                guard case .notAnExtension(let heldSize, _, _, _, let heldNote, let offeredNote) = error as? LogFollowError else { return false }
-                return heldSize == 300 && heldNote == held.checkpointNote && offeredNote == fork.checkpoint
-            }
+        await #expect {
+            try await LogFollower.advance(held, source: Self.source(signer), fetcher: rewritten.served)
+        } throws: { error in
+            guard case .entriesDoNotLeadToCheckpoint(let heldSize, let offeredSize, _, _) = error as? LogFollowError else { return false }
+            return heldSize == 300 && offeredSize == 320 && !(error as! LogFollowError).isEvidence
         }
     }
 
@@ -160,7 +168,44 @@ import TransparencyLog
         await #expect {
             try await LogFollower.advance(held, source: Self.source(signer), fetcher: served)
         } throws: { error in
-            guard case .notAnExtension = error as? LogFollowError else { return false }
+            guard case .entriesDoNotLeadToCheckpoint = error as? LogFollowError else { return false }
+            return true
+        }
+    }
+
+    @Test func anOlderNoteOfTheHeldTreeNeverMakesTheListLookOlder() async throws {
+        let key = Curve25519.Signing.PrivateKey()
+        let signer = try NoteSigner(name: Self.origin, privateKey: key)
+        let stamp = try NoteSigner(name: Self.origin, type: .cosignatureV1, privateKey: key)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<3), cosigners: [stamp])
+        let earlier = log
+        // The same tree signed again a day later (an idle log's refresh).
+        let checkpoint = try Checkpoint(origin: Self.origin, treeSize: 3, rootHash: log.edge.rootHash)
+        log.checkpoint = try checkpoint.signed(by: [signer, stamp], timestamp: 1_764_086_400).encoded
+        let current = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: log.served)
+        #expect(current.signedAt == 1_764_086_400)
+        // A cache serves the earlier note: the held, later one stays.
+        let replayed = try await LogFollower.advance(current.state, source: Self.source(signer), fetcher: earlier.served)
+        #expect(replayed.signedAt == 1_764_086_400 && replayed.state == current.state && replayed.newEntries.isEmpty)
+        // The later note replaces an earlier held one.
+        let first = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: earlier.served)
+        #expect(try await LogFollower.advance(first.state, source: Self.source(signer), fetcher: log.served).signedAt == 1_764_086_400)
+    }
+
+    @Test func aHeldStateThatIsNotItsCheckpointsTreeIsDamaged() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<3))
+        let held = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: log.served).state
+        var other = PublishedLog(signer: signer)
+        try other.append(Self.entries(0..<4))
+        // The note of one tree with the edge of another.
+        let mixed = FollowedLogState(checkpointNote: held.checkpointNote, edge: other.edge)
+        await #expect {
+            try await LogFollower.advance(mixed, source: Self.source(signer), fetcher: log.served)
+        } throws: { error in
+            guard case .heldStateDamaged = error as? LogFollowError else { return false }
             return true
         }
     }

@@ -1,3 +1,4 @@
+import Crypto
 import Foundation
 import PositiveListFormat
 import TracerCore
@@ -14,7 +15,8 @@ import Glibc
 ///   each as its 2-byte big-endian length and its bytes, as in an entry bundle. Only appended to,
 ///   so a node on an SD card does not rewrite megabytes at every update; dropping old entries
 ///   rewrites it whole (`keepEntries(from:)`), which retention needs about once a day;
-/// - `evidence/<time>-<what>/`: the held and the offered signed checkpoints and a line saying why.
+/// - `evidence/<time>-fork-<hash>/`: the held and the offered signed checkpoints of a fork, and a
+///   line saying why.
 ///
 /// New entries are appended and made durable before the state that counts them replaces the
 /// old one, so a crash leaves either the old state (and a tail of entries it does not count,
@@ -48,6 +50,12 @@ public struct FollowedLogStore: Sendable {
         guard firstIndex + UInt64(entries.count) == state.treeSize else {
             throw .damaged(path: entriesPath, reason: "it holds entries up to \(firstIndex + UInt64(entries.count)), the state counts \(state.treeSize)")
         }
+        // The newest entries are also in the state's partial bundle: a cheap check that the file
+        // holds the entries the state was computed from.
+        let partial = state.edge.partialBundleEntries
+        if UInt64(partial.count) <= UInt64(entries.count), !entries.suffix(partial.count).elementsEqual(partial) {
+            throw .damaged(path: entriesPath, reason: "its newest entries are not the ones the state was computed from")
+        }
         // A tail the state does not count was appended by an update that did not finish.
         if usedBytes < bytes.count { truncate(entriesPath, off_t(usedBytes)) }
         return (state, firstIndex, entries)
@@ -63,6 +71,9 @@ public struct FollowedLogStore: Sendable {
             bytes += entry
         }
         if FileManager.default.fileExists(atPath: statePath) {
+            // Cuts any tail a failed earlier save appended and the state does not count (a disk
+            // that filled between the two writes), so the new entries follow the counted ones.
+            _ = try load()
             try append(bytes, to: entriesPath)
         } else {
             // The first save, or the first after a state was lost: entries a crashed first save
@@ -96,16 +107,15 @@ public struct FollowedLogStore: Sendable {
         }
     }
 
-    /// Keeps the two signed checkpoints of a refused update, and why, for the user to hand over;
-    /// returns the directory they are in. Nothing else of the node is in it.
+    /// Keeps the two signed checkpoints of a fork, and why, for the user to hand over; returns the
+    /// directory they are in (the one already kept when the same offered checkpoint was refused
+    /// before, so a server showing the fork at every update fills no disk). Nothing else of the
+    /// node is in it. Other refusals are no evidence: nil.
     public func keepEvidence(of error: LogFollowError, at time: UnixSeconds) throws(FollowedLogStoreError) -> String? {
-        let held: Data, offered: Data, what: String
-        switch error {
-        case .rollback(_, _, let heldNote, let offeredNote): (held, offered, what) = (heldNote, offeredNote, "rollback")
-        case .notAnExtension(_, _, _, _, let heldNote, let offeredNote): (held, offered, what) = (heldNote, offeredNote, "fork")
-        default: return nil
-        }
-        let path = evidenceDirectory + "/\(time)-\(what)"
+        guard case .fork(_, let held, let offered) = error else { return nil }
+        let tag = SHA256.hash(data: offered).prefix(8).map { String(format: "%02x", $0) }.joined()
+        if let kept = evidence().first(where: { $0.hasSuffix("-fork-" + tag) }) { return kept }
+        let path = evidenceDirectory + "/\(time)-fork-\(tag)"
         do {
             try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try AtomicFile.write([UInt8](held), to: path + "/held-checkpoint", mode: 0o600)
@@ -115,6 +125,14 @@ public struct FollowedLogStore: Sendable {
             throw .cannotWrite(path: path, reason: String(describing: error))
         }
         return path
+    }
+
+    /// Forgets the followed log (not the evidence): what a node does when its copy is damaged,
+    /// before following the log again from its start.
+    public func reset() throws(FollowedLogStoreError) {
+        for path in [statePath, entriesPath] where FileManager.default.fileExists(atPath: path) {
+            guard unlink(path) == 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+        }
     }
 
     /// The evidence directories kept so far, oldest first.

@@ -36,18 +36,25 @@ public protocol LogFileFetching: Sendable {
     func file(_ path: String, fromByte offset: Int) async throws -> Data
 }
 
-/// Why a log could not be brought up to date. `.rollback` and `.notAnExtension` are evidence
-/// that the authority (or whoever holds its key) showed this node two histories; the caller keeps
-/// both signed checkpoints.
+/// Why a log could not be brought up to date. Only `.fork` proves that the log's key signed two
+/// histories: two signed checkpoints of one size with different roots, which anyone holding the
+/// log's public key can check; the caller keeps both. The others say that this update failed
+/// and the held list stays, since a cache or mirror can cause every one of them.
 public enum LogFollowError: Error, Sendable, CustomStringConvertible {
     /// The checkpoint does not open: bad or missing signature, another origin, too few witnesses.
     case checkpoint(CheckpointError)
-    /// A smaller tree than one already verified.
-    case rollback(held: UInt64, offered: UInt64, heldNote: Data, offeredNote: Data)
-    /// The offered tree is not the held one extended: the same size with another root, or the
-    /// entries served after the held ones do not lead to the offered root (a fork, or a rewritten
-    /// or altered entry).
-    case notAnExtension(heldSize: UInt64, offeredSize: UInt64, expectedRoot: MerkleHash, computedRoot: MerkleHash, heldNote: Data, offeredNote: Data)
+    /// A smaller tree than the one held: an older checkpoint, which a cache that has not caught up
+    /// serves as readily as a server rolling back; refused, the held list stays.
+    case olderTree(held: UInt64, offered: UInt64)
+    /// Two signed checkpoints of the same size with different roots: a split view.
+    case fork(size: UInt64, heldNote: Data, offeredNote: Data)
+    /// The entries served after the held ones do not lead to the signed root: altered or damaged
+    /// files, or a tree that does not extend the held one. Which of the two cannot be told from
+    /// the entries alone, so it is refused but not kept as evidence.
+    case entriesDoNotLeadToCheckpoint(heldSize: UInt64, offeredSize: UInt64, expectedRoot: MerkleHash, computedRoot: MerkleHash)
+    /// The held state does not open with the log's keys or does not match its own checkpoint:
+    /// the node's copy is damaged and it must follow the log afresh.
+    case heldStateDamaged(String)
     /// A bundle that is not what its path says (cut short, too long, badly framed).
     case bundle(path: String, TileError)
     /// The files could not be fetched.
@@ -56,21 +63,22 @@ public enum LogFollowError: Error, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .checkpoint(let error): "the list's checkpoint was refused: \(error)"
-        case .rollback(let held, let offered, _, _):
-            "the list server offered a log of \(offered) entries after this node had verified \(held): a list cannot shrink, so it was refused and both signed checkpoints were kept"
-        case .notAnExtension(let heldSize, let offeredSize, _, _, _, _):
-            "the list server's log of \(offeredSize) entries does not extend the \(heldSize) this node verified (a fork or a rewritten entry); it was refused and both signed checkpoints were kept"
+        case .olderTree(let held, let offered):
+            "the list server (or a cache in front of it) offered a log of \(offered) entries, older than the \(held) this node holds; the held list stays, and the next update asks again"
+        case .fork(let size, _, _):
+            "the list's key signed two different logs of \(size) entries: the list server shows different lists to different nodes. Both signed checkpoints were kept as evidence; tell the health authority"
+        case .entriesDoNotLeadToCheckpoint(let heldSize, let offeredSize, _, _):
+            "the entries the list server sent after the \(heldSize) this node holds do not make the signed log of \(offeredSize) (damaged or altered files, or a log that does not extend this one); they were refused, and the next update tries again"
+        case .heldStateDamaged(let reason): "this node's copy of the list log is damaged (\(reason)); it will be downloaded again"
         case .bundle(let path, let error): "the list server sent a damaged file (\(path)): \(error)"
         case .unreachable(let reason): "the list's files could not be fetched: \(reason)"
         }
     }
 
-    /// Whether this is proof of two histories (to keep and to show), not a transient fault.
+    /// Whether this is proof of two histories (to keep and to show), not a fault of one update.
     public var isEvidence: Bool {
-        switch self {
-        case .rollback, .notAnExtension: true
-        default: false
-        }
+        if case .fork = self { return true }
+        return false
     }
 }
 
@@ -101,24 +109,32 @@ public enum LogFollower {
         } catch {
             throw .unreachable(String(describing: error))
         }
-        let verified: VerifiedCheckpoint
-        let timestampKey = source.timestampKey
-        do {
-            // The log's own timestamp is opened beside the witnesses but does not count as one.
-            verified = try Checkpoint.open(note, origin: source.origin, logKey: source.logKey,
-                                           witnesses: source.witnesses + [timestampKey].compactMap { $0 }, requiredCosignatures: 0)
-        } catch {
-            throw .checkpoint(error)
-        }
-        let witnessed = verified.cosignatures.filter { source.witnesses.contains($0.key) }.count
-        guard witnessed >= source.requiredCosignatures else {
-            throw .checkpoint(.tooFewCosignatures(valid: witnessed, required: source.requiredCosignatures))
-        }
-        let signedAt = verified.cosignatures.first { $0.key == timestampKey }?.cosignatureTime
+        let verified = try open(note, source: source)
+        let signedAt = timestamp(of: verified, source: source)
         let edge = held?.edge ?? .empty
         let offered = verified.checkpoint
-        guard offered.treeSize >= edge.treeSize else {
-            throw .rollback(held: edge.treeSize, offered: offered.treeSize, heldNote: held?.checkpointNote ?? Data(), offeredNote: note)
+        var heldSignedAt: UInt64?
+        if let held {
+            let opened: VerifiedCheckpoint
+            do {
+                opened = try open(held.checkpointNote, source: source)
+            } catch {
+                throw .heldStateDamaged("its checkpoint no longer opens: \(error)")
+            }
+            guard opened.checkpoint.treeSize == edge.treeSize, opened.checkpoint.rootHash == edge.rootHash else {
+                throw .heldStateDamaged("its right edge is not its checkpoint's tree")
+            }
+            heldSignedAt = timestamp(of: opened, source: source)
+        }
+        guard offered.treeSize >= edge.treeSize else { throw .olderTree(held: edge.treeSize, offered: offered.treeSize) }
+        if let held, offered.treeSize == edge.treeSize {
+            guard offered.rootHash == edge.rootHash else { throw .fork(size: edge.treeSize, heldNote: held.checkpointNote, offeredNote: note) }
+            // The same tree: keep whichever note was signed last, so that a cache serving an
+            // older note of it never makes a current list look outdated.
+            if let heldSignedAt, signedAt.map({ $0 < heldSignedAt }) ?? true {
+                return LogAdvance(state: held, checkpoint: try open(held.checkpointNote, source: source), newEntries: [], signedAt: heldSignedAt)
+            }
+            return LogAdvance(state: FollowedLogState(checkpointNote: note, edge: edge), checkpoint: verified, newEntries: [], signedAt: signedAt)
         }
         let entries = try await entries(from: edge, to: offered.treeSize, fetcher: fetcher)
         let appended: AppendResult
@@ -128,11 +144,33 @@ public enum LogFollower {
             throw .bundle(path: "tile/entries", error)
         }
         guard appended.rootHash == offered.rootHash else {
-            throw .notAnExtension(heldSize: edge.treeSize, offeredSize: offered.treeSize, expectedRoot: offered.rootHash,
-                                  computedRoot: appended.rootHash, heldNote: held?.checkpointNote ?? Data(), offeredNote: note)
+            throw .entriesDoNotLeadToCheckpoint(heldSize: edge.treeSize, offeredSize: offered.treeSize, expectedRoot: offered.rootHash,
+                                                computedRoot: appended.rootHash)
         }
         return LogAdvance(state: FollowedLogState(checkpointNote: note, edge: appended.rightEdge), checkpoint: verified, newEntries: entries,
                           signedAt: signedAt)
+    }
+
+    /// Opens a checkpoint with the source's keys: the log's signature, its origin, and at least
+    /// k of the named witnesses. The log's own timestamp is opened beside the witnesses but never
+    /// counts as one.
+    static func open(_ note: Data, source: FollowedLogSource) throws(LogFollowError) -> VerifiedCheckpoint {
+        let verified: VerifiedCheckpoint
+        do {
+            verified = try Checkpoint.open(note, origin: source.origin, logKey: source.logKey,
+                                           witnesses: source.witnesses + [source.timestampKey].compactMap { $0 }, requiredCosignatures: 0)
+        } catch {
+            throw .checkpoint(error)
+        }
+        let witnessed = verified.cosignatures.filter { source.witnesses.contains($0.key) }.count
+        guard witnessed >= source.requiredCosignatures else {
+            throw .checkpoint(.tooFewCosignatures(valid: witnessed, required: source.requiredCosignatures))
+        }
+        return verified
+    }
+
+    static func timestamp(of checkpoint: VerifiedCheckpoint, source: FollowedLogSource) -> UInt64? {
+        checkpoint.cosignatures.first { $0.key == source.timestampKey }?.cosignatureTime
     }
 
     /// The entries with indexes held.treeSize ..< newSize, bundle by bundle. The first bundle's
