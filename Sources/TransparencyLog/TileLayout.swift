@@ -35,8 +35,8 @@ public enum TileLayout {
     }
 
     /// The tiles a tree of `newSize` has and one of `oldSize` does not: the full tiles completed
-    /// and the new partial tiles (a wider partial tile is a new file; the narrower one stays for
-    /// the clients of older checkpoints). Empty when `newSize` ≤ `oldSize`.
+    /// and the new partial tiles (a wider partial tile is a new file beside the narrower one, which
+    /// clients of older checkpoints may still ask for). Empty when `newSize` ≤ `oldSize`.
     public static func tilesAdded(from oldSize: UInt64, to newSize: UInt64) -> [TileID] {
         guard newSize > oldSize else { return [] }
         var tiles: [TileID] = []

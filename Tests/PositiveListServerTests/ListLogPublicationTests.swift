@@ -269,8 +269,6 @@ struct PublishedListLog {
         #expect(Publisher.readLogState(at: fixture.paths.logState)?.treeSize == completed.checkpoint.treeSize)
     }
 
-    /// The publisher reads only the log's right edge: with every full tile and full bundle of a
-    /// long log moved away, it still appends, and never writes them again.
     /// Partial tiles and bundles are new files at every append; only the versions of the last two
     /// checkpoints stay, so a bundle's superseded versions do not pile up (256 of them would be
     /// about 150 MB for key batches), and the log still verifies from the files after each append.
@@ -295,6 +293,8 @@ struct PublishedListLog {
         #expect(Set(levelZero) == Set(sizes.suffix(2).map(String.init)), "\(levelZero.sorted())")
     }
 
+    /// The publisher reads only the log's right edge: with every full tile and full bundle of a
+    /// long log moved away, it still appends, and never writes them again.
     @Test func publicationReadsOnlyTheRightEdgeAndNeverRewritesAFullTile() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }

@@ -173,6 +173,9 @@ extension Publisher {
             written.insert(parent)
         }
         for parent in written { Self.removeTemporaryFiles(in: parent) }
+        // AtomicFile makes each file's own directory durable, not the directories created for it:
+        // after a power cut the checkpoint must not name a tile whose directory entry was lost.
+        try Self.syncAncestors(of: written, below: directory.path)
         try inject(.logTilesWritten)
         try writeCheckpoint(Checkpoint(origin: identity.origin, treeSize: result.rightEdge.treeSize, rootHash: result.rootHash), now: now)
         report.checkpointSigned = true
@@ -255,6 +258,19 @@ extension Publisher {
             }
             // Empty once the tile is full and no kept checkpoint names a partial version of it.
             rmdir(logDirectory + "/" + directory)
+        }
+    }
+
+    /// fsync of every directory from each of `directories` up to `root`, each once.
+    static func syncAncestors(of directories: Set<String>, below root: String) throws(FileWriteError) {
+        var synced = Set<String>()
+        for directory in directories {
+            var current = directory
+            while current.hasPrefix(root), current.count >= root.count, synced.insert(current).inserted {
+                try AtomicFile.syncDirectory(current)
+                if current == root { break }
+                current = (current as NSString).deletingLastPathComponent
+            }
         }
     }
 

@@ -59,7 +59,7 @@ struct DoctorChecks {
         let isDefault = if case .builtIn? = source { true } else { source == nil }
         guard let source, !isDefault else {
             return .info("calibration", "this node's radio is not calibrated (risk.rssi_correction is not set), so its verdicts assume it reads "
-                + "signal strength like the phones the defaults were chosen on; a few dB off costs up to a quarter of the exposures it should catch. "
+                + "signal strength like the phones the defaults were chosen on; in the stress runs, calibration errors of up to 8 dB per device cost a quarter of the exposures. "
                 + "With another Tracer node 1 m away, run `tracer calibrate` and put the value it prints in the configuration file.")
         }
         return .pass("calibration", "risk.rssi_correction = \(settings.risk.rssiCorrection) dB (\(source))")
