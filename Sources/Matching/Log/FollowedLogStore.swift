@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import PositiveListFormat
 import TracerCore
+import TransparencyLog
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -65,11 +66,7 @@ public struct FollowedLogStore: Sendable {
     /// save of a log creates the entries file starting at `firstIndex`.
     public func save(_ state: FollowedLogState, appending newEntries: [Data], firstIndex: UInt64 = 0) throws(FollowedLogStoreError) {
         try prepare()
-        var bytes: [UInt8] = []
-        for entry in newEntries {
-            bytes += Self.bigEndian(UInt16(entry.count))
-            bytes += entry
-        }
+        let bytes = try Self.framed(newEntries)
         if FileManager.default.fileExists(atPath: statePath) {
             // Cuts any tail a failed earlier save appended and the state does not count (a disk
             // that filled between the two writes), so the new entries follow the counted ones.
@@ -95,11 +92,7 @@ public struct FollowedLogStore: Sendable {
     public func keepEntries(from index: UInt64) throws(FollowedLogStoreError) {
         guard let held = try load(), index > held.firstIndex else { return }
         let kept = held.entries.dropFirst(Int(min(index - held.firstIndex, UInt64(held.entries.count))))
-        var bytes = Self.bigEndian(min(index, held.state.treeSize))
-        for entry in kept {
-            bytes += Self.bigEndian(UInt16(entry.count))
-            bytes += entry
-        }
+        let bytes = Self.bigEndian(min(index, held.state.treeSize)) + (try Self.framed(Array(kept)))
         do {
             try AtomicFile.write(bytes, to: entriesPath, mode: 0o600)
         } catch {
@@ -178,6 +171,15 @@ public struct FollowedLogStore: Sendable {
             offset += 2 + length
         }
         return (firstIndex, entries, offset)
+    }
+
+    /// Entries as an entry bundle frames them (each its 2-byte length and its bytes).
+    static func framed(_ entries: [Data]) throws(FollowedLogStoreError) -> [UInt8] {
+        do {
+            return [UInt8](try EntryBundle.encode(entries))
+        } catch {
+            throw .cannotWrite(path: "entries", reason: error.description)
+        }
     }
 
     static func bigEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
