@@ -7,6 +7,7 @@ import Logging
 import PositiveListFormat
 import PositiveListServer
 import TracerCore
+import TransparencyLog
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -305,8 +306,8 @@ struct Status: AsyncParsableCommand {
         }
         print("Last publication:  \(summary.lastPublishedAt?.utcText ?? "never")")
         if let bytes = FileManager.default.contents(atPath: location.paths.published.logCheckpointPath),
-           let size = String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).dropFirst().first {
-            print("Log entries:       \(size) (log/checkpoint)")
+           let note = try? SignedNote(parsing: bytes), let checkpoint = try? Checkpoint(text: note.text) {
+            print("Log entries:       \(checkpoint.treeSize) (log/checkpoint)")
         } else {
             print("Log entries:       none published yet (log/checkpoint is written at the next publication)")
         }

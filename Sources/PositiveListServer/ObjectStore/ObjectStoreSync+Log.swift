@@ -12,7 +12,7 @@ extension ObjectStoreSync {
     /// A bucket holding a larger tree (another instance published since) is left alone.
     func syncLog(into report: inout SyncReport) async throws(ObjectStoreError) {
         guard let local = FileManager.default.contents(atPath: directory.logCheckpointPath) else { return }
-        guard let localSize = checkpointSize(local, verified: true) else {
+        guard let localSize = verifiedTreeSize(local) else {
             // Never spread a checkpoint that nodes would refuse.
             throw .localFiles("\(directory.logCheckpointPath) does not verify with this server's public key")
         }
@@ -20,14 +20,15 @@ extension ObjectStoreSync {
         let remote = try await client.get(checkpointKey)
         if remote == Array(local) { return }
         // A bucket checkpoint that does not parse (none yet, damaged) counts as an empty tree.
-        let remoteSize = remote.flatMap { checkpointSize(Data($0), verified: false) } ?? 0
+        let remoteCheckpoint = remote.flatMap { Self.checkpoint(in: Data($0)) }
+        let remoteSize = remoteCheckpoint?.treeSize ?? 0
         if remoteSize > localSize {
             report.newerInBucket.append(checkpointKey)
             return
         }
         // The bucket's tree must be a prefix of this one: another instance's log (a directory of
         // its own) is never mixed with this one's, which would fork the log nodes follow.
-        if let remote, remoteSize > 0, let remoteRoot = checkpointRoot(Data(remote)), localRoot(treeSize: remoteSize, localSize: localSize) != remoteRoot {
+        if let remoteCheckpoint, remoteSize > 0, localRoot(treeSize: remoteSize, localSize: localSize) != remoteCheckpoint.rootHash {
             logger.error("the bucket's log is not a prefix of this directory's log; the log was not synced", metadata: [
                 "bucketSize": "\(remoteSize)", "localSize": "\(localSize)",
                 "next": "keep one instance's log in the bucket (several instances with directories of their own do not share one log yet)",
@@ -51,9 +52,10 @@ extension ObjectStoreSync {
         report.uploadedLogCheckpoint = true
     }
 
-    private func checkpointRoot(_ bytes: Data) -> MerkleHash? {
-        guard let note = try? SignedNote(parsing: bytes), let checkpoint = try? Checkpoint(text: note.text) else { return nil }
-        return checkpoint.rootHash
+    /// The checkpoint a note states, unverified; nil when it does not parse.
+    private static func checkpoint(in bytes: Data) -> Checkpoint? {
+        guard let note = try? SignedNote(parsing: bytes) else { return nil }
+        return try? Checkpoint(text: note.text)
     }
 
     /// The root of this directory's log at `treeSize`, from the tiles of its current tree of
@@ -74,16 +76,14 @@ extension ObjectStoreSync {
         return try? MerkleProofGenerator.rootHash(treeSize: treeSize, reader: reader)
     }
 
-    /// The tree size a checkpoint note states; with `verified`, only when this server's key
-    /// signed it under the checkpoint's own origin.
-    private func checkpointSize(_ bytes: Data, verified: Bool) -> UInt64? {
-        guard let note = try? SignedNote(parsing: bytes), let checkpoint = try? Checkpoint(text: note.text) else { return nil }
-        if verified {
-            guard let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey.rawRepresentation),
-                  let verifier = try? NoteVerifierKey(name: checkpoint.origin, type: .ed25519, publicKey: key),
-                  (try? Checkpoint.open(bytes, origin: checkpoint.origin, logKey: verifier)) != nil
-            else { return nil }
-        }
+    /// The tree size of this server's checkpoint, only when this server's key signed it under
+    /// the checkpoint's own origin.
+    private func verifiedTreeSize(_ bytes: Data) -> UInt64? {
+        guard let checkpoint = Self.checkpoint(in: bytes),
+              let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey.rawRepresentation),
+              let verifier = try? NoteVerifierKey(name: checkpoint.origin, type: .ed25519, publicKey: key),
+              (try? Checkpoint.open(bytes, origin: checkpoint.origin, logKey: verifier)) != nil
+        else { return nil }
         return checkpoint.treeSize
     }
 }
