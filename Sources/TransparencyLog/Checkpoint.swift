@@ -51,11 +51,9 @@ public struct Checkpoint: Hashable, Sendable {
         guard text.hasSuffix("\n") else { throw .malformed(line: 0, reason: "the text does not end in a newline") }
         let lines = text.dropLast().split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
         guard lines.count >= 3 else { throw .malformed(line: lines.count + 1, reason: "fewer than three lines") }
-        let digits = lines[1].utf8
-        guard !digits.isEmpty, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-              lines[1] == "0" || digits.first != UInt8(ascii: "0"),
-              let treeSize = UInt64(lines[1])
-        else { throw .malformed(line: 2, reason: "the tree size is not a decimal without leading zeros below 2^64") }
+        guard let treeSize = StrictDecimal.parse(lines[1].utf8) else {
+            throw .malformed(line: 2, reason: "the tree size is not a decimal without leading zeros below 2^64")
+        }
         guard let rootHash = MerkleHash(base64: lines[2]) else {
             throw .malformed(line: 3, reason: "the root is not canonical base64 of 32 bytes")
         }
