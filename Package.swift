@@ -113,6 +113,8 @@ let package = Package(
             dependencies: [
                 "IDRotation", "PositiveListFormat", "CLibPQ",
                 "ObjectStore", "TracerCore", "Settings", "TransparencyLog",
+                // The log's requests to witnesses (tlog-witness), through the one HTTP client.
+                "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // Scrypt, for the console's passwords.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),

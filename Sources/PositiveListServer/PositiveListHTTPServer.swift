@@ -24,11 +24,15 @@ public struct ServerComponents: Sendable {
     public let objectStoreSyncRecord: String?
     /// The signing key's public half, with which the console checks the indexes it reports on.
     public let publicKey: PositiveListPublicKey?
+    /// The witness role (`witnessedLogs`): `POST /v1/add-checkpoint` is routed only with one.
+    public let witness: CheckpointWitness?
 
     public init(
         configuration: ServerConfiguration, store: any SubmissionStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock,
-        objectStoreSync: ObjectStoreSync? = nil, objectStoreSyncRecord: String? = nil, publicKey: PositiveListPublicKey? = nil
+        objectStoreSync: ObjectStoreSync? = nil, objectStoreSyncRecord: String? = nil, publicKey: PositiveListPublicKey? = nil,
+        witness: CheckpointWitness? = nil
     ) {
+        self.witness = witness
         self.configuration = configuration
         self.store = store
         self.publisher = publisher
@@ -65,6 +69,9 @@ public enum PositiveListHTTPServer {
         }
         PublishedFileServer(directory: components.directory, indexMaxAgeSeconds: components.configuration.indexMaxAgeSeconds)
             .addRoutes(to: router, table: &routes)
+        if let witness = components.witness {
+            WitnessAPI(witness: witness).addRoutes(to: router, table: &routes)
+        }
         routes.add("healthz", .get, to: router) { _, _ in
             // A database that cannot be read makes this throw; the error responder answers 503.
             _ = try await components.store.summary(now: components.clock.now())

@@ -16,6 +16,12 @@ public struct ServerPaths: Sendable {
     public var publicationRecord: String { dataDirectory + "/publication.json" }
     /// Which batches the published log holds (``ListLogState``); written after each checkpoint.
     public var logState: String { dataDirectory + "/log-state.json" }
+    /// The witness's Ed25519 key (`tracer-server witness-keygen`), apart from the list's signing key.
+    public var witnessKey: String { dataDirectory + "/witness-key" }
+    /// What the witness cosigned for each log it witnesses, and the evidence it kept (CheckpointWitness).
+    public var witnessDirectory: String { dataDirectory + "/witness" }
+    /// What each witness this server's log asks last answered (``WitnessCosigningRecord``), for `status`.
+    public var witnessCosigningRecord: String { dataDirectory + "/witness-cosigning.json" }
     /// What nginx or a CDN serves; world-readable, holds nothing secret.
     public var published: PublishedDirectory { PublishedDirectory(path: dataDirectory + "/public") }
 }

@@ -41,6 +41,18 @@ struct Serve: AsyncParsableCommand {
         let store = try await location.openStore(configuration: configuration)
         let publisher = try location.makePublisher(store: store, configuration: configuration, logger: logger)
         try location.paths.published.prepare()
+        // Before listening: a witness without its key must not start half-way.
+        let witness = try location.makeWitness(configuration: configuration, logger: logger)
+        if let witness {
+            logger.info("witnessing logs at POST /v1/add-checkpoint", metadata: [
+                "logs": "\(configuration.witnessedLogs.map(\.origin).joined(separator: ", "))", "witnessKey": "\(witness.identity.verifierKey.text)",
+            ])
+        }
+        if !configuration.witnesses.isEmpty {
+            logger.info("asking witnesses to cosign each checkpoint", metadata: [
+                "witnesses": "\(configuration.witnesses.map { "\($0.key.name) at \($0.url)" }.joined(separator: ", "))",
+            ])
+        }
         if let console = configuration.console, console.enabled {
             logger.info("console enabled", metadata: ["listen": "\(console.host):\(console.port)", "authority": "\(console.authority)"])
         }
@@ -67,7 +79,8 @@ struct Serve: AsyncParsableCommand {
         let components = ServerComponents(
             configuration: configuration, store: store, publisher: publisher, directory: location.paths.published, clock: SystemWallClock(),
             objectStoreSync: sync, objectStoreSyncRecord: location.paths.objectStoreSyncRecord,
-            publicKey: (try? SigningKeyFile.load(from: location.resolvedKeyPath)).map { PositiveListPublicKey($0.publicKey) })
+            publicKey: (try? SigningKeyFile.load(from: location.resolvedKeyPath)).map { PositiveListPublicKey($0.publicKey) },
+            witness: witness)
         let application = PositiveListHTTPServer.makeApplication(components, address: .hostname(host, port: port), logger: logger)
         do {
             try await application.runService()
@@ -93,6 +106,40 @@ struct Keygen: AsyncParsableCommand {
         if let identity = try? ListLogIdentity(origin: origin, publicKey: key.publicKey) {
             FileHandle.standardError.write(Data("Log verifier key (format version 3, log/checkpoint): \(identity.verifierKey.text)\n".utf8))
         }
+    }
+}
+
+struct WitnessKeygen: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "witness-keygen",
+        abstract: "Creates the witness's Ed25519 key (DATA_DIR/witness-key, mode 0600) and prints its verifier key.",
+        discussion: """
+            The verifier key goes into the configuration of the logs this server witnesses (their \
+            `witnesses` list, with this server's address and /v1) and of the nodes that count its \
+            cosignatures. Its name is witnessName from the configuration, or tracer-witness/ and 16 hex \
+            digits of the key's SHA-256: set witnessName first if you want another, since the name is part \
+            of the verifier key. Refuses to replace an existing key.
+            """)
+
+    @OptionGroup var location: LocationOptions
+
+    func run() async throws {
+        try location.prepareDataDirectory()
+        let name = (try location.loadConfigurationIfPresent())?.witnessName
+        let key = try SigningKeyFile.create(at: location.paths.witnessKey, kind: .witness)
+        let identity: WitnessIdentity
+        do {
+            identity = try WitnessIdentity(name: name, publicKey: key.publicKey)
+        } catch {
+            throw CommandFailure.witnessName("\(error)")
+        }
+        print(identity.verifierKey.text)
+        FileHandle.standardError.write(Data("""
+            Witness key written to \(location.paths.witnessKey). Its verifier key, printed on standard output, goes into the \
+            `witnesses` of each log this server witnesses and into the configuration of nodes that count its cosignatures; \
+            list those logs in this server's witnessedLogs.
+
+            """.utf8))
     }
 }
 
@@ -249,6 +296,12 @@ struct Publish: AsyncParsableCommand {
         if let log = report.log {
             let appended = log.appendedEntries == 0 ? "nothing appended" : "\(log.appendedEntries) entries appended"
             print("Log holds \(log.treeSize) entries (\(appended)\(log.checkpointSigned ? ", checkpoint signed" : "")).")
+            if !log.cosignedBy.isEmpty {
+                print("Checkpoint cosigned by \(log.cosignedBy.joined(separator: ", ")).")
+            }
+            if !log.witnessesFailed.isEmpty {
+                print("Warning: \(log.witnessesFailed.joined(separator: ", ")) did not cosign the checkpoint, published without; `tracer-server status` says why.")
+            }
         }
     }
 }
@@ -312,14 +365,57 @@ struct Status: AsyncParsableCommand {
             print("Log entries:       none published yet (log/checkpoint is written at the next publication)")
         }
         print("Open upload codes: \(summary.openUploadCodes)")
+        let witnessFailing = showWitnesses(configuration)
         // What the last attempts said: a `serve` that cannot publish or sync (a full disk, the
         // object store down) keeps serving and retrying, so only this shows it.
-        var failing = false
+        var failing = witnessFailing
         for (what, path) in [("Publication", location.paths.publicationRecord), ("Object store sync", location.paths.objectStoreSyncRecord)] {
             guard let record = OutcomeRecord.read(from: path), !record.succeeded else { continue }
             failing = true
             print("\(what) FAILING (last tried \(record.at.utcText)): \(record.detail)")
         }
         if failing { throw ExitCode(1) }
+    }
+
+    /// Both witness roles: the logs this server witnesses (what it cosigned, the evidence it
+    /// kept) and the witnesses its log asks (what each last answered). True when a witness this
+    /// log asks did not cosign the last time: nodes that require its cosignature refuse the list.
+    private func showWitnesses(_ configuration: ServerConfiguration?) -> Bool {
+        if let key = try? SigningKeyFile.load(from: location.paths.witnessKey, kind: .witness),
+           let identity = try? WitnessIdentity(name: configuration?.witnessName, publicKey: key.publicKey) {
+            print("Witness key:       \(identity.verifierKey.text)")
+        }
+        let store = WitnessStateStore(directory: location.paths.witnessDirectory)
+        for log in configuration?.witnessedLogs ?? [] {
+            do {
+                if let held = try store.read(origin: log.origin) {
+                    print("Witnessing:        \(log.origin), cosigned size \(held.treeSize) at \(held.cosignedAt.utcText)")
+                } else {
+                    print("Witnessing:        \(log.origin), nothing cosigned yet")
+                }
+            } catch {
+                print("Witnessing:        \(log.origin) FAILING: \(error)")
+            }
+        }
+        let evidence = store.evidenceFolders()
+        if !evidence.isEmpty {
+            print("Witness EVIDENCE:  \(evidence.count) refused checkpoints that do not extend the tree cosigned, kept in \(store.directory)/evidence (each folder's reason.txt says what it shows)")
+        }
+        var failing = false
+        let records = WitnessCosigningRecord.read(from: location.paths.witnessCosigningRecord)
+        for witness in configuration?.witnesses ?? [] {
+            let label = "Witness \(witness.key.name)"
+            guard let record = records[witness.key.text] else {
+                print("\(label): not asked yet (at the next publication)")
+                continue
+            }
+            if record.succeeded {
+                print("\(label): \(record.detail) (\(record.at.utcText))")
+            } else {
+                failing = true
+                print("\(label) FAILING (last tried \(record.at.utcText)): \(record.detail)")
+            }
+        }
+        return failing
     }
 }

@@ -34,6 +34,15 @@ struct Doctor: AsyncParsableCommand {
         } catch {
             report(false, "signing key", "\(error)")
         }
+        if !configuration.witnessedLogs.isEmpty {
+            do {
+                let key = try SigningKeyFile.load(from: location.paths.witnessKey, kind: .witness)
+                let identity = try WitnessIdentity(name: configuration.witnessName, publicKey: key.publicKey)
+                report(true, "witness key", "\(identity.verifierKey.text), witnessing \(configuration.witnessedLogs.map(\.origin).joined(separator: ", "))")
+            } catch {
+                report(false, "witness key", "\(error)")
+            }
+        }
         await checkDatabase(configuration, report: report)
         // The last publication, as `serve` or `publish` recorded it: a full disk under the
         // published directory shows here, not in a check of the database.

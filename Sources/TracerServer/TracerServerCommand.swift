@@ -16,14 +16,14 @@ struct TracerServerCommand: AsyncParsableCommand {
             $XDG_DATA_HOME/tracer-server or ~/.local/share/tracer-server): server.db, signing-key, \
             config.json and public/, the directory to serve.
 
-            Every setting of config.json except authorities, database, objectStore and console \
-            (which hold secrets or are objects) may also be given in the environment as \
+            Every setting of config.json except authorities, database, objectStore, console, \
+            witnessedLogs and witnesses (which hold secrets or are objects) may also be given in the environment as \
             TRACER_SERVER_ and its name in capitals with underscores (TRACER_SERVER_RETENTION_DAYS) \
             or, to any subcommand, as a flag: its name in small letters with dashes \
             (--retention-days 14). A flag wins over the environment, which wins over the file; \
             `tracer-server config --help` lists them and `tracer-server config` shows which gave each value.
             """,
-        subcommands: [Serve.self, Keygen.self, Append.self, IssueCode.self, Publish.self, Sync.self, Status.self, Doctor.self, Config.self, ConsoleCommand.self])
+        subcommands: [Serve.self, Keygen.self, WitnessKeygen.self, Append.self, IssueCode.self, Publish.self, Sync.self, Status.self, Doctor.self, Config.self, ConsoleCommand.self])
 }
 
 /// Where the server's files are; shared by every subcommand.
@@ -96,7 +96,23 @@ struct LocationOptions: ParsableArguments {
             retentionSeconds: configuration.retentionSeconds, indexRefreshSeconds: configuration.indexRefreshSeconds,
             keySettings: KeyPublicationSettings(configuration), idPublicationDelaySeconds: configuration.clockSkewSeconds,
             clock: SystemWallClock(), logger: logger, recordPath: paths.publicationRecord,
-            logOrigin: configuration.logOrigin, logStatePath: paths.logState)
+            logOrigin: configuration.logOrigin, logStatePath: paths.logState,
+            cosigner: configuration.witnesses.isEmpty ? nil : CheckpointCosigner(
+                witnesses: configuration.witnesses, timeout: .seconds(configuration.witnessTimeoutSeconds),
+                recordPath: paths.witnessCosigningRecord, clock: SystemWallClock(), logger: logger))
+    }
+
+    /// The witness role, when the configuration lists logs to witness; its key must exist.
+    func makeWitness(configuration: ServerConfiguration, logger: Logger) throws -> CheckpointWitness? {
+        guard !configuration.witnessedLogs.isEmpty else { return nil }
+        let key = try SigningKeyFile.load(from: paths.witnessKey, kind: .witness)
+        do {
+            return try CheckpointWitness(
+                key: key, name: configuration.witnessName, logs: configuration.witnessedLogs, directory: paths.witnessDirectory,
+                clock: SystemWallClock(), logger: logger)
+        } catch {
+            throw CommandFailure.witnessName("\(error)")
+        }
     }
 
     private static func absolute(_ path: String) -> String {

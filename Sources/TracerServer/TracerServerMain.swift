@@ -63,6 +63,7 @@ enum CommandFailure: Error, CustomStringConvertible {
     case accountExists(String)
     case invalidAccountName(String)
     case passwordNotSet(String)
+    case witnessName(String)
 
     var description: String {
         switch self {
@@ -90,6 +91,8 @@ enum CommandFailure: Error, CustomStringConvertible {
             return "\"\(name)\" cannot be an account name; use 1 to 64 letters, digits, dots, dashes, underscores or @."
         case .passwordNotSet(let detail):
             return "No account was created: \(detail)"
+        case .witnessName(let detail):
+            return "The witness cannot sign under its name (\(detail)); set witnessName to 1 to 255 bytes without spaces or +."
         case .serverFailed(let detail):
             return "The server stopped with an error (\(detail)); check that the address is free and try again."
         }

@@ -13,7 +13,11 @@ import TestTiers
         "retentionDays": "14", "maxIDsPerHistory": "100", "maxRequestBodyBytes": "2048", "maxWindowSeconds": "120",
         "clockSkewSeconds": "60", "uploadCodeLifetimeSeconds": "3600", "publishIntervalSeconds": "1800",
         "publishSpacingSeconds": "600", "publishRetryMaxSeconds": "5", "longPollSeconds": "30", "failedAttemptsPerMinute": "5", "indexMaxAgeSeconds": "30",
-        "indexRefreshSeconds": "3600", "logOrigin": #""example.org/tracer-list""#, "trustForwardedFor": "true", "trustedProxies": #"["10.0.0.1"]"#, "trustedProxyHops": "2",
+        "indexRefreshSeconds": "3600", "logOrigin": #""example.org/tracer-list""#,
+        "witnessedLogs": #"[{"key": "example.org/tracer-list+58d752fd+AddamAGCsQq31Uv+08lkBzoO4XLz2qYjJa8CGmj3B1Ea"}]"#,
+        "witnessName": #""witness.example/w1""#,
+        "witnesses": #"[{"url": "https://witness.example/v1", "key": "witness.example/w1+04d2d833+BD1AF8PoQ4lakrcKp00bfrycmCzPLsSWjMDNVfEq9GYM"}]"#,
+        "witnessTimeoutSeconds": "10", "trustForwardedFor": "true", "trustedProxies": #"["10.0.0.1"]"#, "trustedProxyHops": "2",
         "idleTimeoutSeconds": "10", "requestReadTimeoutSeconds": "30", "maxConnections": "100", "maxConnectionsPerAddress": "10",
         "acceptUploads": #""ids""#, "maxKeysPerHistory": "32", "keyIntervalsSeconds": "[600]", "keyPublicationDelaySeconds": "0",
         "keyPaddingMultiplier": "2.5", "keyBatchMinimumKeys": "10", "keyBatchMaximumHoldSeconds": "3600",
@@ -37,7 +41,7 @@ import TestTiers
 
     /// The settings only the file gives: secrets (tokens, the database's and the object store's
     /// credentials) must never be typed where `ps` shows them, and these are objects.
-    static let fileOnly: Set<String> = ["authorities", "database", "objectStore", "console"]
+    static let fileOnly: Set<String> = ["authorities", "database", "objectStore", "console", "witnessedLogs", "witnesses"]
 
     @Test func everyOtherSettingHasAnEnvironmentVariableAndAFlagNamedAfterItsKey() {
         for definition in ServerSettingRegistry.all {

@@ -43,6 +43,17 @@ public struct ServerConfiguration: Sendable {
     /// The log's origin (format version 3): the checkpoint's first line and its keys' name;
     /// nil: `tracer-list/` and 16 hex digits of SHA-256 of the public key (ListLogIdentity).
     public var logOrigin: String?
+    /// The logs this server witnesses (C2SP tlog-witness, `POST /v1/add-checkpoint`); empty: it
+    /// is no witness. Needs the witness key (`tracer-server witness-keygen`).
+    public var witnessedLogs: [WitnessedLogSettings] = []
+    /// The name of the witness's cosignature key; nil: `tracer-witness/` and 16 hex digits of
+    /// SHA-256 of its public key (WitnessIdentity).
+    public var witnessName: String?
+    /// The witnesses this server's log asks to cosign each checkpoint; empty: none.
+    public var witnesses: [WitnessEndpointSettings] = []
+    /// How long one request to a witness may take, in seconds; a publication waits at most twice
+    /// this for its witnesses (asked all at once, each at most twice).
+    public var witnessTimeoutSeconds: Int64 = 5
     /// Behind a reverse proxy every request comes from the proxy's address; this takes the
     /// client address from `X-Forwarded-For` instead, as the proxies in `trustedProxies` and
     /// `trustedProxyHops` wrote it (see ForwardedFor).
@@ -144,6 +155,13 @@ public struct ServerConfiguration: Sendable {
            let unknown = Set(section.keys).subtracting(ConsoleSettings.knownKeys).sorted().first
         {
             throw .unknownSetting(path: path, name: "console." + unknown)
+        }
+        for (list, known) in [("witnessedLogs", WitnessedLogSettings.knownKeys), ("witnesses", WitnessEndpointSettings.knownKeys)] {
+            for (position, entry) in ((fields[list] as? [Any]) ?? []).enumerated() {
+                if let entry = entry as? [String: Any], let unknown = Set(entry.keys).subtracting(known).sorted().first {
+                    throw .unknownSetting(path: path, name: "\(list)[\(position)].\(unknown)")
+                }
+            }
         }
         var merged = data
         if !overrides.values.isEmpty {

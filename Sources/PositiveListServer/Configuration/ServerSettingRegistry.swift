@@ -58,6 +58,37 @@ enum ServerSettingRegistry {
                 configuration.logOrigin = value
             },
             show: { $0.logOrigin ?? "(unset: tracer-list/ and 16 hex digits of the public key's SHA-256)" }, textForm: .string),
+        .converted(
+            "witnessedLogs", [WitnessedLogSettings.File].self,
+            accepts: #"a list of {"key": the log's verifier key, "origin": its origin if not the key's name}"#,
+            help: "The logs this server witnesses: it cosigns their checkpoints at POST /v1/add-checkpoint (C2SP tlog-witness).",
+            apply: { (value, configuration, path) throws(ConfigurationError) in
+                configuration.witnessedLogs = try WitnessedLogSettings.list(value, path: path)
+            },
+            show: { configuration in
+                configuration.witnessedLogs.isEmpty ? "(unset: not a witness)" : configuration.witnessedLogs.map(\.origin).joined(separator: ", ")
+            }),
+        .converted(
+            "witnessName", String.self, accepts: "a name without spaces or +, such as witness.example.org/w1",
+            help: "The witness's key name in its cosignatures; never change it once logs and nodes use its key.",
+            apply: { (value, configuration, path) throws(ConfigurationError) in
+                if let problem = WitnessIdentity.problem(name: value) { throw .invalidValue(path: path, detail: problem) }
+                configuration.witnessName = value
+            },
+            show: { $0.witnessName ?? "(unset: tracer-witness/ and 16 hex digits of the witness key's SHA-256)" }, textForm: .string),
+        .converted(
+            "witnesses", [WitnessEndpointSettings.File].self,
+            accepts: #"a list of at most 16 {"url": the witness's submission prefix, "key": its verifier key}"#,
+            help: "The witnesses this server's log asks to cosign each checkpoint; the checkpoint is published with the cosignatures obtained.",
+            apply: { (value, configuration, path) throws(ConfigurationError) in
+                configuration.witnesses = try WitnessEndpointSettings.list(value, path: path)
+            },
+            show: { configuration in
+                configuration.witnesses.isEmpty ? "(unset: no witnesses)" : configuration.witnesses.map { "\($0.key.name) at \($0.url)" }.joined(separator: ", ")
+            }),
+        .number(
+            "witnessTimeoutSeconds", \.witnessTimeoutSeconds, SettingBounds(lower: 1, upper: 60),
+            help: "How long one request to a witness may take, in seconds; a publication waits at most twice this for its witnesses."),
         .plain(
             "trustForwardedFor", \.trustForwardedFor, accepts: "true or false",
             help: "Take the client address from X-Forwarded-For as the trusted proxies wrote it (behind a reverse proxy)."),

@@ -27,16 +27,14 @@ public struct ListLogIdentity: Sendable {
     }
 
     public static func defaultOrigin(publicKey: Curve25519.Signing.PublicKey) -> String {
-        "tracer-list/" + SHA256.hash(data: publicKey.rawRepresentation).prefix(8).map { String(format: "%02x", $0) }.joined()
+        PositiveListPublicKey(publicKey).defaultLogOrigin
     }
 
     /// What a configured origin must be: a valid note key name (non-empty, no space or +, no
     /// control character), at most 255 bytes, and not beginning with `cosignature/`, which
     /// would let one of the key's two signature kinds stand for the other.
     public static func problem(origin: String) -> String? {
-        guard !origin.isEmpty, origin.utf8.count <= 255,
-              !origin.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0 == "+" || $0.value < 0x20 || $0.value == 0x7f })
-        else { return "logOrigin must be 1 to 255 bytes without spaces, + or control characters" }
+        if let problem = NoteNameRule.problem(origin, setting: "logOrigin") { return problem }
         guard !origin.hasPrefix("cosignature/") else { return "logOrigin must not begin with cosignature/" }
         return nil
     }
@@ -64,6 +62,10 @@ public struct ListLogReport: Sendable, Equatable {
     public var appendedKeyBatches: [UInt64] = []
     /// A checkpoint was signed (after an append, or to refresh its time).
     public var checkpointSigned = false
+    /// The witnesses whose cosignatures this publication added to the checkpoint, and those
+    /// asked that did not cosign (none asked: no witnesses configured, or none missing).
+    public var cosignedBy: [String] = []
+    public var witnessesFailed: [String] = []
 }
 
 public enum ListLogError: Error, Sendable, CustomStringConvertible {
@@ -153,8 +155,11 @@ extension Publisher {
             // Nothing new: a new note for the same tree once the last one is old, so that nodes
             // can tell an idle log from a frozen one; and the first publication's empty tree.
             if checkpoint == nil || signedAt.map({ Int64(clamping: $0) <= now - indexRefreshSeconds }) ?? true {
-                try writeCheckpoint(Checkpoint(origin: identity.origin, treeSize: size, rootHash: edge.rootHash), now: now)
+                try await writeCheckpoint(
+                    Checkpoint(origin: identity.origin, treeSize: size, rootHash: edge.rootHash), previousSize: size, now: now, report: &report)
                 report.checkpointSigned = true
+            } else if let checkpoint {
+                try await completeCosignatures(of: checkpoint, report: &report)
             }
             if Self.readLogState(at: logStatePath) != state { try writeLogState(state) }
             return report
@@ -177,7 +182,9 @@ extension Publisher {
         // after a power cut the checkpoint must not name a tile whose directory entry was lost.
         try Self.syncAncestors(of: written, below: directory.path)
         try inject(.logTilesWritten)
-        try writeCheckpoint(Checkpoint(origin: identity.origin, treeSize: result.rightEdge.treeSize, rootHash: result.rootHash), now: now)
+        try await writeCheckpoint(
+            Checkpoint(origin: identity.origin, treeSize: result.rightEdge.treeSize, rootHash: result.rootHash), previousSize: size, now: now,
+            report: &report)
         report.checkpointSigned = true
         try inject(.logCheckpointReplaced)
         let previousSize = state.previousTreeSize
@@ -189,15 +196,64 @@ extension Publisher {
         return report
     }
 
-    private func writeCheckpoint(_ checkpoint: Checkpoint, now: UnixSeconds) throws {
+    /// Signs `checkpoint` (the log's signature, then its timestamped one), has the configured
+    /// witnesses cosign it (their proofs from the tiles of the tree just written; `previousSize`
+    /// for a witness this log has no record of), and replaces `log/checkpoint`.
+    private func writeCheckpoint(
+        _ checkpoint: Checkpoint, previousSize: UInt64, now: UnixSeconds, report: inout ListLogReport
+    ) async throws {
         let identity = logIdentity
         let signers = [
             try NoteSigner(name: identity.origin, type: .ed25519, privateKey: signingKey),
             try NoteSigner(name: identity.origin, type: .cosignatureV1, privateKey: signingKey),
         ]
-        let note = try checkpoint.signed(by: signers, timestamp: UInt64(max(now, 0)))
+        var note = try checkpoint.signed(by: signers, timestamp: UInt64(max(now, 0)))
+        if let cosigner {
+            let result = await cosigner.cosign(note, checkpoint: checkpoint, previousSize: previousSize, proof: proofMaker(for: checkpoint))
+            note = result.note
+            report.cosignedBy = result.cosigned
+            report.witnessesFailed = result.failed.map(\.witness)
+        }
         try AtomicFile.write(Array(note.encoded), to: directory.logCheckpointPath)
         Self.removeTemporaryFiles(in: directory.logPath)
+    }
+
+    /// A publication that signs no checkpoint asks the witnesses whose cosignature the published
+    /// one lacks (down, or refusing, the last time) again, and adds what they give: a witness that
+    /// was down at an append cosigns at the next publication, not only when the tree grows or its
+    /// note is refreshed a day later. The log's own signatures are left as they are.
+    private func completeCosignatures(of checkpoint: Checkpoint, report: inout ListLogReport) async throws {
+        guard let cosigner, let bytes = FileManager.default.contents(atPath: directory.logCheckpointPath),
+              let note = try? SignedNote(parsing: bytes)
+        else { return }
+        let missing = cosigner.missing(from: note)
+        guard !missing.isEmpty else { return }
+        let result = await cosigner.cosign(
+            note, checkpoint: checkpoint, previousSize: checkpoint.treeSize, asking: missing, proof: proofMaker(for: checkpoint))
+        report.cosignedBy = result.cosigned
+        report.witnessesFailed = result.failed.map(\.witness)
+        guard !result.cosigned.isEmpty else { return }
+        try AtomicFile.write(Array(result.note.encoded), to: directory.logCheckpointPath)
+        Self.removeTemporaryFiles(in: directory.logPath)
+    }
+
+    /// Consistency proofs to `checkpoint`'s tree from the published hash tiles: the few tiles of
+    /// that tree the proof's nodes lie in (a couple per level, whatever the log's size).
+    private nonisolated func proofMaker(for checkpoint: Checkpoint) -> @Sendable (UInt64) throws -> [MerkleHash] {
+        let logDirectory = directory.logPath
+        let newSize = checkpoint.treeSize
+        return { oldSize in try Self.consistencyProof(from: oldSize, to: newSize, logDirectory: logDirectory) }
+    }
+
+    static func consistencyProof(from oldSize: UInt64, to newSize: UInt64, logDirectory: String) throws -> [MerkleHash] {
+        var reader = TileHashReader(treeSize: newSize)
+        for tile in try TileLayout.tilesForConsistency(oldSize: oldSize, newSize: newSize) {
+            guard let bytes = FileManager.default.contents(atPath: logDirectory + "/" + tile.path) else {
+                throw TileError.missingTile(path: tile.path)
+            }
+            try reader.add(tile, bytes: bytes)
+        }
+        return try MerkleProofGenerator.consistencyProof(oldSize: oldSize, newSize: newSize, reader: reader)
     }
 
     private func writeLogState(_ state: ListLogState) throws {

@@ -128,13 +128,16 @@ public actor Publisher {
     public nonisolated let logIdentity: ListLogIdentity
     /// Which batches the log holds (``ListLogState``): in the data directory, not published.
     let logStatePath: String
+    /// Asks the configured witnesses to cosign each checkpoint (`witnesses`); nil: none configured.
+    let cosigner: CheckpointCosigner?
 
     public init(
         store: any SubmissionStore, directory: PublishedDirectory, signingKey: Curve25519.Signing.PrivateKey,
         retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, keySettings: KeyPublicationSettings = KeyPublicationSettings(),
         idPublicationDelaySeconds: Int64 = 300, clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil,
-        recordPath: String? = nil, logOrigin: String? = nil, logStatePath: String? = nil
+        recordPath: String? = nil, logOrigin: String? = nil, logStatePath: String? = nil, cosigner: CheckpointCosigner? = nil
     ) {
+        self.cosigner = cosigner
         self.recordPath = recordPath
         // A configured origin is checked by the configuration; a bad one here is a caller's bug.
         self.logIdentity = (try? ListLogIdentity(origin: logOrigin, publicKey: signingKey.publicKey))
