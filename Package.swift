@@ -139,7 +139,7 @@ let package = Package(
             name: "TracerNode",
             dependencies: [
                 "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListFormat", "CommandLineMain", "Places",
-                "TracerCore", "CurlHTTP", "Settings",
+                "TracerCore", "CurlHTTP", "Settings", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -61,4 +61,11 @@ public struct PositiveListPublicKey: Sendable, Equatable {
     }
 
     public var base64: String { Data(rawRepresentation).base64EncodedString() }
+
+    /// The origin of the list log this key signs when its server sets none (`logOrigin`), and so
+    /// the one a node expects when it sets none (`list.origin`): `tracer-list/` and the first 16
+    /// hex digits of SHA-256 of the key.
+    public var defaultLogOrigin: String {
+        "tracer-list/" + SHA256.hash(data: rawRepresentation).prefix(8).map { String(format: "%02x", $0) }.joined()
+    }
 }

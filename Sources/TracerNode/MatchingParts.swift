@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import Matching
 import PositiveListFormat
+import TransparencyLog
 
 /// Builds the matching parts a command needs from the effective settings; the one place where
 /// settings turn into a list source, a cache, an HTTP client and a risk model.
@@ -35,7 +36,7 @@ struct MatchingParts {
     /// The long poll on the server's `GET /v1/generation` (check.long_poll).
     func longPoll() throws -> GenerationLongPoll {
         GenerationLongPoll(
-            serverURL: try serverURL(), cache: cache, publicKey: try publicKey(),
+            serverURL: try serverURL(), cache: cache, publicKey: try publicKey(), log: try followedLog(key: try publicKey()),
             http: CurlHTTPClient(configuration: GenerationLongPoll.clientConfiguration(httpConfiguration)))
     }
 
@@ -67,11 +68,42 @@ struct MatchingParts {
     /// The checker for `store`; offline checks use the cache only and need no server URL.
     func checker(store: NodeStore, offline: Bool) throws -> ExposureChecker {
         let key = try publicKey()
-        let updater = offline ? nil : updater(url: try serverURL(), key: key, http: httpClient())
+        let updating = offline ? ListUpdating(index: nil, log: nil) : try listUpdating(key: key, http: httpClient())
         return ExposureChecker(
-            store: store, cache: cache, publicKey: key, updater: updater, model: riskModel, clockSkewTolerance: settings.clockSkew,
+            store: store, cache: cache, publicKey: key, updater: updating.index, model: riskModel, clockSkewTolerance: settings.clockSkew,
             // The authority does not publish the largest jitter it allows; a deployment sets
             // node.rotation_jitter alike on every node, so this node's own is the best guess.
-            keyWindowRule: DerivedWindowRule(maximumJitterSeconds: settings.rotationJitter))
+            keyWindowRule: DerivedWindowRule(maximumJitterSeconds: settings.rotationJitter), log: try followedLog(key: key),
+            logUpdater: updating.log)
     }
+
+    /// The updaters of the list `list.format` follows: the index's unless the format is log,
+    /// the log's unless it is index.
+    func listUpdating(key: PositiveListPublicKey, http: any HTTPTransferring) throws -> ListUpdating {
+        let url = try serverURL()
+        return ListUpdating(
+            index: settings.listFormat == .log ? nil : updater(url: url, key: key, http: http),
+            log: try followedLog(key: key).map { try logUpdater($0, http: http) })
+    }
+
+    /// The log at `server.url`/log/ as `list.*` describes it; nil with `list.format = index`.
+    func followedLog(key: PositiveListPublicKey) throws -> FollowedListLog? {
+        guard settings.listFormat != .index else { return nil }
+        let origin = settings.listOrigin ?? key.defaultLogOrigin
+        let logKey = try NoteVerifierKey(name: origin, type: .ed25519, publicKey: key.key)
+        let source = FollowedLogSource(
+            origin: origin, logKey: logKey, witnesses: settings.listWitnesses, requiredCosignatures: Int(settings.listWitnessesRequired))
+        return FollowedListLog(source: source, store: logStore, required: settings.listFormat == .log)
+    }
+
+    /// Where the followed log is kept: beside the index, under the cache's lock.
+    var logStore: FollowedLogStore { FollowedLogStore(directory: settings.cacheDirectory + "/log") }
+
+    func logUpdater(_ log: FollowedListLog, http: any HTTPTransferring) throws -> ListLogUpdater {
+        ListLogUpdater(log: log, files: HTTPLogFiles(baseURL: try serverURL().trimmingSuffix("/") + "/log", http: http), cache: cache, maximumListAge: settings.maxListAge)
+    }
+}
+
+private extension String {
+    func trimmingSuffix(_ suffix: String) -> String { hasSuffix(suffix) ? String(dropLast(suffix.count)) : self }
 }

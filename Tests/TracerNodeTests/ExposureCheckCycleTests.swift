@@ -31,9 +31,13 @@ extension TracerNodeTests {
             static let hour: UnixSeconds = 3_600
             static let minute: UnixSeconds = 60
 
-            init(scratch: Scratch, server: ListServerProcess) throws {
+            /// `list.format` for every node of this world; nil: the default (auto, so the log).
+            let listFormat: String?
+
+            init(scratch: Scratch, server: ListServerProcess, listFormat: String? = nil) throws {
                 self.scratch = scratch
                 self.server = server
+                self.listFormat = listFormat
                 now = UnixSeconds(Date().timeIntervalSince1970)
                 day2 = now - now % 86_400 - 86_400
                 day1 = day2 - 86_400
@@ -56,8 +60,9 @@ extension TracerNodeTests {
             }
 
             func tracer(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> ProcessResult {
-                try Products.tracer(
-                    arguments, home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")], timeout: timeout)
+                var environment = ["XDG_CONFIG_HOME": scratch.file("xdg-config")]
+                if let listFormat { environment["TRACER_LIST_FORMAT"] = listFormat }
+                return try Products.tracer(arguments, home: scratch.path, environment: environment, timeout: timeout)
             }
 
             /// `tracer check` of `node` (its store and its own cache directory) against the server.
@@ -127,12 +132,12 @@ extension TracerNodeTests {
         }
 
         /// Runs `body` with a fresh world; stops the server and removes the scratch directory after.
-        static func withWorld(_ body: (World) throws -> Void) throws {
+        static func withWorld(listFormat: String? = nil, _ body: (World) throws -> Void) throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let server = try ListServerProcess(scratch: scratch)
             defer { server.stop() }
-            try body(try World(scratch: scratch, server: server))
+            try body(try World(scratch: scratch, server: server, listFormat: listFormat))
         }
 
         static func dayName(_ dayStart: UnixSeconds) -> String {
@@ -153,6 +158,7 @@ extension TracerNodeTests {
                 var batches: Int
                 var updateFailure: String?
                 var offline: Bool
+                var logEntries: UInt64?
             }
 
             struct Day: Decodable {
@@ -384,9 +390,10 @@ extension TracerNodeTests {
 
         // MARK: Incremental updates
 
+        /// The signed index (a server from before the log; `list.format = index`).
         @Test(.timeLimit(.minutes(2)))
         func laterChecksDownloadOnlyWhatIsNew() throws {
-            try Self.withWorld { world in
+            try Self.withWorld(listFormat: "index") { world in
                 let (h, m) = (World.hour, World.minute)
                 let secondIDs = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
                 try NodeFixture.makeStore(world.db("b"), encounters: [
@@ -439,10 +446,99 @@ extension TracerNodeTests {
             }
         }
 
+        /// The log (issue 39): a check downloads the checkpoint and only the entries after the
+        /// ones held, appended to the held file; while nothing changes the checkpoint is
+        /// confirmed by a 304 and nothing is written but the time.
+        @Test(.timeLimit(.minutes(2)))
+        func laterChecksFollowTheLogDownloadingOnlyWhatIsNew() throws {
+            try Self.withWorld { world in
+                let (h, m) = (World.hour, World.minute)
+                let secondIDs = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
+                try NodeFixture.makeStore(world.db("b"), encounters: [
+                    EncounterSpec(peer: world.reporterID(at: world.day1 + 10 * h), times: [world.day1 + 10 * h + 5 * m, world.day1 + 10 * h + 15 * m], rssi: [-50, -50]),
+                    EncounterSpec(
+                        peer: secondIDs.first { $0.window.contains(world.day2 + 8 * h) }!.id,
+                        times: [world.day2 + 8 * h + 10 * m, world.day2 + 8 * h + 25 * m], rssi: [-50, -50]),
+                ])
+                let cache = world.cache("b")
+                let published = world.server.dataDirectory + "/public/log"
+
+                let first = try world.checkJSON("b", expecting: 3)
+                #expect(first.matchedIDs == 1)
+                #expect(first.list.batches == 1)
+                #expect(first.list.logEntries == 1)
+                #expect(!FileManager.default.fileExists(atPath: cache + "/index.tpli"), "a node that follows the log needs no index")
+                let firstEntries = try Check.bytes(cache + "/log/entries")
+
+                try NodeFixture.makeStore(world.db("a2"), ownIDs: secondIDs)
+                let report = try world.tracer(["report", "--db", world.db("a2"), "--server", world.server.url, "--code", try world.server.issueCode(), "--yes"])
+                try #require(report.exitCode == 0, "\(report)")
+                #expect(try world.server.publish().contains("Published batch 2"))
+
+                let second = try world.checkJSON("b", expecting: 3)
+                #expect(second.matchedIDs == 2)
+                #expect(second.idsChecked == world.reporterIDs.count + secondIDs.count)
+                #expect(second.list.batches == 2)
+                #expect(second.list.logEntries == 2)
+                let secondEntries = try Check.bytes(cache + "/log/entries")
+                #expect(secondEntries.starts(with: firstEntries), "the held entries are appended to, never rewritten")
+                // After the 8-byte index of the first entry held: the published bundle, byte for byte.
+                #expect(secondEntries.dropFirst(8) == (try Check.bytes(published + "/tile/entries/000.p/2")))
+                let etag = try Check.bytes(cache + "/log/checkpoint.etag")
+                let stateIdentity = NodeFixture.identity(cache + "/log/state")
+                let secondUpdated = try #require(try world.cacheState("b").lastUpdated)
+
+                sleep(1)
+                let third = try world.checkJSON("b", expecting: 3)
+                #expect(third.list.updateFailure == nil)
+                #expect(third.list.logEntries == 2)
+                #expect(NodeFixture.identity(cache + "/log/state") == stateIdentity, "a 304 leaves the held state alone")
+                #expect(try Check.bytes(cache + "/log/checkpoint.etag") == etag)
+                #expect(try #require(try world.cacheState("b").lastUpdated) > secondUpdated)
+            }
+        }
+
+        /// A node moved to another server (another key, so another log) follows that log afresh
+        /// at once, and its verdict is that log's alone; moved back, the first log's again.
+        @Test(.timeLimit(.minutes(2)))
+        func aNodeMovedToAnotherServerFollowsItsLogAfresh() throws {
+            try Self.withWorld { world in
+                try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
+                _ = try world.checkJSON("b", expecting: 3)
+                let other = try ListServerProcess(scratch: world.scratch, name: "other-server")
+                defer { other.stop() }
+                let ids = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
+                try NodeFixture.makeStore(world.db("z"), ownIDs: ids)
+                let reported = try world.tracer(["report", "--db", world.db("z"), "--server", other.url, "--code", try other.issueCode(), "--yes"])
+                try #require(reported.exitCode == 0, "\(reported)")
+                try #require(try other.publish().contains("Published batch"))
+
+                let moved = try world.check("b", ["--json"], server: other.url, key: other.publicKey)
+                #expect(moved.exitCode == 0, "A's ids are not in the other server's list: \(moved)")
+                let movedReport = try JSONDecoder().decode(CheckReport.self, from: Data(moved.stdout.utf8))
+                #expect(movedReport.matchedIDs == 0 && movedReport.list.logEntries == 1 && movedReport.list.updateFailure == nil)
+
+                let back = try world.checkJSON("b", expecting: 3)
+                #expect(back.matchedIDs == 4)
+                #expect(back.list.updateFailure == nil)
+            }
+        }
+
         // MARK: When the list cannot be updated
 
         enum ListFailure: String, CaseIterable, Sendable {
-            case badIndexSignature, truncatedIndex, tamperedBatch, serverDown, serverErrors, slowServer
+            case badIndexSignature, truncatedIndex, tamperedBatch
+            case badCheckpointSignature, truncatedCheckpoint, tamperedBundle, olderCheckpoint
+            case serverDown, serverErrors, slowServer
+
+            /// The index's failures need a node that follows the index; the rest are met by the
+            /// default, a node that follows the log.
+            var listFormat: String? {
+                [.badIndexSignature, .truncatedIndex, .tamperedBatch].contains(self) ? "index" : nil
+            }
+
+            /// A failure of the list's files, after which an exposure in the held list still counts.
+            var isDamagedList: Bool { ![.serverDown, .serverErrors, .slowServer].contains(self) }
         }
 
         /// After a good list is cached, the update fails: the node says so and since when, uses
@@ -450,14 +546,25 @@ extension TracerNodeTests {
         /// keeps the old list whole.
         @Test(.timeLimit(.minutes(2)), arguments: ListFailure.allCases)
         func failedUpdateKeepsTheVerifiedList(_ failure: ListFailure) throws {
-            try Self.withWorld { world in
+            try Self.withWorld(listFormat: failure.listFormat) { world in
                 try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
                 try NodeFixture.makeStore(world.db("c"), encounters: world.unexposedEncounters)
+                let log = world.server.dataDirectory + "/public/log"
+                let heldCheckpoint = try Check.bytes(log + "/checkpoint")
+                if failure == .olderCheckpoint {
+                    // The nodes follow a longer log than the one a cache then serves again.
+                    try world.reportAnother("a2")
+                    #expect(try world.server.publish().contains("Published batch 2"))
+                }
                 _ = try world.checkJSON("b", expecting: 3)
                 _ = try world.checkJSON("c", expecting: 0)
                 let goodB = NodeFixture.listFiles(in: world.cache("b"))
                 let goodC = NodeFixture.listFiles(in: world.cache("c"))
-                #expect(goodC["batches/1.tplb"] != nil && goodC["index.tpli"] != nil)
+                if failure.listFormat == "index" {
+                    #expect(goodC["batches/1.tplb"] != nil && goodC["index.tpli"] != nil)
+                } else {
+                    #expect(goodC["log/state"] != nil && goodC["log/entries"] != nil && goodC["index.tpli"] == nil)
+                }
 
                 var fixture: HTTPFixtureServer?
                 defer { fixture?.stop() }
@@ -481,6 +588,29 @@ extension TracerNodeTests {
                     bytes[45] ^= 0x01
                     try Data(bytes).write(to: URL(fileURLWithPath: world.server.publishedBatch(2)), options: .atomic)
                     reason = "batches/2.tplb failed verification"
+                case .badCheckpointSignature, .truncatedCheckpoint:
+                    var bytes = [UInt8](try Check.bytes(log + "/checkpoint"))
+                    if failure == .badCheckpointSignature {
+                        // A digit of the tree size: the log's signature no longer covers the text.
+                        let second = bytes.firstIndex(of: 0x0a)! + 1
+                        bytes[second] = bytes[second] == UInt8(ascii: "1") ? UInt8(ascii: "2") : UInt8(ascii: "1")
+                    } else {
+                        bytes.removeLast(bytes.count / 2)
+                    }
+                    try Data(bytes).write(to: URL(fileURLWithPath: log + "/checkpoint"), options: .atomic)
+                    reason = "checkpoint was refused"
+                case .tamperedBundle:
+                    try world.reportAnother("a2")
+                    #expect(try world.server.publish().contains("Published batch 2"))
+                    // The second entry's last byte, in the bundle the nodes read it from.
+                    let bundle = log + "/tile/entries/000.p/2"
+                    var bytes = [UInt8](try Check.bytes(bundle))
+                    bytes[bytes.count - 1] ^= 0x01
+                    try Data(bytes).write(to: URL(fileURLWithPath: bundle), options: .atomic)
+                    reason = "do not make the signed log"
+                case .olderCheckpoint:
+                    try heldCheckpoint.write(to: URL(fileURLWithPath: log + "/checkpoint"), options: .atomic)
+                    reason = "older than the 2 this node holds"
                 case .serverDown:
                     world.server.stop()
                     reason = "Could not connect"
@@ -517,7 +647,7 @@ extension TracerNodeTests {
                 }
 
                 // An exposure in the old list still counts, with the same warning.
-                if [.badIndexSignature, .truncatedIndex, .tamperedBatch].contains(failure) {
+                if failure.isDamagedList {
                     let b = try world.check("b", extra, server: url)
                     #expect(b.exitCode == 3, "\(b)")
                     #expect(b.stdout.contains("could not be updated"), "\(b)")
@@ -577,7 +707,9 @@ extension TracerNodeTests {
         /// failed half-way, and after moving back.
         @Test(.timeLimit(.minutes(2)))
         func anotherServersListReplacesTheCachedOneWhole() throws {
-            try Self.withWorld { world in
+            // The index's batches are the files that could be mixed up; a log is checked whole
+            // against its checkpoint (ListLogUpdaterTests, and the move in laterChecksFollowTheLog).
+            try Self.withWorld(listFormat: "index") { world in
                 try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
                 _ = try world.checkJSON("b", expecting: 3)
                 let firstBatch = try Check.bytes(world.server.publishedBatch(1))

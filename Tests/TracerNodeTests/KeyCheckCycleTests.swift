@@ -86,7 +86,7 @@ extension TracerNodeTests {
             #expect(plain.stdout.contains("Exposure found"), "\(plain)")
         }
 
-        /// Issue 25, item 1: after a node verified the key index, a 404 for it (a CDN caching the
+        /// Issue 25, item 1 (and issue 39 for the log's checkpoint): after a node verified the key index, a 404 for it (a CDN caching the
         /// origin's 404, or a hostile one) is a failed update. A node whose exposure came from a
         /// published key still exits 3, with a warning; a node without exposure exits 1, never
         /// 0. The CDN is the fixture server, serving a copy of the real server's files.
@@ -110,29 +110,39 @@ extension TracerNodeTests {
             ])
             try NodeFixture.makeStore(scratch.file("c.db"))
 
+            // Nodes b and c follow the index (a server from before the log), b2 and c2 the log:
+            // for them the checkpoint is the file a failing CDN answers 404 for.
+            try NodeFixture.makeStore(scratch.file("b2.db"), encounters: [
+                EncounterSpec(peer: derivation.id(key: pastKey, windowIndex: window), times: [start + 60, start + 840], rssi: [-50, -50]),
+            ])
+            try NodeFixture.makeStore(scratch.file("c2.db"))
             func check(_ node: String, server url: String) throws -> ProcessResult {
-                try Products.tracer(
+                let format = node.hasSuffix("2") ? "log" : "index"
+                return try Products.tracer(
                     ["check", "--quiet", "--db", scratch.file(node + ".db"), "--cache-dir", scratch.file(node + "-cache"), "--server", url,
                      "--server-key", server.publicKey],
-                    home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")], timeout: .seconds(60))
+                    home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config"), "TRACER_LIST_FORMAT": format],
+                    timeout: .seconds(60))
             }
-            let exposed = try check("b", server: server.url)
-            try #require(exposed.exitCode == 3, "\(exposed)")
-            let unexposed = try check("c", server: server.url)
-            try #require(unexposed.exitCode == 0, "\(unexposed)")
+            for (exposedNode, unexposedNode, missing) in [("b", "c", "keys/index.tpki"), ("b2", "c2", "log/checkpoint")] {
+                let exposed = try check(exposedNode, server: server.url)
+                try #require(exposed.exitCode == 3, "\(exposed)")
+                let unexposed = try check(unexposedNode, server: server.url)
+                try #require(unexposed.exitCode == 0, "\(unexposed)")
 
-            let copy = scratch.file("cdn")
-            try FileManager.default.copyItem(atPath: server.dataDirectory + "/public", toPath: copy)
-            try #"{"keys/index.tpki": {"status": 404}}"#.write(toFile: copy + "/behaviour.json", atomically: true, encoding: .utf8)
-            let cdn = try HTTPFixtureServer(listRoot: copy)
-            defer { cdn.stop() }
-            let stillExposed = try check("b", server: cdn.url("/list"))
-            #expect(stillExposed.exitCode == 3, "\(stillExposed)")
-            #expect(stillExposed.stdout.contains("Warning: the list could not be updated"), "\(stillExposed)")
-            #expect(stillExposed.stdout.contains("Exposure found"), "\(stillExposed)")
-            let notUpdated = try check("c", server: cdn.url("/list"))
-            #expect(notUpdated.exitCode == 1, "a 404 key index gave \(notUpdated.exitCode): \(notUpdated)")
-            #expect(notUpdated.stdout.contains("HTTP 404"), "\(notUpdated)")
+                let copy = scratch.file("cdn-" + exposedNode)
+                try FileManager.default.copyItem(atPath: server.dataDirectory + "/public", toPath: copy)
+                try #"{"\#(missing)": {"status": 404}}"#.write(toFile: copy + "/behaviour.json", atomically: true, encoding: .utf8)
+                let cdn = try HTTPFixtureServer(listRoot: copy)
+                defer { cdn.stop() }
+                let stillExposed = try check(exposedNode, server: cdn.url("/list"))
+                #expect(stillExposed.exitCode == 3, "\(missing): \(stillExposed)")
+                #expect(stillExposed.stdout.contains("Warning: the list could not be updated"), "\(missing): \(stillExposed)")
+                #expect(stillExposed.stdout.contains("Exposure found"), "\(missing): \(stillExposed)")
+                let notUpdated = try check(unexposedNode, server: cdn.url("/list"))
+                #expect(notUpdated.exitCode == 1, "a 404 for \(missing) gave \(notUpdated.exitCode): \(notUpdated)")
+                #expect(notUpdated.stdout.contains("HTTP 404"), "\(missing): \(notUpdated)")
+            }
         }
     }
 }

@@ -182,7 +182,7 @@ enum NodeFixture {
     /// The list files of a cache directory (not state.json, which records every attempt), by name.
     static func listFiles(in cache: String) -> [String: Data] {
         var files: [String: Data] = [:]
-        for name in ["index.tpli", "index.etag"] {
+        for name in ["index.tpli", "index.etag", "log/state", "log/entries", "log/checkpoint.etag"] {
             files[name] = FileManager.default.contents(atPath: cache + "/" + name)
         }
         for name in (try? FileManager.default.contentsOfDirectory(atPath: cache + "/batches")) ?? [] {

@@ -18,6 +18,11 @@ public struct ExposureCheckReport: Codable, Sendable, Equatable {
         /// Key batches matched; nil when the server publishes no keys (and in reports stored
         /// before key matching).
         public var keyBatches: Int? = nil
+        /// The followed log's size (its entries); nil for a list matched from the signed index.
+        /// `generation` is then this size and `publishedAt` when the log signed it.
+        public var logEntries: UInt64? = nil
+        /// Signed log entries that did not parse and were skipped; nil when there were none.
+        public var unreadableLogEntries: Int? = nil
     }
 
     public var checkedAt: UnixSeconds

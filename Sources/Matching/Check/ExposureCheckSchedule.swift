@@ -92,6 +92,7 @@ public struct ExposureCheckSchedule: Sendable {
                     logger.debug("the server published a new generation; revalidating")
                     let held = longPoll.heldGenerations()
                     let refreshed = await turn.run({ await refreshOnce() })
+                    if refreshed { longPoll.followedAnnouncement() }
                     if !refreshed || longPoll.heldGenerations() == held {
                         let wait = max(refreshInterval, 60)
                         logger.info("the node could not follow the server's new generation; the long poll waits before asking again",

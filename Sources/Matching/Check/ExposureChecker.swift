@@ -16,6 +16,11 @@ public struct ExposureChecker: Sendable {
     public let publicKey: PositiveListPublicKey
     /// nil for an offline check.
     public let updater: PositiveListUpdater?
+    /// The authority's list log, when the node follows it (`list.format` auto or log); nil
+    /// for the signed index only.
+    public let log: FollowedListLog?
+    /// nil for an offline check, or without `log`.
+    public let logUpdater: ListLogUpdater?
     public let model: RiskModel
     public let clockSkewTolerance: UnixSeconds
     /// How long a derived id's window may last (the largest rotation jitter nodes use).
@@ -30,8 +35,10 @@ public struct ExposureChecker: Sendable {
         store: NodeStore, cache: PositiveListCache, publicKey: PositiveListPublicKey, updater: PositiveListUpdater?,
         model: RiskModel = .standard, clockSkewTolerance: UnixSeconds = PositiveListMatcher.defaultClockSkewTolerance,
         retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock(),
-        keyWindowRule: DerivedWindowRule = DerivedWindowRule()
+        keyWindowRule: DerivedWindowRule = DerivedWindowRule(), log: FollowedListLog? = nil, logUpdater: ListLogUpdater? = nil
     ) {
+        self.log = log
+        self.logUpdater = logUpdater
         self.keyWindowRule = keyWindowRule
         self.store = store
         self.cache = cache
@@ -48,13 +55,21 @@ public struct ExposureChecker: Sendable {
         let lock = try await lockCache()
         defer { lock.release() }
         var updateFailure: ListUpdateError?
-        if let updater {
-            do { _ = try await updater.update(progress: progress, holding: lock) } catch {
-                if error == .cancelled { throw .cancelled }
-                updateFailure = error
-            }
+        do { _ = try await update(progress: progress, holding: lock) } catch {
+            if error == .cancelled { throw .cancelled }
+            updateFailure = error
         }
         return try await matchHoldingLock(updateFailure: updateFailure)
+    }
+
+    /// True for a check asked not to contact the server.
+    var isOffline: Bool { updater == nil && logUpdater == nil }
+
+    /// Updates the list the node follows (`ListUpdating`); false offline.
+    private func update(
+        progress: (@Sendable (ListDownloadProgress) -> Void)?, holding lock: CacheLock
+    ) async throws(ListUpdateError) -> Bool {
+        try await ListUpdating(index: updater, log: logUpdater).update(progress: progress, holding: lock).changed
     }
 
     /// What a revalidation found.
@@ -71,11 +86,11 @@ public struct ExposureChecker: Sendable {
     /// nothing changed) and matches only when it changed, which is when a verdict can change
     /// for encounters already checked. An offline checker has nothing to revalidate.
     public func refresh() async throws(ExposureCheckError) -> RefreshOutcome {
-        guard let updater else { return .unchanged }
+        guard updater != nil || logUpdater != nil else { return .unchanged }
         let lock = try await lockCache()
         defer { lock.release() }
         do {
-            guard try await updater.update(holding: lock).changed else { return .unchanged }
+            guard try await update(progress: nil, holding: lock) else { return .unchanged }
         } catch {
             if error == .cancelled { throw .cancelled }
             return .failed(error)
@@ -86,16 +101,17 @@ public struct ExposureChecker: Sendable {
     private func lockCache() async throws(ExposureCheckError) -> CacheLock {
         do { return try await cache.lock() } catch {
             if error == .cancelled { throw .cancelled }
-            throw .noVerifiedList(updateFailure: error, offline: updater == nil)
+            throw .noVerifiedList(updateFailure: error, offline: isOffline)
         }
     }
 
     /// Matches the held list against the encounters and records the report; the caller holds
     /// the cache's lock.
     private func matchHoldingLock(updateFailure: ListUpdateError?) async throws(ExposureCheckError) -> ExposureCheckReport {
+        if let log, log.isFollowed { return try await matchLogHoldingLock(log, updateFailure: updateFailure) }
         guard let index = cache.index(publicKey: publicKey) else {
-            if updater == nil && FileManager.default.fileExists(atPath: cache.indexPath) { throw .cachedListNotTrusted }
-            throw .noVerifiedList(updateFailure: updateFailure, offline: updater == nil)
+            if isOffline && FileManager.default.fileExists(atPath: cache.indexPath) { throw .cachedListNotTrusted }
+            throw .noVerifiedList(updateFailure: updateFailure, offline: isOffline)
         }
         // A server without keys has no key index; one whose key index no longer verifies (a
         // changed signing key) has none either, until the next update fetches one that does.
@@ -104,6 +120,69 @@ public struct ExposureChecker: Sendable {
         let found = try await Self.offTheCooperativePool { [self, updateFailure] () throws(ExposureCheckError) in
             try matchBlocking(index, keyIndex: keyIndex, since: retention.encounterCutoff(now: now), updateFailure: updateFailure)
         }
+        let list = ExposureCheckReport.ListStatus(
+            lastUpdated: cache.state.lastUpdated, generation: index.generation, publishedAt: index.publishedAt,
+            batches: index.batches.count, updateFailure: updateFailure?.description, offline: isOffline,
+            keyBatches: keyIndex?.batches.count)
+        return report(Found(outcome: found.outcome, encounterCount: found.encounterCount, matches: found.matches), list: list,
+                      keysChecked: found.keysChecked, now: now)
+    }
+
+    /// Matches the entries of the followed log; the caller holds the cache's lock.
+    private func matchLogHoldingLock(_ log: FollowedListLog, updateFailure: ListUpdateError?) async throws(ExposureCheckError) -> ExposureCheckReport {
+        let held: (state: FollowedLogState, firstIndex: UInt64, entries: [Data])?
+        do { held = try log.store.load() } catch {
+            // The next update follows the log afresh; until then there is nothing to match.
+            throw .noVerifiedList(updateFailure: updateFailure ?? .cannotWriteCache(path: log.store.directory, reason: error.description),
+                                  offline: isOffline)
+        }
+        guard let held else { throw .noVerifiedList(updateFailure: updateFailure, offline: isOffline) }
+        // Only a log whose checkpoint opens with the configured key and origin is matched: after
+        // a key change the copy of the old list is no list of this one.
+        guard let verified = try? LogFollower.open(held.state.checkpointNote, source: log.source),
+              verified.checkpoint.treeSize == held.state.treeSize, verified.checkpoint.rootHash == held.state.rootHash
+        else {
+            if isOffline { throw .cachedListNotTrusted }
+            throw .noVerifiedList(updateFailure: updateFailure, offline: false)
+        }
+        let now = clock.now()
+        let cutoff = retention.encounterCutoff(now: now)
+        let (found, matched) = try await Self.offTheCooperativePool { [self] () throws(ExposureCheckError) in
+            try matchLogBlocking(held.entries, since: cutoff)
+        }
+        let signedAt = LogFollower.timestamp(of: verified, source: log.source)
+        var list = ExposureCheckReport.ListStatus(
+            lastUpdated: cache.state.lastUpdated, generation: held.state.treeSize, publishedAt: signedAt.map { UnixSeconds(clamping: $0) } ?? 0,
+            batches: matched.idBatches, updateFailure: updateFailure?.description, offline: isOffline,
+            keyBatches: matched.keyBatches)
+        list.logEntries = held.state.treeSize
+        list.unreadableLogEntries = matched.unreadableEntries > 0 ? matched.unreadableEntries : nil
+        return report(found, list: list, keysChecked: found.outcome.keysChecked, now: now)
+    }
+
+    /// What a match found, for the report.
+    private struct Found {
+        var outcome: MatchOutcome
+        var encounterCount: Int
+        var matches: [ExposureMatch]
+    }
+
+    /// `matchBlocking` for a log's entries.
+    private func matchLogBlocking(_ entries: [Data], since cutoff: UnixSeconds) throws(ExposureCheckError) -> (Found, LogMatchOutcome) {
+        let encounters: [EncounterTimes]
+        do { encounters = try store.encounterTimes(since: cutoff) } catch { throw .store(error) }
+        let matched = PositiveListMatcher(encounters: encounters, clockSkewTolerance: clockSkewTolerance)
+            .match(logEntries: entries, windowRule: keyWindowRule)
+        do {
+            return (Found(outcome: matched.outcome, encounterCount: encounters.count, matches: try fullMatches(matched.outcome.matches)), matched)
+        } catch { throw .store(error) }
+    }
+
+    /// Scores the matches, builds the report and keeps it for `tracer status`.
+    private func report(
+        _ found: Found, list: ExposureCheckReport.ListStatus,
+        keysChecked: Int?, now: UnixSeconds
+    ) -> ExposureCheckReport {
         var model = model
         // The TX power `tracer run` learned from the controller (it may run in another process,
         // or have learned it after this checker was made): the reverse direction's reference.
@@ -113,12 +192,8 @@ public struct ExposureChecker: Sendable {
         let notified = notifiedLevels()
         let newExposure = assessment.exposureDays.contains { $0.level > (notified[$0.day] ?? .none) }
         let report = ExposureCheckReport(
-            checkedAt: now,
-            list: .init(
-                lastUpdated: cache.state.lastUpdated, generation: index.generation, publishedAt: index.publishedAt,
-                batches: index.batches.count, updateFailure: updateFailure?.description, offline: updater == nil,
-                keyBatches: keyIndex?.batches.count),
-            idsChecked: found.outcome.idsChecked, keysChecked: found.keysChecked, encountersChecked: found.encounterCount,
+            checkedAt: now, list: list,
+            idsChecked: found.outcome.idsChecked, keysChecked: keysChecked, encountersChecked: found.encounterCount,
             matchedIDs: Set(found.outcome.matches.map(\.times.peer)).count,
             idsSeenOutsideTheirWindow: found.outcome.idsSeenOutsideTheirWindow, assessment: assessment, newExposure: newExposure)
         // Best effort: the result is returned (and shown) even when the store cannot keep it.

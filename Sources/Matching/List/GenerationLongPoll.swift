@@ -1,5 +1,7 @@
 import CurlHTTP
+import Foundation
 import PositiveListFormat
+import Synchronization
 
 /// The node's side of `GET /v1/generation` (a server with `longPollSeconds`): one request held
 /// by the server until it publishes a generation newer than the cache's, or until its timeout.
@@ -9,14 +11,21 @@ public struct GenerationLongPoll: Sendable {
     public let serverURL: String
     public let cache: PositiveListCache
     public let publicKey: PositiveListPublicKey
+    /// The followed log, if any: a node that follows it holds no index generation, so the poll
+    /// asks beyond the generations the server last announced and the node then followed.
+    public let log: FollowedListLog?
     let http: any HTTPTransferring
+    private let announced = AnnouncedGenerations()
 
     /// `http` must allow an answer to take the server's longest hold (300 s) and to send
     /// nothing meanwhile (see ``clientConfiguration(_:)``).
-    public init(serverURL: String, cache: PositiveListCache, publicKey: PositiveListPublicKey, http: any HTTPTransferring) {
+    public init(
+        serverURL: String, cache: PositiveListCache, publicKey: PositiveListPublicKey, log: FollowedListLog? = nil, http: any HTTPTransferring
+    ) {
         self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
         self.cache = cache
         self.publicKey = publicKey
+        self.log = log
         self.http = http
     }
 
@@ -41,7 +50,11 @@ public struct GenerationLongPoll: Sendable {
             throw .network(error)
         }
         switch response.status {
-        case 200: return true
+        case 200:
+            if let answer = try? JSONDecoder().decode(Announcement.self, from: Data(response.body)) {
+                announced.state.withLock { $0.pending = (answer.generation, answer.keyGeneration) }
+            }
+            return true
         case 204: return false
         default: throw .unexpectedStatus(url: url, status: response.status)
         }
@@ -50,6 +63,30 @@ public struct GenerationLongPoll: Sendable {
     /// The generations of the id and key indexes the cache holds verified (0 for none), the
     /// ones a poll asks the server to go beyond.
     public func heldGenerations() -> (ids: UInt64, keys: UInt64) {
-        (cache.index(publicKey: publicKey)?.generation ?? 0, cache.keyIndex(publicKey: publicKey)?.generation ?? 0)
+        if log?.isFollowed == true { return announced.state.withLock { $0.followed } }
+        return (cache.index(publicKey: publicKey)?.generation ?? 0, cache.keyIndex(publicKey: publicKey)?.generation ?? 0)
     }
+
+    /// Says that the node brought its list up to date after the last announcement: a node that
+    /// follows the log then asks beyond the generations announced. (One that follows the index
+    /// asks beyond the index it holds, which the update itself moved.)
+    public func followedAnnouncement() {
+        announced.state.withLock { $0.followed = $0.pending }
+    }
+
+    private struct Announcement: Decodable {
+        var generation: UInt64
+        var keyGeneration: UInt64
+    }
+}
+
+/// What the server announced and what of it the node followed; shared by the copies of one
+/// poll, owned by its mutex.
+private final class AnnouncedGenerations: Sendable {
+    struct State {
+        var pending: (ids: UInt64, keys: UInt64) = (0, 0)
+        var followed: (ids: UInt64, keys: UInt64) = (0, 0)
+    }
+
+    let state = Mutex(State())
 }

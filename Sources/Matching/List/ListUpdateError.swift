@@ -29,6 +29,17 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
     /// A verified index lists a batch larger than the format allows; nothing was downloaded.
     case listingTooLarge(indexURL: String, batch: String, byteCount: Int, limit: Int)
     case cannotWriteCache(path: String, reason: String)
+    /// The server publishes no list log (`log/checkpoint` answered 404) and this node has never
+    /// followed one: a server from before the log. With `list.format = auto` the node uses the
+    /// signed index instead; with `log` it is a failed update.
+    case logNotPublished(url: String)
+    /// The log's checkpoint or files were refused (`LogFollowError`'s plain words): a bad
+    /// signature, another origin, too few witnesses, an older tree, entries that do not lead to
+    /// the signed root, a damaged file. The held list stays.
+    case logRefused(String)
+    /// The log's key signed two different trees of one size: a split view. Both signed
+    /// checkpoints are kept in `evidenceDirectory` (nil when they could not be written).
+    case logForked(size: UInt64, evidenceDirectory: String?)
     case cancelled
 
     public var description: String {
@@ -55,6 +66,14 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
             return "The list at \(indexURL) names \(batch) with a size of \(byteCount) bytes, more than the format allows (\(limit) bytes); it was not downloaded. The list's server is misbehaving: tell its operator."
         case .cannotWriteCache(let path, let reason):
             return "Cannot write the list cache at \(path) (\(reason)); check free space and permissions, or choose another place with --cache-dir."
+        case .logNotPublished(let url):
+            return "The server publishes no list log (\(url) answered HTTP 404); it may be a tracer-server from before the log. Upgrade the server, or set list.format = index to use its signed index."
+        case .logRefused(let reason):
+            return "The list could not be brought up to date: \(reason)."
+        case .logForked(let size, let directory):
+            let kept = directory.map { "Both signed checkpoints are kept in \($0); hand them to the health authority or a journalist: anyone can check them with the list's public key." }
+                ?? "Both signed checkpoints could not be saved (see the log)."
+            return "The list's signing key signed two different lists of \(size) entries: the list server shows different lists to different people, so this node no longer trusts new entries from it. \(kept) The list held before is still checked."
         case .cancelled:
             return "The list update was interrupted."
         }

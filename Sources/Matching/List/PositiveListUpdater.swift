@@ -284,7 +284,7 @@ public struct PositiveListUpdater: Sendable {
         do { return try await http.perform(request) } catch { throw Self.listError(error) }
     }
 
-    private static func listError(_ error: HTTPClientError) -> ListUpdateError {
+    static func listError(_ error: HTTPClientError) -> ListUpdateError {
         if case .cancelled = error { return .cancelled }
         if case .responseTooLarge(let url, let limit) = error { return .tooLarge(url: url, limit: limit) }
         return .network(error)

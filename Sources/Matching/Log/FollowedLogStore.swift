@@ -16,6 +16,8 @@ import Glibc
 ///   each as its 2-byte big-endian length and its bytes, as in an entry bundle. Only appended to,
 ///   so a node on an SD card does not rewrite megabytes at every update; dropping old entries
 ///   rewrites it whole (`keepEntries(from:)`), which retention needs about once a day;
+/// - `checkpoint.etag`: the ETag the checkpoint was last served with, sent back so that a
+///   revalidation while nothing changed costs a 304 and no body;
 /// - `evidence/<time>-fork-<hash>/`: the held and the offered signed checkpoints of a fork, and a
 ///   line saying why.
 ///
@@ -32,6 +34,33 @@ public struct FollowedLogStore: Sendable {
     var statePath: String { directory + "/state" }
     var entriesPath: String { directory + "/entries" }
     var evidenceDirectory: String { directory + "/evidence" }
+    var etagPath: String { directory + "/checkpoint.etag" }
+
+    /// The ETag to send back with the next checkpoint request; nil without a held state, since a
+    /// 304 only confirms a checkpoint the node holds.
+    public var checkpointETag: String? {
+        guard FileManager.default.fileExists(atPath: statePath), let data = FileManager.default.contents(atPath: etagPath) else { return nil }
+        return EntityTag.kept(String(decoding: data, as: UTF8.self))
+    }
+
+    /// Keeps the ETag the checkpoint was served with (nil: forgets it). Best effort: a lost ETag
+    /// costs one full checkpoint download.
+    public func saveCheckpointETag(_ etag: String?) {
+        guard let etag = etag.flatMap(EntityTag.kept) else {
+            unlink(etagPath)
+            return
+        }
+        try? AtomicFile.write(Array(etag.utf8), to: etagPath, mode: 0o600)
+    }
+
+    /// True when a followed log is held (its state file exists, whether or not it loads).
+    public var holdsState: Bool { FileManager.default.fileExists(atPath: statePath) }
+
+    /// The held state alone, without reading the entries: what `tracer status` shows. nil when
+    /// nothing is held or the state does not decode.
+    public func heldState() -> FollowedLogState? {
+        FileManager.default.contents(atPath: statePath).flatMap { try? FollowedLogState(decoding: $0) }
+    }
 
     /// What is held: the state and the entries from `firstIndex` to the state's tree size. nil
     /// when nothing is held yet. A state or entries file that does not hold together throws: the
@@ -123,7 +152,7 @@ public struct FollowedLogStore: Sendable {
     /// Forgets the followed log (not the evidence): what a node does when its copy is damaged,
     /// before following the log again from its start.
     public func reset() throws(FollowedLogStoreError) {
-        for path in [statePath, entriesPath] where FileManager.default.fileExists(atPath: path) {
+        for path in [statePath, entriesPath, etagPath] where FileManager.default.fileExists(atPath: path) {
             guard unlink(path) == 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
         }
     }

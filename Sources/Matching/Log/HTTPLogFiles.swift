@@ -19,11 +19,42 @@ public struct HTTPLogFiles: LogFileFetching {
         self.http = http
     }
 
+    public var checkpointURL: String { baseURL + "/checkpoint" }
+
     public func checkpoint() async throws -> Data {
-        let url = baseURL + "/checkpoint"
-        let response = try await http.perform(HTTPRequest(url: url, maximumByteCount: SignedNote.maximumBytes))
-        guard response.status == 200 else { throw HTTPLogFilesError.unexpectedStatus(url: url, status: response.status) }
-        return Data(response.body)
+        guard case .checkpoint(let note, _) = try await checkpoint(ifNoneMatch: nil) else {
+            throw HTTPLogFilesError.unexpectedStatus(url: checkpointURL, status: 404)
+        }
+        return note
+    }
+
+    /// What a conditional checkpoint request found.
+    public enum CheckpointAnswer: Sendable, Equatable {
+        /// 304: the checkpoint the ETag was served with is still the one served.
+        case notModified
+        case checkpoint(Data, etag: String?)
+        /// 404: no log at this address (a server from before the log, or a wrong prefix).
+        case notPublished
+    }
+
+    /// The checkpoint, conditionally when an ETag is held: while nothing changes a revalidation
+    /// costs a 304 and its head. A conditional request refused with another 4xx (a cache that
+    /// cannot take the ETag back) is sent once more without it, as for the index: the ETag only
+    /// saves bytes and must never stop updates.
+    public func checkpoint(ifNoneMatch etag: String?) async throws -> CheckpointAnswer {
+        var request = HTTPRequest(url: checkpointURL, maximumByteCount: SignedNote.maximumBytes)
+        if let etag { request.headers = [HTTPHeaderField(name: "If-None-Match", value: etag)] }
+        var response = try await http.perform(request)
+        if etag != nil, response.status != 404, (400..<500).contains(response.status) {
+            request.headers = []
+            response = try await http.perform(request)
+        }
+        switch response.status {
+        case 200: return .checkpoint(Data(response.body), etag: response.header("etag"))
+        case 304 where etag != nil: return .notModified
+        case 404: return .notPublished
+        default: throw HTTPLogFilesError.unexpectedStatus(url: checkpointURL, status: response.status)
+        }
     }
 
     public func file(_ path: String, fromByte offset: Int) async throws -> Data {

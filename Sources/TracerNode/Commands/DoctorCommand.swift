@@ -39,6 +39,7 @@ struct DoctorCommand: AsyncParsableCommand {
             results += checks.adapters()
             let (list, serverDate) = await checks.listServer()
             results.append(list)
+            if let splitView = checks.listSplitView() { results.append(splitView) }
             results.append(checks.clock(serverDate: serverDate))
             results.append(checks.calibration())
             let place = PlaceInForce(settings: resolved.settings)

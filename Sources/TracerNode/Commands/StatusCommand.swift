@@ -40,6 +40,11 @@ struct StatusCommand: AsyncParsableCommand {
         var listCache: String
         var listLastUpdated: UnixSeconds?
         var listLastFailure: String?
+        /// Entries of the followed list log; nil when the node follows the index (or nothing yet).
+        var listLogEntries: UInt64?
+        /// Directories holding two signed checkpoints of one size that differ: the list's key
+        /// signed two histories (a split view), kept for the user to hand over.
+        var listSplitViewEvidence: [String]
         var lastCheck: ExposureCheckReport?
         var reports: [ReportReceipt]
         /// The configured place name and what gpsd says; never a position.
@@ -55,7 +60,8 @@ struct StatusCommand: AsyncParsableCommand {
         guard let opened = try StoreOptions.openExisting(location) else { return }
         let counts = try opened.counts()
         let current = try opened.latestOwnID()
-        let cache = MatchingParts(settings: settings).cache
+        let parts = MatchingParts(settings: settings)
+        let cache = parts.cache
         let cacheState = cache.state
         let runtime = NodeRuntimeStatus.read(from: location.statusFilePath)
         let startOfToday = UnixSeconds(Calendar.current.startOfDay(for: Date()).timeIntervalSince1970)
@@ -72,6 +78,7 @@ struct StatusCommand: AsyncParsableCommand {
             database: location.path, ownIDs: counts.ownIDs, dailyKeys: counts.dailyKeys, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
             currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
             listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
+            listLogEntries: parts.logStore.heldState()?.treeSize, listSplitViewEvidence: parts.logStore.evidence(),
             lastCheck: try ExposureChecker.lastReport(in: opened), reports: HistoryReporter.receipts(in: opened),
             place: PlaceInForce(settings: settings).summary(gpsd: await PlaceInForce(settings: settings).probeGPSD()))
         if json {
@@ -103,8 +110,13 @@ struct StatusCommand: AsyncParsableCommand {
             lines.append("Latest own id:  \(tag), \(end > now ? "in use until \(Output.localTime(end))" : "window ended \(ago(end))")")
         }
         lines.append("Place:          \(status.place)")
-        lines.append("Positive list:  " + (status.listLastUpdated.map { "last updated \(ago($0))" } ?? "never downloaded"))
+        let followed = status.listLogEntries.map { ", list log of \($0) entries" } ?? ""
+        lines.append("Positive list:  " + (status.listLastUpdated.map { "last updated \(ago($0))\(followed)" } ?? "never downloaded"))
         if let failure = status.listLastFailure { lines.append("                last update failed: \(failure)") }
+        if let evidence = status.listSplitViewEvidence.last {
+            lines.append("                SPLIT VIEW: the list's key signed two different lists, so its server shows different lists to different people; "
+                + "the proof is in \(evidence). Hand it to the health authority (`tracer doctor` says more).")
+        }
         if let check = status.lastCheck {
             let result = check.exposureFound
                 ? "exposure found (\(check.assessment.level.rawValue) risk) on \(check.assessment.exposureDays.map(\.day).joined(separator: ", "))"

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import Matching
 import Settings
+import TransparencyLog
 
 /// The node's effective configuration, typed. Build it with `NodeSettings.resolve`; the initial
 /// values below are placeholders, since every setting with a default gets it from
@@ -61,6 +62,12 @@ struct NodeSettings: Equatable, Sendable {
     var clockSkew: Int64 = 0
     /// A list signed longer ago than this, in seconds, counts as outdated.
     var maxListAge: Int64 = 0
+    // [list]
+    var listFormat: ListFormat = .auto
+    /// nil: the server's default origin for server.public_key.
+    var listOrigin: String?
+    var listWitnesses: [NoteVerifierKey] = []
+    var listWitnessesRequired: Int64 = 0
     // [risk]
     var risk = Risk()
     // [place]
@@ -75,6 +82,7 @@ struct NodeSettings: Equatable, Sendable {
     var placeMaxFixAge: Int64 = 0
 
     enum PlaceSource: String, Sendable, CaseIterable { case none, gpsd }
+    enum ListFormat: String, Sendable, CaseIterable { case auto, log, index }
 }
 
 /// The settings plus, for each key, its value and where that came from.

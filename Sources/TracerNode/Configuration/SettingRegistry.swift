@@ -6,11 +6,12 @@ import Logging
 import Matching
 import Places
 import Settings
+import TransparencyLog
 
 /// Every setting the node reads. Adding a setting is one entry here plus its `NodeSettings`
 /// property; the file reader, environment, flags and `tracer config` all follow this table.
 enum SettingRegistry {
-    static let all: [SettingDefinition] = node + log + server + check + risk + place
+    static let all: [SettingDefinition] = node + log + server + check + list + risk + place
 
     static func definition(_ key: String) -> SettingDefinition? { all.first { $0.key == key } }
 
@@ -132,6 +133,29 @@ enum SettingRegistry {
             help: "A list signed longer ago than this, in seconds, is treated as outdated (tracer-server signs one at least every 36 hours)."),
     ]
 
+    /// The list as a log (docs/positive-list-format.md, "Following the log").
+    private static let list: [SettingDefinition] = [
+        .text(
+            "list.format", \.listFormat, .choice(NodeSettings.ListFormat.allCases.map(\.rawValue)),
+            default: .value(.text("auto")), env: "TRACER_LIST_FORMAT", flag: nil,
+            help: "Which list to follow: log (the append-only, verifiable list log at SERVER/log/), index (the signed index of a server from before the log), or auto (the log when the server publishes one, else the index; once a node has followed the log it never goes back).",
+            convert: { NodeSettings.ListFormat(rawValue: $0) ?? .auto }),
+        .text(
+            "list.origin", \.listOrigin, .text(describe: "a log origin such as example.org/tracer-list", problem: TextRules.logOrigin),
+            env: "TRACER_LIST_ORIGIN", flag: nil,
+            help: "The origin every checkpoint of the list log must name: the server's logOrigin; unset, tracer-list/ and 16 hex digits of the SHA-256 of server.public_key (the server's default).",
+            convert: { $0 }),
+        .text(
+            "list.witnesses", \.listWitnesses, .text(describe: "witness verifier keys (name+hash+base64) joined with ;", problem: TextRules.witnessKeys),
+            env: "TRACER_LIST_WITNESSES", flag: nil,
+            help: "Witnesses whose cosignatures on the list log's checkpoint this node knows, as printed by their tracer-server witness-keygen, joined with ;.",
+            convert: { text in text.split(separator: ";").compactMap { try? NoteVerifierKey(text: $0.trimmingCharacters(in: .whitespaces)) } }),
+        .integer(
+            "list.witnesses_required", \.listWitnessesRequired, .integer(minimum: 0, maximum: 32, unit: ""),
+            default: 0, env: "TRACER_LIST_WITNESSES_REQUIRED", flag: nil,
+            help: "How many of list.witnesses must have cosigned a checkpoint before this node trusts it (0: none)."),
+    ]
+
     private static let risk: [SettingDefinition] = [
         .integer(
             "risk.near_attenuation", \.risk.nearAttenuation, .integer(minimum: 0, maximum: 200, unit: "dB"),
@@ -202,6 +226,11 @@ enum SettingRegistry {
                 ? nil
                 : "node.rotation_jitter (\(settings.rotationJitter) s) must be less than half of node.rotation_interval (\(settings.rotationInterval) s)"
         },
+        SettingConstraint(blamed: "list.witnesses_required", other: "list.witnesses") { settings in
+            settings.listWitnessesRequired <= settings.listWitnesses.count
+                ? nil
+                : "list.witnesses_required (\(settings.listWitnessesRequired)) must be at most the number of list.witnesses (\(settings.listWitnesses.count))"
+        },
         SettingConstraint(blamed: "risk.far_attenuation", other: "risk.near_attenuation") { settings in
             settings.risk.farAttenuation > settings.risk.nearAttenuation
                 ? nil
@@ -254,6 +283,28 @@ private enum TextRules {
         let trimmed = text.trimmingCharacters(in: .whitespaces)
         guard !trimmed.isEmpty, trimmed.count <= 200, !text.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
             return "must be a name of 1 to 200 characters on one line, such as \"Library, main entrance\""
+        }
+        return nil
+    }
+
+    static func logOrigin(_ text: String) -> String? {
+        guard text.utf8.count <= 255, !text.unicodeScalars.contains(where: { $0.properties.isWhitespace || $0 == "+" || $0.value < 0x20 || $0.value == 0x7f }),
+              !text.hasPrefix("cosignature/")
+        else { return "must be the server's logOrigin: 1 to 255 bytes without spaces, + or control characters, got \(text.quotedForMessage)" }
+        return nil
+    }
+
+    static func witnessKeys(_ text: String) -> String? {
+        for part in text.split(separator: ";", omittingEmptySubsequences: false) {
+            let key = part.trimmingCharacters(in: .whitespaces)
+            do {
+                let parsed = try NoteVerifierKey(text: key)
+                guard parsed.type == .cosignatureV1 else {
+                    return "must list witness keys of type cosignature/v1 (as tracer-server witness-keygen prints them); \(key.quotedForMessage) is another kind of key"
+                }
+            } catch {
+                return "must be witness verifier keys (name+hash+base64) joined with ;, got \(key.quotedForMessage): \(error)"
+            }
         }
         return nil
     }

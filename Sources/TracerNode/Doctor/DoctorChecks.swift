@@ -206,9 +206,11 @@ struct DoctorChecks {
             let key = try parts.publicKey()
             let http = parts.httpClient()
             serverDate = try? await http.perform(HTTPRequest(url: url + "/healthz")).header("date").flatMap(Self.httpDate)
-            let updater = parts.updater(url: url, key: key, http: http)
-            let update = try await updater.update()
-            return (.pass("list server", "\(redactedURL(url)) answered; the list verifies (generation \(update.index.generation), \(update.index.batches.count) batches)"), serverDate)
+            let updating = try parts.listUpdating(key: key, http: http)
+            let lock = try await parts.cache.lock()
+            defer { lock.release() }
+            let update = try await updating.update(holding: lock)
+            return (.pass("list server", "\(redactedURL(url)) answered; \(update.summary)"), serverDate)
         } catch {
             // The server's clock still tells whether this machine's clock is the cause.
             let fix = if case .outdated = error as? ListUpdateError {
@@ -218,6 +220,16 @@ struct DoctorChecks {
             }
             return (.fail("list server", UserMessage.describe(error), fix: fix), serverDate)
         }
+    }
+
+    /// Whether the list's key was ever caught signing two histories (a split view): the one
+    /// fault of a list server that a node can prove to anyone, so it is a failure to act on.
+    func listSplitView() -> DoctorCheck? {
+        let evidence = MatchingParts(settings: settings).logStore.evidence()
+        guard let last = evidence.last else { return nil }
+        return .fail(
+            "list log", "the list's key signed two different lists of the same size (\(evidence.count == 1 ? "once" : "\(evidence.count) times"); the latest proof is in \(last))",
+            fix: "The list server shows different lists to different people; the checkpoint that contradicted this node's was refused. Send the directory (two signed checkpoints; nothing about you) to your health authority or a journalist: anyone can check it with the list's public key. Once the authority has answered, remove it.")
     }
 
     private static func transportFix(_ spec: TransportSpec, takeAdapter: Bool) -> String {

@@ -1,0 +1,216 @@
+import CurlHTTP
+import Foundation
+import Logging
+import TracerCore
+import TransparencyLog
+
+/// One authority's list log as a node follows it: whose log it is (`source`), where the node
+/// keeps it, and whether the node may use the authority's signed index instead while the server
+/// publishes no log (`list.format = auto`).
+public struct FollowedListLog: Sendable {
+    public let source: FollowedLogSource
+    public let store: FollowedLogStore
+    /// True for `list.format = log`: a server without a log is a failed update, never a reason
+    /// to use the index.
+    public let required: Bool
+
+    public init(source: FollowedLogSource, store: FollowedLogStore, required: Bool) {
+        self.source = source
+        self.store = store
+        self.required = required
+    }
+
+    /// Whether the node matches against the log rather than the index: once it has followed
+    /// the log it never goes back (a cache that answers 404 must not turn off the log's proofs).
+    public var isFollowed: Bool { required || store.holdsState }
+}
+
+/// What one update of a followed log did.
+public struct LogUpdate: Sendable, Equatable {
+    /// False when the checkpoint was confirmed (a 304, or the same tree again).
+    public var changed: Bool
+    public var treeSize: UInt64
+    public var newEntries: Int
+    /// When the log signed the checkpoint now held, by its own timestamp.
+    public var signedAt: UnixSeconds?
+
+    public init(changed: Bool, treeSize: UInt64, newEntries: Int, signedAt: UnixSeconds?) {
+        self.changed = changed
+        self.treeSize = treeSize
+        self.newEntries = newEntries
+        self.signedAt = signedAt
+    }
+}
+
+/// Brings the node's copy of a list log up to date: one conditional request for the checkpoint,
+/// and on a new one `LogFollower`'s checks and only the new entries; then the entries and the
+/// state are saved, the freshness recorded in the cache's state (what `tracer status` reads)
+/// and the signing time held to `maximumListAge`. The caller holds the cache's lock, so a
+/// `tracer check` and `tracer run` never update one copy at once.
+public struct ListLogUpdater: Sendable {
+    public let log: FollowedListLog
+    public let files: HTTPLogFiles
+    /// The cache whose lock guards the log's directory and whose state says when the list was
+    /// last confirmed current.
+    public let cache: PositiveListCache
+    public let maximumListAge: UnixSeconds?
+    let clock: any WallClock
+    let logger: Logger
+
+    public init(
+        log: FollowedListLog, files: HTTPLogFiles, cache: PositiveListCache, maximumListAge: UnixSeconds?,
+        clock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.list")
+    ) {
+        self.log = log
+        self.files = files
+        self.cache = cache
+        self.maximumListAge = maximumListAge
+        self.clock = clock
+        self.logger = logger
+    }
+
+    /// Updates the held log and records the outcome in the cache's state. Throws
+    /// `.logNotPublished` only while nothing is held (the caller may then use the index).
+    public func update(holding _: CacheLock) async throws(ListUpdateError) -> LogUpdate {
+        var state = cache.state
+        state.lastAttempt = clock.now()
+        do throws(ListUpdateError) {
+            let update = try await updateHoldingLock()
+            state.lastUpdated = clock.now()
+            state.lastFailure = nil
+            try cache.saveState(state)
+            try refuseIfOutdated(update.signedAt)
+            return update
+        } catch {
+            if error != .cancelled, error != .logNotPublished(url: files.checkpointURL) || log.isFollowed {
+                state.lastFailure = error.description
+                try? cache.saveState(state)
+            }
+            throw error
+        }
+    }
+
+    private func updateHoldingLock() async throws(ListUpdateError) -> LogUpdate {
+        var held: (state: FollowedLogState, firstIndex: UInt64, entries: [Data])?
+        do {
+            held = try log.store.load()
+        } catch {
+            // A damaged copy is followed again from the log's start; nothing else is lost.
+            logger.warning("\(error.description)")
+            try reset()
+        }
+        let answer: HTTPLogFiles.CheckpointAnswer
+        do {
+            // A 304 confirms the held checkpoint only when it is one of the configured log: after
+            // a key or origin change the node must see what the server serves now.
+            let confirmable = held.map { (try? LogFollower.open($0.state.checkpointNote, source: log.source)) != nil } ?? false
+            answer = try await files.checkpoint(ifNoneMatch: confirmable ? log.store.checkpointETag : nil)
+        } catch {
+            throw Self.failure(error)
+        }
+        let note: Data
+        var etag: String?
+        switch answer {
+        case .notPublished:
+            if held == nil { throw .logNotPublished(url: files.checkpointURL) }
+            throw .unexpectedStatus(url: files.checkpointURL, status: 404)
+        case .notModified:
+            // Asked only with a held checkpoint, which the server says it still serves.
+            guard let held else { throw .unexpectedStatus(url: files.checkpointURL, status: 304) }
+            note = held.state.checkpointNote
+            etag = log.store.checkpointETag
+        case .checkpoint(let body, let served):
+            note = body
+            etag = served
+        }
+        let advance: LogAdvance
+        do {
+            advance = try await Self.advance(held?.state, note: note, source: log.source, files: files)
+        } catch .heldStateDamaged(let reason) {
+            // The offered checkpoint opened with the configured key (the follower checks it
+            // first), the held one does not: the node was moved to another list, or its copy is
+            // damaged. Either way the configured list is followed afresh, now. (A held copy that
+            // the configured key cannot open while the server's cannot be opened either is kept:
+            // the configuration, not the copy, may be what is wrong.)
+            logger.notice("the list log held does not open with the configured key and origin (\(reason)); following the configured one afresh")
+            try reset()
+            held = nil
+            do {
+                advance = try await Self.advance(nil, note: note, source: log.source, files: files)
+            } catch {
+                throw refusal(error)
+            }
+        } catch {
+            throw refusal(error)
+        }
+
+        let changed = advance.state != held?.state
+        if changed {
+            do {
+                try log.store.save(advance.state, appending: advance.newEntries)
+            } catch {
+                throw Self.failure(error)
+            }
+        }
+        log.store.saveCheckpointETag(etag)
+        return LogUpdate(changed: changed, treeSize: advance.state.treeSize, newEntries: advance.newEntries.count,
+                         signedAt: advance.signedAt.map { UnixSeconds(clamping: $0) })
+    }
+
+    private static func advance(_ held: FollowedLogState?, note: Data, source: FollowedLogSource, files: HTTPLogFiles) async throws(LogFollowError) -> LogAdvance {
+        try await LogFollower.advance(held, source: source, fetcher: PrefetchedCheckpoint(note: note, files: files))
+    }
+
+    /// The update error for a refusal; a split view's two checkpoints are kept first.
+    private func refusal(_ error: LogFollowError) -> ListUpdateError {
+        if Task.isCancelled { return .cancelled }
+        guard case .fork(let size, _, _) = error else { return .logRefused(error.description) }
+        let kept: String?
+        do { kept = try log.store.keepEvidence(of: error, at: clock.now()) } catch {
+            logger.error("the evidence of a split view could not be kept: \(error.description)")
+            kept = nil
+        }
+        return .logForked(size: size, evidenceDirectory: kept)
+    }
+
+    private func reset() throws(ListUpdateError) {
+        do { try log.store.reset() } catch { throw Self.failure(error) }
+    }
+
+    /// As for the index: a log signed too long ago means the server, or a mirror in front of it,
+    /// stopped. A checkpoint without a timestamp the node can verify counts as signed at 0.
+    private func refuseIfOutdated(_ signedAt: UnixSeconds?) throws(ListUpdateError) {
+        guard let maximumListAge else { return }
+        let now = clock.now()
+        let signed = signedAt ?? 0
+        if signed < now - maximumListAge { throw .outdated(publishedAt: signed, ageSeconds: now - signed) }
+    }
+
+    private static func failure(_ error: FollowedLogStoreError) -> ListUpdateError {
+        switch error {
+        case .damaged(let path, let reason): .cannotWriteCache(path: path, reason: reason)
+        case .cannotWrite(let path, let reason): .cannotWriteCache(path: path, reason: reason)
+        case .diskFull(let path): .cannotWriteCache(path: path, reason: "the disk is full")
+        }
+    }
+
+    private static func failure(_ error: any Error) -> ListUpdateError {
+        if let error = error as? HTTPClientError { return PositiveListUpdater.listError(error) }
+        if let error = error as? HTTPLogFilesError, case .unexpectedStatus(let url, let status) = error {
+            return .unexpectedStatus(url: url, status: status)
+        }
+        return .logRefused(String(describing: error))
+    }
+}
+
+/// The files of a log whose checkpoint was already fetched (conditionally, by the updater).
+struct PrefetchedCheckpoint: LogFileFetching {
+    let note: Data
+    let files: HTTPLogFiles
+
+    func checkpoint() async throws -> Data { note }
+
+    func file(_ path: String, fromByte offset: Int) async throws -> Data {
+        try await files.file(path, fromByte: offset)
+    }
+}

@@ -1,0 +1,221 @@
+import Crypto
+import CurlHTTP
+import Foundation
+import Matching
+import Synchronization
+import TestTiers
+import Testing
+import TracerCore
+import TransparencyLog
+
+/// A node following the list log over HTTP (issue 39, item 2): a conditional request for the
+/// checkpoint, the new entries only, the outcome recorded where `tracer status` reads it, and the
+/// refusals a node must make without losing the list it holds. The log is built with the
+/// server's appender and served from memory as a web server serves static files.
+@Suite(.tags(.unit)) struct ListLogUpdaterTests {
+    typealias PublishedLog = LogFollowerTests.PublishedLog
+    static let signedAt: UnixSeconds = 1_764_000_000
+
+    struct FixedClock: WallClock {
+        let time: UnixSeconds
+        func now() -> UnixSeconds { time }
+        func sleep(until time: UnixSeconds) async throws {}
+    }
+
+    /// Static files under http://list.test/log/: the checkpoint with an ETag of its bytes and a
+    /// 304 to it, bundles with Range; 404 for anything else or while `publishesLog` is false.
+    final class StaticLogServer: HTTPTransferring {
+        let log = Mutex<PublishedLog?>(nil)
+        let requests = Mutex<[HTTPRequest]>([])
+
+        func serve(_ published: PublishedLog?) { log.withLock { $0 = published } }
+
+        func perform(_ request: HTTPRequest) async throws(HTTPClientError) -> HTTPResponse {
+            requests.withLock { $0.append(request) }
+            guard let log = log.withLock({ $0 }), request.url.hasPrefix("http://list.test/log/") else { return HTTPResponse(status: 404) }
+            let path = String(request.url.dropFirst("http://list.test/log/".count))
+            if path == "checkpoint" {
+                let etag = "\"\(log.checkpoint.count)-\(log.checkpoint.hashValue & 0xffff)\""
+                if request.headers.contains(HTTPHeaderField(name: "If-None-Match", value: etag)) {
+                    return HTTPResponse(status: 304, headers: ["etag": etag])
+                }
+                return HTTPResponse(status: 200, headers: ["etag": etag], body: Array(log.checkpoint))
+            }
+            guard let bytes = log.files[path] else { return HTTPResponse(status: 404) }
+            if let range = request.headers.first(where: { $0.name == "Range" }), let offset = Int(range.value.dropFirst(6).dropLast()) {
+                return HTTPResponse(status: 206, headers: ["content-range": "bytes \(offset)-\(bytes.count - 1)/\(bytes.count)"],
+                                    body: Array(bytes.dropFirst(offset)))
+            }
+            return HTTPResponse(status: 200, body: Array(bytes))
+        }
+
+        func download(_ request: HTTPRequest, to path: String, progress: (@Sendable (DownloadProgress) -> Void)?) async throws(HTTPClientError) -> HTTPResponse {
+            HTTPResponse(status: 500)
+        }
+
+        var checkpointRequests: [HTTPRequest] { requests.withLock { $0.filter { $0.url.hasSuffix("/checkpoint") } } }
+    }
+
+    struct Node {
+        let directory: String
+        let server = StaticLogServer()
+        let signer: NoteSigner
+        /// The log's own timestamp (the same key as a cosignature/v1 signer), as the server signs it.
+        let timestamp: NoteSigner
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("log-updater-\(UUID().uuidString)").path
+            let key = Curve25519.Signing.PrivateKey()
+            signer = try NoteSigner(name: LogFollowerTests.origin, privateKey: key)
+            timestamp = try NoteSigner(name: LogFollowerTests.origin, type: .cosignatureV1, privateKey: key)
+        }
+
+        /// A log this node's server publishes: signed and timestamped with its key.
+        func published(_ entries: [Data], signer other: NoteSigner? = nil) throws -> PublishedLog {
+            var log = PublishedLog(signer: other ?? signer)
+            try log.append(entries, cosigners: other == nil ? [timestamp] : [])
+            return log
+        }
+
+        var cache: PositiveListCache { PositiveListCache(directory: directory) }
+        var log: FollowedListLog {
+            FollowedListLog(source: LogFollowerTests.source(signer), store: FollowedLogStore(directory: directory + "/log"), required: false)
+        }
+
+        func updater(now: UnixSeconds = ListLogUpdaterTests.signedAt + 60, maximumListAge: UnixSeconds? = 172_800) -> ListLogUpdater {
+            ListLogUpdater(log: log, files: HTTPLogFiles(baseURL: "http://list.test/log", http: server), cache: cache,
+                           maximumListAge: maximumListAge, clock: FixedClock(time: now))
+        }
+
+        func update(now: UnixSeconds = ListLogUpdaterTests.signedAt + 60) async throws(ListUpdateError) -> LogUpdate {
+            let lock = try await cache.lock()
+            defer { lock.release() }
+            return try await updater(now: now).update(holding: lock)
+        }
+
+        func remove() { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    @Test func whileNothingChangesARevalidationIsOneConditionalRequestAnsweredWithA304() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        var published = try node.published(LogFollowerTests.entries(0..<300))
+        node.server.serve(published)
+
+        let first = try await node.update()
+        #expect(first == LogUpdate(changed: true, treeSize: 300, newEntries: 300, signedAt: Self.signedAt))
+        #expect(try node.log.store.load()?.entries == published.entries)
+        let before = node.server.requests.withLock { $0.count }
+
+        let second = try await node.update()
+        #expect(second == LogUpdate(changed: false, treeSize: 300, newEntries: 0, signedAt: Self.signedAt))
+        let asked = node.server.requests.withLock { Array($0.dropFirst(before)) }
+        #expect(asked.count == 1, "one request while nothing changed")
+        #expect(asked.first?.headers.first?.name == "If-None-Match")
+        #expect(node.cache.state.lastUpdated == Self.signedAt + 60)
+        #expect(node.cache.state.lastFailure == nil)
+
+        // A change costs the checkpoint and the new entries only.
+        try published.append(LogFollowerTests.entries(300..<305), cosigners: [node.timestamp])
+        node.server.serve(published)
+        let third = try await node.update()
+        #expect(third.newEntries == 5 && third.changed)
+        #expect(try node.log.store.load()?.entries == published.entries)
+    }
+
+    @Test func aServerWithoutALogIsNoFailureUntilTheNodeHasFollowedOne() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        await #expect(throws: ListUpdateError.logNotPublished(url: "http://list.test/log/checkpoint")) { try await node.update() }
+        #expect(node.cache.state.lastFailure == nil, "an auto node then uses the index: not a failure")
+        #expect(!node.log.isFollowed)
+
+        let published = try node.published(LogFollowerTests.entries(0..<3))
+        node.server.serve(published)
+        _ = try await node.update()
+        #expect(node.log.isFollowed)
+        // A log that disappears now is a failing server or cache, never a reason to go back.
+        node.server.serve(nil)
+        await #expect(throws: ListUpdateError.unexpectedStatus(url: "http://list.test/log/checkpoint", status: 404)) { try await node.update() }
+        #expect(node.cache.state.lastFailure != nil)
+        #expect(try node.log.store.load()?.state.treeSize == 3)
+    }
+
+    @Test func aSplitViewIsKeptAsEvidenceOnceAndTheHeldListStays() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        let shown = try node.published(LogFollowerTests.entries(0..<5))
+        node.server.serve(shown)
+        _ = try await node.update()
+
+        let other = try node.published(LogFollowerTests.entries(0..<5, tag: "b"))
+        node.server.serve(other)
+        for _ in 0..<2 {
+            do {
+                _ = try await node.update()
+                Issue.record("a fork was accepted")
+            } catch {
+                guard case .logForked(5, let directory?) = error else {
+                    Issue.record("expected a fork with evidence, got \(error)")
+                    continue
+                }
+                #expect(FileManager.default.contents(atPath: directory + "/held-checkpoint") == shown.checkpoint)
+                #expect(FileManager.default.contents(atPath: directory + "/offered-checkpoint") == other.checkpoint)
+                #expect(error.description.contains("two different lists"))
+            }
+        }
+        #expect(node.log.store.evidence().count == 1, "the same fork shown again fills no disk")
+        #expect(try node.log.store.load()?.entries == shown.entries)
+        #expect(node.cache.state.lastFailure?.contains("two different lists") == true)
+    }
+
+    @Test func anOutdatedLogIsFollowedAndSaidToBeOutdated() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        let published = try node.published(LogFollowerTests.entries(0..<4))
+        node.server.serve(published)
+        let now = Self.signedAt + 3 * 86_400
+        await #expect(throws: ListUpdateError.outdated(publishedAt: Self.signedAt, ageSeconds: 3 * 86_400)) { try await node.update(now: now) }
+        // Newer than nothing: held all the same, and matched while the check says it is outdated.
+        #expect(try node.log.store.load()?.state.treeSize == 4)
+        #expect(node.cache.state.lastFailure?.contains("72 hours ago") == true)
+    }
+
+    @Test func aDamagedCopyIsFollowedAfreshFromTheLog() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        let published = try node.published(LogFollowerTests.entries(0..<20))
+        node.server.serve(published)
+        _ = try await node.update()
+        // The entries file loses its tail (a disk error, a user's editor).
+        let entriesPath = node.directory + "/log/entries"
+        let bytes = try #require(FileManager.default.contents(atPath: entriesPath))
+        try bytes.prefix(bytes.count - 30).write(to: URL(fileURLWithPath: entriesPath))
+
+        let update = try await node.update()
+        #expect(update.newEntries == 20 && update.treeSize == 20)
+        #expect(try node.log.store.load()?.entries == published.entries)
+        let last = try #require(node.server.checkpointRequests.last)
+        #expect(last.headers.isEmpty, "nothing held: the checkpoint is not asked for conditionally")
+    }
+
+    @Test func aCheckpointTheNodeCannotOpenLeavesTheListAsItWas() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        let published = try node.published(LogFollowerTests.entries(0..<6))
+        node.server.serve(published)
+        _ = try await node.update()
+
+        let forged = try node.published(LogFollowerTests.entries(0..<9), signer: try NoteSigner.generate(name: LogFollowerTests.origin))
+        node.server.serve(forged)
+        do {
+            _ = try await node.update()
+            Issue.record("a checkpoint signed by another key was accepted")
+        } catch {
+            guard case .logRefused(let reason) = error else { throw error }
+            #expect(reason.contains("checkpoint"))
+        }
+        #expect(try node.log.store.load()?.state.treeSize == 6)
+        #expect(node.log.store.evidence().isEmpty, "another key's note proves nothing about this log")
+    }
+}
