@@ -116,7 +116,7 @@ struct WitnessKeygen: AsyncParsableCommand {
         discussion: """
             The verifier key goes into the configuration of the logs this server witnesses (their \
             `witnesses` list, with this server's address and /v1) and of the nodes that count its \
-            cosignatures. Its name is witnessName from the configuration, or tracer-witness/ and 16 hex \
+            cosignatures (list.witnesses). Its name is witnessName from the configuration, or tracer-witness/ and 16 hex \
             digits of the key's SHA-256: set witnessName first if you want another, since the name is part \
             of the verifier key. Refuses to replace an existing key.
             """)
@@ -136,8 +136,8 @@ struct WitnessKeygen: AsyncParsableCommand {
         print(identity.verifierKey.text)
         FileHandle.standardError.write(Data("""
             Witness key written to \(location.paths.witnessKey). Its verifier key, printed on standard output, goes into the \
-            `witnesses` of each log this server witnesses and into the configuration of nodes that count its cosignatures; \
-            list those logs in this server's witnessedLogs.
+            `witnesses` of each log this server witnesses (with this server's address and /v1 as url) and into the \
+            list.witnesses of nodes that count its cosignatures; list those logs in this server's witnessedLogs.
 
             """.utf8))
     }
