@@ -389,7 +389,7 @@ struct Status: AsyncParsableCommand {
         for log in configuration?.witnessedLogs ?? [] {
             do {
                 if let held = try store.read(origin: log.origin) {
-                    print("Witnessing:        \(log.origin), cosigned size \(held.treeSize) at \(held.cosignedAt.utcText)")
+                    print("Witnessing:        \(log.origin), cosigned size \(held.treeSize) (first at \(held.cosignedAt.utcText))")
                 } else {
                     print("Witnessing:        \(log.origin), nothing cosigned yet")
                 }

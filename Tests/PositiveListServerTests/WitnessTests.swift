@@ -122,9 +122,16 @@ struct DirectWitnessTransport: WitnessTransport {
         #expect(await restarted.witness.addCheckpoint(Array(try log.request(MemoryLog.entries(5), from: 0).encoded)) == .refused(.oldSizeMismatch(oldSize: 0, heldSize: 3)))
         _ = try Self.cosignature(await restarted.witness.addCheckpoint(Array(try log.request(MemoryLog.entries(5), from: 3).encoded)))
         #expect(try restarted.store.read(origin: log.origin)?.treeSize == 5)
-        // The same tree again, a newer note: cosigned again, nothing changes.
-        _ = try Self.cosignature(await restarted.witness.addCheckpoint(Array(try log.request(MemoryLog.entries(5), from: 5).encoded)))
-        #expect(try restarted.store.read(origin: log.origin)?.treeSize == 5)
+        // The same tree again, a newer note: cosigned again at the new time, nothing written.
+        restarted.clock.advance(by: 60)
+        let again = try log.request(MemoryLog.entries(5), from: 5)
+        let line = try Self.cosignature(await restarted.witness.addCheckpoint(Array(again.encoded)))
+        let time = try Checkpoint.open(
+            try SignedNote(text: again.note.text, signatures: again.note.signatures + WitnessAnswer.cosignatures(inBody: Data(line.utf8), for: again.note, witness: harness.verifierKey)).encoded,
+            origin: log.origin, logKey: log.key, witnesses: [harness.verifierKey], requiredCosignatures: 1).cosignatures.first?.cosignatureTime
+        #expect(time == UInt64(ServerFixture.start + 60))
+        let kept = try #require(try restarted.store.read(origin: log.origin))
+        #expect(kept.treeSize == 5 && kept.cosignedAt == ServerFixture.start, "the record of size 5 is the first one")
     }
 
     @Test func aSplitViewIsRefusedAndBothNotesAreKeptOnce() async throws {

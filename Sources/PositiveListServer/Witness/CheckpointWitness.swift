@@ -82,17 +82,21 @@ public actor CheckpointWitness {
             return .refused(error)
         }
         let now = clock.now()
-        let record = HeldCheckpoint(
-            origin: log.origin, treeSize: checkpoint.treeSize, rootHash: checkpoint.rootHash.base64,
-            note: String(decoding: request.note.encoded, as: UTF8.self), cosignedAt: now)
-        do {
-            // Recorded before the answer: a cosignature the witness forgot would let the log roll back.
-            try store.write(record)
-        } catch {
-            logger.error("witness could not record the checkpoint; not cosigned", metadata: ["origin": "\(log.origin)", "reason": "\(error)"])
-            return .failed(error.description)
+        // The same tree again (a newer note of it) changes nothing held, and is not written: a
+        // client replaying a published checkpoint cannot make the witness write to disk.
+        if current?.tree != WitnessedTree(size: checkpoint.treeSize, root: checkpoint.rootHash) {
+            let record = HeldCheckpoint(
+                origin: log.origin, treeSize: checkpoint.treeSize, rootHash: checkpoint.rootHash.base64,
+                note: String(decoding: request.note.encoded, as: UTF8.self), cosignedAt: now)
+            do {
+                // Recorded before the answer: a cosignature the witness forgot would let the log roll back.
+                try store.write(record)
+            } catch {
+                logger.error("witness could not record the checkpoint; not cosigned", metadata: ["origin": "\(log.origin)", "reason": "\(error)"])
+                return .failed(error.description)
+            }
+            held[origin] = record
         }
-        held[origin] = record
         let line: String
         do {
             line = try signer.sign(text: request.note.text, timestamp: UInt64(max(now, 0))).line
@@ -145,6 +149,7 @@ public struct HeldCheckpoint: Codable, Sendable, Equatable {
     public var rootHash: String
     /// The signed note as received (text, blank line, signature lines).
     public var note: String
+    /// When the witness first cosigned this tree (later notes of the same tree change nothing).
     public var cosignedAt: UnixSeconds
 
     var tree: WitnessedTree? {
