@@ -7,6 +7,7 @@ import Matching
 import PositiveListFormat
 import Synchronization
 import TracerCore
+import TransparencyLog
 
 /// Key-matching figures for BENCHMARKS.md (issue 13, figure b): `keyCount` published daily keys
 /// (15-minute windows, so 96 derived ids each) matched against a node database of
@@ -18,6 +19,12 @@ import TracerCore
 /// read the cached key batches, verify them, derive, look up. The same run times the phases
 /// in-process and a per-id baseline (one `AES.permute` per id, and one HMAC-SHA256 per id) on a
 /// subset of the keys, scaled up.
+///
+/// The same keys are also written as the list log a node follows (issue 39): the same batches cut
+/// into `ListLogEntry`s, appended into a tlog-tiles tree, a checkpoint signed with the list's key
+/// and timestamped, kept as `FollowedLogStore` keeps it (`log/state`, `log/entries`) in a second
+/// cache directory. `tracer check --offline` runs against both caches in the same run, in turn,
+/// and `PositiveListMatcher.match(logEntries:)` is timed in-process beside `match(keyBatches:)`.
 ///
 /// Every method must find exactly the planted exposures: a wrong count stops the run.
 struct KeyMatchBenchmark {
@@ -54,10 +61,19 @@ struct KeyMatchBenchmark {
             + "(\(grouped(data.idCount)) derived ids) in \(data.batches.count) key batches of \(megabytes(data.batchBytes)) in all, "
             + "\(grouped(data.encounterCount)) encounters")
 
+        say("list log (not part of any figure): \(grouped(data.log.entryCount)) entries, entries file \(megabytes(data.log.entriesFileBytes)), "
+            + "state \(grouped(data.log.stateFileBytes)) bytes, origin \(data.log.origin), written in \(format(data.log.writeSeconds, 2)) s")
+        // A copy of the node's store and both caches, to profile `tracer check` on them (heaptrack).
+        if let keep = ProcessInfo.processInfo.environment["TRACER_BENCH_KEEP"] {
+            try FileManager.default.copyItem(atPath: directory, toPath: keep)
+            say("kept a copy of the store and both caches in \(keep) (TRACER_BENCH_KEEP)")
+        }
+
         let phases = try measurePhases(data)
+        let logPhases = try measureLogPhases(data)
         let cli = try measureCLI(data)
         let baseline = try measureBaselines(data)
-        report(data, phases: phases, cli: cli, baseline: baseline)
+        report(data, phases: phases, logPhases: logPhases, cli: cli, baseline: baseline)
     }
 
     // MARK: Data
@@ -72,6 +88,20 @@ struct KeyMatchBenchmark {
         let batchBytes: Int
         let encounterCount: Int
         let exposedPeers: Set<UserID>
+        let log: GeneratedLog
+    }
+
+    /// The same keys as a followed list log, in a cache directory of their own.
+    struct GeneratedLog {
+        let cacheDirectory: String
+        let origin: String
+        let entryCount: Int
+        let entriesFileBytes: Int
+        let stateFileBytes: Int
+        let treeSize: UInt64
+        let rootHash: MerkleHash
+        let writeSeconds: Double
+        var store: FollowedLogStore { FollowedLogStore(directory: cacheDirectory + "/log") }
     }
 
     private func generate() throws -> GeneratedData {
@@ -93,6 +123,8 @@ struct KeyMatchBenchmark {
         var planted: [DailyKeyRecord] = []
         var listings: [PositiveListIndex.BatchListing] = []
         var batches: [CachedBatch] = []
+        var logEntries: [Data] = []
+        var logCutSeconds = 0.0
         var keys = 0
         var ids = 0
         var bytes = 0
@@ -122,6 +154,10 @@ struct KeyMatchBenchmark {
                 number: number, timeRange: PositiveListKeyBatch.timeRange(of: records), byteCount: file.count,
                 sha256: Array(SHA256.hash(data: file)), kind: .keys))
             batches.append(CachedBatch(number: number, path: path))
+            // The same batch as the server's log carries it: cut into entries of at most 64 kB.
+            let cutStarted = ContinuousClock.now
+            for entry in try ListLogEntry.entries(keyBatch: number, records: records) { logEntries.append(Data(try entry.encode())) }
+            logCutSeconds += seconds(ContinuousClock.now - cutStarted)
             keys += records.count
             ids += records.reduce(0) { $0 + derivation.windowIndices(of: $1.day).count }
             bytes += file.count
@@ -135,6 +171,8 @@ struct KeyMatchBenchmark {
         let keyIndex = try PositiveListKeyIndex(generation: 1, publishedAt: now, accepts: .both, batches: listings).encode(signingKey: signingKey)
         try Data(keyIndex).write(to: URL(fileURLWithPath: cacheDirectory + "/" + PositiveListKeyIndex.relativePath))
         try Data("{\"lastUpdated\": \(now)}\n".utf8).write(to: URL(fileURLWithPath: cacheDirectory + "/state.json"))
+        let log = try writeLog(logEntries, cutSeconds: logCutSeconds, signingKey: signingKey, now: now)
+        logEntries = []
 
         var sightings = SightingBatch()
         func addEncounter(_ peer: UserID, from firstSeen: UnixSeconds, to lastSeen: UnixSeconds) {
@@ -172,7 +210,37 @@ struct KeyMatchBenchmark {
         return GeneratedData(
             databasePath: databasePath, cacheDirectory: cacheDirectory, batches: batches,
             publicKey: PositiveListPublicKey(signingKey.publicKey), keyCount: keys, idCount: ids, batchBytes: bytes,
-            encounterCount: sightings.rowCount, exposedPeers: exposedPeers)
+            encounterCount: sightings.rowCount, exposedPeers: exposedPeers, log: log)
+    }
+
+    /// Writes `entries` as the followed log a node holds after following the list's log from its
+    /// start: the tree built by the server's appender, a checkpoint with the default origin signed
+    /// by the list's key plus the log's timestamp cosignature, and state and entries through
+    /// `FollowedLogStore` (what `ListLogUpdater` saves). Checks that the checkpoint opens as the
+    /// node opens it before anything is measured.
+    private func writeLog(_ entries: [Data], cutSeconds: Double, signingKey: Curve25519.Signing.PrivateKey, now: UnixSeconds) throws -> GeneratedLog {
+        let started = ContinuousClock.now
+        let cacheDirectory = directory + "/log-cache"
+        let origin = PositiveListPublicKey(signingKey.publicKey).defaultLogOrigin
+        let appended = try LogAppender.append(entries, to: .empty)
+        let signer = try NoteSigner(name: origin, privateKey: signingKey)
+        let timestamp = try NoteSigner(name: origin, type: .cosignatureV1, privateKey: signingKey)
+        let note = try Checkpoint(origin: origin, treeSize: appended.rightEdge.treeSize, rootHash: appended.rootHash)
+            .signed(by: [signer, timestamp], timestamp: UInt64(now)).encoded
+        let opened = try Checkpoint.open(
+            note, origin: origin, logKey: try NoteVerifierKey(name: origin, type: .ed25519, publicKey: signingKey.publicKey),
+            witnesses: [timestamp.verifierKey])
+        guard opened.checkpoint.treeSize == UInt64(entries.count), opened.checkpoint.rootHash == appended.rightEdge.rootHash,
+              opened.cosignatures.first?.cosignatureTime == UInt64(now)
+        else { throw BenchmarkFailure("the log's checkpoint does not open as written") }
+        let store = FollowedLogStore(directory: cacheDirectory + "/log")
+        try store.save(FollowedLogState(checkpointNote: note, edge: appended.rightEdge), appending: entries)
+        try Data("{\"lastUpdated\": \(now)}\n".utf8).write(to: URL(fileURLWithPath: cacheDirectory + "/state.json"))
+        let size = { (path: String) in ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? 0 }
+        return GeneratedLog(
+            cacheDirectory: cacheDirectory, origin: origin, entryCount: entries.count, entriesFileBytes: size(store.directory + "/entries"),
+            stateFileBytes: size(store.directory + "/state"), treeSize: appended.rightEdge.treeSize, rootHash: appended.rootHash,
+            writeSeconds: cutSeconds + seconds(ContinuousClock.now - started))
     }
 
     // MARK: In-process phases
@@ -224,6 +292,75 @@ struct KeyMatchBenchmark {
         say("in-process (median of \(runs.count), load + match s: \(runs.map { format($0.loadSeconds + $0.matchSeconds, 3) }.joined(separator: ", "))): "
             + "load \(format(median.loadSeconds, 3)) s + match \(format(median.matchSeconds, 3)) s; apart: read+verify "
             + "\(format(median.readSeconds, 3)) s, derive \(format(median.deriveSeconds, 3)) s")
+        return median
+    }
+
+    struct LogPhaseFigures {
+        /// `FollowedLogStore.load()`: read the state and the entries file, split it into entries.
+        var loadEntriesSeconds: Double
+        /// Opening the held checkpoint with the list's key (what the check does before matching).
+        var openSeconds: Double
+        /// Opening the store and reading the encounters.
+        var loadEncountersSeconds: Double
+        /// `PositiveListMatcher.match(logEntries:)`: decode, derive and look up.
+        var matchSeconds: Double
+        /// Decoding every entry (`ListLogEntry(decoding:)`) alone.
+        var decodeSeconds: Double
+        var entries: Int
+        var keyBatches: Int
+
+        var total: Double { loadEntriesSeconds + openSeconds + loadEncountersSeconds + matchSeconds }
+    }
+
+    /// What `tracer check` does with a followed log, in-process: load the held entries, open the
+    /// checkpoint, read the encounters, `match(logEntries:)`; and decoding the entries alone.
+    private func measureLogPhases(_ data: GeneratedData) throws -> LogPhaseFigures {
+        let origin = data.log.origin
+        let logKey = try NoteVerifierKey(name: origin, type: .ed25519, publicKey: data.publicKey.key)
+        let timestampKey = try NoteVerifierKey(name: origin, type: .cosignatureV1, publicKey: data.publicKey.key)
+        var runs: [LogPhaseFigures] = []
+        for _ in 0..<Self.repetitions {
+            let clock = ContinuousClock()
+            let started = clock.now
+            guard let held = try data.log.store.load() else { throw BenchmarkFailure("the followed log is not held") }
+            let loadedEntries = clock.now
+            let opened = try Checkpoint.open(held.state.checkpointNote, origin: origin, logKey: logKey, witnesses: [timestampKey])
+            guard opened.checkpoint.treeSize == held.state.treeSize, opened.checkpoint.rootHash == held.state.rootHash,
+                  held.state.rootHash == data.log.rootHash, held.entries.count == data.log.entryCount
+            else { throw BenchmarkFailure("the held log does not match its checkpoint") }
+            let openedAt = clock.now
+            let store = try NodeStore.open(StoreLocation(path: data.databasePath, source: .flag, ownsDirectory: false))
+            let encounters = try store.encounterTimes()
+            let loaded = clock.now
+            let outcome = PositiveListMatcher(encounters: encounters).match(logEntries: held.entries)
+            let matched = clock.now
+            try check(
+                "in-process (log)", keys: outcome.outcome.keysChecked, ids: outcome.outcome.idsChecked,
+                matchedPeers: Set(outcome.outcome.matches.map(\.times.peer)), outside: outcome.outcome.idsSeenOutsideTheirWindow, data)
+            guard outcome.unreadableEntries == 0, outcome.keyBatches == data.batches.count, outcome.idBatches == 0 else {
+                throw BenchmarkFailure("in-process (log): \(outcome.unreadableEntries) unreadable entries, \(outcome.keyBatches) key batches, "
+                    + "\(outcome.idBatches) id batches; expected 0, \(data.batches.count), 0")
+            }
+
+            // Decoding alone: every entry into its records.
+            let decodeStarted = clock.now
+            var decodedKeys = 0
+            for entry in held.entries {
+                guard case .keys(let records) = try ListLogEntry(decoding: [UInt8](entry)).payload else { continue }
+                decodedKeys += records.count
+            }
+            let decodeSeconds = seconds(clock.now - decodeStarted)
+            guard decodedKeys == data.keyCount else { throw BenchmarkFailure("decoding alone: \(decodedKeys) keys, expected \(data.keyCount)") }
+            runs.append(LogPhaseFigures(
+                loadEntriesSeconds: seconds(loadedEntries - started), openSeconds: seconds(openedAt - loadedEntries),
+                loadEncountersSeconds: seconds(loaded - openedAt), matchSeconds: seconds(matched - loaded), decodeSeconds: decodeSeconds,
+                entries: held.entries.count, keyBatches: outcome.keyBatches))
+        }
+        let median = runs.sorted { $0.total < $1.total }[runs.count / 2]
+        say("in-process from the log (median of \(runs.count), s: \(runs.map { format($0.total, 3) }.joined(separator: ", "))): "
+            + "load entries \(format(median.loadEntriesSeconds, 3)) s + open checkpoint \(format(median.openSeconds, 3)) s + "
+            + "load encounters \(format(median.loadEncountersSeconds, 3)) s + match(logEntries:) \(format(median.matchSeconds, 3)) s; "
+            + "apart: decode every entry \(format(median.decodeSeconds, 3)) s")
         return median
     }
 
@@ -291,7 +428,14 @@ struct KeyMatchBenchmark {
         var detail: String
     }
 
-    private func measureCLI(_ data: GeneratedData) throws -> CLIFigures? {
+    struct CLIPair {
+        var index: CLIFigures
+        var log: CLIFigures
+    }
+
+    /// The real `tracer check --offline --json` on the signed-index cache and on the followed-log
+    /// cache, alternately (index, log, index, log, …) so that both see the same load.
+    private func measureCLI(_ data: GeneratedData) throws -> CLIPair? {
         let tracer = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath()
             .deletingLastPathComponent().appendingPathComponent("tracer").path
         guard FileManager.default.isExecutableFile(atPath: tracer),
@@ -300,30 +444,54 @@ struct KeyMatchBenchmark {
             say("tracer check: skipped: tracer check not built (expected at \(tracer))")
             return nil
         }
-        let arguments = [
-            "check", "--offline", "--json", "--quiet", "--db", data.databasePath,
-            "--cache-dir", data.cacheDirectory, "--server-key", data.publicKey.base64,
-        ]
-        say("tracer check: \(tracer) \(arguments.joined(separator: " "))")
-        var runs: [CLIFigures] = []
-        for _ in 0..<Self.repetitions {
-            let child = try MeasuredProcess.run(tracer, arguments, scratchDirectory: directory)
-            guard child.exitCode == 3 || child.exitCode == 0 else {
-                throw BenchmarkFailure("tracer check exited \(child.exitCode): \(child.standardError.prefix(1_000))")
-            }
-            let report = try child.jsonReport()
-            try check(
-                "tracer check", keys: report["keysChecked"] as? Int, ids: report["idsChecked"] as? Int, matchedPeers: nil,
-                matchedCount: report["matchedIDs"] as? Int, outside: report["idsSeenOutsideTheirWindow"] as? Int, data)
-            runs.append(CLIFigures(
-                seconds: child.seconds, peakResidentBytes: child.peakResidentBytes, peakIsUpperBound: child.peakIsUpperBound,
-                cpuSeconds: child.cpuSeconds, detail: "exit \(child.exitCode), \(report["matchedIDs"] ?? "?") matched ids, encountersChecked \(report["encountersChecked"] ?? "?")"))
+        func arguments(_ cacheDirectory: String) -> [String] {
+            [
+                "check", "--offline", "--json", "--quiet", "--db", data.databasePath,
+                "--cache-dir", cacheDirectory, "--server-key", data.publicKey.base64,
+            ]
         }
-        let median = runs.sorted { $0.seconds < $1.seconds }[runs.count / 2]
-        say("tracer check (median of \(runs.count), s: \(runs.map { format($0.seconds, 3) }.joined(separator: ", "))): "
-            + "\(format(median.seconds, 3)) s, CPU \(format(median.cpuSeconds, 3)) s (runs: \(runs.map { format($0.cpuSeconds, 2) }.joined(separator: ", "))), "
-            + "peak RSS \(peak(median)), \(median.detail)")
-        return median
+        say("tracer check: \(tracer) \(arguments(data.cacheDirectory).joined(separator: " "))")
+        say("tracer check from the log: the same with --cache-dir \(data.log.cacheDirectory)")
+        var indexRuns: [CLIFigures] = []
+        var logRuns: [CLIFigures] = []
+        for _ in 0..<Self.repetitions {
+            indexRuns.append(try runCheck(tracer, arguments(data.cacheDirectory), fromLog: false, data))
+            logRuns.append(try runCheck(tracer, arguments(data.log.cacheDirectory), fromLog: true, data))
+        }
+        let index = median(indexRuns)
+        let log = median(logRuns)
+        say("tracer check (median of \(indexRuns.count), s: \(indexRuns.map { format($0.seconds, 3) }.joined(separator: ", "))): "
+            + "\(format(index.seconds, 3)) s, CPU \(format(index.cpuSeconds, 3)) s (runs: \(indexRuns.map { format($0.cpuSeconds, 2) }.joined(separator: ", "))), "
+            + "peak RSS \(peak(index)), \(index.detail)")
+        say("tracer check from the log (median of \(logRuns.count), s: \(logRuns.map { format($0.seconds, 3) }.joined(separator: ", "))): "
+            + "\(format(log.seconds, 3)) s, CPU \(format(log.cpuSeconds, 3)) s (runs: \(logRuns.map { format($0.cpuSeconds, 2) }.joined(separator: ", "))), "
+            + "peak RSS \(peak(log)) (runs: \(logRuns.map { megabytes($0.peakResidentBytes) }.joined(separator: ", "))), \(log.detail)")
+        return CLIPair(index: index, log: log)
+    }
+
+    private func median(_ runs: [CLIFigures]) -> CLIFigures { runs.sorted { $0.seconds < $1.seconds }[runs.count / 2] }
+
+    /// One `tracer check`; its report must count every key and id and find exactly the planted
+    /// exposures, and say it matched the list it was meant to (the log's size, or no log).
+    private func runCheck(_ tracer: String, _ arguments: [String], fromLog: Bool, _ data: GeneratedData) throws -> CLIFigures {
+        let who = fromLog ? "tracer check from the log" : "tracer check"
+        let child = try MeasuredProcess.run(tracer, arguments, scratchDirectory: directory)
+        guard child.exitCode == 3 || child.exitCode == 0 else {
+            throw BenchmarkFailure("\(who) exited \(child.exitCode): \(child.standardError.prefix(1_000))")
+        }
+        let report = try child.jsonReport()
+        try check(
+            who, keys: report["keysChecked"] as? Int, ids: report["idsChecked"] as? Int, matchedPeers: nil,
+            matchedCount: report["matchedIDs"] as? Int, outside: report["idsSeenOutsideTheirWindow"] as? Int, data)
+        let list = report["list"] as? [String: Any]
+        let logEntries = (list?["logEntries"] as? NSNumber)?.uint64Value
+        guard logEntries == (fromLog ? data.log.treeSize : nil) else {
+            throw BenchmarkFailure("\(who) matched \(logEntries.map { "a log of \($0) entries" } ?? "the index"), not the list meant")
+        }
+        return CLIFigures(
+            seconds: child.seconds, peakResidentBytes: child.peakResidentBytes, peakIsUpperBound: child.peakIsUpperBound,
+            cpuSeconds: child.cpuSeconds, detail: "exit \(child.exitCode), \(report["matchedIDs"] ?? "?") matched ids, encountersChecked \(report["encountersChecked"] ?? "?")"
+                + (fromLog ? ", logEntries \(logEntries ?? 0), keyBatches \(list?["keyBatches"] ?? "?")" : ""))
     }
 
     // MARK: Baselines
@@ -447,7 +615,8 @@ struct KeyMatchBenchmark {
 
     // MARK: Report
 
-    private func report(_ data: GeneratedData, phases: PhaseFigures, cli: CLIFigures?, baseline: BaselineFigures) {
+    private func report(_ data: GeneratedData, phases: PhaseFigures, logPhases: LogPhaseFigures, cli pair: CLIPair?, baseline: BaselineFigures) {
+        let cli = pair?.index
         let ids = Double(data.idCount)
         func rate(_ count: Double, _ seconds: Double) -> String { grouped(Int(count / seconds)) + " ids/s" }
         func verdict(_ met: Bool) -> String { met ? "met" : "**missed**" }
@@ -463,8 +632,22 @@ struct KeyMatchBenchmark {
         } else {
             say("| Whole `tracer check` | skipped: tracer check not built | — |")
         }
+        if let log = pair?.log, let index = pair?.index {
+            say("| Whole `tracer check --offline --json` from the list log (process; \(grouped(data.log.entryCount)) entries, \(megabytes(data.log.entriesFileBytes))) | "
+                + "\(format(log.seconds, 3)) s (CPU \(format(log.cpuSeconds, 3)) s), \(rate(ids, log.seconds)), peak RSS \(peak(log)) | "
+                + "≤ 2 s: \(verdict(log.seconds <= 2)); ≤ 64 MB: \(verdict(log.peakResidentBytes <= 64 << 20)) |")
+            say("| Ratio log / index, same run: wall / CPU / peak RSS | \(format(log.seconds / index.seconds, 2)) / "
+                + "\(format(log.cpuSeconds / index.cpuSeconds, 2)) / \(format(Double(log.peakResidentBytes) / Double(index.peakResidentBytes), 2)) "
+                + "(peak RSS + \(megabytes(log.peakResidentBytes - index.peakResidentBytes))) | — |")
+        }
         say("| In-process: open store + read encounters + match keys | \(format(phases.loadSeconds + phases.matchSeconds, 3)) s "
             + "(\(format(phases.loadSeconds, 3)) + \(format(phases.matchSeconds, 3))), \(rate(ids, phases.matchSeconds)) in the match | — |")
+        say("| In-process from the log: load entries + open checkpoint + open store and read encounters + `match(logEntries:)` | "
+            + "\(format(logPhases.total, 3)) s (\(format(logPhases.loadEntriesSeconds, 3)) + \(format(logPhases.openSeconds, 3)) + "
+            + "\(format(logPhases.loadEncountersSeconds, 3)) + \(format(logPhases.matchSeconds, 3))), \(rate(ids, logPhases.matchSeconds)) in the match | — |")
+        say("| `match(logEntries:)` / `match(keyBatches:)`, in-process | \(format(logPhases.matchSeconds, 3)) s / \(format(phases.matchSeconds, 3)) s = "
+            + "\(format(logPhases.matchSeconds / phases.matchSeconds, 2)) | — |")
+        say("| Log phases apart: decode every entry (`ListLogEntry(decoding:)`) | \(format(logPhases.decodeSeconds, 3)) s | — |")
         say("| Phases apart: read + verify key batches | \(format(phases.readSeconds, 3)) s | — |")
         say("| Phases apart: derive (batch AES-CTR, every core) | \(format(phases.deriveSeconds, 3)) s, \(rate(ids, phases.deriveSeconds)) | — |")
         say("| Phases apart: the rest of the match (lookups, chunking; match − read − derive) | \(format(lookup, 3)) s | — |")
