@@ -70,6 +70,33 @@ public struct LogRightEdge: Sendable, Equatable {
         return edge
     }
 
+    /// The right edge of the tree of the log's first `treeSize` entries, a multiple of 256 (no
+    /// partial bundle), read from the tiles a tree of `servedSize` publishes: where the smaller
+    /// tree has a partial tile, the bigger one has the same tile full or wider, and its first
+    /// hashes are the smaller tile's. What a node starting mid-log needs; the tiles are
+    /// untrusted, and entries appended to this edge lead to the served checkpoint's root only if
+    /// they are right.
+    public static func load(
+        treeSize: UInt64, servedSize: UInt64, read: (String) async throws -> Data
+    ) async throws -> LogRightEdge {
+        guard treeSize % UInt64(TileID.fullWidth) == 0, treeSize <= servedSize else {
+            throw TileError.inconsistentRightEdge(treeSize: treeSize, reason: "a start inside a bundle, or after the served tree of \(servedSize)")
+        }
+        var levels: [[MerkleHash]] = Array(repeating: [], count: TileLayout.levelCount(treeSize: treeSize))
+        for needed in TileLayout.partialTiles(treeSize: treeSize) {
+            let complete = needed.index < TileLayout.fullTileCount(level: needed.level, treeSize: servedSize)
+            let served = try TileID(
+                level: needed.level, index: needed.index,
+                width: complete ? TileID.fullWidth : TileLayout.partialWidth(level: needed.level, treeSize: servedSize))
+            let bytes = try await read(served.path)
+            guard bytes.count == served.byteCount else {
+                throw TileError.wrongTileSize(path: served.path, expectedBytes: served.byteCount, actualBytes: bytes.count)
+            }
+            levels[needed.level] = TileHashReader.hashes(in: bytes.prefix(needed.byteCount), count: needed.width)
+        }
+        return try LogRightEdge(treeSize: treeSize, partialTileHashes: levels, partialBundleEntries: [])
+    }
+
     /// The tree's root, from the complete subtrees in its partial tiles, biggest first.
     public var rootHash: MerkleHash {
         var spine: [MerkleHash] = []

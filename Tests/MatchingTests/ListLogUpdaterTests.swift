@@ -5,6 +5,7 @@ import Matching
 import Synchronization
 import TestTiers
 import Testing
+import PositiveListFormat
 import TracerCore
 import TransparencyLog
 
@@ -85,6 +86,13 @@ import TransparencyLog
         func updater(now: UnixSeconds = ListLogUpdaterTests.signedAt + 60, maximumListAge: UnixSeconds? = 172_800) -> ListLogUpdater {
             ListLogUpdater(log: log, files: HTTPLogFiles(baseURL: "http://list.test/log", http: server), cache: cache,
                            maximumListAge: maximumListAge, clock: FixedClock(time: now))
+        }
+
+        /// A log whose checkpoint the server signed at `time`.
+        func published(_ entries: [Data], signedAt time: UInt64) throws -> PublishedLog {
+            var log = PublishedLog(signer: signer)
+            try log.append(entries, cosigners: [timestamp], timestamp: time)
+            return log
         }
 
         func update(now: UnixSeconds = ListLogUpdaterTests.signedAt + 60) async throws(ListUpdateError) -> LogUpdate {
@@ -217,5 +225,44 @@ import TransparencyLog
         }
         #expect(try node.log.store.load()?.state.treeSize == 6)
         #expect(node.log.store.evidence().isEmpty, "another key's note proves nothing about this log")
+    }
+
+    /// Log entries of one id each, batch `number`, valid until `until`.
+    static func idEntries(_ numbers: Range<Int>, until: UnixSeconds) throws -> [Data] {
+        try numbers.map { number in
+            let id = PositiveListEntry(id: UserID(rawValue: UInt64(number) &* 0x9E37_79B9_7F4A_7C15), validFrom: until - 900, validUntil: until)
+            return Data(try ListLogEntry(batchNumber: UInt64(number + 1), part: 0, partCount: 1, payload: .ids([id])).encode())
+        }
+    }
+
+    /// Retention (issue 39, item 3): a fresh node downloads only the bundles holding entries it
+    /// can still match, and a following node drops bundles whose entries have all expired.
+    @Test func aNodeKeepsOnlyTheBundlesItCanStillMatch() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        let now = Self.signedAt + 60
+        let day: UnixSeconds = 86_400
+        // 600 entries that ended 60 days ago, then 300 that ended yesterday.
+        let old = try Self.idEntries(0..<600, until: now - 60 * day)
+        let recent = try Self.idEntries(600..<900, until: now - day)
+        var published = try node.published(old + recent, signedAt: UInt64(Self.signedAt))
+        node.server.serve(published)
+        _ = try await node.update(now: now)
+        let fresh = try #require(try node.log.store.load())
+        #expect(fresh.firstIndex == 512, "bundle 1 is all expired (fetched to find that out), bundle 2 holds live entries")
+        #expect(fresh.entries == Array((old + recent)[512...]))
+        #expect(!node.server.requests.withLock { $0 }.contains { $0.url.hasSuffix("/tile/entries/000") }, "older history is never downloaded")
+
+        // Forty days on, with ten new entries: every bundle before the newest live one goes.
+        let later = now + 40 * day
+        let newer = try Self.idEntries(900..<910, until: later - day)
+        try published.append(newer, cosigners: [node.timestamp], timestamp: UInt64(later - 60))
+        node.server.serve(published)
+        let update = try await node.update(now: later)
+        #expect(update.newEntries == 10)
+        let kept = try #require(try node.log.store.load())
+        #expect(kept.firstIndex == 768)
+        #expect(kept.entries == Array((old + recent + newer)[768...]))
+        #expect(kept.state.treeSize == 910)
     }
 }

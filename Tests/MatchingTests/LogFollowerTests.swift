@@ -22,13 +22,15 @@ import TransparencyLog
 
         init(signer: NoteSigner) { self.signer = signer }
 
-        mutating func append(_ new: [Data], origin: String = LogFollowerTests.origin, cosigners: [NoteSigner] = []) throws {
+        mutating func append(
+            _ new: [Data], origin: String = LogFollowerTests.origin, cosigners: [NoteSigner] = [], timestamp: UInt64 = 1_764_000_000
+        ) throws {
             let result = try LogAppender.append(new, to: edge)
             for write in result.writes { files[write.path] = write.bytes }
             edge = result.rightEdge
             entries += new
             checkpoint = try Checkpoint(origin: origin, treeSize: edge.treeSize, rootHash: result.rootHash)
-                .signed(by: [signer] + cosigners, timestamp: 1_764_000_000).encoded
+                .signed(by: [signer] + cosigners, timestamp: timestamp).encoded
         }
 
         var served: ServedLog { ServedLog(checkpointBytes: checkpoint, files: files, requests: Requests()) }
@@ -300,5 +302,70 @@ import TransparencyLog
         var altered = [UInt8](bytes)
         altered[altered.count - 1] ^= 0x01
         #expect(throws: FollowedLogStateError.self) { try FollowedLogState(decoding: Data(altered)) }
+    }
+
+    // MARK: Starting mid-log (retention)
+
+    /// Entries `0..<expired` count as expired, the rest as live.
+    static func isLive(expired: Int) -> (Data) -> Bool {
+        { entry in
+            let text = String(decoding: entry.prefix(12), as: UTF8.self)
+            let number = Int(text.split(separator: " ")[1].prefix { $0.isNumber }) ?? 0
+            return number >= expired
+        }
+    }
+
+    @Test func aFreshNodeTakesOnlyTheBundlesThatHoldLiveEntries() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<300))
+        try log.append(Self.entries(300..<1_000))
+        let served = log.served
+        // Bundle 1 (256..<512) is all expired, bundle 2 (512..<768) partly: the node starts at 512.
+        let (advance, first) = try await LogFollower.start(source: Self.source(signer), fetcher: served, isLive: Self.isLive(expired: 600))
+        #expect(first == 512)
+        #expect(advance.newEntries == Array(log.entries[512...]))
+        #expect(advance.state.edge == (try LogAppender.append(log.entries, to: .empty)).rightEdge)
+        let asked = await served.requests.made.map(\.path)
+        #expect(asked.filter { $0.hasPrefix("tile/entries/") } == ["tile/entries/003.p/232", "tile/entries/002", "tile/entries/001"])
+        #expect(!asked.contains("tile/entries/000"), "history before the first expired bundle is never fetched")
+        // The edge at 512 came from one level-1 tile: the partial one of the served tree (width 3).
+        #expect(asked.filter { !$0.hasPrefix("tile/entries/") } == ["tile/1/000.p/3"])
+
+        // Following on from there works as from any held state.
+        try log.append(Self.entries(1_000..<1_010))
+        let next = try await LogFollower.advance(advance.state, source: Self.source(signer), fetcher: log.served)
+        #expect(next.newEntries == Self.entries(1_000..<1_010))
+
+        // Nothing live: the newest bundle is taken all the same; everything live: the whole log.
+        let none = try await LogFollower.start(source: Self.source(signer), fetcher: log.served, isLive: { _ in false })
+        #expect(none.firstIndex == 768 && none.advance.newEntries == Array(log.entries[768...]))
+        let all = try await LogFollower.start(source: Self.source(signer), fetcher: log.served, isLive: { _ in true })
+        #expect(all.firstIndex == 0 && all.advance.newEntries == log.entries)
+    }
+
+    @Test func aWrongTileOrEntryAtAFreshStartIsCaughtByTheRoot() async throws {
+        let signer = try NoteSigner.generate(name: Self.origin)
+        var log = PublishedLog(signer: signer)
+        try log.append(Self.entries(0..<900))
+        var tampered = log.served
+        var tile = [UInt8](try #require(tampered.files["tile/1/000.p/3"]))
+        tile[5] ^= 0x01
+        tampered.files["tile/1/000.p/3"] = Data(tile)
+        await #expect(throws: LogFollowError.self) {
+            try await LogFollower.start(source: Self.source(signer), fetcher: tampered, isLive: Self.isLive(expired: 600))
+        }
+        do {
+            _ = try await LogFollower.start(source: Self.source(signer), fetcher: tampered, isLive: Self.isLive(expired: 600))
+        } catch {
+            guard case .entriesDoNotLeadToCheckpoint(512, 900, _, _) = error else { throw error }
+            #expect(!error.isEvidence)
+        }
+        // A tile that is missing: the update fails, nothing is taken.
+        var missing = log.served
+        missing.files["tile/1/000.p/3"] = nil
+        await #expect(throws: LogFollowError.self) {
+            try await LogFollower.start(source: Self.source(signer), fetcher: missing, isLive: Self.isLive(expired: 600))
+        }
     }
 }

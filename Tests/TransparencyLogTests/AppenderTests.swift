@@ -59,6 +59,36 @@ import TestTiers
         #expect(finalPaths.isSubset(of: Set(whole.files.keys)))
     }
 
+    /// A node starting mid-log reads the edge of an earlier tree (a multiple of 256) from the
+    /// tiles the current tree publishes, and nothing else: the edge is the one an appender had
+    /// there, whether the tiles it needs are full or still partial in the served tree.
+    @Test func theEdgeOfAnEarlierTreeIsReadFromTheServedTreesTiles() async throws {
+        let served = try LogAppender.append(Array(Self.allEntries), to: .empty)
+        var published = Bucket()
+        published.store(served.writes)
+        let servedSize = UInt64(Self.allEntries.count)
+        let servedPaths = Set(TileLayout.tiles(treeSize: servedSize).map(\.path))
+        for start in [0, 256, 512, 65_280, 65_536, 65_792, 69_888] {
+            var read: [String] = []
+            let edge = try await LogRightEdge.load(treeSize: UInt64(start), servedSize: servedSize) { path in
+                read.append(path)
+                return try published.read(path)
+            }
+            let direct = try LogAppender.append(Array(Self.allEntries.prefix(start)), to: .empty)
+            #expect(edge == direct.rightEdge, "start \(start)")
+            #expect(edge.rootHash == NaiveMerkle.root(Self.allLeafHashes[..<start]), "start \(start)")
+            #expect(Set(read).isSubset(of: servedPaths), "start \(start) read \(read.filter { !servedPaths.contains($0) })")
+            #expect(read.count == TileLayout.partialTiles(treeSize: UInt64(start)).count)
+        }
+        // Only bundle boundaries, and never past the served tree.
+        await #expect(throws: TileError.self) { try await LogRightEdge.load(treeSize: 300, servedSize: servedSize) { try published.read($0) } }
+        await #expect(throws: TileError.self) { try await LogRightEdge.load(treeSize: 70_144, servedSize: servedSize) { try published.read($0) } }
+        // A tile cut short is refused for its size.
+        await #expect(throws: TileError.self) {
+            try await LogRightEdge.load(treeSize: 512, servedSize: servedSize) { path in (try published.read(path)).dropLast(1) }
+        }
+    }
+
     /// Three tile levels (70,000 entries, the spec's example size) in uneven batches; a client
     /// holding only the tiles it is told to fetch proves inclusion and consistency.
     @Test func threeLevelsProveFromTheTilesAClientFetches() throws {

@@ -1,5 +1,6 @@
 import CurlHTTP
 import Foundation
+import IDRotation
 import Logging
 import TracerCore
 import TransparencyLog
@@ -54,17 +55,21 @@ public struct ListLogUpdater: Sendable {
     /// last confirmed current.
     public let cache: PositiveListCache
     public let maximumListAge: UnixSeconds?
+    /// Which entries the node still needs (`ListLogRetention`): the rest are never downloaded by
+    /// a node starting afresh and are dropped by one following.
+    public let retention: RetentionPolicy
     let clock: any WallClock
     let logger: Logger
 
     public init(
         log: FollowedListLog, files: HTTPLogFiles, cache: PositiveListCache, maximumListAge: UnixSeconds?,
-        clock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.list")
+        retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.list")
     ) {
         self.log = log
         self.files = files
         self.cache = cache
         self.maximumListAge = maximumListAge
+        self.retention = retention
         self.clock = clock
         self.logger = logger
     }
@@ -123,9 +128,16 @@ public struct ListLogUpdater: Sendable {
             note = body
             etag = served
         }
-        let advance: LogAdvance
+        let live = ListLogRetention(retention: retention, now: clock.now())
+        var advance: LogAdvance
+        var firstIndex = held?.firstIndex ?? 0
         do {
-            advance = try await Self.advance(held?.state, note: note, source: log.source, files: files)
+            if let held {
+                advance = try await Self.advance(held.state, note: note, source: log.source, files: files)
+            } else {
+                (advance, firstIndex) = try await LogFollower.start(
+                    source: log.source, fetcher: PrefetchedCheckpoint(note: note, files: files), isLive: live.isLive)
+            }
         } catch .heldStateDamaged(let reason) {
             // The offered checkpoint opened with the configured key (the follower checks it
             // first), the held one does not: the node was moved to another list, or its copy is
@@ -136,7 +148,8 @@ public struct ListLogUpdater: Sendable {
             try reset()
             held = nil
             do {
-                advance = try await Self.advance(nil, note: note, source: log.source, files: files)
+                (advance, firstIndex) = try await LogFollower.start(
+                    source: log.source, fetcher: PrefetchedCheckpoint(note: note, files: files), isLive: live.isLive)
             } catch {
                 throw refusal(error)
             }
@@ -147,7 +160,11 @@ public struct ListLogUpdater: Sendable {
         let changed = advance.state != held?.state
         if changed {
             do {
-                try log.store.save(advance.state, appending: advance.newEntries)
+                try log.store.save(advance.state, appending: advance.newEntries, firstIndex: firstIndex)
+                // Entries whose records have all expired are dropped, a bundle at a time.
+                if let keep = live.firstKeptIndex(firstIndex: firstIndex, entries: (held?.entries ?? []) + advance.newEntries) {
+                    try log.store.keepEntries(from: keep)
+                }
             } catch {
                 throw Self.failure(error)
             }

@@ -151,6 +151,61 @@ public enum LogFollower {
                           signedAt: signedAt)
     }
 
+    /// Follows a log the node holds nothing of without downloading its history: entry bundles
+    /// are fetched from the newest backwards until a full bundle holds no live entry (`isLive`:
+    /// one that can still match an encounter the node keeps), the right edge at the start of the
+    /// bundle after it is read from the served tree's hash tiles, and the fetched entries are
+    /// appended to that edge: the checkpoint is accepted only if that gives its root, which
+    /// proves the tiles and every entry at once. The newest bundle is always taken. Returns the
+    /// advance and the log index of the first entry taken.
+    public static func start(
+        source: FollowedLogSource, fetcher: some LogFileFetching, isLive: (Data) -> Bool
+    ) async throws(LogFollowError) -> (advance: LogAdvance, firstIndex: UInt64) {
+        let note: Data
+        do {
+            note = try await fetcher.checkpoint()
+        } catch {
+            throw .unreachable(String(describing: error))
+        }
+        let verified = try open(note, source: source)
+        let size = verified.checkpoint.treeSize
+        let fullWidth = UInt64(TileID.fullWidth)
+        var taken: [[Data]] = []
+        var start = size
+        var bundleIndex: UInt64? = size == 0 ? nil : (size - 1) / fullWidth
+        let newest = bundleIndex
+        while let index = bundleIndex {
+            let width = Int(min(size - index * fullWidth, fullWidth))
+            let entries = try await bundle(index: index, width: width, holding: [], fetcher: fetcher)
+            if index != newest, !entries.contains(where: isLive) { break }
+            taken.append(entries)
+            start = index * fullWidth
+            bundleIndex = index == 0 ? nil : index - 1
+        }
+        let edge: LogRightEdge
+        do {
+            edge = try await LogRightEdge.load(treeSize: start, servedSize: size) { path in try await fetcher.file(path, fromByte: 0) }
+        } catch let error as TileError {
+            throw .bundle(path: "tile", error)
+        } catch {
+            throw .unreachable(String(describing: error))
+        }
+        let entries = taken.reversed().flatMap { $0 }
+        let appended: AppendResult
+        do {
+            appended = try LogAppender.append(entries, to: edge)
+        } catch {
+            throw .bundle(path: "tile/entries", error)
+        }
+        guard appended.rootHash == verified.checkpoint.rootHash else {
+            throw .entriesDoNotLeadToCheckpoint(heldSize: start, offeredSize: size, expectedRoot: verified.checkpoint.rootHash,
+                                                computedRoot: appended.rootHash)
+        }
+        let advance = LogAdvance(state: FollowedLogState(checkpointNote: note, edge: appended.rightEdge), checkpoint: verified,
+                                 newEntries: entries, signedAt: timestamp(of: verified, source: source))
+        return (advance, start)
+    }
+
     /// Opens a checkpoint with the source's keys: the log's signature, its origin, and at least
     /// k of the named witnesses. The log's own timestamp is opened beside the witnesses but never
     /// counts as one.
@@ -182,36 +237,40 @@ public enum LogFollower {
         while index < newSize {
             let bundleIndex = index >> 8
             let width = Int(min(newSize - (bundleIndex << 8), UInt64(TileID.fullWidth)))
-            let bundle: EntryBundleID
-            do {
-                bundle = try EntryBundleID(index: bundleIndex, width: width)
-            } catch {
-                throw .bundle(path: "tile/entries", error)
-            }
             let heldEntries = bundleIndex == edge.treeSize >> 8 ? edge.partialBundleEntries : []
-            var prefix = Data()
-            if !heldEntries.isEmpty {
-                do {
-                    prefix = try EntryBundle.encode(heldEntries)
-                } catch {
-                    throw .bundle(path: bundle.path, error)
-                }
-            }
-            let rest: Data
-            do {
-                rest = try await fetcher.file(bundle.path, fromByte: prefix.count)
-            } catch {
-                throw .unreachable("\(bundle.path): \(error)")
-            }
-            let decoded: [Data]
-            do {
-                decoded = try EntryBundle.decode(prefix + rest, as: bundle)
-            } catch {
-                throw .bundle(path: bundle.path, error)
-            }
-            entries += decoded.dropFirst(heldEntries.count)
+            entries += try await bundle(index: bundleIndex, width: width, holding: heldEntries, fetcher: fetcher).dropFirst(heldEntries.count)
             index = (bundleIndex << 8) + UInt64(width)
         }
         return entries
+    }
+
+    /// The entries of bundle `index` at `width`; of its start, the node already holds
+    /// `heldEntries`, whose framed bytes are not fetched again.
+    static func bundle(index: UInt64, width: Int, holding heldEntries: [Data], fetcher: some LogFileFetching) async throws(LogFollowError) -> [Data] {
+        let bundle: EntryBundleID
+        do {
+            bundle = try EntryBundleID(index: index, width: width)
+        } catch {
+            throw .bundle(path: "tile/entries", error)
+        }
+        var prefix = Data()
+        if !heldEntries.isEmpty {
+            do {
+                prefix = try EntryBundle.encode(heldEntries)
+            } catch {
+                throw .bundle(path: bundle.path, error)
+            }
+        }
+        let rest: Data
+        do {
+            rest = try await fetcher.file(bundle.path, fromByte: prefix.count)
+        } catch {
+            throw .unreachable("\(bundle.path): \(error)")
+        }
+        do {
+            return try EntryBundle.decode(prefix + rest, as: bundle)
+        } catch {
+            throw .bundle(path: bundle.path, error)
+        }
     }
 }

@@ -1,0 +1,38 @@
+import Foundation
+import IDRotation
+import PositiveListFormat
+import TracerCore
+
+/// Which entries of a list log a node still needs: those with a record that can match an
+/// encounter it keeps. Entries whose records all ended before the node's oldest encounter are
+/// dropped by a following node and never downloaded by a fresh one (docs/positive-list-format.md,
+/// "Retention").
+public struct ListLogRetention: Sendable {
+    /// Records that ended before this may be forgotten: the node's encounter cutoff, less a day of
+    /// margin for clock skew, rotation jitter and a key's windows running past its day.
+    public let cutoff: UnixSeconds
+
+    public init(retention: RetentionPolicy, now: UnixSeconds) {
+        cutoff = retention.encounterCutoff(now: now) - .secondsPerDay
+    }
+
+    /// True when the entry holds a record that ends at or after the cutoff, or does not parse
+    /// (what the node cannot read it does not throw away).
+    public func isLive(_ bytes: Data) -> Bool {
+        guard let entry = try? ListLogEntry(decoding: [UInt8](bytes)) else { return true }
+        switch entry.payload {
+        case .ids(let listed): return listed.contains { $0.validUntil >= cutoff }
+        case .keys(let records): return records.contains { $0.day.start + .secondsPerDay >= cutoff }
+        }
+    }
+
+    /// Where a node holding `entries` from log index `firstIndex` may start keeping them: the
+    /// start of the first bundle (256 entries) holding a live entry, so that what it keeps is
+    /// what a fresh node would take. nil when nothing can be dropped.
+    public func firstKeptIndex(firstIndex: UInt64, entries: [Data]) -> UInt64? {
+        // With nothing live, the newest bundle is kept, as a fresh node takes it.
+        guard let live = entries.firstIndex(where: isLive) ?? (entries.isEmpty ? nil : entries.count - 1) else { return nil }
+        let bundleStart = (firstIndex + UInt64(live)) / 256 * 256
+        return bundleStart > firstIndex ? bundleStart : nil
+    }
+}
