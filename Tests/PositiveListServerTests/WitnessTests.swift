@@ -86,10 +86,13 @@ actor WitnessLine {
 struct DirectWitnessTransport: WitnessTransport {
     let witness: CheckpointWitness
     let line: WitnessLine
+    /// Run before each request reaches the witness (a test's look at the published files).
+    var beforeEach: @Sendable (AddCheckpointRequest) -> Void = { _ in }
 
     func post(_ body: [UInt8], to url: String, timeout: Duration) async -> Result<WitnessHTTPAnswer, WitnessUnreachable> {
         guard await line.up else { return .failure(WitnessUnreachable(reason: "Failed to connect to 127.0.0.1 port 9: Connection refused")) }
         await line.record(body)
+        if let request = try? AddCheckpointRequest(parsing: body) { beforeEach(request) }
         return .success(WitnessAPI.answer(await witness.addCheckpoint(body)))
     }
 }
@@ -262,10 +265,13 @@ struct DirectWitnessTransport: WitnessTransport {
     }
 
     /// The fixture's log, asking `witness` through `line`.
-    static func publisher(_ fixture: ServerFixture, witness: WitnessHarness, line: WitnessLine) -> Publisher {
+    static func publisher(
+        _ fixture: ServerFixture, witness: WitnessHarness, line: WitnessLine, beforeEach: @escaping @Sendable (AddCheckpointRequest) -> Void = { _ in }
+    ) -> Publisher {
         let cosigner = CheckpointCosigner(
             witnesses: [WitnessEndpointSettings(url: "http://127.0.0.1:9/v1", key: witness.verifierKey)], timeout: .seconds(1),
-            transport: DirectWitnessTransport(witness: witness.witness, line: line), recordPath: fixture.paths.witnessCosigningRecord,
+            transport: DirectWitnessTransport(witness: witness.witness, line: line, beforeEach: beforeEach),
+            recordPath: fixture.paths.witnessCosigningRecord,
             clock: fixture.clock, logger: fixture.logs.logger)
         return Publisher(
             store: fixture.store, directory: fixture.paths.published, signingKey: fixture.signingKey,
@@ -288,9 +294,16 @@ struct DirectWitnessTransport: WitnessTransport {
         let witness = try WitnessHarness(witnessing: identity.verifierKey)
         defer { witness.remove() }
         let line = WitnessLine()
+        // A witness sees only a tree the log has published: its checkpoint is in place, with the
+        // log's own signatures, when the witness is asked.
+        let checkpointPath = fixture.paths.published.logCheckpointPath
+        let publishedFirst: @Sendable (AddCheckpointRequest) -> Void = { request in
+            let published = FileManager.default.contents(atPath: checkpointPath).flatMap { try? SignedNote(parsing: $0) }
+            #expect(published?.text == request.note.text, "the witness was asked before the checkpoint was published")
+        }
         for round in 1...2 {
             try await ListLogPublicationTests.addIDs(fixture, count: 10, seed: UInt64(round))
-            let report = try await Self.publisher(fixture, witness: witness, line: line).publish()
+            let report = try await Self.publisher(fixture, witness: witness, line: line, beforeEach: publishedFirst).publish()
             #expect(report.log?.cosignedBy == [WitnessHarness.name] && report.log?.witnessesFailed == [])
             let opened = try Checkpoint.open(
                 try Self.checkpointBytes(fixture), origin: identity.origin, logKey: identity.verifierKey,

@@ -159,7 +159,7 @@ extension Publisher {
                     Checkpoint(origin: identity.origin, treeSize: size, rootHash: edge.rootHash), previousSize: size, now: now, report: &report)
                 report.checkpointSigned = true
             } else if let checkpoint {
-                try await completeCosignatures(of: checkpoint, report: &report)
+                await completeCosignatures(of: checkpoint, report: &report)
             }
             if Self.readLogState(at: logStatePath) != state { try writeLogState(state) }
             return report
@@ -196,9 +196,15 @@ extension Publisher {
         return report
     }
 
-    /// Signs `checkpoint` (the log's signature, then its timestamped one), has the configured
-    /// witnesses cosign it (their proofs from the tiles of the tree just written; `previousSize`
-    /// for a witness this log has no record of), and replaces `log/checkpoint`.
+    /// Signs `checkpoint` (the log's signature, then its timestamped one), replaces
+    /// `log/checkpoint` with it, then has the configured witnesses cosign it (their proofs from the
+    /// tiles of the tree just written; `previousSize` for a witness this log has no record of) and
+    /// replaces it again with their lines appended.
+    ///
+    /// Published first, cosigned after: a witness must only ever see a tree this log has
+    /// committed to. Were a tree cosigned and its checkpoint then not written (a full disk, a
+    /// crash), the next publication could append other entries at the same positions (batches cut
+    /// meanwhile come first), and every witness would refuse this log from then on as a fork.
     private func writeCheckpoint(
         _ checkpoint: Checkpoint, previousSize: UInt64, now: UnixSeconds, report: inout ListLogReport
     ) async throws {
@@ -207,22 +213,36 @@ extension Publisher {
             try NoteSigner(name: identity.origin, type: .ed25519, privateKey: signingKey),
             try NoteSigner(name: identity.origin, type: .cosignatureV1, privateKey: signingKey),
         ]
-        var note = try checkpoint.signed(by: signers, timestamp: UInt64(max(now, 0)))
-        if let cosigner {
-            let result = await cosigner.cosign(note, checkpoint: checkpoint, previousSize: previousSize, proof: proofMaker(for: checkpoint))
-            note = result.note
-            report.cosignedBy = result.cosigned
-            report.witnessesFailed = result.failed.map(\.witness)
-        }
+        let note = try checkpoint.signed(by: signers, timestamp: UInt64(max(now, 0)))
         try AtomicFile.write(Array(note.encoded), to: directory.logCheckpointPath)
         Self.removeTemporaryFiles(in: directory.logPath)
+        guard let cosigner else { return }
+        let result = await cosigner.cosign(note, checkpoint: checkpoint, previousSize: previousSize, proof: proofMaker(for: checkpoint))
+        report.cosignedBy = result.cosigned
+        report.witnessesFailed = result.failed.map(\.witness)
+        guard !result.cosigned.isEmpty else { return }
+        addCosignatures(result.note)
+    }
+
+    /// Replaces the published checkpoint with the same note carrying more cosignatures. A write
+    /// that fails is logged, not thrown: the published checkpoint is the log's own, of the same
+    /// tree, and the next publication asks the witnesses again (`completeCosignatures`).
+    private func addCosignatures(_ note: SignedNote) {
+        do {
+            try AtomicFile.write(Array(note.encoded), to: directory.logCheckpointPath)
+            Self.removeTemporaryFiles(in: directory.logPath)
+        } catch {
+            logger.error("the witnesses' cosignatures could not be added to log/checkpoint; the next publication asks again", metadata: [
+                "reason": "\(error)",
+            ])
+        }
     }
 
     /// A publication that signs no checkpoint asks the witnesses whose cosignature the published
     /// one lacks (down, or refusing, the last time) again, and adds what they give: a witness that
     /// was down at an append cosigns at the next publication, not only when the tree grows or its
     /// note is refreshed a day later. The log's own signatures are left as they are.
-    private func completeCosignatures(of checkpoint: Checkpoint, report: inout ListLogReport) async throws {
+    private func completeCosignatures(of checkpoint: Checkpoint, report: inout ListLogReport) async {
         guard let cosigner, let bytes = FileManager.default.contents(atPath: directory.logCheckpointPath),
               let note = try? SignedNote(parsing: bytes)
         else { return }
@@ -233,8 +253,7 @@ extension Publisher {
         report.cosignedBy = result.cosigned
         report.witnessesFailed = result.failed.map(\.witness)
         guard !result.cosigned.isEmpty else { return }
-        try AtomicFile.write(Array(result.note.encoded), to: directory.logCheckpointPath)
-        Self.removeTemporaryFiles(in: directory.logPath)
+        addCosignatures(result.note)
     }
 
     /// Consistency proofs to `checkpoint`'s tree from the published hash tiles: the few tiles of

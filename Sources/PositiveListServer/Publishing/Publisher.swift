@@ -119,7 +119,7 @@ public actor Publisher {
     let indexRefreshSeconds: Int64
     let keySettings: KeyPublicationSettings
     private let clock: any WallClock
-    private let logger: Logger
+    let logger: Logger
     private let faultInjection: FaultInjection?
     /// Where each publication leaves its outcome (``OutcomeRecord``) for `status` and `doctor`;
     /// none if nil.
