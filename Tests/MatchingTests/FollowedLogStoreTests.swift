@@ -93,14 +93,17 @@ import TransparencyLog
         let store = Self.scratch()
         defer { try? FileManager.default.removeItem(atPath: store.directory) }
         var log = PublishedLog(signer: try NoteSigner.generate(name: LogFollowerTests.origin))
-        try log.append(LogFollowerTests.entries(0..<40))
+        try log.append(LogFollowerTests.entries(0..<300))
         let held = try await Self.followAndReload(log, held: nil, store: store)
-        try store.keepEntries(from: 30)
+        try store.keepEntries(from: 100)
         let kept = try #require(try store.load())
-        #expect(kept.firstIndex == 30 && kept.entries == Array(log.entries[30...]) && kept.state == held.state)
-        try log.append(LogFollowerTests.entries(40..<45))
-        let next = try await Self.followAndReload(log, held: kept.state, store: store)
-        #expect(next.firstIndex == 30 && next.entries == Array(log.entries[30...]))
+        #expect(kept.firstIndex == 100 && kept.entries == Array(log.entries[100...]) && kept.state == held.state)
+        // The partial bundle's entries are the edge: never dropped.
+        try store.keepEntries(from: 290)
+        #expect(try store.load()?.firstIndex == 256)
+        try log.append(LogFollowerTests.entries(300..<305))
+        let next = try await Self.followAndReload(log, held: try #require(try store.load()).state, store: store)
+        #expect(next.firstIndex == 256 && next.entries == Array(log.entries[256...]))
     }
 
     @Test func aForkIsKeptOnceAsTwoSignedCheckpointsAndWhy() async throws {

@@ -291,17 +291,23 @@ import TransparencyLog
         let state = try await LogFollower.advance(nil, source: Self.source(signer), fetcher: log.served).state
         #expect(state.edge.partialTileHashes.map(\.count) == [4, 1] && state.edge.partialBundleEntries.count == 4)
         let bytes = state.encode()
-        #expect(try FollowedLogState(decoding: bytes) == state)
-        #expect(FollowedLogState(checkpointNote: Data(), edge: .empty).encode() == Data([1, 0, 0, 0, 0] + [UInt8](repeating: 0, count: 8) + [0, 0]))
+        let stored = try FollowedLogState.stored(decoding: bytes)
+        #expect(stored.partialBundleWidth == 4)
+        #expect(try FollowedLogState(stored, partialBundleEntries: state.edge.partialBundleEntries) == state)
+        // Version 2: the note, the size and the hashes; no entry, so a few kilobytes at most.
+        #expect(FollowedLogState(checkpointNote: Data(), edge: .empty).encode() == Data([2, 0, 0, 0, 0] + [UInt8](repeating: 0, count: 8) + [0]))
+        #expect(bytes.count == 1 + 4 + state.checkpointNote.count + 8 + 1 + (1 + 4 * 32) + (1 + 32))
         // Every truncation, and a byte after the end, is refused without a trap.
         for length in 0..<bytes.count {
-            #expect(throws: FollowedLogStateError.self) { try FollowedLogState(decoding: bytes.prefix(length)) }
+            #expect(throws: FollowedLogStateError.self) { try FollowedLogState.stored(decoding: bytes.prefix(length)) }
         }
-        #expect(throws: FollowedLogStateError.trailingBytes) { try FollowedLogState(decoding: bytes + Data([0])) }
-        // A partial entry that does not hash to its level-0 hash: the edge does not hold together.
-        var altered = [UInt8](bytes)
-        altered[altered.count - 1] ^= 0x01
-        #expect(throws: FollowedLogStateError.self) { try FollowedLogState(decoding: Data(altered)) }
+        #expect(throws: FollowedLogStateError.trailingBytes) { try FollowedLogState.stored(decoding: bytes + Data([0])) }
+        #expect(throws: FollowedLogStateError.unsupportedVersion) { try FollowedLogState.stored(decoding: Data([1]) + bytes.dropFirst()) }
+        // Partial entries that do not hash to the level-0 hashes, or too few: no edge.
+        var altered = state.edge.partialBundleEntries
+        altered[3].append(0x01)
+        #expect(throws: FollowedLogStateError.self) { try FollowedLogState(stored, partialBundleEntries: altered) }
+        #expect(throws: FollowedLogStateError.self) { try FollowedLogState(stored, partialBundleEntries: Array(altered.prefix(3))) }
     }
 
     // MARK: Starting mid-log (retention)

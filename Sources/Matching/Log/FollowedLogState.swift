@@ -18,9 +18,11 @@ public struct FollowedLogState: Sendable, Equatable {
     public var treeSize: UInt64 { edge.treeSize }
     public var rootHash: MerkleHash { edge.rootHash }
 
-    /// Version 1, big-endian: the note's length (4) and bytes; the tree size (8); the level count
-    /// (1), then per level its hash count (1) and the hashes; the partial bundle's entry count (1),
-    /// then each entry's length (2) and bytes. At most a few kilobytes whatever the log's size.
+    /// Version 2, big-endian: the note's length (4) and bytes; the tree size (8); the level count
+    /// (1), then per level its hash count (1) and the hashes. At most a few kilobytes whatever
+    /// the log's size: the partial bundle's entries are not in it, since they are the last
+    /// entries a node holds anyway (`FollowedLogStore` keeps them in its entries file), and a
+    /// node rewrites its state at every update.
     public func encode() -> Data {
         var bytes = Data([Self.version])
         Self.append(UInt32(checkpointNote.count), to: &bytes)
@@ -31,20 +33,23 @@ public struct FollowedLogState: Sendable, Equatable {
             bytes.append(UInt8(level.count))
             for hash in level { bytes.append(contentsOf: hash.bytes) }
         }
-        bytes.append(UInt8(edge.partialBundleEntries.count))
-        for entry in edge.partialBundleEntries {
-            Self.append(UInt16(entry.count), to: &bytes)
-            bytes.append(entry)
-        }
         return bytes
     }
 
-    /// Reads what `encode` wrote; refuses anything else, never traps. The edge is checked as a
-    /// fresh one is (its widths fit its size, its entries hash to its level-0 hashes); whether it
-    /// matches the note's root is the follower's check.
-    public init(decoding data: Data) throws(FollowedLogStateError) {
+    /// What `encode` wrote, before the partial bundle's entries are joined to it.
+    public struct Stored: Sendable, Equatable {
+        public var checkpointNote: Data
+        public var treeSize: UInt64
+        public var partialTileHashes: [[MerkleHash]]
+
+        /// How many entries of the log's end the edge needs besides: the partial bundle's.
+        public var partialBundleWidth: Int { TileLayout.partialWidth(level: 0, treeSize: treeSize) }
+    }
+
+    /// Reads what `encode` wrote; refuses anything else, never traps.
+    public static func stored(decoding data: Data) throws(FollowedLogStateError) -> Stored {
         var reader = Reader(bytes: [UInt8](data))
-        guard try reader.byte() == Self.version else { throw .unsupportedVersion }
+        guard try reader.byte() == version else { throw .unsupportedVersion }
         let noteLength = Int(try reader.integer(UInt32.self))
         let note = Data(try reader.bytes(noteLength))
         let treeSize = try reader.integer(UInt64.self)
@@ -57,19 +62,23 @@ public struct FollowedLogState: Sendable, Equatable {
             }
             levels.append(hashes)
         }
-        var entries: [Data] = []
-        for _ in 0..<Int(try reader.byte()) {
-            entries.append(Data(try reader.bytes(Int(try reader.integer(UInt16.self)))))
-        }
         guard reader.isAtEnd else { throw .trailingBytes }
+        return Stored(checkpointNote: note, treeSize: treeSize, partialTileHashes: levels)
+    }
+
+    /// The state from its stored part and the last `stored.partialBundleWidth` entries of the
+    /// log. The edge is checked as a fresh one is (its widths fit its size, the entries hash to
+    /// its level-0 hashes); whether it matches the note's root is the follower's check.
+    public init(_ stored: Stored, partialBundleEntries: [Data]) throws(FollowedLogStateError) {
         do {
-            self.init(checkpointNote: note, edge: try LogRightEdge(treeSize: treeSize, partialTileHashes: levels, partialBundleEntries: entries))
+            self.init(checkpointNote: stored.checkpointNote,
+                      edge: try LogRightEdge(treeSize: stored.treeSize, partialTileHashes: stored.partialTileHashes, partialBundleEntries: partialBundleEntries))
         } catch {
             throw .inconsistentEdge(String(describing: error))
         }
     }
 
-    static let version: UInt8 = 1
+    static let version: UInt8 = 2
 
     private static func append<T: FixedWidthInteger>(_ value: T, to bytes: inout Data) {
         withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) }
@@ -103,7 +112,7 @@ public enum FollowedLogStateError: Error, Equatable, Sendable, CustomStringConve
 
     public var description: String {
         switch self {
-        case .unsupportedVersion: "the saved log state has a version this node does not read"
+        case .unsupportedVersion: "the saved log state has a version this node does not read (it is followed afresh)"
         case .truncated: "the saved log state is cut short"
         case .trailingBytes: "the saved log state has bytes after its end"
         case .inconsistentEdge(let reason): "the saved log state does not hold together: \(reason)"

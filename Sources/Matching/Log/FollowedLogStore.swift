@@ -56,35 +56,45 @@ public struct FollowedLogStore: Sendable {
     /// True when a followed log is held (its state file exists, whether or not it loads).
     public var holdsState: Bool { FileManager.default.fileExists(atPath: statePath) }
 
-    /// The held state alone, without reading the entries: what `tracer status` shows. nil when
-    /// nothing is held or the state does not decode.
-    public func heldState() -> FollowedLogState? {
-        FileManager.default.contents(atPath: statePath).flatMap { try? FollowedLogState(decoding: $0) }
+    /// The held state's stored part alone, without the entries: what `tracer status` shows. nil
+    /// when nothing is held or the state does not decode.
+    public func heldState() -> FollowedLogState.Stored? {
+        FileManager.default.contents(atPath: statePath).flatMap { try? FollowedLogState.stored(decoding: $0) }
     }
 
     /// What is held: the state and the entries from `firstIndex` to the state's tree size. nil
     /// when nothing is held yet. A state or entries file that does not hold together throws: the
     /// caller starts afresh (a node may always follow a log again from its start).
+    ///
+    /// The entries file is mapped, not read, and every entry is a slice of the mapping: a log of
+    /// a million keys costs its 16 MB of file pages once, not a copy per step.
     public func load() throws(FollowedLogStoreError) -> (state: FollowedLogState, firstIndex: UInt64, entries: [Data])? {
         guard let stateBytes = FileManager.default.contents(atPath: statePath) else { return nil }
-        let state: FollowedLogState
+        let stored: FollowedLogState.Stored
         do {
-            state = try FollowedLogState(decoding: stateBytes)
+            stored = try FollowedLogState.stored(decoding: stateBytes)
         } catch {
             throw .damaged(path: statePath, reason: error.description)
         }
-        guard let bytes = FileManager.default.contents(atPath: entriesPath) else {
+        guard FileManager.default.fileExists(atPath: entriesPath),
+              let bytes = try? Data(contentsOf: URL(fileURLWithPath: entriesPath), options: .alwaysMapped)
+        else {
             throw .damaged(path: entriesPath, reason: "it is missing")
         }
-        let (firstIndex, entries, usedBytes) = try Self.parseEntries([UInt8](bytes), upTo: state.treeSize, path: entriesPath)
-        guard firstIndex + UInt64(entries.count) == state.treeSize else {
-            throw .damaged(path: entriesPath, reason: "it holds entries up to \(firstIndex + UInt64(entries.count)), the state counts \(state.treeSize)")
+        let (firstIndex, entries, usedBytes) = try Self.parseEntries(bytes, upTo: stored.treeSize, path: entriesPath)
+        guard firstIndex + UInt64(entries.count) == stored.treeSize else {
+            throw .damaged(path: entriesPath, reason: "it holds entries up to \(firstIndex + UInt64(entries.count)), the state counts \(stored.treeSize)")
         }
-        // The newest entries are also in the state's partial bundle: a cheap check that the file
-        // holds the entries the state was computed from.
-        let partial = state.edge.partialBundleEntries
-        if UInt64(partial.count) <= UInt64(entries.count), !entries.suffix(partial.count).elementsEqual(partial) {
-            throw .damaged(path: entriesPath, reason: "its newest entries are not the ones the state was computed from")
+        // The partial bundle's entries are the newest held; that they hash to the state's level-0
+        // hashes is a cheap check that the file holds the entries the state was computed from.
+        guard entries.count >= stored.partialBundleWidth else {
+            throw .damaged(path: entriesPath, reason: "it holds \(entries.count) entries, fewer than the \(stored.partialBundleWidth) of the partial bundle")
+        }
+        let state: FollowedLogState
+        do {
+            state = try FollowedLogState(stored, partialBundleEntries: Array(entries.suffix(stored.partialBundleWidth)))
+        } catch {
+            throw .damaged(path: entriesPath, reason: "its newest entries are not the ones the state was computed from (\(error.description))")
         }
         // A tail the state does not count was appended by an update that did not finish.
         if usedBytes < bytes.count { truncate(entriesPath, off_t(usedBytes)) }
@@ -117,9 +127,12 @@ public struct FollowedLogStore: Sendable {
         }
     }
 
-    /// Keeps only the entries from log index `index` on (retention), rewriting the file whole.
-    public func keepEntries(from index: UInt64) throws(FollowedLogStoreError) {
-        guard let held = try load(), index > held.firstIndex else { return }
+    /// Keeps only the entries from log index `index` on (retention), rewriting the file whole;
+    /// never those of the partial bundle, which the state's edge is made of.
+    public func keepEntries(from requested: UInt64) throws(FollowedLogStoreError) {
+        guard let held = try load() else { return }
+        let index = min(requested, held.state.treeSize - UInt64(held.state.edge.partialBundleEntries.count))
+        guard index > held.firstIndex else { return }
         let kept = held.entries.dropFirst(Int(min(index - held.firstIndex, UInt64(held.entries.count))))
         let bytes = Self.bigEndian(min(index, held.state.treeSize)) + (try Self.framed(Array(kept)))
         do {
@@ -186,17 +199,21 @@ public struct FollowedLogStore: Sendable {
         guard fsync(descriptor) == 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
     }
 
-    static func parseEntries(_ bytes: [UInt8], upTo treeSize: UInt64, path: String) throws(FollowedLogStoreError) -> (UInt64, [Data], Int) {
+    /// The entries file's first index and its entries up to `treeSize`, each a slice of `bytes`
+    /// (no copy), and how many bytes they take; a tail after them is left to the caller.
+    static func parseEntries(_ bytes: Data, upTo treeSize: UInt64, path: String) throws(FollowedLogStoreError) -> (UInt64, [Data], Int) {
         guard bytes.count >= 8 else { throw .damaged(path: path, reason: "it has no header") }
-        let firstIndex = bytes[0..<8].reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
+        let base = bytes.startIndex
+        let firstIndex = bytes[base..<(base + 8)].reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
         guard firstIndex <= treeSize else { throw .damaged(path: path, reason: "it starts at entry \(firstIndex), after the state's \(treeSize)") }
         var entries: [Data] = []
+        entries.reserveCapacity(Int(min(treeSize - firstIndex, UInt64(bytes.count / 2))))
         var offset = 8
         while firstIndex + UInt64(entries.count) < treeSize {
             guard bytes.count - offset >= 2 else { break }
-            let length = Int(bytes[offset]) << 8 | Int(bytes[offset + 1])
+            let length = Int(bytes[base + offset]) << 8 | Int(bytes[base + offset + 1])
             guard bytes.count - offset - 2 >= length else { break }
-            entries.append(Data(bytes[(offset + 2)..<(offset + 2 + length)]))
+            entries.append(bytes[(base + offset + 2)..<(base + offset + 2 + length)])
             offset += 2 + length
         }
         return (firstIndex, entries, offset)
