@@ -14,9 +14,10 @@ public struct LogMatchOutcome: Sendable {
 }
 
 extension PositiveListMatcher {
-    /// Keys expanded per round: enough for every processor to take several chunks, few enough
-    /// that the decoded records of a log of millions of keys are never all in memory at once.
-    static let keysPerLogRound = 65_536
+    /// Keys expanded per round: four chunks of `keysPerChunk`, enough for every processor of a
+    /// small node to take several, few enough that the decoded records (a heap-allocated key
+    /// each, about 100 bytes with its record) stay near 1.6 MB whatever the log's size.
+    static let keysPerLogRound = 4 * keysPerChunk
 
     /// Matches the entries of a list log (ListLogEntry bytes, checked against the signed tree
     /// when they were downloaded). The ids of every entry are matched as an id batch's are; the
