@@ -187,6 +187,7 @@ import TransparencyLog
         // Newer than nothing: held all the same, and matched while the check says it is outdated.
         #expect(try node.log.store.load()?.state.treeSize == 4)
         #expect(node.cache.state.lastFailure?.contains("72 hours ago") == true)
+        #expect(node.cache.state.lastUpdated == nil, "an outdated log is not confirmed current")
     }
 
     @Test func aDamagedCopyIsFollowedAfreshFromTheLog() async throws {

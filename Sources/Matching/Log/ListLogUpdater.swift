@@ -81,10 +81,12 @@ public struct ListLogUpdater: Sendable {
         state.lastAttempt = clock.now()
         do throws(ListUpdateError) {
             let update = try await updateHoldingLock()
+            // An outdated log is held (newer than nothing) but does not count as confirmed
+            // current, as for the index.
+            try refuseIfOutdated(update.signedAt)
             state.lastUpdated = clock.now()
             state.lastFailure = nil
             try cache.saveState(state)
-            try refuseIfOutdated(update.signedAt)
             return update
         } catch {
             if error != .cancelled, error != .logNotPublished(url: files.checkpointURL) || log.isFollowed {
