@@ -266,4 +266,60 @@ import TransparencyLog
         #expect(kept.entries == Array((old + recent + newer)[768...]))
         #expect(kept.state.treeSize == 910)
     }
+
+    /// A node requiring witnesses never uses the (unwitnessed) index, and a node that followed
+    /// the log never goes back to it, even after its copy was forgotten.
+    @Test func aNodeWithWitnessesOrThatFollowedNeverFallsBackToTheIndex() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        let witness = try NoteSigner.generate(name: "witness.test/w1", type: .cosignatureV1)
+        let witnessed = FollowedListLog(
+            source: FollowedLogSource(origin: LogFollowerTests.origin, logKey: node.signer.verifierKey, witnesses: [witness.verifierKey], requiredCosignatures: 1),
+            store: node.log.store, required: false)
+        #expect(witnessed.isFollowed && witnessed.required)
+        #expect(!node.log.isFollowed)
+
+        node.server.serve(try node.published(LogFollowerTests.entries(0..<3)))
+        _ = try await node.update()
+        try node.log.store.reset()
+        #expect(node.log.isFollowed, "a forgotten copy does not make the node forget that it followed the log")
+        node.server.serve(nil)
+        await #expect(throws: ListUpdateError.unexpectedStatus(url: "http://list.test/log/checkpoint", status: 404)) { try await node.update() }
+    }
+
+    /// A damaged copy is replaced only by a tree at least as large, and at its size by the same
+    /// root: a cache cannot use the node's damaged copy to roll it back or show it another list.
+    @Test func aDamagedCopyIsNeverReplacedByLess() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        let honest = try node.published(LogFollowerTests.entries(0..<20))
+        node.server.serve(honest)
+        _ = try await node.update()
+        let entriesPath = node.directory + "/log/entries"
+        func damage() throws {
+            let bytes = try #require(FileManager.default.contents(atPath: entriesPath))
+            try bytes.prefix(bytes.count - 30).write(to: URL(fileURLWithPath: entriesPath))
+        }
+        try damage()
+
+        // An older tree (a rollback) and another tree of the same size (a split view).
+        node.server.serve(try node.published(LogFollowerTests.entries(0..<10)))
+        do {
+            _ = try await node.update()
+            Issue.record("a damaged copy was replaced by a smaller tree")
+        } catch {
+            guard case .logRefused(let reason) = error else { throw error }
+            #expect(reason.contains("older than the 20"), "\(reason)")
+        }
+        #expect(node.log.store.holdsState, "the damaged copy stays until something at least as large is proved")
+        node.server.serve(try node.published(LogFollowerTests.entries(0..<20, tag: "b")))
+        await #expect(throws: ListUpdateError.self) { try await node.update() }
+        #expect(node.log.store.evidence().count == 1)
+
+        // The honest log again: followed afresh, the damaged copy replaced.
+        node.server.serve(honest)
+        let update = try await node.update()
+        #expect(update.treeSize == 20)
+        #expect(try node.log.store.load()?.entries == honest.entries)
+    }
 }

@@ -327,15 +327,16 @@ import TransparencyLog
         try log.append(Self.entries(0..<300))
         try log.append(Self.entries(300..<1_000))
         let served = log.served
-        // Bundle 1 (256..<512) is all expired, bundle 2 (512..<768) partly: the node starts at 512.
+        // Bundle 1 (256..<512) is all expired, bundle 2 (512..<768) partly: the walk ends at
+        // bundle 1, which is taken too so that the root proves it.
         let (advance, first) = try await LogFollower.start(source: Self.source(signer), fetcher: served, isLive: Self.isLive(expired: 600))
-        #expect(first == 512)
-        #expect(advance.newEntries == Array(log.entries[512...]))
+        #expect(first == 256)
+        #expect(advance.newEntries == Array(log.entries[256...]))
         #expect(advance.state.edge == (try LogAppender.append(log.entries, to: .empty)).rightEdge)
         let asked = await served.requests.made.map(\.path)
         #expect(asked.filter { $0.hasPrefix("tile/entries/") } == ["tile/entries/003.p/232", "tile/entries/002", "tile/entries/001"])
         #expect(!asked.contains("tile/entries/000"), "history before the first expired bundle is never fetched")
-        // The edge at 512 came from one level-1 tile: the partial one of the served tree (width 3).
+        // The edge at 256 came from one level-1 tile: the partial one of the served tree (width 3).
         #expect(asked.filter { !$0.hasPrefix("tile/entries/") } == ["tile/1/000.p/3"])
 
         // Following on from there works as from any held state.
@@ -345,7 +346,7 @@ import TransparencyLog
 
         // Nothing live: the newest bundle is taken all the same; everything live: the whole log.
         let none = try await LogFollower.start(source: Self.source(signer), fetcher: log.served, isLive: { _ in false })
-        #expect(none.firstIndex == 768 && none.advance.newEntries == Array(log.entries[768...]))
+        #expect(none.firstIndex == 512 && none.advance.newEntries == Array(log.entries[512...]))
         let all = try await LogFollower.start(source: Self.source(signer), fetcher: log.served, isLive: { _ in true })
         #expect(all.firstIndex == 0 && all.advance.newEntries == log.entries)
     }
@@ -364,8 +365,26 @@ import TransparencyLog
         do {
             _ = try await LogFollower.start(source: Self.source(signer), fetcher: tampered, isLive: Self.isLive(expired: 600))
         } catch {
-            guard case .entriesDoNotLeadToCheckpoint(512, 900, _, _) = error else { throw error }
+            guard case .entriesDoNotLeadToCheckpoint(256, 900, _, _) = error else { throw error }
             #expect(!error.isEvidence)
+        }
+        // A made-up bundle of expired entries where the walk would end, to hide what is before
+        // it: the root catches it, since the bundle that ends the walk is taken too.
+        var forged = log.served
+        forged.files["tile/entries/001"] = try EntryBundle.encode(Self.entries(0..<256, tag: "x"))
+        do {
+            _ = try await LogFollower.start(source: Self.source(signer), fetcher: forged, isLive: Self.isLive(expired: 600))
+            Issue.record("a forged bundle ended the walk")
+        } catch {
+            guard case .entriesDoNotLeadToCheckpoint = error else { throw error }
+        }
+        // An altered entry in a bundle that is taken.
+        var altered = log.served
+        var bundle = [UInt8](try #require(altered.files["tile/entries/002"]))
+        bundle[bundle.count - 1] ^= 0x01
+        altered.files["tile/entries/002"] = Data(bundle)
+        await #expect(throws: LogFollowError.self) {
+            try await LogFollower.start(source: Self.source(signer), fetcher: altered, isLive: Self.isLive(expired: 600))
         }
         // A tile that is missing: the update fails, nothing is taken.
         var missing = log.served

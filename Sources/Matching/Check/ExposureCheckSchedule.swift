@@ -91,9 +91,11 @@ public struct ExposureCheckSchedule: Sendable {
                 if try await longPoll.waitForNewGeneration() {
                     logger.debug("the server published a new generation; revalidating")
                     let held = longPoll.heldGenerations()
-                    let refreshed = await turn.run({ await refreshOnce() })
-                    if refreshed { longPoll.followedAnnouncement() }
-                    if !refreshed || longPoll.heldGenerations() == held {
+                    let revalidation = await turn.run({ await revalidate() })
+                    // Only a list that changed followed the announcement: a cache still answering
+                    // 304 for the old checkpoint has not, and the poll must wake again for it.
+                    if revalidation == .changed { longPoll.followedAnnouncement() }
+                    if revalidation == .failed || longPoll.heldGenerations() == held {
                         let wait = max(refreshInterval, 60)
                         logger.info("the node could not follow the server's new generation; the long poll waits before asking again",
                                     metadata: ["seconds": "\(wait)"])
@@ -109,29 +111,37 @@ public struct ExposureCheckSchedule: Sendable {
         }
     }
 
-    /// One revalidation; checks only when the list changed.
+    /// One revalidation; checks only when the list changed. True unless it failed.
     func refreshOnce() async -> Bool {
+        await revalidate() != .failed
+    }
+
+    enum Revalidation: Sendable, Equatable {
+        case failed, unchanged, changed
+    }
+
+    private func revalidate() async -> Revalidation {
         let outcome: ExposureChecker.RefreshOutcome
         do {
             outcome = try await checker.refresh()
         } catch .cancelled {
-            return true
+            return .unchanged
         } catch {
             logger.warning("list revalidation failed; retrying later", metadata: ["reason": "\(error)"])
-            return false
+            return .failed
         }
         switch outcome {
         case .unchanged:
             logger.debug("the list is unchanged")
-            return true
+            return .unchanged
         case .failed(let error):
             // The full check's retries handle an unreachable server; one failed revalidation
             // is not worth a warning every few minutes.
             logger.info("list revalidation failed; the next one retries", metadata: ["reason": "\(error)"])
-            return false
+            return .failed
         case .checked(let report):
             await handle(report)
-            return true
+            return .changed
         }
     }
 

@@ -133,8 +133,7 @@ public struct ExposureChecker: Sendable {
         let held: (state: FollowedLogState, firstIndex: UInt64, entries: [Data])?
         do { held = try log.store.load() } catch {
             // The next update follows the log afresh; until then there is nothing to match.
-            throw .noVerifiedList(updateFailure: updateFailure ?? .cannotWriteCache(path: log.store.directory, reason: error.description),
-                                  offline: isOffline)
+            throw .noVerifiedList(updateFailure: updateFailure ?? ListLogUpdater.failure(error), offline: isOffline)
         }
         guard let held else { throw .noVerifiedList(updateFailure: updateFailure, offline: isOffline) }
         // Only a log whose checkpoint opens with the configured key and origin is matched: after

@@ -60,8 +60,9 @@ public struct GenerationLongPoll: Sendable {
         }
     }
 
-    /// The generations of the id and key indexes the cache holds verified (0 for none), the
-    /// ones a poll asks the server to go beyond.
+    /// The generations a poll asks the server to go beyond: those of the id and key indexes the
+    /// cache holds verified (0 for none), or, for a node that follows the log, the last ones the
+    /// server announced after which the node's list changed.
     public func heldGenerations() -> (ids: UInt64, keys: UInt64) {
         if log?.isFollowed == true { return announced.state.withLock { $0.followed } }
         return (cache.index(publicKey: publicKey)?.generation ?? 0, cache.keyIndex(publicKey: publicKey)?.generation ?? 0)

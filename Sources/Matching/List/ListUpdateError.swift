@@ -29,6 +29,10 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
     /// A verified index lists a batch larger than the format allows; nothing was downloaded.
     case listingTooLarge(indexURL: String, batch: String, byteCount: Int, limit: Int)
     case cannotWriteCache(path: String, reason: String)
+    /// The list kept on this machine cannot be read now (permissions, an I/O error); it is kept.
+    case cannotReadCache(path: String, reason: String)
+    /// The list log kept on this machine is damaged; it is followed afresh.
+    case listLogDamaged(String)
     /// The server publishes no list log (`log/checkpoint` answered 404) and this node has never
     /// followed one: a server from before the log. With `list.format = auto` the node uses the
     /// signed index instead; with `log` it is a failed update.
@@ -66,6 +70,10 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
             return "The list at \(indexURL) names \(batch) with a size of \(byteCount) bytes, more than the format allows (\(limit) bytes); it was not downloaded. The list's server is misbehaving: tell its operator."
         case .cannotWriteCache(let path, let reason):
             return "Cannot write the list cache at \(path) (\(reason)); check free space and permissions, or choose another place with --cache-dir."
+        case .cannotReadCache(let path, let reason):
+            return "Cannot read the list cache at \(path) (\(reason)); check its permissions and the disk, or choose another place with --cache-dir. What it holds is kept."
+        case .listLogDamaged(let description):
+            return description.prefix(1).uppercased() + description.dropFirst() + "."
         case .logNotPublished(let url):
             return "The server publishes no list log (\(url) answered HTTP 404); it may be a tracer-server from before the log. Upgrade the server, or set list.format = index to use its signed index."
         case .logRefused(let reason):
@@ -73,7 +81,7 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
         case .logForked(let size, let directory):
             let kept = directory.map { "Both signed checkpoints are kept in \($0); hand them to the health authority or a journalist: anyone can check them with the list's public key." }
                 ?? "Both signed checkpoints could not be saved (see the log)."
-            return "The list's signing key signed two different lists of \(size) entries: the list server shows different lists to different people, so this node no longer trusts new entries from it. \(kept) The list held before is still checked."
+            return "The list's signing key signed two different lists of \(size) entries: the list server shows different lists to different people. The checkpoint that contradicts the one this node holds was refused, and the list held before is still checked. \(kept)"
         case .cancelled:
             return "The list update was interrupted."
         }

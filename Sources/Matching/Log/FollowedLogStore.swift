@@ -53,8 +53,17 @@ public struct FollowedLogStore: Sendable {
         try? AtomicFile.write(Array(etag.utf8), to: etagPath, mode: 0o600)
     }
 
-    /// True when a followed log is held (its state file exists, whether or not it loads).
+    var followedMarkerPath: String { directory + "/followed" }
+
+    /// True when a copy of the log is held (its state file exists, whether or not it loads).
     public var holdsState: Bool { FileManager.default.fileExists(atPath: statePath) }
+
+    /// True once this node has followed the log, even if its copy was since forgotten (`reset`):
+    /// a node that has followed a log must never go back to the unwitnessed index because a
+    /// cache answers 404 for the checkpoint, damaged copy or not.
+    public var hasFollowed: Bool {
+        FileManager.default.fileExists(atPath: followedMarkerPath) || FileManager.default.fileExists(atPath: statePath)
+    }
 
     /// The held state's stored part alone, without the entries: what `tracer status` shows. nil
     /// when nothing is held or the state does not decode.
@@ -69,17 +78,22 @@ public struct FollowedLogStore: Sendable {
     /// The entries file is mapped, not read, and every entry is a slice of the mapping: a log of
     /// a million keys costs its 16 MB of file pages once, not a copy per step.
     public func load() throws(FollowedLogStoreError) -> (state: FollowedLogState, firstIndex: UInt64, entries: [Data])? {
-        guard let stateBytes = FileManager.default.contents(atPath: statePath) else { return nil }
+        guard FileManager.default.fileExists(atPath: statePath) else { return nil }
+        guard let stateBytes = FileManager.default.contents(atPath: statePath) else {
+            throw .unreadable(path: statePath, reason: String(cString: strerror(errno)))
+        }
         let stored: FollowedLogState.Stored
         do {
             stored = try FollowedLogState.stored(decoding: stateBytes)
         } catch {
             throw .damaged(path: statePath, reason: error.description)
         }
-        guard FileManager.default.fileExists(atPath: entriesPath),
-              let bytes = try? Data(contentsOf: URL(fileURLWithPath: entriesPath), options: .alwaysMapped)
-        else {
-            throw .damaged(path: entriesPath, reason: "it is missing")
+        guard FileManager.default.fileExists(atPath: entriesPath) else { throw .damaged(path: entriesPath, reason: "it is missing") }
+        let bytes: Data
+        do {
+            bytes = try Data(contentsOf: URL(fileURLWithPath: entriesPath), options: .alwaysMapped)
+        } catch {
+            throw .unreadable(path: entriesPath, reason: (error as NSError).localizedDescription)
         }
         let (firstIndex, entries, usedBytes) = try Self.parseEntries(bytes, upTo: stored.treeSize, path: entriesPath)
         guard firstIndex + UInt64(entries.count) == stored.treeSize else {
@@ -97,7 +111,9 @@ public struct FollowedLogStore: Sendable {
             throw .damaged(path: entriesPath, reason: "its newest entries are not the ones the state was computed from (\(error.description))")
         }
         // A tail the state does not count was appended by an update that did not finish.
-        if usedBytes < bytes.count { truncate(entriesPath, off_t(usedBytes)) }
+        if usedBytes < bytes.count, truncate(entriesPath, off_t(usedBytes)) != 0 {
+            throw .cannotWrite(path: entriesPath, reason: "cutting an unfinished update's tail: \(String(cString: strerror(errno)))")
+        }
         return (state, firstIndex, entries)
     }
 
@@ -122,6 +138,9 @@ public struct FollowedLogStore: Sendable {
         }
         do {
             try AtomicFile.write([UInt8](state.encode()), to: statePath, mode: 0o600)
+            if !FileManager.default.fileExists(atPath: followedMarkerPath) {
+                try AtomicFile.write(Array("this node follows the list log; it never goes back to the index\n".utf8), to: followedMarkerPath, mode: 0o600)
+            }
         } catch {
             throw .cannotWrite(path: statePath, reason: error.description)
         }
@@ -148,7 +167,10 @@ public struct FollowedLogStore: Sendable {
     /// node is in it. Other refusals are no evidence: nil.
     public func keepEvidence(of error: LogFollowError, at time: UnixSeconds) throws(FollowedLogStoreError) -> String? {
         guard case .fork(_, let held, let offered) = error else { return nil }
-        let tag = SHA256.hash(data: offered).prefix(8).map { String(format: "%02x", $0) }.joined()
+        // Named by the offered tree (size and root), not the note's bytes: a server re-signing
+        // the same fork with a new timestamp at every update fills no disk either.
+        let tree = (try? Checkpoint(text: (try? SignedNote(parsing: offered))?.text ?? "")).map { "\($0.treeSize) \($0.rootHash)" }
+        let tag = SHA256.hash(data: Data((tree ?? String(decoding: offered, as: UTF8.self)).utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
         if let kept = evidence().first(where: { $0.hasSuffix("-fork-" + tag) }) { return kept }
         let path = evidenceDirectory + "/\(time)-fork-\(tag)"
         do {
@@ -162,8 +184,8 @@ public struct FollowedLogStore: Sendable {
         return path
     }
 
-    /// Forgets the followed log (not the evidence): what a node does when its copy is damaged,
-    /// before following the log again from its start.
+    /// Forgets the followed log (not the evidence, nor that it followed one): what a node does
+    /// when its copy is damaged, before following the log again.
     public func reset() throws(FollowedLogStoreError) {
         for path in [statePath, entriesPath, etagPath] where FileManager.default.fileExists(atPath: path) {
             guard unlink(path) == 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
@@ -236,12 +258,15 @@ public struct FollowedLogStore: Sendable {
 public enum FollowedLogStoreError: Error, Equatable, Sendable, CustomStringConvertible {
     case damaged(path: String, reason: String)
     case cannotWrite(path: String, reason: String)
+    /// The copy exists but cannot be read now (permissions, an I/O error): kept, not reset.
+    case unreadable(path: String, reason: String)
     case diskFull(path: String)
 
     public var description: String {
         switch self {
         case .damaged(let path, let reason): "the list log kept at \(path) is damaged (\(reason)); it will be downloaded again"
         case .cannotWrite(let path, let reason): "cannot write the list log at \(path): \(reason)"
+        case .unreadable(let path, let reason): "cannot read the list log at \(path) (\(reason)); check its permissions and the disk"
         case .diskFull(let path): "the disk holding \(path) is full; free some space and check again"
         }
     }

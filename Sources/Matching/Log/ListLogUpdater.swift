@@ -11,19 +11,20 @@ import TransparencyLog
 public struct FollowedListLog: Sendable {
     public let source: FollowedLogSource
     public let store: FollowedLogStore
-    /// True for `list.format = log`: a server without a log is a failed update, never a reason
-    /// to use the index.
+    /// True for `list.format = log`, and whenever witnesses are required (the index carries no
+    /// cosignature, so falling back to it would drop them): a server without a log is a failed
+    /// update, never a reason to use the index.
     public let required: Bool
 
     public init(source: FollowedLogSource, store: FollowedLogStore, required: Bool) {
         self.source = source
         self.store = store
-        self.required = required
+        self.required = required || source.requiredCosignatures > 0
     }
 
     /// Whether the node matches against the log rather than the index: once it has followed
     /// the log it never goes back (a cache that answers 404 must not turn off the log's proofs).
-    public var isFollowed: Bool { required || store.holdsState }
+    public var isFollowed: Bool { required || store.hasFollowed }
 }
 
 /// What one update of a followed log did.
@@ -97,14 +98,22 @@ public struct ListLogUpdater: Sendable {
         }
     }
 
+    private typealias Held = (state: FollowedLogState, firstIndex: UInt64, entries: [Data])
+
     private func updateHoldingLock() async throws(ListUpdateError) -> LogUpdate {
-        var held: (state: FollowedLogState, firstIndex: UInt64, entries: [Data])?
+        var held: Held?
+        // A copy about to be replaced by a fresh start: the checkpoint it verified still bounds
+        // what may be taken instead (never a smaller tree; at its size, its root).
+        var replaced: FollowedLogState.Stored?
         do {
             held = try log.store.load()
+        } catch .damaged(_, let reason) {
+            // Followed again from the log; the damaged copy goes once the new one is proved.
+            logger.warning("the list log kept at \(log.store.directory) is damaged (\(reason)); following it afresh")
+            replaced = log.store.heldState()
         } catch {
-            // A damaged copy is followed again from the log's start; nothing else is lost.
-            logger.warning("\(error.description)")
-            try reset()
+            // A copy that cannot be read now (permissions, I/O) is kept for when it can.
+            throw Self.failure(error)
         }
         let answer: HTTPLogFiles.CheckpointAnswer
         do {
@@ -119,7 +128,9 @@ public struct ListLogUpdater: Sendable {
         var etag: String?
         switch answer {
         case .notPublished:
-            if held == nil { throw .logNotPublished(url: files.checkpointURL) }
+            // "No log here" only to a node that never followed this one: after that a 404 is a
+            // failing server or cache.
+            if held == nil, replaced == nil, !log.store.hasFollowed { throw .logNotPublished(url: files.checkpointURL) }
             throw .unexpectedStatus(url: files.checkpointURL, status: 404)
         case .notModified:
             // Asked only with a held checkpoint, which the server says it still serves.
@@ -131,44 +142,56 @@ public struct ListLogUpdater: Sendable {
             etag = served
         }
         let live = ListLogRetention(retention: retention, now: clock.now())
-        var advance: LogAdvance
+        let fetcher = PrefetchedCheckpoint(note: note, files: files)
+        var advance: LogAdvance?
         var firstIndex = held?.firstIndex ?? 0
-        do {
-            if let held {
-                advance = try await Self.advance(held.state, note: note, source: log.source, files: files)
-            } else {
-                (advance, firstIndex) = try await LogFollower.start(
-                    source: log.source, fetcher: PrefetchedCheckpoint(note: note, files: files), isLive: live.isLive)
-            }
-        } catch .heldStateDamaged(let reason) {
-            // The offered checkpoint opened with the configured key (the follower checks it
-            // first), the held one does not: the node was moved to another list, or its copy is
-            // damaged. Either way the configured list is followed afresh, now. (A held copy that
-            // the configured key cannot open while the server's cannot be opened either is kept:
-            // the configuration, not the copy, may be what is wrong.)
-            logger.notice("the list log held does not open with the configured key and origin (\(reason)); following the configured one afresh")
-            try reset()
-            held = nil
+        if let current = held {
             do {
-                (advance, firstIndex) = try await LogFollower.start(
-                    source: log.source, fetcher: PrefetchedCheckpoint(note: note, files: files), isLive: live.isLive)
+                advance = try await LogFollower.advance(current.state, source: log.source, fetcher: fetcher)
+            } catch .heldStateDamaged(let reason) {
+                // The offered checkpoint opened with the configured key (the follower checks it
+                // first), the held one does not: the node was moved to another list, or its copy
+                // is damaged. Either way the configured list is followed afresh, now. (A held
+                // copy that the configured key cannot open while the server's cannot be opened
+                // either is kept: the configuration, not the copy, may be what is wrong.)
+                logger.notice("the list log held does not open with the configured key and origin (\(reason)); following the configured one afresh")
+                replaced = log.store.heldState()
+                held = nil
+            } catch .unreachable(let reason) where !current.entries.contains(where: live.isLive) {
+                // Every entry held has expired and the bundle after them is gone: a node that was
+                // off longer than the server keeps history starts afresh, as a new node does.
+                logger.notice("the list log's next entries cannot be fetched (\(reason)) and every entry held has expired; following it afresh")
+                replaced = log.store.heldState()
+                held = nil
             } catch {
                 throw refusal(error)
             }
-        } catch {
-            throw refusal(error)
         }
+        if held == nil {
+            do {
+                let started = try await LogFollower.start(source: log.source, fetcher: fetcher, isLive: live.isLive)
+                try refuseIfBehind(replaced, offered: started.advance)
+                (advance, firstIndex) = (started.advance, started.firstIndex)
+            } catch {
+                throw refusal(error)
+            }
+            try reset()
+        }
+        guard let advance else { throw .logRefused("no checkpoint was followed") }
 
         let changed = advance.state != held?.state
         if changed {
             do {
                 try log.store.save(advance.state, appending: advance.newEntries, firstIndex: firstIndex)
-                // Entries whose records have all expired are dropped, a bundle at a time.
-                if let keep = live.firstKeptIndex(firstIndex: firstIndex, entries: (held?.entries ?? []) + advance.newEntries) {
-                    try log.store.keepEntries(from: keep)
-                }
             } catch {
                 throw Self.failure(error)
+            }
+            // Entries whose records have all expired are dropped, a bundle at a time; a failure
+            // costs disk only, and the update it follows stands.
+            if let keep = live.firstKeptIndex(firstIndex: firstIndex, entries: (held?.entries ?? []) + advance.newEntries) {
+                do { try log.store.keepEntries(from: keep) } catch {
+                    logger.warning("expired list entries could not be dropped: \(error.description)")
+                }
             }
         }
         log.store.saveCheckpointETag(etag)
@@ -176,8 +199,17 @@ public struct ListLogUpdater: Sendable {
                          signedAt: advance.signedAt.map { UnixSeconds(clamping: $0) })
     }
 
-    private static func advance(_ held: FollowedLogState?, note: Data, source: FollowedLogSource, files: HTTPLogFiles) async throws(LogFollowError) -> LogAdvance {
-        try await LogFollower.advance(held, source: source, fetcher: PrefetchedCheckpoint(note: note, files: files))
+    /// A fresh start must not take less than the copy it replaces verified, when that copy was
+    /// of this log: a smaller tree is refused, and one of the same size with another root is a
+    /// split view, kept as evidence like any other.
+    private func refuseIfBehind(_ replaced: FollowedLogState.Stored?, offered: LogAdvance) throws(LogFollowError) {
+        guard let replaced, let verified = try? LogFollower.open(replaced.checkpointNote, source: log.source) else { return }
+        let held = verified.checkpoint
+        let size = offered.state.treeSize
+        if size < held.treeSize { throw .olderTree(held: held.treeSize, offered: size) }
+        if size == held.treeSize, offered.state.rootHash != held.rootHash {
+            throw .fork(size: size, heldNote: replaced.checkpointNote, offeredNote: offered.state.checkpointNote)
+        }
     }
 
     /// The update error for a refusal; a split view's two checkpoints are kept first.
@@ -205,9 +237,10 @@ public struct ListLogUpdater: Sendable {
         if signed < now - maximumListAge { throw .outdated(publishedAt: signed, ageSeconds: now - signed) }
     }
 
-    private static func failure(_ error: FollowedLogStoreError) -> ListUpdateError {
+    static func failure(_ error: FollowedLogStoreError) -> ListUpdateError {
         switch error {
-        case .damaged(let path, let reason): .cannotWriteCache(path: path, reason: reason)
+        case .damaged: .listLogDamaged(error.description)
+        case .unreadable(let path, let reason): .cannotReadCache(path: path, reason: reason)
         case .cannotWrite(let path, let reason): .cannotWriteCache(path: path, reason: reason)
         case .diskFull(let path): .cannotWriteCache(path: path, reason: "the disk is full")
         }

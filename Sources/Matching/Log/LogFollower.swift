@@ -153,11 +153,11 @@ public enum LogFollower {
 
     /// Follows a log the node holds nothing of without downloading its history: entry bundles
     /// are fetched from the newest backwards until a full bundle holds no live entry (`isLive`:
-    /// one that can still match an encounter the node keeps), the right edge at the start of the
-    /// bundle after it is read from the served tree's hash tiles, and the fetched entries are
-    /// appended to that edge: the checkpoint is accepted only if that gives its root, which
-    /// proves the tiles and every entry at once. The newest bundle is always taken. Returns the
-    /// advance and the log index of the first entry taken.
+    /// one that can still match an encounter the node keeps), the right edge at that bundle's
+    /// start is read from the served tree's hash tiles, and every fetched entry, that bundle's
+    /// included, is appended to that edge: the checkpoint is accepted only if that gives its
+    /// root, which proves the tiles and every entry at once. The newest bundle is always taken.
+    /// Returns the advance and the log index of the first entry taken.
     public static func start(
         source: FollowedLogSource, fetcher: some LogFileFetching, isLive: (Data) -> Bool
     ) async throws(LogFollowError) -> (advance: LogAdvance, firstIndex: UInt64) {
@@ -177,9 +177,12 @@ public enum LogFollower {
         while let index = bundleIndex {
             let width = Int(min(size - index * fullWidth, fullWidth))
             let entries = try await bundle(index: index, width: width, holding: [], fetcher: fetcher)
-            if index != newest, !entries.contains(where: isLive) { break }
+            // The bundle that ends the walk is taken too: only the root proves that it is the
+            // log's and holds nothing live, so an unsigned answer cannot end the walk early with
+            // a made-up bundle of old entries. (Retention drops it again at once.)
             taken.append(entries)
             start = index * fullWidth
+            if index != newest, !entries.contains(where: isLive) { break }
             bundleIndex = index == 0 ? nil : index - 1
         }
         let edge: LogRightEdge

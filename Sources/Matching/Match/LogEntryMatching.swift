@@ -22,16 +22,16 @@ extension PositiveListMatcher {
     /// Matches the entries of a list log (ListLogEntry bytes, checked against the signed tree
     /// when they were downloaded). The ids of every entry are matched as an id batch's are; the
     /// keys are expanded in rounds of `keysPerLogRound`, with one encounter table for all.
-    /// A part of a batch seen twice (the log is append-only, and a server recovering from a
-    /// crash appends a batch only once, but a node must not count one encounter twice because of
-    /// it) is matched once.
+    /// A part of a batch seen twice with the same bytes (the log is append-only, and a server
+    /// recovering from a crash appends a batch only once, but a node must not count one
+    /// encounter twice because of it) is matched once.
     public func match(logEntries entries: [Data], windowRule: DerivedWindowRule = DerivedWindowRule()) -> LogMatchOutcome {
         struct Part: Hashable {
             var kind: ListLogEntry.Kind
             var batch: UInt64
             var part: UInt16
         }
-        var seen = Set<Part>()
+        var seen: [Part: Data] = [:]
         var ids: [PositiveListEntry] = []
         var keys: [DailyKeyRecord] = []
         var idBatches = Set<UInt64>()
@@ -50,7 +50,11 @@ extension PositiveListMatcher {
                 unreadable += 1
                 continue
             }
-            guard seen.insert(Part(kind: entry.kind, batch: entry.batchNumber, part: entry.part)).inserted else { continue }
+            // A repeat of the same bytes is skipped; a different entry under the same numbers (a
+            // server's bug) is matched too, since skipping it could hide an exposure.
+            let part = Part(kind: entry.kind, batch: entry.batchNumber, part: entry.part)
+            if let first = seen[part], first == bytes { continue }
+            if seen[part] == nil { seen[part] = bytes }
             switch entry.payload {
             case .ids(let listed):
                 idBatches.insert(entry.batchNumber)
