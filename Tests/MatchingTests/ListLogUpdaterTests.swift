@@ -322,4 +322,32 @@ import TransparencyLog
         #expect(update.treeSize == 20)
         #expect(try node.log.store.load()?.entries == honest.entries)
     }
+
+    /// A node off longer than the server keeps history: every entry it holds has expired and the
+    /// bundle after them is gone from the server, so it follows the log afresh, as a new node.
+    @Test func aNodeOffLongerThanTheServerKeepsHistoryStartsAfresh() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        let day: UnixSeconds = 86_400
+        let first = Self.signedAt + 60
+        let later = first + 40 * day
+        let old = try Self.idEntries(0..<1_500, until: first - day)
+        let recent = try Self.idEntries(1_500..<2_000, until: later - day)
+        node.server.serve(try node.published(Array(old.prefix(300)), signedAt: UInt64(Self.signedAt)))
+        _ = try await node.update(now: first)
+        #expect(try node.log.store.load()?.firstIndex == 0)
+
+        // Forty days on: the server deleted the bundles before the one preceding the first live
+        // one (0 to 3; entry 1,500 is in bundle 5).
+        var grown = try node.published(old + recent, signedAt: UInt64(later - 60))
+        for path in grown.files.keys where ["000", "001", "002", "003"].contains(where: { path.hasPrefix("tile/entries/" + $0) }) {
+            grown.files[path] = nil
+        }
+        node.server.serve(grown)
+        let update = try await node.update(now: later)
+        #expect(update.treeSize == 2_000)
+        let held = try #require(try node.log.store.load())
+        #expect(held.firstIndex == 1_280, "from the bundle holding the first live entry")
+        #expect(held.entries == Array((old + recent)[1_280...]))
+    }
 }
