@@ -184,8 +184,9 @@ struct JSONErrorResponder<Wrapped: HTTPResponder>: HTTPResponder where Wrapped.C
             // Nothing was stored (every write is one transaction); the client may retry.
             context.logger.error("database unavailable", metadata: ["reason": "\(error)"])
             return try APIError(
-                .serviceUnavailable, "store_unavailable", "The server cannot use its database right now; try again in a minute.",
-                headers: [.retryAfter: "60"]
+                .serviceUnavailable, "store_unavailable",
+                "The server cannot use its database right now; try again in \(ServerStoreError.retryAfterSeconds) seconds.",
+                headers: [.retryAfter: String(ServerStoreError.retryAfterSeconds)]
             ).response(from: request, context: context)
         } catch {
             context.logger.error("request failed", metadata: ["reason": "\(error)"])

@@ -137,7 +137,7 @@ final class ReconnectGate: Sendable {
 
     private let state: Mutex<State>
 
-    init(longest: Duration = .seconds(10)) {
+    init(longest: Duration = .seconds(ServerStoreError.retryAfterSeconds)) {
         state = Mutex(State(backoff: RetryBackoff(first: .seconds(1), longest: longest)))
     }
 

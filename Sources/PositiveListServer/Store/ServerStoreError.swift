@@ -3,6 +3,12 @@ import IDRotation
 
 /// Failures of the server's database, each with what the operator can do next.
 public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
+    /// What a client refused because the database is unavailable is told to wait (Retry-After):
+    /// the PostgreSQL pool tries to connect again at most this long after a failure
+    /// (`ReconnectGate`), and a busy SQLite file clears far sooner, so a client told to wait a
+    /// minute would only wait longer than the server needs.
+    static let retryAfterSeconds = 10
+
     case cannotCreateFile(path: String, reason: String)
     case notAServerDatabase(path: String)
     case newerSchema(path: String, unknownMigrations: [String])
