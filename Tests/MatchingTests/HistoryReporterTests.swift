@@ -15,6 +15,7 @@ extension MatchingTests {
             enum Answer: Sendable {
                 case lostConnection
                 case status(Int, String)
+                case statusWithHeaders(Int, [String: String], String)
             }
 
             private let state: Mutex<(answers: [Answer], requests: [HTTPRequest])>
@@ -35,6 +36,8 @@ extension MatchingTests {
                     throw .transferFailed(url: request.url, attempts: 4, reason: "connection reset")
                 case .status(let status, let body):
                     return HTTPResponse(status: status, body: Array(body.utf8))
+                case .statusWithHeaders(let status, let headers, let body):
+                    return HTTPResponse(status: status, headers: headers, body: Array(body.utf8))
                 }
             }
 
@@ -88,6 +91,27 @@ extension MatchingTests {
             // Once confirmed, the next report is built afresh from the history.
             #expect(try later.pendingUpload().ids.map(\.id.rawValue) == [0xA1, 0xA2, 0xA3])
             #expect(HistoryReporter.receipts(in: store).count == 1)
+        }
+
+        /// Issue 38: a server whose database is restarting answers 503 with Retry-After; the
+        /// user is told when to run the command again, and the repeat is the same request.
+        @Test func aServerThatCannotStoreNowSaysWhenAndTheRepeatIsTheSameRequest() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let store = try store(in: directory)
+            try store.recordOwnID(OwnID(id: UserID(rawValue: 0xC1), window: IDWindow(start: now - 900, end: now)))
+            let server = ScriptedServer([
+                .statusWithHeaders(503, ["retry-after": "10"], #"{"error":"store_unavailable","detail":"try again in 10 seconds"}"#),
+                .status(201, #"{"submission":3,"received":1,"stored":1}"#),
+            ])
+            let reporter = HistoryReporter(serverURL: "http://list.example", store: store, http: server, clock: FixedClock(time: now))
+            let error = await #expect(throws: ReportError.self) { try await reporter.upload(try reporter.pendingUpload(), code: "CODE-3") }
+            #expect(error == .serverUnavailable(retryAfterSeconds: 10))
+            #expect(error?.description.contains("run the same command again in 10 seconds") == true)
+            _ = try await reporter.upload(try reporter.pendingUpload(), code: "CODE-3")
+            let requests = server.requests
+            #expect(requests[0].body == requests[1].body)
+            #expect(header("Idempotency-Key", of: requests[0]) == header("Idempotency-Key", of: requests[1]))
         }
 
         @Test func aRefusedCodeLeavesNothingPending() async throws {

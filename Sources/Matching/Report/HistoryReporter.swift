@@ -249,6 +249,9 @@ public struct HistoryReporter: Sendable {
             throw .kindNotAccepted(content.uploadKind)
         case 429:
             throw .tooManyAttempts(retryAfterSeconds: response.header("retry-after").flatMap { Int($0) })
+        case 503:
+            // Not stored; kept pending, so that running the command again resends this request.
+            throw .serverUnavailable(retryAfterSeconds: response.header("retry-after").flatMap { Int($0) })
         case 400, 413, 422:
             try clearPending()
             throw .historyRefused(detail: answer?.detail ?? "HTTP \(response.status)")

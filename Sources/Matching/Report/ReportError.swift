@@ -10,6 +10,9 @@ public enum ReportError: Error, Sendable, Equatable, CustomStringConvertible {
     case tooManyAttempts(retryAfterSeconds: Int?)
     case historyRefused(detail: String)
     case unexpectedResponse(url: String, status: Int)
+    /// 503: the server cannot take uploads now (its database restarting, too many connections);
+    /// nothing was stored, and the upload stays pending for the same command to send again.
+    case serverUnavailable(retryAfterSeconds: Int?)
     /// The upload itself failed on the way: it may or may not have arrived.
     case network(HTTPClientError)
     /// Reading what the server accepts failed, before anything was sent.
@@ -35,6 +38,9 @@ public enum ReportError: Error, Sendable, Equatable, CustomStringConvertible {
             return "Too many wrong codes were tried from this address; try again\(wait). Nothing was uploaded."
         case .historyRefused(let detail):
             return "The server refused the history: \(detail) Nothing was uploaded."
+        case .serverUnavailable(let seconds):
+            let wait = seconds.map { " in \($0) seconds" } ?? " in a minute"
+            return "The server cannot take uploads right now (HTTP 503); run the same command again\(wait). Nothing was stored, and the same upload is sent again."
         case .unexpectedResponse(let url, let status):
             return "The server answered \(url) with HTTP \(status); check the server address. Nothing was uploaded."
         case .network(let error):
