@@ -495,6 +495,9 @@ extension TracerNodeTests {
                 #expect(NodeFixture.identity(cache + "/log/state") == stateIdentity, "a 304 leaves the held state alone")
                 #expect(try Check.bytes(cache + "/log/checkpoint.etag") == etag)
                 #expect(try #require(try world.cacheState("b").lastUpdated) > secondUpdated)
+                let status = try world.tracer(["status", "--db", world.db("b"), "--cache-dir", cache])
+                #expect(status.stdout.contains("list log of 2 entries"), "\(status)")
+                #expect(!status.stdout.contains("SPLIT VIEW"), "\(status)")
             }
         }
 
