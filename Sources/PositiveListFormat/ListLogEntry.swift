@@ -160,3 +160,31 @@ public struct ListLogEntry: Sendable, Equatable {
         }
     }
 }
+
+// MARK: Retention
+
+extension ListLogEntry {
+    /// When the entry's last record ends: the latest `validUntil` of its ids, or the end of the
+    /// latest UTC day of its keys (a key's ids are valid until its day ends).
+    public var latestRecordEnd: UnixSeconds {
+        switch payload {
+        case .ids(let listed): listed.map(\.validUntil).max() ?? .min
+        case .keys(let records): records.map(\.day.end).max() ?? .min
+        }
+    }
+
+    /// The retention rule of the log (docs/positive-list-format.md, "Retention"), shared by the
+    /// node, which keeps and fetches only live entries, and the server, which deletes the entry
+    /// bundles before the first live one: an entry is live while one of its records ends at or
+    /// after `cutoff`.
+    public func isLive(cutoff: UnixSeconds) -> Bool { latestRecordEnd >= cutoff }
+
+    /// Until when the entry's bytes are live: its `latestRecordEnd`, or for ever (`.max`) when
+    /// they do not parse, so that what a reader cannot read it never throws away.
+    public static func liveUntil(_ bytes: [UInt8]) -> UnixSeconds {
+        (try? ListLogEntry(decoding: bytes))?.latestRecordEnd ?? .max
+    }
+
+    /// The same rule on an entry's bytes (bytes that do not parse are live).
+    public static func isLive(_ bytes: [UInt8], cutoff: UnixSeconds) -> Bool { liveUntil(bytes) >= cutoff }
+}

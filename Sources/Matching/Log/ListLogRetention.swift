@@ -17,13 +17,10 @@ public struct ListLogRetention: Sendable {
     }
 
     /// True when the entry holds a record that ends at or after the cutoff, or does not parse
-    /// (what the node cannot read it does not throw away).
+    /// (what the node cannot read it does not throw away): the rule the server's deletion of old
+    /// history shares (`ListLogEntry.isLive`).
     public func isLive(_ bytes: Data) -> Bool {
-        guard let entry = try? ListLogEntry(decoding: [UInt8](bytes)) else { return true }
-        switch entry.payload {
-        case .ids(let listed): return listed.contains { $0.validUntil >= cutoff }
-        case .keys(let records): return records.contains { $0.day.start + .secondsPerDay >= cutoff }
-        }
+        ListLogEntry.isLive([UInt8](bytes), cutoff: cutoff)
     }
 
     /// Where a node holding `entries` from log index `firstIndex` may start keeping them: the
