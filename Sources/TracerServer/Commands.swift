@@ -296,6 +296,9 @@ struct Publish: AsyncParsableCommand {
         if let log = report.log {
             let appended = log.appendedEntries == 0 ? "nothing appended" : "\(log.appendedEntries) entries appended"
             print("Log holds \(log.treeSize) entries (\(appended)\(log.checkpointSigned ? ", checkpoint signed" : "")).")
+            if log.deletedHistoryFiles > 0, let kept = log.historyKeptFromEntry {
+                print("Log history kept from entry \(kept); \(log.deletedHistoryFiles) older entry bundles and tiles deleted.")
+            }
             if !log.cosignedBy.isEmpty {
                 print("Checkpoint cosigned by \(log.cosignedBy.joined(separator: ", ")).")
             }
@@ -361,6 +364,9 @@ struct Status: AsyncParsableCommand {
         if let bytes = FileManager.default.contents(atPath: location.paths.published.logCheckpointPath),
            let note = try? SignedNote(parsing: bytes), let checkpoint = try? Checkpoint(text: note.text) {
             print("Log entries:       \(checkpoint.treeSize) (log/checkpoint)")
+            if let kept = Publisher.logHistoryKeptFromEntry(statePath: location.paths.logState) {
+                print("Log history kept from entry \(kept); older entry bundles deleted")
+            }
         } else {
             print("Log entries:       none published yet (log/checkpoint is written at the next publication)")
         }

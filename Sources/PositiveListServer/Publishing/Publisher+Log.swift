@@ -50,8 +50,17 @@ struct ListLogState: Codable, Equatable {
     /// The tree size before the last append: whose partial files may still be lying about
     /// (see `prunePartialFiles`). Absent in a state written before it was kept.
     var previousTreeSize: UInt64? = nil
+    /// Which history the log keeps (``ListLogHistory``, Publisher+LogHistory.swift). Absent in a
+    /// state written before old history was deleted: then nothing has been.
+    var history: ListLogHistory? = nil
 
     static let empty = ListLogState(treeSize: 0, lastIDBatch: 0, lastKeyBatch: 0)
+
+    /// Where the publisher keeps it unless told: beside the published directory, in the data
+    /// directory (``ServerPaths/logState``).
+    static func defaultPath(for directory: PublishedDirectory) -> String {
+        (directory.path as NSString).deletingLastPathComponent + "/log-state.json"
+    }
 }
 
 /// What the log step of one publication did.
@@ -66,6 +75,11 @@ public struct ListLogReport: Sendable, Equatable {
     /// asked that did not cosign (none asked: no witnesses configured, or none missing).
     public var cosignedBy: [String] = []
     public var witnessesFailed: [String] = []
+    /// The log index of the first entry whose bundle is kept (older history deleted); nil when
+    /// the deletion pass did not run to its end (it is logged).
+    public var historyKeptFromEntry: UInt64?
+    /// Old entry bundles and level-0 tiles this publication deleted.
+    public var deletedHistoryFiles = 0
 }
 
 public enum ListLogError: Error, Sendable, CustomStringConvertible {
@@ -188,7 +202,11 @@ extension Publisher {
         report.checkpointSigned = true
         try inject(.logCheckpointReplaced)
         let previousSize = state.previousTreeSize
-        state = ListLogState(treeSize: result.rightEdge.treeSize, lastIDBatch: lastID, lastKeyBatch: lastKey, previousTreeSize: size)
+        // The history kept (`history`) is the deletion pass's, carried over as it is.
+        state.treeSize = result.rightEdge.treeSize
+        state.lastIDBatch = lastID
+        state.lastKeyBatch = lastKey
+        state.previousTreeSize = size
         try writeLogState(state)
         Self.prunePartialFiles(in: logDirectory, sizes: [previousSize, size].compactMap { $0 }, keeping: [size, state.treeSize])
         report.treeSize = state.treeSize
@@ -275,7 +293,7 @@ extension Publisher {
         return try MerkleProofGenerator.consistencyProof(oldSize: oldSize, newSize: newSize, reader: reader)
     }
 
-    private func writeLogState(_ state: ListLogState) throws {
+    func writeLogState(_ state: ListLogState) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         try AtomicFile.write(Array(try encoder.encode(state)) + [0x0A], to: logStatePath, mode: 0o600)

@@ -20,10 +20,16 @@ public enum PublishStep: String, Sendable, CaseIterable {
     case logTilesWritten
     /// The new checkpoint is in place, the log state (log-state.json) not yet written.
     case logCheckpointReplaced
+    /// Old history (Publisher+LogHistory.swift): the new boundary is recorded, nothing deleted yet.
+    case logHistoryBoundaryRecorded
+    /// One more old entry bundle or level-0 tile is deleted.
+    case logHistoryFileDeleted
 
     public static let idSteps: [PublishStep] = [.batchFileWritten, .batchRecorded, .indexTemporaryFileWritten, .indexReplaced]
     public static let keySteps: [PublishStep] = [.keyBatchFileWritten, .keyBatchRecorded, .keyIndexTemporaryFileWritten, .keyIndexReplaced]
     public static let logSteps: [PublishStep] = [.logTilesWritten, .logCheckpointReplaced]
+    /// A fault in these stops the deletion of old history, never the publication.
+    public static let historySteps: [PublishStep] = [.logHistoryBoundaryRecorded, .logHistoryFileDeleted]
 }
 
 /// What one publication did.
@@ -112,7 +118,7 @@ public actor Publisher {
     let directory: PublishedDirectory
     let signingKey: Curve25519.Signing.PrivateKey
     public nonisolated let publicKey: PositiveListPublicKey
-    private let retentionSeconds: Int64
+    let retentionSeconds: Int64
     /// How long after its `validUntil` an id may be published: the clock-skew allowance
     /// (`clockSkewSeconds`), within which a node still counts an encounter with it.
     private let idPublicationDelaySeconds: Int64
@@ -142,7 +148,7 @@ public actor Publisher {
         // A configured origin is checked by the configuration; a bad one here is a caller's bug.
         self.logIdentity = (try? ListLogIdentity(origin: logOrigin, publicKey: signingKey.publicKey))
             ?? (try! ListLogIdentity(origin: nil, publicKey: signingKey.publicKey))
-        self.logStatePath = logStatePath ?? (directory.path as NSString).deletingLastPathComponent + "/log-state.json"
+        self.logStatePath = logStatePath ?? ListLogState.defaultPath(for: directory)
         self.idPublicationDelaySeconds = idPublicationDelaySeconds
         self.keySettings = keySettings
         self.store = store
@@ -246,7 +252,10 @@ public actor Publisher {
             try await publishKeys(now: now, releaseTime: keyReleaseTime, cutoff: cutoff, into: &report)
             // Last: the log takes the live batches the steps above wrote and recorded.
             do {
-                report.log = try await publishLog(now: now)
+                var log = try await publishLog(now: now)
+                // Then what no node can need any more is deleted; never fails the publication.
+                await pruneLogHistory(now: now, report: &log)
+                report.log = log
             } catch ListLogError.batchFileMissing(let batch) {
                 // Several instances with directories of their own: the batches and indexes are
                 // published; the log waits for a directory that holds every batch.

@@ -85,6 +85,13 @@ public actor CheckpointCosigner {
         records = recordPath.map(WitnessCosigningRecord.read(from:)) ?? [:]
     }
 
+    /// The tree sizes the configured witnesses last cosigned, as far as this log knows: the
+    /// publisher keeps the level-0 tiles a consistency proof from them needs
+    /// (Publisher+LogHistory.swift).
+    public func cosignedSizes() -> [UInt64] {
+        witnesses.compactMap { records[$0.key.text]?.cosignedSize }
+    }
+
     /// The witnesses of `witnesses` whose cosignature `note` lacks.
     public nonisolated func missing(from note: SignedNote) -> [WitnessEndpointSettings] {
         witnesses.filter { witness in
