@@ -31,14 +31,20 @@ With --root DIR it is also a list server, honest or hostile (HostileListServerTe
                              {"truncate": N} (announce the file, send N bytes, close),
                              {"endless": true} (no length, zero bytes until 16 MB, or N bytes
                              for {"endless": N}, or the client leaves), {"trickle": SECONDS} (one byte every SECONDS),
-                             {"redirect": "PATH2"} (302 to /list/PATH2)
-  GET  /list-requests        every /list/ request so far, one "PATH If-None-Match" per line
+                             {"redirect": "PATH2"} (302 to /list/PATH2),
+                             {"ignoreRange": true} (a whole 200 whatever the Range header).
+                             A request with "Range: bytes=N-" gets 206 and the bytes from N on
+                             (416 from the end of the file on), as nginx answers; the hostile
+                             bodies are then made of those bytes.
+  GET  /list-requests        every /list/ request so far, one "PATH If-None-Match" per line;
+                             with ?range=1, "PATH If-None-Match Range" ("-" for a header absent)
 """
 import argparse
 import collections
 import hashlib
 import json
 import os
+import re
 import ssl
 import sys
 import threading
@@ -87,8 +93,12 @@ class Handler(BaseHTTPRequestHandler):
                 value = counts[token]
             return self.reply(200, str(value).encode())
         if route == "list-requests":
+            with_range = query.get("range") == ["1"]
             with counts_lock:
-                lines = "".join(line + "\n" for line in list_requests)
+                lines = "".join(
+                    "%s %s%s\n" % (path, condition, " " + byte_range if with_range else "")
+                    for path, condition, byte_range in list_requests
+                )
             return self.reply(200, lines.encode("latin-1", "replace"))
         if route == "list" and list_root:
             return self.serve_list("/".join(parts[1:]))
@@ -154,8 +164,11 @@ class Handler(BaseHTTPRequestHandler):
 
     def serve_list(self, path):
         condition = self.headers.get("If-None-Match")
+        byte_range = self.headers.get("Range")
         with counts_lock:
-            list_requests.append("%s %s" % (path, condition if condition is not None else "-"))
+            list_requests.append(
+                (path, condition if condition is not None else "-", byte_range if byte_range is not None else "-")
+            )
         try:
             with open(os.path.join(list_root, "behaviour.json")) as file:
                 behaviour = json.load(file).get(path, {})
@@ -194,8 +207,20 @@ class Handler(BaseHTTPRequestHandler):
             except OSError:
                 pass
             return
-        self.send_response(200)
+        status = 200
+        content_range = None
+        ranged = re.fullmatch(r"bytes=(\d+)-", byte_range.strip()) if byte_range is not None else None
+        if ranged and not behaviour.get("ignoreRange"):
+            start = int(ranged.group(1))
+            if start >= len(body):
+                return self.reply(416, b"", [("Content-Range", "bytes */%d" % len(body))])
+            status = 206
+            content_range = "bytes %d-%d/%d" % (start, len(body) - 1, len(body))
+            body = body[start:]
+        self.send_response(status)
         self.send_header("ETag", etag)
+        if content_range:
+            self.send_header("Content-Range", content_range)
         self.send_header("Content-Length", str(len(body)))
         self.end_headers()
         if "truncate" in behaviour:
