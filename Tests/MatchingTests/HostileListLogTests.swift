@@ -637,7 +637,7 @@ import TransparencyLog
         try world.publishNext()
         // Zeros without a length, past the largest bundle the format allows (16 MB and a bit).
         try world.misbehave(["log/tile/entries/002.p/4": ["endless": HTTPLogFiles.maximumBundleBytes + (1 << 20)]])
-        Self.expectHeldExposure(try await world.check(), failure: "tile/entries/002.p/4", "larger than the limit of \(HTTPLogFiles.maximumBundleBytes) bytes")
+        Self.expectHeldExposure(try await world.check(), failure: "tile/entries/002.p/4", "more than a bundle of the list can hold (\(HTTPLogFiles.maximumBundleBytes) bytes)")
         #expect(try world.held() == held)
         try world.misbehave([:])
         Self.expectRecovered(try await world.check(), entries: 516)

@@ -77,7 +77,7 @@ public enum ListUpdateError: Error, Sendable, Equatable, CustomStringConvertible
         case .logNotPublished(let url):
             return "The server publishes no list log (\(url) answered HTTP 404); it may be a tracer-server from before the log. Upgrade the server, or set list.format = index to use its signed index."
         case .logRefused(let reason):
-            return "The list could not be brought up to date: \(reason)."
+            return "The list could not be brought up to date: \(reason)" + (reason.hasSuffix(".") ? "" : ".")
         case .logForked(let size, let directory):
             let kept = directory.map { "Both signed checkpoints are kept in \($0); hand them to the health authority or a journalist: anyone can check them with the list's public key." }
                 ?? "Both signed checkpoints could not be saved (see the log)."

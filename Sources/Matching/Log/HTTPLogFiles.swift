@@ -61,7 +61,13 @@ public struct HTTPLogFiles: LogFileFetching {
         let url = baseURL + "/" + path
         var request = HTTPRequest(url: url, maximumByteCount: Self.maximumBundleBytes)
         if offset > 0 { request.headers = [HTTPHeaderField(name: "Range", value: "bytes=\(offset)-")] }
-        let response = try await http.perform(request)
+        let response: HTTPResponse
+        do {
+            response = try await http.perform(request)
+        } catch {
+            if case .responseTooLarge(_, let limit) = error { throw HTTPLogFilesError.tooLarge(url: url, limit: limit) }
+            throw error
+        }
         switch response.status {
         case 206:
             // Only the range asked for: a response starting elsewhere would splice wrong bytes.
@@ -86,12 +92,16 @@ public enum HTTPLogFilesError: Error, Equatable, Sendable, CustomStringConvertib
     case unexpectedStatus(url: String, status: Int)
     case wrongRange(url: String, asked: Int, answered: String)
     case shorterThanHeld(url: String, held: Int, served: Int)
+    /// More than the largest bundle the format allows: an endless or padded answer, cut off.
+    case tooLarge(url: String, limit: Int)
 
     public var description: String {
         switch self {
         case .unexpectedStatus(let url, let status): "\(redactedURL(url)) answered HTTP \(status)"
         case .wrongRange(let url, let asked, let answered):
             "\(redactedURL(url)) answered a range request for bytes from \(asked) with \(answered)"
+        case .tooLarge(let url, let limit):
+            "\(redactedURL(url)) sent more than a bundle of the list can hold (\(limit) bytes), so it was cut off: the server, or a cache in front of it, is misbehaving"
         case .shorterThanHeld(let url, let held, let served):
             "\(redactedURL(url)) is \(served) bytes long, shorter than the \(held) this node already holds of it"
         }

@@ -68,7 +68,7 @@ public enum LogFollowError: Error, Sendable, CustomStringConvertible {
         case .fork(let size, _, _):
             "the list's key signed two different logs of \(size) entries: the list server shows different lists to different nodes. Both signed checkpoints were kept as evidence; tell the health authority"
         case .entriesDoNotLeadToCheckpoint(let heldSize, let offeredSize, _, _):
-            "the entries the list server sent after the \(heldSize) this node holds do not make the signed log of \(offeredSize) (damaged or altered files, or a log that does not extend this one); they were refused, and the next update tries again"
+            "the entries the list server sent from entry \(heldSize) on do not make the signed log of \(offeredSize) entries (damaged or altered files, or a log that does not extend the one this node holds); they were refused, and the next update tries again"
         case .heldStateDamaged(let reason): "this node's copy of the list log is damaged (\(reason)); it will be downloaded again"
         case .bundle(let path, let error): "the list server sent a damaged file (\(path)): \(error)"
         case .unreachable(let reason): "the list's files could not be fetched: \(reason)"
