@@ -64,6 +64,29 @@ struct TracerExchangeTests {
         await link.close()
     }
 
+    /// The writer counts an acknowledged write as the end of the exchange and does not come back
+    /// in its window, so a write the node cannot queue for its log (the queue is full, or the
+    /// session stopped taking writes while its links were still up, as a controller reset
+    /// leaves them) is refused, and the writer's exchange fails instead of succeeding.
+    @Test func writesThatCannotBeQueuedForTheLogAreRefused() async throws {
+        let peer = LinkPeer(handle: 0x40, role: .peripheral, address: BluetoothAddress(string: "3A:00:00:00:00:0A")!, addressType: .random)
+        let (writes, continuation) = AsyncStream.makeStream(of: PeerWriteEvent.self, bufferingPolicy: .bufferingOldest(1))
+        let link = try LinkHarness(services: [TracerGATTServer.service(identity: AdvertisedIdentity(), writes: continuation, peer: peer)])
+        let refused = GATTClientError.att(.errorResponse(request: .writeRequest, handle: TracerLayout.writeValue, code: .insufficientResources))
+
+        try await link.client.writeValue(ourID.bytes, handle: TracerLayout.writeValue)
+        await #expect(throws: refused) { try await link.client.writeValue(ourID.bytes + [0xC4, 0x08], handle: TracerLayout.writeValue) }
+        var queued = writes.makeAsyncIterator()
+        #expect(await queued.next()?.write == PeerIDWrite(id: ourID))
+
+        continuation.finish()
+        await #expect(throws: TracerExchangeError.gatt(refused)) {
+            try await TracerPeerExchange(client: link.client).exchange(writing: PeerIDWrite(id: ourID))
+        }
+        #expect(await queued.next() == nil)
+        await link.close()
+    }
+
     @Test func readingTheWriteCharacteristicIsNotPermitted() async throws {
         let link = try LinkHarness(services: [tracerService(writes: CallbackRecorder())])
         await #expect(throws: GATTClientError.att(.errorResponse(request: .readRequest, handle: TracerLayout.writeValue,

@@ -80,7 +80,10 @@ public struct ExchangeSession: Sendable {
         onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in }
     ) async throws(Failure) {
         let identity = AdvertisedIdentity()
-        let (writes, writesContinuation) = AsyncStream.makeStream(of: PeerWriteEvent.self, bufferingPolicy: .bufferingNewest(256))
+        // Full, it refuses the newest write rather than dropping one already acknowledged: a
+        // write is acknowledged only once queued (`TracerGATTServer.service`), so that its
+        // writer tries again instead of counting on a write that is not logged.
+        let (writes, writesContinuation) = AsyncStream.makeStream(of: PeerWriteEvent.self, bufferingPolicy: .bufferingOldest(256))
         defer { writesContinuation.finish() }
         // The id before the radio: while the store cannot record it, a retry ends here without
         // opening the transport or re-initialising the controller (on hciN, without taking the

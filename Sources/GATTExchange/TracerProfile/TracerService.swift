@@ -75,10 +75,11 @@ public enum TracerService {
     public static let peerIDWriteCharacteristicUUID = BluetoothUUID(0xA09A_0002_5AAA_47F2, 0x9C7F_93BD_B3A6_5376)
 
     /// The service definition for a `GATTDatabase`. `currentID` runs on every read, so rotated
-    /// ids are served at once; `onPeerWrite` runs only for well-formed writes.
+    /// ids are served at once; `onPeerWrite` runs only for well-formed writes, and the error it
+    /// throws, if any, answers a Write Request in place of the Write Response.
     public static func definition(
         currentID: @escaping @Sendable () async -> PeerIDBytes,
-        onPeerWrite: @escaping @Sendable (PeerIDWrite) async -> Void
+        onPeerWrite: @escaping @Sendable (PeerIDWrite) async throws(ATTErrorCode) -> Void
     ) -> GATTServiceDefinition {
         GATTServiceDefinition(uuid: serviceUUID, characteristics: [
             GATTCharacteristicDefinition(
@@ -95,7 +96,7 @@ public enum TracerService {
                     } catch {
                         throw ATTErrorCode.invalidAttributeValueLength
                     }
-                    await onPeerWrite(write)
+                    try await onPeerWrite(write)
                 }),
         ])
     }
