@@ -69,6 +69,7 @@ extension LocationOptions {
             ObjectStoreSync(client: client, directory: paths.published, store: $0, publicKey: publicKey, logger: logger)
         } ?? ObjectStoreSync(client: client, directory: paths.published, lockPath: paths.publishLock, publicKey: publicKey, logger: logger)
         sync.recordPath = paths.objectStoreSyncRecord
+        sync.logStatePath = paths.logState
         return sync
     }
 }
@@ -106,6 +107,17 @@ struct Sync: AsyncParsableCommand {
         print(report.uploadedIndexes.isEmpty ? "Indexes unchanged." : "Uploaded \(report.uploadedIndexes.joined(separator: " and ")).")
         if !report.deletedBatches.isEmpty {
             print("Deleted expired batches: \(report.deletedBatches.joined(separator: ", ")).")
+        }
+        if report.deletedLogFiles > 0 {
+            let left = report.logFilesLeftToDelete > 0 ? " (\(report.logFilesLeftToDelete) more at the next syncs)" : ""
+            print("Deleted \(report.deletedLogFiles) log files the published directory no longer has (old history, superseded partial files)\(left).")
+        }
+        if report.logOlderThanHistory {
+            print("""
+                Left the bucket's log alone: it is older than the history \(location.paths.published.path) keeps (its last sync was weeks ago), \
+                so it cannot be checked to be a prefix of this log. If this server is the only one publishing to the bucket, delete the \
+                bucket's log/checkpoint and sync again.
+                """)
         }
         if !report.fetchedBatches.isEmpty {
             print("Copied \(report.fetchedBatches.count) batches another instance published from the bucket into \(location.paths.published.path).")

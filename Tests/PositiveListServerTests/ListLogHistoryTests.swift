@@ -62,9 +62,12 @@ final class PublishedLogFetcher: LogFileFetching {
             try NoteSigner(name: identity.origin, type: .cosignatureV1, privateKey: fixture.signingKey),
         ], timestamp: UInt64(fixture.clock.now()))
         try AtomicFile.write(Array(note.encoded), to: fixture.paths.published.logCheckpointPath)
+        let previous = state.previousTreeSize
         state.previousTreeSize = state.treeSize
         state.treeSize = result.rightEdge.treeSize
         try writeState(state, fixture)
+        Publisher.prunePartialFiles(
+            in: log, sizes: [previous, state.previousTreeSize].compactMap { $0 }, keeping: [state.previousTreeSize!, state.treeSize])
     }
 
     static func writeState(_ state: ListLogState, _ fixture: ServerFixture) throws {
@@ -150,8 +153,10 @@ final class PublishedLogFetcher: LogFileFetching {
 
     /// A node starting afresh at `now` against the published directory: it reaches the
     /// checkpoint's root and holds every entry live for it.
-    static func expectFreshNodeGetsEveryLiveEntry(_ fixture: ServerFixture, all: [Data], now: UnixSeconds) async throws {
-        let fetcher = PublishedLogFetcher(fixture.paths.published)
+    static func expectFreshNodeGetsEveryLiveEntry(
+        _ fixture: ServerFixture, all: [Data], now: UnixSeconds, fetcher: (any LogFileFetching)? = nil
+    ) async throws {
+        let fetcher = fetcher ?? PublishedLogFetcher(fixture.paths.published)
         let retention = ListLogRetention(retention: .standard, now: now)
         let (advance, first) = try await LogFollower.start(source: try source(fixture), fetcher: fetcher, isLive: retention.isLive)
         let checkpoint = try checkpoint(fixture)

@@ -203,8 +203,9 @@ struct ObjectStoreSyncTests {
     }
 
     /// A crash after each step of a sync, then a full run: the bucket is valid in between (every
-    /// batch an index in it names is there and intact) and a mirror of the directory after.
-    @Test(arguments: SyncStep.allCases)
+    /// batch an index in it names is there and intact) and a mirror of the directory after. (Two
+    /// publications delete no log file: a crash between log deletions is ListLogHistorySyncTests'.)
+    @Test(arguments: SyncStep.allCases.filter { $0 != .logFileDeleted })
     func aSyncStoppedAfterAnyStepLeavesAValidBucketAndTheNextRunFinishesIt(step: SyncStep) async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }

@@ -15,6 +15,9 @@ public enum SyncStep: String, Sendable, CaseIterable {
     case expiredKeyBatchDeleted
     /// The log's new tiles and bundles are in the bucket, its checkpoint not yet.
     case logTilesUploaded
+    /// One more log file this directory no longer has (old history, a superseded partial file)
+    /// is deleted from the bucket.
+    case logFileDeleted
 }
 
 /// What one sync did, by object key.
@@ -37,6 +40,14 @@ public struct SyncReport: Sendable, Equatable {
     public var uploadedLogCheckpoint = false
     /// The bucket's log is not a prefix of this directory's (another instance's log): not synced.
     public var logDiverges = false
+    /// The bucket's log is older than the history this directory keeps, so whether it is a prefix
+    /// of this one cannot be checked: not synced (`tracer-server sync` says what to do).
+    public var logOlderThanHistory = false
+    /// Log files deleted from the bucket: old entry bundles and level-0 tiles this directory
+    /// deleted, and superseded partial files.
+    public var deletedLogFiles = 0
+    /// Such files left for the next syncs (at most ``ObjectStoreSync/logDeletionsPerSync`` a sync).
+    public var logFilesLeftToDelete = 0
 }
 
 /// Mirrors the published directory into an S3-compatible bucket, in the order that keeps the
@@ -73,6 +84,9 @@ public struct ObjectStoreSync: Sendable {
     private let faultInjection: FaultInjection?
     /// Where each sync leaves its outcome (``OutcomeRecord``) for the console; none if nil.
     public var recordPath: String?
+    /// The log's state (``ServerPaths/logState``), which says from which bundle on this directory
+    /// keeps the log's history; nil: beside the published directory, where the publisher keeps it.
+    public var logStatePath: String?
 
     /// Syncs under the lock the server's `store` publishes under.
     public init(
@@ -207,7 +221,7 @@ public struct ObjectStoreSync: Sendable {
         for side in sides {
             try await uploadIndex(side.local, over: side.remoteIndex, step: side.indexStep, into: &report)
         }
-        // The log (format version 3) after the indexes: it never deletes anything.
+        // The log (format version 3) after the indexes; it deletes only files no node can need.
         try await syncLog(into: &report)
         for side in sides {
             try await deleteUnlisted(remote: side.remoteBatches, listed: side.local.listings, step: side.deleteStep, into: &report)

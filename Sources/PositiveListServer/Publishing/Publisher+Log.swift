@@ -334,14 +334,6 @@ extension Publisher {
     /// a tile that became full loses its partial directory one append later. Full tiles are never
     /// touched. Best effort: a file that cannot be deleted costs space only.
     static func prunePartialFiles(in logDirectory: String, sizes: [UInt64], keeping kept: [UInt64]) {
-        func partialPaths(_ size: UInt64) -> [String] {
-            var paths = TileLayout.partialTiles(treeSize: size).map(\.path)
-            let width = TileLayout.partialWidth(level: 0, treeSize: size)
-            if width > 0, let bundle = try? EntryBundleID(index: TileLayout.fullTileCount(level: 0, treeSize: size), width: width) {
-                paths.append(bundle.path)
-            }
-            return paths
-        }
         let keep = Set(kept.flatMap(partialPaths))
         let directories = Set(sizes.flatMap(partialPaths).map { ($0 as NSString).deletingLastPathComponent })
         for directory in directories {
@@ -352,6 +344,17 @@ extension Publisher {
             // Empty once the tile is full and no kept checkpoint names a partial version of it.
             rmdir(logDirectory + "/" + directory)
         }
+    }
+
+    /// The partial files of the tree of `size`: its partial tile at each level and its partial
+    /// bundle (tile paths, below `log/`).
+    static func partialPaths(_ size: UInt64) -> [String] {
+        var paths = TileLayout.partialTiles(treeSize: size).map(\.path)
+        let width = TileLayout.partialWidth(level: 0, treeSize: size)
+        if width > 0, let bundle = try? EntryBundleID(index: TileLayout.fullTileCount(level: 0, treeSize: size), width: width) {
+            paths.append(bundle.path)
+        }
+        return paths
     }
 
     /// fsync of every directory from each of `directories` up to `root`, each once.

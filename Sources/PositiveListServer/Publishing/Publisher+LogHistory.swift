@@ -94,6 +94,15 @@ extension Publisher {
         return kept
     }
 
+    /// Whether `path` (below `log/`) is history the deletion removes once the log keeps bundles
+    /// from `keptFromBundle` on: a full entry bundle or a full level-0 tile before it. What sync
+    /// no longer uploads, and deletes from a bucket, when this directory no longer has it.
+    static func isOldHistory(_ path: String, keptFromBundle: UInt64) -> Bool {
+        if let bundle = try? EntryBundleID(path: path) { return !bundle.isPartial && bundle.index < keptFromBundle }
+        if let tile = try? TileID(path: path) { return tile.level == 0 && !tile.isPartial && tile.index < keptFromBundle }
+        return false
+    }
+
     /// The margin beyond a node's own day, for clock skew between server and nodes.
     static let historyMarginSeconds: Int64 = 2 * .secondsPerDay
 
