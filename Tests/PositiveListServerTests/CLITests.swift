@@ -102,6 +102,27 @@ import Glibc
         #expect(!everything.contains(Histories.entries(count: 1, endingAt: now - 900)[0].id))
     }
 
+    /// Once old history is deleted, status says from which entry on the log keeps it.
+    @Test func statusShowsWhereTheLogsHistoryStarts() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        try fixture.writeConfiguration()
+        try await fixture.makePublisher().publish()
+        let before = try ServerCLI.run(["status"], fixture: fixture)
+        #expect(before.exitCode == 0, "\(before)")
+        #expect(!before.stdout.contains("Log history"), "nothing deleted yet")
+        var serial: UInt64 = 0
+        for day in stride(from: 40, to: 0, by: -1) {
+            try ListLogHistoryTests.append(
+                ListLogHistoryTests.entries(count: 100, now: fixture.clock.now() - UnixSeconds(day) * 86_400, serial: &serial), to: fixture)
+        }
+        let kept = try #require(try await fixture.makePublisher().publish().log?.historyKeptFromEntry)
+        #expect(kept > 0)
+        let status = try ServerCLI.run(["status"], fixture: fixture)
+        #expect(status.exitCode == 0, "\(status)")
+        #expect(status.stdout.contains("Log entries:       4000 (log/checkpoint)\nLog history kept from entry \(kept); older entry bundles deleted\n"), "\(status.stdout)")
+    }
+
     @Test func mistakesGetOneSentenceAndTheRightExitCode() throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }

@@ -289,6 +289,32 @@ final class PublishedLogFetcher: LogFileFetching {
         #expect(ListLogEntry.liveUntil([9]) == .max)
     }
 
+    /// One rule for node and server: an entry is live while its latest record (an id's window, a
+    /// key's day) ends at or after the cutoff; the node's cutoff is its encounter cutoff less a day.
+    @Test func theNodeAndTheServerShareOneLivenessRule() throws {
+        let day = UTCDay(number: 20_000)
+        let key = try DailyKey(bytes: [UInt8](repeating: 0xAA, count: 16))
+        let keys = ListLogEntry(batchNumber: 1, part: 0, partCount: 1, payload: .keys([
+            DailyKeyRecord(day: UTCDay(number: 19_990), intervalSeconds: 900, key: key),
+            DailyKeyRecord(day: day, intervalSeconds: 900, key: key),
+        ]))
+        #expect(keys.latestRecordEnd == day.end)
+        let ids = ListLogEntry(batchNumber: 2, part: 0, partCount: 1, payload: .ids([
+            PositiveListEntry(id: UserID(rawValue: 1), validFrom: 100, validUntil: 5_000),
+            PositiveListEntry(id: UserID(rawValue: 2), validFrom: 100, validUntil: 900),
+        ]))
+        #expect(ids.latestRecordEnd == 5_000)
+        #expect(ids.isLive(cutoff: 5_000) && !ids.isLive(cutoff: 5_001))
+        // The node at the time its cutoff is the key's day's end, and a second later.
+        let nodeNow = day.end + 29 * Self.day
+        let bytes = try keys.encode()
+        #expect(ListLogRetention(retention: .standard, now: nodeNow).isLive(Data(bytes)))
+        #expect(!ListLogRetention(retention: .standard, now: nodeNow + 1).isLive(Data(bytes)))
+        #expect(ListLogEntry.isLive(bytes, cutoff: day.end) && !ListLogEntry.isLive(bytes, cutoff: day.end + 1))
+        // The server's cutoff is 30 days (28 and 2 of margin) even with a shorter retentionDays.
+        #expect(Publisher.historyCutoff(now: nodeNow, retentionSeconds: 14 * Self.day) == nodeNow - 30 * Self.day)
+    }
+
     /// The state before this change reads, with nothing deleted; the next publication records
     /// the history kept in the optional field.
     @Test func aStateFileWithoutTheHistoryReadsAndGainsIt() async throws {
