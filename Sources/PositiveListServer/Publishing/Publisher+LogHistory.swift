@@ -56,10 +56,10 @@ enum ListLogHistoryError: Error, Sendable, CustomStringConvertible {
 /// A node starting afresh (`LogFollower.start` in Matching) fetches entry bundles from the newest
 /// backwards and stops at the first *full* bundle holding no live entry by its own cutoff `c_n`
 /// (`ListLogRetention`: its oldest kept encounter, at most `RetentionPolicy.maximumDays` ago,
-/// less one day); the newest bundle is always taken. It then reads the right edge at the start of
-/// the bundle after the one it stopped at from hash tiles of level 1 and above, and fails the
-/// update if a bundle it walks back to is missing (a cache could hide live entries with a 404,
-/// so a missing bundle is never the end of history).
+/// less one day); the newest bundle is always taken, and so is the one that ends the walk (the
+/// root proves it). It then reads the right edge at the start of that last bundle from hash tiles
+/// of level 1 and above, and fails the update if a bundle it walks back to is missing (a cache
+/// could hide live entries with a 404, so a missing bundle is never the end of history).
 ///
 /// The server's cutoff is `c_s = now - max(retentionDays, RetentionPolicy.maximumDays) - 2 days`,
 /// and `L` is the first bundle holding an entry live at `c_s` (`ListLogEntry.isLive`, the rule the
@@ -75,7 +75,7 @@ enum ListLogHistoryError: Error, Sendable, CustomStringConvertible {
 /// ≥ c_s`. Every record in bundle `K` (below `L`, or `n - 1` with nothing live) ends before `c_s ≤
 /// c_n`, so it holds no entry live for the node (the server wrote them all, so they parse), and it
 /// is full (only the newest bundle `n > K` can be partial): walking back from `n`, the node stops
-/// at `K` at the latest, fetches no bundle before it, and reads the edge at `(K + 1)·256` from
+/// at `K` at the latest (kept), fetches no bundle before it, and reads the edge at `K·256` from
 /// tiles of level ≥ 1, which are never deleted. A later node has a later cutoff and stops no
 /// earlier. The margin is two days, one beyond the node's own, for clock skew; and the server
 /// keeps `maximumDays` even when its `retentionDays` is shorter, since nodes keep their encounters
