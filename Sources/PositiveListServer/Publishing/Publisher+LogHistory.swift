@@ -134,8 +134,8 @@ extension Publisher {
 
     /// One pass: the new boundary, recorded before anything is deleted, then the deletions, then
     /// how far they got. A crash (or a failed deletion) between the two records leaves files below
-    /// the boundary that the next pass deletes (a file already gone counts as deleted). Returns
-    /// the history kept and the number of files deleted; nil when there is no log.
+    /// the boundary that the next pass deletes (a file already gone is skipped). Returns the
+    /// history kept and the number of files this pass deleted; nil when there is no log.
     private func pruneLogHistory(
         cutoff: UnixSeconds, witnessSizes: [UInt64]
     ) throws(ListLogHistoryError) -> (history: ListLogHistory, deleted: Int)? {
@@ -165,9 +165,12 @@ extension Publisher {
         let tiles = (history.levelZeroTilesDeletedBefore..<tilesBefore).compactMap { try? TileID(level: 0, index: $0, width: TileID.fullWidth).path }
         for path in bundles + tiles {
             let full = logDirectory + "/" + path
-            if unlink(full) != 0, errno != ENOENT { throw .cannotDelete(path: path, reason: AtomicFile.lastError()) }
+            if unlink(full) == 0 {
+                deleted += 1
+            } else if errno != ENOENT {
+                throw .cannotDelete(path: path, reason: AtomicFile.lastError())
+            }
             directories.insert((full as NSString).deletingLastPathComponent)
-            deleted += 1
             try stop(after: .logHistoryFileDeleted)
         }
         // The deletions are durable before the state says they are done; directories of a
