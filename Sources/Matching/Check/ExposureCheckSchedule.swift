@@ -92,9 +92,11 @@ public struct ExposureCheckSchedule: Sendable {
                     logger.debug("the server published a new generation; revalidating")
                     let held = longPoll.heldGenerations()
                     let revalidation = await turn.run({ await revalidate() })
-                    // Only a list that changed followed the announcement: a cache still answering
-                    // 304 for the old checkpoint has not, and the poll must wake again for it.
-                    if revalidation == .changed { longPoll.followedAnnouncement() }
+                    // A revalidation that succeeded followed the announcement, changed or not: a
+                    // node already current when it starts polling is told the current generation
+                    // at once and finds nothing new. (A cache still answering 304 for an older
+                    // checkpoint is caught up with by the refresh timer.)
+                    if revalidation != .failed { longPoll.followedAnnouncement() }
                     if revalidation == .failed || longPoll.heldGenerations() == held {
                         let wait = max(refreshInterval, 60)
                         logger.info("the node could not follow the server's new generation; the long poll waits before asking again",
