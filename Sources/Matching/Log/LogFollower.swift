@@ -103,13 +103,7 @@ public enum LogFollower {
     public static func advance(
         _ held: FollowedLogState?, source: FollowedLogSource, fetcher: some LogFileFetching
     ) async throws(LogFollowError) -> LogAdvance {
-        let note: Data
-        do {
-            note = try await fetcher.checkpoint()
-        } catch {
-            throw .unreachable(String(describing: error))
-        }
-        let verified = try open(note, source: source)
+        let (note, verified) = try await fetchCheckpoint(source: source, fetcher: fetcher)
         let signedAt = timestamp(of: verified, source: source)
         let edge = held?.edge ?? .empty
         let offered = verified.checkpoint
@@ -161,13 +155,7 @@ public enum LogFollower {
     public static func start(
         source: FollowedLogSource, fetcher: some LogFileFetching, isLive: (Data) -> Bool
     ) async throws(LogFollowError) -> (advance: LogAdvance, firstIndex: UInt64) {
-        let note: Data
-        do {
-            note = try await fetcher.checkpoint()
-        } catch {
-            throw .unreachable(String(describing: error))
-        }
-        let verified = try open(note, source: source)
+        let (note, verified) = try await fetchCheckpoint(source: source, fetcher: fetcher)
         let size = verified.checkpoint.treeSize
         let fullWidth = UInt64(TileID.fullWidth)
         var taken: [[Data]] = []
@@ -207,6 +195,19 @@ public enum LogFollower {
         let advance = LogAdvance(state: FollowedLogState(checkpointNote: note, edge: appended.rightEdge), checkpoint: verified,
                                  newEntries: entries, signedAt: timestamp(of: verified, source: source))
         return (advance, start)
+    }
+
+    /// The checkpoint as served, and opened with the source's keys.
+    static func fetchCheckpoint(
+        source: FollowedLogSource, fetcher: some LogFileFetching
+    ) async throws(LogFollowError) -> (note: Data, verified: VerifiedCheckpoint) {
+        let note: Data
+        do {
+            note = try await fetcher.checkpoint()
+        } catch {
+            throw .unreachable(String(describing: error))
+        }
+        return (note, try open(note, source: source))
     }
 
     /// Opens a checkpoint with the source's keys: the log's signature, its origin, and at least
