@@ -88,6 +88,20 @@ extension TracerNodeTests {
                 try JSONDecoder().decode(CacheState.self, from: Check.bytes(cache(node) + "/state.json"))
             }
 
+            /// `node` met A on day1 and, on day2, a second person whose hourly ids since day1 are
+            /// returned (reported later by the test, to grow the list). 15 and 10 minutes at -50 dBm.
+            func meetReporterAndASecondPerson(_ node: String) throws -> [OwnID] {
+                let (h, m) = (Self.hour, Self.minute)
+                let secondIDs = NodeFixture.hourlyIDs(from: day1, until: now)
+                try NodeFixture.makeStore(db(node), encounters: [
+                    EncounterSpec(peer: reporterID(at: day1 + 10 * h), times: [day1 + 10 * h + 5 * m, day1 + 10 * h + 15 * m], rssi: [-50, -50]),
+                    EncounterSpec(
+                        peer: secondIDs.first { $0.window.contains(day2 + 8 * h) }!.id,
+                        times: [day2 + 8 * h + 10 * m, day2 + 8 * h + 25 * m], rssi: [-50, -50]),
+                ])
+                return secondIDs
+            }
+
             /// Another diagnosed person: a node with its own hourly ids since day1, reported with a
             /// fresh code. Returns its ids.
             @discardableResult
@@ -394,14 +408,7 @@ extension TracerNodeTests {
         @Test(.timeLimit(.minutes(2)))
         func laterChecksDownloadOnlyWhatIsNew() throws {
             try Self.withWorld(listFormat: "index") { world in
-                let (h, m) = (World.hour, World.minute)
-                let secondIDs = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
-                try NodeFixture.makeStore(world.db("b"), encounters: [
-                    EncounterSpec(peer: world.reporterID(at: world.day1 + 10 * h), times: [world.day1 + 10 * h + 5 * m, world.day1 + 10 * h + 15 * m], rssi: [-50, -50]),
-                    EncounterSpec(
-                        peer: secondIDs.first { $0.window.contains(world.day2 + 8 * h) }!.id,
-                        times: [world.day2 + 8 * h + 10 * m, world.day2 + 8 * h + 25 * m], rssi: [-50, -50]),
-                ])
+                let secondIDs = try world.meetReporterAndASecondPerson("b")
                 let cache = world.cache("b")
 
                 let first = try world.checkJSON("b", expecting: 3)
@@ -452,14 +459,7 @@ extension TracerNodeTests {
         @Test(.timeLimit(.minutes(2)))
         func laterChecksFollowTheLogDownloadingOnlyWhatIsNew() throws {
             try Self.withWorld { world in
-                let (h, m) = (World.hour, World.minute)
-                let secondIDs = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
-                try NodeFixture.makeStore(world.db("b"), encounters: [
-                    EncounterSpec(peer: world.reporterID(at: world.day1 + 10 * h), times: [world.day1 + 10 * h + 5 * m, world.day1 + 10 * h + 15 * m], rssi: [-50, -50]),
-                    EncounterSpec(
-                        peer: secondIDs.first { $0.window.contains(world.day2 + 8 * h) }!.id,
-                        times: [world.day2 + 8 * h + 10 * m, world.day2 + 8 * h + 25 * m], rssi: [-50, -50]),
-                ])
+                let secondIDs = try world.meetReporterAndASecondPerson("b")
                 let cache = world.cache("b")
                 let published = world.server.dataDirectory + "/public/log"
 
