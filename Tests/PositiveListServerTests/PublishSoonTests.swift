@@ -105,7 +105,7 @@ import Glibc
             #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
             #expect(try fixture.verifiedBatches().first?.count == 8)
 
-            // A second upload inside the spacing (1,800 s) waits: no batch per upload. The
+            // A second upload inside the spacing (300 s by default) waits: no batch per upload. The
             // scheduler says so once it has taken the request, which is when a publication
             // would otherwise have begun.
             let waiting = "publication requested; waiting for the spacing"
