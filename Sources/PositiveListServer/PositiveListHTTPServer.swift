@@ -55,12 +55,14 @@ public enum PositiveListHTTPServer {
         // nobody would answer.
         let demand = publishOnSchedule ? PublicationDemand() : nil
         let limits = connectionLimits(components.configuration, logger: logger)
+        // Only with a metrics listener: without one nothing is counted at all.
+        let metrics = components.configuration.metrics.flatMap { $0.enabled ? ServerMetrics() : nil }
         // A quarter of the connections at most wait in long polls, so that uploads, downloads
         // and health checks always find room.
         let watch = components.configuration.longPollSeconds.map { _ in
             GenerationWatch(directory: components.directory, publicKey: components.publisher.publicKey, maxWaiters: limits.total / 4)
         }
-        SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock, demand: demand)
+        SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock, demand: demand, metrics: metrics)
             .addRoutes(to: router, table: &routes)
         if let watch, let seconds = components.configuration.longPollSeconds {
             GenerationAPI(watch: watch, timeout: .seconds(seconds)).addRoutes(to: router, table: &routes)
@@ -79,30 +81,6 @@ public enum PositiveListHTTPServer {
                 status: .ok, headers: [.contentType: "application/json"],
                 body: ResponseBody(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}")))
         }
-        var services: [any Service] = []
-        if publishOnSchedule {
-            services.append(PublishScheduler(
-                publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds),
-                spacing: .seconds(components.configuration.publishSpacingSeconds), demand: demand, watch: watch, logger: logger,
-                sync: components.objectStoreSync,
-                retry: RetryBackoff(longest: .seconds(components.configuration.publishRetryMaxSeconds))))
-        }
-        if let console = components.configuration.console, console.enabled {
-            // Both stores keep the console's tables; a store without them (a test's) has no console.
-            if let consoleStore = components.store as? any ConsoleStore {
-                services.append(ConsoleServer(
-                    settings: console, configuration: components.configuration, codes: components.store, store: consoleStore, clock: components.clock,
-                    publication: components.publicKey.map {
-                        ConsolePublication(
-                            directory: components.directory, publicKey: $0,
-                            objectStoreSyncRecord: components.configuration.objectStore == nil ? nil : components.objectStoreSyncRecord,
-                            publicationRecord: components.publisher.recordPath)
-                    }
-                ).makeApplication(logger: logger))
-            } else {
-                logger.error("console not started: the store does not keep console accounts")
-            }
-        }
         // The idle timeout closes a connection that sends nothing, or sends its head a byte at a
         // time (Hummingbird sees no progress until the head is whole), after this long; and one
         // left open between requests. The read deadline bounds a body sent slowly.
@@ -110,7 +88,41 @@ public enum PositiveListHTTPServer {
         let limiter = ConnectionLimiter(
             limits: limits,
             unlimitedAddresses: components.configuration.trustForwardedFor
-                ? Set(components.configuration.trustedProxies.compactMap(ForwardedFor.canonicalAddress)) : [])
+                ? Set(components.configuration.trustedProxies.compactMap(ForwardedFor.canonicalAddress)) : [],
+            metrics: metrics)
+        var services: [any Service] = []
+        if publishOnSchedule {
+            var scheduler = PublishScheduler(
+                publisher: components.publisher, interval: .seconds(components.configuration.publishIntervalSeconds),
+                spacing: .seconds(components.configuration.publishSpacingSeconds), demand: demand, watch: watch, logger: logger,
+                sync: components.objectStoreSync,
+                retry: RetryBackoff(longest: .seconds(components.configuration.publishRetryMaxSeconds)))
+            scheduler.metrics = metrics
+            services.append(scheduler)
+        }
+        if let metrics, let settings = components.configuration.metrics {
+            services.append(MetricsServer(
+                settings: settings, metrics: metrics, sample: { await sampleOwnedState(metrics, components: components, limiter: limiter, watch: watch) },
+                idleTimeoutSeconds: components.configuration.idleTimeoutSeconds
+            ).makeApplication(logger: logger))
+        }
+        if let console = components.configuration.console, console.enabled {
+            // Both stores keep the console's tables; a store without them (a test's) has no console.
+            if let consoleStore = components.store as? any ConsoleStore {
+                var consoleServer = ConsoleServer(
+                    settings: console, configuration: components.configuration, codes: components.store, store: consoleStore, clock: components.clock,
+                    publication: components.publicKey.map {
+                        ConsolePublication(
+                            directory: components.directory, publicKey: $0,
+                            objectStoreSyncRecord: components.configuration.objectStore == nil ? nil : components.objectStoreSyncRecord,
+                            publicationRecord: components.publisher.recordPath)
+                    })
+                consoleServer.metrics = metrics
+                services.append(consoleServer.makeApplication(logger: logger))
+            } else {
+                logger.error("console not started: the store does not keep console accounts")
+            }
+        }
         let http1 = HTTP1Channel.Configuration(
             additionalChannelHandlers: [
                 MalformedRequestResponder(), RequestReadDeadline(limit: requestReadTimeout),
@@ -118,7 +130,8 @@ public enum PositiveListHTTPServer {
             ],
             idleTimeout: .seconds(Int64(components.configuration.idleTimeoutSeconds)))
         return Application(
-            responder: JSONErrorResponder(wrapped: router.buildResponder(), routes: routes),
+            responder: MetricsResponder(
+                wrapped: JSONErrorResponder(wrapped: router.buildResponder(), routes: routes), metrics: metrics, routes: routes.patterns),
             server: HTTPServerBuilder { responder in
                 GuardedHTTP1Channel(http1: HTTP1Channel(responder: responder, configuration: http1), limiter: limiter)
             },
@@ -129,6 +142,26 @@ public enum PositiveListHTTPServer {
 }
 
 extension PositiveListHTTPServer {
+    /// What the metrics read from the parts that own it, before each scrape: open connections,
+    /// held long polls, and whether the store answers (the query `/healthz` makes), with the
+    /// open upload codes it counts and, for PostgreSQL, its pool's use.
+    static func sampleOwnedState(
+        _ metrics: ServerMetrics, components: ServerComponents, limiter: ConnectionLimiter, watch: GenerationWatch?
+    ) async {
+        metrics.connectionsOpen.set(Double(limiter.openConnections))
+        if let watch { metrics.longPollsHeld.set(Double(await watch.heldPolls)) }
+        do {
+            let summary = try await components.store.summary(now: components.clock.now())
+            metrics.storeUp.set(1.0)
+            metrics.uploadCodesOpen.set(Double(summary.openUploadCodes))
+        } catch {
+            metrics.storeUp.set(0.0)
+        }
+        if let postgres = components.store as? PostgresServerStore {
+            metrics.databasePool(postgres.pool.usage)
+        }
+    }
+
     /// The configuration's limits for this process's descriptor limit; when those cannot be
     /// met (`serve` checks before it starts), the largest that leave the reserve.
     static func connectionLimits(_ configuration: ServerConfiguration, logger: Logger) -> ConnectionLimits {

@@ -56,6 +56,15 @@ struct Serve: AsyncParsableCommand {
         if let console = configuration.console, console.enabled {
             logger.info("console enabled", metadata: ["listen": "\(console.host):\(console.port)", "authority": "\(console.authority)"])
         }
+        if let metrics = configuration.metrics, metrics.enabled {
+            // Never on the public API's address (nor the console's): /metrics is for the
+            // operator's Prometheus, not for every client.
+            if metrics.overlaps(host: host, port: port) { throw CommandFailure.metricsOnAPIAddress("\(metrics.host):\(metrics.port)", api: text) }
+            if let console = configuration.console, console.enabled, metrics.overlaps(host: console.host, port: console.port) {
+                throw CommandFailure.metricsOnAPIAddress("\(metrics.host):\(metrics.port)", api: "\(console.host):\(console.port) (the console's)")
+            }
+            logger.info("metrics enabled", metadata: ["listen": "\(metrics.host):\(metrics.port)", "path": "/metrics"])
+        }
         // SQLite checks uploads against the live batches' ids in memory: read them before
         // listening, so the first upload does not wait for it. A damaged batch file still lets
         // the server serve the list; uploads are refused (503) with the same reason until the

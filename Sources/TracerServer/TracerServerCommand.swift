@@ -16,7 +16,7 @@ struct TracerServerCommand: AsyncParsableCommand {
             $XDG_DATA_HOME/tracer-server or ~/.local/share/tracer-server): server.db, signing-key, \
             config.json and public/, the directory to serve.
 
-            Every setting of config.json except authorities, database, objectStore, console, \
+            Every setting of config.json except authorities, database, objectStore, console, metrics, \
             witnessedLogs and witnesses (which hold secrets or are objects) may also be given in the environment as \
             TRACER_SERVER_ and its name in capitals with underscores (TRACER_SERVER_RETENTION_DAYS) \
             or, to any subcommand, as a flag: its name in small letters with dashes \

@@ -24,6 +24,7 @@ import TestTiers
         "database": #"{"url": "postgresql://tracer@127.0.0.1:5432/tracer"}"#,
         "objectStore": #"{"endpoint": "http://127.0.0.1:9000", "bucket": "tracer"}"#,
         "console": #"{"enabled": true, "authority": "A"}"#,
+        "metrics": #"{"listen": "127.0.0.1:9465"}"#,
     ]
 
     func report(_ extra: String = "", overrides: ServerSettingOverrides = .none) throws -> ServerSettingsReport {
@@ -41,7 +42,7 @@ import TestTiers
 
     /// The settings only the file gives: secrets (tokens, the database's and the object store's
     /// credentials) must never be typed where `ps` shows them, and these are objects.
-    static let fileOnly: Set<String> = ["authorities", "database", "objectStore", "console", "witnessedLogs", "witnesses"]
+    static let fileOnly: Set<String> = ["authorities", "database", "objectStore", "console", "metrics", "witnessedLogs", "witnesses"]
 
     @Test func everyOtherSettingHasAnEnvironmentVariableAndAFlagNamedAfterItsKey() {
         for definition in ServerSettingRegistry.all {

@@ -110,6 +110,8 @@ public struct ServerConfiguration: Sendable {
     public var objectStore: ObjectStoreSettings?
     /// The staff's web console (see ConsoleSettings); nil or not enabled: no console.
     public var console: ConsoleSettings?
+    /// Prometheus metrics on a listener of their own (see MetricsSettings); nil or not enabled: none.
+    public var metrics: MetricsSettings?
 
     public init(authorities: [AuthorityConfiguration]) {
         self.authorities = authorities
@@ -157,6 +159,11 @@ public struct ServerConfiguration: Sendable {
            let unknown = Set(section.keys).subtracting(ConsoleSettings.knownKeys).sorted().first
         {
             throw .unknownSetting(path: path, name: "console." + unknown)
+        }
+        if let section = fields["metrics"] as? [String: Any],
+           let unknown = Set(section.keys).subtracting(MetricsSettings.knownKeys).sorted().first
+        {
+            throw .unknownSetting(path: path, name: "metrics." + unknown)
         }
         for (list, known) in [("witnessedLogs", WitnessedLogSettings.knownKeys), ("witnesses", WitnessEndpointSettings.knownKeys)] {
             for (position, entry) in ((fields[list] as? [Any]) ?? []).enumerated() {

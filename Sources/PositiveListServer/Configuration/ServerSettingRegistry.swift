@@ -172,6 +172,11 @@ enum ServerSettingRegistry {
                 configuration.console = try ConsoleSettings(value, authorities: configuration.authorities, path: path)
             },
             show: { $0.console.map { $0.enabled ? "enabled on \($0.host):\($0.port)" : "disabled" } ?? "(unset: no console)" }),
+        .converted(
+            "metrics", MetricsSettings.File.self, accepts: "an object: \(MetricsSettings.knownKeys.sorted().joined(separator: ", "))",
+            help: "Prometheus metrics (GET /metrics) on a listener of their own, never the API's; nothing personal in them.",
+            apply: { (value, configuration, path) throws(ConfigurationError) in configuration.metrics = try MetricsSettings(value, path: path) },
+            show: { $0.metrics.map { $0.enabled ? "enabled on \($0.host):\($0.port)" : "disabled" } ?? "(unset: no metrics)" }),
     ]
 
     static let keys: Set<String> = Set(all.map(\.key))

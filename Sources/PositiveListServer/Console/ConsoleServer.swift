@@ -36,6 +36,8 @@ public struct ConsoleServer: Sendable {
     let forwardedFor: ForwardedFor
     let publication: ConsolePublication?
     let shownOnce: ConsoleShownOnce
+    /// Counts sign-ins and issued codes (set by PositiveListHTTPServer with a metrics listener).
+    var metrics: ServerMetrics?
 
     public init(
         settings: ConsoleSettings, configuration: ServerConfiguration, codes: any SubmissionStore, store: any ConsoleStore, clock: any WallClock,
@@ -82,7 +84,7 @@ public struct ConsoleServer: Sendable {
         }
         router.get("/") { _, _ in Self.redirect("/codes") }
         router.get("sign-in") { request, _ in try await showSignIn(request) }
-        router.post("sign-in") { request, context in try await signIn(request, context) }
+        router.post("sign-in") { request, context in try await countedSignIn(request, context) }
         router.post("sign-out") { request, context in try await signOut(request, context) }
         router.get("codes") { request, _ in try await showCodes(request) }
         router.post("codes") { request, context in try await issueCode(request, context) }
@@ -106,6 +108,22 @@ public struct ConsoleServer: Sendable {
         if try await session(request) != nil { return Self.redirect("/codes") }
         let (token, cookie) = signInToken(request)
         return Self.html(.ok, pages.signIn(csrfToken: token), cookies: cookie.map { [$0] } ?? [])
+    }
+
+    /// `signIn`, counted by its outcome: a redirect is a session, a 401 a wrong name or password.
+    private func countedSignIn(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
+        guard let metrics else { return try await signIn(request, context) }
+        do {
+            let response = try await signIn(request, context)
+            metrics.consoleSignIn(response.status == .unauthorized ? .refused : .accepted)
+            return response
+        } catch let refusal as ConsoleRefusal {
+            metrics.consoleSignIn(refusal.status == .tooManyRequests ? .limited : .refused)
+            throw refusal
+        } catch {
+            metrics.consoleSignIn(.failed)
+            throw error
+        }
     }
 
     private func signIn(_ request: Request, _ context: PositiveListRequestContext) async throws -> Response {
@@ -210,6 +228,7 @@ public struct ConsoleServer: Sendable {
         try await store.appendConsoleAudit(ConsoleAuditEntry(
             at: issued.issuedAt, account: session.account.name, event: .issue,
             detail: "code no. \(number) (\(issued.code)), expires \(issued.expiresAt.consoleUTC)", client: clientAddress(request, context)))
+        metrics?.uploadCode(.issued)
         context.logger.info("upload code issued", metadata: ["authority": "\(issued.authority)", "console": "\(session.account.name)"])
         // POST-redirect-GET: reloading the page that shows the code shows it again rather than
         // issuing another.

@@ -48,10 +48,8 @@ public struct ConsoleSettings: Sendable, Equatable {
         self.init(authority: authority)
         enabled = file.enabled ?? false
         if let listen = file.listen {
-            guard let colon = listen.lastIndex(of: ":"), let port = Int(listen[listen.index(after: colon)...]), (0...65_535).contains(port),
-                  colon != listen.startIndex
-            else { throw invalid("listen must be HOST:PORT, for example 127.0.0.1:8081") }
-            host = String(listen[..<colon]).trimmingCharacters(in: CharacterSet(charactersIn: "[]"))
+            guard let (host, port) = ListenAddress.parse(listen) else { throw invalid("listen must be HOST:PORT, for example 127.0.0.1:8081") }
+            self.host = host
             self.port = port
         }
         if let value = file.sessionIdleSeconds { sessionIdleSeconds = value }

@@ -118,10 +118,13 @@ final class ConnectionLimiter: Sendable {
     /// Addresses not held to the per-address limit: the reverse proxies every request comes through.
     private let unlimitedAddresses: Set<String>
     private let state = Mutex(State())
+    /// Counts refusals and evictions (`tracer_server_connections_shed_total`).
+    private let metrics: ServerMetrics?
 
-    init(limits: ConnectionLimits, unlimitedAddresses: Set<String> = []) {
+    init(limits: ConnectionLimits, unlimitedAddresses: Set<String> = [], metrics: ServerMetrics? = nil) {
         self.limits = limits
         self.unlimitedAddresses = unlimitedAddresses
+        self.metrics = metrics
     }
 
     /// Decides about a connection just accepted from `address`; an admitted one must be
@@ -147,7 +150,15 @@ final class ConnectionLimiter: Sendable {
             state.counted += 1
             return (.admitted, victim)
         }
-        victim?.close(promise: nil)
+        if let victim {
+            metrics?.connectionShed(.idleEvicted)
+            victim.close(promise: nil)
+        }
+        switch admission {
+        case .admitted: break
+        case .refused(.addressAtLimit): metrics?.connectionShed(.addressAtLimit)
+        case .refused(.serverFull): metrics?.connectionShed(.serverFull)
+        }
         return admission
     }
 

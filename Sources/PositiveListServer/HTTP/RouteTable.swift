@@ -18,6 +18,10 @@ struct RouteTable: Sendable {
         routes.append((path, method))
     }
 
+    /// Every routed pattern as the router names it (`context.endpointPath`), such as
+    /// `/batches/:name`: the metrics' route label takes its values from these only.
+    var patterns: Set<String> { Set(routes.map(\.path.description)) }
+
     /// The methods routed for `path`, in the order they were added; nil when no route has
     /// that path. Matches as the router does: component by component, `:name` matching any one.
     func allowedMethods(path: String) -> [HTTPRequest.Method]? {

@@ -28,9 +28,15 @@ struct SubmissionAPI: Sendable {
     let forwardedFor: ForwardedFor
     /// Told of every stored history, so that the scheduler publishes what is due soon.
     let demand: PublicationDemand?
+    /// Counts every upload's answer and the codes issued and used.
+    let metrics: ServerMetrics?
 
-    init(configuration: ServerConfiguration, store: any SubmissionStore, clock: any WallClock, demand: PublicationDemand? = nil) {
+    init(
+        configuration: ServerConfiguration, store: any SubmissionStore, clock: any WallClock, demand: PublicationDemand? = nil,
+        metrics: ServerMetrics? = nil
+    ) {
         self.demand = demand
+        self.metrics = metrics
         self.configuration = configuration
         self.authorities = AuthorityRegistry(configuration.authorities)
         self.rules = HistoryRules(configuration)
@@ -84,6 +90,7 @@ struct SubmissionAPI: Sendable {
             }
         }
         let issued = try await store.issueUploadCode(authority: authority.name, lifetimeSeconds: lifetime, now: clock.now())
+        metrics?.uploadCode(.issued)
         context.logger.info("upload code issued", metadata: ["authority": "\(authority.name)", "expiresAt": "\(issued.expiresAt)"])
         return try json(.created, IssuedCode(code: issued.code.display, expiresAt: issued.expiresAt, authority: authority.name))
     }
@@ -129,7 +136,33 @@ struct SubmissionAPI: Sendable {
     /// What both kinds of history share: the authority's choice of kinds, the brute-force
     /// limit, credentials, body limits, idempotency and the answers. `store` decodes, validates
     /// and stores the body; `idempotencyKey()` gives the request's key, if any, with its digest.
+    /// Every answer is counted by its outcome: stored, replayed or the error's code.
     private func receiveHistory(
+        _ request: Request, _ context: PositiveListRequestContext, kind: AcceptedUploads,
+        store: (Data, UnixSeconds, SubmissionCredential, () -> IdempotencyKey?) async throws -> SubmissionOutcome
+    ) async throws -> Response {
+        guard let metrics else { return try await answerHistory(request, context, kind: kind, store: store) }
+        let kindLabel: ServerMetrics.UploadKind = kind == .ids ? .ids : .keys
+        do {
+            let response = try await answerHistory(request, context, kind: kind, store: store)
+            metrics.upload(kindLabel, outcome: response.status == .created ? "stored" : "replayed")
+            return response
+        } catch let error as APIError {
+            metrics.upload(kindLabel, outcome: error.code)
+            throw error
+        } catch let error as ServerStoreError {
+            metrics.upload(kindLabel, outcome: "store_unavailable")
+            throw error
+        } catch let error as any HTTPResponseError {
+            metrics.upload(kindLabel, outcome: APIError.forStatus(error.status).code)
+            throw error
+        } catch {
+            metrics.upload(kindLabel, outcome: "other")
+            throw error
+        }
+    }
+
+    private func answerHistory(
         _ request: Request, _ context: PositiveListRequestContext, kind: AcceptedUploads,
         store: (Data, UnixSeconds, SubmissionCredential, () -> IdempotencyKey?) async throws -> SubmissionOutcome
     ) async throws -> Response {
@@ -156,6 +189,7 @@ struct SubmissionAPI: Sendable {
         switch outcome {
         case .stored(let receipt):
             if receipt.stored > 0 { demand?.request() }
+            if credential.isUploadCode { metrics?.uploadCode(.used) }
             context.logger.info("history stored", metadata: [
                 "submission": "\(receipt.submission)", "kind": "\(kindName)", "received": "\(receipt.received)",
                 "new": "\(receipt.stored)", "viaUploadCode": "\(credential.isUploadCode)",

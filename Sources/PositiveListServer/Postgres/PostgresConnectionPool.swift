@@ -12,6 +12,7 @@ public final class PostgresConnectionPool: Sendable {
     private let settings: PostgresSettings
     private let state: Mutex<State>
     private let gate = ReconnectGate()
+    private let size: Int
 
     private struct State {
         var idle: [PostgresConnectionSlot]
@@ -20,8 +21,20 @@ public final class PostgresConnectionPool: Sendable {
 
     public init(settings: PostgresSettings, size: Int) {
         self.settings = settings
+        self.size = max(size, 1)
         let slots = (0..<max(size, 1)).map { PostgresConnectionSlot(label: "tracer-server.postgres.\($0)") }
         state = Mutex(State(idle: slots))
+    }
+
+    /// The pool's connections and how many are idle, and the callers waiting for one (metrics).
+    public struct Usage: Sendable, Equatable {
+        public var size: Int
+        public var idle: Int
+        public var waiting: Int
+    }
+
+    public var usage: Usage {
+        state.withLock { Usage(size: size, idle: $0.idle.count, waiting: $0.waiters.count) }
     }
 
     /// Runs `body` on a connection of the pool, off the cooperative thread pool.

@@ -53,6 +53,9 @@ public actor GenerationWatch {
 
     /// Wakes every waiter for good: the server is stopping, and a long poll must not hold
     /// its graceful shutdown.
+    /// Polls held now, waiting for a newer generation (metrics).
+    var heldPolls: Int { waiting }
+
     public func stop() {
         stopped = true
         wakeAll()

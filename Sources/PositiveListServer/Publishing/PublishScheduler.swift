@@ -1,3 +1,4 @@
+import Foundation
 import Logging
 import ServiceLifecycle
 
@@ -24,6 +25,8 @@ public struct PublishScheduler: Service {
     let logger: Logger
     let sync: ObjectStoreSync?
     let retry: RetryBackoff
+    /// Records each publication's report and each sync's outcome (the metrics listener's).
+    var metrics: ServerMetrics?
 
     public init(
         publisher: Publisher, interval: Duration, spacing: Duration = .seconds(ServerConfiguration.shortestPublishIntervalSeconds),
@@ -56,6 +59,7 @@ public struct PublishScheduler: Service {
                 nextDue = nil
                 do {
                     let report = try await publisher.publish()
+                    metrics?.publicationSucceeded(report, took: .now - started)
                     if report.newBatch != nil || report.newKeyBatch != nil { lastBatchCut = started }
                     // Measured from after the publication, whose wall time `publishedAt` was read
                     // before it: the wake-up can only come late by the publication's length, never
@@ -65,14 +69,23 @@ public struct PublishScheduler: Service {
                     // Logged by the publisher; the published directory still holds the previous,
                     // valid index, and the retry below publishes what this one could not. Another
                     // instance publishing is no failure: it publishes what is due.
-                    if case PublishError.anotherInstancePublishing = error {} else { publicationFailed = true }
+                    if case PublishError.anotherInstancePublishing = error {} else {
+                        publicationFailed = true
+                        metrics?.publicationFailed(took: .now - started)
+                    }
                 }
             }
             var syncFailed = false
             if let sync {
                 // Also after a failed publication: the directory is valid either way, and this
                 // retries a sync that failed before. Its failures are logged by it.
-                do { _ = try await sync.sync() } catch { syncFailed = true }
+                do {
+                    let report = try await sync.sync()
+                    if !report.anotherInstanceBusy { metrics?.syncSucceeded(at: Int64(Date().timeIntervalSince1970)) }
+                } catch {
+                    syncFailed = true
+                    metrics?.syncFailed()
+                }
             }
             var retryAt: ContinuousClock.Instant?
             if publicationFailed || syncFailed {
