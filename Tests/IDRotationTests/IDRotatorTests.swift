@@ -236,7 +236,7 @@ import TracerCore
             .noHomeDirectory, .cannotCreateDirectory(path: "/var/lib/tracer", reason: "EACCES"), .cannotCreateFile(path: path, reason: "EACCES"),
             .notATracerDatabase(path: path), .newerSchema(path: path, unknownMigrations: ["v9"]), .busy(path: path), .readOnly(path: path),
             .diskFull(path: path), .damaged(path: path, detail: "malformed"), .sqlite(path: path, detail: "I/O error"),
-            .invalidRetention(encounterDays: 14, ownIDDays: 21),
+            .invalidRetention(encounterDays: 14, ownIDDays: 21), .readOnlyFileSystem(path: path),
         ]
         for error in errors {
             let ids = error.whileRunning(.ids), encounters = error.whileRunning(.encounters)
@@ -244,9 +244,15 @@ import TracerCore
             #expect(encounters.contains("Encounters are kept in memory"), "\(encounters)")
             #expect(!ids.lowercased().contains("try again") && !encounters.lowercased().contains("try again"), "\(ids)")
         }
-        for error in [StoreError.damaged(path: path, detail: "malformed"), .notATracerDatabase(path: path)] {
+        for error in [StoreError.damaged(path: path, detail: "malformed"), .notATracerDatabase(path: path), .readOnlyFileSystem(path: path)] {
             #expect(error.whileRunning(.ids).contains("stop the node first (`systemctl stop tracer`), then"), "\(error)")
         }
+        // No retry mends a file system the kernel turned read-only: nothing promises the node
+        // comes back by itself, and the encounters held in memory are said to be lost at its stop.
+        let readOnly = StoreError.readOnlyFileSystem(path: path)
+        #expect(!readOnly.whileRunning(.ids).contains("advertises again") && readOnly.whileRunning(.ids).contains("fsck"))
+        #expect(readOnly.whileRunning(.encounters).contains("lost then"))
+        #expect(readOnly.description.contains("fsck") && readOnly.description.contains(path))
         #expect(StoreError.diskFull(path: path) == .diskFull(path: path))
         #expect(StoreError.diskFull(path: path) != .busy(path: path))
     }

@@ -121,3 +121,19 @@ func permissions(_ path: String) throws -> Int {
     let attributes = try FileManager.default.attributesOfItem(atPath: path)
     return (attributes[.posixPermissions] as? NSNumber)?.intValue ?? -1
 }
+
+/// The probe `tracer status`, `tracer doctor` and the store's errors use to tell a file system the
+/// kernel turned read-only (tested for real, on ext4 failed into read-only, by NodeReadOnlyDisk).
+@Suite(.tags(.unit)) struct ReadOnlyFileSystemTests {
+    @Test func aWritableDirectoryIsNotReadOnlyAndKeepsNoProbe() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("probe-\(UUID().uuidString)").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        #expect(!ReadOnlyFileSystem.holds(directory + "/tracer.db"))
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory).isEmpty)
+    }
+
+    @Test func aMissingDirectoryIsNotTakenForAReadOnlyOne() {
+        #expect(!ReadOnlyFileSystem.holds("/nonexistent-\(UUID().uuidString)/tracer.db"))
+    }
+}

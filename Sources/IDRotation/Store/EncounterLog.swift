@@ -70,6 +70,13 @@ public actor EncounterLog {
             try? await Task.sleep(for: interval)
             try? flush()
         }
-        try? flush()
+        do {
+            try flush()
+        } catch {
+            // Said once more at the end: these sightings go with the process.
+            logger.error("stopping with encounters that could not be written; they are lost", metadata: [
+                "sightings": "\(batch.sightingCount)", "error": "\(error)",
+            ])
+        }
     }
 }

@@ -45,6 +45,24 @@ public final class NodeStore: Sendable {
         }
     }
 
+    /// An existing store on a file system that refuses writes (Linux turned it read-only after a
+    /// disk error), opened for reading: what it holds can still be shown, and whatever would
+    /// write fails with `.readOnlyFileSystem`. No migration runs; a file from a newer tracer is
+    /// refused as `open` refuses it.
+    public static func openReadOnly(_ location: StoreLocation) throws(StoreError) -> NodeStore {
+        try inspectExistingFile(at: location)
+        var configuration = Configuration()
+        configuration.readonly = true
+        configuration.busyMode = .timeout(5)
+        configuration.label = "tracer.store"
+        configuration.prepareDatabase { db in db.add(function: NodeStore.mergeHistograms) }
+        do {
+            return NodeStore(location: location, queue: try DatabaseQueue(path: location.path, configuration: configuration))
+        } catch {
+            throw StoreError(error, path: location.path)
+        }
+    }
+
     /// What an existing file holds, read without writing to it.
     enum Contents {
         case empty
@@ -141,6 +159,7 @@ public final class NodeStore: Sendable {
     private static func createPrivateFile(at location: StoreLocation) throws(StoreError) {
         let descriptor = Glibc.open(location.path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
+            if errno == EROFS { throw .readOnlyFileSystem(path: location.path) }
             throw .cannotCreateFile(path: location.path, reason: String(cString: strerror(errno)))
         }
         fchmod(descriptor, 0o600)
@@ -180,7 +199,14 @@ extension StoreError {
             self = storeError
             return
         }
-        switch SQLiteFailure(error) {
+        let failure = SQLiteFailure(error)
+        // SQLite reports a write refused by a read-only file system as an I/O error or as a
+        // read-only database, depending on the file and the step; only the file system can tell.
+        if failure != .busy, ReadOnlyFileSystem.holds(path) {
+            self = .readOnlyFileSystem(path: path)
+            return
+        }
+        switch failure {
         case .notADatabase: self = .notATracerDatabase(path: path)
         case .busy: self = .busy(path: path)
         case .readOnly: self = .readOnly(path: path)

@@ -7,6 +7,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case newerSchema(path: String, unknownMigrations: [String])
     case busy(path: String)
     case readOnly(path: String)
+    /// The file system holding the database refuses every write: Linux turned it read-only,
+    /// usually after a disk error. Unlike a full disk, this does not pass by itself.
+    case readOnlyFileSystem(path: String)
     case diskFull(path: String)
     case damaged(path: String, detail: String)
     case sqlite(path: String, detail: String)
@@ -28,6 +31,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "The database \(path) is locked by another process; wait for it to finish, or stop the other tracer using it."
         case .readOnly(let path):
             return "The database \(path) cannot be written; check the file's and directory's permissions."
+        case .readOnlyFileSystem(let path):
+            return "The file system holding \(path) has turned read-only, which Linux does after a disk error (SD cards often fail so); check the disk (unmount it and run `fsck`) and mount it read-write again, or give the database a working disk with --db."
         case .diskFull(let path):
             return "The disk holding \(path) is full; free some space and try again. No recorded data was lost."
         case .damaged(let path, let detail):
@@ -59,6 +64,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             problem = "the disk holding \(path) is full; free some space."
         case .busy(let path):
             problem = "the database \(path) is locked by another process; stop the other process using it."
+        case .readOnlyFileSystem(let path):
+            problem = "the file system holding \(path) has turned read-only, which Linux does after a disk error; \(stopFirst) check the disk (unmount it and run `fsck`), mount it read-write again and start the node."
         case .readOnly(let path):
             problem = "the database \(path) cannot be written; check the file's and directory's permissions."
         case .damaged(let path, let detail):
@@ -69,6 +76,13 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             problem = "the database \(path) could not be used (\(detail)); check the file."
         case .noHomeDirectory, .cannotCreateDirectory, .cannotCreateFile, .newerSchema, .invalidRetention:
             problem = description.prefix(1).lowercased() + description.dropFirst()
+        }
+        if case .readOnlyFileSystem = self {
+            // No retry mends this: the kernel wants the file system checked before it writes again.
+            switch what {
+            case .ids: return problem + " Until then the node stays off the air."
+            case .encounters: return problem + " Encounters are kept in memory until the node stops, and lost then."
+            }
         }
         switch what {
         case .ids: return problem + " The node advertises again once it can record its next id."

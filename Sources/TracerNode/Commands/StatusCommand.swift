@@ -72,6 +72,10 @@ struct StatusCommand: AsyncParsableCommand {
         if let runtime, !alive, runtime.isSilentButPresent {
             problems = [runtime.silence(path: location.statusFilePath, now: now)]
         }
+        // A node on a file system turned read-only cannot say so in its status file: asked here.
+        if alive, ReadOnlyFileSystem.holds(location.path) {
+            problems.insert("not recording: " + StoreError.readOnlyFileSystem(path: location.path).whileRunning(.ids), at: 0)
+        }
         let status = Status(
             node: runtime, nodeRunning: alive,
             nodeDegraded: alive && !problems.isEmpty, nodeProblems: problems, peersMetToday: peersToday,

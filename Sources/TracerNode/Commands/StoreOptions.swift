@@ -32,7 +32,12 @@ struct StoreOptions: ParsableArguments {
             FileHandle.standardError.write(Data("No Tracer data yet: there is no database at \(location.path).\n".utf8))
             return nil
         }
-        return try NodeStore.open(location)
+        do {
+            return try NodeStore.open(location)
+        } catch .readOnlyFileSystem {
+            // What the disk still holds can be shown; a command that writes fails at its write, saying why.
+            return try NodeStore.openReadOnly(location)
+        }
     }
 }
 

@@ -19,6 +19,10 @@ struct DoctorChecks {
         guard location.exists else {
             return .skipped("store", "no database yet at \(location.path); `tracer run` creates it")
         }
+        if ReadOnlyFileSystem.holds(location.path) {
+            let error = StoreError.readOnlyFileSystem(path: location.path)
+            return .fail("store", "nothing can be recorded in \(location.path): its file system refuses every write", fix: error.description)
+        }
         do {
             let store = try NodeStore.open(location)
             let problems = try store.integrityCheck().filter { $0 != "ok" }
