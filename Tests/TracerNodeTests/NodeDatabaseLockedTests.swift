@@ -56,11 +56,8 @@ extension TracerNodeTests {
                          "the lock holder did not get the lock: \(holder.lines)")
 
             // The write of the next id gives up after SQLite's 5 s; the status then says why.
-            var status = try Products.tracer(["status", "--db", dbA], home: home)
-            let said = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(200)) {
-                status = (try? Products.tracer(["status", "--db", dbA], home: home)) ?? status
-                return status.stdout.contains("not advertising since")
-            }
+            let status = try NodeDiskFull.status(dbA, home: home, within: .seconds(20)) { $0.stdout.contains("not advertising since") }
+            let said = status.stdout.contains("not advertising since")
             print("tracer status with the database locked (exit \(status.exitCode)):\n\(status.stdout)")
             #expect(said && status.exitCode == 1, "\(status)")
             #expect(status.stdout.hasPrefix("Node:           degraded — not advertising since "), "\(status)")
@@ -70,11 +67,7 @@ extension TracerNodeTests {
                          "the lock holder did not release the lock: \(holder.lines)")
             let released = ContinuousClock.now
             let releasedSecond = Int64(NodeResilience.now())
-            var seen = (a: Int64(0), b: Int64(0))
-            let metAgain = try eventuallyBlocking(timeout: .seconds(30), every: .milliseconds(100)) {
-                seen = try NodeDiskFull.latestSightings(dbA, dbB, home: home)
-                return seen.a > releasedSecond && seen.b > releasedSecond
-            }
+            let (metAgain, seen) = try NodeDiskFull.meetAgain(dbA, dbB, after: releasedSecond, home: home, within: .seconds(30))
             let recovery = ContinuousClock.now - released
             try #require(metAgain, "A and B did not meet within 30 s of the lock's release (A saw B at \(seen.a), B saw A at \(seen.b)); A: \(a.lines.suffix(8))")
 
@@ -86,7 +79,7 @@ extension TracerNodeTests {
             let lastHeard = heardByB.map(\.lastSeen).max() ?? 0
             #expect(lastHeard <= windowEnd, "B heard A's id \(lastHeard - windowEnd) s after its window ended at \(windowEnd)")
             let after = try NodeDiskFull.encounters(dbA, home: home)
-            let lost = before.filter { peer, old in (after[peer]?.sightings ?? 0) < old.sightings }
+            let lost = NodeDiskFull.lost(from: before, in: after)
             #expect(lost.isEmpty, "encounters lost: \(lost)")
             #expect(try Check.openStore(dbA).integrityCheck() == ["ok"])
             print(String(format: "database locked: lock released → met again after %.2f s; B last heard the ended id %d s after its window; encounters lost: %d",

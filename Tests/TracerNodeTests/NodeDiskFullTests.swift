@@ -30,6 +30,37 @@ extension TracerNodeTests {
              try encounters(dbB, home: home).values.map(\.lastSeen).max() ?? 0)
         }
 
+        /// `tracer status` of `database`, asked again every 200 ms until `done` holds of its answer
+        /// or `timeout` passes; the last answer.
+        static func status(_ database: String, home: String, within timeout: Duration, until done: (ProcessResult) -> Bool) throws -> ProcessResult {
+            var status = try Products.tracer(["status", "--db", database], home: home)
+            _ = eventuallyBlocking(timeout: timeout, every: .milliseconds(200)) {
+                status = (try? Products.tracer(["status", "--db", database], home: home)) ?? status
+                return done(status)
+            }
+            return status
+        }
+
+        /// Waits (up to `timeout`) until each of two databases logged a sighting after `second`:
+        /// whether they did, and the latest sightings then.
+        static func meetAgain(_ dbA: String, _ dbB: String, after second: Int64, home: String, within timeout: Duration)
+            throws -> (met: Bool, seen: (a: Int64, b: Int64))
+        {
+            var seen = (a: Int64(0), b: Int64(0))
+            let met = try eventuallyBlocking(timeout: timeout, every: .milliseconds(100)) {
+                seen = try latestSightings(dbA, dbB, home: home)
+                return seen.a > second && seen.b > second
+            }
+            return (met, seen)
+        }
+
+        /// The peers of `before` of which `after` holds fewer sightings: encounters lost.
+        static func lost(from before: [String: (lastSeen: Int64, sightings: Int)], in after: [String: (lastSeen: Int64, sightings: Int)])
+            -> [String: (lastSeen: Int64, sightings: Int)]
+        {
+            before.filter { peer, old in (after[peer]?.sightings ?? 0) < old.sightings }
+        }
+
         /// Waits (up to 40 s) until it is 2-4 s into a window of `interval` in which both databases
         /// logged a sighting, so that a fault begun then spans the window's end with the nodes
         /// already met; that window's start, or nil.
@@ -80,11 +111,7 @@ extension TracerNodeTests {
             #expect(a.entry(message: "not advertising: the next id could not be recorded; retrying")?["level"] == "error")
 
             // `tracer status` leads with it and exits 1; `tracer doctor` names the fix.
-            var status = try Products.tracer(["status", "--db", dbA], home: home)
-            _ = eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(200)) {
-                status = (try? Products.tracer(["status", "--db", dbA], home: home)) ?? status
-                return status.stdout.contains("not advertising since")
-            }
+            let status = try Self.status(dbA, home: home, within: .seconds(5)) { $0.stdout.contains("not advertising since") }
             print("tracer status with the disk full (exit \(status.exitCode)):\n\(status.stdout)\(status.stderr)")
             #expect(status.exitCode == 1 && !status.signaled, "\(status)")
             let firstLine = status.stdout.split(separator: "\n").first.map(String.init) ?? ""
@@ -101,20 +128,12 @@ extension TracerNodeTests {
             disk.remove("fill")
             let freedSecond = Int64(NodeResilience.now())
             let freed = ContinuousClock.now
-            var seen = (a: Int64(0), b: Int64(0))
-            let metAgain = try eventuallyBlocking(timeout: .seconds(30), every: .milliseconds(100)) {
-                seen = try Self.latestSightings(dbA, dbB, home: home)
-                return seen.a > freedSecond && seen.b > freedSecond
-            }
+            let (metAgain, seen) = try Self.meetAgain(dbA, dbB, after: freedSecond, home: home, within: .seconds(30))
             let recovery = ContinuousClock.now - freed
             try #require(metAgain, "A and B did not meet within 30 s of the space returning (A saw B at \(seen.a), B saw A at \(seen.b), freed at \(freedSecond)); A: \(a.lines.suffix(8))")
             // The status follows: the session's start writes it; the encounter log's recovery
             // (reported on its next flush) may come a little later.
-            var healthy = try Products.tracer(["status", "--db", dbA], home: home)
-            _ = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(200)) {
-                healthy = (try? Products.tracer(["status", "--db", dbA], home: home)) ?? healthy
-                return healthy.exitCode == 0
-            }
+            let healthy = try Self.status(dbA, home: home, within: .seconds(10)) { $0.exitCode == 0 }
             #expect(healthy.exitCode == 0 && healthy.stdout.hasPrefix("Node:           running since"), "\(healthy)")
 
             a.stopCleanly("node A")
@@ -124,7 +143,7 @@ extension TracerNodeTests {
             let after = try Self.encounters(dbA, home: home)
             // Nothing A had logged before the fill is lost, and the sightings A held in memory
             // while its disk was full (after the fill, before it went dark) were written.
-            let lost = before.filter { peer, old in (after[peer]?.sightings ?? 0) < old.sightings }
+            let lost = Self.lost(from: before, in: after)
             #expect(lost.isEmpty, "encounters lost: \(lost)")
             let heldInMemory = after.values.filter { $0.lastSeen >= fillSecond && $0.lastSeen < freedSecond }
             #expect(!heldInMemory.isEmpty, "no sighting from the time the disk was full was written: \(after)")

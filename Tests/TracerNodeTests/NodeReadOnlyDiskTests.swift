@@ -61,11 +61,7 @@ extension TracerNodeTests {
 
             // `tracer status` leads with it and exits 1, from what it finds itself: A cannot write
             // its status file on a read-only disk. `tracer doctor` names the fix.
-            var status = try Products.tracer(["status", "--db", dbA], home: home)
-            _ = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(200)) {
-                status = (try? Products.tracer(["status", "--db", dbA], home: home)) ?? status
-                return status.stdout.contains("read-only")
-            }
+            let status = try NodeDiskFull.status(dbA, home: home, within: .seconds(10)) { $0.stdout.contains("read-only") }
             print("tracer status with the disk read-only (exit \(status.exitCode)):\n\(status.stdout)\(status.stderr)")
             #expect(status.exitCode == 1 && !status.signaled, "\(status)")
             let firstLine = status.stdout.split(separator: "\n").first.map(String.init) ?? ""
@@ -82,17 +78,9 @@ extension TracerNodeTests {
             try disk.repair()
             let repairedSecond = Int64(NodeResilience.now())
             a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: home)
-            var seen = (a: Int64(0), b: Int64(0))
-            let metAgain = try eventuallyBlocking(timeout: .seconds(40), every: .milliseconds(200)) {
-                seen = try NodeDiskFull.latestSightings(dbA, dbB, home: home)
-                return seen.a > repairedSecond && seen.b > repairedSecond
-            }
+            let (metAgain, seen) = try NodeDiskFull.meetAgain(dbA, dbB, after: repairedSecond, home: home, within: .seconds(40))
             try #require(metAgain, "A and B did not meet within 40 s of the repair (A saw B at \(seen.a), B saw A at \(seen.b)); A: \(a.lines.suffix(8))")
-            var healthy = try Products.tracer(["status", "--db", dbA], home: home)
-            _ = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(200)) {
-                healthy = (try? Products.tracer(["status", "--db", dbA], home: home)) ?? healthy
-                return healthy.exitCode == 0
-            }
+            let healthy = try NodeDiskFull.status(dbA, home: home, within: .seconds(10)) { $0.exitCode == 0 }
             #expect(healthy.exitCode == 0 && healthy.stdout.hasPrefix("Node:           running since"), "\(healthy)")
 
             a.stopCleanly("node A")
@@ -100,7 +88,7 @@ extension TracerNodeTests {
             let storeA = try Check.openStore(dbA)
             #expect(try storeA.integrityCheck() == ["ok"])
             let after = try NodeDiskFull.encounters(dbA, home: home)
-            let lost = before.filter { peer, old in (after[peer]?.sightings ?? 0) < old.sightings }
+            let lost = NodeDiskFull.lost(from: before, in: after)
             #expect(lost.isEmpty, "encounters lost: \(lost)")
             print("read-only disk: failed at \(failedSecond), repaired at \(repairedSecond); encounters lost: \(lost.count)")
         }
