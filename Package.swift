@@ -149,6 +149,9 @@ let package = Package(
                 "TracerCore", "CurlHTTP", "Settings", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                // The exposition of node.metrics_file (node_exporter's textfile collector), as the
+                // server's: a registry of its own, no global bootstrap.
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ]
         ),
 

@@ -22,6 +22,8 @@ struct NodeService {
     let gpsd: GPSDClient?
     /// Tells systemd the node's state and answers its watchdog, when systemd asked (`Type=notify`).
     let watchdog: NodeWatchdog?
+    /// Keeps `node.metrics_file` for node_exporter's textfile collector, when it is set.
+    var metrics: NodeMetricsFile? = nil
     let logger: Logger
 
     /// Runs until the task is cancelled (SIGINT/SIGTERM), then flushes the log.
@@ -55,6 +57,9 @@ struct NodeService {
             }
             if let gpsd { group.addTask { await gpsd.run() } }
             if let watchdog { group.addTask { [status] in await watchdog.run(following: status) } }
+            if let metrics {
+                group.addTask { [status] in await metrics.run(following: status, sightings: { await log.sightingsWritten }) }
+            }
             await group.waitForAll()
         }
         do {
@@ -63,6 +68,8 @@ struct NodeService {
             logger.error("could not write the last sightings", metadata: ["error": "\(error)"])
         }
         await status.stopped()
+        // The last word in the metrics file: the node stopped (running 0); the file stays.
+        await metrics?.write(await status.current, sightings: await log.sightingsWritten)
         logger.info("node stopped")
     }
 }

@@ -56,7 +56,7 @@ actor RunningNode {
             status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport, logger: logger),
             places: place?.board, gpsd: place?.gpsd,
             watchdog: SystemdNotifier().map { NodeWatchdog(notifier: $0, darkLimit: settings.watchdogDarkLimit, logger: logger) },
-            logger: logger)
+            metrics: metricsFile(board: place?.board), logger: logger)
         let serviceTask = Task { await service.run() }
         startChecks()
 
@@ -68,6 +68,25 @@ actor RunningNode {
         checkTask?.cancel()
         await checkTask?.value
         (stops + [hangUp]).forEach { $0.cancel() }
+    }
+
+    /// The writer of `node.metrics_file`, when it is set. Its readings come from where `tracer
+    /// status` reads them: the list cache's state file, the store's last check report, the place board.
+    private func metricsFile(board: PlaceBoard?) -> NodeMetricsFile? {
+        guard let path = settings.metricsFile else { return nil }
+        let cache = MatchingParts(settings: settings).cache
+        return NodeMetricsFile(
+            path: path, transport: transport, placeSource: settings.placeSource,
+            readings: { [store] in
+                var readings = NodeMetricsFile.Readings(listLastUpdated: cache.state.lastUpdated, placeInForce: board?.current() != nil)
+                do {
+                    readings.lastCheck = try ExposureChecker.lastReport(in: store).map { .init(checkedAt: $0.checkedAt, level: $0.assessment.level) }
+                } catch {
+                    readings.lastCheckRead = false
+                }
+                return readings
+            },
+            logger: logger)
     }
 
     private func startChecks() {
@@ -105,6 +124,7 @@ actor RunningNode {
             ("node.continuous_scan", fresh.continuousScan != settings.continuousScan),
             ("node.take_adapter", fresh.takeAdapter != settings.takeAdapter),
             ("node.watchdog_dark_limit", fresh.watchdogDarkLimit != settings.watchdogDarkLimit),
+            ("node.metrics_file", fresh.metricsFile != settings.metricsFile),
             ("log.format", fresh.logFormat != settings.logFormat),
             ("place.*", fresh.placeName != settings.placeName || fresh.placeSource != settings.placeSource
                 || fresh.gpsdHost != settings.gpsdHost || fresh.gpsdPort != settings.gpsdPort
@@ -119,6 +139,7 @@ actor RunningNode {
         applied.continuousScan = settings.continuousScan
         applied.takeAdapter = settings.takeAdapter
         applied.watchdogDarkLimit = settings.watchdogDarkLimit
+        applied.metricsFile = settings.metricsFile
         applied.logFormat = settings.logFormat
         applied.placeName = settings.placeName
         applied.placeSource = settings.placeSource

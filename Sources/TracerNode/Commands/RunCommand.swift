@@ -34,6 +34,8 @@ struct RunCommand: AsyncParsableCommand {
     var continuousScan = false
     @Flag(help: "On an hciN adapter that bluetoothd holds up, power it off and take it; desktop Bluetooth on it stops while the node runs (node.take_adapter).")
     var takeAdapter = false
+    @Option(help: ArgumentHelp("Keep the node's metrics in this file for node_exporter's textfile collector (node.metrics_file).", valueName: "path"))
+    var metricsFile: String?
     @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error (log.level).", valueName: "level"))
     var logLevel: String?
     @Option(help: ArgumentHelp("Log lines as text or json (log.format).", valueName: "format"))
@@ -67,6 +69,7 @@ struct RunCommand: AsyncParsableCommand {
         flags["node.rotation_jitter"] = rotationJitter
         if continuousScan { flags["node.continuous_scan"] = "true" }
         if takeAdapter { flags["node.take_adapter"] = "true" }
+        flags["node.metrics_file"] = metricsFile
         flags["log.level"] = logLevel
         flags["log.format"] = logFormat
         flags["check.interval"] = checkInterval

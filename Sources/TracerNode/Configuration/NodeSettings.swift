@@ -37,6 +37,8 @@ struct NodeSettings: Equatable, Sendable {
     var continuousScan = false
     var takeAdapter = false
     var watchdogDarkLimit: Int64 = 0
+    /// The Prometheus textfile the node keeps its metrics in; nil: none.
+    var metricsFile: String?
     var controllerQuirks = ControllerQuirkChoice()
     // [log]
     var logLevel: Logger.Level = .info

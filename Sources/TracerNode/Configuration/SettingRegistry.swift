@@ -49,6 +49,11 @@ enum SettingRegistry {
             default: NodeRuntimeStatus.defaultWatchdogDarkLimit, env: "TRACER_WATCHDOG_DARK_LIMIT", flag: nil,
             help: "Under systemd's watchdog (WatchdogSec= in the unit): seconds the node may go without a working controller (reconnecting, or advertising or scanning off) before it stops answering the watchdog, so that systemd restarts it. A full disk or a locked database does not count: the node mends those itself."),
         .text(
+            "node.metrics_file", \.metricsFile, .path,
+            env: "TRACER_METRICS_FILE", flag: "--metrics-file",
+            help: "Where `tracer run` keeps its metrics in Prometheus's text format, for node_exporter's textfile collector (a FILE.prom in its --collector.textfile.directory); unset: no metrics. Rewritten atomically at start, on every change of the node's state and every 60 s; never an id, a key, a place or a count per peer.",
+            convert: { $0 }),
+        .text(
             "node.controller_quirks", \.controllerQuirks,
             .text(describe: "quirk names joined with commas, \"none\" or \"-name\" to turn off the model's", problem: TextRules.controllerQuirks),
             env: "TRACER_CONTROLLER_QUIRKS", flag: "--controller-quirks",

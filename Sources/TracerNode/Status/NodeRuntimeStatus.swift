@@ -150,6 +150,8 @@ actor NodeStatusRecorder {
     /// keep systemd from hearing the node: `NodeWatchdog`); the newest only, for one reader.
     nonisolated let changes: AsyncStream<NodeRuntimeStatus>
     private let changesContinuation: AsyncStream<NodeRuntimeStatus>.Continuation
+    /// Further followers' streams (`follow()`), each given every status as `changes` is.
+    private var followers: [AsyncStream<NodeRuntimeStatus>.Continuation] = []
     private let clock = SystemWallClock()
     private let logger: Logger
     /// Whether the status did not fit over the old file when last tried, so that this is logged once.
@@ -166,6 +168,16 @@ actor NodeStatusRecorder {
 
     /// The status as last recorded.
     var current: NodeRuntimeStatus { status }
+
+    /// A stream of its own for one more follower than `changes`' one reader (the metrics file
+    /// besides the watchdog): the current status first, then every status recorded, the newest
+    /// only; it ends when the node stops.
+    func follow() -> AsyncStream<NodeRuntimeStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: NodeRuntimeStatus.self, bufferingPolicy: .bufferingNewest(1))
+        continuation.yield(status)
+        if status.state == .stopped { continuation.finish() } else { followers.append(continuation) }
+        return stream
+    }
 
     /// Writes the first status (state starting), padded, before the node uses its store: a node
     /// whose disk is full at its start is then seen by `tracer status` (as it is once the file
@@ -233,6 +245,7 @@ actor NodeStatusRecorder {
         status.state = .stopped
         write()
         changesContinuation.finish()
+        followers.forEach { $0.finish() }
     }
 
     func runHeartbeat() async {
@@ -249,6 +262,7 @@ actor NodeStatusRecorder {
     private func write() -> Bool {
         status.updatedAt = clock.now()
         changesContinuation.yield(status)
+        followers.forEach { $0.yield(status) }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
         guard let json = try? Array(encoder.encode(status)) else { return false }

@@ -1,0 +1,187 @@
+import Foundation
+import BLEHost
+import IDRotation
+import Logging
+import Matching
+import PositiveListFormat
+import Prometheus
+import TracerCore
+
+/// What a running node tells a fleet's Prometheus about itself (`node.metrics_file`, through
+/// node_exporter's textfile collector): whether it runs, hears and is heard, whether its store
+/// records, how old its list and its last check are, and counts. Rendered from values (the node's
+/// status and a few readings) so that a test can give known values and read exact lines.
+///
+/// Nothing personal, by construction: no id, key, place name or position, database path, address
+/// or count per peer or window. The only labels are `version` (the program's own), `transport`
+/// (the kind of controller link, from four words), `what` (two store problems) and `source` (the
+/// place source's two values); counts are of the whole node since it started.
+struct NodeMetrics: Equatable {
+    /// The last exposure check: when, and the level of its verdict.
+    struct Check: Equatable {
+        var checkedAt: UnixSeconds
+        var level: RiskLevel
+    }
+
+    var status: NodeRuntimeStatus
+    var version: String
+    /// `TransportSpec.metricsKind`: hci, tcp, unix or serial.
+    var transportKind: String
+    /// Sightings the encounter log wrote since the node started.
+    var sightingsWritten: Int
+    var listLastUpdated: UnixSeconds?
+    var lastCheck: Check?
+    var placeSource: NodeSettings.PlaceSource
+    /// Whether a place (the configured name, or a fresh gpsd fix) is recorded with encounters now.
+    var placeInForce: Bool
+
+    static let namespace = "tracer_node"
+
+    /// The verdict levels as numbers, in the HELP text too: a fixed mapping, so that an alert can
+    /// compare (`>= 1`).
+    static func level(_ level: RiskLevel) -> Int {
+        switch level {
+        case .none: 0
+        case .low: 1
+        case .high: 2
+        }
+    }
+
+    /// The exposition in Prometheus's text format, from a registry of its own (as the server's).
+    func exposition() -> String {
+        let registry = PrometheusCollectorRegistry()
+        func descriptor(_ name: String, _ help: String) -> MetricNameDescriptor {
+            MetricNameDescriptor(namespace: Self.namespace, metricName: name, helpText: help)
+        }
+        func gauge(_ name: String, _ help: String, _ value: Double, labels: [(String, String)] = []) {
+            registry.makeGauge(descriptor: descriptor(name, help), labels: labels).set(value)
+        }
+        func flag(_ name: String, _ help: String, _ on: Bool, labels: [(String, String)] = []) {
+            gauge(name, help, on ? 1 : 0, labels: labels)
+        }
+        func counter(_ name: String, _ help: String, _ value: Int) {
+            registry.makeCounter(descriptor: descriptor(name, help), labels: []).increment(by: Int64(max(value, 0)))
+        }
+        let running = status.state == .running
+        gauge("info", "The node's version and the kind of its controller link (hci, tcp, unix or serial); always 1.", 1,
+              labels: [("version", version), ("transport", transportKind)])
+        flag("running", "1 while tracer run runs; 0 once it stopped (the last value it writes).", status.state != .stopped)
+        flag("controller_working", "1 while a session on the controller runs (the node is not starting or reconnecting).", running)
+        flag("advertising", "1 while the node advertises its id (it can be heard).",
+             running && status.radio?.advertising == nil && status.idNotRecorded == nil)
+        flag("scanning", "1 while the node scans (it can hear).", running && status.radio?.scanning == nil)
+        flag("reconnecting", "1 while the node has lost its controller session and tries again.", status.state == .reconnecting)
+        counter("controller_resets_total", "Controller resets the node made because the controller was stuck.",
+                status.controllerResets?.count ?? 0)
+        let storeProblem = "1 while the store keeps the node from recording: what=next_id, the next own id cannot be recorded (the node does not advertise); what=encounters, encounters cannot be written (kept in memory)."
+        flag("store_problem", storeProblem, status.idNotRecorded != nil, labels: [("what", "next_id")])
+        flag("store_problem", storeProblem, status.encountersNotWritten != nil, labels: [("what", "encounters")])
+        counter("sightings_written_total", "Sightings of peers the encounter log wrote since the node started (a count of the whole node, never which peers).",
+                sightingsWritten)
+        gauge("start_time_seconds", "When the node started, Unix seconds.", Double(status.startedAt))
+        gauge("list_last_updated_timestamp_seconds", "When the positive list was last updated, Unix seconds; 0: never.",
+              Double(listLastUpdated ?? 0))
+        gauge("last_check_timestamp_seconds", "When the last exposure check ran, Unix seconds; 0: never.",
+              Double(lastCheck?.checkedAt ?? 0))
+        if let lastCheck {
+            gauge("last_check_verdict_level", "The last exposure check's verdict: 0 none, 1 low, 2 high risk (absent before the first check).",
+                  Double(Self.level(lastCheck.level)))
+        }
+        flag("place_in_force", "1 while a place is recorded with encounters (source=none: a place.name is set; source=gpsd: gpsd gives a fresh fix); never the place.",
+             placeInForce, labels: [("source", placeSource.rawValue)])
+        return registry.emitToString()
+    }
+}
+
+extension TransportSpec {
+    /// The kind of link only, for the metrics' `info` label: never the device, path, host or port.
+    var metricsKind: String {
+        switch self {
+        case .hciUserChannel: "hci"
+        case .tcp: "tcp"
+        case .unix: "unix"
+        case .serial: "serial"
+        }
+    }
+}
+
+/// Keeps `node.metrics_file` current: written atomically (a temporary file beside it, then a
+/// rename; mode 0644 so that node_exporter's user can read it) at start, on every change of the
+/// node's status and every 60 s, and once more when the node stopped (running 0); never removed.
+/// A failure to write is logged once, and again when writing works again; it never stops the node.
+actor NodeMetricsFile {
+    /// What the node's other parts know, read at each write: the list's state, the last check, the place.
+    struct Readings: Sendable {
+        var listLastUpdated: UnixSeconds?
+        /// nil: never checked.
+        var lastCheck: NodeMetrics.Check? = nil
+        /// False when the store could not be read for the last check (a locked or failing store):
+        /// the value written before is kept.
+        var lastCheckRead = true
+        var placeInForce: Bool
+    }
+
+    static let interval: Duration = .seconds(60)
+
+    let path: String
+    private let version: String
+    private let transportKind: String
+    private let placeSource: NodeSettings.PlaceSource
+    private let readings: @Sendable () -> Readings
+    private let logger: Logger
+    private var lastCheck: NodeMetrics.Check?
+    /// The failure last logged, while writing fails.
+    private var failing: String?
+
+    init(path: String, transport: TransportSpec, placeSource: NodeSettings.PlaceSource,
+         readings: @escaping @Sendable () -> Readings, logger: Logger)
+    {
+        self.path = path
+        version = Tracer.version
+        transportKind = transport.metricsKind
+        self.placeSource = placeSource
+        self.readings = readings
+        self.logger = logger
+    }
+
+    /// Follows `recorder` (a stream of its own: the watchdog reads `changes`) and writes at every
+    /// status and every `interval`, until the calling task is cancelled; the node writes the
+    /// stopped state itself afterwards (`write(_:sightings:)`).
+    func run(following recorder: NodeStatusRecorder, sightings: @escaping @Sendable () async -> Int) async {
+        let changes = await recorder.follow()
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                for await status in changes { await self.write(status, sightings: await sightings()) }
+            }
+            group.addTask {
+                while (try? await Task.sleep(for: Self.interval)) != nil {
+                    await self.write(await recorder.current, sightings: await sightings())
+                }
+            }
+            await group.waitForAll()
+        }
+    }
+
+    /// Writes the metrics of `status`; logs a failure once, and the recovery.
+    func write(_ status: NodeRuntimeStatus, sightings: Int) {
+        let read = readings()
+        if read.lastCheckRead { lastCheck = read.lastCheck }
+        let metrics = NodeMetrics(
+            status: status, version: version, transportKind: transportKind, sightingsWritten: sightings,
+            listLastUpdated: read.listLastUpdated, lastCheck: lastCheck, placeSource: placeSource,
+            placeInForce: read.placeInForce)
+        do {
+            try AtomicFile.write(Array(metrics.exposition().utf8), to: path, mode: 0o644)
+            if failing != nil {
+                logger.notice("the metrics file is written again", metadata: ["path": "\(path)"])
+                failing = nil
+            }
+        } catch {
+            if failing == nil {
+                logger.error("cannot write the metrics file (node.metrics_file), so Prometheus sees stale metrics or none; the node runs on and keeps trying",
+                             metadata: ["path": "\(path)", "error": "\(error)"])
+            }
+            failing = "\(error)"
+        }
+    }
+}
