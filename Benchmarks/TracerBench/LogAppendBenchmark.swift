@@ -9,8 +9,8 @@ import TransparencyLog
 /// the levels above 0 are random, which changes no work), so a log of 10 million entries needs no
 /// 10 million appends first. Each size is timed `rounds` times; the best and the median are
 /// printed with their ratio to the empty log's, in the same run; then the files of one append are
-/// written as publication writes them (`AtomicFile.write`: a temporary file, fsync, rename, fsync
-/// of the directory, for each) into `directory`, timed once.
+/// written as publication writes them (`AtomicFile.writeAll`: every temporary file, then an fsync
+/// of each, then the renames, then an fsync of each directory) into `directory`, timed once.
 struct LogAppendBenchmark {
     let directory: String
     let batch: Int
@@ -35,11 +35,11 @@ struct LogAppendBenchmark {
             }
             let root = directory + "/log-append-\(size)"
             let writing = ContinuousClock.now
-            for write in writes {
-                let path = root + "/" + write.path
-                try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
-                try AtomicFile.write([UInt8](write.bytes), to: path)
+            let files = writes.map { (bytes: [UInt8]($0.bytes), path: root + "/" + $0.path) }
+            for parent in Set(files.map { ($0.path as NSString).deletingLastPathComponent }) {
+                try FileManager.default.createDirectory(atPath: parent, withIntermediateDirectories: true)
             }
+            try AtomicFile.writeAll(files)
             let written = seconds(ContinuousClock.now - writing)
             try? FileManager.default.removeItem(atPath: root)
             times.sort()

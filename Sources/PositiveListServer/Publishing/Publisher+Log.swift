@@ -180,17 +180,12 @@ extension Publisher {
         }
 
         let result = try LogAppender.append(entries, to: edge)
-        var written = Set<String>()
-        for write in result.writes {
-            let path = logDirectory + "/" + write.path
-            // A file beyond the published checkpoint may be left by a run that crashed before
-            // its checkpoint; no checkpoint names it, so it is replaced unless it is the same.
-            if let existing = FileManager.default.contents(atPath: path), existing == write.bytes { continue }
-            let parent = (path as NSString).deletingLastPathComponent
-            try Self.makeDirectories(parent)
-            try AtomicFile.write(Array(write.bytes), to: path)
-            written.insert(parent)
-        }
+        let files = result.writes.map { (bytes: [UInt8]($0.bytes), path: logDirectory + "/" + $0.path) }
+        for parent in Set(files.map { ($0.path as NSString).deletingLastPathComponent }) { try Self.makeDirectories(parent) }
+        // All durable together, not one by one (issue 39's 1 s for a publication). A file beyond
+        // the published checkpoint may be left by a run that crashed before its checkpoint; no
+        // checkpoint names it, so it is replaced unless it is the same.
+        let written = try AtomicFile.writeAll(files)
         for parent in written { Self.removeTemporaryFiles(in: parent) }
         // AtomicFile makes each file's own directory durable, not the directories created for it:
         // after a power cut the checkpoint must not name a tile whose directory entry was lost.
