@@ -70,11 +70,16 @@ extension TracerNodeTests {
             let doctor = try Products.tracer(["doctor", "--db", dbA, "--transport", transportA], home: home)
             print("tracer doctor with the disk read-only:\n\(doctor.stdout)")
             #expect(doctor.exitCode == 1, "\(doctor)")
-            #expect(doctor.stdout.contains("[FAIL]") && doctor.stdout.contains("read-only") && doctor.stdout.contains("fsck"), "\(doctor)")
+            #expect(doctor.stdout.contains("[FAIL] store: ") && doctor.stdout.contains("read-only") && doctor.stdout.contains("fsck"), "\(doctor)")
             #expect(a.isRunning, "A exited with its disk read-only: \(a.lines.suffix(6))")
 
-            // The administrator stops A, checks the file system and mounts it again; A starts anew.
+            // The administrator stops A: status still leads with the disk, which no status file
+            // written before can say.
             a.stopCleanly("node A")
+            let stopped = try Products.tracer(["status", "--db", dbA], home: home)
+            #expect(stopped.exitCode == 1 && stopped.stdout.hasPrefix("Node:           not recording: the file system holding \(dbA) is read-only"),
+                    "\(stopped)")
+            // Then checks the file system and mounts it again; A starts anew.
             try disk.repair()
             let repairedSecond = Int64(NodeResilience.now())
             a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: home)

@@ -202,7 +202,11 @@ extension StoreError {
         let failure = SQLiteFailure(error)
         // SQLite reports a write refused by a read-only file system as an I/O error or as a
         // read-only database, depending on the file and the step; only the file system can tell.
-        if failure != .busy, ReadOnlyFileSystem.holds(path) {
+        let mayBeTheFileSystem = switch failure {
+        case .readOnly, .cannotOpen, .other: true
+        case .notADatabase, .busy, .diskFull, .damaged: false
+        }
+        if mayBeTheFileSystem, ReadOnlyFileSystem.holds(path) {
             self = .readOnlyFileSystem(path: path)
             return
         }

@@ -7,8 +7,8 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     case newerSchema(path: String, unknownMigrations: [String])
     case busy(path: String)
     case readOnly(path: String)
-    /// The file system holding the database refuses every write: Linux turned it read-only,
-    /// usually after a disk error. Unlike a full disk, this does not pass by itself.
+    /// The file system holding the database refuses every write: mounted read-only, or turned
+    /// read-only by Linux after a disk error. Unlike a full disk, this does not pass by itself.
     case readOnlyFileSystem(path: String)
     case diskFull(path: String)
     case damaged(path: String, detail: String)
@@ -32,7 +32,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .readOnly(let path):
             return "The database \(path) cannot be written; check the file's and directory's permissions."
         case .readOnlyFileSystem(let path):
-            return "The file system holding \(path) has turned read-only, which Linux does after a disk error (SD cards often fail so); check the disk (unmount it and run `fsck`) and mount it read-write again, or give the database a working disk with --db."
+            return "The file system holding \(path) is read-only: \(StoreError.readOnlyFileSystemCauses) Or give the database a working disk with --db (or TRACER_DB)."
         case .diskFull(let path):
             return "The disk holding \(path) is full; free some space and try again. No recorded data was lost."
         case .damaged(let path, let detail):
@@ -43,6 +43,9 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             return "Own ids must not be kept longer than encounters (own ids: \(ownIDDays) days, encounters: \(encounterDays) days); lower the own-id retention."
         }
     }
+
+    /// The two ways a file system becomes read-only and what mends each, for both messages.
+    static let readOnlyFileSystemCauses = "If Linux turned it read-only after a disk error (as failing SD cards make it do; `dmesg` says so), check the disk: for the root file system reboot, which runs the check, otherwise unmount it and run `fsck`, then mount it read-write again. If it is mounted read-only on purpose (or systemd's ProtectSystem= covers it), mount it read-write or allow the path with ReadWritePaths=."
 
     /// What a running node cannot record because of a store error.
     public enum RunningRecord: Sendable {
@@ -65,7 +68,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
         case .busy(let path):
             problem = "the database \(path) is locked by another process; stop the other process using it."
         case .readOnlyFileSystem(let path):
-            problem = "the file system holding \(path) has turned read-only, which Linux does after a disk error; \(stopFirst) check the disk (unmount it and run `fsck`), mount it read-write again and start the node."
+            problem = "the file system holding \(path) is read-only; \(stopFirst) mend it and start the node again. \(StoreError.readOnlyFileSystemCauses)"
         case .readOnly(let path):
             problem = "the database \(path) cannot be written; check the file's and directory's permissions."
         case .damaged(let path, let detail):

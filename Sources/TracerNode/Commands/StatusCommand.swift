@@ -72,8 +72,9 @@ struct StatusCommand: AsyncParsableCommand {
         if let runtime, !alive, runtime.isSilentButPresent {
             problems = [runtime.silence(path: location.statusFilePath, now: now)]
         }
-        // A node on a file system turned read-only cannot say so in its status file: asked here.
-        if alive, ReadOnlyFileSystem.holds(location.path) {
+        // A node on a read-only file system cannot say so in its status file (which soon reads as
+        // silent) and one started there cannot open its store: asked here, whatever the file says.
+        if ReadOnlyFileSystem.holds(location.path) {
             problems.insert("not recording: " + StoreError.readOnlyFileSystem(path: location.path).whileRunning(.ids), at: 0)
         }
         let status = Status(
@@ -137,7 +138,9 @@ struct StatusCommand: AsyncParsableCommand {
     }
 
     private func nodeLines(_ status: Status, now: UnixSeconds, ago: (UnixSeconds) -> String) -> [String] {
-        guard let node = status.node else { return ["Node:           not running (no `tracer run` has used this database)"] }
+        guard let node = status.node else {
+            return ["Node:           " + (status.nodeProblems.first ?? "not running (no `tracer run` has used this database)")]
+        }
         guard status.nodeRunning else {
             // A node it has not heard from but whose pid exists: `nodeProblems` says so.
             if let silence = status.nodeProblems.first { return ["Node:           " + silence] }
