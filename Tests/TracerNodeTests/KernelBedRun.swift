@@ -27,7 +27,7 @@ struct KernelBedPlan: Sendable {
     var hostNodeArguments: [String] = ["--continuous-scan", "--rotation-interval", "15"]
     /// Extra environment for the scenario (beyond KBED_TRACER, the built `tracer`).
     var environment: [String: String] = [:]
-    var timeoutSeconds = 420
+    var timeoutSeconds = 540
     /// The guest's PID 1: "script" (the bed's own init) or "systemd" (scripts/kernel-bed --init).
     var guestInit = "script"
     /// A guest line (1-based) whose controller the scenario can make stop answering

@@ -20,7 +20,7 @@ extension TracerNodeTests {
         /// Started by the first test that needs it; every test of the suite awaits the same run.
         static let bed = Task { try await KernelBedRun.perform(.node) }
 
-        @Test(.timeLimit(.minutes(8)))
+        @Test(.timeLimit(.minutes(10)))
         func aNodeOnHCI0ExchangesIDsWithHostNodesBothWays() async throws {
             let run = try await KernelBed.bed.value
             let guest = try run.store("hci0-node.db")
@@ -31,7 +31,7 @@ extension TracerNodeTests {
             }
         }
 
-        @Test(.timeLimit(.minutes(8)))
+        @Test(.timeLimit(.minutes(10)))
         func theNodeOnHCI0ChangesItsAddressWithItsID() async throws {
             let run = try await KernelBed.bed.value
             // Each rotation at a 15 s boundary ("rotated id" after a node's first one, which is its
@@ -58,7 +58,7 @@ extension TracerNodeTests {
             }
         }
 
-        @Test(.timeLimit(.minutes(8)))
+        @Test(.timeLimit(.minutes(10)))
         func theSerialTransportOnAGuestTTYExchangesIDsWithHostNodesBothWays() async throws {
             let run = try await KernelBed.bed.value
             let guest = try run.store("serial-node.db")
@@ -69,7 +69,7 @@ extension TracerNodeTests {
             }
         }
 
-        @Test(.timeLimit(.minutes(8)))
+        @Test(.timeLimit(.minutes(10)))
         func aNodeKilledWithSIGKILLTakesTheChannelAgainAndExchanges() async throws {
             let run = try await KernelBed.bed.value
             let log = run.text("hci0-restarted.log")
@@ -85,7 +85,7 @@ extension TracerNodeTests {
                     "no encounter with a host node after the restart. \(run.evidence("hci0-restarted.log"))")
         }
 
-        @Test(.timeLimit(.minutes(8)))
+        @Test(.timeLimit(.minutes(10)))
         func bluezAsCentralReadsTheNodesIDAndWritesOneThatTheNodeLogs() async throws {
             let run = try await KernelBed.bed.value
             let guest = try run.store("hci0-node.db")
@@ -102,7 +102,7 @@ extension TracerNodeTests {
                     "BlueZ did not discover the Tracer service: \(run.text("gatttool-primary.txt").prefix(500))")
         }
 
-        @Test(.timeLimit(.minutes(8)))
+        @Test(.timeLimit(.minutes(10)))
         func aStoppedNodeLeavesTheAdapterToBluetoothdAndANodeStartedThenSaysWhatToDo() async throws {
             let run = try await KernelBed.bed.value
             #expect(run.text("hci0-restarted.exit").trimmingCharacters(in: .whitespacesAndNewlines) == "0",
@@ -123,7 +123,7 @@ extension TracerNodeTests {
                     "doctor's fix does not name --take-adapter: \(doctor)")
         }
 
-        @Test(.timeLimit(.minutes(8)))
+        @Test(.timeLimit(.minutes(10)))
         func withTakeAdapterTheNodeTakesHCI0FromBluetoothdAndTakesItAgainAfterKill9() async throws {
             let run = try await KernelBed.bed.value
             let hostIDs = try run.hostNodes.reduce(into: Set<String>()) { ids, host in
