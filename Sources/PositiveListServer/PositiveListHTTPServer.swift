@@ -50,7 +50,6 @@ public enum PositiveListHTTPServer {
         _ components: ServerComponents, address: BindAddress, logger: Logger, publishOnSchedule: Bool = true
     ) -> some ApplicationProtocol {
         let router = Router(context: PositiveListRequestContext.self)
-        var routes = RouteTable()
         // Uploads ask the scheduler to publish; without a schedule (tests, `publish` by hand)
         // nobody would answer.
         let demand = publishOnSchedule ? PublicationDemand() : nil
@@ -62,25 +61,7 @@ public enum PositiveListHTTPServer {
         let watch = components.configuration.longPollSeconds.map { _ in
             GenerationWatch(directory: components.directory, publicKey: components.publisher.publicKey, maxWaiters: limits.total / 4)
         }
-        SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock, demand: demand, metrics: metrics)
-            .addRoutes(to: router, table: &routes)
-        if let watch, let seconds = components.configuration.longPollSeconds {
-            GenerationAPI(watch: watch, timeout: .seconds(seconds)).addRoutes(to: router, table: &routes)
-        } else {
-            GenerationAPI.addTurnedOffRoute(to: router, table: &routes)
-        }
-        PublishedFileServer(directory: components.directory, indexMaxAgeSeconds: components.configuration.indexMaxAgeSeconds)
-            .addRoutes(to: router, table: &routes)
-        if let witness = components.witness {
-            WitnessAPI(witness: witness).addRoutes(to: router, table: &routes)
-        }
-        routes.add("healthz", .get, to: router) { _, _ in
-            // A database that cannot be read makes this throw; the error responder answers 503.
-            _ = try await components.store.summary(now: components.clock.now())
-            return Response(
-                status: .ok, headers: [.contentType: "application/json"],
-                body: ResponseBody(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}")))
-        }
+        let routes = addRoutes(components, to: router, demand: demand, watch: watch, metrics: metrics)
         // The idle timeout closes a connection that sends nothing, or sends its head a byte at a
         // time (Hummingbird sees no progress until the head is whole), after this long; and one
         // left open between requests. The read deadline bounds a body sent slowly.
@@ -142,6 +123,41 @@ public enum PositiveListHTTPServer {
 }
 
 extension PositiveListHTTPServer {
+    /// The API's routes on `router`: the submission API, the long poll (or its turned-off
+    /// answer), the published files, the witness's, `/healthz`.
+    static func addRoutes(
+        _ components: ServerComponents, to router: Router<PositiveListRequestContext>, demand: PublicationDemand?, watch: GenerationWatch?,
+        metrics: ServerMetrics?
+    ) -> RouteTable {
+        var routes = RouteTable()
+        SubmissionAPI(configuration: components.configuration, store: components.store, clock: components.clock, demand: demand, metrics: metrics)
+            .addRoutes(to: router, table: &routes)
+        if let watch, let seconds = components.configuration.longPollSeconds {
+            GenerationAPI(watch: watch, timeout: .seconds(seconds)).addRoutes(to: router, table: &routes)
+        } else {
+            GenerationAPI.addTurnedOffRoute(to: router, table: &routes)
+        }
+        PublishedFileServer(directory: components.directory, indexMaxAgeSeconds: components.configuration.indexMaxAgeSeconds)
+            .addRoutes(to: router, table: &routes)
+        if let witness = components.witness {
+            WitnessAPI(witness: witness).addRoutes(to: router, table: &routes)
+        }
+        routes.add("healthz", .get, to: router) { _, _ in
+            // A database that cannot be read makes this throw; the error responder answers 503.
+            _ = try await components.store.summary(now: components.clock.now())
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(byteBuffer: ByteBuffer(string: "{\"status\":\"ok\"}")))
+        }
+        return routes
+    }
+
+    /// The route patterns the API of `components` has (the values the metrics' route label may
+    /// take besides "unmatched"), from a router built as `makeApplication` builds its own.
+    static func routePatterns(_ components: ServerComponents) -> Set<String> {
+        addRoutes(components, to: Router(context: PositiveListRequestContext.self), demand: nil, watch: nil, metrics: nil).patterns
+    }
+
     /// What the metrics read from the parts that own it, before each scrape: open connections,
     /// held long polls, and whether the store answers (the query `/healthz` makes), with the
     /// open upload codes it counts and, for PostgreSQL, its pool's use.

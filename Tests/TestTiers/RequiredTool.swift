@@ -83,6 +83,12 @@ extension RequiredTool {
         ["/usr/bin/chromium", "/usr/bin/chromedriver"].first { !FileManager.default.isExecutableFile(atPath: $0) }
             .map { "no executable \($0)" }
     }
+    /// Debian's Prometheus server and promtool (one package): the metrics tests scrape the server
+    /// with it and check its exposition and the shipped rules.
+    public static let prometheus = RequiredTool(name: "Prometheus and promtool", remedy: "apt-get install prometheus") {
+        ["/usr/bin/prometheus", "/usr/bin/promtool"].first { !FileManager.default.isExecutableFile(atPath: $0) }
+            .map { "no executable \($0)" }
+    }
     public static let gpsd = RequiredTool(name: "gpsd's gpsfake", remedy: "apt-get install gpsd gpsd-clients") {
         executableInPath("gpsfake") == nil ? "no gpsfake in PATH" : nil
     }
