@@ -67,7 +67,7 @@ import TracerCore
                 operations.append((currentPath, method))
             }
         }
-        #expect(operations.count == 13, "\(operations)")
+        #expect(operations.count == 17, "\(operations)")
 
         // The long poll is routed only when configured.
         let fixture = try ServerFixture { $0.longPollSeconds = 1 }
@@ -84,8 +84,12 @@ import TracerCore
         let documented = operations
         try await fixture.withServer { client in
             for operation in documented {
+                // The log holds two entries here (the id batch's and the key batch's): its level-0
+                // tile is the partial 0/000.p/2.
                 let path = operation.path.replacingOccurrences(
                     of: "{file}", with: operation.path.hasPrefix("/keys/") ? "1.tpkb" : "1.tplb")
+                    .replacingOccurrences(of: "{level}", with: "0").replacingOccurrences(of: "{tile}", with: "000")
+                    .replacingOccurrences(of: "{width}", with: "2")
                 let method = HTTPRequest.Method(rawValue: operation.method.uppercased())!
                 let response = try await client.send(path, method)
                 // Without credentials the API answers 401, the files and the long poll (a node
