@@ -19,12 +19,14 @@ import TracerTestSupport
         let metricsPort: Int
         private let process: Process
 
-        init() async throws {
-            fixture = try ServerFixture()
+        /// `fixture` (a new one if nil) with `configuration` added to its config.json, such as
+        /// a PostgreSQL `database` section.
+        init(fixture: ServerFixture? = nil, configuration: String = "") async throws {
+            self.fixture = try fixture ?? ServerFixture()
             apiPort = try LoopbackPort.free()
             metricsPort = try LoopbackPort.free()
-            try fixture.writeConfiguration(extra: #", "metrics": {"listen": "127.0.0.1:\#(metricsPort)"}"#)
-            process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(apiPort)"], fixture: fixture, stderr: nil)
+            try self.fixture.writeConfiguration(extra: configuration + #", "metrics": {"listen": "127.0.0.1:\#(metricsPort)"}"#)
+            process = try ServerCLI.start(["serve", "--bind", "127.0.0.1:\(apiPort)"], fixture: self.fixture, stderr: nil)
             do {
                 try await LoopbackPort.waitUntilListening(apiPort, orExit: process)
                 try await LoopbackPort.waitUntilListening(metricsPort, orExit: process)
@@ -214,11 +216,8 @@ import TracerTestSupport
         private let process: Process
         private let logPath: String
 
-        init(scraping target: Int) async throws {
-            port = try LoopbackPort.free()
-            directory = NSTemporaryDirectory() + "/tracer-prometheus-" + UUID().uuidString
-            try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
-            let configuration = """
+        convenience init(scraping target: Int) async throws {
+            try await self.init(configuration: """
                 global:
                   scrape_interval: 1s
                   scrape_timeout: 1s
@@ -227,8 +226,17 @@ import TracerTestSupport
                   - job_name: tracer-server
                     static_configs:
                       - targets: ["127.0.0.1:\(target)"]
-                """
+                """)
+        }
+
+        /// With `configuration` as its prometheus.yml and `files` (name: contents, such as rule
+        /// files the configuration names) beside it.
+        init(configuration: String, files: [String: String] = [:]) async throws {
+            port = try LoopbackPort.free()
+            directory = NSTemporaryDirectory() + "/tracer-prometheus-" + UUID().uuidString
+            try FileManager.default.createDirectory(atPath: directory + "/data", withIntermediateDirectories: true)
             try configuration.write(toFile: directory + "/prometheus.yml", atomically: true, encoding: .utf8)
+            for (name, contents) in files { try contents.write(toFile: directory + "/" + name, atomically: true, encoding: .utf8) }
             logPath = directory + "/prometheus.log"
             _ = FileManager.default.createFile(atPath: logPath, contents: nil)
             process = Process()
@@ -263,15 +271,23 @@ import TracerTestSupport
             try? FileManager.default.removeItem(atPath: directory)
         }
 
-        /// The value of `query`'s one result through the HTTP query API, or nil while it has none.
-        func value(_ query: String) async -> Double? {
-            var components = URLComponents(string: "http://127.0.0.1:\(port)/api/v1/query")!
-            components.queryItems = [URLQueryItem(name: "query", value: query)]
+        /// The `data` of a successful answer of the HTTP API at `path` (such as `/api/v1/rules`)
+        /// with `query`, or nil.
+        func api(_ path: String, query: [URLQueryItem] = []) async -> [String: Any]? {
+            var components = URLComponents(string: "http://127.0.0.1:\(port)" + path)!
+            if !query.isEmpty { components.queryItems = query }
             // URLComponents leaves + unescaped, which a query string reads as a space.
             let url = components.url!.absoluteString.replacingOccurrences(of: "+", with: "%2B")
             guard case .success(let response) = await CurlHTTPClient().performOnce(HTTPRequest(url: url)), response.status == 200,
-                  let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any],
-                  let data = object["data"] as? [String: Any], let results = data["result"] as? [[String: Any]], results.count == 1,
+                  let object = try? JSONSerialization.jsonObject(with: Data(response.body)) as? [String: Any]
+            else { return nil }
+            return object["data"] as? [String: Any]
+        }
+
+        /// The value of `query`'s one result through the HTTP query API, or nil while it has none.
+        func value(_ query: String) async -> Double? {
+            guard let data = await api("/api/v1/query", query: [URLQueryItem(name: "query", value: query)]),
+                  let results = data["result"] as? [[String: Any]], results.count == 1,
                   let pair = results[0]["value"] as? [Any], pair.count == 2, let text = pair[1] as? String
             else { return nil }
             return Double(text)
