@@ -82,8 +82,10 @@ public enum PositiveListHTTPServer {
             services.append(scheduler)
         }
         if let metrics, let settings = components.configuration.metrics {
+            let store = StoreSampler { [store = components.store, clock = components.clock] in try await store.openUploadCodeCount(now: clock.now()) }
             services.append(MetricsServer(
-                settings: settings, metrics: metrics, sample: { await sampleOwnedState(metrics, components: components, limiter: limiter, watch: watch) },
+                settings: settings, metrics: metrics,
+                sample: { await sampleOwnedState(metrics, store: store, components: components, limiter: limiter, watch: watch) },
                 idleTimeoutSeconds: components.configuration.idleTimeoutSeconds
             ).makeApplication(logger: logger))
         }
@@ -159,23 +161,22 @@ extension PositiveListHTTPServer {
     }
 
     /// What the metrics read from the parts that own it, before each scrape: open connections,
-    /// held long polls, and whether the store answers (the query `/healthz` makes), with the
-    /// open upload codes it counts and, for PostgreSQL, its pool's use.
+    /// held long polls, whether the store answers with its open upload codes (one short query,
+    /// at most one in flight, reused for a few seconds, waited for 2 s at most: ``StoreSampler``),
+    /// and its connection pool's use, if it has one.
     static func sampleOwnedState(
-        _ metrics: ServerMetrics, components: ServerComponents, limiter: ConnectionLimiter, watch: GenerationWatch?
+        _ metrics: ServerMetrics, store: StoreSampler, components: ServerComponents, limiter: ConnectionLimiter, watch: GenerationWatch?
     ) async {
         metrics.connectionsOpen.set(Double(limiter.openConnections))
         if let watch { metrics.longPollsHeld.set(Double(await watch.heldPolls)) }
-        do {
-            let summary = try await components.store.summary(now: components.clock.now())
+        switch await store.sample() {
+        case .up(let openUploadCodes):
             metrics.storeUp.set(1.0)
-            metrics.uploadCodesOpen.set(Double(summary.openUploadCodes))
-        } catch {
+            metrics.uploadCodesOpen.set(Double(openUploadCodes))
+        case .down:
             metrics.storeUp.set(0.0)
         }
-        if let postgres = components.store as? PostgresServerStore {
-            metrics.databasePool(postgres.pool.usage)
-        }
+        if let usage = components.store.connectionPoolUsage { metrics.databasePool(usage) }
     }
 
     /// The configuration's limits for this process's descriptor limit; when those cannot be

@@ -122,6 +122,9 @@ struct ContractFixture {
             #expect(try await fixture.store.status(of: code, now: now) == .valid(authority: "Health Authority B", expiresAt: now + 3_600))
             #expect(try await fixture.stores[1].status(of: code, now: now + 3_600) == .expired)
             #expect(try await fixture.store.status(of: UploadCode.generate(), now: now) == .unknown)
+            // The metrics' count: open until its expiry, on every instance.
+            #expect(try await fixture.stores[1].openUploadCodeCount(now: now) == 1)
+            #expect(try await fixture.store.openUploadCodeCount(now: now + 3_600) == 0)
             let expired = try await fixture.store.appendHistory(
                 fixture.entries(count: 2, seed: 1), credential: .uploadCode(code), idempotencyKey: nil, now: now + 3_600)
             #expect(expired == .refused(.expiredCode))
@@ -129,6 +132,10 @@ struct ContractFixture {
                 Issue.record("a valid code was refused"); return
             }
             #expect(try await fixture.stores[1].status(of: code, now: now) == .alreadyUsed)
+            #expect(try await fixture.store.openUploadCodeCount(now: now) == 0, "a used code is not open")
+            // Only PostgreSQL has a pool (the fixture's: 3 connections, none busy now).
+            let pool = fixture.store.connectionPoolUsage
+            #expect(backend == .sqlite ? pool == nil : pool?.size == 3 && pool?.waiting == 0, "\(String(describing: pool))")
             #expect(try await fixture.append(fixture.entries(count: 2, seed: 2), credential: .uploadCode(code)) == .refused(.usedCode))
             #expect(try await fixture.append(fixture.entries(count: 2, seed: 2), credential: .uploadCode(UploadCode.generate())) == .refused(.unknownCode))
             // A refused upload stores nothing.

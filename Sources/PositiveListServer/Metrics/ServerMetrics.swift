@@ -90,7 +90,7 @@ final class ServerMetrics: Sendable {
             descriptor: Self.name("object_store_sync_last_success", "timestamp_seconds", "Unix time of the last successful object store sync (0: none since the start)."))
         connectionsOpen = registry.makeGauge(descriptor: Self.name("connections_open", "", "API connections open, counted against maxConnections."))
         longPollsHeld = registry.makeGauge(descriptor: Self.name("long_polls_held", "", "GET /v1/generation requests held waiting for a new generation."))
-        storeUp = registry.makeGauge(descriptor: Self.name("store_up", "", "1 when the database answered the scrape's summary query, else 0."))
+        storeUp = registry.makeGauge(descriptor: Self.name("store_up", "", "1 when the database answered the scrape's query within 2 s, else 0."))
         uploadCodesOpen = registry.makeGauge(descriptor: Self.name("upload_codes_open", "", "Upload codes issued and neither used nor expired."))
         // Every labelled family shows from the first scrape, so that queries and alerts find
         // zeros rather than nothing before the first event.
@@ -198,7 +198,7 @@ final class ServerMetrics: Sendable {
     }
 
     /// A PostgreSQL pool's connections: idle, busy, and requests waiting for one.
-    func databasePool(_ usage: PostgresConnectionPool.Usage) {
+    func databasePool(_ usage: ConnectionPoolUsage) {
         let connections = Self.name("database_pool_connections", "", "PostgreSQL pool connections by state (idle, busy).")
         registry.makeGauge(descriptor: connections, labels: [("state", "idle")]).set(Double(usage.idle))
         registry.makeGauge(descriptor: connections, labels: [("state", "busy")]).set(Double(usage.size - usage.idle))

@@ -27,14 +27,8 @@ public final class PostgresConnectionPool: Sendable {
     }
 
     /// The pool's connections and how many are idle, and the callers waiting for one (metrics).
-    public struct Usage: Sendable, Equatable {
-        public var size: Int
-        public var idle: Int
-        public var waiting: Int
-    }
-
-    public var usage: Usage {
-        state.withLock { Usage(size: size, idle: $0.idle.count, waiting: $0.waiters.count) }
+    var usage: ConnectionPoolUsage {
+        state.withLock { ConnectionPoolUsage(size: size, idle: $0.idle.count, waiting: $0.waiters.count) }
     }
 
     /// Runs `body` on a connection of the pool, off the cooperative thread pool.

@@ -224,6 +224,14 @@ public final class PostgresServerStore: SubmissionStore {
             submission: try previous.int(1), received: Int(try previous.int(2)), stored: Int(try previous.int(3))))
     }
 
+    public func openUploadCodeCount(now: UnixSeconds) async throws(ServerStoreError) -> Int {
+        try await run { connection in
+            Int(try connection.exec("SELECT count(*) FROM upload_codes WHERE used_at IS NULL AND expires_at > $1", [.int(now)]).first!.int(0))
+        }
+    }
+
+    public var connectionPoolUsage: ConnectionPoolUsage? { pool.usage }
+
     public func summary(now: UnixSeconds) async throws(ServerStoreError) -> StoreSummary {
         try await run { connection in
             let row = try connection.exec(

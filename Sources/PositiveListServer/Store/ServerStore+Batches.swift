@@ -224,6 +224,12 @@ extension ServerStore {
         try await write { db in try SQLiteBatchLedger.ids.claimGeneration(db) }
     }
 
+    public func openUploadCodeCount(now: UnixSeconds) async throws(ServerStoreError) -> Int {
+        try await read { db in
+            try Int.fetchOne(db, sql: "SELECT count(*) FROM upload_codes WHERE used_at IS NULL AND expires_at > ?", arguments: [now]) ?? 0
+        }
+    }
+
     public func summary(now: UnixSeconds) async throws(ServerStoreError) -> StoreSummary {
         try await read { db in
             let watermark = try Self.watermark(db)

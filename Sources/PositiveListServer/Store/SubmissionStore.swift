@@ -42,6 +42,12 @@ public protocol SubmissionStore: Sendable {
         _ records: [DailyKeyRecord], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds
     ) async throws(ServerStoreError) -> SubmissionOutcome
     func summary(now: UnixSeconds) async throws(ServerStoreError) -> StoreSummary
+    /// The upload codes issued and neither used nor expired at `now`: one short query, all the
+    /// metrics listener asks the database at a scrape (``summary(now:)`` counts whole tables).
+    /// `upload_codes` holds only codes within the retention period (``purge(endingBefore:now:)``).
+    func openUploadCodeCount(now: UnixSeconds) async throws(ServerStoreError) -> Int
+    /// The connection pool's use (metrics); nil for a store without one (SQLite).
+    var connectionPoolUsage: ConnectionPoolUsage? { get }
 
     // Publication.
     /// Waits for (SQLite) or takes at once (PostgreSQL: ``PublishError/anotherInstancePublishing``
@@ -89,6 +95,13 @@ public protocol SubmissionStore: Sendable {
     func claimKeyIndexGeneration() async throws(ServerStoreError) -> UInt64
 }
 
+/// A connection pool's connections, how many are idle, and the callers waiting for one.
+public struct ConnectionPoolUsage: Sendable, Equatable {
+    public var size: Int
+    public var idle: Int
+    public var waiting: Int
+}
+
 /// A day and interval some unpublished keys have (their due time depends on both).
 public struct HeldKeyDay: Sendable, Hashable {
     public let day: UTCDay
@@ -101,6 +114,8 @@ public protocol PublicationLock: Sendable {
 }
 
 extension ServerStore: SubmissionStore {
+    public var connectionPoolUsage: ConnectionPoolUsage? { nil }
+
     public func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool {
         // Only this store's pendingEntries make entries with a watermark; any other is a programming
         // error, which must not read as "another publisher was first".
