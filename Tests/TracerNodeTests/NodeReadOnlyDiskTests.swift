@@ -56,6 +56,7 @@ extension TracerNodeTests {
                 a.entry(message: "not advertising: the next id could not be recorded; retrying") != nil
             }
             try #require(dark, "A did not report an id it could not record: \(a.lines.suffix(8))")
+            let darkAt = NodeResilience.now()
             let reason = a.entry(message: "not advertising: the next id could not be recorded; retrying")?["error"] ?? ""
             #expect(reason.contains("read-only"), "A's log does not say the disk is read-only: \(reason)")
 
@@ -83,7 +84,9 @@ extension TracerNodeTests {
             try disk.repair()
             let repairedSecond = Int64(NodeResilience.now())
             a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: home)
+            let restarted = ContinuousClock.now
             let (metAgain, seen) = try NodeDiskFull.meetAgain(dbA, dbB, after: repairedSecond, home: home, within: .seconds(40))
+            let recovery = ContinuousClock.now - restarted
             try #require(metAgain, "A and B did not meet within 40 s of the repair (A saw B at \(seen.a), B saw A at \(seen.b)); A: \(a.lines.suffix(8))")
             let healthy = try NodeDiskFull.status(dbA, home: home, within: .seconds(10)) { $0.exitCode == 0 }
             #expect(healthy.exitCode == 0 && healthy.stdout.hasPrefix("Node:           running since"), "\(healthy)")
@@ -95,7 +98,8 @@ extension TracerNodeTests {
             let after = try NodeDiskFull.encounters(dbA, home: home)
             let lost = NodeDiskFull.lost(from: before, in: after)
             #expect(lost.isEmpty, "encounters lost: \(lost)")
-            print("read-only disk: failed at \(failedSecond), repaired at \(repairedSecond); encounters lost: \(lost.count)")
+            print(String(format: "read-only disk: dark %d s after the failure; repaired and restarted → met again after %.2f s; encounters lost: %d",
+                         Int64(darkAt) - failedSecond, Double(recovery.components.seconds) + Double(recovery.components.attoseconds) / 1e18, lost.count))
         }
     }
 }
