@@ -101,7 +101,7 @@ import TracerTestSupport
         #expect(shipped.contains(#"targets: ["127.0.0.1:9464"]"#) && shipped.contains("scrape_interval: 30s"))
         let configuration = shipped.replacingOccurrences(of: "127.0.0.1:9464", with: "127.0.0.1:\(server.metricsPort)")
             .replacingOccurrences(of: ": 30s", with: ": 1s").replacingOccurrences(of: "scrape_timeout: 10s", with: "scrape_timeout: 1s")
-        let prometheus = try await MetricsTests.PrometheusProcess(configuration: configuration, files: ["tracer-server.rules.yml": rulesText])
+        let prometheus = try await PrometheusProcess(configuration: configuration, files: ["tracer-server.rules.yml": rulesText])
         defer { prometheus.stop() }
         let up = await eventually(timeout: .seconds(60), every: .milliseconds(250)) { await prometheus.value(#"up{job="tracer-server"}"#) == 1 }
         #expect(up, "Prometheus never scraped the server: \(prometheus.log.suffix(2_000))")

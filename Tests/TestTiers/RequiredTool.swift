@@ -89,6 +89,9 @@ extension RequiredTool {
         ["/usr/bin/prometheus", "/usr/bin/promtool"].first { !FileManager.default.isExecutableFile(atPath: $0) }
             .map { "no executable \($0)" }
     }
+    /// Debian's node_exporter: the node's metrics tests read its metrics file through the textfile collector.
+    public static let nodeExporter = RequiredTool(
+        name: "node_exporter", executable: "/usr/bin/prometheus-node-exporter", remedy: "apt-get install prometheus-node-exporter")
     public static let gpsd = RequiredTool(name: "gpsd's gpsfake", remedy: "apt-get install gpsd gpsd-clients") {
         executableInPath("gpsfake") == nil ? "no gpsfake in PATH" : nil
     }
