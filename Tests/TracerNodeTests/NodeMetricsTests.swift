@@ -1,0 +1,247 @@
+import BLEHost
+import Foundation
+import Matching
+import Testing
+import TestTiers
+import TracerTestSupport
+@testable import TracerNode
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Issue 41, item 2: the node's metrics for node_exporter's textfile collector (`node.metrics_file`),
+/// rendered from known values.
+@Suite(.tags(.unit)) struct NodeMetricsRenderingTests {
+    /// The exposition's lines, sorted (swift-prometheus writes its families in no fixed order).
+    static func lines(_ exposition: String) -> [String] {
+        exposition.split(separator: "\n").map(String.init).sorted()
+    }
+
+    @Test func aDegradedNodeIsRenderedLineByLine() throws {
+        var status = NodeRuntimeStatus(pid: 7, startedAt: 1_700_000_000, updatedAt: 1_700_000_500, transport: "serial:/dev/ttyACM0,1000000", state: .running)
+        status.controllerResets = .init(count: 3, lastAt: 1_700_000_400, lastReason: "stuck")
+        var radio = RadioCondition()
+        radio.scanning = .init(since: 1_700_000_450, reason: "Command Disallowed")
+        status.radio = radio
+        status.encountersNotWritten = .init(since: 1_700_000_470, problem: "the disk is full")
+        let metrics = NodeMetrics(
+            status: status, version: "0.1.0", transportKind: TransportSpec.serial(device: "/dev/ttyACM0", baudRate: 1_000_000).metricsKind,
+            sightingsWritten: 42, listLastUpdated: 1_700_000_300, lastCheck: .init(checkedAt: 1_700_000_310, level: .low),
+            placeSource: .gpsd, placeInForce: false)
+        let samples = Self.lines(metrics.exposition()).filter { !$0.hasPrefix("#") }
+        #expect(samples == [
+            "tracer_node_advertising 1.0",
+            "tracer_node_controller_resets_total 3",
+            "tracer_node_controller_working 1.0",
+            #"tracer_node_info{version="0.1.0",transport="serial"} 1.0"#,
+            "tracer_node_last_check_timestamp_seconds 1700000310.0",
+            "tracer_node_last_check_verdict_level 1.0",
+            "tracer_node_list_last_updated_timestamp_seconds 1700000300.0",
+            #"tracer_node_place_in_force{source="gpsd"} 0.0"#,
+            "tracer_node_reconnecting 0.0",
+            "tracer_node_running 1.0",
+            "tracer_node_scanning 0.0",
+            "tracer_node_sightings_written_total 42",
+            "tracer_node_start_time_seconds 1700000000.0",
+            #"tracer_node_store_problem{what="encounters"} 1.0"#,
+            #"tracer_node_store_problem{what="next_id"} 0.0"#,
+        ])
+        // Every family has one TYPE line, the counters as counters; every one a HELP line.
+        let types = Self.lines(metrics.exposition()).filter { $0.hasPrefix("# TYPE") }
+        #expect(types.count == 14)
+        #expect(types.contains("# TYPE tracer_node_controller_resets_total counter"))
+        #expect(types.contains("# TYPE tracer_node_sightings_written_total counter"))
+        #expect(types.contains("# TYPE tracer_node_advertising gauge"))
+        #expect(Self.lines(metrics.exposition()).filter { $0.hasPrefix("# HELP") }.count == 14)
+        #expect(metrics.exposition().contains("# HELP tracer_node_last_check_verdict_level The last exposure check's verdict: 0 none, 1 low, 2 high risk"))
+        try Self.promtoolFindsNothing(metrics.exposition())
+    }
+
+    @Test func aStoppedNodeThatNeverCheckedSaysSoWithoutAVerdict() throws {
+        var status = NodeRuntimeStatus(pid: 7, startedAt: 1_700_000_000, updatedAt: 1_700_000_500, transport: "hci0", state: .stopped)
+        status.idNotRecorded = .init(since: 1_700_000_100, problem: "the database is locked")
+        let metrics = NodeMetrics(
+            status: status, version: "0.1.0", transportKind: TransportSpec.hciUserChannel(index: 0).metricsKind, sightingsWritten: 0,
+            listLastUpdated: nil, lastCheck: nil, placeSource: .none, placeInForce: false)
+        let samples = Self.lines(metrics.exposition()).filter { !$0.hasPrefix("#") }
+        for line in [
+            "tracer_node_running 0.0", "tracer_node_controller_working 0.0", "tracer_node_advertising 0.0", "tracer_node_scanning 0.0",
+            "tracer_node_last_check_timestamp_seconds 0.0", "tracer_node_list_last_updated_timestamp_seconds 0.0",
+            #"tracer_node_store_problem{what="next_id"} 1.0"#, #"tracer_node_info{version="0.1.0",transport="hci"} 1.0"#,
+            #"tracer_node_place_in_force{source="none"} 0.0"#,
+        ] {
+            #expect(samples.contains(line), "missing \(line) in \(samples)")
+        }
+        #expect(!samples.contains { $0.hasPrefix("tracer_node_last_check_verdict_level") }, "a verdict before any check")
+        try Self.promtoolFindsNothing(metrics.exposition())
+    }
+
+    @Test func verdictLevelsAndTransportKindsComeFromFixedSets() {
+        #expect([RiskLevel.none, .low, .high].map(NodeMetrics.level) == [0, 1, 2])
+        let kinds = [
+            TransportSpec.tcp(host: "10.0.0.7", port: 4000), .unix(path: "/run/user/1000/ctrl.sock"),
+            .serial(device: "/dev/serial/by-id/usb-Nordic_abc123", baudRate: 115_200), .hciUserChannel(index: 3),
+        ].map(\.metricsKind)
+        #expect(kinds == ["tcp", "unix", "serial", "hci"])
+    }
+
+    /// A file that cannot be written is said once, the node runs on, and the recovery is said too.
+    @Test func aWriteFailureIsLoggedOnceAndItsRecoveryToo() async throws {
+        let directory = NSTemporaryDirectory() + "/tracer-metrics-" + UUID().uuidString
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let capture = LogCapture()
+        let file = NodeMetricsFile(
+            path: directory + "/tracer.prom", transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
+            readings: { .init(placeInForce: false) }, logger: capture.logger)
+        let status = NodeRuntimeStatus(pid: 7, startedAt: 1_700_000_000, updatedAt: 1_700_000_000, transport: "tcp:127.0.0.1:1", state: .running)
+        // The directory does not exist yet: three writes fail, one error.
+        for _ in 0..<3 { await file.write(status, sightings: 0) }
+        #expect(capture.all.filter { $0.contains("cannot write the metrics file") }.count == 1, "\(capture.all)")
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        await file.write(status, sightings: 5)
+        #expect(capture.all.filter { $0.contains("the metrics file is written again") }.count == 1, "\(capture.all)")
+        let text = try String(contentsOfFile: directory + "/tracer.prom", encoding: .utf8)
+        #expect(text.contains("tracer_node_sightings_written_total 5"))
+        let mode = try #require(FileManager.default.attributesOfItem(atPath: directory + "/tracer.prom")[.posixPermissions] as? Int)
+        #expect(mode == 0o644)
+        // No temporary file is left beside it for node_exporter to trip on.
+        #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["tracer.prom"])
+    }
+
+    /// `promtool check metrics` finds nothing wrong (without promtool: a failure in CI, a skip elsewhere).
+    static func promtoolFindsNothing(_ exposition: String) throws {
+        try RequiredTool.prometheus.require()
+        let checked = try PrometheusTools.checkMetrics(exposition)
+        #expect(checked.exitCode == 0 && checked.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "promtool check metrics: \(checked)")
+    }
+}
+
+extension TracerNodeTests {
+    /// Issue 41, item 2, at the process level: a real `tracer run --metrics-file` on a virtual
+    /// controller, read by Debian's node_exporter (textfile collector only) and a real Prometheus.
+    @Suite(.tags(.endToEnd)) struct NodeMetricsFiles {
+        typealias Node = NodeResilience.LoggedProcess
+
+        static let placeName = "Bakery Quintessenz, Hauptstr. 12"
+
+        /// The metrics file's sample `name` (without labels), or nil while it has none.
+        static func sample(_ name: String, in path: String) -> Double? {
+            guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+            for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+                let parts = line.split(separator: " ")
+                let key = parts.first.map { String($0.split(separator: "{")[0]) }
+                if key == name, parts.count == 2 { return Double(parts[1]) }
+            }
+            return nil
+        }
+
+        @Test(.timeLimit(.minutes(3)))
+        func nodeExporterAndPrometheusReadTheNodesMetricsFile() async throws {
+            try RequiredTool.prometheus.require()
+            try RequiredTool.nodeExporter.require()
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let textfiles = scratch.file("textfile")
+            try FileManager.default.createDirectory(atPath: textfiles, withIntermediateDirectories: true)
+            let metricsFile = textfiles + "/tracer.prom"
+            let radio = try VirtualLink(controllers: 1)
+            defer { radio.stop() }
+            let tracer = try Products.path(of: "tracer")
+            let node = try Node(tracer, NodeResilience.runArguments(scratch.file("a.db"), port: radio.ports[0], extra: ["--metrics-file", metricsFile]),
+                                home: scratch.path)
+            defer { node.ensureStopped() }
+
+            let advertising = await eventually(timeout: .seconds(30), every: .milliseconds(200)) { Self.sample("tracer_node_advertising", in: metricsFile) == 1 }
+            try #require(advertising, "the metrics file never showed advertising 1: \((try? String(contentsOfFile: metricsFile, encoding: .utf8)) ?? "no file"); node: \(node.lines.suffix(8))")
+            let text = try String(contentsOfFile: metricsFile, encoding: .utf8)
+            let checked = try PrometheusTools.checkMetrics(text)
+            #expect(checked.exitCode == 0 && checked.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "promtool check metrics: \(checked)")
+            #expect(Self.sample("tracer_node_running", in: metricsFile) == 1)
+            #expect(Self.sample("tracer_node_controller_working", in: metricsFile) == 1)
+            #expect(text.contains(#"tracer_node_info{version="\#(Tracer.version)",transport="tcp"} 1.0"#), "\(text)")
+            let mode = try #require(FileManager.default.attributesOfItem(atPath: metricsFile)[.posixPermissions] as? Int)
+            #expect(mode == 0o644)
+
+            let exporter = try await NodeExporterProcess(textfileDirectory: textfiles)
+            defer { exporter.stop() }
+            let exported = await exporter.get("/metrics") ?? ""
+            #expect(exported.contains("tracer_node_advertising 1"), "node_exporter does not show the file: \(exported.suffix(2_000)); its log: \(exporter.log)")
+            #expect(exported.contains("\nnode_textfile_scrape_error 0\n"), "node_exporter could not read the file: \(exporter.log)")
+            let prometheus = try await PrometheusProcess(scraping: exporter.port, job: "tracer-node")
+            defer { prometheus.stop() }
+            var last: Double?
+            let seen = await eventually(timeout: .seconds(60), every: .milliseconds(250)) {
+                last = await prometheus.value(#"tracer_node_advertising{job="tracer-node"}"#)
+                return last == 1
+            }
+            #expect(seen, "tracer_node_advertising is \(last.map { "\($0)" } ?? "absent") in Prometheus: \(prometheus.log.suffix(2_000))")
+            #expect(await prometheus.value(#"tracer_node_info{job="tracer-node",transport="tcp"}"#) == 1)
+
+            // Stopped: the file stays, with the node stopped.
+            node.stopCleanly("the node")
+            #expect(Self.sample("tracer_node_running", in: metricsFile) == 0)
+            #expect(Self.sample("tracer_node_advertising", in: metricsFile) == 0)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: textfiles) == ["tracer.prom"], "a temporary file was left beside the metrics")
+        }
+
+        /// Two nodes meet; whatever the metrics file of one says at any time, it never holds its
+        /// own ids (hex or tag), the peer's, its database path or its place's name.
+        @Test(.timeLimit(.minutes(3)))
+        func theMetricsFileHoldsNoIdNoPathAndNoPlace() async throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let metricsFile = scratch.file("tracer.prom")
+            let radio = try VirtualLink(controllers: 2)
+            defer { radio.stop() }
+            let tracer = try Products.path(of: "tracer")
+            let dbA = scratch.file("a.db"), dbB = scratch.file("b.db")
+            let a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: ["--metrics-file", metricsFile, "--place-name", Self.placeName]),
+                             home: scratch.path)
+            defer { a.ensureStopped() }
+            let b = try Node(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1]), home: scratch.path)
+            defer { b.ensureStopped() }
+
+            // A logged sightings of B, and its metrics count them (written at least every 60 s and
+            // on every status change; the test waits for a change-free write too).
+            var snapshots: [String] = []
+            let counted = await eventually(timeout: .seconds(90), every: .milliseconds(500)) {
+                if let text = try? String(contentsOfFile: metricsFile, encoding: .utf8), snapshots.last != text { snapshots.append(text) }
+                return (Self.sample("tracer_node_sightings_written_total", in: metricsFile) ?? 0) > 0
+            }
+            #expect(counted, "the metrics never counted a sighting: \(snapshots.last ?? "no file"); A: \(a.lines.suffix(8))")
+            #expect(Self.sample(#"tracer_node_place_in_force"#, in: metricsFile) == 1)
+            let rowsOfA = try NodeResilience.rows(dbA, home: scratch.path)
+            #expect(!rowsOfA.isEmpty, "A logged no encounter")
+            let ownIDs = try NodeResilience.ownIDs(dbA, home: scratch.path).keys
+            let tag = try NodeResilience.status(dbA, home: scratch.path)["currentIDTag"] as? String
+            a.stopCleanly("node A")
+            b.stopCleanly("node B")
+            if let text = try? String(contentsOfFile: metricsFile, encoding: .utf8) { snapshots.append(text) }
+
+            var secrets = Array(ownIDs) + rowsOfA.map(\.peer) + [dbA, "a.db", scratch.path, Self.placeName, "Bakery", "Quintessenz"]
+            if let tag { secrets.append(tag) } else { Issue.record("tracer status gave no id tag") }
+            #expect(!ownIDs.isEmpty)
+            for snapshot in snapshots {
+                let lowered = snapshot.lowercased()
+                for secret in secrets where lowered.contains(secret.lowercased()) {
+                    Issue.record("the metrics file holds \(secret): \(snapshot)")
+                }
+                // Every label value comes from a fixed set.
+                for line in snapshot.split(separator: "\n") where !line.hasPrefix("#") && line.contains("{") {
+                    let labels = line.split(separator: "{")[1].split(separator: "}")[0]
+                    for pair in labels.split(separator: ",") {
+                        let parts = pair.split(separator: "=", maxSplits: 1).map(String.init)
+                        let allowed: Set<String> = switch parts[0] {
+                        case "version": [#""\#(Tracer.version)""#]
+                        case "transport": [#""hci""#, #""tcp""#, #""unix""#, #""serial""#]
+                        case "what": [#""next_id""#, #""encounters""#]
+                        case "source": [#""none""#, #""gpsd""#]
+                        default: []
+                        }
+                        #expect(allowed.contains(parts[1]), "label \(pair) in \(line)")
+                    }
+                }
+            }
+        }
+    }
+}
