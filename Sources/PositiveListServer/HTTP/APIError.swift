@@ -1,5 +1,6 @@
 import Foundation
 import HTTPTypes
+import Logging
 import Hummingbird
 import NIOCore
 import NIOHTTP1
@@ -154,44 +155,65 @@ struct JSONErrorResponder<Wrapped: HTTPResponder>: HTTPResponder where Wrapped.C
                 return try APIError.forStatus(response.status).response(from: request, context: context)
             }
             return response
-        } catch let error as APIError {
-            return try error.response(from: request, context: context)
-        } catch let error as HTTPParserError {
-            // The body broke HTTP/1.1 after a good head (a malformed chunk, trailers over the
-            // limit) or ended early because the client left: the client's doing, so a 4xx, and
-            // no error in the log. The answer to a client that left is never read.
-            let refusal = APIError.unparsable(error, inHead: false)
+        } catch {
+            Self.log(error, logger: context.logger)
+            return try APIError.answering(error).response(from: request, context: context)
+        }
+    }
+
+    /// What the log says of an error answered with ``APIError/answering(_:)``: a client's doing
+    /// is no error in the log.
+    static func log(_ error: any Error, logger: Logger) {
+        switch error {
+        case is APIError: break
+        case let error as HTTPParserError:
             if error == .invalidEOFState {
-                context.logger.debug("client left before sending the whole request")
+                logger.debug("client left before sending the whole request")
             } else {
-                context.logger.notice("malformed request body refused", metadata: ["reason": "\(error)"])
+                logger.notice("malformed request body refused", metadata: ["reason": "\(error)"])
             }
-            return try refusal.response(from: request, context: context)
-        } catch let error as TooManyBodyParts {
+        case let error as IOError:
+            logger.debug("client connection failed while sending the request", metadata: ["reason": "\(error)"])
+        case is TooManyBodyParts, is any HTTPResponseError: break
+        case let error as ServerStoreError:
+            logger.error("database unavailable", metadata: ["reason": "\(error)"])
+        default:
+            logger.error("request failed", metadata: ["reason": "\(error)"])
+        }
+    }
+}
+
+extension APIError {
+    /// The answer to `error`, thrown while a request was answered: the one mapping both the
+    /// JSON error responder (what the client gets) and the upload metrics (the outcome counted,
+    /// the answer's `error` code) use, so that the two never disagree.
+    static func answering(_ error: any Error) -> APIError {
+        switch error {
+        case let error as APIError:
+            return error
+        case let error as HTTPParserError:
+            // The body broke HTTP/1.1 after a good head (a malformed chunk, trailers over the
+            // limit) or ended early because the client left: the client's doing, so a 4xx. The
+            // answer to a client that left is never read.
+            return .unparsable(error, inHead: false)
+        case let error as TooManyBodyParts:
             // A route that reads its body itself answers this; this is for one that does not.
-            return try APIError(
+            return APIError(
                 .contentTooLarge, "too_many_chunks",
-                "The request body came in more than \(error.limit) chunks; send it with a Content-Length or in larger chunks."
-            ).response(from: request, context: context)
-        } catch let error as IOError {
+                "The request body came in more than \(error.limit) chunks; send it with a Content-Length or in larger chunks.")
+        case is IOError:
             // Reading the body failed in the socket (a reset): the client is gone too.
-            context.logger.debug("client connection failed while sending the request", metadata: ["reason": "\(error)"])
-            return try APIError(.badRequest, "incomplete_request", "The connection ended before the whole request arrived; send it again.")
-                .response(from: request, context: context)
-        } catch let error as any HTTPResponseError {
-            return try APIError.forStatus(error.status).response(from: request, context: context)
-        } catch let error as ServerStoreError {
+            return APIError(.badRequest, "incomplete_request", "The connection ended before the whole request arrived; send it again.")
+        case let error as any HTTPResponseError:
+            return .forStatus(error.status)
+        case is ServerStoreError:
             // Nothing was stored (every write is one transaction); the client may retry.
-            context.logger.error("database unavailable", metadata: ["reason": "\(error)"])
-            return try APIError(
+            return APIError(
                 .serviceUnavailable, "store_unavailable",
                 "The server cannot use its database right now; try again in \(ServerStoreError.retryAfterSeconds) seconds.",
-                headers: [.retryAfter: String(ServerStoreError.retryAfterSeconds)]
-            ).response(from: request, context: context)
-        } catch {
-            context.logger.error("request failed", metadata: ["reason": "\(error)"])
-            return try APIError(.internalServerError, "internal_error", "The server failed; try again later.")
-                .response(from: request, context: context)
+                headers: [.retryAfter: String(ServerStoreError.retryAfterSeconds)])
+        default:
+            return APIError(.internalServerError, "internal_error", "The server failed; try again later.")
         }
     }
 }

@@ -147,17 +147,9 @@ struct SubmissionAPI: Sendable {
             let response = try await answerHistory(request, context, kind: kind, store: store)
             metrics.upload(kindLabel, outcome: response.status == .created ? "stored" : "replayed")
             return response
-        } catch let error as APIError {
-            metrics.upload(kindLabel, outcome: error.code)
-            throw error
-        } catch let error as ServerStoreError {
-            metrics.upload(kindLabel, outcome: "store_unavailable")
-            throw error
-        } catch let error as any HTTPResponseError {
-            metrics.upload(kindLabel, outcome: APIError.forStatus(error.status).code)
-            throw error
         } catch {
-            metrics.upload(kindLabel, outcome: "other")
+            // The code the JSON error responder will answer with, by the same mapping.
+            metrics.upload(kindLabel, outcome: APIError.answering(error).code)
             throw error
         }
     }

@@ -28,7 +28,7 @@ final class ServerMetrics: Sendable {
         "too_many_attempts", "upload_kind_not_accepted",
         // The request.
         "unsupported_media_type", "invalid_idempotency_key", "idempotency_key_reused", "body_too_large", "too_many_chunks", "invalid_json",
-        "incomplete_request", "malformed_request",
+        "incomplete_request", "malformed_request", "trailers_too_large",
         // An id history's rules.
         "empty_history", "too_many_ids", "invalid_id", "invalid_window", "window_too_long", "window_too_old", "window_in_future",
         // A key history's rules.
