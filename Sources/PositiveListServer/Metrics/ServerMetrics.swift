@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Prometheus
+import Synchronization
 
 /// One server's metrics: its own Prometheus registry (no global `MetricsSystem.bootstrap`, so
 /// that the tests' many servers in one process never share counters) and the handles the
@@ -41,9 +42,9 @@ final class ServerMetrics: Sendable {
     /// The route label of a request no route matched.
     static let unmatchedRoute = "unmatched"
 
-    enum UploadKind: String { case ids, keys }
-    enum CodeEvent: String { case issued, used }
-    enum ShedReason: String {
+    enum UploadKind: String, CaseIterable { case ids, keys }
+    enum CodeEvent: String, CaseIterable { case issued, used }
+    enum ShedReason: String, CaseIterable {
         /// The address held as many connections as it may.
         case addressAtLimit = "address_at_limit"
         /// The server held as many as it may and none was idle.
@@ -51,9 +52,24 @@ final class ServerMetrics: Sendable {
         /// An idle connection of the busiest address, closed to make room.
         case idleEvicted = "idle_evicted"
     }
-    enum SignInOutcome: String { case accepted, refused, limited, failed }
+    enum SignInOutcome: String, CaseIterable { case accepted, refused, limited, failed }
+    enum PublicationGauge: String, CaseIterable {
+        case pending
+        case liveBatches = "live_batches"
+        case indexGeneration = "index_generation"
+    }
 
     // MARK: Handles
+
+    // Made once, in `init`, for every value of their fixed labels: recording looks a handle up
+    // in a dictionary that never changes, and never takes the registry's lock (a request, a shed
+    // connection in a flood). Only the HTTP families, whose label values are many more
+    // combinations than are ever seen, are made on first use and kept (``requestHandles``).
+    private let uploads: [UploadKind: [String: Counter]]
+    private let codes: [CodeEvent: Counter]
+    private let shed: [ShedReason: Counter]
+    private let signIns: [SignInOutcome: Counter]
+    private let publicationGauges: [PublicationGauge: [UploadKind: Gauge]]
 
     private let publicationDuration: DurationHistogram
     private let publicationFailures: Counter
@@ -94,15 +110,37 @@ final class ServerMetrics: Sendable {
         uploadCodesOpen = registry.makeGauge(descriptor: Self.name("upload_codes_open", "", "Upload codes issued and neither used nor expired."))
         // Every labelled family shows from the first scrape, so that queries and alerts find
         // zeros rather than nothing before the first event.
-        for kind in [UploadKind.ids, .keys] {
-            for outcome in ["stored", "replayed"] { _ = uploads(kind, outcome) }
-            publicationGauge("pending", kind)
-            publicationGauge("live_batches", kind)
-            publicationGauge("index_generation", kind)
-        }
-        for event in [CodeEvent.issued, .used] { _ = codes(event) }
-        for reason in [ShedReason.addressAtLimit, .serverFull, .idleEvicted] { _ = shed(reason) }
-        for outcome in [SignInOutcome.accepted, .refused, .limited, .failed] { _ = signIns(outcome) }
+        let registry = registry
+        let uploadsName = Self.name("uploads", "total", "Uploads answered, by kind (ids, keys) and outcome (stored, replayed or the API's error code).")
+        uploads = Dictionary(uniqueKeysWithValues: UploadKind.allCases.map { kind in
+            (kind, Dictionary(uniqueKeysWithValues: Self.uploadOutcomes.map { outcome in
+                (outcome, registry.makeCounter(descriptor: uploadsName, labels: [("kind", kind.rawValue), ("outcome", outcome)]))
+            }))
+        })
+        let codesName = Self.name("upload_codes", "total", "Upload codes issued (API and console) and used by a stored upload.")
+        codes = Dictionary(uniqueKeysWithValues: CodeEvent.allCases.map {
+            ($0, registry.makeCounter(descriptor: codesName, labels: [("event", $0.rawValue)]))
+        })
+        let shedName = Self.name("connections_shed", "total", "API connections refused or closed by the connection limits, by reason.")
+        shed = Dictionary(uniqueKeysWithValues: ShedReason.allCases.map {
+            ($0, registry.makeCounter(descriptor: shedName, labels: [("reason", $0.rawValue)]))
+        })
+        let signInsName = Self.name(
+            "console_sign_ins", "total", "Console sign-ins by outcome: accepted, refused (wrong name or password), limited (too many failures), failed (an error).")
+        signIns = Dictionary(uniqueKeysWithValues: SignInOutcome.allCases.map {
+            ($0, registry.makeCounter(descriptor: signInsName, labels: [("outcome", $0.rawValue)]))
+        })
+        publicationGauges = Dictionary(uniqueKeysWithValues: PublicationGauge.allCases.map { gauge in
+            let help = switch gauge {
+            case .pending: "Accepted ids or keys held until they may be published (ids still valid, keys before their day's end and delay)."
+            case .liveBatches: "Batches the published index lists."
+            case .indexGeneration: "Generation of the published index."
+            }
+            let name = Self.name("publication_" + gauge.rawValue, "", help)
+            return (gauge, Dictionary(uniqueKeysWithValues: UploadKind.allCases.map {
+                ($0, registry.makeGauge(descriptor: name, labels: [("kind", $0.rawValue)]))
+            }))
+        })
     }
 
     static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
@@ -111,43 +149,23 @@ final class ServerMetrics: Sendable {
 
     // MARK: Uploads and codes
 
-    private func uploads(_ kind: UploadKind, _ outcome: String) -> Counter {
-        registry.makeCounter(
-            descriptor: Self.name("uploads", "total", "Uploads answered, by kind (ids, keys) and outcome (stored, replayed or the API's error code)."),
-            labels: [("kind", kind.rawValue), ("outcome", Self.uploadOutcomes.contains(outcome) ? outcome : "other")])
-    }
+    func upload(_ kind: UploadKind, outcome: String) { (uploads[kind]![outcome] ?? uploads[kind]!["other"]!).increment() }
 
-    func upload(_ kind: UploadKind, outcome: String) { uploads(kind, outcome).increment() }
-
-    private func codes(_ event: CodeEvent) -> Counter {
-        registry.makeCounter(
-            descriptor: Self.name("upload_codes", "total", "Upload codes issued (API and console) and used by a stored upload."),
-            labels: [("event", event.rawValue)])
-    }
-
-    func uploadCode(_ event: CodeEvent) { codes(event).increment() }
+    func uploadCode(_ event: CodeEvent) { codes[event]!.increment() }
 
     // MARK: Publication and sync
 
-    @discardableResult
-    private func publicationGauge(_ metric: String, _ kind: UploadKind) -> Gauge {
-        let help = switch metric {
-        case "pending": "Accepted ids or keys held until they may be published (ids still valid, keys before their day's end and delay)."
-        case "live_batches": "Batches the published index lists."
-        default: "Generation of the published index."
-        }
-        return registry.makeGauge(descriptor: Self.name("publication_" + metric, "", help), labels: [("kind", kind.rawValue)])
-    }
+    private func publicationGauge(_ gauge: PublicationGauge, _ kind: UploadKind) -> Gauge { publicationGauges[gauge]![kind]! }
 
     func publicationSucceeded(_ report: PublishReport, took duration: Duration) {
         publicationDuration.record(duration)
         publicationLastSuccess.set(Double(report.publishedAt))
-        publicationGauge("pending", .ids).set(Double(report.waitingIDs))
-        publicationGauge("pending", .keys).set(Double(report.waitingKeys))
-        publicationGauge("live_batches", .ids).set(Double(report.liveBatches))
-        publicationGauge("live_batches", .keys).set(Double(report.liveKeyBatches))
-        if let generation = report.indexGeneration { publicationGauge("index_generation", .ids).set(Double(generation)) }
-        if let generation = report.keyIndexGeneration { publicationGauge("index_generation", .keys).set(Double(generation)) }
+        publicationGauge(.pending, .ids).set(Double(report.waitingIDs))
+        publicationGauge(.pending, .keys).set(Double(report.waitingKeys))
+        publicationGauge(.liveBatches, .ids).set(Double(report.liveBatches))
+        publicationGauge(.liveBatches, .keys).set(Double(report.liveKeyBatches))
+        if let generation = report.indexGeneration { publicationGauge(.indexGeneration, .ids).set(Double(generation)) }
+        if let generation = report.keyIndexGeneration { publicationGauge(.indexGeneration, .keys).set(Double(generation)) }
         if let log = report.log { logTreeSize.set(Double(log.treeSize)) }
     }
 
@@ -165,45 +183,72 @@ final class ServerMetrics: Sendable {
 
     // MARK: Connections, console, HTTP
 
-    private func shed(_ reason: ShedReason) -> Counter {
-        registry.makeCounter(
-            descriptor: Self.name("connections_shed", "total", "API connections refused or closed by the connection limits, by reason."),
-            labels: [("reason", reason.rawValue)])
+    func connectionShed(_ reason: ShedReason) { shed[reason]!.increment() }
+
+    func consoleSignIn(_ outcome: SignInOutcome) { signIns[outcome]!.increment() }
+
+    /// The HTTP families' handles by label values, made on first use: routes (the router's
+    /// patterns and "unmatched"), methods (`httpMethods` and "other") and status codes (100-599
+    /// and "other") are all fixed sets, but their product is far more than ever occurs, and each
+    /// handle made shows in every scrape. Looked up under this lock of its own, held for the
+    /// lookup only; the registry's is taken once per new combination.
+    private struct RequestKey: Hashable {
+        var route: String
+        var method: String
+        var status: String
     }
-
-    func connectionShed(_ reason: ShedReason) { shed(reason).increment() }
-
-    private func signIns(_ outcome: SignInOutcome) -> Counter {
-        registry.makeCounter(
-            descriptor: Self.name("console_sign_ins", "total", "Console sign-ins by outcome: accepted, refused (wrong name or password), limited (too many failures), failed (an error)."),
-            labels: [("outcome", outcome.rawValue)])
+    private struct RequestHandles {
+        var counters: [RequestKey: Counter] = [:]
+        /// By route and method (`status` empty).
+        var durations: [RequestKey: DurationHistogram] = [:]
     }
-
-    func consoleSignIn(_ outcome: SignInOutcome) { signIns(outcome).increment() }
+    private let requestHandles = Mutex(RequestHandles())
 
     /// One API request: `route` is the router's pattern (nil when none matched), never the path.
     func request(route: String?, method: HTTPRequest.Method, status: Int, took duration: Duration) {
-        let labels = [
-            ("route", route ?? Self.unmatchedRoute),
-            ("method", Self.httpMethods.contains(method.rawValue) ? method.rawValue : "other"),
-        ]
-        registry.makeCounter(
-            descriptor: Self.name("http_requests", "total", "API requests answered, by route pattern, method and status code."),
-            labels: labels + [("status", (100...599).contains(status) ? String(status) : "other")]
-        ).increment()
-        registry.makeDurationHistogram(
-            descriptor: Self.name("http_request_duration", "seconds", "Time to answer API requests (to the response's head), by route pattern and method."),
-            labels: labels, buckets: Self.httpBuckets
-        ).record(duration)
+        let key = RequestKey(
+            route: route ?? Self.unmatchedRoute, method: Self.httpMethods.contains(method.rawValue) ? method.rawValue : "other",
+            status: (100...599).contains(status) ? String(status) : "other")
+        let durationKey = RequestKey(route: key.route, method: key.method, status: "")
+        let (counter, histogram) = requestHandles.withLock { ($0.counters[key], $0.durations[durationKey]) }
+        (counter ?? makeRequestCounter(key)).increment()
+        (histogram ?? makeRequestDuration(durationKey)).record(duration)
     }
+
+    private func makeRequestCounter(_ key: RequestKey) -> Counter {
+        let counter = registry.makeCounter(
+            descriptor: Self.name("http_requests", "total", "API requests answered, by route pattern, method and status code."),
+            labels: [("route", key.route), ("method", key.method), ("status", key.status)])
+        requestHandles.withLock { $0.counters[key] = counter }
+        return counter
+    }
+
+    private func makeRequestDuration(_ key: RequestKey) -> DurationHistogram {
+        let histogram = registry.makeDurationHistogram(
+            descriptor: Self.name("http_request_duration", "seconds", "Time to answer API requests (to the response's head), by route pattern and method."),
+            labels: [("route", key.route), ("method", key.method)], buckets: Self.httpBuckets)
+        requestHandles.withLock { $0.durations[key] = histogram }
+        return histogram
+    }
+
+    /// The pool's gauges, made at the first scrape of a store that has a pool (none for SQLite).
+    private let poolGauges = Mutex<(idle: Gauge, busy: Gauge, waiters: Gauge)?>(nil)
 
     /// A PostgreSQL pool's connections: idle, busy, and requests waiting for one.
     func databasePool(_ usage: ConnectionPoolUsage) {
-        let connections = Self.name("database_pool_connections", "", "PostgreSQL pool connections by state (idle, busy).")
-        registry.makeGauge(descriptor: connections, labels: [("state", "idle")]).set(Double(usage.idle))
-        registry.makeGauge(descriptor: connections, labels: [("state", "busy")]).set(Double(usage.size - usage.idle))
-        registry.makeGauge(descriptor: Self.name("database_pool_waiters", "", "Requests waiting for a PostgreSQL pool connection."))
-            .set(Double(usage.waiting))
+        let gauges = poolGauges.withLock { gauges in
+            if let gauges { return gauges }
+            let connections = Self.name("database_pool_connections", "", "PostgreSQL pool connections by state (idle, busy).")
+            let made = (
+                idle: registry.makeGauge(descriptor: connections, labels: [("state", "idle")]),
+                busy: registry.makeGauge(descriptor: connections, labels: [("state", "busy")]),
+                waiters: registry.makeGauge(descriptor: Self.name("database_pool_waiters", "", "Requests waiting for a PostgreSQL pool connection.")))
+            gauges = made
+            return made
+        }
+        gauges.idle.set(Double(usage.idle))
+        gauges.busy.set(Double(usage.size - usage.idle))
+        gauges.waiters.set(Double(usage.waiting))
     }
 
     /// The exposition in Prometheus's text format (0.0.4).
