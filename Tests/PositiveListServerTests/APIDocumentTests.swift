@@ -7,6 +7,7 @@ import PositiveListServer
 import Testing
 import TestTiers
 import TracerCore
+import TransparencyLog
 
 /// docs/openapi.yaml must stay true: the error codes it lists are exactly those the server's
 /// source can produce, and every path and method it documents is routed.
@@ -67,7 +68,7 @@ import TracerCore
                 operations.append((currentPath, method))
             }
         }
-        #expect(operations.count == 17, "\(operations)")
+        #expect(operations.count == 18, "\(operations)")
 
         // The long poll is routed only when configured.
         let fixture = try ServerFixture { $0.longPollSeconds = 1 }
@@ -82,7 +83,15 @@ import TracerCore
         _ = try await fixture.store.appendKeyHistory(keys, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
         try await fixture.makePublisher().publish()
         let documented = operations
-        try await fixture.withServer { client in
+        // The witness's route is routed only on a server that witnesses a log.
+        let witness = try WitnessHarness(witnessing: try NoteSigner.generate(name: "log.example/routes").verifierKey)
+        defer { witness.remove() }
+        let components = ServerComponents(
+            configuration: fixture.configuration, store: fixture.store, publisher: fixture.makePublisher(), directory: fixture.paths.published,
+            clock: fixture.clock, witness: witness.witness)
+        let application = PositiveListHTTPServer.makeApplication(
+            components, address: .hostname("127.0.0.1", port: 0), logger: fixture.logs.logger, publishOnSchedule: false)
+        try await application.test(.live) { client in
             for operation in documented {
                 // The log holds two entries here (the id batch's and the key batch's): its level-0
                 // tile is the partial 0/000.p/2.
@@ -94,7 +103,9 @@ import TracerCore
                 let response = try await client.send(path, method)
                 // Without credentials the API answers 401, the files and the long poll (a node
                 // holding no list is behind at once) 200: never "no such route".
-                let expected: HTTPResponse.Status = path.hasPrefix("/v1/") && path != "/v1/generation" ? .unauthorized : .ok
+                // The witness answers an empty body as a malformed request.
+                let expected: HTTPResponse.Status = path == "/v1/add-checkpoint" ? .badRequest
+                    : path.hasPrefix("/v1/") && path != "/v1/generation" ? .unauthorized : .ok
                 #expect(response.status == expected, "\(operation.method) \(operation.path)")
             }
         }
