@@ -22,7 +22,6 @@ let package = Package(
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
         // The list server's Prometheus metrics (its own registry per server, no global bootstrap).
-        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
     ],
     targets: [
@@ -124,10 +123,8 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
-                // The metrics listener's registry and exposition (`metrics` in the configuration),
-                // and swift-metrics, whose handler protocols its types implement.
+                // The metrics listener's registry and exposition (`metrics` in the configuration).
                 .product(name: "Prometheus", package: "swift-prometheus"),
-                .product(name: "CoreMetrics", package: "swift-metrics"),
             ]
         ),
         // How both programs end: one mapping from what a command threw to its exit code and message.

@@ -87,7 +87,7 @@ public enum PositiveListHTTPServer {
                 settings: settings, metrics: metrics,
                 sample: { await sampleOwnedState(metrics, store: store, components: components, limiter: limiter, watch: watch) },
                 idleTimeoutSeconds: components.configuration.idleTimeoutSeconds
-            ).makeApplication(logger: logger))
+            ).makeService(logger: logger))
         }
         if let console = components.configuration.console, console.enabled {
             // Both stores keep the console's tables; a store without them (a test's) has no console.

@@ -93,6 +93,8 @@ struct Serve: AsyncParsableCommand {
         let application = PositiveListHTTPServer.makeApplication(components, address: .hostname(host, port: port), logger: logger)
         do {
             try await application.runService()
+        } catch let error as ListenerInUse {
+            throw CommandFailure.listenerInUse(error)
         } catch {
             throw CommandFailure.serverFailed(String(describing: error))
         }

@@ -65,6 +65,7 @@ enum CommandFailure: Error, CustomStringConvertible {
     case passwordNotSet(String)
     case witnessName(String)
     case metricsOnAPIAddress(String, api: String)
+    case listenerInUse(ListenerInUse)
 
     var description: String {
         switch self {
@@ -96,6 +97,8 @@ enum CommandFailure: Error, CustomStringConvertible {
             return "The witness cannot sign under its name (\(detail)); set witnessName to 1 to 255 bytes without spaces or +."
         case .metricsOnAPIAddress(let metrics, let api):
             return "metrics.listen (\(metrics)) is the address of \(api); give the metrics a port of their own, such as 127.0.0.1:9464, so that /metrics is never on the public API."
+        case .listenerInUse(let error):
+            return "\(error); stop what listens there or give \(error.setting) another port."
         case .serverFailed(let detail):
             return "The server stopped with an error (\(detail)); check that the address is free and try again."
         }

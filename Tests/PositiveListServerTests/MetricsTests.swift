@@ -182,6 +182,29 @@ import TracerTestSupport
         #expect(wildcard.exitCode != 0 && wildcard.output.contains("metrics.listen"), "\(wildcard)")
     }
 
+    @Test(.timeLimit(.minutes(1))) func serveSaysWhenTheMetricsPortIsInUse() throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        // Another program listening on the metrics port.
+        let listener = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        defer { close(listener) }
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(listener, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) == 0 }
+        }
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        let named = withUnsafeMutablePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(listener, $0, &length) == 0 }
+        }
+        try #require(bound && named && listen(listener, 1) == 0, "cannot listen: errno \(errno)")
+        let port = Int(UInt16(bigEndian: address.sin_port))
+        try fixture.writeConfiguration(extra: #", "metrics": {"listen": "127.0.0.1:\#(port)"}"#)
+        let result = try ServerCLI.run(["serve", "--bind", "127.0.0.1:\(try LoopbackPort.free())"], fixture: fixture, timeout: .seconds(30))
+        #expect(result.exitCode != 0 && result.output.contains("metrics.listen 127.0.0.1:\(port) is in use"), "\(result)")
+    }
+
     @Test(.tags(.unit)) func theSectionIsReadAndCheckedAsTheConsoleIs() throws {
         func parse(_ section: String) throws(ConfigurationError) -> ServerConfiguration {
             try ServerConfiguration.parse(

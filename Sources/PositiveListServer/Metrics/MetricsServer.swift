@@ -1,8 +1,10 @@
+import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// The metrics listener (`metrics.listen`): `GET /metrics` in Prometheus's text format, and
 /// nothing else. Its own Hummingbird application, run as a service of the API's as the console
@@ -16,7 +18,9 @@ struct MetricsServer: Sendable {
     let sample: @Sendable () async -> Void
     let idleTimeoutSeconds: Int
 
-    func makeApplication(logger: Logger) -> some ApplicationProtocol {
+    /// The listener as a service of the API's: it logs the address it bound, and a port in use
+    /// ends it (and so `serve`) with ``ListenerInUse`` naming `metrics.listen`.
+    func makeService(logger: Logger) -> some Service {
         let router = Router(context: PositiveListRequestContext.self)
         router.get("metrics") { _, _ in
             await sample()
@@ -24,11 +28,43 @@ struct MetricsServer: Sendable {
                 status: .ok, headers: [.contentType: Self.contentType, .cacheControl: "no-store"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.exposition())))
         }
-        return Application(
+        let application = Application(
             router: router,
             server: .http1(configuration: HTTP1Channel.Configuration(idleTimeout: .seconds(Int64(idleTimeoutSeconds)))),
             configuration: ApplicationConfiguration(address: .hostname(settings.host, port: settings.port), serverName: nil),
+            onServerRunning: { channel in
+                logger.info("metrics listening", metadata: [
+                    "address": "\(channel.localAddress?.ipAddress ?? settings.host):\(channel.localAddress?.port ?? settings.port)", "path": "/metrics",
+                ])
+            },
             logger: logger)
+        return ListenerService(application: application, setting: "metrics.listen", address: "\(settings.host):\(settings.port)")
+    }
+}
+
+/// A listener of its own (`metrics.listen`) could not bind: its port is taken.
+public struct ListenerInUse: Error, CustomStringConvertible {
+    /// The configuration's setting, such as `metrics.listen`.
+    public let setting: String
+    /// HOST:PORT as configured.
+    public let address: String
+
+    public var description: String { "\(setting) \(address) is in use" }
+}
+
+/// An application run as a service of the API's, whose bind failure for a port in use says
+/// which setting named the port instead of NIO's bare `bind(...)` error.
+struct ListenerService<Wrapped: ApplicationProtocol>: Service {
+    let application: Wrapped
+    let setting: String
+    let address: String
+
+    func run() async throws {
+        do {
+            try await application.run()
+        } catch let error as IOError where error.errnoCode == EADDRINUSE {
+            throw ListenerInUse(setting: setting, address: address)
+        }
     }
 }
 

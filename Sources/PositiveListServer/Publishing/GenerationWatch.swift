@@ -51,11 +51,11 @@ public actor GenerationWatch {
         wakeAll()
     }
 
-    /// Wakes every waiter for good: the server is stopping, and a long poll must not hold
-    /// its graceful shutdown.
     /// Polls held now, waiting for a newer generation (metrics).
     var heldPolls: Int { waiting }
 
+    /// Wakes every waiter for good: the server is stopping, and a long poll must not hold
+    /// its graceful shutdown.
     public func stop() {
         stopped = true
         wakeAll()
