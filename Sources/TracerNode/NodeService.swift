@@ -58,7 +58,7 @@ struct NodeService {
             if let gpsd { group.addTask { await gpsd.run() } }
             if let watchdog { group.addTask { [status] in await watchdog.run(following: status) } }
             if let metrics {
-                group.addTask { [status] in await metrics.run(following: status, sightings: { await log.sightingsWritten }) }
+                group.addTask { [status] in await metrics.run(following: status) }
             }
             await group.waitForAll()
         }
@@ -69,7 +69,7 @@ struct NodeService {
         }
         await status.stopped()
         // The last word in the metrics file: the node stopped (running 0); the file stays.
-        await metrics?.write(await status.current, sightings: await log.sightingsWritten)
+        await metrics?.write(await status.current)
         logger.info("node stopped")
     }
 }

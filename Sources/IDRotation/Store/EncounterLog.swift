@@ -14,9 +14,6 @@ public actor EncounterLog {
     private let logger: Logger
     private var batch = SightingBatch()
     private var lastFailure: StoreError?
-    /// Sightings written to the store since the log was made: a count, for the node's metrics
-    /// (`node.metrics_file`); never which peers.
-    public private(set) var sightingsWritten = 0
     /// The place in force, read at each sighting; it must answer at once (the exchange waits).
     private let placeInForce: @Sendable () -> Place?
     /// Each change of whether the log can write: the error when writes start failing (the
@@ -49,7 +46,6 @@ public actor EncounterLog {
         guard !batch.isEmpty else { return }
         do {
             try store.write(batch)
-            sightingsWritten += batch.sightingCount
             batch = SightingBatch()
             if lastFailure != nil {
                 logger.info("encounter log writes again")

@@ -27,8 +27,6 @@ struct NodeMetrics: Equatable {
     var version: String
     /// `TransportSpec.metricsKind`: hci, tcp, unix or serial.
     var transportKind: String
-    /// Sightings the encounter log wrote since the node started.
-    var sightingsWritten: Int
     var listLastUpdated: UnixSeconds?
     var lastCheck: Check?
     var placeSource: NodeSettings.PlaceSource
@@ -76,8 +74,6 @@ struct NodeMetrics: Equatable {
         let storeProblem = "1 while the store keeps the node from recording: what=next_id, the next own id cannot be recorded (the node does not advertise); what=encounters, encounters cannot be written (kept in memory)."
         flag("store_problem", storeProblem, status.idNotRecorded != nil, labels: [("what", "next_id")])
         flag("store_problem", storeProblem, status.encountersNotWritten != nil, labels: [("what", "encounters")])
-        counter("sightings_written_total", "Sightings of peers the encounter log wrote since the node started (a count of the whole node, never which peers).",
-                sightingsWritten)
         gauge("start_time_seconds", "When the node started, Unix seconds.", Double(status.startedAt))
         gauge("list_last_updated_timestamp_seconds", "When the positive list was last updated, Unix seconds; 0: never.",
               Double(listLastUpdated ?? 0))
@@ -146,16 +142,16 @@ actor NodeMetricsFile {
 
     /// Follows `recorder` (a stream of its own: the watchdog reads `changes`) and writes at every
     /// status and every `interval`, until the calling task is cancelled; the node writes the
-    /// stopped state itself afterwards (`write(_:sightings:)`).
-    func run(following recorder: NodeStatusRecorder, sightings: @escaping @Sendable () async -> Int) async {
+    /// stopped state itself afterwards (`write(_:)`).
+    func run(following recorder: NodeStatusRecorder) async {
         let changes = await recorder.follow()
         await withTaskGroup(of: Void.self) { group in
             group.addTask {
-                for await status in changes { await self.write(status, sightings: await sightings()) }
+                for await status in changes { await self.write(status) }
             }
             group.addTask {
                 while (try? await Task.sleep(for: Self.interval)) != nil {
-                    await self.write(await recorder.current, sightings: await sightings())
+                    await self.write(await recorder.current)
                 }
             }
             await group.waitForAll()
@@ -163,11 +159,11 @@ actor NodeMetricsFile {
     }
 
     /// Writes the metrics of `status`; logs a failure once, and the recovery.
-    func write(_ status: NodeRuntimeStatus, sightings: Int) {
+    func write(_ status: NodeRuntimeStatus) {
         let read = readings()
         if read.lastCheckRead { lastCheck = read.lastCheck }
         let metrics = NodeMetrics(
-            status: status, version: version, transportKind: transportKind, sightingsWritten: sightings,
+            status: status, version: version, transportKind: transportKind,
             listLastUpdated: read.listLastUpdated, lastCheck: lastCheck, placeSource: placeSource,
             placeInForce: read.placeInForce)
         do {
