@@ -102,7 +102,13 @@ import Glibc
         let full = "is full, so nothing new was published"
         let said = await eventually(timeout: .seconds(20), every: .milliseconds(50)) { log.text.contains(full) }
         #expect(said, "serve did not say the disk is full: \(log.text.suffix(2_000))")
-        let status = try ServerCLI.run(["status"], fixture: fixture)
+        // The outcome `status` and `doctor` read is recorded (and made durable) just after the log
+        // line: on a loaded machine they may be asked in between, so they are asked again.
+        var status = try ServerCLI.run(["status"], fixture: fixture)
+        _ = try await eventually(timeout: .seconds(10), every: .milliseconds(200)) {
+            status = try ServerCLI.run(["status"], fixture: fixture)
+            return status.stdout.contains("Publication FAILING")
+        }
         #expect(status.exitCode == 1 && status.stdout.contains("Publication FAILING") && status.stdout.contains("Free some space there"), "\(status)")
         print("status while full: " + (status.stdout.split(separator: "\n").first { $0.contains("FAILING") } ?? ""))
         let doctor = try ServerCLI.run(["doctor"], fixture: fixture)
