@@ -86,12 +86,7 @@ import TransparencyLog
         // The witness's route is routed only on a server that witnesses a log.
         let witness = try WitnessHarness(witnessing: try NoteSigner.generate(name: "log.example/routes").verifierKey)
         defer { witness.remove() }
-        let components = ServerComponents(
-            configuration: fixture.configuration, store: fixture.store, publisher: fixture.makePublisher(), directory: fixture.paths.published,
-            clock: fixture.clock, witness: witness.witness)
-        let application = PositiveListHTTPServer.makeApplication(
-            components, address: .hostname("127.0.0.1", port: 0), logger: fixture.logs.logger, publishOnSchedule: false)
-        try await application.test(.live) { client in
+        try await fixture.withServer(witness: witness.witness) { client in
             for operation in documented {
                 // The log holds two entries here (the id batch's and the key batch's): its level-0
                 // tile is the partial 0/000.p/2.

@@ -278,15 +278,8 @@ import TracerTestSupport
 
         // promtool, from the same package, finds nothing wrong with the exposition.
         let text = try await server.scrape().text
-        let checked = try ProcessResult.collect(Self.promtoolProcess(["check", "metrics"]), input: text)
+        let checked = try PrometheusTools.checkMetrics(text)
         #expect(checked.exitCode == 0 && checked.output.trimmingCharacters(in: .whitespacesAndNewlines).isEmpty, "promtool check metrics: \(checked)")
-    }
-
-    static func promtoolProcess(_ arguments: [String]) -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
-        process.arguments = arguments
-        return process
     }
 
     // MARK: (c) Cardinality

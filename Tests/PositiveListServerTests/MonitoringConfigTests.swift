@@ -18,7 +18,7 @@ import TracerTestSupport
 
     static func promtool(_ arguments: [String]) throws -> ProcessResult {
         try MetricsTests.requireTools()
-        return try ProcessResult.collect(MetricsTests.promtoolProcess(arguments))
+        return try PrometheusTools.promtool(arguments)
     }
 
     /// The `tracer_server_...` identifiers in `text`.

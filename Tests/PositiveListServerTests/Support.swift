@@ -76,14 +76,20 @@ struct ServerFixture: Sendable {
             idPublicationDelaySeconds: idPublicationDelaySeconds, clock: clock, logger: logs.logger, faultInjection: faultInjection)
     }
 
-    var components: ServerComponents {
-        ServerComponents(configuration: configuration, store: store, publisher: makePublisher(), directory: paths.published, clock: clock)
+    var components: ServerComponents { components(witness: nil) }
+
+    /// The server's parts; with `witness`, a server that witnesses logs (POST /v1/add-checkpoint).
+    func components(witness: CheckpointWitness?) -> ServerComponents {
+        ServerComponents(configuration: configuration, store: store, publisher: makePublisher(), directory: paths.published, clock: clock, witness: witness)
     }
 
-    /// Runs `body` against the real server listening on 127.0.0.1 with an ephemeral port.
-    func withServer<Value: Sendable>(_ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value) async throws -> Value {
+    /// Runs `body` against the real server listening on 127.0.0.1 with an ephemeral port; with
+    /// `witness`, one that witnesses logs.
+    func withServer<Value: Sendable>(
+        witness: CheckpointWitness? = nil, _ body: @escaping @Sendable (any TestClientProtocol) async throws -> Value
+    ) async throws -> Value {
         let application = PositiveListHTTPServer.makeApplication(
-            components, address: .hostname("127.0.0.1", port: 0), logger: logs.logger, publishOnSchedule: false)
+            components(witness: witness), address: .hostname("127.0.0.1", port: 0), logger: logs.logger, publishOnSchedule: false)
         return try await application.test(.live) { client in try await body(client) }
     }
 

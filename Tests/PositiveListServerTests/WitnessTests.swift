@@ -226,12 +226,7 @@ struct DirectWitnessTransport: WitnessTransport {
         let log = try MemoryLog()
         let harness = try WitnessHarness(witnessing: log.key)
         defer { harness.remove() }
-        let components = ServerComponents(
-            configuration: fixture.configuration, store: fixture.store, publisher: fixture.makePublisher(), directory: fixture.paths.published,
-            clock: fixture.clock, witness: harness.witness)
-        let application = PositiveListHTTPServer.makeApplication(
-            components, address: .hostname("127.0.0.1", port: 0), logger: fixture.logs.logger, publishOnSchedule: false)
-        try await application.test(.live) { client in
+        try await fixture.withServer(witness: harness.witness) { client in
             func post(_ body: Data) async throws -> TestResponse {
                 try await client.execute(uri: "/v1/add-checkpoint", method: .post, body: ByteBuffer(bytes: body))
             }

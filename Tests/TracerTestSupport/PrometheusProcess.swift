@@ -5,13 +5,19 @@ import TestTiers
 /// promtool, for the metrics tests of the server (MetricsTests) and the node (NodeMetricsTests).
 /// Their callers require it first (`RequiredTool.prometheus`).
 public enum PrometheusTools {
+    /// `promtool ARGUMENTS`, given `input` on its standard input: its exit code and what it said.
+    public static func promtool(_ arguments: [String], input: String? = nil) throws -> ProcessResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
+        process.arguments = arguments
+        if let input { return try ProcessResult.collect(process, input: input) }
+        return try ProcessResult.collect(process)
+    }
+
     /// `promtool check metrics` on `exposition`: its exit code and what it said (nothing when it
     /// found nothing wrong).
     public static func checkMetrics(_ exposition: String) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/promtool")
-        process.arguments = ["check", "metrics"]
-        return try ProcessResult.collect(process, input: exposition)
+        try promtool(["check", "metrics"], input: exposition)
     }
 }
 
