@@ -37,3 +37,28 @@ wait_for_peers() {
         sleep 2
     done
 }
+
+# The latest last sighting (Unix seconds) in database $1 (0 while it has none).
+latest_sighting() {
+    "$tracer" encounters --json --details --db "$1" 2>/dev/null | grep -o '"lastSeen" *: *[0-9]*' | grep -o '[0-9]*$' \
+        | sort -n | tail -1 | awk '{ print $1 + 0 }'
+}
+
+# Waits (up to $2 seconds) until the database /tmp/$1.db holds a sighting from after second $3:
+# one that a node started after that second logged (whole seconds, rounded down).
+wait_for_sighting_after() {
+    local deadline=$(( $(date +%s) + $2 ))
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        [ "$(latest_sighting "/tmp/$1.db")" -gt "$3" ] && break
+        sleep 1
+    done
+}
+
+# Waits (up to $2 seconds) until the log $results/$1.log has a whole line matching the pattern $3.
+wait_for_log_line() {
+    local deadline=$(( $(date +%s) + $2 ))
+    while [ "$(date +%s)" -lt "$deadline" ]; do
+        grep -q -- "$3" "$results/$1.log" 2>/dev/null && break
+        sleep 0.2
+    done
+}

@@ -49,18 +49,15 @@ keep_database serial-node
 say "phase 2: kill -9 of the hci0 node, and a restart"
 kill -KILL "$hci0_node"; wait "$hci0_node" 2>/dev/null
 before=$(peers /tmp/hci0-node.db)
-date +%s >"$results/restart-time"
+restart_time=$(date +%s)
+echo "$restart_time" >"$results/restart-time"
 start_node hci0-restarted hci0-node hci0
 hci0_node=$node
-# The restart must take the channel (no EBUSY) and exchange again: a peer id it had not met before
-# the kill (the host's nodes rotate theirs every 15 s) or, failing that, any
-# new encounter row.
-deadline=$(( $(date +%s) + phase_seconds ))
-while [ "$(date +%s)" -lt "$deadline" ]; do
-    [ "$(peers /tmp/hci0-node.db)" -gt "$before" ] && break
-    sleep 2
-done
-say "phase 2: the restarted node has met $(peers /tmp/hci0-node.db) peer ids (before the kill: $before)"
+# The restart must take the channel (no EBUSY) and exchange again: a sighting after the restart's
+# second, which only the restarted node can have logged, and only after reading or being written
+# a host node's id again (it starts knowing no address), whether a new id or one met before the kill.
+wait_for_sighting_after hci0-node "$phase_seconds" "$restart_time"
+say "phase 2: the restarted node has met $(peers /tmp/hci0-node.db) peer ids (before the kill: $before), latest sighting $(latest_sighting /tmp/hci0-node.db) (restart $restart_time)"
 
 say "phase 3: bluetoothd on hci1, gatttool as central"
 dbus-daemon --system --fork --nopidfile
@@ -101,7 +98,8 @@ for _ in $(seq 50); do btmgmt --index 0 info 2>/dev/null | grep -q "current sett
 btmgmt --index 0 info >"$results/hci0-info-after-sigterm.txt" 2>&1
 start_node hci0-busy hci0-busy hci0
 busy_node=$node
-sleep 8
+# Until it has refused (the whole line, which ends with its retry), for 30 s at most.
+wait_for_log_line hci0-busy 30 'EBUSY.*reconnecting'
 kill -KILL "$busy_node"; wait "$busy_node" 2>/dev/null
 "$tracer" doctor --db /tmp/hci0-busy.db --transport hci0 >"$results/doctor-busy.txt" 2>&1
 echo "$?" >"$results/doctor-busy.exit"
@@ -123,11 +121,13 @@ say "phase 5: the taking node met $(peers /tmp/hci0-take.db) peer ids; kill -9"
 kill -KILL "$take_node"; wait "$take_node" 2>/dev/null
 before=$(peers /tmp/hci0-take.db)
 hci0_powered hci0-info-after-take-kill.txt 30
-date +%s >"$results/take-restart-time"
+restart_time=$(date +%s)
+echo "$restart_time" >"$results/take-restart-time"
 start_node hci0-take-restarted hci0-take hci0 --take-adapter
 take_node=$node
-wait_for_peers hci0-take "$take_seconds" "$before"
-say "phase 5: the restarted taking node has met $(peers /tmp/hci0-take.db) peer ids (before the kill: $before)"
+# As in phase 2: a sighting that only the restarted node can have logged.
+wait_for_sighting_after hci0-take "$take_seconds" "$restart_time"
+say "phase 5: the restarted taking node has met $(peers /tmp/hci0-take.db) peer ids (before the kill: $before), latest sighting $(latest_sighting /tmp/hci0-take.db) (restart $restart_time)"
 stop_node hci0-take-restarted "$take_node"
 keep_database hci0-take
 kill "$bluetoothd_pid"
