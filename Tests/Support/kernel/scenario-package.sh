@@ -76,7 +76,8 @@ run_as_unit() {
 echo "user=$user ambient=$capabilities bounding=$bounding environment=${environment[*]}" >"$results/unit-reading.txt"
 run_as_unit package-node "$capabilities" "-all,$bounding" --rotation-interval 15
 package_node=$node
-sleep 2
+# Until setpriv and env have exec'd the node (for 10 s at most).
+for _ in $(seq 50); do [ "$(cat "/proc/$package_node/comm" 2>/dev/null)" = tracer ] && break; sleep 0.2; done
 # The running process's own view: its user and its capability sets (from /proc, as the kernel sees them).
 # setpriv and env exec, so the pid is the node's.
 grep -E '^(Name|Uid|Gid|CapInh|CapPrm|CapEff|CapBnd|CapAmb|NoNewPrivs):' "/proc/$package_node/status" >"$results/package-node-process.txt" 2>&1
@@ -96,7 +97,8 @@ for file in "$database"*; do [ -e "$file" ] && cp "$file" "$results/"; done
 say "phase 3: the same without the capability"
 run_as_unit nocap-node -all -all --rotation-interval 15
 nocap_node=$node
-sleep 8
+# Until it has refused (the whole JSON line), for 30 s at most.
+wait_for_log_line nocap-node 30 'EPERM.*needs CAP_NET_ADMIN.*}$'
 kill -KILL "$nocap_node" 2>/dev/null; wait "$nocap_node" 2>/dev/null
 
 say "phase 4: dpkg -r, dpkg --purge"
