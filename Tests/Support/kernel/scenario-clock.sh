@@ -9,7 +9,7 @@
 #      the other's new id;
 #   3. the clock steps back KBED_CLOCK_BACK seconds, behind the start of the nodes' windows: how many
 #      rotations follow within 5 s (step-back-NAME.rotations, must be 0), then the nodes keep
-#      exchanging;
+#      exchanging (b logs a sighting within 10 s);
 #   4. a suspend of KBED_SUSPEND_SECONDS as the nodes live it (SIGSTOP, the wall clock stepped on,
 #      SIGCONT 0.2 s later): how long after the resume each node rotates (resume-NAME.ms).
 # Evidence in $KBED_RESULTS; the scenario judges nothing.
@@ -80,10 +80,18 @@ say "clock now $(date -u +%FT%TZ)"
 sleep 5
 echo $(( $(rotations a) - before_a )) >"$results/step-back-a.rotations"
 echo $(( $(rotations b) - before_b )) >"$results/step-back-b.rotations"
-sightings_before=$("$tracer" encounters --json --db /tmp/b.db 2>/dev/null | grep -o '"sightings" *: *[0-9]*' | grep -o '[0-9]*$' | awk '{ t += $1 } END { print t + 0 }')
-sleep 10
-"$tracer" encounters --json --db /tmp/b.db >"$results/phase3-b-encounters.json" 2>&1
+# Sightings summed over a `tracer encounters --json` output on stdin.
+sightings() { grep -o '"sightings" *: *[0-9]*' | grep -o '[0-9]*$' | awk '{ t += $1 } END { print t + 0 }'; }
+sightings_before=$("$tracer" encounters --json --db /tmp/b.db 2>/dev/null | sightings)
 echo "$sightings_before" >"$results/phase3-b-sightings-before"
+# Until b logs a sighting after the step (it flushes them every second), for 10 s at most.
+deadline=$(( $(date +%s) + 10 ))
+while :; do
+    sleep 1
+    "$tracer" encounters --json --db /tmp/b.db >"$results/phase3-b-encounters.json" 2>&1
+    [ "$(sightings <"$results/phase3-b-encounters.json")" -gt "$sightings_before" ] && break
+    [ "$(date +%s)" -lt "$deadline" ] || break
+done
 say "phase 3: rotations after the step: a $(cat "$results/step-back-a.rotations"), b $(cat "$results/step-back-b.rotations")"
 
 say "phase 4: the nodes suspended for an hour"
@@ -101,7 +109,6 @@ kill -CONT "$node_a" "$node_b"
 echo "wall clock on by $suspend_seconds s, the nodes frozen for $(( $(uptime_ms) - mono_before )) ms" >"$results/suspend.txt"
 time_both_to_rotation resume "$before_a" "$before_b"
 say "phase 4: $(cat "$results/suspend.txt"); a rotated $(cat "$results/resume-a.ms") ms after the resume, b $(cat "$results/resume-b.ms") ms"
-sleep 5
 
 stop_node a "$node_a"
 stop_node b "$node_b"
