@@ -50,18 +50,46 @@ public final class NodeStore: Sendable {
     /// write fails with `.readOnlyFileSystem`. No migration runs; a file from a newer tracer is
     /// refused as `open` refuses it.
     public static func openReadOnly(_ location: StoreLocation) throws(StoreError) -> NodeStore {
-        try inspectExistingFile(at: location)
+        let name = readOnlyName(location)
+        try inspectExistingFile(at: location, name: name)
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(5)
         configuration.label = "tracer.store"
         configuration.prepareDatabase { db in db.add(function: NodeStore.mergeHistograms) }
         do {
-            return NodeStore(location: location, queue: try DatabaseQueue(path: location.path, configuration: configuration))
+            return NodeStore(location: location, queue: try DatabaseQueue(path: name, configuration: configuration))
         } catch {
             throw StoreError(error, path: location.path)
         }
     }
+
+    /// What SQLite is given to read the store on a read-only file system: the path, or the path
+    /// as a URI with `immutable=1` when the store was stopped cleanly there. Reading a WAL
+    /// database needs its -shm (and -wal) file, and a clean stop removes both; on a read-only
+    /// file system SQLite cannot create them again, so every plain open fails ("unable to open
+    /// database file"). With neither file there the WAL holds nothing, and nothing can change
+    /// the file while the file system stays read-only: SQLite's documented way to read such a
+    /// file is `immutable=1` (sqlite.org/wal.html, "Read-Only Databases"), which uses neither
+    /// file nor locks. Only then: with a -wal left (a node killed, or the disk failing under a
+    /// running node) immutable would skip the commits it holds, and the plain open reads them.
+    static func readOnlyName(_ location: StoreLocation) -> String {
+        let manager = FileManager.default
+        guard understandsURIs, !manager.fileExists(atPath: location.path + "-wal"), !manager.fileExists(atPath: location.path + "-shm"),
+              ReadOnlyFileSystem.holds(location.path)
+        else { return location.path }
+        // The path as a URI's path: "?", "#" and "%" in it would otherwise end or escape it.
+        let escaped = location.path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? location.path
+        return "file:" + escaped + "?immutable=1"
+    }
+
+    /// GRDB opens without SQLITE_OPEN_URI, so SQLite reads a "file:" name as a URI only when
+    /// built with SQLITE_USE_URI (Debian's and Ubuntu's are); elsewhere the plain open is all
+    /// there is, and a cleanly stopped store on a read-only file system fails as before.
+    private static let understandsURIs: Bool = {
+        let answer = try? DatabaseQueue().read { db in try Bool.fetchOne(db, sql: "SELECT sqlite_compileoption_used('USE_URI')") }
+        return answer.flatMap { $0 } ?? false
+    }()
 
     /// What an existing file holds, read without writing to it.
     enum Contents {
@@ -70,11 +98,12 @@ public final class NodeStore: Sendable {
     }
 
     /// Refuses a file that is not a Tracer database; reports schema steps this binary does not know.
+    /// `name` is what SQLite opens: the path, or `readOnlyName`'s URI.
     @discardableResult
-    static func inspect(_ location: StoreLocation) throws(StoreError) -> Contents {
+    static func inspect(_ location: StoreLocation, name: String? = nil) throws(StoreError) -> Contents {
         let contents: SQLiteFileProbe.Contents
         do {
-            contents = try SQLiteFileProbe.inspect(path: location.path, applicationID: Schema.applicationID, migrator: Schema.migrator)
+            contents = try SQLiteFileProbe.inspect(path: name ?? location.path, applicationID: Schema.applicationID, migrator: Schema.migrator)
         } catch {
             throw StoreError(error, path: location.path)
         }
@@ -85,8 +114,8 @@ public final class NodeStore: Sendable {
         }
     }
 
-    private static func inspectExistingFile(at location: StoreLocation) throws(StoreError) {
-        if case .tracer(let unknown) = try inspect(location), !unknown.isEmpty {
+    private static func inspectExistingFile(at location: StoreLocation, name: String? = nil) throws(StoreError) {
+        if case .tracer(let unknown) = try inspect(location, name: name), !unknown.isEmpty {
             throw .newerSchema(path: location.path, unknownMigrations: unknown)
         }
     }

@@ -1,0 +1,53 @@
+import Foundation
+import IDRotation
+import Testing
+import TestTiers
+import TracerTestSupport
+
+extension TracerNodeTests {
+    /// A node stopped cleanly (SQLite removed the store's -wal and -shm files) whose disk then
+    /// turned read-only (an SD card that failed while the node was off): what the store holds can
+    /// still be read, and a command that must write says so before it asks anything.
+    @Suite(.tags(.endToEnd)) struct NodeReadOnlyDiskStopped {
+        /// A store of three seeded days on a fresh ext4 disk, closed cleanly, then the disk failed
+        /// into read-only; `body` gets the disk, the database's path and the scratch home.
+        static func withStoppedStoreOnAFailedDisk(_ body: (FailingDisk, String, Scratch) throws -> Void) throws {
+            let scratch = try Scratch()
+            defer { scratch.remove() }
+            let disk = try FailingDisk(at: scratch.file("disk"), megabytes: 16)
+            defer { if let problem = disk.remove() { Issue.record(Comment(rawValue: problem)) } }
+            let db = disk.path + "/node.db"
+            // TracerSimulator writes through the real store and ends, closing it as a stopped node does.
+            try Products.seed(db, home: scratch.path)
+            try #require(!Check.exists(db + "-wal") && !Check.exists(db + "-shm"),
+                         "the seeded store was not closed cleanly: \((try? FileManager.default.contentsOfDirectory(atPath: disk.path)) ?? [])")
+            try body(disk, db, scratch)
+        }
+
+        @Test(.timeLimit(.minutes(2)))
+        func aCleanlyStoppedStoreOnADiskTurnedReadOnlyCanStillBeRead() throws {
+            try Self.withStoppedStoreOnAFailedDisk { disk, db, scratch in
+                let home = scratch.path
+                let ids = try Products.tracer(["ids", "--json", "--reveal", "--db", db], home: home)
+                let encounters = try Products.tracer(["encounters", "--json", "--reveal", "--db", db], home: home)
+                try #require(ids.exitCode == 0 && encounters.exitCode == 0, "\(ids)\n\(encounters)")
+                try disk.fail()
+
+                // Read as before, without the -shm SQLite cannot create there.
+                let idsAfter = try Products.tracer(["ids", "--json", "--reveal", "--db", db], home: home)
+                #expect(idsAfter.exitCode == 0 && idsAfter.stdout == ids.stdout, "\(idsAfter)")
+                let encountersAfter = try Products.tracer(["encounters", "--json", "--reveal", "--db", db], home: home)
+                #expect(encountersAfter.exitCode == 0 && encountersAfter.stdout == encounters.stdout, "\(encountersAfter)")
+                let export = try Products.tracer(["export", "--db", db], home: home)
+                #expect(export.exitCode == 0 && Check.fullHexIDs(in: export.stdout).isSuperset(of: Check.fullHexIDs(in: ids.stdout)), "\(export)")
+                #expect(!Check.fullHexIDs(in: ids.stdout).isEmpty, "the seeded store holds no id: \(ids)")
+                // Status leads with the read-only disk (exit 1) and still shows what the store holds.
+                let status = try Products.tracer(["status", "--db", db], home: home)
+                #expect(status.exitCode == 1 && status.stdout.hasPrefix("Node:           not recording: the file system holding \(db) is read-only"),
+                        "\(status)")
+                #expect(status.stdout.contains("Latest own id:"), "status shows nothing the store holds: \(status)")
+                #expect(!Check.exists(db + "-shm") && !Check.exists(db + "-wal"))
+            }
+        }
+    }
+}
