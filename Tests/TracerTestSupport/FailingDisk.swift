@@ -89,14 +89,16 @@ public struct FailingDisk: Sendable {
         try mount()
     }
 
-    /// Unmounts (lazily when busy) and deletes the image; returns what went wrong when it stays
-    /// mounted, for the test to record rather than leave a mount unnoticed.
+    /// Unmounts (`Unmount.everything`: retried while busy, lazily as a last resort) and only
+    /// then deletes the image; returns what went wrong when it stays mounted, for the test to
+    /// record rather than leave a mount unnoticed. The image is kept then: deleting the file
+    /// under a mounted file system would only hide the mount (the loop device keeps using it).
     @discardableResult
-    public func remove() -> String? {
-        defer { unlink(image) }
-        if (try? ProcessResult.run("/bin/umount", [path]))?.exitCode == 0 { return nil }
-        let lazy = try? ProcessResult.run("/bin/umount", ["-l", path])
-        if lazy?.exitCode == 0 { return nil }
-        return "the ext4 image at \(path) is still mounted: umount -l: \(lazy.map { "\($0)" } ?? "could not run")"
+    public func remove(unmounting command: Unmount.Command = Unmount.umount) -> String? {
+        if let problem = Unmount.everything(at: path, command: command) {
+            return "the ext4 image \(image) is kept: \(problem); unmount it (umount -l \(path)), then delete the image"
+        }
+        unlink(image)
+        return nil
     }
 }

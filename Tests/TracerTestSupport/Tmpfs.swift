@@ -22,14 +22,12 @@ public struct Tmpfs: Sendable {
         self.path = path
     }
 
-    /// Unmounts, lazily when the tmpfs is busy (a process's files still open); returns what went
-    /// wrong when it stays mounted, for the test to record rather than leave a mount unnoticed.
+    /// Unmounts (`Unmount.everything`: retried while busy, lazily as a last resort); returns
+    /// what went wrong when it stays mounted, for the test to record rather than leave a mount
+    /// unnoticed.
     @discardableResult
     public func unmount() -> String? {
-        if (try? ProcessResult.run("/bin/umount", [path]))?.exitCode == 0 { return nil }
-        let lazy = try? ProcessResult.run("/bin/umount", ["-l", path])
-        if lazy?.exitCode == 0 { return nil }
-        return "the tmpfs at \(path) is still mounted: umount -l: \(lazy.map { "\($0)" } ?? "could not run")"
+        Unmount.everything(at: path).map { "the tmpfs at \(path) stays mounted: \($0)" }
     }
 
     /// Writes zeros to `name` until the file system refuses, in ever smaller pieces.
