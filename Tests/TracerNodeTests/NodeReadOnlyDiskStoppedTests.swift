@@ -49,5 +49,31 @@ extension TracerNodeTests {
                 #expect(!Check.exists(db + "-shm") && !Check.exists(db + "-wal"))
             }
         }
+
+        /// `tracer report` must keep its upload in the store (the idempotency key before it sends,
+        /// the receipt after): on a read-only disk it fails with the store's message before it
+        /// asks which kind, shows what it would upload or asks to upload, at a terminal or not.
+        @Test(.timeLimit(.minutes(2)))
+        func reportOnADiskTurnedReadOnlySaysSoBeforeAskingAnything() throws {
+            try Self.withStoppedStoreOnAFailedDisk { disk, db, scratch in
+                try disk.fail()
+                let readOnly = StoreError.readOnlyFileSystem(path: db).description
+                // Never contacted: the command must end before any request.
+                let report = ["report", "--db", db, "--server", "http://127.0.0.1:9", "--code", "CODE-1234"]
+
+                let typed = try KeyReportCycleTests.tracerAtATerminal(scratch, report, typing: "ids\nyes\n")
+                #expect(typed.exitCode == 1, "\(typed)")
+                #expect(typed.stdout.contains("error: " + readOnly), "\(typed)")
+                for question in ["Upload ids or daily keys?", "Upload now?", "This uploads", "You can upload one of two things"] {
+                    #expect(!typed.stdout.contains(question), "asked or showed \"\(question)\" before failing: \(typed)")
+                }
+
+                let withoutTerminal = try Products.tracer(report, home: scratch.path)
+                #expect(withoutTerminal.exitCode == 1 && withoutTerminal.stdout.isEmpty && withoutTerminal.stderrLines == ["error: " + readOnly],
+                        "\(withoutTerminal)")
+                let withYes = try Products.tracer(report + ["--yes"], home: scratch.path)
+                #expect(withYes.exitCode == 1 && withYes.stdout.isEmpty && withYes.stderrLines == ["error: " + readOnly], "\(withYes)")
+            }
+        }
     }
 }

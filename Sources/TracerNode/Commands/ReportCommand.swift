@@ -51,7 +51,9 @@ struct ReportCommand: AsyncParsableCommand {
         let resolved = try config.resolve(flags: flags)
         let settings = resolved.settings
         let parts = MatchingParts(settings: settings)
-        guard let opened = try StoreOptions.openExisting(resolved.storeLocation) else {
+        // Before any question: the upload is kept in the store (its key before it is sent, the
+        // receipt after), so a store that cannot be written ends the command here.
+        guard let opened = try StoreOptions.openExisting(resolved.storeLocation, forWriting: true) else {
             throw CommandFailure.noHistoryToReport
         }
         let canAsk = !yes && isatty(STDIN_FILENO) == 1

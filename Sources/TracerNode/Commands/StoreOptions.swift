@@ -27,14 +27,20 @@ struct StoreOptions: ParsableArguments {
         try Self.openExisting(try location())
     }
 
-    static func openExisting(_ location: StoreLocation) throws -> NodeStore? {
+    /// `forWriting`: for a command that must write to the store before it is done (`tracer
+    /// report` keeps its pending upload there), a read-only file system fails here, with the
+    /// store's own message, before the command asks or sends anything.
+    static func openExisting(_ location: StoreLocation, forWriting: Bool = false) throws -> NodeStore? {
         guard location.exists else {
             FileHandle.standardError.write(Data("No Tracer data yet: there is no database at \(location.path).\n".utf8))
             return nil
         }
         do {
             return try NodeStore.open(location)
-        } catch .readOnlyFileSystem {
+        } catch {
+            // `catch .readOnlyFileSystem where !forWriting` crashes Swift 6.3.1's SIL optimizer
+            // (MandatoryAllocBoxToStack), hence the guard.
+            guard case .readOnlyFileSystem = error, !forWriting else { throw error }
             // What the disk still holds can be shown; a command that writes fails at its write, saying why.
             return try NodeStore.openReadOnly(location)
         }
