@@ -26,12 +26,17 @@ public enum AtomicFile {
 
     /// `beforeRename` runs after the temporary file is durable and before it replaces the
     /// target: the publisher's fault injection uses it to prove that a crash there is harmless.
+    ///
+    /// `durable: false` leaves out both fsyncs: a reader still sees the old file or the new one,
+    /// never a part, but a crash of the machine may lose the newest version (or, on some file
+    /// systems, leave the file empty). For a file rewritten often and soon again, where waiting
+    /// for the disk at every write would wear flash storage for nothing (the node's metrics).
     public static func write(
-        _ bytes: [UInt8], to path: String, mode: mode_t = 0o644, beforeRename: () throws -> Void = {}
+        _ bytes: [UInt8], to path: String, mode: mode_t = 0o644, durable: Bool = true, beforeRename: () throws -> Void = {}
     ) throws(FileWriteError) {
         let temporary = try writeTemporary(bytes, for: path, mode: mode)
         do {
-            try syncFile(temporary)
+            if durable { try syncFile(temporary) }
         } catch {
             unlink(temporary)
             throw error
@@ -48,7 +53,7 @@ public enum AtomicFile {
             unlink(temporary)
             throw .cannotWrite(path: path, reason: reason)
         }
-        try syncDirectory((path as NSString).deletingLastPathComponent)
+        if durable { try syncDirectory((path as NSString).deletingLastPathComponent) }
     }
 
     /// `write(_:to:)` for many files at once, for a writer that replaces hundreds together (a log

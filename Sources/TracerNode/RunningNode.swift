@@ -18,6 +18,8 @@ actor RunningNode {
     private let schedule: RotationSchedule
     private let logger = Logger(label: "tracer.node")
     private var checkTask: Task<Void, Never>?
+    /// The writer of `node.metrics_file`, when set; every check's report is told to it.
+    private var metrics: NodeMetricsFile?
 
     init(resolved: ResolvedSettings) throws {
         let settings = resolved.settings
@@ -50,13 +52,14 @@ actor RunningNode {
     func run(levelControl: LogLevelControl, reload: @escaping @Sendable () throws -> ResolvedSettings) async {
         let exchange = Self.exchangeConfiguration(settings)
         let place = Self.placeParts(settings)
+        metrics = NodeMetricsFile.following(store: store, settings: settings, transport: transport, board: place?.board, logger: logger)
         let service = NodeService(
             store: store, transport: transport, heldAdapter: settings.takeAdapter ? .take : .refuse,
             schedule: schedule, retention: .standard, exchange: exchange,
             status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport, logger: logger),
             places: place?.board, gpsd: place?.gpsd,
             watchdog: SystemdNotifier().map { NodeWatchdog(notifier: $0, darkLimit: settings.watchdogDarkLimit, logger: logger) },
-            metrics: metricsFile(board: place?.board), logger: logger)
+            metrics: metrics, logger: logger)
         let serviceTask = Task { await service.run() }
         startChecks()
 
@@ -70,25 +73,6 @@ actor RunningNode {
         (stops + [hangUp]).forEach { $0.cancel() }
     }
 
-    /// The writer of `node.metrics_file`, when it is set. Its readings come from where `tracer
-    /// status` reads them: the list cache's state file, the store's last check report, the place board.
-    private func metricsFile(board: PlaceBoard?) -> NodeMetricsFile? {
-        guard let path = settings.metricsFile else { return nil }
-        let cache = MatchingParts(settings: settings).cache
-        return NodeMetricsFile(
-            path: path, transport: transport, placeSource: settings.placeSource,
-            readings: { [store] in
-                var readings = NodeMetricsFile.Readings(listLastUpdated: cache.state.lastUpdated, placeInForce: board?.current() != nil)
-                do {
-                    readings.lastCheck = try ExposureChecker.lastReport(in: store).map { .init(checkedAt: $0.checkedAt, level: $0.assessment.level) }
-                } catch {
-                    readings.lastCheckRead = false
-                }
-                return readings
-            },
-            logger: logger)
-    }
-
     private func startChecks() {
         checkTask?.cancel()
         checkTask = nil
@@ -98,11 +82,13 @@ actor RunningNode {
         }
         do {
             let parts = MatchingParts(settings: settings)
+            let metrics = self.metrics
             let schedule = ExposureCheckSchedule(
                 checker: try parts.checker(store: store, offline: false), hook: settings.onExposure.map { ExposureHook(command: $0) },
                 interval: settings.checkInterval, jitter: settings.checkJitter,
                 refreshInterval: settings.refreshInterval, refreshJitter: settings.refreshJitter,
-                longPoll: settings.longPoll ? try parts.longPoll() : nil, logger: Logger(label: "tracer.check"))
+                longPoll: settings.longPoll ? try parts.longPoll() : nil,
+                onReport: { report in await metrics?.record(NodeMetrics.Check(report)) }, logger: Logger(label: "tracer.check"))
             checkTask = Task { await schedule.run() }
         } catch {
             logger.error("exposure checks are off", metadata: ["reason": "\(UserMessage.describe(error))"])

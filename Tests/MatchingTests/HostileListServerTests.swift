@@ -3,6 +3,7 @@ import CurlHTTP
 import Foundation
 import IDRotation
 import Logging
+import Synchronization
 @testable import Matching
 import PositiveListFormat
 import Testing
@@ -409,19 +410,29 @@ import TracerTestSupport
         #expect(try String(contentsOfFile: notifications, encoding: .utf8) == "notified\n", "notified once, not again")
     }
 
+    /// The reports a schedule tells its follower (`onReport`, the node's metrics file).
+    final class ToldReports: Sendable {
+        let reports = Mutex<[ExposureCheckReport]>([])
+        var all: [ExposureCheckReport] { reports.withLock { $0 } }
+    }
+
     /// Issue 29: the frequent revalidation between full checks costs two conditional requests
     /// (304) while the list is unchanged and matches nothing; once an index changes it downloads
-    /// the new batch, matches at once and runs the on-exposure command.
+    /// the new batch, matches at once and runs the on-exposure command. Every report the check
+    /// and the revalidation keep is told to the schedule's follower too.
     @Test func theRevalidationMatchesOnlyWhenTheListChanged() async throws {
         let world = try World()
         try world.publishIDs([1], generation: 1)
         try world.publishKeys([2], generation: 1)
         let notifications = world.directory.path + "/notifications"
         let checker = world.checker()
+        let told = ToldReports()
         let schedule = ExposureCheckSchedule(
             checker: checker, hook: ExposureHook(command: "echo notified >> '\(notifications)'"), interval: 3_600, jitter: 0,
-            refreshInterval: 300, refreshJitter: 60, logger: Logger(label: "test.check"))
+            refreshInterval: 300, refreshJitter: 60, onReport: { report in told.reports.withLock { $0.append(report) } },
+            logger: Logger(label: "test.check"))
         #expect(await schedule.checkOnce())
+        #expect(told.all.map(\.withoutPlaces) == [try #require(try ExposureChecker.lastReport(in: world.store))])
         #expect(!FileManager.default.fileExists(atPath: notifications), "nobody diagnosed yet")
         let before = try await world.requests().count
 
@@ -439,6 +450,7 @@ import TracerTestSupport
         #expect(try String(contentsOfFile: notifications, encoding: .utf8) == "notified\n")
         let report = try #require(try ExposureChecker.lastReport(in: world.store))
         #expect(report.newExposure && report.list.keyBatches == 2)
+        #expect(told.all.count == 2 && told.all.last?.withoutPlaces == report, "the revalidation's report was not told")
         // The id batch already verified was not downloaded again (its index answered 304).
         let all = try await world.requests()
         #expect(all.filter { $0.path == "batches/1.tplb" }.count == 1, "\(all.map(\.path))")

@@ -1,8 +1,10 @@
 import BLEHost
 import Foundation
-import Matching
+import IDRotation
+@testable import Matching
 import Testing
 import TestTiers
+import TracerCore
 import TracerTestSupport
 @testable import TracerNode
 #if canImport(Glibc)
@@ -104,6 +106,49 @@ import Glibc
         #expect(mode == 0o644)
         // No temporary file is left beside it for node_exporter to trip on.
         #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["tracer.prom"])
+    }
+
+    /// The running node's writer reads the last check from the store once, at start; each later
+    /// one it is told by the check cycle. Its writes (three a minute) never read the store: a
+    /// report the store holds later (as another `tracer check` would leave it) is not written,
+    /// one told is.
+    @Test func theLastCheckIsReadFromTheStoreOnceAndThenTold() async throws {
+        let directory = NSTemporaryDirectory() + "/tracer-metrics-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let store = try NodeStore.open(StoreLocation(path: directory + "/node.db", source: .flag, ownsDirectory: false))
+        func report(_ checkedAt: UnixSeconds, _ level: RiskLevel) -> ExposureCheckReport {
+            var assessment = ExposureAssessment(matches: [], model: .standard)
+            assessment.level = level
+            return ExposureCheckReport(
+                checkedAt: checkedAt, list: .init(lastUpdated: checkedAt, generation: 1, publishedAt: checkedAt, batches: 1, updateFailure: nil, offline: false),
+                idsChecked: 1, encountersChecked: 0, matchedIDs: 0, idsSeenOutsideTheirWindow: 0, assessment: assessment, newExposure: false)
+        }
+        func keep(_ report: ExposureCheckReport) throws {
+            try store.setStateValue(String(decoding: try JSONEncoder().encode(report), as: UTF8.self), forKey: ExposureChecker.lastReportKey)
+        }
+        let path = directory + "/tracer.prom"
+        let settings = try NodeSettings.resolve(
+            configFlag: nil, flags: ["node.metrics_file": path, "check.cache_dir": directory + "/cache"], environment: ["HOME": directory]
+        ).settings
+        try keep(report(1_700_000_100, .low))
+        let file = try #require(NodeMetricsFile.following(
+            store: store, settings: settings, transport: .tcp(host: "127.0.0.1", port: 1), board: nil, logger: LogCapture().logger))
+        let status = NodeRuntimeStatus(pid: 7, startedAt: 1_700_000_000, updatedAt: 1_700_000_000, transport: "tcp:127.0.0.1:1", state: .running)
+        func written() throws -> [String] {
+            try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init).filter { $0.hasPrefix("tracer_node_last_check") }.sorted()
+        }
+
+        await file.write(status)
+        #expect(try written() == ["tracer_node_last_check_timestamp_seconds 1700000100.0", "tracer_node_last_check_verdict_level 1.0"])
+        try keep(report(1_700_000_200, .high))
+        await file.write(status)
+        #expect(try written() == ["tracer_node_last_check_timestamp_seconds 1700000100.0", "tracer_node_last_check_verdict_level 1.0"],
+                "a write read the store again")
+        await file.record(NodeMetrics.Check(report(1_700_000_300, .none)))
+        await file.write(status)
+        #expect(try written() == ["tracer_node_last_check_timestamp_seconds 1700000300.0", "tracer_node_last_check_verdict_level 0.0"])
+        #expect(!(try FileManager.default.contentsOfDirectory(atPath: directory)).contains { $0.hasPrefix(".tmp-") }, "a temporary file was left")
     }
 
     /// `promtool check metrics` finds nothing wrong (without promtool: a failure in CI, a skip elsewhere).

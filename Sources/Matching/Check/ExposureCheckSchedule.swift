@@ -18,6 +18,10 @@ public struct ExposureCheckSchedule: Sendable {
     public let refreshInterval: UnixSeconds
     public let refreshJitter: UnixSeconds
     public let longPoll: GenerationLongPoll?
+    /// Told every report a check or a revalidation made (the one the checker keeps in the
+    /// store), so that whoever follows the checks (the node's metrics file) need not read the
+    /// store for it.
+    public let onReport: (@Sendable (ExposureCheckReport) async -> Void)?
     /// The first retry after a failed update; doubled after every further failure, up to `interval`.
     public let firstRetryDelay: UnixSeconds
     let logger: Logger
@@ -28,7 +32,7 @@ public struct ExposureCheckSchedule: Sendable {
     public init(
         checker: ExposureChecker, hook: ExposureHook?, interval: UnixSeconds, jitter: UnixSeconds,
         refreshInterval: UnixSeconds = 0, refreshJitter: UnixSeconds = 0, longPoll: GenerationLongPoll? = nil,
-        firstRetryDelay: UnixSeconds = 15, logger: Logger
+        onReport: (@Sendable (ExposureCheckReport) async -> Void)? = nil, firstRetryDelay: UnixSeconds = 15, logger: Logger
     ) {
         self.checker = checker
         self.hook = hook
@@ -37,6 +41,7 @@ public struct ExposureCheckSchedule: Sendable {
         self.refreshInterval = refreshInterval
         self.refreshJitter = refreshJitter
         self.longPoll = longPoll
+        self.onReport = onReport
         self.firstRetryDelay = firstRetryDelay
         self.logger = logger
     }
@@ -164,6 +169,7 @@ public struct ExposureCheckSchedule: Sendable {
     }
 
     private func handle(_ report: ExposureCheckReport) async {
+        await onReport?(report)
         var metadata: Logger.Metadata = [
             "risk": "\(report.assessment.level.rawValue)", "idsChecked": "\(report.idsChecked)",
             "encounters": "\(report.encountersChecked)",

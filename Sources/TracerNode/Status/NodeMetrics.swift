@@ -3,6 +3,7 @@ import BLEHost
 import IDRotation
 import Logging
 import Matching
+import Places
 import PositiveListFormat
 import Prometheus
 import TracerCore
@@ -101,19 +102,25 @@ extension TransportSpec {
     }
 }
 
-/// Keeps `node.metrics_file` current: written atomically (a temporary file beside it, then a
-/// rename; mode 0644 so that node_exporter's user can read it) at start, on every change of the
-/// node's status and every 60 s, and once more when the node stopped (running 0); never removed.
-/// A failure to write is logged once, and again when writing works again; it never stops the node.
+extension NodeMetrics.Check {
+    init(_ report: ExposureCheckReport) {
+        self.init(checkedAt: report.checkedAt, level: report.assessment.level)
+    }
+}
+
+/// Keeps `node.metrics_file` current: replaced whole (a temporary file beside it, then a rename;
+/// mode 0644 so that node_exporter's user can read it) at start, on every change of the node's
+/// status and every 60 s, and once more when the node stopped (running 0); never removed. Not
+/// fsynced: about three writes a minute, each waiting for the disk, would wear an SD card for a
+/// file that node_exporter reads within seconds and the node rewrites within a minute, so a
+/// version lost at a power cut costs nothing; the rename still keeps a half-written file from
+/// ever being read. A failure to write is logged once, and again when writing works again; it
+/// never stops the node. It never reads the store: the last check is told (`record(_:)`).
 actor NodeMetricsFile {
-    /// What the node's other parts know, read at each write: the list's state, the last check, the place.
+    /// What the node's other parts know, read at each write from memory and the list cache's
+    /// small state file: the list's state, the place.
     struct Readings: Sendable {
         var listLastUpdated: UnixSeconds?
-        /// nil: never checked.
-        var lastCheck: NodeMetrics.Check? = nil
-        /// False when the store could not be read for the last check (a locked or failing store):
-        /// the value written before is kept.
-        var lastCheckRead = true
         var placeInForce: Bool
     }
 
@@ -129,15 +136,36 @@ actor NodeMetricsFile {
     /// The failure last logged, while writing fails.
     private var failing: String?
 
-    init(path: String, transport: TransportSpec, placeSource: NodeSettings.PlaceSource,
+    /// `lastCheck`: the last check before the node started (nil: never checked).
+    init(path: String, transport: TransportSpec, placeSource: NodeSettings.PlaceSource, lastCheck: NodeMetrics.Check? = nil,
          readings: @escaping @Sendable () -> Readings, logger: Logger)
     {
         self.path = path
         version = Tracer.version
         transportKind = transport.metricsKind
         self.placeSource = placeSource
+        self.lastCheck = lastCheck
         self.readings = readings
         self.logger = logger
+    }
+
+    /// The running node's writer, when `node.metrics_file` is set. The last check before this
+    /// start is read from `store` here, once; the check cycle tells each later one (`record(_:)`:
+    /// the report it keeps in the store for `tracer status`), so that no write touches the store.
+    static func following(store: NodeStore, settings: NodeSettings, transport: TransportSpec, board: PlaceBoard?, logger: Logger) -> NodeMetricsFile? {
+        guard let path = settings.metricsFile else { return nil }
+        let cache = MatchingParts(settings: settings).cache
+        return NodeMetricsFile(
+            path: path, transport: transport, placeSource: settings.placeSource,
+            // A store that cannot be read now (locked) leaves the verdict out until the next check.
+            lastCheck: (try? ExposureChecker.lastReport(in: store)).map(NodeMetrics.Check.init),
+            readings: { .init(listLastUpdated: cache.state.lastUpdated, placeInForce: board?.current() != nil) },
+            logger: logger)
+    }
+
+    /// A check the node just made, written with the next write (at the latest a minute later).
+    func record(_ check: NodeMetrics.Check) {
+        lastCheck = check
     }
 
     /// Follows `recorder` (a stream of its own: the watchdog reads `changes`) and writes at every
@@ -161,13 +189,12 @@ actor NodeMetricsFile {
     /// Writes the metrics of `status`; logs a failure once, and the recovery.
     func write(_ status: NodeRuntimeStatus) {
         let read = readings()
-        if read.lastCheckRead { lastCheck = read.lastCheck }
         let metrics = NodeMetrics(
             status: status, version: version, transportKind: transportKind,
             listLastUpdated: read.listLastUpdated, lastCheck: lastCheck, placeSource: placeSource,
             placeInForce: read.placeInForce)
         do {
-            try AtomicFile.write(Array(metrics.exposition().utf8), to: path, mode: 0o644)
+            try AtomicFile.write(Array(metrics.exposition().utf8), to: path, mode: 0o644, durable: false)
             if failing != nil {
                 logger.notice("the metrics file is written again", metadata: ["path": "\(path)"])
                 failing = nil
