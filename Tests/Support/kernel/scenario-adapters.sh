@@ -54,14 +54,20 @@ for position in "${!models[@]}"; do
 done
 
 say "phase 2: btattach of hci0's line (ttyS1) stopped while the node runs"
+ended_before=$(grep -c "reconnecting" "$results/hci0-node.log")
 line_pid=$(cat /run/btattach-ttyS1.pid)
 kill -TERM "$line_pid"
 wait "$line_pid" 2>/dev/null
 for _ in $(seq 50); do hciconfig hci0 >/dev/null 2>&1 || break; sleep 0.1; done
 hciconfig -a >"$results/adapters-gone.txt" 2>&1
 date +%s >"$results/gone-time"
-# Long enough for the node to notice and try again at least twice (its retries back off from 1 s).
-sleep 6
+# Until the node has noticed and tried again at least twice (its retries back off from 1 s; each
+# ends in a "reconnecting" line), for 20 s at most.
+for _ in $(seq 100); do
+    [ "$(grep -c "reconnecting" "$results/hci0-node.log")" -ge $(( ended_before + 3 )) ] && break
+    sleep 0.2
+done
+say "phase 2: the node logged $(( $(grep -c "reconnecting" "$results/hci0-node.log") - ended_before )) reconnection(s) since hci0 went"
 "$tracer" status --db /tmp/hci0-node.db >"$results/status-gone.txt" 2>&1
 before=$(peers /tmp/hci0-node.db)
 # A controller that returns after being unplugged was powered off: it starts reset and quiet.
@@ -81,9 +87,12 @@ say "phase 2: btattach again"
 btattach -B /dev/ttyS1 -P h4 -S 115200 >>"$results/btattach-ttyS1.log" 2>&1 &
 for _ in $(seq 200); do adapter_ready hci0 && break; sleep 0.1; done
 hciconfig -a >"$results/adapters-returned.txt" 2>&1
-date +%s >"$results/return-time"
-wait_for_peers hci0-node "$phase_seconds" "$before"
-say "phase 2: after the return the node has met $(peers /tmp/hci0-node.db) peer ids (before: $before)"
+return_time=$(date +%s)
+echo "$return_time" >"$results/return-time"
+# A sighting after the return's second: the node's new controller session starts knowing no
+# address, so only an exchange on the returned hci0 (a new id or one met before) logs one.
+wait_for_sighting_after hci0-node "$phase_seconds" "$return_time"
+say "phase 2: after the return the node has met $(peers /tmp/hci0-node.db) peer ids (before: $before), latest sighting $(latest_sighting /tmp/hci0-node.db) (return $return_time)"
 "$tracer" status --db /tmp/hci0-node.db >"$results/status-returned.txt" 2>&1
 stop_node hci0-node "$hci0_node"
 keep_database hci0-node
