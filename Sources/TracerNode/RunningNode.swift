@@ -50,13 +50,15 @@ actor RunningNode {
     }
 
     func run(levelControl: LogLevelControl, reload: @escaping @Sendable () throws -> ResolvedSettings) async {
-        let exchange = Self.exchangeConfiguration(settings)
+        var exchange = Self.exchangeConfiguration(settings)
+        let radioTime = RadioTimeAccount()
+        exchange.radio.radioTimeAccount = radioTime
         let place = Self.placeParts(settings)
         metrics = NodeMetricsFile.following(store: store, settings: settings, transport: transport, board: place?.board, logger: logger)
         let service = NodeService(
             store: store, transport: transport, heldAdapter: settings.takeAdapter ? .take : .refuse,
             schedule: schedule, retention: .standard, exchange: exchange,
-            status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport, logger: logger),
+            status: NodeStatusRecorder(path: store.location.statusFilePath, transport: transport, radioTime: radioTime, logger: logger),
             places: place?.board, gpsd: place?.gpsd,
             watchdog: SystemdNotifier().map { NodeWatchdog(notifier: $0, darkLimit: settings.watchdogDarkLimit, logger: logger) },
             metrics: metrics, logger: logger)

@@ -155,6 +155,13 @@ extension TracerNodeTests {
             let status = try Check.json(stopped.stdout)
             #expect(status["nodeRunning"] as? Bool == false)
             #expect((status["node"] as? [String: Any])?["state"] as? String == "stopped")
+            // The last status holds the run's radio account (issue 40): this node advertised and
+            // scanned without pause (the tests' schedule), a 30 ms window every 60 ms.
+            let radio = try #require(((status["node"] as? [String: Any])?["radioTime"] as? [String: Any])?["lastHour"] as? [String: Any], "\(status)")
+            let number = { (key: String) in (radio[key] as? NSNumber)?.doubleValue ?? -1 }
+            #expect(number("observedSeconds") > 0 && number("advertisingEvents") > 0, "\(radio)")
+            #expect(number("scanningSeconds") > 0 && number("scanningSeconds") <= number("observedSeconds") / 2 + 0.01, "\(radio)")
+            #expect(number("receiverSeconds") >= number("scanningSeconds") && number("receiverSeconds") <= number("observedSeconds"), "\(radio)")
 
             // The free controller passes every radio check; a port with nothing behind it fails with a fix.
             let healthy = try Products.tracer(["doctor", "--db", database, "--transport", "tcp:127.0.0.1:\(link.ports[1])"], home: scratch.path)

@@ -190,5 +190,32 @@ extension TracerNodeTests {
                 #expect(!doctor.stdout.contains("[FAIL]"), "\(label): \(doctor)")
             }
         }
+        /// The radio's account (issue 40) under the controller: the receiver's share and its parts,
+        /// advertising and connections, for the last hour and day; a day the node has not run for
+        /// in full says how much of it the figures cover. Files of older nodes show no such line.
+        @Test func statusShowsTheRadiosTimeForTheHourAndTheDay() throws {
+            let database = try SeededDatabase()
+            defer { database.remove() }
+            func summary(observed: Double, scanning: Double, initiating: Double, links: Double, events: Int) -> [String: Any] { [
+                "observedSeconds": observed, "receiverSeconds": scanning + initiating + links, "scanningSeconds": scanning,
+                "initiatingSeconds": initiating, "linkListeningSeconds": links, "advertisingSeconds": observed,
+                "advertisingEvents": events, "connectionAttempts": 14, "connections": 17, "linkSeconds": 9.5,
+            ] }
+            try Self.writeStatus(beside: database, ["radioTime": [
+                "lastHour": summary(observed: 3600, scanning: 300, initiating: 14.4, links: 0.36, events: 14_117),
+                "lastDay": summary(observed: 5400, scanning: 450, initiating: 18, links: 0.5, events: 21_176),
+            ]])
+            let text = try database.succeeding(["status"]).stdout
+            #expect(text.contains("Radio:          last hour: receiver on 8.7 % (scanning 8.3 %, connecting 0.4 %, links 0.0 %); "
+                + "advertising 100.0 %, 14117 events; 17 connections, 14 attempts\n"), "\(text)")
+            #expect(text.contains("                last day (this run's 1 h 30 min): receiver on 8.7 % (scanning 8.3 %, connecting 0.3 %, links 0.0 %); "
+                + "advertising 100.0 %, 21176 events; 17 connections, 14 attempts\n"), "\(text)")
+            let json = try Check.json(database.succeeding(["status", "--json"]).stdout)
+            let hour = ((json["node"] as? [String: Any])?["radioTime"] as? [String: Any])?["lastHour"] as? [String: Any]
+            #expect((hour?["advertisingEvents"] as? NSNumber)?.intValue == 14_117, "\(json)")
+
+            try Self.writeStatus(beside: database)
+            #expect(!(try database.succeeding(["status"]).stdout.contains("Radio:")))
+        }
     }
 }

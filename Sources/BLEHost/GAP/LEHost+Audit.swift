@@ -53,6 +53,7 @@ extension LEHost {
                 try await hci.send(LESetScanParameters(
                     scanType: .passive, interval: configuration.scanInterval, window: configuration.scanWindow))
                 findings.scanningWasOff = true
+                scanEnabled = false
                 do {
                     try await enableScanning()
                     noteScanningWorks()

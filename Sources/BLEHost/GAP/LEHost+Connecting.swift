@@ -209,6 +209,7 @@ extension LEHost {
                 await self.endStrayInitiation()
                 try? await self.command { () async throws(HCIError) in try await self.sendAdvertisingEnable(false) }
                 try? await self.command { () async throws(HCIError) in try await self.hci.send(LESetScanEnable(false)) }
+                self.scanEnabled = false
                 try await self.setRandomAddressNow(address)
             }
             await resume()

@@ -52,6 +52,9 @@ public actor LEHost {
         public var tableQuirksTurnedOff: ControllerQuirks = []
         public var attBearer = ATTBearerConfiguration()
         public var hci = HostControllerInterface.Configuration()
+        /// Where the host records what it asks of the radio (`RadioUse`), kept by the caller across
+        /// hosts (controller sessions); nil keeps no account.
+        public var radioTimeAccount: RadioTimeAccount?
         public init() {}
     }
 
@@ -75,12 +78,19 @@ public actor LEHost {
 
     /// Open links by handle, following L2CAP's table in its order.
     var connections: [UInt16: LEConnection] = [:]
+    /// The connection interval of each open link, by handle, for the radio's account.
+    private var linkIntervals: [UInt16: Duration] = [:] { didSet { noteRadioUse() } }
+    /// Whether the controller scans, as far as the answers to this host's own commands tell
+    /// (`scanning` is whether the caller wants it).
+    var scanEnabled = false { didSet { noteRadioUse() } }
+    /// What was last recorded in the radio's account.
+    private var recordedRadioUse = RadioUse.idle
     let procedures = ProcedureQueue()
     /// The procedure the current task runs, so that a call made from inside it (the `then` of an
     /// address change) runs as part of it instead of queueing behind it for ever. A task started
     /// inside a procedure inherits this: such a task must not call a procedure of this host.
     @TaskLocal static var currentProcedure: ProcedureQueue.Ticket?
-    var attempt: ConnectionAttempt?
+    var attempt: ConnectionAttempt? { didSet { noteRadioUse() } }
     var attemptNumber: UInt64 = 0
     /// Peers of attempts that never reported their end: a connection that still forms is closed.
     var abandonedConnectionPeers: Set<BluetoothAddress> = []
@@ -100,13 +110,15 @@ public actor LEHost {
         set { advertisingOnSince = newValue ? (advertisingOnSince ?? clock.now) : nil }
     }
     /// When advertising last came on, as far as this host knows (nil: off).
-    private(set) var advertisingOnSince: ContinuousClock.Instant?
+    private(set) var advertisingOnSince: ContinuousClock.Instant? { didSet { noteRadioUse() } }
     var scanning: Bool { scanContinuation != nil }
     var advertisingOutage = OutageRecord()
     var scanningOutage = OutageRecord()
     public private(set) var condition = RadioCondition()
 
-    var lost = false
+    var lost = false { didSet { noteRadioUse() } }
+    /// `close()` has closed the transport.
+    private var closed = false { didSet { noteRadioUse() } }
     /// A resume of advertising is queued and has not begun: another request joins it.
     private var resumeQueued = false
     /// A connection attempt that turned advertising off is under way (`connect(advertisingOff:)`):
@@ -280,6 +292,7 @@ public actor LEHost {
         try await command { () async throws(HCIError) in
             try await self.hci.send(LESetScanParameters(scanType: .passive, interval: interval, window: window))
             try await self.hci.send(LESetScanEnable(true, filterDuplicates: false))
+            self.scanEnabled = true
         }
     }
 
@@ -290,6 +303,8 @@ public actor LEHost {
     func stopScanningNow() async throws(GAPError) {
         scanContinuation?.finish()
         scanContinuation = nil
+        // Off whether or not the controller answers: the host asked, and no longer counts on it.
+        defer { scanEnabled = false }
         try await command { () async throws(HCIError) in try await self.hci.send(LESetScanEnable(false)) }
     }
 
@@ -337,6 +352,9 @@ public actor LEHost {
             }
         }
         await hci.close()
+        // Nothing is on from here: the end of the event stream, which tells `controllerWentAway`,
+        // may come later than this.
+        closed = true
     }
 
     // MARK: Events
@@ -385,6 +403,7 @@ public actor LEHost {
             }
         case .closed(let handle, let reason):
             guard let connection = connections.removeValue(forKey: handle) else { return }
+            linkIntervals[handle] = nil
             connection.markDisconnected(reason: reason)
             await connection.bearer.close()
             logger.debug("disconnected", metadata: ["link": "\(connection)", "reason": "\(reason)"])
@@ -407,6 +426,7 @@ public actor LEHost {
         let bearer = ATTBearer(channel: channel, configuration: configuration.attBearer, serverHandler: server, clock: clock)
         let connection = LEConnection(peer: peer, bearer: bearer, channel: channel)
         connections[connection.handle] = connection
+        linkIntervals[connection.handle] = .microseconds(Int64(event.connectionInterval) * 1250)
         logger.debug("connected", metadata: ["link": "\(connection)"])
         return connection
     }
@@ -455,6 +475,7 @@ public actor LEHost {
         loss.fire(())
         for connection in connections.values { connection.markDisconnected(reason: .connectionTerminatedByLocalHost) }
         connections.removeAll()
+        linkIntervals.removeAll()
         scanContinuation?.finish()
         incomingContinuation.finish()
         controllerLostDuringAttempt()
@@ -531,6 +552,33 @@ public actor LEHost {
             logger.notice("scanning again", metadata: ["offFor": "\(wallClock.unixSeconds() - ended.since)s"])
         }
         publishCondition()
+    }
+
+    // MARK: The radio's account
+
+    /// What the controller was asked to do and accepted, for the radio's account.
+    private var radioUse: RadioUse {
+        guard !lost, !closed else { return .idle }
+        var use = RadioUse(links: linkIntervals)
+        if advertisingIsOn { use.advertisingInterval = .microseconds(Int64(configuration.advertisingInterval) * 625) }
+        if scanEnabled {
+            use.scanning = .init(windowUnits: configuration.scanWindow, intervalUnits: configuration.scanInterval)
+        }
+        // From the controller's acceptance of LE Create Connection to the end it reported (or to
+        // the host giving up on one that never came).
+        if let attempt, attempt.initiatingSince != nil, attempt.ended == nil {
+            use.initiating = .init(windowUnits: configuration.initiatorScanWindow, intervalUnits: configuration.initiatorScanInterval)
+        }
+        return use
+    }
+
+    /// Records what the radio does now, when it changed; called whenever a state it depends on does.
+    private func noteRadioUse() {
+        guard let account = configuration.radioTimeAccount else { return }
+        let use = radioUse
+        guard use != recordedRadioUse else { return }
+        recordedRadioUse = use
+        account.record(use)
     }
 
     func publishCondition() {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import BLEHost
 import Foundation
 import IDRotation
 import Matching
@@ -106,6 +107,10 @@ struct StatusCommand: AsyncParsableCommand {
         if let resets = status.node?.controllerResets, status.nodeRunning {
             lines.append("Controller resets: \(resets.count) (last \(Output.localTime(resets.lastAt)): \(resets.lastReason))")
         }
+        if let radio = status.node?.radioTime, status.nodeRunning {
+            lines.append("Radio:          " + Self.radioLine(radio.lastHour, over: 3600, "last hour"))
+            lines.append("                " + Self.radioLine(radio.lastDay, over: 86_400, "last day"))
+        }
         lines += [
             "Database:       \(status.database)",
             "Met today:      \(status.peersMetToday) peer ids",
@@ -135,6 +140,25 @@ struct StatusCommand: AsyncParsableCommand {
             lines.append("Reported:       \(what) at \(Output.localTime(last.reportedAt))")
         }
         return lines.joined(separator: "\n")
+    }
+
+    /// One line of the radio's account: the receiver's share first (what costs power), then what
+    /// the node sent and connected. A stretch the node has not run for in full says how much it saw.
+    static func radioLine(_ time: RadioTimeSummary, over stretch: Double, _ name: String) -> String {
+        let observed = time.observedSeconds < stretch - 60 ? " (this run's \(Output.duration(Int64(time.observedSeconds))))" : ""
+        let receiver = share(time.receiverSeconds, of: time.observedSeconds)
+        let scanning = share(time.scanningSeconds, of: time.observedSeconds)
+        let connecting = share(time.initiatingSeconds, of: time.observedSeconds)
+        let links = share(time.linkListeningSeconds, of: time.observedSeconds)
+        let advertising = share(time.advertisingSeconds, of: time.observedSeconds)
+        return "\(name)\(observed): receiver on \(receiver) (scanning \(scanning), connecting \(connecting), links \(links)); "
+            + "advertising \(advertising), \(time.advertisingEvents) events; "
+            + "\(time.connections) connections, \(time.connectionAttempts) attempts"
+    }
+
+    /// "8.3 %": one decimal, since the defaults differ in tenths (a low-power schedule is near 1 %).
+    private static func share(_ part: Double, of whole: Double) -> String {
+        String(format: "%.1f %%", whole > 0 ? 100 * part / whole : 0)
     }
 
     private func nodeLines(_ status: Status, now: UnixSeconds, ago: (UnixSeconds) -> String) -> [String] {

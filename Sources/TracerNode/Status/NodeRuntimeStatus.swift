@@ -57,6 +57,14 @@ struct NodeRuntimeStatus: Codable, Equatable {
     /// Since when the node has had no controller session (state `reconnecting`, or since its
     /// start when no session has started yet); absent while a session runs, and in older files.
     var reconnectingSince: UnixSeconds?
+    /// The radio's time over the last hour and day of this run (`RadioTimeAccount`); absent in
+    /// files of older nodes.
+    var radioTime: RadioTime?
+
+    struct RadioTime: Codable, Equatable {
+        var lastHour: RadioTimeSummary
+        var lastDay: RadioTimeSummary
+    }
 
     /// How long a node may be reconnecting before `tracer status` counts it as a problem (exit 1).
     /// A routine controller reset keeps it off the air under 2 s (`ExchangeSupervisor.maximumResetBackoff`
@@ -156,9 +164,11 @@ actor NodeStatusRecorder {
     private let logger: Logger
     /// Whether the status did not fit over the old file when last tried, so that this is logged once.
     private var overwriteDidNotFit = false
+    private let radioTime: RadioTimeAccount?
 
-    init(path: String, transport: TransportSpec, logger: Logger = Logger(label: "tracer.node")) {
+    init(path: String, transport: TransportSpec, radioTime: RadioTimeAccount? = nil, logger: Logger = Logger(label: "tracer.node")) {
         self.path = path
+        self.radioTime = radioTime
         self.logger = logger
         let now = SystemWallClock().now()
         status = NodeRuntimeStatus(
@@ -261,6 +271,7 @@ actor NodeStatusRecorder {
     @discardableResult
     private func write() -> Bool {
         status.updatedAt = clock.now()
+        status.radioTime = radioTime.map { .init(lastHour: $0.summary(over: .seconds(3600)), lastDay: $0.summary(over: .seconds(86_400))) }
         changesContinuation.yield(status)
         followers.forEach { $0.yield(status) }
         let encoder = JSONEncoder()
