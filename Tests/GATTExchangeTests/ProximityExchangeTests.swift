@@ -151,9 +151,23 @@ struct ProximityExchangeTests {
         let started = SystemWallClock().now()
         let a = try Node.start(port: link.ports[0], schedule: schedule, clock: SystemWallClock())
         let b = try Node.start(port: link.ports[1], schedule: schedule, clock: SystemWallClock())
-        // Three windows or more.
-        try await Task.sleep(for: .seconds(20))
-        let stopped = SystemWallClock().now()
+        // Every id of the other that was in use for at least 5 s while both ran (until `stopped`)
+        // must be logged. The first window can end a moment after the nodes start, and the last
+        // begin a moment before they stop: those are too short to demand an exchange (on Bumble
+        // under CI's load a last window of 3-4 s once ended before its exchange; 20 s still hold
+        // two windows of 5 s).
+        var stopped = started
+        func longEnough(_ own: OwnID) -> Bool { min(own.window.end, stopped) - max(own.window.start, started) >= 5 }
+        // Three windows or more, two of them long enough, each id of which the other logged: the
+        // checks below, polled; 20 s at most (the time this once slept before checking).
+        _ = try await eventually(timeout: .seconds(20), every: .milliseconds(200)) {
+            stopped = SystemWallClock().now()
+            let ownA = try a.store.ownIDs(), ownB = try b.store.ownIDs()
+            guard ownA.count >= 3, ownB.count >= 3, ownB.filter(longEnough).count >= 2 else { return false }
+            let seenByA = Set(try await a.encounters().map(\.peer)), seenByB = Set(try await b.encounters().map(\.peer))
+            return ownB.filter(longEnough).allSatisfy { seenByA.contains($0.id) }
+                && ownA.filter(longEnough).allSatisfy { seenByB.contains($0.id) }
+        }
         let ownA = try a.store.ownIDs()
         let ownB = try b.store.ownIDs()
         let seenByA = Set(try await a.encounters().map(\.peer))
@@ -162,11 +176,6 @@ struct ProximityExchangeTests {
         await b.stop()
 
         #expect(ownA.count >= 3 && ownB.count >= 3)
-        // Every id of the other that was in use for at least 5 s while both ran was logged. The
-        // first window can end a moment after the nodes start, and the last begin a moment before
-        // they stop: those are too short to demand an exchange (on Bumble under CI's load a last
-        // window of 3-4 s once ended before its exchange; 20 s still hold two windows of 5 s).
-        func longEnough(_ own: OwnID) -> Bool { min(own.window.end, stopped) - max(own.window.start, started) >= 5 }
         for own in ownB where longEnough(own) { #expect(seenByA.contains(own.id), "A missed B's \(own.id)") }
         for own in ownA where longEnough(own) { #expect(seenByB.contains(own.id), "B missed A's \(own.id)") }
         #expect(ownB.filter(longEnough).count >= 2, "the test ran too few whole windows to mean anything")
