@@ -15,14 +15,16 @@ extension TracerNodeTests {
         typealias Node = NodeResilience.LoggedProcess
         static let interval: Int64 = 10
 
-        /// Holds `database` locked for `seconds`, then commits; says "locked" (on stderr, which the
-        /// harness reads) once it holds it.
+        /// Holds `database` locked until the file `release` exists, for `seconds` at most, then
+        /// commits; says "locked" (on stderr, which the harness reads) once it holds it.
         static let lockHolder = """
-            import sqlite3, sys, time
+            import os, sqlite3, sys, time
             connection = sqlite3.connect(sys.argv[1], isolation_level=None, timeout=30)
             connection.execute("BEGIN EXCLUSIVE")
             print("locked", file=sys.stderr, flush=True)
-            time.sleep(float(sys.argv[2]))
+            deadline = time.monotonic() + float(sys.argv[2])
+            while not os.path.exists(sys.argv[3]) and time.monotonic() < deadline:
+                time.sleep(0.05)
             connection.execute("COMMIT")
             print("released", file=sys.stderr, flush=True)
             """
@@ -43,14 +45,16 @@ extension TracerNodeTests {
             let b = try Node(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1], extra: extra), home: home)
             defer { b.ensureStopped() }
 
-            // The lock begins 2-4 s into a window in which the two have met and lasts 20 s: past
-            // the window's end, the 5 s SQLite then waits, and a look at the status.
+            // The lock begins 2-4 s into a window in which the two have met and lasts past the
+            // window's end and the 5 s SQLite then waits, until the status has said why A is dark
+            // (20 s at most).
             let windowStart = try #require(try NodeDiskFull.windowMetEarlyIn(dbA, dbB, interval: Self.interval, home: home), "A and B did not meet early in a window within 40 s; A: \(a.lines.suffix(5)); B: \(b.lines.suffix(5))")
             let before = try NodeDiskFull.encounters(dbA, home: home)
             let windowEnd = windowStart + Self.interval
             let endedID = try #require(try Check.openStore(dbA).ownIDs().first { $0.window.end == windowEnd }, "A has no id for [\(windowStart), \(windowEnd))")
 
-            let holder = try Node(python, ["-c", Self.lockHolder, dbA, "20"], home: home)
+            let release = scratch.file("release-the-lock")
+            let holder = try Node(python, ["-c", Self.lockHolder, dbA, "20", release], home: home)
             defer { holder.ensureStopped() }
             try #require(eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(50)) { holder.lines.contains("locked") },
                          "the lock holder did not get the lock: \(holder.lines)")
@@ -62,6 +66,7 @@ extension TracerNodeTests {
             #expect(said && status.exitCode == 1, "\(status)")
             #expect(status.stdout.hasPrefix("Node:           degraded — not advertising since "), "\(status)")
             #expect(status.stdout.contains("the database \(dbA) is locked by another process; stop the other process using it."), "\(status)")
+            FileManager.default.createFile(atPath: release, contents: nil)
 
             try #require(eventuallyBlocking(timeout: .seconds(25), every: .milliseconds(50)) { holder.lines.contains("released") },
                          "the lock holder did not release the lock: \(holder.lines)")
