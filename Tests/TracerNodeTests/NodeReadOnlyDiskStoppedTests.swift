@@ -26,6 +26,9 @@ extension TracerNodeTests {
 
         @Test(.timeLimit(.minutes(2)))
         func aCleanlyStoppedStoreOnADiskTurnedReadOnlyCanStillBeRead() throws {
+            // Read there only as a URI with immutable=1, which GRDB's open leaves to SQLITE_USE_URI.
+            try #require(NodeStore.understandsURIs,
+                         "this SQLite is built without SQLITE_USE_URI, so a cleanly stopped store on a read-only file system cannot be read (NodeStore.readOnlyName)")
             try Self.withStoppedStoreOnAFailedDisk { disk, db, scratch in
                 let home = scratch.path
                 let ids = try Products.tracer(["ids", "--json", "--reveal", "--db", db], home: home)

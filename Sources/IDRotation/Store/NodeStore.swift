@@ -73,10 +73,13 @@ public final class NodeStore: Sendable {
     /// file is `immutable=1` (sqlite.org/wal.html, "Read-Only Databases"), which uses neither
     /// file nor locks. Only then: with a -wal left (a node killed, or the disk failing under a
     /// running node) immutable would skip the commits it holds, and the plain open reads them.
-    static func readOnlyName(_ location: StoreLocation) -> String {
+    /// Both files are looked for where SQLite keeps them: beside the file a link names, not
+    /// beside the link. `readOnly` is `ReadOnlyFileSystem.holds` but in tests.
+    static func readOnlyName(_ location: StoreLocation, readOnly: (String) -> Bool = ReadOnlyFileSystem.holds) -> String {
         let manager = FileManager.default
-        guard understandsURIs, !manager.fileExists(atPath: location.path + "-wal"), !manager.fileExists(atPath: location.path + "-shm"),
-              ReadOnlyFileSystem.holds(location.path)
+        let file = ReadOnlyFileSystem.realFile(location.path)
+        guard understandsURIs, !manager.fileExists(atPath: file + "-wal"), !manager.fileExists(atPath: file + "-shm"),
+              readOnly(location.path)
         else { return location.path }
         // The path as a URI's path: "?", "#" and "%" in it would otherwise end or escape it.
         let escaped = location.path.addingPercentEncoding(withAllowedCharacters: .urlPathAllowed) ?? location.path
@@ -86,7 +89,8 @@ public final class NodeStore: Sendable {
     /// GRDB opens without SQLITE_OPEN_URI, so SQLite reads a "file:" name as a URI only when
     /// built with SQLITE_USE_URI (Debian's and Ubuntu's are); elsewhere the plain open is all
     /// there is, and a cleanly stopped store on a read-only file system fails as before.
-    private static let understandsURIs: Bool = {
+    /// (`package`: a test that needs the immutable open asks it first.)
+    package static let understandsURIs: Bool = {
         let answer = try? DatabaseQueue().read { db in try Bool.fetchOne(db, sql: "SELECT sqlite_compileoption_used('USE_URI')") }
         return answer.flatMap { $0 } ?? false
     }()

@@ -17,11 +17,7 @@ public enum ReadOnlyFileSystem {
     /// a matter of permissions, and says so elsewhere. The directory is the real file's (a
     /// database reached through a link lives where the link points).
     public static func holds(_ path: String) -> Bool {
-        let resolved = realpath(path, nil).map { pointer in
-            defer { free(pointer) }
-            return String(cString: pointer)
-        } ?? path
-        let directory = (resolved as NSString).deletingLastPathComponent
+        let directory = (realFile(path) as NSString).deletingLastPathComponent
         let folder = directory.isEmpty ? "." : directory
         // An unnamed file: nothing is left behind whatever happens to this process.
         let unnamed = open(folder, openUnnamed | O_WRONLY | O_CLOEXEC, 0o600)
@@ -39,5 +35,14 @@ public enum ReadOnlyFileSystem {
             return false
         }
         return errno == EROFS
+    }
+
+    /// The file `path` names, links resolved: where SQLite keeps the database's -wal and -shm
+    /// files; `path` itself when it cannot be resolved (a file not there yet).
+    static func realFile(_ path: String) -> String {
+        realpath(path, nil).map { pointer in
+            defer { free(pointer) }
+            return String(cString: pointer)
+        } ?? path
     }
 }
