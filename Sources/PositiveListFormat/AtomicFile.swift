@@ -24,8 +24,9 @@ public enum AtomicFile {
         try syncDirectory((path as NSString).deletingLastPathComponent)
     }
 
-    /// `beforeRename` runs after the temporary file is durable and before it replaces the
-    /// target: the publisher's fault injection uses it to prove that a crash there is harmless.
+    /// `beforeRename` runs after the temporary file is written in full (and, when `durable`,
+    /// synced) and before it replaces the target: the publisher's fault injection uses it to
+    /// prove that a crash there is harmless.
     ///
     /// `durable: false` leaves out both fsyncs: a reader still sees the old file or the new one,
     /// never a part, but a crash of the machine may lose the newest version (or, on some file

@@ -2,6 +2,7 @@ import BLEHost
 import Foundation
 import IDRotation
 @testable import Matching
+import Synchronization
 import Testing
 import TestTiers
 import TracerCore
@@ -149,6 +150,73 @@ import Glibc
         await file.write(status)
         #expect(try written() == ["tracer_node_last_check_timestamp_seconds 1700000300.0", "tracer_node_last_check_verdict_level 0.0"])
         #expect(!(try FileManager.default.contentsOfDirectory(atPath: directory)).contains { $0.hasPrefix(".tmp-") }, "a temporary file was left")
+    }
+
+    /// A store that cannot be read when the node starts (locked: a `tracer check` run by hand
+    /// holds it) is read again at each write until a read works, and then never again, so the
+    /// verdict is not missing until the next check (hours later); a check told before a read
+    /// works ends the reading too.
+    @Test func aFailedFirstReadOfTheLastCheckIsRetriedAtEachWriteUntilItWorks() async throws {
+        struct Locked: Error {}
+        let directory = NSTemporaryDirectory() + "/tracer-metrics-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/tracer.prom"
+        let status = NodeRuntimeStatus(pid: 7, startedAt: 1_700_000_000, updatedAt: 1_700_000_000, transport: "tcp:127.0.0.1:1", state: .running)
+        func written() throws -> [String] {
+            try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init).filter { $0.hasPrefix("tracer_node_last_check") }.sorted()
+        }
+        let never = ["tracer_node_last_check_timestamp_seconds 0.0"]
+        let stored = NodeMetrics.Check(checkedAt: 1_700_000_100, level: .low)
+        /// A reader that fails its first `failures` reads, then gives `check`; and how often it was asked.
+        func reader(failing failures: Int, then check: NodeMetrics.Check? = stored)
+            -> (read: @Sendable () throws -> NodeMetrics.Check?, count: @Sendable () -> Int)
+        {
+            let reads = Mutex(0)
+            return ({
+                let read = reads.withLock { count in count += 1; return count }
+                if read <= failures { throw Locked() }
+                return check
+            }, { reads.withLock { $0 } })
+        }
+
+        // The read at start and the first write's fail; the second write's works; no more after.
+        let retried = reader(failing: 2)
+        let file = NodeMetricsFile(
+            path: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
+            readLastCheck: retried.read, readings: { .init(placeInForce: false) }, logger: LogCapture().logger)
+        #expect(retried.count() == 1)
+        await file.write(status)
+        #expect(try written() == never)
+        #expect(retried.count() == 2)
+        await file.write(status)
+        #expect(try written() == ["tracer_node_last_check_timestamp_seconds 1700000100.0", "tracer_node_last_check_verdict_level 1.0"])
+        #expect(retried.count() == 3)
+        for _ in 0..<3 { await file.write(status) }
+        #expect(retried.count() == 3, "the store was read again after a read worked")
+        await file.record(NodeMetrics.Check(checkedAt: 1_700_000_300, level: .high))
+        await file.write(status)
+        #expect(try written() == ["tracer_node_last_check_timestamp_seconds 1700000300.0", "tracer_node_last_check_verdict_level 2.0"])
+        #expect(retried.count() == 3)
+
+        // A check told while the store could not be read is written, and the store is not read again.
+        let told = reader(failing: 1)
+        let second = NodeMetricsFile(
+            path: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
+            readLastCheck: told.read, readings: { .init(placeInForce: false) }, logger: LogCapture().logger)
+        await second.record(NodeMetrics.Check(checkedAt: 1_700_000_200, level: .none))
+        for _ in 0..<2 { await second.write(status) }
+        #expect(try written() == ["tracer_node_last_check_timestamp_seconds 1700000200.0", "tracer_node_last_check_verdict_level 0.0"])
+        #expect(told.count() == 1, "the store was read after a check was told")
+
+        // A read that works and finds no check (never checked) ends the reading too.
+        let none = reader(failing: 1, then: nil)
+        let third = NodeMetricsFile(
+            path: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
+            readLastCheck: none.read, readings: { .init(placeInForce: false) }, logger: LogCapture().logger)
+        for _ in 0..<3 { await third.write(status) }
+        #expect(try written() == never)
+        #expect(none.count() == 2, "a store that held no check was read again")
     }
 
     /// `promtool check metrics` finds nothing wrong (without promtool: a failure in CI, a skip elsewhere).

@@ -115,7 +115,9 @@ extension NodeMetrics.Check {
 /// file that node_exporter reads within seconds and the node rewrites within a minute, so a
 /// version lost at a power cut costs nothing; the rename still keeps a half-written file from
 /// ever being read. A failure to write is logged once, and again when writing works again; it
-/// never stops the node. It never reads the store: the last check is told (`record(_:)`).
+/// never stops the node. It reads the last check from the store at start only (again at each
+/// write while that read fails, until one works or a check is told); later checks are told
+/// (`record(_:)`).
 actor NodeMetricsFile {
     /// What the node's other parts know, read at each write from memory and the list cache's
     /// small state file: the list's state, the place.
@@ -133,32 +135,42 @@ actor NodeMetricsFile {
     private let readings: @Sendable () -> Readings
     private let logger: Logger
     private var lastCheck: NodeMetrics.Check?
+    /// Reads the last check from the store; kept only while that read fails (a locked store)
+    /// and no check was told since, and tried again at each write.
+    private var unreadLastCheck: (@Sendable () throws -> NodeMetrics.Check?)?
     /// The failure last logged, while writing fails.
     private var failing: String?
 
-    /// `lastCheck`: the last check before the node started (nil: never checked).
-    init(path: String, transport: TransportSpec, placeSource: NodeSettings.PlaceSource, lastCheck: NodeMetrics.Check? = nil,
+    /// `readLastCheck`: reads the last check before the node started (nil: never checked), here
+    /// and, while it fails, at each write until it works or a check is told.
+    init(path: String, transport: TransportSpec, placeSource: NodeSettings.PlaceSource,
+         readLastCheck: @escaping @Sendable () throws -> NodeMetrics.Check? = { nil },
          readings: @escaping @Sendable () -> Readings, logger: Logger)
     {
         self.path = path
         version = Tracer.version
         transportKind = transport.metricsKind
         self.placeSource = placeSource
-        self.lastCheck = lastCheck
         self.readings = readings
         self.logger = logger
+        do {
+            lastCheck = try readLastCheck()
+        } catch {
+            // A store that cannot be read now (locked): again at each write.
+            unreadLastCheck = readLastCheck
+        }
     }
 
     /// The running node's writer, when `node.metrics_file` is set. The last check before this
-    /// start is read from `store` here, once; the check cycle tells each later one (`record(_:)`:
-    /// the report it keeps in the store for `tracer status`), so that no write touches the store.
+    /// start is read from `store` here, once (or, while the store cannot be read, at each write
+    /// until it can); the check cycle tells each later one (`record(_:)`: the report it keeps in
+    /// the store for `tracer status`), so that no write touches the store after that.
     static func following(store: NodeStore, settings: NodeSettings, transport: TransportSpec, board: PlaceBoard?, logger: Logger) -> NodeMetricsFile? {
         guard let path = settings.metricsFile else { return nil }
         let cache = MatchingParts(settings: settings).cache
         return NodeMetricsFile(
             path: path, transport: transport, placeSource: settings.placeSource,
-            // A store that cannot be read now (locked) leaves the verdict out until the next check.
-            lastCheck: (try? ExposureChecker.lastReport(in: store)).map(NodeMetrics.Check.init),
+            readLastCheck: { try ExposureChecker.lastReport(in: store).map(NodeMetrics.Check.init) },
             readings: { .init(listLastUpdated: cache.state.lastUpdated, placeInForce: board?.current() != nil) },
             logger: logger)
     }
@@ -166,6 +178,7 @@ actor NodeMetricsFile {
     /// A check the node just made, written with the next write (at the latest a minute later).
     func record(_ check: NodeMetrics.Check) {
         lastCheck = check
+        unreadLastCheck = nil
     }
 
     /// Follows `recorder` (a stream of its own: the watchdog reads `changes`) and writes at every
@@ -188,6 +201,14 @@ actor NodeMetricsFile {
 
     /// Writes the metrics of `status`; logs a failure once, and the recovery.
     func write(_ status: NodeRuntimeStatus) {
+        if let read = unreadLastCheck {
+            do {
+                lastCheck = try read()
+                unreadLastCheck = nil
+            } catch {
+                // Still locked: again at the next write.
+            }
+        }
         let read = readings()
         let metrics = NodeMetrics(
             status: status, version: version, transportKind: transportKind,
