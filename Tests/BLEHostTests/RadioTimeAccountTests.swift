@@ -129,7 +129,9 @@ struct RadioTimeAccountTests {
 
         let peer = BluetoothAddress(string: "3A:00:00:00:00:0A")!
         let attempt = Task { try await host.connect(to: peer, type: .random, timeout: .seconds(20)) }
-        try #require(await eventually { controller.initiatingPeer == peer })
+        // The host's own state, not the controller's: the controller changes before it answers,
+        // and the host counts from the answer.
+        try #require(await eventually { await host.attempt?.initiatingSince != nil })
         clock.advance(by: .seconds(2))
         controller.connectInitiatedConnection(handle: 0x0061)
         let link = try await attempt.value
@@ -138,7 +140,11 @@ struct RadioTimeAccountTests {
         try #require(await eventually { await host.openConnections.isEmpty })
 
         controller.acceptIncoming(handle: 0x0062, from: BluetoothAddress(string: "3B:00:00:00:00:0B")!)
-        try #require(await eventually { controller.state.withLock { $0.advertising } }, "advertising was not resumed")
+        try #require(await eventually {
+            let linked = await host.openConnections.count == 1
+            let advertising = await host.advertisingIsOn
+            return linked && advertising
+        }, "advertising was not resumed")
         clock.advance(by: .seconds(5))
         await host.close()
         clock.advance(by: .seconds(30))

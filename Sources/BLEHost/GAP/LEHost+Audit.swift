@@ -61,6 +61,8 @@ extension LEHost {
                     noteScanning(failed: error)
                 }
             } catch HCIError.commandFailed(_, .commandDisallowed) {
+                // Refused while scanning is on: on, even after an enable that went unanswered.
+                scanEnabled = true
                 noteScanningWorks()
             } catch {
                 noteScanning(failed: lost ? .controllerLost : .hci(error))

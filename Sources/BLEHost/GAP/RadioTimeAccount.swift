@@ -111,17 +111,17 @@ public final class RadioTimeAccount: Sendable {
         ledger = Mutex(RadioTimeLedger(origin: clock.now))
     }
 
-    /// What the radio does from now on.
+    /// What the radio does from now on. The clock is read under the lock, so that no change is
+    /// stamped earlier than a summary that went before it.
     func record(_ use: RadioUse) {
-        let now = clock.now
-        ledger.withLock { $0.record(use, at: now) }
+        ledger.withLock { $0.record(use, at: clock.now) }
     }
 
     /// The radio's time over the last `stretch` (whole minutes, up to a day) before the minute
-    /// under way, and that minute so far.
+    /// under way, and that minute so far: "the last hour" covers 60 to 61 minutes.
     public func summary(over stretch: Duration) -> RadioTimeSummary {
-        let now = clock.now
-        return ledger.withLock { ledger in
+        ledger.withLock { ledger in
+            let now = clock.now
             ledger.advance(to: now)
             return ledger.summary(over: stretch, now: now)
         }
@@ -213,8 +213,8 @@ struct RadioTimeLedger {
             summary.connections += bucket.connections
         }
         summary.advertisingEvents = Int(events.rounded())
-        // To the millisecond: finer is noise, and the figures are written into files every few
-        // seconds, where shorter numbers keep the size steady.
+        // To the millisecond: finer is noise, and the status file that carries the figures must
+        // stay within its block (`NodeStatusRecorder.block`), so no figure runs to 17 digits.
         for field in [\RadioTimeSummary.observedSeconds, \.receiverSeconds, \.scanningSeconds, \.initiatingSeconds,
                       \.linkListeningSeconds, \.advertisingSeconds, \.linkSeconds] {
             summary[keyPath: field] = (summary[keyPath: field] * 1000).rounded() / 1000

@@ -274,9 +274,7 @@ actor NodeStatusRecorder {
         status.radioTime = radioTime.map { .init(lastHour: $0.summary(over: .seconds(3600)), lastDay: $0.summary(over: .seconds(86_400))) }
         changesContinuation.yield(status)
         followers.forEach { $0.yield(status) }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        guard let json = try? Array(encoder.encode(status)) else { return false }
+        guard let json = Self.encoded(status) else { return false }
         let bytes = json + Array(repeating: UInt8(ascii: " "), count: Self.block - json.count % Self.block)
         do {
             try AtomicFile.write(bytes, to: path, mode: 0o600)
@@ -286,6 +284,13 @@ actor NodeStatusRecorder {
             // Best effort beyond this: a full disk must not stop the node.
             return overwriteInPlace(json)
         }
+    }
+
+    /// The file's JSON, before its padding.
+    static func encoded(_ status: NodeRuntimeStatus) -> [UInt8]? {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        return try? Array(encoder.encode(status))
     }
 
     /// Writes `json` over the start of the existing file, padded with spaces to the file's own
