@@ -14,7 +14,7 @@ LoggingSystem.bootstrap { label in
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | log-bytes [SPACINGS] [UPLOADS] | log-append [ENTRIES] [ROUNDS] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
 //        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH] [--newest | --stress | --self-calibration]
 //        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE] | console-pages [ROUNDS] [TRACER_SERVER]
-//        | refresh [RUNS] [SCALE]]
+//        | refresh [RUNS] [SCALE] | radio-time [SECONDS] [rootcanal]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -37,6 +37,13 @@ case "exchange":
     let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 50
     try await ExchangeBenchmark(
         repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds,
+        onRootCanal: arguments.dropFirst(2).first == "rootcanal").run()
+case "radio-time":
+    // radio-time [SECONDS] [rootcanal]: the node's radio account against its HCI trace (issue 40).
+    // Run from the repository root, like "link".
+    try await RadioTimeBenchmark(
+        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+        seconds: arguments.dropFirst().first.flatMap { Int($0) } ?? 180,
         onRootCanal: arguments.dropFirst(2).first == "rootcanal").run()
 case "flood":
     // flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS]: a `serve` process under
@@ -169,7 +176,7 @@ case "console-pages":
     let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tracer-server").path
     try await ConsolePagesBenchmark(directory: directory, serverPath: arguments.dropFirst(2).first ?? beside, rounds: max(1, rounds)).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, store-places, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts, flood, console-signin, console-pages, refresh\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, store-places, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts, flood, console-signin, console-pages, refresh, radio-time\n".utf8))
     exit(2)
 }
 
