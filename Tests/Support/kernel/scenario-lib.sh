@@ -41,7 +41,7 @@ wait_for_peers() {
 # The latest last sighting (Unix seconds) in database $1 (0 while it has none).
 latest_sighting() {
     "$tracer" encounters --json --details --db "$1" 2>/dev/null | grep -o '"lastSeen" *: *[0-9]*' | grep -o '[0-9]*$' \
-        | sort -n | tail -1 | awk '{ print $1 + 0 }'
+        | awk 'BEGIN { latest = 0 } $1 > latest { latest = $1 } END { print latest + 0 }'
 }
 
 # Waits (up to $2 seconds) until the database /tmp/$1.db holds a sighting from after second $3:
