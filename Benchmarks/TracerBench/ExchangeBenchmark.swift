@@ -18,19 +18,13 @@ struct ExchangeBenchmark {
     let rounds: Int
     var onRootCanal = false
 
-    var python: String {
-        ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
-            ?? repository.appendingPathComponent(".venv-bumble/bin/python").path
-    }
+    var python: String { VirtualLinkProcess.python(repository: repository) }
 
     func run() async throws {
-        let launcher = onRootCanal ? "Tests/Support/rootcanal/rootcanal_phy.py" : "Tests/Support/bumble/virtual_link.py"
         say("# Exchange benchmark on \(onRootCanal ? "RootCanal" : "Bumble"): first advertisement to both sides logged (\(Date()))")
-        let link = try ChildProcess.start(python, [repository.appendingPathComponent(launcher).path, "4"])
-        defer { link.stop() }
-        let ready = try link.readLine(timeout: 20)
-        let ports = ready.split(separator: " ").dropFirst().compactMap { UInt16($0) }
-        guard ready.hasPrefix("READY"), ports.count == 4 else { throw BenchmarkError("virtual link said: \(ready)") }
+        let link = try VirtualLinkProcess.start(repository: repository, controllers: 4, onRootCanal: onRootCanal)
+        defer { link.process.stop() }
+        let ports = link.ports
 
         let ours = try await ourRounds(ports[0], ports[1])
         let bumble = try bumbleRounds(peripheralPort: ports[2], centralPort: ports[3])

@@ -16,19 +16,11 @@ struct RadioTimeBenchmark {
     let seconds: Int
     var onRootCanal = false
 
-    var python: String {
-        ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
-            ?? repository.appendingPathComponent(".venv-bumble/bin/python").path
-    }
-
     func run() async throws {
-        let launcher = onRootCanal ? "Tests/Support/rootcanal/rootcanal_phy.py" : "Tests/Support/bumble/virtual_link.py"
         say("# Radio time on \(onRootCanal ? "RootCanal" : "Bumble"): the node's account against its HCI trace, \(seconds) s, default schedule (\(Date()))")
-        let link = try ChildProcess.start(python, [repository.appendingPathComponent(launcher).path, "2"])
-        defer { link.stop() }
-        let ready = try link.readLine(timeout: 20)
-        let ports = ready.split(separator: " ").dropFirst().compactMap { UInt16($0) }
-        guard ready.hasPrefix("READY"), ports.count == 2 else { throw BenchmarkError("virtual link said: \(ready)") }
+        let link = try VirtualLinkProcess.start(repository: repository, controllers: 2, onRootCanal: onRootCanal)
+        defer { link.process.stop() }
+        let ports = link.ports
 
         let nodes = try await [TracedNode.open(port: ports[0]), TracedNode.open(port: ports[1])]
         let clock = ContinuousClock()

@@ -10,6 +10,14 @@ import TestTiers
 @Suite(.tags(.unit)) struct NodeStoreReadOnlyNameTests {
     static func readOnly(_: String) -> Bool { true }
 
+    /// A store's file in `data/` and a link to it from `link/`; neither is created.
+    static func linkedStorePaths(in temporary: TemporaryDirectory) throws -> (target: String, link: StoreLocation) {
+        for folder in ["/data", "/link"] {
+            try FileManager.default.createDirectory(atPath: temporary.path + folder, withIntermediateDirectories: true)
+        }
+        return (temporary.path + "/data/node.db", StoreLocation(path: temporary.path + "/link/node.db", source: .flag, ownsDirectory: false))
+    }
+
     static func requireURIs() throws {
         try #require(NodeStore.understandsURIs,
                      "this SQLite is built without SQLITE_USE_URI: a store on a read-only file system is always opened by its path")
@@ -22,10 +30,7 @@ import TestTiers
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }
         let manager = FileManager.default
-        try manager.createDirectory(atPath: temporary.path + "/data", withIntermediateDirectories: true)
-        try manager.createDirectory(atPath: temporary.path + "/link", withIntermediateDirectories: true)
-        let target = temporary.path + "/data/node.db"
-        let link = StoreLocation(path: temporary.path + "/link/node.db", source: .flag, ownsDirectory: false)
+        let (target, link) = try Self.linkedStorePaths(in: temporary)
         try manager.createSymbolicLink(atPath: link.path, withDestinationPath: target)
 
         // A running node, as one killed leaves it: SQLite writes its -wal and -shm beside the target.
@@ -44,10 +49,7 @@ import TestTiers
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }
         let manager = FileManager.default
-        try manager.createDirectory(atPath: temporary.path + "/data", withIntermediateDirectories: true)
-        try manager.createDirectory(atPath: temporary.path + "/link", withIntermediateDirectories: true)
-        let target = temporary.path + "/data/node.db"
-        let link = StoreLocation(path: temporary.path + "/link/node.db", source: .flag, ownsDirectory: false)
+        let (target, link) = try Self.linkedStorePaths(in: temporary)
         #expect(manager.createFile(atPath: target, contents: Data()))
         try manager.createSymbolicLink(atPath: link.path, withDestinationPath: target)
         let immutable = "file:" + link.path + "?immutable=1"
