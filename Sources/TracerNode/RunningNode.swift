@@ -42,8 +42,7 @@ actor RunningNode {
     }
 
     static func exchangeConfiguration(_ settings: NodeSettings) -> ExchangeConfiguration {
-        var exchange = ExchangeConfiguration()
-        if settings.continuousScan { exchange.scanOffTime = .zero }
+        var exchange = ExchangeConfiguration(scanPlan: settings.continuousScan ? .continuous : settings.scanPlan)
         exchange.radio.knownQuirks = settings.controllerQuirks.added
         exchange.radio.tableQuirksTurnedOff = settings.controllerQuirks.removed
         return exchange
@@ -109,6 +108,7 @@ actor RunningNode {
             ("node.database", fresh.database != settings.database),
             ("node.rotation_interval", fresh.rotationInterval != settings.rotationInterval),
             ("node.rotation_jitter", fresh.rotationJitter != settings.rotationJitter),
+            ("node.scan_schedule", fresh.scanPlan != settings.scanPlan),
             ("node.continuous_scan", fresh.continuousScan != settings.continuousScan),
             ("node.take_adapter", fresh.takeAdapter != settings.takeAdapter),
             ("node.watchdog_dark_limit", fresh.watchdogDarkLimit != settings.watchdogDarkLimit),
@@ -124,6 +124,7 @@ actor RunningNode {
         applied.database = settings.database
         applied.rotationInterval = settings.rotationInterval
         applied.rotationJitter = settings.rotationJitter
+        applied.scanPlan = settings.scanPlan
         applied.continuousScan = settings.continuousScan
         applied.takeAdapter = settings.takeAdapter
         applied.watchdogDarkLimit = settings.watchdogDarkLimit

@@ -140,6 +140,28 @@ struct ExchangeScriptedControllerTests {
         await host.close()
     }
 
+    /// A burst listens for one discovery window from the moment the scanner came on, however short
+    /// its own time: a 270 ms burst that lost 30 ms to the scanner's start-up would hear only
+    /// most of the advertisers in range.
+    @Test func everyBurstListensOneDiscoveryWindowOnceTheScannerIsOn() async throws {
+        let clock = ManualHostClock()
+        let (controller, _, host, exchange, _) = try await Self.runningExchange(clock: clock) { configuration in
+            configuration.scanOnTime = .milliseconds(20)
+            configuration.scanOffTime = .seconds(30)
+        }
+        let window = ExchangeConfiguration().discoveryWindow
+        #expect(await eventually { controller.state.withLock { $0.scanning } }, "the burst never began")
+        // The burst's stopper waits for the window's end, not for the burst's 20 ms.
+        #expect(await eventually { clock.pendingDeadlines.contains(window) }, "sleepers: \(clock.pendingDeadlines)")
+        clock.advance(by: window - .milliseconds(1))
+        #expect(clock.pendingDeadlines.contains(window) && controller.state.withLock { $0.scanning },
+                "the scanner stopped before one discovery window")
+        clock.advance(by: .milliseconds(1))
+        #expect(await eventually { !controller.state.withLock { $0.scanning } }, "the burst never ended")
+        await exchange.stop()
+        await host.close()
+    }
+
     /// A session that starts during the pause between bursts (after a controller reset) waits for
     /// the next burst instead of starting one of its own: in a RootCanal crowd, with frequent
     /// resets, fresh bursts had nodes scanning and initiating almost all the time.

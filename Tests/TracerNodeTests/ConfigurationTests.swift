@@ -54,7 +54,7 @@ extension TracerNodeTests {
         }
 
         static let allKeys = [
-            "node.transport", "node.database", "node.rotation_interval", "node.rotation_jitter", "node.continuous_scan",
+            "node.transport", "node.database", "node.rotation_interval", "node.rotation_jitter", "node.scan_schedule", "node.continuous_scan",
             "node.take_adapter", "node.watchdog_dark_limit", "node.metrics_file", "node.controller_quirks", "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
             "check.interval", "check.jitter", "check.refresh_interval", "check.refresh_jitter", "check.long_poll", "check.on_exposure",
             "check.clock_skew", "check.max_list_age", "list.format", "list.origin", "list.witnesses", "list.witnesses_required", "risk.near_attenuation",
@@ -85,6 +85,7 @@ extension TracerNodeTests {
             for key in Self.allKeys { #expect(config.sourceKind(key) == "default", "\(key): \(config.source(key))") }
             #expect(config.value("node.rotation_interval") as? Int == 900)
             #expect(config.value("node.rotation_jitter") as? Int == 0)
+            #expect(config.value("node.scan_schedule") as? String == "standard")
             #expect(config.value("node.continuous_scan") as? Bool == false)
             #expect(config.value("node.take_adapter") as? Bool == false)
             #expect(config.value("log.level") as? String == "info")
@@ -192,7 +193,8 @@ extension TracerNodeTests {
             #expect(fromEnvironment.source("check.jitter")["line"] as? Int == 3)
 
             let fromFlags = try home.settings(
-                ["--check-interval", "120", "--log-level=debug", "--continuous-scan", "--take-adapter"], environment: environment)
+                ["--check-interval", "120", "--log-level=debug", "--continuous-scan", "--take-adapter", "--scan-schedule", "low-power"],
+                environment: environment)
             #expect(fromFlags.value("check.interval") as? Int == 120)
             #expect(fromFlags.sourceKind("check.interval") == "flag")
             #expect(fromFlags.source("check.interval")["flag"] as? String == "--check-interval")
@@ -200,6 +202,8 @@ extension TracerNodeTests {
             #expect(fromFlags.value("node.continuous_scan") as? Bool == true)
             #expect(fromFlags.source("node.continuous_scan")["flag"] as? String == "--continuous-scan")
             #expect(fromFlags.value("node.take_adapter") as? Bool == true)
+            #expect(fromFlags.value("node.scan_schedule") as? String == "low-power")
+            #expect(fromFlags.source("node.scan_schedule")["flag"] as? String == "--scan-schedule")
             #expect(fromFlags.source("node.take_adapter")["flag"] as? String == "--take-adapter")
             #expect(fromFlags.sourceKind("check.jitter") == "file")
 
@@ -302,6 +306,7 @@ extension TracerNodeTests {
             BadValue(file: "[risk]\nlow_minutes = 0\n", phrases: ["line 2", "risk.low_minutes", "above 0"]),
             BadValue(file: "[risk]\nnear_weight = 1.5\n", phrases: ["line 2", "risk.near_weight", "at most 1"]),
             BadValue(file: "[node]\ncontinuous_scan = \"yes\"\n", phrases: ["line 2", "node.continuous_scan", "true or false"]),
+            BadValue(file: "[node]\nscan_schedule = \"eco\"\n", phrases: ["line 2", "node.scan_schedule", "standard, low-power, continuous, minute-bursts"]),
             BadValue(file: "[list]\nformat = \"batches\"\n", phrases: ["line 2", "list.format", "auto, log, index"]),
             BadValue(file: "[list]\norigin = \"example.org list\"\n", phrases: ["line 2", "list.origin", "without spaces"]),
             BadValue(file: "[list]\nwitnesses = \"w1+12345678+AAAA\"\n", phrases: ["line 2", "list.witnesses", "w1+12345678+AAAA"]),

@@ -18,13 +18,15 @@ public actor LEHost {
     public struct Configuration: Sendable {
         /// Advertising interval in 0.625 ms units (spec); 0x0190 = 250 ms.
         public var advertisingInterval: UInt16 = 0x0190
+        /// `advertisingInterval` as a duration.
+        public var advertisingPeriod: Duration { .microseconds(Int64(advertisingInterval) * 625) }
         /// How long advertising stays on before a connection attempt may turn it off
         /// (`connect(advertisingOff:)`): a little over one advertising interval, so that peers hear
         /// at least one advertisement between two such attempts, also where every enable restarts
         /// the interval (`ControllerQuirks.advertisingEnableRestartsInterval`). Back to back, two of
         /// them kept nodes of a 20-node crowd unheard for 2 to 3.5 s.
         public var advertisingHeldBeforeGoingQuiet: Duration {
-            .microseconds(Int64(advertisingInterval) * 625) * 6 / 5
+            advertisingPeriod * 6 / 5
         }
         /// Scan interval and window in 0.625 ms units.
         public var scanInterval: UInt16 = 0x0060
@@ -560,7 +562,7 @@ public actor LEHost {
     private var radioUse: RadioUse {
         guard !lost, !closed else { return .idle }
         var use = RadioUse(links: linkIntervals)
-        if advertisingIsOn { use.advertisingInterval = .microseconds(Int64(configuration.advertisingInterval) * 625) }
+        if advertisingIsOn { use.advertisingInterval = configuration.advertisingPeriod }
         if scanEnabled {
             use.scanning = .init(windowUnits: configuration.scanWindow, intervalUnits: configuration.scanInterval)
         }

@@ -2,11 +2,12 @@ import BLEHost
 
 /// How often and how eagerly a node advertises, scans and connects.
 ///
-/// The defaults aim at a battery-powered node that still catches a contact within a minute:
+/// The defaults aim at a battery-powered node that still catches a contact within seconds:
 /// - advertising every 250 ms (GAEN advertises every 200-270 ms);
-/// - scanning in bursts, 10 s on and 50 s off (OpenTrace scans 8-10 s a minute), with a 30 ms
-///   window every 60 ms while on; the pause varies by ±25 % and the rhythm survives rotations and
-///   controller resets (`ScanSchedule`);
+/// - scanning by `ScanPlan.standard`: one unbroken 270 ms window (`discoveryWindow`) every 16 s on
+///   average, the receiver on 1.7 % of the time, every peer in range heard within one burst and
+///   pause; the pause varies by ±25 % and the rhythm survives rotations and controller resets
+///   (`ScanSchedule`);
 /// - at most 2 outgoing exchanges at once; a connection is given 1.5 s (six advertising intervals
 ///   of a Tracer node or a GAEN phone) to form, since a controller that is initiating cannot
 ///   accept its peers' connections on strict controllers.
@@ -14,9 +15,16 @@ import BLEHost
 public struct ExchangeConfiguration: Sendable {
     /// Advertising interval, scan interval and window (while a burst is on), ATT and HCI settings.
     public var radio = LEHost.Configuration()
-    public var scanOnTime: Duration = .seconds(10)
+    /// How long a burst listens (`ScanPlan` sets it, with the pause and the scanner's window).
+    public var scanOnTime: Duration = .zero
     /// Zero scans without pause.
-    public var scanOffTime: Duration = .seconds(50)
+    public var scanOffTime: Duration = .zero
+    /// The least the scanner listens each time it comes on: one advertising interval of a peer that
+    /// advertises as often as we do, the up-to-10 ms random delay the Core specification adds to
+    /// each advertising event, and 10 ms for the controller to tune in. Unbroken, this long hears
+    /// every such peer in range (`ScanPlan`); a burst cut short by the scanner coming on late, or
+    /// resumed after a rotation, still listens this long.
+    public var discoveryWindow: Duration { radio.advertisingPeriod + .milliseconds(20) }
     /// The TX power we report in advertisements and writes (dBm).
     public var txPower: Int8 = 0
 
@@ -42,7 +50,8 @@ public struct ExchangeConfiguration: Sendable {
     /// nodes that hear it at the same moment do not all answer the same advertising event.
     public var initiationSpread: Duration = .seconds(2)
     /// A peer unheard for this long is not tried (see `ConnectionCandidates`). A node advertising
-    /// every 250 ms, heard in half the scan time, goes unheard for 2 s about once in 250 tries.
+    /// every 250 ms is heard at each advertising event while the scanner listens unbroken (and, in
+    /// minute bursts' 30 ms window every 60 ms, goes unheard for 2 s about once in 250 tries).
     public var candidateLifetime: Duration = .seconds(2)
     /// Peers heard within this long count as about when choosing the initiation spread.
     public var crowdMemory: Duration = .seconds(10)
@@ -75,8 +84,9 @@ public struct ExchangeConfiguration: Sendable {
     /// direction, reset the controller too: the backstop when no target stays on the air.
     public var resetAfterTimeoutStreak = 6
 
-    public init() {
+    public init(scanPlan: ScanPlan = .standard) {
         radio.connectionTimeout = .milliseconds(1500)
+        scanPlan.apply(to: &self)
     }
 }
 

@@ -333,6 +333,8 @@ public actor ProximityExchange {
             }
             scanner = .listening
             changes.announce()
+            // A burst of one discovery window loses to the scanner's start-up what it spends there.
+            let listenUntil = max(burstEnd, clock.now + configuration.discoveryWindow)
             // Without a pause (tests, demos, mains-powered nodes) a burst never ends: stopping and
             // restarting the scanner would only leave moments in which no attempt can start.
             let stopper = configuration.scanOffTime == .zero ? nil : Task { [host, configuration, clock, changes] in
@@ -342,8 +344,8 @@ public actor ProximityExchange {
                 // peer can tell that a connect request went unanswered. In a 20-node crowd a
                 // request sent after the scanner stopped left a node stuck, unseen, for 47 s.
                 // Timer: the burst's end.
-                guard (try? await clock.sleep(until: burstEnd)) != nil else { return }
-                let extensionEnd = burstEnd + configuration.scanBurstExtension
+                guard (try? await clock.sleep(until: listenUntil)) != nil else { return }
+                let extensionEnd = listenUntil + configuration.scanBurstExtension
                 // Event: the last candidate taken or dropped; timer: it goes unheard too long, or the extension's end.
                 while let waiting = self.candidatesWaiting(), clock.now < extensionEnd {
                     await changes.wait(after: waiting.generation, until: min(waiting.lastExpiry, extensionEnd), on: clock)

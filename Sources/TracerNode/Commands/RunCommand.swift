@@ -30,7 +30,9 @@ struct RunCommand: AsyncParsableCommand {
     var rotationInterval: String?
     @Option(help: ArgumentHelp("Largest random delay of a rotation after its boundary, in seconds (node.rotation_jitter).", valueName: "seconds"))
     var rotationJitter: String?
-    @Flag(help: "Scan without pause instead of 10 s bursts every minute (node.continuous_scan; for demos and tests, costs battery).")
+    @Option(help: ArgumentHelp("When the receiver listens: standard, low-power, continuous or minute-bursts (node.scan_schedule).", valueName: "schedule"))
+    var scanSchedule: String?
+    @Flag(help: "Scan without pause (node.continuous_scan, the same as --scan-schedule continuous; for demos and tests, costs battery).")
     var continuousScan = false
     @Flag(help: "On an hciN adapter that bluetoothd holds up, power it off and take it; desktop Bluetooth on it stops while the node runs (node.take_adapter).")
     var takeAdapter = false
@@ -67,6 +69,7 @@ struct RunCommand: AsyncParsableCommand {
         flags["node.transport"] = transport
         flags["node.rotation_interval"] = rotationInterval
         flags["node.rotation_jitter"] = rotationJitter
+        flags["node.scan_schedule"] = scanSchedule
         if continuousScan { flags["node.continuous_scan"] = "true" }
         if takeAdapter { flags["node.take_adapter"] = "true" }
         flags["node.metrics_file"] = metricsFile

@@ -1,5 +1,6 @@
 import BLEHost
 import Foundation
+import GATTExchange
 import Logging
 import Matching
 import Settings
@@ -34,6 +35,7 @@ struct NodeSettings: Equatable, Sendable {
     var database: String = ""
     var rotationInterval: Int64 = 0
     var rotationJitter: Int64 = 0
+    var scanPlan = ScanPlan.standard
     var continuousScan = false
     var takeAdapter = false
     var watchdogDarkLimit: Int64 = 0

@@ -36,10 +36,15 @@ enum SettingRegistry {
             "node.rotation_jitter", \.rotationJitter, .integer(minimum: 0, maximum: 43_200, unit: "seconds"),
             default: 0, env: "TRACER_ROTATION_JITTER", flag: "--rotation-jitter",
             help: "Largest random delay of a rotation after its boundary, in seconds; less than half the interval."),
+        .text(
+            "node.scan_schedule", \.scanPlan, .choice(ScanPlan.allCases.map(\.rawValue)),
+            default: .value(.text(ScanPlan.standard.rawValue)), env: "TRACER_SCAN_SCHEDULE", flag: "--scan-schedule",
+            help: "When the receiver listens: standard (a 270 ms window every 16 s: on 1.7 % of the time, a peer heard within 20 s), low-power (every 32 s: 0.84 %, within 40 s), continuous (always: for mains power, demos and tests), or minute-bursts (10 s of a 30 ms window every 60 ms each minute: 8.3 %, the older schedule, kept to compare against).",
+            convert: { ScanPlan(rawValue: $0) ?? .standard }),
         .boolean(
             "node.continuous_scan", \.continuousScan, default: false,
             env: "TRACER_CONTINUOUS_SCAN", flag: "--continuous-scan",
-            help: "Scan without pause instead of 10 s bursts every minute (costs battery)."),
+            help: "Scan without pause, whatever node.scan_schedule says (costs battery; the same as node.scan_schedule = continuous)."),
         .boolean(
             "node.take_adapter", \.takeAdapter, default: false,
             env: "TRACER_TAKE_ADAPTER", flag: "--take-adapter",
@@ -194,7 +199,7 @@ enum SettingRegistry {
         .integer(
             "risk.sampling_period", \.risk.samplingPeriod, .integer(minimum: 0, maximum: 3_600, unit: "seconds"),
             default: 60, env: "TRACER_RISK_SAMPLING_PERIOD", flag: nil,
-            help: "Contact time one sighting stands for: the scan cycle (60 s by default, 10 s of scanning a minute)."),
+            help: "Contact time one sighting stands for, added once to each encounter's span: 60 s by default, at least the scan cycle (16 s by node.scan_schedule = standard, 60 s by minute-bursts), so a brief contact counts as a minute."),
         .text(
             "risk.attenuation_summary", \.risk.attenuationSummary, .choice(RiskModel.AttenuationSummary.allCases.map(\.rawValue)),
             default: .value(.text("strongest")), env: "TRACER_RISK_ATTENUATION_SUMMARY", flag: nil,
