@@ -6,23 +6,49 @@ import Synchronization
 import TracerCore
 
 /// Issue 40, item 2: the node's own account of its radio's time (`RadioTimeAccount`, what
-/// `tracer status` shows) against the same figures read from an HCI trace of the run. Two nodes
-/// with the default schedule (scan bursts, advertising every 250 ms) meet on a virtual link
-/// (Bumble's, or RootCanal's), each rotating its id every 30 s so that they connect again; every
+/// `tracer status` shows) against the same figures read from an HCI trace of the run, and item 1's
+/// scan plans side by side. Two nodes under one plan (advertising every 250 ms) meet on a virtual
+/// link (Bumble's, or RootCanal's), each rotating its id every 30 s (or as asked) so that they
+/// connect again; every
 /// packet between host and controller is kept with its time, and the trace is read here with its
 /// own byte parsing (not the host's decoders), so the two accounts share no code.
 struct RadioTimeBenchmark {
     let repository: URL
     let seconds: Int
     var onRootCanal = false
+    /// Each plan runs in turn on a fresh link, the old schedule first (issue 40: side by side).
+    var plans: [ScanPlan] = [.minuteBursts, .standard]
+    /// How often both nodes take a new id (and so connect again).
+    var rotationSeconds = 30
 
     func run() async throws {
-        say("# Radio time on \(onRootCanal ? "RootCanal" : "Bumble"): the node's account against its HCI trace, \(seconds) s, default schedule (\(Date()))")
+        say("# Radio time on \(onRootCanal ? "RootCanal" : "Bumble"): the node's account against its HCI trace, \(seconds) s per plan, "
+            + "ids every \(rotationSeconds) s, plans \(plans.map(\.rawValue).joined(separator: ", ")) (\(Date()))")
+        var rows: [(plan: ScanPlan, node: Int, own: RadioTimeSummary, traced: RadioTimeSummary)] = []
+        for plan in plans {
+            say("## \(plan.rawValue)")
+            for (index, (own, traced)) in try await run(plan).enumerated() { rows.append((plan, index, own, traced)) }
+        }
+        say("## Side by side (receiver and its parts as % of the time, from the node's account; the trace's receiver figure beside it)")
+        say("plan            node  receiver  (trace)  scanning  connecting  links  advertising  attempts  connections")
+        for row in rows {
+            let share = { (seconds: Double) in 100 * seconds / max(row.own.observedSeconds, 1e-9) }
+            say(row.plan.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0)
+                + String(format: " %4d  %7.2f  %7.2f  %8.2f  %10.2f  %5.2f  %11.2f  %8d  %11d", row.node,
+                         100 * row.own.receiverFraction, 100 * row.traced.receiverFraction, share(row.own.scanningSeconds),
+                         share(row.own.initiatingSeconds), share(row.own.linkListeningSeconds), share(row.own.advertisingSeconds),
+                         row.own.connectionAttempts, row.own.connections))
+        }
+    }
+
+    /// Two nodes under `plan` for `seconds`: each node's account and its trace's.
+    func run(_ plan: ScanPlan) async throws -> [(RadioTimeSummary, RadioTimeSummary)] {
         let link = try VirtualLinkProcess.start(repository: repository, controllers: 2, onRootCanal: onRootCanal)
         defer { link.process.stop() }
         let ports = link.ports
 
-        let nodes = try await [TracedNode.open(port: ports[0]), TracedNode.open(port: ports[1])]
+        let nodes = try await [TracedNode.open(port: ports[0], plan: plan, rotationSeconds: rotationSeconds),
+                               TracedNode.open(port: ports[1], plan: plan, rotationSeconds: rotationSeconds)]
         let clock = ContinuousClock()
         let start = clock.now
         let base = UnixSeconds(Date().timeIntervalSince1970)
@@ -30,7 +56,8 @@ struct RadioTimeBenchmark {
         for node in nodes { await node.exchange.rotate(to: node.id(round: 0, base: base)) }
         for node in nodes { try await node.exchange.start() }
         while clock.now - start < .seconds(seconds) {
-            try await Task.sleep(for: .seconds(30))
+            try await Task.sleep(for: .seconds(min(rotationSeconds, max(1, seconds - Int((clock.now - start) / .seconds(1))))))
+            guard clock.now - start < .seconds(seconds) else { break }
             round += 1
             for node in nodes { await node.exchange.rotate(to: node.id(round: round, base: base)) }
         }
@@ -38,9 +65,11 @@ struct RadioTimeBenchmark {
             await node.exchange.stop()
             await node.host.close()
         }
+        var results: [(RadioTimeSummary, RadioTimeSummary)] = []
         for (index, node) in nodes.enumerated() {
             let account = node.account.summary(over: .seconds(86_400))
             let trace = node.trace.account()
+            results.append((account, trace))
             say("node \(index): the node's account, then the trace's")
             for (name, own, traced) in [
                 ("observed s", account.observedSeconds, trace.observedSeconds),
@@ -58,6 +87,7 @@ struct RadioTimeBenchmark {
             }
             say(String(format: "  receiver on %.2f %% (account) vs %.2f %% (trace)", 100 * account.receiverFraction, 100 * trace.receiverFraction))
         }
+        return results
     }
 
     struct TracedNode {
@@ -66,14 +96,16 @@ struct RadioTimeBenchmark {
         let account: RadioTimeAccount
         let trace: HCITrace
         let ids: [UserID]
+        let rotationSeconds: Int
 
         func id(round: Int, base: UnixSeconds) -> OwnID {
-            OwnID(id: ids[round % ids.count], window: IDWindow(
-                start: base + UnixSeconds(round) * 30, end: base + UnixSeconds(round + 1) * 30 + 10))
+            let length = UnixSeconds(rotationSeconds)
+            return OwnID(id: ids[round % ids.count], window: IDWindow(
+                start: base + UnixSeconds(round) * length, end: base + UnixSeconds(round + 1) * length + 10))
         }
 
-        static func open(port: UInt16) async throws -> TracedNode {
-            var configuration = ExchangeConfiguration()
+        static func open(port: UInt16, plan: ScanPlan, rotationSeconds: Int) async throws -> TracedNode {
+            var configuration = ExchangeConfiguration(scanPlan: plan)
             let account = RadioTimeAccount()
             configuration.radio.radioTimeAccount = account
             let trace = HCITrace()
@@ -85,7 +117,8 @@ struct RadioTimeBenchmark {
                 databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: continuation),
                 configuration: configuration.radio)
             let exchange = ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(), configuration: configuration)
-            return TracedNode(host: host, exchange: exchange, account: account, trace: trace, ids: (0..<1000).map { _ in .random() })
+            return TracedNode(host: host, exchange: exchange, account: account, trace: trace, ids: (0..<1000).map { _ in .random() },
+                              rotationSeconds: rotationSeconds)
         }
     }
 
