@@ -11,8 +11,8 @@ source "$KBED_REPO/Tests/Support/kernel/scenario-lib.sh" || exit 10
 "$tracer" version >"$results/version.txt" 2>&1 || exit 11
 say "node on hci0"
 start_node node node hci0
-# Until the node runs on hci0 with its id (its exchange took the id: the adapter is up and
-# advertising), for KBED_NODE_SECONDS at most.
+# Until the node runs on hci0 with its id (its exchange set the id's address on the controller:
+# the adapter is up and takes commands; advertising starts just after), for KBED_NODE_SECONDS at most.
 wait_for_log_line node "${KBED_NODE_SECONDS:-30}" '\[GATTExchange\] rotated'
 stop_node node "$node"
 keep_database node
