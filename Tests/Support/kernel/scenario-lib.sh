@@ -29,13 +29,18 @@ keep_database() {
 # Stops node NAME (pid $2) with SIGTERM and keeps its exit status in $results/NAME.exit.
 stop_node() { kill -TERM "$2" 2>/dev/null; wait "$2"; echo "$?" >"$results/$1.exit"; }
 
+# A wait that ran out says so in the scenario's output (which the host test shows when it fails)
+# and returns 1; the scenario goes on, so that what it keeps afterwards still tells the rest.
+wait_expired() { say "wait expired: $*"; return 1; }
+
 # Waits (up to $2 seconds) until the database /tmp/$1.db holds more than $3 distinct peer ids.
 wait_for_peers() {
     local deadline=$(( $(date +%s) + $2 ))
     while [ "$(date +%s)" -lt "$deadline" ]; do
-        [ "$(peers "/tmp/$1.db")" -gt "$3" ] && break
+        [ "$(peers "/tmp/$1.db")" -gt "$3" ] && return 0
         sleep 2
     done
+    wait_expired "$1.db held $(peers "/tmp/$1.db") peer ids after $2 s, not more than $3"
 }
 
 # The latest last sighting (Unix seconds) in database $1 (0 while it has none).
@@ -49,16 +54,18 @@ latest_sighting() {
 wait_for_sighting_after() {
     local deadline=$(( $(date +%s) + $2 ))
     while [ "$(date +%s)" -lt "$deadline" ]; do
-        [ "$(latest_sighting "/tmp/$1.db")" -gt "$3" ] && break
+        [ "$(latest_sighting "/tmp/$1.db")" -gt "$3" ] && return 0
         sleep 1
     done
+    wait_expired "$1.db's latest sighting after $2 s is at $(latest_sighting "/tmp/$1.db"), not after $3"
 }
 
 # Waits (up to $2 seconds) until the log $results/$1.log has a whole line matching the pattern $3.
 wait_for_log_line() {
     local deadline=$(( $(date +%s) + $2 ))
     while [ "$(date +%s)" -lt "$deadline" ]; do
-        grep -q -- "$3" "$results/$1.log" 2>/dev/null && break
+        grep -q -- "$3" "$results/$1.log" 2>/dev/null && return 0
         sleep 0.2
     done
+    wait_expired "no line of $1.log matched '$3' within $2 s"
 }
