@@ -43,26 +43,39 @@ struct CrowdBenchmark {
     /// Runs a passive listener (Benchmarks/tools/advertising_observer.py) on the phy.
     var observeAdvertising = false
 
-    var python: String {
-        ProcessInfo.processInfo.environment["TRACER_BUMBLE_PYTHON"]
-            ?? repository.appendingPathComponent(".venv-bumble/bin/python").path
-    }
+    var python: String { VirtualLinkProcess.python(repository: repository) }
 
-    /// rootcanal_phy.py: TRACER_ROOTCANAL_PHY, or where the test harness keeps it.
-    var rootCanalLauncher: String {
-        ProcessInfo.processInfo.environment["TRACER_ROOTCANAL_PHY"]
-            ?? repository.appendingPathComponent("Tests/Support/rootcanal/rootcanal_phy.py").path
-    }
+    var rootCanalLauncher: String { VirtualLinkProcess.rootCanalLauncher(repository: repository) }
 
-    func run() async throws {
-        // TRACER_BINARY measures another build of the node, for example one linked with
-        // --static-swift-stdlib, as a deployment would use.
+    /// The node binary: the release build of `tracer` beside this TracerBench, or TRACER_BINARY,
+    /// which measures another build of the node, for example one linked with
+    /// --static-swift-stdlib, as a deployment would use.
+    static func nodeBinary() throws -> String {
         let binary = ProcessInfo.processInfo.environment["TRACER_BINARY"]
             ?? URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
             .appendingPathComponent("tracer").path
         guard FileManager.default.isExecutableFile(atPath: binary) else {
             throw BenchmarkError("build tracer next to TracerBench first: swift build -c release --product tracer && swift build -c release --product TracerBench")
         }
+        return binary
+    }
+
+    /// `tracer run` on the H4 controller at 127.0.0.1:`port`, with JSON logs at `logLevel` into
+    /// `logFile`; a nil `rotationInterval` leaves the node's default. `environment` is added to
+    /// this process's for the node (TRACER_SCAN_SCHEDULE, say).
+    static func startNode(
+        binary: String, database: String, port: UInt16, rotationInterval: Int?, logLevel: String, logFile: String,
+        environment: [String: String] = [:]
+    ) throws -> ChildProcess {
+        try ChildProcess.start(binary, [
+            "run", "--db", database, "--transport", "tcp:127.0.0.1:\(port)",
+        ] + (rotationInterval.map { ["--rotation-interval", "\($0)"] } ?? []) + [
+            "--log-level", logLevel, "--log-format", "json",
+        ], logFile: logFile, environment: environment)
+    }
+
+    func run() async throws {
+        let binary = try Self.nodeBinary()
         // Controllers: the nodes, then the duty-cycle device, then the listener.
         let controllers = nodes + 1 + (observeAdvertising ? 1 : 0)
         say("# Crowd benchmark on \(phy.rawValue): \(nodes) tracer run nodes + 1 Bumble duty-cycle device"
@@ -99,10 +112,9 @@ struct CrowdBenchmark {
         let databases = (0..<nodes).map { directory + "/node\($0).db" }
         let logs = (0..<nodes).map { directory + "/node\($0).log" }
         let runs = try (0..<nodes).map { index in
-            try ChildProcess.start(binary, [
-                "run", "--db", databases[index], "--transport", "tcp:127.0.0.1:\(ports[index])",
-                "--rotation-interval", "\(rotationInterval)", "--log-level", logLevel, "--log-format", "json",
-            ], logFile: logs[index])
+            try Self.startNode(
+                binary: binary, database: databases[index], port: ports[index], rotationInterval: rotationInterval,
+                logLevel: logLevel, logFile: logs[index])
         }
         defer { runs.forEach { $0.stop() } }
         let bumble = try ChildProcess.start(python, [

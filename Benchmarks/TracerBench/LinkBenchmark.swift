@@ -181,13 +181,23 @@ final class ChildProcess {
         return String(decoding: data, as: UTF8.self)
     }
 
-    /// SIGTERM, then SIGKILL if the process is still there after 2 s: a benchmark must end.
-    func stop() {
-        guard process.isRunning else { return }
+    /// SIGTERM, then SIGKILL if the process is still there after `grace` seconds: a benchmark
+    /// must end. False when it needed the SIGKILL.
+    @discardableResult
+    func stop(grace: TimeInterval = 2) -> Bool {
+        guard process.isRunning else { return true }
         process.terminate()
-        let deadline = Date().addingTimeInterval(2)
+        let deadline = Date().addingTimeInterval(grace)
         while process.isRunning && Date() < deadline { usleep(20_000) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        let killed = process.isRunning
+        if killed { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+        return !killed
+    }
+
+    /// How the process ended, once it has: "exit 0", "signal 9"; nil while it runs.
+    var exitDescription: String? {
+        guard !process.isRunning else { return nil }
+        return (process.terminationReason == .uncaughtSignal ? "signal " : "exit ") + "\(process.terminationStatus)"
     }
 }

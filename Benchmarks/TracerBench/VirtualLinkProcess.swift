@@ -12,10 +12,40 @@ struct VirtualLinkProcess {
             ?? repository.appendingPathComponent(".venv-bumble/bin/python").path
     }
 
+    /// rootcanal_phy.py: TRACER_ROOTCANAL_PHY, or where the test harness keeps it.
+    static func rootCanalLauncher(repository: URL) -> String {
+        ProcessInfo.processInfo.environment["TRACER_ROOTCANAL_PHY"]
+            ?? repository.appendingPathComponent("Tests/Support/rootcanal/rootcanal_phy.py").path
+    }
+
     static func start(repository: URL, controllers: Int, onRootCanal: Bool) throws -> VirtualLinkProcess {
-        let launcher = onRootCanal ? "Tests/Support/rootcanal/rootcanal_phy.py" : "Tests/Support/bumble/virtual_link.py"
-        let link = try ChildProcess.start(python(repository: repository), [repository.appendingPathComponent(launcher).path, "\(controllers)"])
-        let ready = try link.readLine(timeout: 20)
+        if onRootCanal { return try start(repository: repository, rootCanalModels: Array(repeating: "DEFAULT", count: controllers)) }
+        return try start(
+            python(repository: repository), [repository.appendingPathComponent("Tests/Support/bumble/virtual_link.py").path, "\(controllers)"],
+            controllers: controllers)
+    }
+
+    /// RootCanal controllers of the given models (`CrowdPhy.rootCanalModels`), one per entry, in
+    /// that order; rootcanal's log goes into `logDirectory` when given.
+    static func start(repository: URL, rootCanalModels models: [String], logDirectory: String? = nil) throws -> VirtualLinkProcess {
+        let launcher = rootCanalLauncher(repository: repository)
+        guard FileManager.default.fileExists(atPath: launcher) else {
+            throw BenchmarkError("no RootCanal launcher at \(launcher); set TRACER_ROOTCANAL_PHY")
+        }
+        return try start(
+            python(repository: repository), [launcher] + models, controllers: models.count,
+            environment: logDirectory.map { ["TRACER_ROOTCANAL_LOG_DIR": $0] } ?? [:], timeout: 30)
+    }
+
+    private static func start(
+        _ python: String, _ arguments: [String], controllers: Int, environment: [String: String] = [:], timeout: TimeInterval = 20
+    ) throws -> VirtualLinkProcess {
+        let link = try ChildProcess.start(python, arguments, environment: environment)
+        let ready: String
+        do { ready = try link.readLine(timeout: timeout) } catch {
+            link.stop()
+            throw error
+        }
         let ports = ready.split(separator: " ").dropFirst().compactMap { UInt16($0) }
         guard ready.hasPrefix("READY"), ports.count == controllers else {
             link.stop()

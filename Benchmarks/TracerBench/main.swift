@@ -14,7 +14,7 @@ LoggingSystem.bootstrap { label in
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | log-bytes [SPACINGS] [UPLOADS] | log-append [ENTRIES] [ROUNDS] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
 //        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH] [--newest | --stress | --self-calibration]
 //        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE] | console-pages [ROUNDS] [TRACER_SERVER]
-//        | refresh [RUNS] [SCALE] | radio-time [SECONDS] [rootcanal]]
+//        | refresh [RUNS] [SCALE] | radio-time [SECONDS] [rootcanal] | walk-by [VISITORS] [SCHEDULES]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -83,13 +83,9 @@ case "crowd", "crowd-rootcanal", "crowd-bumble":
     // TRACER_CROWD_DIR keeps the node databases and logs in that folder instead of a temporary one.
     let minutes = arguments.dropFirst().first.flatMap { Double($0) } ?? 10
     let nodes = arguments.dropFirst(2).first.flatMap { Int($0) } ?? 10
-    var crowdDirectory = directory
-    if let kept = ProcessInfo.processInfo.environment["TRACER_CROWD_DIR"] {
-        try FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: true)
-        crowdDirectory = URL(fileURLWithPath: kept).standardizedFileURL.path
-    }
     var crowd = CrowdBenchmark(
-        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), directory: crowdDirectory, nodes: nodes, minutes: minutes)
+        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), directory: try nodeFiles(orIn: directory),
+        nodes: nodes, minutes: minutes)
     if which != "crowd" {
         crowd.phy = which == "crowd-rootcanal" ? .rootcanal : .bumble
         crowd.rotationInterval = 60
@@ -97,6 +93,18 @@ case "crowd", "crowd-rootcanal", "crowd-bumble":
         crowd.observeAdvertising = true
     }
     try await crowd.run()
+case "walk-by":
+    // walk-by [VISITORS] [SCHEDULES]: 6 resident nodes and VISITORS (default 8) arriving every 30 s for
+    // 60/120/180/300 s on RootCanal, once per scan schedule of the comma-separated SCHEDULES (default
+    // minute-bursts,standard; given to the nodes as TRACER_SCAN_SCHEDULE); first sighting and
+    // both-ways times per (visitor, resident) pair, CPU, RSS, receiver share. Run from the
+    // repository root and build tracer first, like "crowd"; TRACER_CROWD_DIR keeps the files, as there.
+    let visitors = arguments.dropFirst().first.flatMap { Int($0) } ?? 8
+    let schedules = arguments.dropFirst(2).first.map { $0.split(separator: ",").map(String.init) } ?? ["minute-bursts", "standard"]
+    try await WalkByBenchmark(
+        repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), directory: try nodeFiles(orIn: directory),
+        visitors: max(0, visitors), schedules: schedules
+    ).run()
 case "crowd-figures":
     // The figures of a run kept with TRACER_CROWD_DIR, computed again from its files.
     guard let kept = arguments.dropFirst().first else { throw BenchmarkError("usage: TracerBench crowd-figures FOLDER") }
@@ -176,8 +184,16 @@ case "console-pages":
     let beside = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent().appendingPathComponent("tracer-server").path
     try await ConsolePagesBenchmark(directory: directory, serverPath: arguments.dropFirst(2).first ?? beside, rounds: max(1, rounds)).run()
 default:
-    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, store-places, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts, flood, console-signin, console-pages, refresh, radio-time\n".utf8))
+    FileHandle.standardError.write(Data("unknown benchmark '\(which)'; available: store, store-places, link, exchange, server, crowd, crowd-rootcanal, crowd-bumble, crowd-figures, match, match-keys, list-bytes, store-backends, object-store, verdicts, flood, console-signin, console-pages, refresh, radio-time, walk-by\n".utf8))
     exit(2)
+}
+
+/// Where a run of `tracer run` nodes keeps their databases and logs: TRACER_CROWD_DIR, created if
+/// need be, or else `temporary` (removed at the end).
+func nodeFiles(orIn temporary: String) throws -> String {
+    guard let kept = ProcessInfo.processInfo.environment["TRACER_CROWD_DIR"] else { return temporary }
+    try FileManager.default.createDirectory(atPath: kept, withIntermediateDirectories: true)
+    return URL(fileURLWithPath: kept).standardizedFileURL.path
 }
 
 /// Writes a line of figures straight to stdout, unbuffered, so that it reaches a file or pipe even
