@@ -13,10 +13,16 @@ import TracerCore
 /// last `crowdMemory` (10 s) to tell a lone pair from a crowd, and a peer rotating every half second
 /// leaves behind as many stale addresses as a crowd would. People rotate every 15 minutes; without
 /// the spacing, the benchmark measured the crowd's initiation spread, not a pair's exchange.
+///
+/// With scan plans (issue 40), the same rounds run again under each plan's own schedule instead of
+/// continuous scanning, at the default advertising interval: the time then includes waiting for a
+/// burst of either node, which is what a plan trades for its receiver's time.
 struct ExchangeBenchmark {
     let repository: URL
     let rounds: Int
     var onRootCanal = false
+    /// Plans whose schedule is measured after the continuous comparison with Bumble; none: only that.
+    var plans: [ScanPlan] = []
 
     var python: String { VirtualLinkProcess.python(repository: repository) }
 
@@ -33,6 +39,19 @@ struct ExchangeBenchmark {
         say("ours, each round (ms): " + ours.map { String(format: "%.0f", $0) }.joined(separator: " "))
         say(String(format: "bumble: median %.1f ms, p90 %.1f ms over %d rounds", bumbleMedian, percentile(bumble, 0.9), bumble.count))
         say(String(format: "ratio ours/bumble (medians): %.2fx (target <= 1.2x)", ourMedian / bumbleMedian))
+        var byPlan: [(ScanPlan, [Double])] = []
+        for plan in plans {
+            let times = try await ourRounds(ports[0], ports[1], plan: plan)
+            say("\(plan.rawValue), each round (s): " + times.map { String(format: "%.1f", $0 / 1000) }.joined(separator: " "))
+            byPlan.append((plan, times))
+        }
+        guard !byPlan.isEmpty else { return }
+        say("## Under each plan's schedule (advertising every 250 ms): a newcomer's first advertisement to both sides logged")
+        say("plan            rounds  median s  p90 s   max s")
+        for (plan, times) in byPlan {
+            say(plan.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0) + String(
+                format: " %6d  %8.1f  %5.1f  %6.1f", times.count, median(times) / 1000, percentile(times, 0.9) / 1000, (times.max() ?? .nan) / 1000))
+        }
     }
 
     /// Records which (peer, our window) pairs were logged.
@@ -47,11 +66,16 @@ struct ExchangeBenchmark {
         let exchange: ProximityExchange
         let sink: RecordingSink
 
-        static func open(port: UInt16) async throws -> Node {
+        /// Without a plan: continuous scanning at the Bumble peripheral's advertising interval.
+        static func open(port: UInt16, plan: ScanPlan? = nil) async throws -> Node {
             var configuration = ExchangeConfiguration()
-            configuration.scanOffTime = .zero
-            // The same advertising interval as the Bumble peripheral (0x00A0), for a like-for-like wait.
-            configuration.radio.advertisingInterval = 0x00A0
+            if let plan {
+                plan.apply(to: &configuration)
+            } else {
+                // The same advertising interval as the Bumble peripheral (0x00A0), for a like-for-like wait.
+                configuration.radio.advertisingInterval = 0x00A0
+                ScanPlan.continuous.apply(to: &configuration)
+            }
             let identity = AdvertisedIdentity()
             let (writes, continuation) = AsyncStream.makeStream(of: PeerWriteEvent.self)
             let host = try await LEHost.open(
@@ -66,9 +90,11 @@ struct ExchangeBenchmark {
 
     private var tracing: Bool { ProcessInfo.processInfo.environment["TRACER_BENCH_LOG_LEVEL"] != nil }
 
-    private func ourRounds(_ portA: UInt16, _ portB: UInt16) async throws -> [Double] {
-        let a = try await Node.open(port: portA)
-        let b = try await Node.open(port: portB)
+    private func ourRounds(_ portA: UInt16, _ portB: UInt16, plan: ScanPlan? = nil) async throws -> [Double] {
+        let a = try await Node.open(port: portA, plan: plan)
+        let b = try await Node.open(port: portB, plan: plan)
+        // Continuous scanning meets within a second; a plan's pause, with its jitter, is up to 1.25 times its mean.
+        let roundLimit = Duration.seconds(15) + (plan.map { ExchangeConfiguration(scanPlan: $0).scanOffTime * 1.25 * 2 } ?? .zero)
         // Windows from now on: the exchange starts no attempt for an id whose window is over.
         let base = UnixSeconds(Date().timeIntervalSince1970)
         let ownA = OwnID(id: .random(), window: IDWindow(start: base, end: base + 1_000_000))
@@ -92,7 +118,7 @@ struct ExchangeBenchmark {
                 let aLoggedB = await a.sink.has(ownB.id, window: ownA.window.start)
                 let bLoggedA = await b.sink.has(ownA.id, window: window.start)
                 if aLoggedB && bLoggedA { break }
-                if clock.now - started > .seconds(15) { throw BenchmarkError("round \(round): no exchange within 15 s") }
+                if clock.now - started > roundLimit { throw BenchmarkError("round \(round): no exchange within \(roundLimit)") }
                 try await Task.sleep(for: .milliseconds(2))
             }
             times.append(milliseconds(clock.now - started))

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import GATTExchange
 
 // Figures only: the stack's own info logs would interleave with them.
 LoggingSystem.bootstrap { label in
@@ -14,7 +15,8 @@ LoggingSystem.bootstrap { label in
 //        | match-keys [KEYS] [ENCOUNTERS] [KEY_BATCHES] | log-bytes [SPACINGS] [UPLOADS] | log-append [ENTRIES] [ROUNDS] | list-bytes [UPLOADS_PER_DAY,...] [ID_UPLOADS]
 //        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH] [--newest | --stress | --self-calibration]
 //        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE] | console-pages [ROUNDS] [TRACER_SERVER]
-//        | refresh [RUNS] [SCALE] | radio-time [SECONDS] [rootcanal] | walk-by [VISITORS] [SCHEDULES]]
+//        | refresh [RUNS] [SCALE] | radio-time [SECONDS] [bumble|rootcanal] [SCHEDULES] [ROTATION] | walk-by [VISITORS] [SCHEDULES]
+//        | exchange [ROUNDS] [bumble|rootcanal] [SCHEDULES]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -33,18 +35,23 @@ case "link":
     try await LinkBenchmark(repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds).run()
 case "exchange":
     // Run from the repository root, like "link".
-    // exchange [ROUNDS] [rootcanal]
+    // exchange [ROUNDS] [bumble|rootcanal] [SCHEDULES]: SCHEDULES (comma-separated scan plans,
+    // none by default) are measured after the continuous comparison with Bumble.
     let rounds = arguments.dropFirst().first.flatMap { Int($0) } ?? 50
     try await ExchangeBenchmark(
         repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath), rounds: rounds,
-        onRootCanal: arguments.dropFirst(2).first == "rootcanal").run()
+        onRootCanal: arguments.dropFirst(2).first == "rootcanal", plans: try scanPlans(arguments.dropFirst(3).first, default: [])).run()
 case "radio-time":
-    // radio-time [SECONDS] [rootcanal]: the node's radio account against its HCI trace (issue 40).
+    // radio-time [SECONDS] [bumble|rootcanal] [SCHEDULES] [ROTATION]: the node's radio account
+    // against its HCI trace (issue 40), SECONDS per scan plan of the comma-separated SCHEDULES
+    // (default minute-bursts,standard), ids rotating every ROTATION seconds (default 30).
     // Run from the repository root, like "link".
     try await RadioTimeBenchmark(
         repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
         seconds: arguments.dropFirst().first.flatMap { Int($0) } ?? 180,
-        onRootCanal: arguments.dropFirst(2).first == "rootcanal").run()
+        onRootCanal: arguments.dropFirst(2).first == "rootcanal",
+        plans: try scanPlans(arguments.dropFirst(3).first, default: [.minuteBursts, .standard]),
+        rotationSeconds: arguments.dropFirst(4).first.flatMap { Int($0) } ?? 30).run()
 case "flood":
     // flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS]: a `serve` process under
     // `ulimit -n OPEN_FILES` flooded from one and from 50 loopback addresses (issue 25).
@@ -200,4 +207,15 @@ func nodeFiles(orIn temporary: String) throws -> String {
 /// if a later step hangs and the run is killed.
 func say(_ line: String) {
     FileHandle.standardOutput.write(Data((line + "\n").utf8))
+}
+
+/// Scan plans named in a comma-separated argument (`ScanPlan`'s setting names), or `fallback`.
+func scanPlans(_ argument: String?, default fallback: [ScanPlan]) throws -> [ScanPlan] {
+    guard let argument else { return fallback }
+    return try argument.split(separator: ",").map { name in
+        guard let plan = ScanPlan(rawValue: String(name)) else {
+            throw BenchmarkError("no scan plan \"\(name)\": " + ScanPlan.allCases.map(\.rawValue).joined(separator: ", "))
+        }
+        return plan
+    }
 }
