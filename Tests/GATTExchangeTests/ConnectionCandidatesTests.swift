@@ -71,6 +71,20 @@ import TestTiers
 
     /// A peer that reset its controller comes back under another address; its old one, unheard
     /// since, is not worth a connection timeout (nor a connect request the scanner cannot witness).
+    /// What the scanner rests until (`ExchangeConfiguration.scannerRestsUntilTurns`): the first
+    /// turn, only while every candidate still heard waits for one and none waits for a slot.
+    @Test func theEarliestTurnIsTheFirstOfThoseStillHeardWhileNoneIsDue() {
+        var candidates = ConnectionCandidates(lifetime: .seconds(2))
+        #expect(candidates.earliestTurn(at: start) == nil, "no candidate")
+        candidates.offer(candidate(peerA, heard: .zero, eligible: .seconds(4)))
+        candidates.offer(candidate(peerB, heard: .zero, eligible: .seconds(3)))
+        #expect(candidates.earliestTurn(at: start + .milliseconds(300)) == start + .seconds(3))
+        candidates.offer(candidate(peerC, heard: .milliseconds(400), eligible: .milliseconds(200)))
+        #expect(candidates.earliestTurn(at: start + .milliseconds(500)) == nil, "one candidate's turn has come")
+        #expect(candidates.earliestTurn(at: start + .milliseconds(2300)) == nil, "peer C is still heard, and due")
+        #expect(candidates.earliestTurn(at: start + .milliseconds(2450)) == nil, "none is still heard")
+    }
+
     @Test func aPeerUnheardForTheLifetimeIsDropped() {
         var candidates = ConnectionCandidates(lifetime: .seconds(2))
         candidates.offer(candidate(peerA, heard: .zero, eligible: .seconds(1)))

@@ -162,6 +162,39 @@ struct ExchangeScriptedControllerTests {
         await host.close()
     }
 
+    /// A peer we defer to is not waited for with the scanner on: the burst ends, the scanner
+    /// rests, and the next burst begins at the peer's turn, hears it again and connects. The
+    /// turn is kept across the rest: a new delay drawn when it was heard again deferred to it at
+    /// every return.
+    @Test func theScannerRestsUntilADeferredPeersTurnThenConnects() async throws {
+        let clock = ManualHostClock()
+        let (controller, _, host, exchange, _) = try await Self.runningExchange(clock: clock) { configuration in
+            configuration.scanOnTime = .milliseconds(300)
+            configuration.scanOffTime = .seconds(30)
+            configuration.initiationSpread = .zero
+            configuration.deferToPeerDelay = .seconds(3)
+            configuration.scannerRestsUntilTurns = true
+            configuration.auditInterval = .seconds(600)
+        }
+        #expect(await eventually { controller.state.withLock { $0.scanning } }, "the burst never began")
+        let ours = try #require(await host.randomAddress)
+        var peer = BluetoothAddress.randomNonResolvablePrivate()
+        while InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
+        #expect(await Self.heardWithNoAttemptTaken(peer, controller, exchange), "the peer was not heard, or a slot took it before its turn")
+        // The burst's time ends with the peer's turn 2.7 s off: the scanner stops instead of listening on.
+        clock.advance(by: .milliseconds(300))
+        #expect(await eventually { !controller.state.withLock { $0.scanning } }, "the scanner listened on until the turn")
+        #expect(await eventually { clock.pendingDeadlines.contains(.seconds(3)) }, "no burst waits for the turn; sleepers: \(clock.pendingDeadlines)")
+        #expect(controller.state.withLock { $0.createConnections } == 0)
+        clock.advance(by: .milliseconds(2700))
+        #expect(await eventually { controller.state.withLock { $0.scanning } }, "no burst at the turn")
+        #expect(await controller.advertise(from: peer, until: { controller.state.withLock { $0.createConnections } == 1 }),
+                "the peer heard again at its turn was not tried")
+        #expect(controller.initiatingPeer == peer)
+        await exchange.stop()
+        await host.close()
+    }
+
     /// A session that starts during the pause between bursts (after a controller reset) waits for
     /// the next burst instead of starting one of its own: in a RootCanal crowd, with frequent
     /// resets, fresh bursts had nodes scanning and initiating almost all the time.

@@ -69,6 +69,20 @@ import TracerCore
         #expect(!registry.shouldConnect(to: address, at: start + .seconds(2)))
     }
 
+    /// A turn is decided once per pair of addresses: heard again later, the peer keeps it; once we
+    /// move to a new address, a new one is drawn.
+    @Test func aTurnIsKeptUntilWeMove() {
+        var registry = PeerRegistry(configuration: ExchangeConfiguration())
+        registry.weMoved(to: .randomNonResolvablePrivate())
+        _ = registry.heard(address, at: start)
+        #expect(registry.turn(of: address) == nil)
+        registry.setTurn(of: address, to: start + .seconds(3))
+        _ = registry.heard(address, at: start + .seconds(20))
+        #expect(registry.turn(of: address) == start + .seconds(3))
+        registry.weMoved(to: .randomNonResolvablePrivate())
+        #expect(registry.turn(of: address) == nil, "a turn decided from our old address")
+    }
+
     @Test func othersHeardCountsRecentPeersButNotTheOneAskedAbout() {
         var registry = PeerRegistry(configuration: ExchangeConfiguration())
         let others = (0..<3).map { _ in BluetoothAddress.randomNonResolvablePrivate() }

@@ -21,6 +21,18 @@ import TestTiers
         #expect(schedule.phase(at: ended + .seconds(50)) == .burst(until: ended + .seconds(60)))
     }
 
+    /// A burst that rested its scanner until a candidate's turn brings the next one forward to
+    /// that turn, never later than the pause would have.
+    @Test func aTurnBringsTheNextBurstForward() {
+        let schedule = ScanSchedule(onTime: .milliseconds(270), offTime: .seconds(16), start: start)
+        _ = schedule.phase(at: start)
+        schedule.burstEnded(at: start + .seconds(1), jitter: 1, returnAt: start + .seconds(4))
+        #expect(schedule.phase(at: start + .seconds(2)) == .pause(until: start + .seconds(4)))
+        #expect(schedule.phase(at: start + .seconds(4)) == .burst(until: start + .seconds(4) + .milliseconds(270)))
+        schedule.burstEnded(at: start + .seconds(5), jitter: 1, returnAt: start + .seconds(60))
+        #expect(schedule.phase(at: start + .seconds(6)) == .pause(until: start + .seconds(21)), "a turn after the pause changes nothing")
+    }
+
     @Test func thePauseIsJitteredWithinAQuarter() {
         var pauses: Set<Duration> = []
         for _ in 0..<50 {

@@ -42,6 +42,14 @@ struct ConnectionCandidates {
         byAddress.values.filter { $0.eligibleAt > now && $0.eligibleAt < $0.heardAt + lifetime }.map(\.eligibleAt).min()
     }
 
+    /// When the first of the candidates still heard at `now` becomes eligible, provided none is
+    /// eligible yet (all wait for their turn, none for a free slot).
+    func earliestTurn(at now: ContinuousClock.Instant) -> ContinuousClock.Instant? {
+        let heard = byAddress.values.filter { now - $0.heardAt < lifetime }
+        guard !heard.contains(where: { $0.eligibleAt <= now }) else { return nil }
+        return heard.map(\.eligibleAt).min()
+    }
+
     /// When `address` became (or becomes) eligible, if it is a candidate.
     func eligibleAt(_ address: BluetoothAddress) -> ContinuousClock.Instant? {
         byAddress[address]?.eligibleAt

@@ -17,6 +17,10 @@ public struct PeerRegistry: Sendable {
         public var consecutiveFailures = 0
         public var retryAfter: ContinuousClock.Instant?
         public var isConnecting = false
+        /// When we may first connect to the peer (`ProximityExchange.initiationDelay`), decided at
+        /// its first hearing from `turnAs`, our address then.
+        public var turn: ContinuousClock.Instant?
+        public var turnAs: BluetoothAddress?
     }
 
     private var entries: [BluetoothAddress: Entry] = [:]
@@ -62,6 +66,20 @@ public struct PeerRegistry: Sendable {
         if entry.learnedID != nil, entry.learnedAs == ourAddress { return false }
         if let retryAfter = entry.retryAfter, now < retryAfter { return false }
         return true
+    }
+
+    /// When we may first connect to `address` from our current address, if that was decided. A
+    /// peer heard again in a later scan burst keeps its turn instead of drawing a new delay: a
+    /// node whose scanner rests until a deferred peer's turn would otherwise defer to it again at
+    /// every return, and meet it only when the peer made the first move.
+    public func turn(of address: BluetoothAddress) -> ContinuousClock.Instant? {
+        guard let entry = entries[address], entry.turnAs == ourAddress else { return nil }
+        return entry.turn
+    }
+
+    public mutating func setTurn(of address: BluetoothAddress, to turn: ContinuousClock.Instant) {
+        entries[address, default: Entry(lastHeard: turn)].turn = turn
+        entries[address]?.turnAs = ourAddress
     }
 
     /// A link with `address` is opening or open, in either direction: no second one.

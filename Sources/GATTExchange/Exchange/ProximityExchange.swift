@@ -17,8 +17,10 @@ import TracerCore
 ///
 /// - Scanning (`scanLoop`, one task): *pause* → (timer: the pause's end) → *burst* → (timer:
 ///   the burst's end) → *extension*, while heard candidates wait → (event: no candidate left, or
-///   timer: the extension's end) → *draining*, no new attempt starts → (event: no attempt
-///   connecting, or timer: 10 s after the extension) → *pause*. A rotation inside a burst
+///   every one waits for a turn far enough off to rest the scanner until the first
+///   (`scannerRestsUntilTurns`), or timer: the extension's end) → *draining*, no new attempt
+///   starts → (event: no attempt connecting, or timer: 10 s after the extension) → *pause*, until
+///   that first turn if the scanner rests. A rotation inside a burst
 ///   stops the scanner: *burst* → *rotating* → (event: rotation over) → *burst* again.
 ///   The scanner's `ScanState` is *listening* in *burst* and *extension*, *draining* in
 ///   *draining*, and *off* otherwise (a pause, a rotation, the scanner starting).
@@ -102,6 +104,8 @@ public actor ProximityExchange {
     var scanState: ScanState { scanner }
     /// Rotations begun, so that a scan burst knows whether one stopped its scanner.
     private var rotations = 0
+    /// When the burst that ends rested the scanner until a candidate's turn: the next one begins then.
+    private var scannerReturnsAt: ContinuousClock.Instant?
     private var tasks: [Task<Void, Never>] = []
     private let stuck = OnceSignal<String>()
     /// Why the controller was found stuck, once it was, for tests.
@@ -293,11 +297,12 @@ public actor ProximityExchange {
                 guard (try? await clock.sleep(until: until)) != nil else { return }
             case .burst(let until):
                 // A session stopped mid-burst leaves the burst to the next session.
+                scannerReturnsAt = nil
                 guard await scanBurst(until: until), !Task.isCancelled else {
                     scanSchedule.interrupted(at: clock.now)
                     return
                 }
-                scanSchedule.burstEnded(at: clock.now, nextWindowStarts: burstStartsInTheNextWindow)
+                scanSchedule.burstEnded(at: clock.now, nextWindowStarts: burstStartsInTheNextWindow, returnAt: scannerReturnsAt)
                 if configuration.scanOffTime > .zero { try? await host.stopScanning() }
                 registry.forget(olderThan: clock.now - configuration.peerMemory)
             }
@@ -348,6 +353,7 @@ public actor ProximityExchange {
                 let extensionEnd = listenUntil + configuration.scanBurstExtension
                 // Event: the last candidate taken or dropped; timer: it goes unheard too long, or the extension's end.
                 while let waiting = self.candidatesWaiting(), clock.now < extensionEnd {
+                    if self.restsUntilTurn() { break }
                     await changes.wait(after: waiting.generation, until: min(waiting.lastExpiry, extensionEnd), on: clock)
                     guard !Task.isCancelled else { return }
                 }
@@ -385,8 +391,12 @@ public actor ProximityExchange {
                 peer: peer, ownWindowStart: ownID.window.start, time: wallClock.now(), rssi: rssi, txPower: txPower))
         }
         guard rotation == .settled, registry.shouldConnect(to: sighting.address, at: now) else { return }
-        var eligibleAt = candidates.eligibleAt(sighting.address)
-        if eligibleAt == nil { eligibleAt = now + initiationDelay(toward: sighting.address, newcomer: newcomer) }
+        var eligibleAt = candidates.eligibleAt(sighting.address) ?? registry.turn(of: sighting.address)
+        if eligibleAt == nil {
+            let turn = now + initiationDelay(toward: sighting.address, newcomer: newcomer)
+            registry.setTurn(of: sighting.address, to: turn)
+            eligibleAt = turn
+        }
         let offered = candidates.offer(ConnectionCandidates.Candidate(
             address: sighting.address, addressType: sighting.addressType, rssi: rssi, txPower: txPower, heardAt: now,
             eligibleAt: eligibleAt ?? now))
@@ -467,6 +477,17 @@ public actor ProximityExchange {
 
     private func endBurst() {
         scanner = .draining
+    }
+
+    /// Whether the scanner rests until the first candidate's turn instead of listening meanwhile
+    /// (`ExchangeConfiguration.scannerRestsUntilTurns`): every candidate waits for its turn, and the
+    /// first turn is far enough off to be worth stopping and starting the scanner for. Sets when
+    /// the next burst begins.
+    private func restsUntilTurn() -> Bool {
+        guard configuration.scannerRestsUntilTurns, let turn = candidates.earliestTurn(at: clock.now),
+              clock.now.duration(to: turn) > configuration.discoveryWindow * 2 else { return false }
+        scannerReturnsAt = turn
+        return true
     }
 
     private func enter(_ state: AttemptState, slot: Int) {

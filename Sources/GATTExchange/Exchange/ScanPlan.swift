@@ -36,19 +36,23 @@ public enum ScanPlan: String, CaseIterable, Sendable {
             configuration.scanOnTime = window
             configuration.scanOffTime = .seconds(16)
             configuration.radio.setUnbrokenScanWindow(window)
+            configuration.scannerRestsUntilTurns = true
         case .lowPower:
             configuration.scanOnTime = window
             configuration.scanOffTime = .seconds(32)
             configuration.radio.setUnbrokenScanWindow(window)
+            configuration.scannerRestsUntilTurns = true
         case .continuous:
             configuration.scanOnTime = window
             configuration.scanOffTime = .zero
             configuration.radio.setUnbrokenScanWindow(window)
+            configuration.scannerRestsUntilTurns = false
         case .minuteBursts:
             configuration.scanOnTime = .seconds(10)
             configuration.scanOffTime = .seconds(50)
             configuration.radio.scanInterval = 0x0060
             configuration.radio.scanWindow = 0x0030
+            configuration.scannerRestsUntilTurns = false
         }
     }
 }

@@ -100,9 +100,13 @@ public final class ScanSchedule: Sendable {
     /// pair of which both did was not logged in it. Each node draws its own moment, so the crowd
     /// is not brought into step with the rotation. Windows of minutes hold many bursts, and this
     /// never applies there.
+    ///
+    /// `returnAt`, if given, brings the next burst forward to that instant (a candidate's turn:
+    /// `ExchangeConfiguration.scannerRestsUntilTurns`).
     public func burstEnded(
         at now: ContinuousClock.Instant, jitter: Double = .random(in: 0.75...1.25),
-        nextWindowStarts: ClosedRange<ContinuousClock.Instant>? = nil, placement: Double = .random(in: 0...1)
+        nextWindowStarts: ClosedRange<ContinuousClock.Instant>? = nil, placement: Double = .random(in: 0...1),
+        returnAt: ContinuousClock.Instant? = nil
     ) {
         state.withLock { state in
             state.burstEnd = nil
@@ -111,6 +115,7 @@ public final class ScanSchedule: Sendable {
             if let room = nextWindowStarts, offTime > .zero, next > room.upperBound {
                 next = room.lowerBound + room.lowerBound.duration(to: room.upperBound) * placement
             }
+            if let returnAt { next = min(next, max(returnAt, now)) }
             state.nextBurst = next
         }
     }
