@@ -420,8 +420,23 @@ struct CrowdFigures {
     }
 
     /// The radio condition and controller resets the nodes wrote into DB-status.json, if they write them.
+    /// radioTime.lastHour's receiver share in a node's status file (NodeRuntimeStatus), if it has one.
+    static func receiverShare(status: Data) -> Double? {
+        guard let object = try? JSONSerialization.jsonObject(with: status) as? [String: Any],
+              let hour = (object["radioTime"] as? [String: Any])?["lastHour"] as? [String: Any],
+              let observed = hour["observedSeconds"] as? Double, observed > 0,
+              let receiver = hour["receiverSeconds"] as? Double
+        else { return nil }
+        return receiver / observed
+    }
+
     static func statusFiles(_ contents: [String]) {
         say("")
+        let shares = contents.compactMap { receiverShare(status: Data($0.utf8)) }
+        if !shares.isEmpty {
+            say(String(format: "receiver on (the nodes' radio accounts, last hour): mean %.2f %%, min %.2f %%, max %.2f %% over %d nodes",
+                       100 * shares.reduce(0, +) / Double(shares.count), 100 * shares.min()!, 100 * shares.max()!, shares.count))
+        }
         let conditions = contents.enumerated().compactMap { index, text -> String? in
             guard let object = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
             // NodeRuntimeStatus's two fields on the radio; a healthy radio is written as {}: left out.

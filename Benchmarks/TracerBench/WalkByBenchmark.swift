@@ -328,13 +328,7 @@ struct WalkByBenchmark {
 
     /// radioTime.lastHour's receiver share in a node's status file (NodeRuntimeStatus), if it has one.
     static func receiverShare(statusFile: String) -> Double? {
-        guard let data = FileManager.default.contents(atPath: statusFile),
-              let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-              let hour = (object["radioTime"] as? [String: Any])?["lastHour"] as? [String: Any],
-              let observed = hour["observedSeconds"] as? Double, observed > 0,
-              let receiver = hour["receiverSeconds"] as? Double
-        else { return nil }
-        return receiver / observed
+        FileManager.default.contents(atPath: statusFile).flatMap(CrowdFigures.receiverShare(status:))
     }
 
     private func spread(_ values: [Double], of pairs: Int) -> String {

@@ -117,6 +117,8 @@ case "crowd-figures":
     guard let kept = arguments.dropFirst().first else { throw BenchmarkError("usage: TracerBench crowd-figures FOLDER") }
     let run = try JSONDecoder().decode(CrowdRun.self, from: Data(contentsOf: URL(fileURLWithPath: kept + "/crowd.json")))
     try CrowdFigures.report(run, directory: kept)
+    // The status files as the nodes left them when they stopped (a run reads them just before).
+    CrowdFigures.statusFiles((0..<run.nodes).map { (try? String(contentsOfFile: kept + "/node\($0).db-status.json", encoding: .utf8)) ?? "" })
 case "match":
     // Run from the repository root: it runs Benchmarks/baselines/*.py, and `tracer check` from
     // the folder this binary is in, so build both (`--product` builds one product per call):

@@ -29,7 +29,7 @@ struct ExchangeClockTests {
             transport: controller, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writes),
             configuration: LEHost.Configuration(), clock: clock)
         let (peerWrites, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
-        var configuration = ExchangeConfiguration()
+        var configuration = ExchangeConfiguration(scanPlan: .minuteBursts)
         configuration.scanOnTime = .seconds(10)
         configuration.scanOffTime = .seconds(50)
         let exchange = ProximityExchange(

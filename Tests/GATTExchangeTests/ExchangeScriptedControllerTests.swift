@@ -355,8 +355,7 @@ struct ExchangeScriptedControllerTests {
         let identity = AdvertisedIdentity()
         let host = try await openHost(controller, identity: identity, clock: clock)
         let (writes, _) = AsyncStream.makeStream(of: PeerWriteEvent.self)
-        var configuration = ExchangeConfiguration()
-        configuration.scanOffTime = .zero
+        var configuration = ExchangeConfiguration(scanPlan: .continuous)
         configure(&configuration)
         let exchange = ProximityExchange(host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(),
                                          configuration: configuration, scanSchedule: scanSchedule)

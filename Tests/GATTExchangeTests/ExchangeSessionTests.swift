@@ -19,7 +19,7 @@ struct ExchangeSessionTests {
         let directory = NSTemporaryDirectory() + "tracer-session-" + UUID().uuidString
         let store = try NodeStore.open(StoreLocation(path: directory + "/node.db", source: .flag, ownsDirectory: true))
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        var configuration = ExchangeConfiguration()
+        var configuration = ExchangeConfiguration(scanPlan: .minuteBursts)
         configuration.scanOnTime = .seconds(10)
         configuration.scanOffTime = .seconds(20)
         let session = ExchangeSession(

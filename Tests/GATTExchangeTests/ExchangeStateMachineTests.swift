@@ -46,8 +46,7 @@ struct ExchangeStateMachineTests {
         let host = try await LEHost.open(
             transport: controller, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writes),
             configuration: radio, clock: hostClock ?? clock)
-        var configuration = ExchangeConfiguration()
-        configuration.scanOffTime = .zero
+        var configuration = ExchangeConfiguration(scanPlan: .continuous)
         configuration.maxOutgoingConnections = 1
         ExchangeScriptedControllerTests.connectAtOnce(&configuration)
         configure(&configuration)

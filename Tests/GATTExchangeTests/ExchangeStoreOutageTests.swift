@@ -89,8 +89,7 @@ struct ExchangeStoreOutageTests {
         let history = FlakyHistory()
         let rotator = IDRotator(schedule: try RotationSchedule(intervalSeconds: 60), history: history, clock: wall)
         let controllers = Seen<ScriptedController>()
-        var configuration = ExchangeConfiguration()
-        configuration.scanOffTime = .zero
+        var configuration = ExchangeConfiguration(scanPlan: .continuous)
         let records = Records()
         let session = ExchangeSession(
             transport: .tcp(host: "127.0.0.1", port: 1), rotator: rotator, sink: DiscardingSink(),
@@ -198,8 +197,7 @@ struct ExchangeStoreOutageTests {
         let history = SlowHistory()
         let rotator = IDRotator(schedule: try RotationSchedule(intervalSeconds: 60), history: history, clock: clock.wallClock(startingAt: windowStart))
         let controllers = Seen<ScriptedController>()
-        var configuration = ExchangeConfiguration()
-        configuration.scanOffTime = .zero
+        var configuration = ExchangeConfiguration(scanPlan: .continuous)
         let session = ExchangeSession(
             transport: .tcp(host: "127.0.0.1", port: 1), rotator: rotator, sink: DiscardingSink(),
             configuration: configuration, logger: Logger(label: "test") { _ in SwiftLogNoOpLogHandler() }, clock: clock,

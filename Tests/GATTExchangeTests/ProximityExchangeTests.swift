@@ -31,8 +31,7 @@ struct ProximityExchangeTests {
             let store = try NodeStore.open(StoreLocation(path: directory + "/node.db", source: .flag, ownsDirectory: true))
             let log = EncounterLog(store: store)
             let rotator = IDRotator(schedule: schedule, history: store, clock: clock)
-            var configuration = ExchangeConfiguration()
-            configuration.scanOffTime = .zero
+            var configuration = ExchangeConfiguration(scanPlan: .continuous)
             configure(&configuration)
             var logger = Logger(label: "tracer.exchange.\(port)")
             logger.logLevel = ProcessInfo.processInfo.environment["TRACER_TEST_DEBUG"] == nil ? .warning : .trace

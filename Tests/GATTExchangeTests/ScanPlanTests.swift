@@ -68,6 +68,24 @@ import TestTiers
         #expect(abs(Self.receiverShare(configuration) - 1.0 / 12) < 1e-9)
     }
 
+    /// With short bursts, the side of a pair that does not go first gives the other one whole
+    /// scan cycle (its longest pause, a burst), its spread and a connection's time; with bursts of
+    /// seconds, or none, the 2.5 s that serves where both sides hear each other at once.
+    @Test func theSideThatWaitsGivesTheOtherAWholeCycleWithShortBursts() {
+        for plan in [ScanPlan.standard, .lowPower] {
+            let configuration = ExchangeConfiguration(scanPlan: plan)
+            #expect(configuration.scannerRestsUntilTurns, "\(plan)")
+            #expect(configuration.deferToPeerDelay >= Self.worstTimeToHear(configuration) + configuration.initiationSpread
+                    + configuration.connectionTimeout, "\(plan): \(configuration.deferToPeerDelay)")
+        }
+        #expect(ExchangeConfiguration(scanPlan: .standard).deferToPeerDelay == .milliseconds(23_770))
+        for plan in [ScanPlan.continuous, .minuteBursts] {
+            let configuration = ExchangeConfiguration(scanPlan: plan)
+            #expect(!configuration.scannerRestsUntilTurns, "\(plan)")
+            #expect(configuration.deferToPeerDelay == .milliseconds(2500), "\(plan)")
+        }
+    }
+
     @Test func continuousNeverPauses() {
         #expect(ExchangeConfiguration(scanPlan: .continuous).scanOffTime == .zero)
     }

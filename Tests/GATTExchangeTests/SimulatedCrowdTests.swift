@@ -181,7 +181,7 @@ struct SimulatedCrowdTests {
     @Test func everyPairMeetsInEveryWindow() async throws {
         let clock = ManualHostClock()
         let air = SimulatedAir()
-        var configuration = ExchangeConfiguration()
+        var configuration = ExchangeConfiguration(scanPlan: .minuteBursts)
         configuration.scanOnTime = .seconds(10)
         configuration.scanOffTime = .seconds(20)
         var nodes: [Node] = []
@@ -224,7 +224,7 @@ struct SimulatedCrowdTests {
     func aNodeWhoseControllerIsResetStillMeetsEveryone(_ trouble: ControllerTrouble) async throws {
         let clock = ManualHostClock()
         let air = SimulatedAir()
-        var configuration = ExchangeConfiguration()
+        var configuration = ExchangeConfiguration(scanPlan: .minuteBursts)
         configuration.scanOnTime = .seconds(10)
         configuration.scanOffTime = .seconds(20)
         var started: [Node] = []

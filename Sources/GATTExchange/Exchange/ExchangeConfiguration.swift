@@ -43,8 +43,9 @@ public struct ExchangeConfiguration: Sendable {
     /// After a failed connection attempt, this long (jittered from half to all of it) without
     /// initiating, so that peers trying to connect to us get through.
     public var pauseAfterFailedConnection: Duration = .milliseconds(600)
-    /// How long the node with the higher address waits before connecting to a newly heard peer,
-    /// leaving the first move to the other (see `ProximityExchange`).
+    /// How long the node that does not go first (`InitiatorRule`) waits before connecting to a
+    /// newly heard peer, leaving the first move to the other (see `ProximityExchange`): 2.5 s while
+    /// scanning for seconds at a time, a whole scan cycle with short bursts (`ScanPlan`).
     public var deferToPeerDelay: Duration = .milliseconds(2500)
     /// A random delay between zero and this before connecting to a newly heard peer, so that
     /// nodes that hear it at the same moment do not all answer the same advertising event.

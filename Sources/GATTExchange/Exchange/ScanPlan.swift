@@ -33,27 +33,41 @@ public enum ScanPlan: String, CaseIterable, Sendable {
         let window = configuration.discoveryWindow
         switch self {
         case .standard:
-            configuration.scanOnTime = window
-            configuration.scanOffTime = .seconds(16)
-            configuration.radio.setUnbrokenScanWindow(window)
-            configuration.scannerRestsUntilTurns = true
+            configuration.setShortBursts(window: window, pause: .seconds(16))
         case .lowPower:
-            configuration.scanOnTime = window
-            configuration.scanOffTime = .seconds(32)
-            configuration.radio.setUnbrokenScanWindow(window)
-            configuration.scannerRestsUntilTurns = true
+            configuration.setShortBursts(window: window, pause: .seconds(32))
         case .continuous:
             configuration.scanOnTime = window
             configuration.scanOffTime = .zero
             configuration.radio.setUnbrokenScanWindow(window)
             configuration.scannerRestsUntilTurns = false
+            configuration.deferToPeerDelay = .milliseconds(2500)
         case .minuteBursts:
             configuration.scanOnTime = .seconds(10)
             configuration.scanOffTime = .seconds(50)
             configuration.radio.scanInterval = 0x0060
             configuration.radio.scanWindow = 0x0030
             configuration.scannerRestsUntilTurns = false
+            configuration.deferToPeerDelay = .milliseconds(2500)
         }
+    }
+}
+
+extension ExchangeConfiguration {
+    /// Bursts of one unbroken `window` with a mean `pause`; the scanner rests while candidates wait
+    /// for their turn, and the side of a pair that does not go first (`InitiatorRule`) leaves the
+    /// other its longest pause, a burst, its initiation spread and a connection's time to do so.
+    /// With bursts this short the two sides rarely hear each other at the same moment, so a wait
+    /// of 2.5 s (enough where bursts last seconds and overlap) mostly ended before the side that
+    /// goes first had heard anyone, and both sides connected: in a 20-node RootCanal crowd with
+    /// ids every 60 s, 68 failed connections and 37 controller resets per node in 10 minutes,
+    /// against 4 and 2 with minute bursts.
+    mutating func setShortBursts(window: Duration, pause: Duration) {
+        scanOnTime = window
+        scanOffTime = pause
+        radio.setUnbrokenScanWindow(window)
+        scannerRestsUntilTurns = true
+        deferToPeerDelay = pause * 1.25 + window + initiationSpread + connectionTimeout
     }
 }
 
