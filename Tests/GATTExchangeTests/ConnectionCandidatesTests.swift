@@ -69,8 +69,6 @@ import TestTiers
         #expect(taken?.heardAt == start + .milliseconds(250), "the latest sighting's figures are used")
     }
 
-    /// A peer that reset its controller comes back under another address; its old one, unheard
-    /// since, is not worth a connection timeout (nor a connect request the scanner cannot witness).
     /// What the scanner rests until (`ExchangeConfiguration.scannerRestsUntilTurns`): the first
     /// turn, only while every candidate still heard waits for one and none waits for a slot.
     @Test func theEarliestTurnIsTheFirstOfThoseStillHeardWhileNoneIsDue() {
@@ -85,6 +83,8 @@ import TestTiers
         #expect(candidates.earliestTurn(at: start + .milliseconds(2450)) == nil, "none is still heard")
     }
 
+    /// A peer that reset its controller comes back under another address; its old one, unheard
+    /// since, is not worth a connection timeout (nor a connect request the scanner cannot witness).
     @Test func aPeerUnheardForTheLifetimeIsDropped() {
         var candidates = ConnectionCandidates(lifetime: .seconds(2))
         candidates.offer(candidate(peerA, heard: .zero, eligible: .seconds(1)))

@@ -69,8 +69,8 @@ import TracerCore
         #expect(!registry.shouldConnect(to: address, at: start + .seconds(2)))
     }
 
-    /// A turn is decided once per pair of addresses: heard again later, the peer keeps it; once we
-    /// move to a new address, a new one is drawn.
+    /// A turn is decided once per pair of addresses and attempt: heard again later, the peer keeps
+    /// it; once we move to a new address, or a link with it opened, a new one is drawn.
     @Test func aTurnIsKeptUntilWeMove() {
         var registry = PeerRegistry(configuration: ExchangeConfiguration())
         registry.weMoved(to: .randomNonResolvablePrivate())
@@ -81,6 +81,10 @@ import TracerCore
         #expect(registry.turn(of: address) == start + .seconds(3))
         registry.weMoved(to: .randomNonResolvablePrivate())
         #expect(registry.turn(of: address) == nil, "a turn decided from our old address")
+        registry.setTurn(of: address, to: start + .seconds(30))
+        registry.connecting(to: address, at: start + .seconds(30))
+        registry.failed(address, at: start + .seconds(31))
+        #expect(registry.turn(of: address) == nil, "a retry draws its delay anew")
     }
 
     @Test func othersHeardCountsRecentPeersButNotTheOneAskedAbout() {

@@ -11,7 +11,8 @@ import BLEHost
 /// - at most 2 outgoing exchanges at once; a connection is given 1.5 s (six advertising intervals
 ///   of a Tracer node or a GAEN phone) to form, since a controller that is initiating cannot
 ///   accept its peers' connections on strict controllers.
-/// Tests and demos set `scanOffTime` to zero to scan continuously.
+/// Tests and demos scan continuously with `ExchangeConfiguration(scanPlan: .continuous)`: a plan
+/// sets the burst, the pause, the scanner's window and the wait for a peer's first move together.
 public struct ExchangeConfiguration: Sendable {
     /// Advertising interval, scan interval and window (while a burst is on), ATT and HCI settings.
     public var radio = LEHost.Configuration()
@@ -45,7 +46,8 @@ public struct ExchangeConfiguration: Sendable {
     public var pauseAfterFailedConnection: Duration = .milliseconds(600)
     /// How long the node that does not go first (`InitiatorRule`) waits before connecting to a
     /// newly heard peer, leaving the first move to the other (see `ProximityExchange`): 2.5 s while
-    /// scanning for seconds at a time, a whole scan cycle with short bursts (`ScanPlan`).
+    /// scanning for seconds at a time, a whole scan cycle with short bursts (`ScanPlan`, from
+    /// `initiationSpread` and `connectionTimeout` as they are when the plan is applied).
     public var deferToPeerDelay: Duration = .milliseconds(2500)
     /// A random delay between zero and this before connecting to a newly heard peer, so that
     /// nodes that hear it at the same moment do not all answer the same advertising event.

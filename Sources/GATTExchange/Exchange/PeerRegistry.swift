@@ -68,7 +68,8 @@ public struct PeerRegistry: Sendable {
         return true
     }
 
-    /// When we may first connect to `address` from our current address, if that was decided. A
+    /// When we may first connect to `address` from our current address, if that was decided and
+    /// no link with it has opened since (`connecting(to:at:)`). A
     /// peer heard again in a later scan burst keeps its turn instead of drawing a new delay: a
     /// node whose scanner rests until a deferred peer's turn would otherwise defer to it again at
     /// every return, and meet it only when the peer made the first move.
@@ -82,9 +83,12 @@ public struct PeerRegistry: Sendable {
         entries[address]?.turnAs = ourAddress
     }
 
-    /// A link with `address` is opening or open, in either direction: no second one.
+    /// A link with `address` is opening or open, in either direction: no second one. The turn
+    /// is spent: a retry after a failure, or after a link that closed without an id, draws its
+    /// delay anew, so that the two sides do not retry in step.
     public mutating func connecting(to address: BluetoothAddress, at now: ContinuousClock.Instant) {
         entries[address, default: Entry(lastHeard: now)].isConnecting = true
+        entries[address]?.turn = nil
     }
 
     /// A link the peer opened to us closed; unless it wrote its id, we may connect to it later.

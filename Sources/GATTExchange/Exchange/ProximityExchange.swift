@@ -184,6 +184,8 @@ public actor ProximityExchange {
             changes.announce()
         }
         candidates.removeAll()
+        // A burst brought forward to a cleared candidate's turn would hear no one it wants.
+        scannerReturnsAt = nil
         changes.announce()
         let resume = !tasks.isEmpty
         let advertisingData = TracerService.advertisingData(txPower: configuration.txPower)

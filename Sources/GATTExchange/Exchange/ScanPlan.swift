@@ -15,7 +15,7 @@ import BLEHost
 /// |-----------------|-------------------------|-------------|--------------------------------|
 /// | `standard`      | 270 ms, 16 s (±25 %)    | 1.7 %       | 20.3 s                         |
 /// | `lowPower`      | 270 ms, 32 s (±25 %)    | 0.84 %      | 40.3 s                         |
-/// | `minuteBursts`  | 10 s at 30/60 ms, 50 s  | 8.3 %       | 62.5 s                         |
+/// | `minuteBursts`  | 10 s at 30/60 ms, 50 s  | 8.3 %       | 72.5 s                         |
 /// | `continuous`    | no pause                | 100 %       | 0.27 s                         |
 ///
 /// Two nodes each hear the other, so a pair meets at the earlier of their bursts; the connection

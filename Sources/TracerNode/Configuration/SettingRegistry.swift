@@ -39,7 +39,7 @@ enum SettingRegistry {
         .text(
             "node.scan_schedule", \.scanPlan, .choice(ScanPlan.allCases.map(\.rawValue)),
             default: .value(.text(ScanPlan.standard.rawValue)), env: "TRACER_SCAN_SCHEDULE", flag: "--scan-schedule",
-            help: "When the receiver listens: standard (a 270 ms window every 16 s: on 1.7 % of the time, a peer heard within 20 s), low-power (every 32 s: 0.84 %, within 40 s), continuous (always: for mains power, demos and tests), or minute-bursts (10 s of a 30 ms window every 60 ms each minute: 8.3 %, the older schedule, kept to compare against).",
+            help: "When the receiver listens: standard (a 270 ms window every 16 s: on 1.7 % of the time, a peer heard within about 20 s), low-power (every 32 s: 0.84 %, within about 40 s), continuous (always: for mains power, demos and tests), or minute-bursts (10 s of a 30 ms window every 60 ms each minute: 8.3 %, the older schedule, kept to compare against).",
             convert: { ScanPlan(rawValue: $0) ?? .standard }),
         .boolean(
             "node.continuous_scan", \.continuousScan, default: false,
