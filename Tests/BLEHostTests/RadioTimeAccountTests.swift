@@ -9,7 +9,7 @@ import BLEHostTestSupport
 @Suite(.tags(.unit), .timeLimit(.minutes(1)))
 struct RadioTimeAccountTests {
     /// The default scan: a 30 ms window every 60 ms.
-    static let defaultScan = RadioUse.Listening(windowUnits: 0x0030, intervalUnits: 0x0060)
+    static let minuteBurstScan = RadioUse.Listening(windowUnits: 0x0030, intervalUnits: 0x0060)
 
     static func close(_ value: Double, _ expected: Double, within tolerance: Double = 0.001) -> Bool {
         abs(value - expected) <= tolerance
@@ -17,13 +17,13 @@ struct RadioTimeAccountTests {
 
     // MARK: The ledger
 
-    /// Bursts of 10 s a minute with the default window: the receiver is on 1/12 of the time, as
-    /// the README's arithmetic says (10/60 × 30/60).
+    /// Bursts of 10 s a minute with a 30 ms window every 60 ms (the `minute-bursts` plan): the
+    /// receiver is on 1/12 of the time, as the README's arithmetic says (10/60 × 30/60).
     @Test func scanBurstsCountTheirWindowsOnly() {
         let clock = ManualHostClock()
         let account = RadioTimeAccount(clock: clock)
         for _ in 0..<10 {
-            account.record(RadioUse(scanning: Self.defaultScan))
+            account.record(RadioUse(scanning: Self.minuteBurstScan))
             clock.advance(by: .seconds(10))
             account.record(.idle)
             clock.advance(by: .seconds(50))
@@ -57,11 +57,11 @@ struct RadioTimeAccountTests {
         let clock = ManualHostClock()
         let account = RadioTimeAccount(clock: clock)
         let initiating = RadioUse.Listening(windowUnits: 0x0030, intervalUnits: 0x0030)
-        account.record(RadioUse(scanning: Self.defaultScan, initiating: initiating))
+        account.record(RadioUse(scanning: Self.minuteBurstScan, initiating: initiating))
         clock.advance(by: .seconds(2))
-        account.record(RadioUse(scanning: Self.defaultScan, links: [0x40: .milliseconds(30)]))
+        account.record(RadioUse(scanning: Self.minuteBurstScan, links: [0x40: .milliseconds(30)]))
         clock.advance(by: .seconds(3))
-        account.record(RadioUse(scanning: Self.defaultScan, links: [0x40: .milliseconds(30), 0x41: .milliseconds(30)]))
+        account.record(RadioUse(scanning: Self.minuteBurstScan, links: [0x40: .milliseconds(30), 0x41: .milliseconds(30)]))
         clock.advance(by: .seconds(3))
         account.record(.idle)
         clock.advance(by: .seconds(52))
