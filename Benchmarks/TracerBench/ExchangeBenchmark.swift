@@ -93,8 +93,8 @@ struct ExchangeBenchmark {
     private func ourRounds(_ portA: UInt16, _ portB: UInt16, plan: ScanPlan? = nil) async throws -> [Double] {
         let a = try await Node.open(port: portA, plan: plan)
         let b = try await Node.open(port: portB, plan: plan)
-        // Continuous scanning meets within a second; a plan's pause, with its jitter, is up to 1.25 times its mean.
-        let roundLimit = Duration.seconds(15) + (plan.map { ExchangeConfiguration(scanPlan: $0).scanOffTime * 1.25 * 2 } ?? .zero)
+        // Continuous scanning meets within a second; under a plan, two of its longest cycles on top.
+        let roundLimit = Duration.seconds(15) + (plan.map { ExchangeConfiguration(scanPlan: $0).longestScanCycle * 2 } ?? .zero)
         // Windows from now on: the exchange starts no attempt for an id whose window is over.
         let base = UnixSeconds(Date().timeIntervalSince1970)
         let ownA = OwnID(id: .random(), window: IDWindow(start: base, end: base + 1_000_000))

@@ -177,9 +177,7 @@ struct ExchangeScriptedControllerTests {
             configuration.auditInterval = .seconds(600)
         }
         #expect(await eventually { controller.state.withLock { $0.scanning } }, "the burst never began")
-        let ours = try #require(await host.randomAddress)
-        var peer = BluetoothAddress.randomNonResolvablePrivate()
-        while InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
+        let peer = try await ExchangeStateMachineTests.peer(of: host, goesFirst: true)
         #expect(await Self.heardWithNoAttemptTaken(peer, controller, exchange), "the peer was not heard, or a slot took it before its turn")
         // The burst's time ends with the peer's turn 2.7 s off: the scanner stops instead of listening on.
         clock.advance(by: .milliseconds(300))

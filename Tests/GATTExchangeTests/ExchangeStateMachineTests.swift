@@ -60,20 +60,23 @@ struct ExchangeStateMachineTests {
         return Running(clock: clock, controller: controller, host: host, exchange: exchange)
     }
 
+    /// A random address that, by the rule both sides compute from the two addresses, goes first
+    /// toward `host` (`goesFirst`), or waits for `host` to.
+    static func peer(of host: LEHost, goesFirst: Bool) async throws -> BluetoothAddress {
+        let ours = try #require(await host.randomAddress)
+        var peer = BluetoothAddress.randomNonResolvablePrivate()
+        while InitiatorRule.initiates(ours, toward: peer) != !goesFirst { peer = .randomNonResolvablePrivate() }
+        return peer
+    }
+
     /// A peer that, by the rule both sides compute from the two addresses, waits for us to go first.
     static func peerWeInitiateTo(on node: Running) async throws -> BluetoothAddress {
-        let ours = try #require(await node.host.randomAddress)
-        var peer = BluetoothAddress.randomNonResolvablePrivate()
-        while !InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
-        return peer
+        try await peer(of: node.host, goesFirst: false)
     }
 
     /// A peer that, by the rule both sides compute from the two addresses, goes first: we wait for it.
     static func peerWeDeferTo(on node: Running) async throws -> BluetoothAddress {
-        let ours = try #require(await node.host.randomAddress)
-        var peer = BluetoothAddress.randomNonResolvablePrivate()
-        while InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
-        return peer
+        try await peer(of: node.host, goesFirst: true)
     }
 
     /// idle → connecting, on the advertising report alone: no timer is involved.
@@ -94,10 +97,7 @@ struct ExchangeStateMachineTests {
             configuration.deferToPeerDelay = .seconds(1)
             configuration.candidateLifetime = .seconds(5)
         }
-        let ours = try #require(await node.host.randomAddress)
-        // A peer that, by the rule both sides compute, goes first: we wait for it.
-        var peer = BluetoothAddress.randomNonResolvablePrivate()
-        while InitiatorRule.initiates(ours, toward: peer) { peer = .randomNonResolvablePrivate() }
+        let peer = try await Self.peerWeDeferTo(on: node)
         // The slot has seen the candidate once it sleeps until the peer's turn: only then does
         // "no attempt yet" test anything.
         #expect(await node.controller.advertise(from: peer, until: { node.sleeps(until: .seconds(1)) }), "no slot waits for the deferred peer's turn, 1 s on; sleepers: \(node.clock.pendingDeadlines)")

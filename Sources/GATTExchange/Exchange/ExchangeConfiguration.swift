@@ -26,6 +26,9 @@ public struct ExchangeConfiguration: Sendable {
     /// every such peer in range (`ScanPlan`); a burst cut short by the scanner coming on late, or
     /// resumed after a rotation, still listens this long.
     public var discoveryWindow: Duration { radio.advertisingPeriod + .milliseconds(20) }
+    /// The longest a peer in range goes unheard between two bursts: the longest pause
+    /// (`ScanSchedule.longestPause`) and a burst.
+    public var longestScanCycle: Duration { scanOffTime * ScanSchedule.longestPause + scanOnTime }
     /// The TX power we report in advertisements and writes (dBm).
     public var txPower: Int8 = 0
 
@@ -48,7 +51,9 @@ public struct ExchangeConfiguration: Sendable {
     /// newly heard peer, leaving the first move to the other (see `ProximityExchange`): 2.5 s while
     /// scanning for seconds at a time, a whole scan cycle with short bursts (`ScanPlan`, from
     /// `initiationSpread` and `connectionTimeout` as they are when the plan is applied).
-    public var deferToPeerDelay: Duration = .milliseconds(2500)
+    public var deferToPeerDelay = Self.deferWhileBothListen
+    /// `deferToPeerDelay` where both sides listen for seconds at a time and so hear each other at once.
+    public static let deferWhileBothListen: Duration = .milliseconds(2500)
     /// A random delay between zero and this before connecting to a newly heard peer, so that
     /// nodes that hear it at the same moment do not all answer the same advertising event.
     public var initiationSpread: Duration = .seconds(2)

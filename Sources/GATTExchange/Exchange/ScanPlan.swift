@@ -41,14 +41,14 @@ public enum ScanPlan: String, CaseIterable, Sendable {
             configuration.scanOffTime = .zero
             configuration.radio.setUnbrokenScanWindow(window)
             configuration.scannerRestsUntilTurns = false
-            configuration.deferToPeerDelay = .milliseconds(2500)
+            configuration.deferToPeerDelay = ExchangeConfiguration.deferWhileBothListen
         case .minuteBursts:
             configuration.scanOnTime = .seconds(10)
             configuration.scanOffTime = .seconds(50)
             configuration.radio.scanInterval = 0x0060
             configuration.radio.scanWindow = 0x0030
             configuration.scannerRestsUntilTurns = false
-            configuration.deferToPeerDelay = .milliseconds(2500)
+            configuration.deferToPeerDelay = ExchangeConfiguration.deferWhileBothListen
         }
     }
 }
@@ -59,15 +59,15 @@ extension ExchangeConfiguration {
     /// other its longest pause, a burst, its initiation spread and a connection's time to do so.
     /// With bursts this short the two sides rarely hear each other at the same moment, so a wait
     /// of 2.5 s (enough where bursts last seconds and overlap) mostly ended before the side that
-    /// goes first had heard anyone, and both sides connected: in a 20-node RootCanal crowd with
-    /// ids every 60 s, 68 failed connections and 37 controller resets per node in 10 minutes,
-    /// against 4 and 2 with minute bursts.
+    /// goes first had heard anyone, and both sides connected: in a 20-node crowd of strict
+    /// controllers with ids every 60 s, 68 failed connections and 37 controller resets per node in
+    /// 10 minutes, against 4 and 2 with minute bursts.
     mutating func setShortBursts(window: Duration, pause: Duration) {
         scanOnTime = window
         scanOffTime = pause
         radio.setUnbrokenScanWindow(window)
         scannerRestsUntilTurns = true
-        deferToPeerDelay = pause * 1.25 + window + initiationSpread + connectionTimeout
+        deferToPeerDelay = longestScanCycle + initiationSpread + connectionTimeout
     }
 }
 

@@ -33,6 +33,11 @@ public final class ScanSchedule: Sendable {
         var givenBack: Duration = .zero
     }
 
+    /// The pause's jitter: from this share of `offTime`...
+    public static let shortestPause = 0.75
+    /// ...to this one.
+    public static let longestPause = 1.25
+
     public let onTime: Duration
     public let offTime: Duration
     /// The least a burst resumed after an interruption scans before it may end.
@@ -104,7 +109,7 @@ public final class ScanSchedule: Sendable {
     /// `returnAt`, if given, brings the next burst forward to that instant (a candidate's turn:
     /// `ExchangeConfiguration.scannerRestsUntilTurns`).
     public func burstEnded(
-        at now: ContinuousClock.Instant, jitter: Double = .random(in: 0.75...1.25),
+        at now: ContinuousClock.Instant, jitter: Double = .random(in: shortestPause...longestPause),
         nextWindowStarts: ClosedRange<ContinuousClock.Instant>? = nil, placement: Double = .random(in: 0...1),
         returnAt: ContinuousClock.Instant? = nil
     ) {
