@@ -29,7 +29,8 @@ struct NodeService {
     /// Runs until the task is cancelled (SIGINT/SIGTERM), then flushes the log.
     func run() async {
         await status.begin()
-        let log = EncounterLog(store: store, logger: logger, placeInForce: { [places] in places?.current() })
+        let spill = EncounterSpill(forStoreAt: store.location.path, environment: ProcessInfo.processInfo.environment)
+        let log = EncounterLog(store: store, logger: logger, spill: spill, placeInForce: { [places] in places?.current() })
         let rotator = IDRotator(schedule: schedule, history: store, logger: logger)
         let session = ExchangeSession(
             transport: transport, rotator: rotator, sink: log, configuration: exchange, logger: logger,

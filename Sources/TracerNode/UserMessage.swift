@@ -10,6 +10,7 @@ enum UserMessage {
     static func describe(_ error: any Error) -> String {
         switch error {
         case let error as CommandFailure: return error.description
+        case let error as NodeMetricsEndpointError: return error.description
         case let error as CalibrationFailure: return error.description
         case let error as CalibrationError: return error.description
         case let error as ConfigurationError: return error.description
@@ -38,6 +39,7 @@ enum CommandFailure: Error, CustomStringConvertible {
     case missingSetting(RequiredSetting)
     case noDatabaseToCheck
     case noHistoryToReport
+    case cannotForgetOnReadOnlyFileSystem(path: String)
 
     /// Settings without a default that some commands cannot do without.
     enum RequiredSetting {
@@ -62,6 +64,8 @@ enum CommandFailure: Error, CustomStringConvertible {
             return "This node has no data yet, so there are no encounters to check; run `tracer run` first."
         case .noHistoryToReport:
             return "This node has no data yet, so there are no ids to report; nothing was uploaded."
+        case .cannotForgetOnReadOnlyFileSystem(let path):
+            return "Nothing was deleted: the file system holding \(path) is read-only, so Tracer can neither erase nor remove its data. \(StoreError.readOnlyFileSystemCauses) Then run `tracer forget` again. If the disk cannot be mended, destroy it: its data stays readable."
         }
     }
 }

@@ -78,5 +78,29 @@ extension TracerNodeTests {
                 #expect(withYes.exitCode == 1 && withYes.stdout.isEmpty && withYes.stderrLines == ["error: " + readOnly], "\(withYes)")
             }
         }
+
+        /// `tracer forget` on a read-only disk can neither erase nor remove anything: it says so
+        /// (nothing deleted, how to mend the disk) before it asks, at a terminal or not, and the
+        /// store stays whole and readable.
+        @Test(.timeLimit(.minutes(2)))
+        func forgetOnADiskTurnedReadOnlySaysNothingWasDeletedBeforeAsking() throws {
+            try Self.withStoppedStoreOnAFailedDisk { disk, db, scratch in
+                let before = try Products.tracer(["ids", "--json", "--reveal", "--db", db], home: scratch.path)
+                try #require(before.exitCode == 0, "\(before)")
+                try disk.fail()
+                let refusal = "error: Nothing was deleted: the file system holding \(db) is read-only"
+                let forget = ["forget", "--db", db]
+
+                let typed = try KeyReportCycleTests.tracerAtATerminal(scratch, forget, typing: "yes\n")
+                #expect(typed.exitCode == 1 && typed.stdout.contains(refusal) && !typed.stdout.contains("Type 'yes'"), "\(typed)")
+                for run in [try Products.tracer(forget, home: scratch.path), try Products.tracer(forget + ["--yes"], home: scratch.path)] {
+                    #expect(run.exitCode == 1 && run.stdout.isEmpty && run.stderrLines.count == 1, "\(run)")
+                    #expect(run.stderrLines.first?.hasPrefix(refusal) == true && run.stderr.contains("fsck"), "\(run)")
+                }
+                #expect(Check.exists(db))
+                let after = try Products.tracer(["ids", "--json", "--reveal", "--db", db], home: scratch.path)
+                #expect(after.exitCode == 0 && after.stdout == before.stdout, "\(after)")
+            }
+        }
     }
 }

@@ -14,7 +14,8 @@ extension TracerNodeTests {
     /// `tracer status` (although it cannot write its own status file any more) and `tracer doctor`,
     /// with what to do, and stay up; once an administrator has stopped it, checked the file system
     /// and mounted it again, A started again on the same database meets B again, and nothing A
-    /// recorded before the failure is lost.
+    /// recorded is lost: neither what it wrote before the failure nor the sightings it held in
+    /// memory when it was stopped (kept in its runtime directory, written by the next start).
     @Suite(.tags(.endToEnd)) struct NodeReadOnlyDisk {
         typealias Node = NodeResilience.LoggedProcess
         static let interval: Int64 = 10
@@ -73,10 +74,19 @@ extension TracerNodeTests {
             #expect(doctor.exitCode == 1, "\(doctor)")
             #expect(doctor.stdout.contains("[FAIL] store: ") && doctor.stdout.contains("read-only") && doctor.stdout.contains("fsck"), "\(doctor)")
             #expect(a.isRunning, "A exited with its disk read-only: \(a.lines.suffix(6))")
+            // A heard B between the failure and its window's end (it scans without pause), and holds those sightings.
+            let holding = eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(100)) {
+                a.entry(message: "cannot write encounters; keeping them in memory") != nil
+            }
+            try #require(holding, "A holds no sighting it could not write: \(a.lines.suffix(8))")
 
             // The administrator stops A: status still leads with the disk, which no status file
             // written before can say.
             a.stopCleanly("node A")
+            let kept = a.entry(message: "stopping with encounters the store refused; kept in memory for the node's next start to write (lost if the machine restarts first)")
+            let keptSightings = Int(kept?["sightings"] ?? "") ?? 0
+            #expect(keptSightings > 0 && kept?["kept"]?.hasPrefix(home + "/xdg-runtime/tracer/unwritten-encounters-") == true,
+                    "A did not keep the sightings it held: \(a.lines.suffix(6))")
             let stopped = try Products.tracer(["status", "--db", dbA], home: home)
             #expect(stopped.exitCode == 1 && stopped.stdout.hasPrefix("Node:           not recording: the file system holding \(dbA) is read-only"),
                     "\(stopped)")
@@ -88,6 +98,9 @@ extension TracerNodeTests {
             let (metAgain, seen) = try NodeDiskFull.meetAgain(dbA, dbB, after: repairedSecond, home: home, within: .seconds(40))
             let recovery = ContinuousClock.now - restarted
             try #require(metAgain, "A and B did not meet within 40 s of the repair (A saw B at \(seen.a), B saw A at \(seen.b)); A: \(a.lines.suffix(8))")
+            let written = a.entry(message: "writing the encounters kept when the node last stopped with a store that refused writes")
+            #expect(written?["sightings"] == "\(keptSightings)", "A's start did not write what its stop kept: \(a.lines.prefix(8))")
+            #expect(kept.flatMap { $0["kept"] }.map { !Check.exists($0) } ?? false, "the kept encounters were not removed once written")
             let healthy = try NodeDiskFull.status(dbA, home: home, within: .seconds(10)) { $0.exitCode == 0 }
             #expect(healthy.exitCode == 0 && healthy.stdout.hasPrefix("Node:           running since"), "\(healthy)")
 
@@ -98,8 +111,11 @@ extension TracerNodeTests {
             let after = try NodeDiskFull.encounters(dbA, home: home)
             let lost = NodeDiskFull.lost(from: before, in: after)
             #expect(lost.isEmpty, "encounters lost: \(lost)")
-            print(String(format: "read-only disk: dark %d s after the failure; repaired and restarted → met again after %.2f s; encounters lost: %d",
-                         Int64(darkAt) - failedSecond, Double(recovery.components.seconds) + Double(recovery.components.attoseconds) / 1e18, lost.count))
+            // The held sightings are in the store: seen after the failure, before the restart.
+            let heldThenWritten = after.values.filter { $0.lastSeen > failedSecond + 1 && $0.lastSeen < repairedSecond }
+            #expect(!heldThenWritten.isEmpty, "no encounter seen while the disk was read-only is in A's store: \(after)")
+            print(String(format: "read-only disk: dark %d s after the failure; %d sightings held at the stop, written at the restart; repaired and restarted → met again after %.2f s; encounters lost: %d",
+                         Int64(darkAt) - failedSecond, keptSightings, Double(recovery.components.seconds) + Double(recovery.components.attoseconds) / 1e18, lost.count))
         }
     }
 }

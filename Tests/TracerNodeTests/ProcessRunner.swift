@@ -74,13 +74,16 @@ enum Products {
         return path
     }
 
-    /// The environment for a child: ours, minus TRACER_DB, with HOME and XDG_DATA_HOME pointing
-    /// into the test's scratch directory; `overrides` is applied last.
+    /// The environment for a child: ours, minus TRACER_DB and systemd's RUNTIME_DIRECTORY, with
+    /// HOME, XDG_DATA_HOME and XDG_RUNTIME_DIR (where a node keeps the encounters its store
+    /// refused when it stops) pointing into the test's scratch directory; `overrides` is applied last.
     static func environment(home: String, overrides: [String: String] = [:]) -> [String: String] {
         var environment = ProcessInfo.processInfo.environment
         environment.removeValue(forKey: StoreLocation.environmentVariable)
+        environment.removeValue(forKey: "RUNTIME_DIRECTORY")
         environment["HOME"] = home
         environment["XDG_DATA_HOME"] = home + "/xdg-data"
+        environment["XDG_RUNTIME_DIR"] = home + "/xdg-runtime"
         for (key, value) in overrides { environment[key] = value }
         return environment
     }

@@ -120,6 +120,23 @@ public struct Encounter: Sendable, Hashable {
         learnedBy.formUnion(sighting.learnedBy)
         if place == nil { place = sighting.place }
     }
+
+    /// Folds another encounter of the same key into this one, as the store's upsert folds a row
+    /// into the one it has (`EncounterStore.upsertEncounter`): `other` is the later observation.
+    public mutating func merge(_ other: Encounter) {
+        firstSeen = min(firstSeen, other.firstSeen)
+        lastSeen = max(lastSeen, other.lastSeen)
+        sightings += other.sightings
+        rssiMin = [rssiMin, other.rssiMin].compactMap { $0 }.min()
+        rssiMax = [rssiMax, other.rssiMax].compactMap { $0 }.max()
+        rssiSum += other.rssiSum
+        rssiCount += other.rssiCount
+        for (rssi, count) in other.rssiHistogram.counts { rssiHistogram.add(rssi, count: count) }
+        txPower = other.txPower ?? txPower
+        reportedRSSI = other.reportedRSSI ?? reportedRSSI
+        learnedBy.formUnion(other.learnedBy)
+        if place == nil { place = other.place }
+    }
 }
 
 /// How many RSSI readings had each value (dBm), stored compactly: per value present, its byte
@@ -284,6 +301,15 @@ public struct SightingBatch: Sendable {
         sightingCount += 1
         if pending[key]?.add(sighting) == nil {
             pending[key] = Encounter(sighting)
+        }
+    }
+
+    /// Adds an encounter already folded from sightings (one kept by `EncounterSpill`), merged
+    /// into any of the same key.
+    public mutating func add(_ encounter: Encounter) {
+        sightingCount += encounter.sightings
+        if pending[encounter.key]?.merge(encounter) == nil {
+            pending[encounter.key] = encounter
         }
     }
 }

@@ -14,6 +14,11 @@ public actor EncounterLog {
     private let logger: Logger
     private var batch = SightingBatch()
     private var lastFailure: StoreError?
+    /// Where the batch goes when the node stops with a store that refuses writes; nil: nowhere.
+    private let spill: EncounterSpill?
+    /// The spill holds sightings the batch holds too (taken back at start, or kept at a stop
+    /// the process outlived): removed once they are in the store, so none is written twice.
+    private var spillHolds = false
     /// The place in force, read at each sighting; it must answer at once (the exchange waits).
     private let placeInForce: @Sendable () -> Place?
     /// Each change of whether the log can write: the error when writes start failing (the
@@ -23,8 +28,10 @@ public actor EncounterLog {
 
     public init(store: NodeStore, maxPendingRows: Int = EncounterLog.defaultMaxPendingRows,
                 logger: Logger = Logger(label: "tracer.encounters"),
+                spill: EncounterSpill? = nil,
                 placeInForce: @escaping @Sendable () -> Place? = { nil }) {
         self.store = store
+        self.spill = spill
         self.placeInForce = placeInForce
         self.maxPendingRows = maxPendingRows
         self.logger = logger
@@ -47,6 +54,7 @@ public actor EncounterLog {
         do {
             try store.write(batch)
             batch = SightingBatch()
+            if spillHolds { discardSpill() }
             if lastFailure != nil {
                 logger.info("encounter log writes again")
                 lastFailure = nil
@@ -64,8 +72,12 @@ public actor EncounterLog {
 
     public var pendingSightings: Int { batch.sightingCount }
 
-    /// Flushes every `interval` until cancelled, then flushes once more.
+    /// Takes back what the spill kept when the node last stopped, then flushes every `interval`
+    /// until cancelled, then flushes once more; what the store still refuses then goes to the
+    /// spill.
     public func runPeriodicFlush(every interval: Duration = EncounterLog.defaultFlushInterval) async {
+        takeBackSpill()
+        try? flush()
         while !Task.isCancelled {
             try? await Task.sleep(for: interval)
             try? flush()
@@ -73,10 +85,51 @@ public actor EncounterLog {
         do {
             try flush()
         } catch {
-            // Said once more at the end: these sightings go with the process.
-            logger.error("stopping with encounters that could not be written; they are lost", metadata: [
-                "sightings": "\(batch.sightingCount)", "error": "\(error)",
+            keepInSpill(refused: error)
+        }
+    }
+
+    /// The sightings a spill kept, added to the batch: the next flush writes them.
+    private func takeBackSpill() {
+        guard let spill else { return }
+        do throws(StoreError) {
+            guard let kept = try spill.take() else { return }
+            for encounter in kept.pending.values { batch.add(encounter) }
+            spillHolds = true
+            logger.notice("writing the encounters kept when the node last stopped with a store that refused writes", metadata: [
+                "sightings": "\(kept.sightingCount)", "kept": "\(spill.existing.map(\.path).joined(separator: ", "))",
             ])
+        } catch {
+            // Left where it is, for a later start (or `tracer forget`) to deal with.
+            logger.error("cannot read the encounters kept when the node last stopped; they stay there", metadata: ["error": "\(error)"])
+        }
+    }
+
+    private func keepInSpill(refused error: StoreError) {
+        let sightings = "\(batch.sightingCount)"
+        guard let spill else {
+            logger.error("stopping with encounters that could not be written; they are lost", metadata: ["sightings": "\(sightings)", "error": "\(error)"])
+            return
+        }
+        do throws(StoreError) {
+            let kept = try spill.keep(batch)
+            spillHolds = true
+            logger.error("stopping with encounters the store refused; kept in memory for the node's next start to write (lost if the machine restarts first)", metadata: [
+                "sightings": "\(sightings)", "kept": "\(kept.path)", "error": "\(error)",
+            ])
+        } catch let spillError {
+            logger.error("stopping with encounters that could not be written; they are lost", metadata: [
+                "sightings": "\(sightings)", "error": "\(error)", "spill": "\(spillError)",
+            ])
+        }
+    }
+
+    private func discardSpill() {
+        do throws(StoreError) {
+            try spill?.discard()
+            spillHolds = false
+        } catch {
+            logger.error("cannot remove the encounters kept at the last stop, now written; remove the file by hand or the next start writes them again", metadata: ["error": "\(error)"])
         }
     }
 }

@@ -45,7 +45,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
     }
 
     /// The two ways a file system becomes read-only and what mends each, for both messages.
-    static let readOnlyFileSystemCauses = "If Linux turned it read-only after a disk error (as failing SD cards make it do; `dmesg` says so), check the disk: for the root file system reboot, which runs the check, otherwise unmount it and run `fsck`, then mount it read-write again. If it is mounted read-only on purpose (or systemd's ProtectSystem= covers it), mount it read-write or allow the path with ReadWritePaths=."
+    public static let readOnlyFileSystemCauses = "If Linux turned it read-only after a disk error (as failing SD cards make it do; `dmesg` says so), check the disk: for the root file system reboot, which runs the check, otherwise unmount it and run `fsck`, then mount it read-write again. If it is mounted read-only on purpose (or systemd's ProtectSystem= covers it), mount it read-write or allow the path with ReadWritePaths=."
 
     /// What a running node cannot record because of a store error.
     public enum RunningRecord: Sendable {
@@ -84,7 +84,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             // No retry mends this: the kernel wants the file system checked before it writes again.
             switch what {
             case .ids: return problem + " Until then the node stays off the air."
-            case .encounters: return problem + " Encounters are kept in memory until the node stops, and lost then."
+            case .encounters: return problem + " Encounters are kept in memory, and when the node stops in its runtime directory (memory too) for its next start to write."
             }
         }
         switch what {

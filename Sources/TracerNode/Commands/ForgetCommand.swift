@@ -20,15 +20,23 @@ struct ForgetCommand: ParsableCommand {
 
     func run() throws {
         let location = try store.location()
-        guard location.exists else {
+        // Encounters a node kept in a runtime directory when it stopped with a store that
+        // refused writes (`EncounterSpill`) are this node's data too.
+        let spill = EncounterSpill(forStoreAt: location.path, environment: ProcessInfo.processInfo.environment)
+        guard location.exists || !spill.existing.isEmpty else {
             print("Nothing to delete: there is no database at \(location.path).")
             return
+        }
+        // Before asking: on a file system that refuses writes nothing can be erased or removed,
+        // and a "yes" would only be followed by a failure.
+        guard !ReadOnlyFileSystem.holds(location.path) else {
+            throw CommandFailure.cannotForgetOnReadOnlyFileSystem(path: location.path)
         }
         if !yes {
             guard isatty(STDIN_FILENO) == 1 else {
                 throw CommandFailure.needsConfirmation("Deleting all Tracer data")
             }
-            let counts = try? NodeStore.open(location).counts()
+            let counts = location.exists ? try? NodeStore.open(location).counts() : nil
             let summary = counts.map {
                 " (\($0.ownIDs) own id(s), \($0.dailyKeys) daily key(s), \($0.encounters) encounter(s))"
             } ?? ""
@@ -40,6 +48,7 @@ struct ForgetCommand: ParsableCommand {
             }
         }
         try NodeStore.deleteAllData(at: location)
+        try spill.discard()
         print("All Tracer data in \(location.path) was deleted.")
     }
 }

@@ -1,0 +1,105 @@
+import Crypto
+import Foundation
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Where a node that stops while its store refuses writes (a file system Linux turned read-only, a
+/// full disk, a database another process locks) keeps the encounters it still holds in memory, so
+/// that stopping it to mend the disk loses nothing: a store of the same schema in a runtime
+/// directory (a tmpfs: systemd's `RuntimeDirectory=`, or the user's `$XDG_RUNTIME_DIR`), on another
+/// file system than the failed one. The node's next start writes it into the store and removes it.
+///
+/// A tmpfs is memory: what it holds is gone when the machine restarts, as the node's memory is, so
+/// this keeps the encounters across a stop, an fsck and a new mount, not across a reboot. It holds
+/// what the store would (peer ids, times, signal, place), in a 0600 file in a 0700 directory, and
+/// `tracer forget` removes it with the store.
+public struct EncounterSpill: Sendable {
+    /// Where a spill may be, in order of preference: one store per runtime directory
+    /// (`candidateDirectories`), named after the node's store's real path, so that nodes with
+    /// stores of their own on one machine each find their own.
+    public let locations: [StoreLocation]
+
+    /// The directory name under `$XDG_RUNTIME_DIR` and `/run`.
+    static let directoryName = "tracer"
+
+    public init(forStoreAt storePath: String, environment: [String: String]) {
+        self.init(directories: Self.candidateDirectories(environment: environment), storePath: storePath)
+    }
+
+    init(directories: [String], storePath: String) {
+        let name = Self.fileName(forStoreAt: storePath)
+        locations = directories.map { StoreLocation(path: $0 + "/" + name, source: .flag, ownsDirectory: true) }
+    }
+
+    /// systemd's `$RUNTIME_DIRECTORY` (a list; the first), `$XDG_RUNTIME_DIR/tracer`, `/run/tracer`.
+    /// All are looked in: `tracer forget` run from a shell does not see the service's
+    /// `$RUNTIME_DIRECTORY`.
+    static func candidateDirectories(environment: [String: String]) -> [String] {
+        var directories: [String] = []
+        if let runtime = environment["RUNTIME_DIRECTORY"]?.split(separator: ":").first, runtime.hasPrefix("/") {
+            directories.append(String(runtime))
+        }
+        if let user = environment["XDG_RUNTIME_DIR"], user.hasPrefix("/") {
+            directories.append(user + "/" + directoryName)
+        }
+        directories.append("/run/" + directoryName)
+        var seen = Set<String>()
+        return directories.filter { seen.insert($0).inserted }
+    }
+
+    /// A name that says what the file is and whose store it belongs to, without the store's path.
+    static func fileName(forStoreAt storePath: String) -> String {
+        let real = ReadOnlyFileSystem.realFile(storePath)
+        let digest = SHA256.hash(data: Data(real.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        return "unwritten-encounters-\(digest).db"
+    }
+
+    /// The spills there are now.
+    public var existing: [StoreLocation] { locations.filter(\.exists) }
+
+    /// Keeps `batch` in place of whatever was kept before (the node's batch holds that too, once
+    /// `take` gave it back), in the first runtime directory that takes it; returns where.
+    @discardableResult
+    public func keep(_ batch: SightingBatch) throws(StoreError) -> StoreLocation {
+        try discard()
+        var lastError = StoreError.cannotCreateDirectory(path: "/run/" + Self.directoryName, reason: "no runtime directory")
+        for location in locations {
+            do throws(StoreError) {
+                let store = try NodeStore.open(location)
+                try store.write(batch)
+                try store.checkpoint()
+                return location
+            } catch {
+                lastError = error
+                try? Self.remove(location)
+            }
+        }
+        throw lastError
+    }
+
+    /// What is kept, as one batch of encounters; nil when nothing is. The files stay until
+    /// `discard`, once the batch is in the node's store.
+    public func take() throws(StoreError) -> SightingBatch? {
+        let kept = existing
+        guard !kept.isEmpty else { return nil }
+        var batch = SightingBatch()
+        for location in kept {
+            for encounter in try NodeStore.open(location).encounters() { batch.add(encounter) }
+        }
+        return batch
+    }
+
+    /// Removes every kept store with its WAL and shared-memory files.
+    public func discard() throws(StoreError) {
+        for location in locations { try Self.remove(location) }
+    }
+
+    private static func remove(_ location: StoreLocation) throws(StoreError) {
+        for file in [location.path, location.path + "-wal", location.path + "-shm"] {
+            if unlink(file) != 0 && errno != ENOENT {
+                throw .cannotCreateFile(path: file, reason: "could not delete it: " + String(cString: strerror(errno)))
+            }
+        }
+    }
+}
