@@ -22,8 +22,9 @@ struct NodeService {
     let gpsd: GPSDClient?
     /// Tells systemd the node's state and answers its watchdog, when systemd asked (`Type=notify`).
     let watchdog: NodeWatchdog?
-    /// Keeps `node.metrics_file` for node_exporter's textfile collector, when it is set.
-    var metrics: NodeMetricsFile? = nil
+    /// Keeps `node.metrics_file` for node_exporter's textfile collector and the metrics
+    /// endpoint's text, when either is set.
+    var metrics: NodeMetricsPublisher? = nil
     let logger: Logger
 
     /// Runs until the task is cancelled (SIGINT/SIGTERM), then flushes the log.

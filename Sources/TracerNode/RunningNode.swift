@@ -18,8 +18,11 @@ actor RunningNode {
     private let schedule: RotationSchedule
     private let logger = Logger(label: "tracer.node")
     private var checkTask: Task<Void, Never>?
-    /// The writer of `node.metrics_file`, when set; every check's report is told to it.
-    private var metrics: NodeMetricsFile?
+    /// The writer of `node.metrics_file` and the metrics endpoint, when either is set; every
+    /// check's report is told to it.
+    private var metrics: NodeMetricsPublisher?
+    /// Listening from `init` on, so that a port it cannot have stops `tracer run` at once.
+    private let metricsEndpoint: NodeMetricsEndpoint?
 
     init(resolved: ResolvedSettings) throws {
         let settings = resolved.settings
@@ -27,6 +30,7 @@ actor RunningNode {
         do { transport = try TransportSpec(parsing: transportText) } catch { throw CommandFailure.badTransport("\(error)") }
         schedule = try RotationSchedule(intervalSeconds: settings.rotationInterval, jitterSeconds: settings.rotationJitter)
         store = try NodeStore.open(resolved.storeLocation)
+        metricsEndpoint = try settings.metricsListen.map { address throws(NodeMetricsEndpointError) in try NodeMetricsEndpoint(listeningOn: address) }
         self.settings = settings
     }
 
@@ -53,7 +57,11 @@ actor RunningNode {
         let radioTime = RadioTimeAccount()
         exchange.radio.radioTimeAccount = radioTime
         let place = Self.placeParts(settings)
-        metrics = NodeMetricsFile.following(store: store, settings: settings, transport: transport, board: place?.board, logger: logger)
+        metrics = NodeMetricsPublisher.following(
+            store: store, settings: settings, endpoint: metricsEndpoint, transport: transport, board: place?.board, logger: logger)
+        if let metricsEndpoint {
+            logger.notice("metrics endpoint listening", metadata: ["address": "http://\(metricsEndpoint.address)/metrics"])
+        }
         let service = NodeService(
             store: store, transport: transport, heldAdapter: settings.takeAdapter ? .take : .refuse,
             schedule: schedule, retention: .standard, exchange: exchange,
@@ -72,6 +80,7 @@ actor RunningNode {
         checkTask?.cancel()
         await checkTask?.value
         (stops + [hangUp]).forEach { $0.cancel() }
+        metricsEndpoint?.stop()
     }
 
     private func startChecks() {
@@ -113,6 +122,7 @@ actor RunningNode {
             ("node.take_adapter", fresh.takeAdapter != settings.takeAdapter),
             ("node.watchdog_dark_limit", fresh.watchdogDarkLimit != settings.watchdogDarkLimit),
             ("node.metrics_file", fresh.metricsFile != settings.metricsFile),
+            ("node.metrics_listen", fresh.metricsListen != settings.metricsListen),
             ("log.format", fresh.logFormat != settings.logFormat),
             ("place.*", fresh.placeName != settings.placeName || fresh.placeSource != settings.placeSource
                 || fresh.gpsdHost != settings.gpsdHost || fresh.gpsdPort != settings.gpsdPort
@@ -129,6 +139,7 @@ actor RunningNode {
         applied.takeAdapter = settings.takeAdapter
         applied.watchdogDarkLimit = settings.watchdogDarkLimit
         applied.metricsFile = settings.metricsFile
+        applied.metricsListen = settings.metricsListen
         applied.logFormat = settings.logFormat
         applied.placeName = settings.placeName
         applied.placeSource = settings.placeSource

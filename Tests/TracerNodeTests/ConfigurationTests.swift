@@ -55,7 +55,7 @@ extension TracerNodeTests {
 
         static let allKeys = [
             "node.transport", "node.database", "node.rotation_interval", "node.rotation_jitter", "node.scan_schedule", "node.continuous_scan",
-            "node.take_adapter", "node.watchdog_dark_limit", "node.metrics_file", "node.controller_quirks", "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
+            "node.take_adapter", "node.watchdog_dark_limit", "node.metrics_file", "node.metrics_listen", "node.controller_quirks", "log.level", "log.format", "server.url", "server.public_key", "server.pinned_key", "server.timeout", "check.cache_dir",
             "check.interval", "check.jitter", "check.refresh_interval", "check.refresh_jitter", "check.long_poll", "check.on_exposure",
             "check.clock_skew", "check.max_list_age", "list.format", "list.origin", "list.witnesses", "list.witnesses_required", "risk.near_attenuation",
             "risk.far_attenuation", "risk.near_weight", "risk.medium_weight", "risk.far_weight", "risk.low_minutes",

@@ -91,8 +91,8 @@ import Glibc
         let directory = NSTemporaryDirectory() + "/tracer-metrics-" + UUID().uuidString
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let capture = LogCapture()
-        let file = NodeMetricsFile(
-            path: directory + "/tracer.prom", transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
+        let file = NodeMetricsPublisher(
+            file: directory + "/tracer.prom", transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
             readings: { .init(placeInForce: false) }, logger: capture.logger)
         let status = NodeRuntimeStatus(pid: 7, startedAt: 1_700_000_000, updatedAt: 1_700_000_000, transport: "tcp:127.0.0.1:1", state: .running)
         // The directory does not exist yet: three writes fail, one error.
@@ -133,7 +133,7 @@ import Glibc
             configFlag: nil, flags: ["node.metrics_file": path, "check.cache_dir": directory + "/cache"], environment: ["HOME": directory]
         ).settings
         try keep(report(1_700_000_100, .low))
-        let file = try #require(NodeMetricsFile.following(
+        let file = try #require(NodeMetricsPublisher.following(
             store: store, settings: settings, transport: .tcp(host: "127.0.0.1", port: 1), board: nil, logger: LogCapture().logger))
         let status = NodeRuntimeStatus(pid: 7, startedAt: 1_700_000_000, updatedAt: 1_700_000_000, transport: "tcp:127.0.0.1:1", state: .running)
         func written() throws -> [String] {
@@ -182,8 +182,8 @@ import Glibc
 
         // The read at start and the first write's fail; the second write's works; no more after.
         let retried = reader(failing: 2)
-        let file = NodeMetricsFile(
-            path: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
+        let file = NodeMetricsPublisher(
+            file: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
             readLastCheck: retried.read, readings: { .init(placeInForce: false) }, logger: LogCapture().logger)
         #expect(retried.count() == 1)
         await file.write(status)
@@ -201,8 +201,8 @@ import Glibc
 
         // A check told while the store could not be read is written, and the store is not read again.
         let told = reader(failing: 1)
-        let second = NodeMetricsFile(
-            path: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
+        let second = NodeMetricsPublisher(
+            file: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
             readLastCheck: told.read, readings: { .init(placeInForce: false) }, logger: LogCapture().logger)
         await second.record(NodeMetrics.Check(checkedAt: 1_700_000_200, level: .none))
         for _ in 0..<2 { await second.write(status) }
@@ -211,8 +211,8 @@ import Glibc
 
         // A read that works and finds no check (never checked) ends the reading too.
         let none = reader(failing: 1, then: nil)
-        let third = NodeMetricsFile(
-            path: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
+        let third = NodeMetricsPublisher(
+            file: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
             readLastCheck: none.read, readings: { .init(placeInForce: false) }, logger: LogCapture().logger)
         for _ in 0..<3 { await third.write(status) }
         #expect(try written() == never)

@@ -38,6 +38,8 @@ struct RunCommand: AsyncParsableCommand {
     var takeAdapter = false
     @Option(help: ArgumentHelp("Keep the node's metrics in this file for node_exporter's textfile collector (node.metrics_file).", valueName: "path"))
     var metricsFile: String?
+    @Option(help: ArgumentHelp("Answer GET /metrics on PORT (127.0.0.1) or HOST:PORT with the same metrics (node.metrics_listen).", valueName: "address"))
+    var metricsListen: String?
     @Option(help: ArgumentHelp("Log level: trace, debug, info, notice, warning, error (log.level).", valueName: "level"))
     var logLevel: String?
     @Option(help: ArgumentHelp("Log lines as text or json (log.format).", valueName: "format"))
@@ -73,6 +75,7 @@ struct RunCommand: AsyncParsableCommand {
         if continuousScan { flags["node.continuous_scan"] = "true" }
         if takeAdapter { flags["node.take_adapter"] = "true" }
         flags["node.metrics_file"] = metricsFile
+        flags["node.metrics_listen"] = metricsListen
         flags["log.level"] = logLevel
         flags["log.format"] = logFormat
         flags["check.interval"] = checkInterval

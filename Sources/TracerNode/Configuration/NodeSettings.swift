@@ -41,6 +41,8 @@ struct NodeSettings: Equatable, Sendable {
     var watchdogDarkLimit: Int64 = 0
     /// The Prometheus textfile the node keeps its metrics in; nil: none.
     var metricsFile: String?
+    /// Where the node's metrics endpoint listens; nil: no endpoint.
+    var metricsListen: NodeMetricsListenAddress?
     var controllerQuirks = ControllerQuirkChoice()
     // [log]
     var logLevel: Logger.Level = .info

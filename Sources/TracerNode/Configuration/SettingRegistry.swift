@@ -59,6 +59,12 @@ enum SettingRegistry {
             help: "Where `tracer run` keeps its metrics in Prometheus's text format, for node_exporter's textfile collector (a FILE.prom in its --collector.textfile.directory); unset: no metrics. Rewritten atomically at start, on every change of the node's state and every 60 s; never an id, a key, a place or a count per peer.",
             convert: { $0 }),
         .text(
+            "node.metrics_listen", \.metricsListen,
+            .text(describe: "a port, or an IPv4 address and a port such as 127.0.0.1:9465", problem: NodeMetricsListenAddress.problem),
+            env: "TRACER_METRICS_LISTEN", flag: "--metrics-listen",
+            help: "Where `tracer run` answers GET /metrics with the same metrics as node.metrics_file, as PORT (on 127.0.0.1) or HOST:PORT; unset: no endpoint. No authentication: keep it on loopback or a network only Prometheus reaches.",
+            convert: { NodeMetricsListenAddress(parsing: $0) }),
+        .text(
             "node.controller_quirks", \.controllerQuirks,
             .text(describe: "quirk names joined with commas, \"none\" or \"-name\" to turn off the model's", problem: TextRules.controllerQuirks),
             env: "TRACER_CONTROLLER_QUIRKS", flag: "--controller-quirks",

@@ -9,7 +9,7 @@ import Prometheus
 import TracerCore
 
 /// What a running node tells a fleet's Prometheus about itself (`node.metrics_file`, through
-/// node_exporter's textfile collector): whether it runs, hears and is heard, whether its store
+/// node_exporter's textfile collector, and the endpoint of `node.metrics_listen`): whether it runs, hears and is heard, whether its store
 /// records, how old its list and its last check are, and counts. Rendered from values (the node's
 /// status and a few readings) so that a test can give known values and read exact lines.
 ///
@@ -108,17 +108,20 @@ extension NodeMetrics.Check {
     }
 }
 
-/// Keeps `node.metrics_file` current: replaced whole (a temporary file beside it, then a rename;
-/// mode 0644 so that node_exporter's user can read it) at start, on every change of the node's
-/// status and every 60 s, and once more when the node stopped (running 0); never removed. Not
-/// fsynced: about three writes a minute, each waiting for the disk, would wear an SD card for a
-/// file that node_exporter reads within seconds and the node rewrites within a minute, so a
-/// version lost at a power cut costs nothing; the rename still keeps a half-written file from
-/// ever being read. A failure to write is logged once, and again when writing works again; it
-/// never stops the node. It reads the last check from the store at start only (again at each
-/// write while that read fails, until one works or a check is told); later checks are told
-/// (`record(_:)`).
-actor NodeMetricsFile {
+/// Keeps the node's metrics current where its operator asked for them: `node.metrics_file`
+/// and the endpoint of `node.metrics_listen`, both from one rendering, at start, on every change of
+/// the node's status and every 60 s, and once more when the node stopped (running 0).
+///
+/// The file is replaced whole (a temporary file beside it, then a rename; mode 0644 so that
+/// node_exporter's user can read it) and never removed. Not fsynced: about three writes a minute,
+/// each waiting for the disk, would wear an SD card for a file that node_exporter reads within
+/// seconds and the node rewrites within a minute, so a version lost at a power cut costs nothing;
+/// the rename still keeps a half-written file from ever being read. A failure to write is logged
+/// once, and again when writing works again; it never stops the node. The endpoint serves the
+/// same text until the next rendering. The last check is read from the store at start only (again
+/// at each write while that read fails, until one works or a check is told); later checks are
+/// told (`record(_:)`).
+actor NodeMetricsPublisher {
     /// What the node's other parts know, read at each write from memory and the list cache's
     /// small state file: the list's state, the place.
     struct Readings: Sendable {
@@ -128,7 +131,10 @@ actor NodeMetricsFile {
 
     static let interval: Duration = .seconds(60)
 
-    let path: String
+    /// `node.metrics_file`; nil: only the endpoint.
+    let file: String?
+    /// `node.metrics_listen`'s endpoint; nil: only the file.
+    let endpoint: NodeMetricsEndpoint?
     private let version: String
     private let transportKind: String
     private let placeSource: NodeSettings.PlaceSource
@@ -138,16 +144,17 @@ actor NodeMetricsFile {
     /// Reads the last check from the store; kept only while that read fails (a locked store)
     /// and no check was told since, and tried again at each write.
     private var unreadLastCheck: (@Sendable () throws -> NodeMetrics.Check?)?
-    /// The failure last logged, while writing fails.
+    /// The failure last logged, while writing the file fails.
     private var failing: String?
 
     /// `readLastCheck`: reads the last check before the node started (nil: never checked), here
     /// and, while it fails, at each write until it works or a check is told.
-    init(path: String, transport: TransportSpec, placeSource: NodeSettings.PlaceSource,
+    init(file: String?, endpoint: NodeMetricsEndpoint? = nil, transport: TransportSpec, placeSource: NodeSettings.PlaceSource,
          readLastCheck: @escaping @Sendable () throws -> NodeMetrics.Check? = { nil },
          readings: @escaping @Sendable () -> Readings, logger: Logger)
     {
-        self.path = path
+        self.file = file
+        self.endpoint = endpoint
         version = Tracer.version
         transportKind = transport.metricsKind
         self.placeSource = placeSource
@@ -161,15 +168,17 @@ actor NodeMetricsFile {
         }
     }
 
-    /// The running node's writer, when `node.metrics_file` is set. The last check before this
-    /// start is read from `store` here, once (or, while the store cannot be read, at each write
-    /// until it can); the check cycle tells each later one (`record(_:)`: the report it keeps in
-    /// the store for `tracer status`), so that no write touches the store after that.
-    static func following(store: NodeStore, settings: NodeSettings, transport: TransportSpec, board: PlaceBoard?, logger: Logger) -> NodeMetricsFile? {
-        guard let path = settings.metricsFile else { return nil }
+    /// The running node's publisher, when `node.metrics_file` is set or `endpoint` listens. The
+    /// last check before this start is read from `store` here, once (or, while the store cannot be
+    /// read, at each write until it can); the check cycle tells each later one (`record(_:)`: the
+    /// report it keeps in the store for `tracer status`), so that no write touches the store after that.
+    static func following(store: NodeStore, settings: NodeSettings, endpoint: NodeMetricsEndpoint? = nil, transport: TransportSpec,
+                          board: PlaceBoard?, logger: Logger) -> NodeMetricsPublisher?
+    {
+        guard settings.metricsFile != nil || endpoint != nil else { return nil }
         let cache = MatchingParts(settings: settings).cache
-        return NodeMetricsFile(
-            path: path, transport: transport, placeSource: settings.placeSource,
+        return NodeMetricsPublisher(
+            file: settings.metricsFile, endpoint: endpoint, transport: transport, placeSource: settings.placeSource,
             readLastCheck: { try ExposureChecker.lastReport(in: store).map(NodeMetrics.Check.init) },
             readings: { .init(listLastUpdated: cache.state.lastUpdated, placeInForce: board?.current() != nil) },
             logger: logger)
@@ -199,7 +208,8 @@ actor NodeMetricsFile {
         }
     }
 
-    /// Writes the metrics of `status`; logs a failure once, and the recovery.
+    /// Renders the metrics of `status` for the endpoint and the file; logs a failure to write
+    /// the file once, and the recovery.
     func write(_ status: NodeRuntimeStatus) {
         if let read = unreadLastCheck {
             do {
@@ -214,16 +224,19 @@ actor NodeMetricsFile {
             status: status, version: version, transportKind: transportKind,
             listLastUpdated: read.listLastUpdated, lastCheck: lastCheck, placeSource: placeSource,
             placeInForce: read.placeInForce)
+        let exposition = metrics.exposition()
+        endpoint?.publish(exposition)
+        guard let file else { return }
         do {
-            try AtomicFile.write(Array(metrics.exposition().utf8), to: path, mode: 0o644, durable: false)
+            try AtomicFile.write(Array(exposition.utf8), to: file, mode: 0o644, durable: false)
             if failing != nil {
-                logger.notice("the metrics file is written again", metadata: ["path": "\(path)"])
+                logger.notice("the metrics file is written again", metadata: ["path": "\(file)"])
                 failing = nil
             }
         } catch {
             if failing == nil {
                 logger.error("cannot write the metrics file (node.metrics_file), so Prometheus sees stale metrics or none; the node runs on and keeps trying",
-                             metadata: ["path": "\(path)", "error": "\(error)"])
+                             metadata: ["path": "\(file)", "error": "\(error)"])
             }
             failing = "\(error)"
         }
