@@ -90,6 +90,8 @@ extension TracerNodeTests {
             let stopped = try Products.tracer(["status", "--db", dbA], home: home)
             #expect(stopped.exitCode == 1 && stopped.stdout.hasPrefix("Node:           not recording: the file system holding \(dbA) is read-only"),
                     "\(stopped)")
+            #expect(stopped.stdout.contains("Held:           \(keptSightings) sightings the store refused when the node stopped, kept in memory in \(kept?["kept"] ?? "?")"),
+                    "status does not say what the stop kept: \(stopped)")
             // Then checks the file system and mounts it again; A starts anew.
             try disk.repair()
             let repairedSecond = Int64(NodeResilience.now())
@@ -103,6 +105,7 @@ extension TracerNodeTests {
             #expect(kept.flatMap { $0["kept"] }.map { !Check.exists($0) } ?? false, "the kept encounters were not removed once written")
             let healthy = try NodeDiskFull.status(dbA, home: home, within: .seconds(10)) { $0.exitCode == 0 }
             #expect(healthy.exitCode == 0 && healthy.stdout.hasPrefix("Node:           running since"), "\(healthy)")
+            #expect(!healthy.stdout.contains("Held:"), "\(healthy)")
 
             a.stopCleanly("node A")
             b.stopCleanly("node B")

@@ -22,6 +22,11 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup var server: ListServerOptions
     @Flag(help: "Print the status as JSON.") var json = false
 
+    struct HeldSightings: Encodable {
+        var sightings: Int
+        var files: [String]
+    }
+
     struct Status: Encodable {
         var node: NodeRuntimeStatus?
         var nodeRunning: Bool
@@ -36,6 +41,9 @@ struct StatusCommand: AsyncParsableCommand {
         var dailyKeys: Int
         var encounters: Int
         var distinctPeers: Int
+        /// Sightings a node kept in its runtime directory when it stopped with a store that
+        /// refused writes (`EncounterSpill`), not yet written into the store; nil: none.
+        var heldForNextStart: HeldSightings?
         var currentIDTag: String?
         var currentWindowEnd: UnixSeconds?
         var listCache: String
@@ -78,10 +86,15 @@ struct StatusCommand: AsyncParsableCommand {
         if ReadOnlyFileSystem.holds(location.path) {
             problems.insert("not recording: " + StoreError.readOnlyFileSystem(path: location.path).whileRunning(.ids), at: 0)
         }
+        let spill = EncounterSpill(forStoreAt: location.path, environment: ProcessInfo.processInfo.environment)
+        let held = (spill.existing.isEmpty ? nil : try? spill.take()).map {
+            HeldSightings(sightings: $0.sightingCount, files: spill.existing.map(\.path))
+        }
         let status = Status(
             node: runtime, nodeRunning: alive,
             nodeDegraded: alive && !problems.isEmpty, nodeProblems: problems, peersMetToday: peersToday,
             database: location.path, ownIDs: counts.ownIDs, dailyKeys: counts.dailyKeys, encounters: counts.encounters, distinctPeers: counts.distinctPeers,
+            heldForNextStart: held,
             currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
             listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
             listLogEntries: parts.logStore.heldState()?.treeSize, listSplitViewEvidence: parts.logStore.evidence(),
@@ -116,6 +129,9 @@ struct StatusCommand: AsyncParsableCommand {
             "Met today:      \(status.peersMetToday) peer ids",
             "Data kept:      \(status.ownIDs) own ids, \(status.dailyKeys) daily keys, \(status.encounters) encounters with \(status.distinctPeers) peer ids",
         ]
+        if let held = status.heldForNextStart {
+            lines.append("Held:           \(held.sightings) sightings the store refused when the node stopped, kept in memory in \(held.files.joined(separator: ", ")) for its next start to write (lost if the machine restarts first)")
+        }
         if let tag = status.currentIDTag, let end = status.currentWindowEnd {
             lines.append("Latest own id:  \(tag), \(end > now ? "in use until \(Output.localTime(end))" : "window ended \(ago(end))")")
         }
