@@ -23,16 +23,14 @@ import TracerTestSupport
 
     /// The `tracer_server_...` identifiers in `text`.
     static func metricNames(in text: String) -> Set<String> {
-        Set(text.matches(of: #/tracer_server_[a-z_]+/#).map { String($0.output) })
+        GrafanaDashboard.metricNames(in: text, prefix: "tracer_server_")
     }
 
-    /// The dashboard's JSON model, and every target's `expr`.
-    static func dashboardQueries() throws -> (model: [String: Any], queries: [String]) {
-        let data = try Data(contentsOf: URL(fileURLWithPath: dashboard))
-        let model = try #require(try JSONSerialization.jsonObject(with: data) as? [String: Any], "the dashboard is not a JSON object")
-        let panels = try #require(model["panels"] as? [[String: Any]])
-        let queries = panels.flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
-        return (model, queries)
+    /// The rules of the group tracer-server as Prometheus's API has them (the shipped
+    /// configuration names the nodes' rules too; no node runs here).
+    static func serverRules(_ prometheus: PrometheusProcess) async -> [[String: Any]] {
+        let groups = await prometheus.api("/api/v1/rules")?["groups"] as? [[String: Any]] ?? []
+        return groups.filter { $0["name"] as? String == "tracer-server" }.flatMap { $0["rules"] as? [[String: Any]] ?? [] }
     }
 
     @Test(.timeLimit(.minutes(1))) func promtoolAcceptsTheConfigurationAndTheRulesAndTheirTestsPass() throws {
@@ -40,44 +38,25 @@ import TracerTestSupport
         #expect(rules.exitCode == 0 && rules.output.contains("SUCCESS: 8 rules found"), "promtool check rules: \(rules)")
         // check config reads rule_files relative to the configuration: the rules beside it.
         let configuration = try Self.promtool(["check", "config", Self.configuration])
-        #expect(configuration.exitCode == 0 && configuration.output.contains("SUCCESS: 1 rule files found"), "promtool check config: \(configuration)")
+        // The server's rules and the nodes' (NodeMonitoringConfigTests checks theirs).
+        #expect(configuration.exitCode == 0 && configuration.output.contains("SUCCESS: 2 rule files found"), "promtool check config: \(configuration)")
         let tests = try Self.promtool(["test", "rules", Self.ruleTests])
         #expect(tests.exitCode == 0 && tests.output.contains("SUCCESS"), "promtool test rules: \(tests)")
     }
 
     @Test(.timeLimit(.minutes(1))) func theDashboardIsAGrafanaModelWithValidQueries() throws {
-        let (model, queries) = try Self.dashboardQueries()
-        #expect((model["schemaVersion"] as? Int).map { (36...41).contains($0) } == true)
-        let inputs = model["__inputs"] as? [[String: Any]] ?? []
-        #expect(inputs.contains { $0["name"] as? String == "DS_PROMETHEUS" && $0["pluginId"] as? String == "prometheus" })
-        let panels = model["panels"] as? [[String: Any]] ?? []
-        for panel in panels where panel["type"] as? String != "row" {
-            let datasource = panel["datasource"] as? [String: Any]
-            #expect(datasource?["uid"] as? String == "${DS_PROMETHEUS}", "panel \(panel["title"] ?? "?") has its own datasource")
-            #expect(!(panel["targets"] as? [Any] ?? []).isEmpty, "panel \(panel["title"] ?? "?") has no query")
-        }
-        #expect(queries.count >= 15)
-        // PromQL that Prometheus parses: each query as a recording rule, Grafana's variables
-        // replaced by what they stand for.
-        let directory = NSTemporaryDirectory() + "/tracer-dashboard-" + UUID().uuidString
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        var file = "groups:\n  - name: dashboard\n    rules:\n"
-        for (number, query) in queries.enumerated() {
-            let expression = query.replacingOccurrences(of: "$__rate_interval", with: "2m")
-                .replacingOccurrences(of: "$job", with: ".*").replacingOccurrences(of: "$instance", with: ".*")
-            let quoted = String(decoding: try JSONSerialization.data(withJSONObject: [expression], options: [.withoutEscapingSlashes]), as: UTF8.self)
-            file += "      - record: dashboard_query_\(number)\n        expr: \(quoted.dropFirst().dropLast())\n"
-        }
-        try file.write(toFile: directory + "/dashboard.rules.yml", atomically: true, encoding: .utf8)
-        let checked = try Self.promtool(["check", "rules", directory + "/dashboard.rules.yml"])
-        #expect(checked.exitCode == 0 && checked.output.contains("SUCCESS: \(queries.count) rules found"), "the dashboard's queries: \(checked)")
+        try MetricsTests.requireTools()
+        let dashboard = try GrafanaDashboard(path: Self.dashboard)
+        #expect(dashboard.problems.isEmpty, "\(dashboard.problems)")
+        #expect(dashboard.queries.count >= 15)
+        let checked = try dashboard.checkQueries()
+        #expect(checked.exitCode == 0 && checked.output.contains("SUCCESS: \(dashboard.queries.count) rules found"), "the dashboard's queries: \(checked)")
     }
 
     @Test(.timeLimit(.minutes(3))) func everyMetricTheRulesAndDashboardUseIsExportedAndPrometheusEvaluatesTheRules() async throws {
         try MetricsTests.requireTools()
         let rulesText = try String(contentsOfFile: Self.rules, encoding: .utf8)
-        let used = Self.metricNames(in: rulesText).union(try Self.dashboardQueries().queries.flatMap(Self.metricNames(in:)))
+        let used = Self.metricNames(in: rulesText).union(try GrafanaDashboard(path: Self.dashboard).queries.flatMap(Self.metricNames(in:)))
         #expect(used.count >= 15, "the extraction found only \(used.sorted())")
 
         let postgres = try await PostgresFixture.make()
@@ -101,7 +80,10 @@ import TracerTestSupport
         #expect(shipped.contains(#"targets: ["127.0.0.1:9464"]"#) && shipped.contains("scrape_interval: 30s"))
         let configuration = shipped.replacingOccurrences(of: "127.0.0.1:9464", with: "127.0.0.1:\(server.metricsPort)")
             .replacingOccurrences(of: ": 30s", with: ": 1s").replacingOccurrences(of: "scrape_timeout: 10s", with: "scrape_timeout: 1s")
-        let prometheus = try await PrometheusProcess(configuration: configuration, files: ["tracer-server.rules.yml": rulesText])
+        let prometheus = try await PrometheusProcess(configuration: configuration, files: [
+            "tracer-server.rules.yml": rulesText,
+            "tracer-node.rules.yml": try String(contentsOfFile: Self.directory + "/tracer-node.rules.yml", encoding: .utf8),
+        ])
         defer { prometheus.stop() }
         let up = await eventually(timeout: .seconds(60), every: .milliseconds(250)) { await prometheus.value(#"up{job="tracer-server"}"#) == 1 }
         #expect(up, "Prometheus never scraped the server: \(prometheus.log.suffix(2_000))")
@@ -110,14 +92,12 @@ import TracerTestSupport
         // evaluations after the first scrape.
         var rules: [[String: Any]] = []
         let evaluated = await eventually(timeout: .seconds(60), every: .milliseconds(500)) {
-            let groups = await prometheus.api("/api/v1/rules")?["groups"] as? [[String: Any]] ?? []
-            rules = groups.flatMap { $0["rules"] as? [[String: Any]] ?? [] }
+            rules = await Self.serverRules(prometheus)
             return rules.count == 8 && rules.allSatisfy { ($0["lastEvaluation"] as? String).map { !$0.hasPrefix("0001") } ?? false }
         }
         try #require(evaluated, "Prometheus did not load and evaluate the 8 rules: \(rules); \(prometheus.log.suffix(2_000))")
         try await Task.sleep(for: .seconds(3))
-        let groups = await prometheus.api("/api/v1/rules")?["groups"] as? [[String: Any]] ?? []
-        rules = groups.flatMap { $0["rules"] as? [[String: Any]] ?? [] }
+        rules = await Self.serverRules(prometheus)
         for rule in rules {
             let name = rule["name"] as? String ?? "?"
             #expect(rule["type"] as? String == "alerting", "\(name) is not an alert")

@@ -70,8 +70,9 @@ extension TracerNodeTests {
         }
 
         /// Two nodes on one virtual radio, each with its endpoint, scraped by a real Prometheus
-        /// (job tracer-node, both targets): once they met, the query API gives both as running,
-        /// advertising, scanning and controller working, with their transport kind.
+        /// with deploy/monitoring's configuration and rules (job tracer-node, both targets): once
+        /// they met, the query API gives both as running, advertising, scanning and controller
+        /// working, with their transport kind, and every node rule evaluates and stays quiet.
         @Test(.timeLimit(.minutes(5)))
         func prometheusScrapesTwoNodesThatMet() async throws {
             try RequiredTool.prometheus.require()
@@ -88,15 +89,18 @@ extension TracerNodeTests {
             }
             defer { nodes.forEach { $0.ensureStopped() } }
 
-            let prometheus = try await PrometheusProcess(configuration: """
-                global:
-                  scrape_interval: 1s
-                  scrape_timeout: 1s
-                scrape_configs:
-                  - job_name: tracer-node
-                    static_configs:
-                      - targets: ["127.0.0.1:\(ports[0])", "127.0.0.1:\(ports[1])"]
-                """)
+            // The shipped configuration and rules, the tracer-node job on these two nodes, every
+            // interval 1 s.
+            let monitoring = RequiredTool.repositoryRoot + "/deploy/monitoring"
+            let shipped = try String(contentsOfFile: monitoring + "/prometheus.yml", encoding: .utf8)
+            #expect(shipped.contains(#"- targets: ["127.0.0.1:9465"]"#))
+            let configuration = shipped
+                .replacingOccurrences(of: #""127.0.0.1:9465""#, with: #""127.0.0.1:\#(ports[0])", "127.0.0.1:\#(ports[1])""#)
+                .replacingOccurrences(of: ": 30s", with: ": 1s").replacingOccurrences(of: "scrape_timeout: 10s", with: "scrape_timeout: 1s")
+            let prometheus = try await PrometheusProcess(configuration: configuration, files: [
+                "tracer-node.rules.yml": try String(contentsOfFile: monitoring + "/tracer-node.rules.yml", encoding: .utf8),
+                "tracer-server.rules.yml": try String(contentsOfFile: monitoring + "/tracer-server.rules.yml", encoding: .utf8),
+            ])
             defer { prometheus.stop() }
 
             // The known action: the two nodes meet (each logs the other).
@@ -121,6 +125,24 @@ extension TracerNodeTests {
                 return queries.allSatisfy { values[$0.key] == $0.value }
             }
             #expect(seen, "Prometheus gave \(values), expected \(queries); its log: \(prometheus.log.suffix(2_000))")
+
+            // Every node rule loaded and evaluated against the two healthy nodes without an error,
+            // and none pending or firing.
+            var rules: [[String: Any]] = []
+            let evaluated = await eventually(timeout: .seconds(30), every: .milliseconds(500)) {
+                let groups = await prometheus.api("/api/v1/rules")?["groups"] as? [[String: Any]] ?? []
+                rules = groups.filter { $0["name"] as? String == "tracer-node" }.flatMap { $0["rules"] as? [[String: Any]] ?? [] }
+                return rules.count == 9 && rules.allSatisfy { ($0["lastEvaluation"] as? String).map { !$0.hasPrefix("0001") } ?? false }
+            }
+            #expect(evaluated, "Prometheus did not load and evaluate the 9 node rules: \(rules)")
+            for rule in rules {
+                let name = rule["name"] as? String ?? "?"
+                #expect(rule["health"] as? String == "ok", "\(name): \(rule["health"] ?? "?") \(rule["lastError"] ?? "")")
+                #expect(rule["state"] as? String == "inactive", "\(name) is \(rule["state"] ?? "?") on two healthy nodes: \(rule["alerts"] ?? "")")
+                let annotations = rule["annotations"] as? [String: String] ?? [:]
+                #expect(!(annotations["summary"] ?? "").isEmpty && (annotations["description"] ?? "").count > 100, "\(name): \(annotations)")
+                #expect(((rule["duration"] as? NSNumber)?.doubleValue ?? 0) > 0, "\(name) has no for:")
+            }
             for node in nodes { node.stopCleanly("a node") }
         }
     }

@@ -287,6 +287,16 @@ extension TracerNodeTests {
             }
             #expect(seen, "tracer_node_advertising is \(last.map { "\($0)" } ?? "absent") in Prometheus: \(prometheus.log.suffix(2_000))")
             #expect(await prometheus.value(#"tracer_node_info{job="tracer-node",transport="tcp"}"#) == 1)
+            // The file's age as TracerNodeMetricsFileStale reads it (its selector, from the shipped
+            // rules): node_exporter's file label matches, and the file is fresh.
+            let rules = try String(contentsOfFile: RequiredTool.repositoryRoot + "/deploy/monitoring/tracer-node.rules.yml", encoding: .utf8)
+            let selector = try #require(rules.firstMatch(of: #/node_textfile_mtime_seconds\{[^}]*\}/#).map { String($0.output) })
+            var age: Double?
+            let aged = await eventually(timeout: .seconds(10), every: .milliseconds(250)) {
+                age = await prometheus.value("time() - " + selector)
+                return age != nil
+            }
+            #expect(aged && (age ?? .infinity) < 300, "\(selector) gave \(age.map { "\($0)" } ?? "nothing"): \(exported.suffix(1_000))")
 
             // Stopped: the file stays, with the node stopped.
             node.stopCleanly("the node")
