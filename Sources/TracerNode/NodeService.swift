@@ -34,7 +34,7 @@ struct NodeService {
         let log = EncounterLog(store: store, logger: logger, spill: spill, placeInForce: { [places] in places?.current() })
         let rotator = IDRotator(schedule: schedule, history: store, logger: logger)
         let session = ExchangeSession(
-            transport: transport, rotator: rotator, sink: log, configuration: exchange, logger: logger,
+            transport: transport, rotator: rotator, sink: metrics?.activity.counting(into: log) ?? log, configuration: exchange, logger: logger,
             openTransport: { [heldAdapter, logger] spec throws(HCITransportError) in
                 try openHCITransport(spec, heldAdapter: heldAdapter) { index in
                     logger.warning("hci\(index) was held up by bluetoothd: the node powered it off to take it (node.take_adapter). Desktop Bluetooth on hci\(index) (headphones, mice, file transfer) stops while the node runs and comes back when it stops")

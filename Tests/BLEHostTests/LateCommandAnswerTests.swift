@@ -65,6 +65,29 @@ import BLEHostTestSupport
         await hci.close()
     }
 
+    /// A controller may answer with Num_HCI_Command_Packets = 0 and owes a later event that gives
+    /// a credit back; one that never sends it held every later command, and so every procedure of
+    /// the node, for ever (issue 38: the node stayed "running" while it could do nothing).
+    @Test func aCreditTheControllerNeverGivesBackIsTakenAfterOneCommandTimeout() async throws {
+        controller.state.withLock { $0.holdAnswerTo = LESetScanEnable.opcode }
+        let answered = Task { try await hci.send(LESetScanEnable(false)) }
+        #expect(await eventually { controller.isHoldingAnswer })
+        var noCredit = try #require(controller.takeHeldAnswer())
+        noCredit[3] = 0  // Command Complete's Num_HCI_Command_Packets
+        controller.inject(noCredit)
+        try await answered.value
+
+        let next = Task { try await hci.send(LESetScanParameters()) }
+        #expect(await eventually { await hci.commandsWaitingForCredit == 1 })
+        #expect(scanParametersSent == 0, "a command went out without a credit")
+        clock.advance(by: .seconds(1))
+        #expect(await hci.commandsWaitingForCredit == 1, "the credit was taken before a whole command timeout")
+        clock.advance(by: .seconds(1))
+        #expect(await eventually(timeout: .seconds(3)) { scanParametersSent == 1 }, "the command still waits for a credit that never comes")
+        try await next.value
+        await hci.close()
+    }
+
     @Test func resetEndsTheWaitForLateAnswers() async throws {
         _ = try await timeOutScanParametersWhileScanning()
         try await hci.send(Reset())

@@ -1,5 +1,6 @@
 import BLEHost
 import Foundation
+import GATTExchange
 import IDRotation
 @testable import Matching
 import Synchronization
@@ -36,6 +37,8 @@ import Glibc
             "tracer_node_advertising 1.0",
             "tracer_node_controller_resets_total 3",
             "tracer_node_controller_working 1.0",
+            "tracer_node_encounters_last_hour 0.0",
+            "tracer_node_exchanges_last_hour 0.0",
             #"tracer_node_info{version="0.1.0",transport="serial"} 1.0"#,
             "tracer_node_last_check_timestamp_seconds 1700000310.0",
             "tracer_node_last_check_verdict_level 1.0",
@@ -50,10 +53,12 @@ import Glibc
         ])
         // Every family has one TYPE line, the counters as counters; every one a HELP line.
         let types = Self.lines(metrics.exposition()).filter { $0.hasPrefix("# TYPE") }
-        #expect(types.count == 13)
+        #expect(types.count == 15)
         #expect(types.contains("# TYPE tracer_node_controller_resets_total counter"))
         #expect(types.contains("# TYPE tracer_node_advertising gauge"))
-        #expect(Self.lines(metrics.exposition()).filter { $0.hasPrefix("# HELP") }.count == 13)
+        #expect(Self.lines(metrics.exposition()).filter { $0.hasPrefix("# HELP") }.count == 15)
+        #expect(metrics.exposition().contains("# HELP tracer_node_encounters_last_hour Other ids heard in the last whole UTC clock hour, each counted once, while the node ran; changes once an hour. 0 when fewer than 10: small cells are suppressed"))
+        #expect(metrics.exposition().contains("# HELP tracer_node_exchanges_last_hour Id exchanges completed in the last whole UTC clock hour (such as 14:00 to 15:00), while the node ran; changes once an hour. 0 when fewer than 10, or when fewer than 10 other ids were heard in that hour"))
         #expect(metrics.exposition().contains("# HELP tracer_node_last_check_verdict_level The last exposure check's verdict: 0 none, 1 low, 2 high risk"))
         try Self.promtoolFindsNothing(metrics.exposition())
     }
@@ -219,6 +224,95 @@ import Glibc
         #expect(none.count() == 2, "a store that held no check was read again")
     }
 
+    /// A wall clock a test sets.
+    final class SetClock: WallClock {
+        let time: Mutex<UnixSeconds>
+        init(_ time: UnixSeconds) { self.time = Mutex(time) }
+        func now() -> UnixSeconds { time.withLock { $0 } }
+        func sleep(until time: UnixSeconds) async throws { throw CancellationError() }
+        func set(_ time: UnixSeconds) { self.time.withLock { $0 = time } }
+    }
+
+    static let hourStart: UnixSeconds = 1_700_002_800  // 22:00 UTC
+
+    /// `peers` other ids heard in the hour from `start`, each once by advertisement and, for the
+    /// first `exchanges` sightings, once more through an exchange (read or written).
+    static func sightings(peers: Int, exchanges: Int, from start: UnixSeconds) throws -> [Sighting] {
+        var sightings: [Sighting] = []
+        for index in 0..<max(peers, exchanges) {
+            let peer = try UserID(bytes: Array(repeating: UInt8(index % peers + 1), count: 8))
+            let time = start + UnixSeconds(index % 3_600)
+            if index < peers { sightings.append(Sighting(peer: peer, ownWindowStart: start, time: time, rssi: -60)) }
+            if index < exchanges { sightings.append(Sighting(peer: peer, ownWindowStart: start, time: time, learnedBy: index.isMultiple(of: 2) ? .read : .written)) }
+        }
+        return sightings
+    }
+
+    /// The exchanges and encounters of the last whole clock hour: nothing of the hour under way,
+    /// 0 below 10 (exchanges also 0 while fewer than 10 ids were heard), each id once however
+    /// often heard, zeros once a whole hour passed without the node hearing anyone.
+    @Test func theLastWholeHoursCountsAreSuppressedBelowTen() throws {
+        func hour(peers: Int, exchanges: Int) throws -> NodeHourlyActivity.Hour {
+            let activity = NodeHourlyActivity(now: Self.hourStart + 5)
+            for sighting in try Self.sightings(peers: peers, exchanges: exchanges, from: Self.hourStart) { activity.note(sighting) }
+            #expect(activity.lastWholeHour(at: Self.hourStart + 3_599) == .init(), "a count of the hour under way")
+            return activity.lastWholeHour(at: Self.hourStart + 3_600 + 30)
+        }
+        #expect(try hour(peers: 1, exchanges: 1) == .init(exchanges: 0, encounters: 0))
+        #expect(try hour(peers: 9, exchanges: 40) == .init(exchanges: 0, encounters: 0), "one person or a few in a quiet hour")
+        #expect(try hour(peers: 10, exchanges: 9) == .init(exchanges: 0, encounters: 10))
+        #expect(try hour(peers: 10, exchanges: 10) == .init(exchanges: 10, encounters: 10))
+        #expect(try hour(peers: 25, exchanges: 31) == .init(exchanges: 31, encounters: 25))
+
+        // One id heard all hour counts once; the hour after the next reads 0 again.
+        let activity = NodeHourlyActivity(now: Self.hourStart)
+        let one = try UserID(bytes: Array(repeating: 0xAB, count: 8))
+        for second in stride(from: 0, to: 3_600, by: 2) {
+            activity.note(Sighting(peer: one, ownWindowStart: Self.hourStart, time: Self.hourStart + UnixSeconds(second), rssi: -50))
+        }
+        for sighting in try Self.sightings(peers: 12, exchanges: 12, from: Self.hourStart) { activity.note(sighting) }
+        #expect(activity.lastWholeHour(at: Self.hourStart + 3_600) == .init(exchanges: 12, encounters: 13))
+        #expect(activity.lastWholeHour(at: Self.hourStart + 7_199) == .init(exchanges: 12, encounters: 13), "the value changed within the hour")
+        #expect(activity.lastWholeHour(at: Self.hourStart + 7_200) == .init(), "an hour without anyone kept the hour before's count")
+    }
+
+    /// Through the publisher and the file, as node_exporter reads it: the counting sink before the
+    /// encounter log, a quiet hour at 0, a busy one with its counts, from the next hour on only.
+    @Test func theMetricsFileShowsAnHoursCountsOnlyFromTenAndOnlyOnceItEnded() async throws {
+        struct Discard: EncounterSink { func record(_ sighting: Sighting) async {} }
+        let directory = NSTemporaryDirectory() + "/tracer-metrics-" + UUID().uuidString
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let path = directory + "/tracer.prom"
+        let clock = SetClock(Self.hourStart + 60)
+        let publisher = NodeMetricsPublisher(
+            file: path, transport: .tcp(host: "127.0.0.1", port: 1), placeSource: .none,
+            readings: { .init(placeInForce: false) }, clock: clock, logger: LogCapture().logger)
+        let sink = publisher.activity.counting(into: Discard())
+        let status = NodeRuntimeStatus(pid: 7, startedAt: Self.hourStart, updatedAt: Self.hourStart, transport: "tcp:127.0.0.1:1", state: .running)
+        func written() throws -> [String] {
+            try String(contentsOfFile: path, encoding: .utf8).split(separator: "\n").map(String.init).filter { !$0.hasPrefix("#") && $0.contains("_last_hour ") }.sorted()
+        }
+        let zeros = ["tracer_node_encounters_last_hour 0.0", "tracer_node_exchanges_last_hour 0.0"]
+
+        // 22:00-23:00: three people, each exchanging at every rotation: 0 all along and after.
+        for sighting in try Self.sightings(peers: 9, exchanges: 27, from: Self.hourStart) { await sink.record(sighting) }
+        await publisher.write(status)
+        #expect(try written() == zeros)
+        clock.set(Self.hourStart + 3_600 + 10)
+        await publisher.write(status)
+        #expect(try written() == zeros, "a quiet hour's count was shown")
+
+        // 23:00-24:00: busy; nothing of it shows before midnight, then its counts.
+        for sighting in try Self.sightings(peers: 14, exchanges: 20, from: Self.hourStart + 3_600) { await sink.record(sighting) }
+        clock.set(Self.hourStart + 7_199)
+        await publisher.write(status)
+        #expect(try written() == zeros, "the hour under way was shown")
+        clock.set(Self.hourStart + 7_200 + 45)
+        await publisher.write(status)
+        #expect(try written() == ["tracer_node_encounters_last_hour 14.0", "tracer_node_exchanges_last_hour 20.0"])
+    }
+
     /// `promtool check metrics` finds nothing wrong (without promtool: a failure in CI, a skip elsewhere).
     static func promtoolFindsNothing(_ exposition: String) throws {
         try RequiredTool.prometheus.require()
@@ -325,6 +419,7 @@ extension TracerNodeTests {
             // A logged sightings of B, and its metrics file was written again after that (at least
             // every 60 s and on every status change): every version of it is kept to be searched.
             // No count of sightings is in it: over time it would show when people were near.
+            // (Whole hours' counts are, suppressed below 10.)
             var snapshots: [String] = []
             var metAt: Int?
             let rewritten = await eventually(timeout: .seconds(90), every: .milliseconds(500)) {
@@ -333,7 +428,15 @@ extension TracerNodeTests {
                 return metAt.map { snapshots.count > $0 } ?? false
             }
             #expect(rewritten, "A met no one, or its metrics file was not written after it did: \(snapshots.last ?? "no file"); A: \(a.lines.suffix(8))")
-            #expect(!snapshots.contains { $0.contains("sighting") || $0.contains("tracer_node_encounter") }, "\(snapshots.last ?? "")")
+            #expect(!snapshots.contains { $0.contains("sighting") }, "\(snapshots.last ?? "")")
+            // The only counts of people are the last whole hour's, and one peer is below 10: 0.
+            for snapshot in snapshots {
+                let counts = snapshot.split(separator: "\n").filter { line in
+                    let name = line.prefix { $0 != "{" && $0 != " " }
+                    return !line.hasPrefix("#") && (name.contains("encounter") || name.contains("exchange"))
+                }
+                #expect(counts.sorted() == ["tracer_node_encounters_last_hour 0.0", "tracer_node_exchanges_last_hour 0.0"], "\(counts)")
+            }
             #expect(Self.sample(#"tracer_node_place_in_force"#, in: metricsFile) == 1)
             let rowsOfA = try NodeResilience.rows(dbA, home: scratch.path)
             #expect(!rowsOfA.isEmpty, "A logged no encounter")

@@ -30,6 +30,11 @@ public actor HostControllerInterface {
     // Command flow control: credits granted by Num_HCI_Command_Packets.
     private var commandCredits = 1
     private var creditWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Armed while commands wait for a credit: a controller that answered with
+    /// Num_HCI_Command_Packets = 0 owes a later event that returns one (a NOP Command Complete),
+    /// and one that never sends it would hold every later command for ever (Linux resets such a
+    /// controller after 4 s: `hci_ncmd_timeout`).
+    private var creditWatch: Task<Void, Never>?
     private var pendingCommands: [UInt64: PendingCommand] = [:]
     private var nextIdentifier: UInt64 = 0
 
@@ -218,7 +223,33 @@ public actor HostControllerInterface {
             commandCredits -= 1
             return
         }
+        watchForWithheldCredit()
         await withCheckedContinuation { creditWaiters.append($0) }
+    }
+
+    /// Timer: one command timeout for a credit to come back.
+    private func watchForWithheldCredit() {
+        guard creditWatch == nil else { return }
+        creditWatch = clock.timer(after: configuration.commandTimeout) { [weak self] in
+            await self?.creditWithheld()
+        }
+    }
+
+    /// No credit came back within a command timeout. With a command in flight its own timeout
+    /// returns the credit (`expireCommand`); with none, the controller took them all away
+    /// (Num_HCI_Command_Packets = 0) and never gave one back: the host takes one, as it does for
+    /// an unanswered command, so that the next command goes out and, if the controller is gone
+    /// silent, fails by its own timeout instead of waiting for ever.
+    private func creditWithheld() {
+        creditWatch = nil
+        guard !creditWaiters.isEmpty else { return }
+        if commandCredits == 0, !pendingCommands.values.contains(where: { $0.result == nil }) {
+            logger.warning("the controller gave no command credit back within the command timeout; sending the next command anyway",
+                           metadata: ["waiting": "\(creditWaiters.count)"])
+            commandCredits = 1
+            grantCommandCredits()
+        }
+        if !creditWaiters.isEmpty { watchForWithheldCredit() }
     }
 
     /// Hands credits to waiting commands in arrival order; each resumed waiter owns the credit it was given.
@@ -226,6 +257,11 @@ public actor HostControllerInterface {
         while commandCredits > 0, !creditWaiters.isEmpty {
             commandCredits -= 1
             creditWaiters.removeFirst().resume()
+        }
+        // Nobody waits: a later wait gets a whole timeout of its own.
+        if creditWaiters.isEmpty {
+            creditWatch?.cancel()
+            creditWatch = nil
         }
     }
 
@@ -465,6 +501,8 @@ public actor HostControllerInterface {
         commandCredits = 1
         for waiter in creditWaiters { waiter.resume() }
         creditWaiters = []
+        creditWatch?.cancel()
+        creditWatch = nil
         aclQueue = []
         for waiter in aclBatchWaiters.values { waiter.resume(returning: .failure(.transport(error))) }
         aclBatchWaiters = [:]

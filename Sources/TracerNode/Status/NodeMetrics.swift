@@ -1,11 +1,13 @@
 import Foundation
 import BLEHost
+import GATTExchange
 import IDRotation
 import Logging
 import Matching
 import Places
 import PositiveListFormat
 import Prometheus
+import Synchronization
 import TracerCore
 
 /// What a running node tells a fleet's Prometheus about itself (`node.metrics_file`, through
@@ -16,7 +18,8 @@ import TracerCore
 /// Nothing personal, by construction: no id, key, place name or position, database path, address
 /// or count per peer or window. The only labels are `version` (the program's own), `transport`
 /// (the kind of controller link, from four words), `what` (two store problems) and `source` (the
-/// place source's two values); counts are of the whole node since it started.
+/// place source's two values); counts are of the whole node since it started, but for the last
+/// whole hour's exchanges and encounters, which are suppressed below 10 (`NodeHourlyActivity`).
 struct NodeMetrics: Equatable {
     /// The last exposure check: when, and the level of its verdict.
     struct Check: Equatable {
@@ -33,6 +36,8 @@ struct NodeMetrics: Equatable {
     var placeSource: NodeSettings.PlaceSource
     /// Whether a place (the configured name, or a fresh gpsd fix) is recorded with encounters now.
     var placeInForce: Bool
+    /// The last whole clock hour's exchanges and encounters, already suppressed.
+    var lastHour = NodeHourlyActivity.Hour()
 
     static let namespace = "tracer_node"
 
@@ -84,9 +89,97 @@ struct NodeMetrics: Equatable {
             gauge("last_check_verdict_level", "The last exposure check's verdict: 0 none, 1 low, 2 high risk (absent before the first check).",
                   Double(Self.level(lastCheck.level)))
         }
+        gauge("exchanges_last_hour", "Id exchanges completed in the last whole UTC clock hour (such as 14:00 to 15:00), while the node ran; changes once an hour. 0 when fewer than \(NodeHourlyActivity.smallestReported), or when fewer than \(NodeHourlyActivity.smallestReported) other ids were heard in that hour: small cells are suppressed, so that no count singles out a person.",
+              Double(lastHour.exchanges))
+        gauge("encounters_last_hour", "Other ids heard in the last whole UTC clock hour, each counted once, while the node ran; changes once an hour. 0 when fewer than \(NodeHourlyActivity.smallestReported): small cells are suppressed, so that no count singles out a person.",
+              Double(lastHour.encounters))
         flag("place_in_force", "1 while a place is recorded with encounters (source=none: a place.name is set; source=gpsd: gpsd gives a fresh fix); never the place.",
              placeInForce, labels: [("source", placeSource.rawValue)])
         return registry.emitToString()
+    }
+}
+
+/// The node's exchanges and the other ids it heard, per whole UTC clock hour, for the metrics'
+/// `exchanges_last_hour` and `encounters_last_hour`: counted as the exchange reports sightings
+/// (`counting(into:)`), given out only for the last whole hour and only from
+/// `smallestReported` up. A whole-node count scraped every few seconds would show when people were
+/// near a quiet kiosk (one sighting, one step); a count per finished clock hour shows nothing
+/// within the hour, and one below 10 reads 0, so an hour with one visitor, or a few, never shows.
+/// At the defaults (ids rotated every 15 minutes) one device gives at most 5 ids and about 9
+/// exchanges in an hour, so a reported count comes from at least two devices; the exchanges are
+/// given only when the ids reach 10 too.
+///
+/// The ids heard this hour are held (in memory only, never rendered) so that each counts once;
+/// at most `maximumHeld`, after which the hour's count stops growing.
+final class NodeHourlyActivity: Sendable {
+    /// One hour's counts, suppressed.
+    struct Hour: Equatable, Sendable {
+        var exchanges = 0
+        var encounters = 0
+    }
+
+    static let smallestReported = 10
+    static let maximumHeld = 100_000
+    static let hour: UnixSeconds = 3_600
+
+    private struct Counting {
+        /// The hour being counted, as hours since 1970.
+        var hour: UnixSeconds
+        var exchanges = 0
+        var peers: Set<UserID> = []
+        /// The last hour counted to its end, and its counts (unsuppressed).
+        var finished: (hour: UnixSeconds, exchanges: Int, encounters: Int)?
+
+        mutating func move(to next: UnixSeconds) {
+            guard next > hour else { return }
+            finished = (hour, exchanges, peers.count)
+            hour = next
+            exchanges = 0
+            peers = []
+        }
+    }
+
+    private let counting: Mutex<Counting>
+
+    /// `now`: when the node starts (its hour is counted from then on).
+    init(now: UnixSeconds) {
+        counting = Mutex(Counting(hour: now / Self.hour))
+    }
+
+    /// Counts `sighting` in its hour: an exchange when the peer's id was read or written, and its
+    /// id once.
+    func note(_ sighting: Sighting) {
+        counting.withLock { counting in
+            counting.move(to: sighting.time / Self.hour)
+            if !sighting.learnedBy.isEmpty { counting.exchanges += 1 }
+            if counting.peers.count < Self.maximumHeld { counting.peers.insert(sighting.peer) }
+        }
+    }
+
+    /// The counts of the whole hour before the one `now` is in, suppressed; zeros when the node
+    /// did not run then.
+    func lastWholeHour(at now: UnixSeconds) -> Hour {
+        counting.withLock { counting in
+            counting.move(to: now / Self.hour)
+            guard let finished = counting.finished, finished.hour == now / Self.hour - 1,
+                  finished.encounters >= Self.smallestReported else { return Hour() }
+            return Hour(exchanges: finished.exchanges >= Self.smallestReported ? finished.exchanges : 0, encounters: finished.encounters)
+        }
+    }
+
+    /// A sink that counts each sighting here, then hands it to `sink`.
+    func counting(into sink: any EncounterSink) -> any EncounterSink {
+        CountingSink(activity: self, sink: sink)
+    }
+
+    private struct CountingSink: EncounterSink {
+        let activity: NodeHourlyActivity
+        let sink: any EncounterSink
+
+        func record(_ sighting: Sighting) async {
+            activity.note(sighting)
+            await sink.record(sighting)
+        }
     }
 }
 
@@ -135,6 +228,9 @@ actor NodeMetricsPublisher {
     let file: String?
     /// `node.metrics_listen`'s endpoint; nil: only the file.
     let endpoint: NodeMetricsEndpoint?
+    /// Counts the exchange's sightings per hour (`NodeService` puts it before the encounter log).
+    nonisolated let activity: NodeHourlyActivity
+    private let clock: any WallClock
     private let version: String
     private let transportKind: String
     private let placeSource: NodeSettings.PlaceSource
@@ -151,10 +247,12 @@ actor NodeMetricsPublisher {
     /// and, while it fails, at each write until it works or a check is told.
     init(file: String?, endpoint: NodeMetricsEndpoint? = nil, transport: TransportSpec, placeSource: NodeSettings.PlaceSource,
          readLastCheck: @escaping @Sendable () throws -> NodeMetrics.Check? = { nil },
-         readings: @escaping @Sendable () -> Readings, logger: Logger)
+         readings: @escaping @Sendable () -> Readings, clock: any WallClock = SystemWallClock(), logger: Logger)
     {
         self.file = file
         self.endpoint = endpoint
+        self.clock = clock
+        activity = NodeHourlyActivity(now: clock.now())
         version = Tracer.version
         transportKind = transport.metricsKind
         self.placeSource = placeSource
@@ -223,7 +321,7 @@ actor NodeMetricsPublisher {
         let metrics = NodeMetrics(
             status: status, version: version, transportKind: transportKind,
             listLastUpdated: read.listLastUpdated, lastCheck: lastCheck, placeSource: placeSource,
-            placeInForce: read.placeInForce)
+            placeInForce: read.placeInForce, lastHour: activity.lastWholeHour(at: clock.now()))
         let exposition = metrics.exposition()
         endpoint?.publish(exposition)
         guard let file else { return }
