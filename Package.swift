@@ -210,6 +210,8 @@ let package = Package(
                 "IDRotation", "Places", "TracerTestSupport", "BLEHostTestSupport", "CommandLineMain", "TestTiers", "TracerCore",
                 // The node's own types, for its unit tests (NodeWatchdogTests).
                 "TracerNode", "BLEHost",
+                // The exchange under the watchdog, on a scripted controller (NodeWatchdogStuckOperationTests).
+                "GATTExchange",
                 // The node's log follower against a real server and nginx (ListLogOverNginxTests).
                 "Matching", "CurlHTTP", "PositiveListFormat", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

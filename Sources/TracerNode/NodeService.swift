@@ -51,7 +51,8 @@ struct NodeService {
                         store.recordAdvertisingTxPower(exchange.controllerTxPower, logger: logger)
                     },
                     onSessionEnded: { failure in await status.sessionEnded(failure) },
-                    onCondition: { condition in await status.conditionChanged(condition) })
+                    onCondition: { condition in await status.conditionChanged(condition) },
+                    onProgress: { time in await status.exchangeProgressed(at: time) })
             }
             group.addTask { await status.runHeartbeat() }
             group.addTask { [status] in

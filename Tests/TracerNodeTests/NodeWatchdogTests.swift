@@ -1,7 +1,11 @@
 import BLEHost
+import BLEHostTestSupport
 import Foundation
+import GATTExchange
+import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 @testable import TracerNode
 #if canImport(Glibc)
 import Glibc
@@ -146,6 +150,35 @@ final class NotifySocket {
         #expect(Self.withheld(status)?.contains("not scanning") == true)
     }
 
+    /// Issue 38: the flags say advertising and scanning are on, yet one operation holds the
+    /// controller: only the exchange's progress (its audit, every 15 s) shows it.
+    @Test func aRunningNodeWithoutProgressOfItsExchangeForOverTheLimitIsWithheld() {
+        var status = Self.status(.running)
+        status.radio = RadioCondition()
+        status.exchangeProgressAt = Self.now - Self.limit
+        #expect(Self.withheld(status) == nil, "exactly at the limit is still the node's own time")
+        status.exchangeProgressAt = Self.now - Self.limit - 1
+        let reason = Self.withheld(status)
+        #expect(reason?.contains("no progress of the exchange since \(Output.localTime(Self.now - Self.limit - 1))") == true, "\(reason ?? "nil")")
+        status.exchangeProgressAt = Self.now - 15
+        #expect(Self.withheld(status) == nil, "an audit within the limit is progress")
+    }
+
+    @Test func progressCountsOnlyWhileRunning() {
+        // A session that ended left its last progress behind: reconnecting is judged by its own time.
+        var status = Self.status(.reconnecting)
+        status.exchangeProgressAt = Self.now - 7200
+        status.reconnectingSince = Self.now - 10
+        #expect(Self.withheld(status) == nil)
+        // A store outage ends sessions too, and is the node's to mend.
+        status.reconnectingSince = Self.now - 7200
+        status.idNotRecorded = .init(since: Self.now - 7200, problem: "the disk holding /var/lib/tracer is full")
+        #expect(Self.withheld(status) == nil)
+        // An older node's file has no progress at all.
+        status = Self.status(.running)
+        #expect(status.exchangeProgressAt == nil && Self.withheld(status) == nil)
+    }
+
     @Test func aStoppedNodeIsNeverWithheld() {
         var status = Self.status(.stopped)
         status.reconnectingSince = Self.now - 7200
@@ -215,5 +248,99 @@ final class NotifySocket {
         var last: String?
         while let next = socket.pending() { last = next }
         #expect(last == "STOPPING=1\nSTATUS=stopping")
+    }
+}
+
+/// Issue 38 with a controller: one LE Create Connection that the controller never completes holds
+/// it, while advertising and scanning stay on and the status shows no outage. The pings must stop
+/// once the exchange has made no progress for the dark limit, and come back when the node's own
+/// remedy (the attempt's timeout and cancel) frees the controller. The remedy is made slower than
+/// the dark limit here (60 s against 20 s); in a node it is 1.5 s against 180 s.
+@Suite(.tags(.unit), .timeLimit(.minutes(1))) struct NodeWatchdogStuckOperationTests {
+    static let wallStart: UnixSeconds = 1_800_000_000
+    static let darkLimit: Int64 = 20
+    static let peer = BluetoothAddress(string: "3A:00:00:00:00:0A")!
+
+    /// Where the exchange's progress goes: the status's field, as `NodeStatusRecorder` keeps it.
+    actor ProgressMarks {
+        private(set) var last: UnixSeconds
+        init(_ start: UnixSeconds) { last = start }
+        func mark(_ time: UnixSeconds) { last = time }
+    }
+
+    struct DiscardingSink: EncounterSink {
+        func record(_ sighting: Sighting) async {}
+    }
+
+    @Test func pingsStopWhileOneConnectionAttemptHoldsTheControllerAndResumeOnceTheNodeEndsIt() async throws {
+        let clock = ManualHostClock()
+        let wall = clock.wallClock(startingAt: Self.wallStart)
+        let controller = ScriptedController()
+        let identity = AdvertisedIdentity()
+        var radio = LEHost.Configuration()
+        // Sightings of the peer during the attempt must not end it early: only its timeout does.
+        radio.unansweredAdvertisingWait = .seconds(3600)
+        let (writes, writesContinuation) = AsyncStream.makeStream(of: PeerWriteEvent.self)
+        let host = try await LEHost.open(
+            transport: controller, databaseForLink: TracerGATTServer.databaseForLink(identity: identity, writes: writesContinuation),
+            configuration: radio, clock: clock)
+        var configuration = ExchangeConfiguration(scanPlan: .continuous)
+        configuration.initiationSpread = .zero
+        configuration.deferToPeerDelay = .zero
+        configuration.connectionTimeout = .seconds(60)
+        let marks = ProgressMarks(Self.wallStart)
+        let exchange = ProximityExchange(
+            host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(), configuration: configuration,
+            wallClock: wall, onProgress: { time in await marks.mark(time) })
+        await exchange.rotate(to: OwnID(id: .random(), window: IDWindow(start: Self.wallStart, end: Self.wallStart + 3600)))
+        try await exchange.start()
+
+        let socket = try NotifySocket(abstract: false)
+        let watchdog = NodeWatchdog(
+            notifier: try #require(SystemdNotifier(environment: socket.environment)), darkLimit: Self.darkLimit, logger: .init(label: "test"))
+        func tick() async -> Bool {
+            var status = NodeRuntimeStatus(pid: 1, startedAt: Self.wallStart, updatedAt: wall.now(), transport: "hci0", state: .running)
+            status.radio = await host.condition
+            status.exchangeProgressAt = await marks.last
+            return await watchdog.watchdogTick(status, now: wall.now())
+        }
+        func said() -> [String] {
+            var all: [String] = []
+            while let next = socket.pending() { all.append(next) }
+            return all
+        }
+
+        // Heard until the attempt starts (a single report could come before the scanner listens).
+        #expect(await eventually {
+            controller.advertise(from: Self.peer, data: TracerService.advertisingData(txPower: 0))
+            try? await Task.sleep(for: .milliseconds(20))
+            return controller.initiatingPeer == Self.peer
+        })
+        #expect(await tick())
+        // Every 5 s, as systemd's half period would: the audit due at 15 s waits behind the attempt.
+        for second in stride(from: 5, through: 20, by: 5) {
+            clock.advance(by: .seconds(5))
+            #expect(await tick(), "withheld at \(second) s, within the dark limit")
+        }
+        #expect(said().allSatisfy { $0 == "WATCHDOG=1" })
+        clock.advance(by: .seconds(5))
+        #expect(await !tick(), "pinged after 25 s without progress, while one attempt holds the controller")
+        let reason = said()
+        #expect(reason.count == 1 && reason.first?.contains("not answering the watchdog: no progress of the exchange since") == true, "\(reason)")
+        #expect(await host.condition == RadioCondition(), "the flags should show nothing wrong: that is the gap")
+        #expect(controller.state.withLock { $0.advertising && $0.scanning && $0.initiating != nil })
+        for second in stride(from: 30, through: 55, by: 5) {
+            clock.advance(by: .seconds(5))
+            #expect(await !tick(), "pinged at \(second) s, while the attempt still holds the controller")
+        }
+        clock.advance(by: .seconds(5))
+        // At 60 s the attempt times out and is cancelled (the controller ends it with 0x02); the
+        // audit that waited behind it runs, and its progress brings the pings back.
+        #expect(await eventually { await marks.last == Self.wallStart + 60 }, "the audit did not run once the attempt ended")
+        #expect(await tick())
+        #expect(said() == ["STATUS=running on hci0", "WATCHDOG=1"])
+        #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peer)", "cancel", "ended 0x2"])
+        await exchange.stop()
+        await host.close()
     }
 }

@@ -2,6 +2,7 @@ import BLEHost
 import IDRotation
 import Logging
 import Synchronization
+import TracerCore
 
 /// The exchange on one controller for as long as the controller stays: opens the host, takes the
 /// current id, and rotates the radio with every new id. `ExchangeSupervisor` starts a new session
@@ -74,10 +75,12 @@ public struct ExchangeSession: Sendable {
     /// Runs until the controller is lost or stuck, or the next id cannot be recorded (throws), or
     /// the task is cancelled (returns).
     /// `onStart` receives the running exchange, for status and tests; `onCondition` hears every
-    /// change of what the radio does compared with what the node wants (`RadioCondition`).
+    /// change of what the radio does compared with what the node wants (`RadioCondition`);
+    /// `onProgress` the wall time of each step the exchange completed (`ProximityExchange`'s audit).
     public func run(
         onStart: @Sendable (ProximityExchange, LEHost) async -> Void = { _, _ in },
-        onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in }
+        onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in },
+        onProgress: @escaping @Sendable (UnixSeconds) async -> Void = { _ in }
     ) async throws(Failure) {
         let identity = AdvertisedIdentity()
         // Full, it refuses the newest write rather than dropping one already acknowledged: a
@@ -103,7 +106,7 @@ public struct ExchangeSession: Sendable {
         let exchange = ProximityExchange(
             host: host, identity: identity, peerWrites: writes, sink: sink, configuration: configuration,
             scanSchedule: scanSchedule, addresses: addresses, wallClock: rotator.clock, logger: logger,
-            controllerTxPower: await host.readAdvertisingTxPower())
+            controllerTxPower: await host.readAdvertisingTxPower(), onProgress: onProgress)
         do {
             // The id taken above, unless its window ended while the controller started: then the
             // next one, recorded first (or the session ends): never an unrecorded or ended id.
@@ -185,11 +188,12 @@ public struct ExchangeSupervisor: Sendable {
     public init(session: ExchangeSession) { self.session = session }
 
     /// `onSessionEnded` hears why each session ended before the supervisor waits to retry (for
-    /// the node's status file).
+    /// the node's status file); `onProgress` each step a session's exchange completed (`ExchangeSession.run`).
     public func run(
         onStart: @escaping @Sendable (ProximityExchange, LEHost) async -> Void = { _, _ in },
         onSessionEnded: @escaping @Sendable (ExchangeSession.Failure) async -> Void = { _ in },
-        onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in }
+        onCondition: @escaping @Sendable (RadioCondition) async -> Void = { _ in },
+        onProgress: @escaping @Sendable (UnixSeconds) async -> Void = { _ in }
     ) async {
         var backoff: Duration = .seconds(1)
         var storeBackoff: Duration = .seconds(1)
@@ -208,7 +212,7 @@ public struct ExchangeSupervisor: Sendable {
                 try await session.run(onStart: { running, host in
                     exchange.withLock { $0 = running }
                     await onStart(running, host)
-                }, onCondition: onCondition)
+                }, onCondition: onCondition, onProgress: onProgress)
                 return
             } catch {
                 // A session that started, or failed after taking its id, showed the store working:

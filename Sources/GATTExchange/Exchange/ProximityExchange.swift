@@ -53,6 +53,8 @@ public actor ProximityExchange {
     private let clock: any HostClock
     private let logger: Logger
     private let peerWrites: AsyncStream<PeerWriteEvent>
+    /// Hears the wall time of each audit that completed: see `auditLoop`.
+    private let onProgress: @Sendable (UnixSeconds) async -> Void
 
     private var registry: PeerRegistry
     private var candidates: ConnectionCandidates
@@ -118,12 +120,15 @@ public actor ProximityExchange {
     ///   - peerWrites: the stream fed by `TracerGATTServer.databaseForLink` on the same host.
     ///   - scanSchedule: when to scan; a session after a controller reset passes on the one before's.
     ///   - addresses: the address of each id; a session after a controller reset passes on the one before's.
+    ///   - onProgress: hears the wall time of each completed audit, the exchange's proof that no
+    ///     operation holds the controller for ever (`auditLoop`).
     public init(
         host: LEHost, identity: AdvertisedIdentity, peerWrites: AsyncStream<PeerWriteEvent>, sink: any EncounterSink,
         configuration: ExchangeConfiguration = ExchangeConfiguration(), scanSchedule: ScanSchedule? = nil,
         addresses: IDAddresses = IDAddresses(), wallClock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.exchange"),
-        controllerTxPower: Int8? = nil
+        controllerTxPower: Int8? = nil, onProgress: @escaping @Sendable (UnixSeconds) async -> Void = { _ in }
     ) {
+        self.onProgress = onProgress
         self.host = host
         self.identity = identity
         self.peerWrites = peerWrites
@@ -266,6 +271,13 @@ public actor ProximityExchange {
     /// Checks now and then that the controller does what the node believes (advertising on,
     /// scanning on during a burst, no connection attempt without an owner), mends what differs,
     /// and resets the controller when advertising stays off too long.
+    ///
+    /// Each audit that completes is reported (`onProgress`): it is one of the host's procedures, so
+    /// it completes only once every procedure before it has ended, and it runs every
+    /// `auditInterval` whatever the node meets. A node whose flags say it advertises and scans,
+    /// but whose controller is held by one operation that never ends, stops reporting, and
+    /// systemd's watchdog hears of it (the node's `NodeWatchdog`). An audit whose commands timed
+    /// out still completes: a controller that does not answer shows in the flags instead.
     private func auditLoop() async {
         // Timer: the audit's period.
         while (try? await clock.sleep(for: configuration.auditInterval)) != nil {
@@ -279,6 +291,8 @@ public actor ProximityExchange {
                 controllerIsStuck("advertising has been off since \(outage.since) (Unix time): \(outage.reason)")
                 return
             }
+            guard !Task.isCancelled else { return }
+            await onProgress(wallClock.now())
         }
     }
 

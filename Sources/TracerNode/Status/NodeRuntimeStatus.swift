@@ -60,6 +60,10 @@ struct NodeRuntimeStatus: Codable, Equatable {
     /// The radio's time over the last hour and day of this run (`RadioTimeAccount`); absent in
     /// files of older nodes.
     var radioTime: RadioTime?
+    /// When the exchange last completed a step: its session's start, then each audit (every
+    /// 15 s, `ProximityExchange`); what `watchdogWithheld` holds against a node that runs but is
+    /// held by one operation that never ends. Absent before the first session, and in older files.
+    var exchangeProgressAt: UnixSeconds?
 
     struct RadioTime: Codable, Equatable {
         var lastHour: RadioTimeSummary
@@ -209,7 +213,15 @@ actor NodeStatusRecorder {
         status.controller = .init(
             address: "\(info.publicAddress)", hciVersion: Int(info.version.hciVersion),
             manufacturer: Int(info.version.companyIdentifier))
+        status.exchangeProgressAt = clock.now()
         write()
+    }
+
+    /// The exchange completed a step at `time` (wall clock). Kept for the watchdog, which asks
+    /// `current`, and written with the next change or heartbeat: a file write every 15 s for it
+    /// alone would tell a reader nothing the heartbeat does not.
+    func exchangeProgressed(at time: UnixSeconds) {
+        status.exchangeProgressAt = time
     }
 
     func sessionEnded(_ failure: ExchangeSession.Failure) {

@@ -34,14 +34,22 @@ extension NodeRuntimeStatus {
     /// Why the node should stop answering systemd's watchdog, so that systemd restarts it; nil
     /// while it should keep answering. The watchdog is for what the node cannot mend by itself: a
     /// controller it has not had working for over `darkLimit` seconds, after its own resets and
-    /// reconnections had their time (`defaultWatchdogDarkLimit`). A fresh process opens the adapter
-    /// anew and drops whatever state held the old one; when the adapter is simply gone it costs
-    /// nothing (no radio, no sightings held), and the restarts show in `systemctl status`. A loop
-    /// that is wedged needs no rule here: the pings come from the node's own tasks through its
-    /// status, so they stop with it.
+    /// reconnections had their time (`defaultWatchdogDarkLimit`), and a running node whose exchange
+    /// has made no progress for as long (`exchangeProgressAt`: its audit, every 15 s, waits behind
+    /// every operation on the controller, so one operation that never ends, while the flags still
+    /// say advertising and scanning are on, stops it). A fresh process opens the adapter anew and
+    /// drops whatever state held the old one; when the adapter is simply gone it costs nothing (no
+    /// radio, no sightings held), and the restarts show in `systemctl status`. A wedged process
+    /// needs no rule here: the pings come from the node's own tasks, so they stop with it.
     func watchdogWithheld(now: UnixSeconds, darkLimit: Int64) -> String? {
-        guard let since = darkSince, now - since > darkLimit else { return nil }
-        return "no working controller since \(Output.localTime(since)) (over \(Output.duration(darkLimit))): \(darkReason)"
+        if let since = darkSince, now - since > darkLimit {
+            return "no working controller since \(Output.localTime(since)) (over \(Output.duration(darkLimit))): \(darkReason)"
+        }
+        if state == .running, let progress = exchangeProgressAt, now - progress > darkLimit {
+            return "no progress of the exchange since \(Output.localTime(progress)) (over \(Output.duration(darkLimit))): "
+                + "the controller is held by an operation that has not ended"
+        }
+        return nil
     }
 
     /// Why the node is dark, in words.
@@ -149,7 +157,7 @@ actor NodeWatchdog {
                 lastStatus = "\(status.systemdStatus); not answering the watchdog: \(reason)"
                 send(["STATUS=\(lastStatus ?? "")"])
             } else {
-                logger.notice("answering systemd's watchdog again: the controller works")
+                logger.notice("answering systemd's watchdog again: the controller works and the exchange makes progress")
                 lastStatus = status.systemdStatus
                 send(["STATUS=\(status.systemdStatus)"])
             }
