@@ -49,6 +49,9 @@ package final class ScriptedController: HCITransport {
         package var holdAnswerTo: HCIOpcode?
         package var heldAnswer: [UInt8]?
         package var isClosed = false
+        /// Disconnect is answered (Command Status, success) but its Disconnection Complete never
+        /// comes, as from a controller that lost track of the link.
+        package var disconnectionsLeftIncomplete = false
         /// The return parameters of Read Local Version Information after its status: HCI version,
         /// subversion, LMP version, company identifier, LMP subversion (little-endian). A
         /// registered maker (0x05F1) with no known quirks, unless a test names another identity.
@@ -140,6 +143,7 @@ package final class ScriptedController: HCITransport {
             answer(opcode, [0x04] + CommandCompleteEvent(numHCICommandPackets: 1, opcode: opcode, returnParameters: [0] + version).encode())
         case Disconnect.opcode:
             status(opcode, .success)
+            guard !state.withLock({ $0.disconnectionsLeftIncomplete }) else { return }
             let handle = UInt16(parameters[0]) | UInt16(parameters[1]) << 8
             inject([0x04, 0x05, 0x04, 0x00, UInt8(handle & 0xFF), UInt8(handle >> 8), 0x16])
         default:

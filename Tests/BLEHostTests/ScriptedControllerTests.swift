@@ -189,6 +189,27 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// Issue 38: a Disconnect the controller accepts but never completes left the link open for
+    /// ever: its owner (the exchange's incoming-link task) waited for its end, and after four such
+    /// links the node refused every peer that connected to it. The link is closed on our side once
+    /// the longest supervision timeout the specification allows has passed.
+    @Test func aDisconnectionThatNeverCompletesEndsTheLinkAfterTheLongestSupervisionTimeout() async throws {
+        let controller = ScriptedController()
+        let clock = ManualHostClock()
+        let host = try await Self.openHost(controller, clock: clock)
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        controller.acceptIncoming(handle: 0x0041, from: Self.peerA)
+        let link = try #require(await incoming.next())
+        controller.state.withLock { $0.disconnectionsLeftIncomplete = true }
+        await host.disconnect(link)
+        clock.advance(by: LEHost.disconnectionCompleteWait - .seconds(1))
+        #expect(await eventually(timeout: .milliseconds(200)) { !link.isConnected } == false, "closed before the wait ran out")
+        clock.advance(by: .seconds(1))
+        #expect(await eventually { !link.isConnected }, "the link stays open for ever")
+        #expect(await host.openConnections.isEmpty)
+        await host.close()
+    }
+
     /// The controller stops advertising behind our back (a link formed, a command it dropped):
     /// the audit notices it and turns advertising on again.
     @Test func theAuditFindsAdvertisingOffAndTurnsItOn() async throws {

@@ -80,6 +80,8 @@ public actor LEHost {
 
     /// Open links by handle, following L2CAP's table in its order.
     var connections: [UInt16: LEConnection] = [:]
+    /// Links this host asked to close, by handle, until their Disconnection Complete (`watchDisconnection`).
+    private var disconnectionWatches: [UInt16: Task<Void, Never>] = [:]
     /// The connection interval of each open link, by handle, for the radio's account.
     private var linkIntervals: [UInt16: Duration] = [:] { didSet { noteRadioUse() } }
     /// Whether the controller scans, as far as the answers to this host's own commands tell
@@ -312,16 +314,40 @@ public actor LEHost {
 
     // MARK: Links
 
+    /// How long a Disconnect the controller accepted may take to end the link (Disconnection
+    /// Complete): the longest supervision timeout the specification allows (32 s, Core Vol 6 Part
+    /// B 4.5.2), by which a link whose peer stopped answering has ended, and a second more.
+    public static let disconnectionCompleteWait: Duration = .seconds(33)
+
     public func disconnect(_ connection: LEConnection, reason: HCIStatusCode = .remoteUserTerminatedConnection) async {
         guard connection.isConnected else { return }
         do {
             try await hci.send(Disconnect(connectionHandle: connection.handle, reason: reason))
+            watchDisconnection(of: connection)
         } catch HCIError.commandFailed(_, .unknownConnectionIdentifier) {
             // The controller no longer knows the link: it ended without telling us. Close our side.
             await l2cap.linkVanished(connection.channel)
         } catch {
             logger.debug("disconnect refused", metadata: ["link": "\(connection)", "error": "\(error)"])
         }
+    }
+
+    /// Event: the link's Disconnection Complete (which cancels this, `handle(_: LinkEvent)`);
+    /// timer: `disconnectionCompleteWait`. A controller that accepted the Disconnect and never
+    /// completed it left the link open here for ever, and its owner waiting for its end.
+    private func watchDisconnection(of connection: LEConnection) {
+        guard connection.isConnected, disconnectionWatches[connection.handle] == nil else { return }
+        disconnectionWatches[connection.handle] = clock.timer(after: Self.disconnectionCompleteWait) { [weak self] in
+            await self?.disconnectionNeverCompleted(connection)
+        }
+    }
+
+    private func disconnectionNeverCompleted(_ connection: LEConnection) async {
+        disconnectionWatches[connection.handle] = nil
+        guard connection.isConnected else { return }
+        logger.warning("the controller accepted a disconnect and never completed it; closing the link on this side",
+                       metadata: ["link": "\(connection)"])
+        await l2cap.linkVanished(connection.channel)
     }
 
     /// Open links, for closing them all before an address change.
@@ -405,6 +431,7 @@ public actor LEHost {
             }
         case .closed(let handle, let reason):
             guard let connection = connections.removeValue(forKey: handle) else { return }
+            disconnectionWatches.removeValue(forKey: handle)?.cancel()
             linkIntervals[handle] = nil
             connection.markDisconnected(reason: reason)
             await connection.bearer.close()
@@ -477,6 +504,8 @@ public actor LEHost {
         loss.fire(())
         for connection in connections.values { connection.markDisconnected(reason: .connectionTerminatedByLocalHost) }
         connections.removeAll()
+        for watch in disconnectionWatches.values { watch.cancel() }
+        disconnectionWatches.removeAll()
         linkIntervals.removeAll()
         scanContinuation?.finish()
         incomingContinuation.finish()
