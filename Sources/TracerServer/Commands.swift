@@ -39,7 +39,9 @@ struct Serve: AsyncParsableCommand {
             "openFiles": "\(descriptorLimit)", "maxConnections": "\(limits.total)", "maxConnectionsPerAddress": "\(limits.perAddress)",
         ])
         let store = try await location.openStore(configuration: configuration)
-        let publisher = try location.makePublisher(store: store, configuration: configuration, logger: logger)
+        let publisher = try location.makePublisher(
+            store: store, configuration: configuration, logger: logger,
+            pause: PublicationPause.fromEnvironment(ProcessInfo.processInfo.environment, logger: logger))
         try location.paths.published.prepare()
         // Before listening: a witness without its key must not start half-way.
         let witness = try location.makeWitness(configuration: configuration, logger: logger)
@@ -346,8 +348,18 @@ struct Status: AsyncParsableCommand {
         // Without a configuration file, the data directory's SQLite file; a configuration that
         // does not read is an error, so that a PostgreSQL server's status never shows an empty SQLite store.
         let configuration = try location.loadConfigurationIfPresent()
-        let store = try await location.openStore(configuration: configuration)
-        let summary = try await store.summary(now: SystemWallClock().now())
+        let summary: StoreSummary
+        do {
+            let store = try await location.openStore(configuration: configuration)
+            summary = try await store.summary(now: SystemWallClock().now())
+        } catch {
+            // A database that is down is when the operator most needs what `serve`'s last
+            // publication and sync met (recorded in the data directory, not in the database).
+            print("Data directory:    \(location.paths.dataDirectory)")
+            print("Database UNREACHABLE: \(error)")
+            _ = showFailingOutcomes()
+            throw ExitCode(1)
+        }
         print("Data directory:    \(location.paths.dataDirectory)")
         print("Published files:   \(location.paths.published.path)")
         if let key = try? SigningKeyFile.load(from: location.resolvedKeyPath) {
@@ -383,15 +395,21 @@ struct Status: AsyncParsableCommand {
         }
         print("Open upload codes: \(summary.openUploadCodes)")
         let witnessFailing = showWitnesses(configuration)
-        // What the last attempts said: a `serve` that cannot publish or sync (a full disk, the
-        // object store down) keeps serving and retrying, so only this shows it.
-        var failing = witnessFailing
+        let outcomesFailing = showFailingOutcomes()
+        if witnessFailing || outcomesFailing { throw ExitCode(1) }
+    }
+
+    /// What the last attempts said: a `serve` that cannot publish or sync (a full disk, the
+    /// database or the object store down) keeps serving and retrying, so only this shows it.
+    /// True when one failed.
+    private func showFailingOutcomes() -> Bool {
+        var failing = false
         for (what, path) in [("Publication", location.paths.publicationRecord), ("Object store sync", location.paths.objectStoreSyncRecord)] {
             guard let record = OutcomeRecord.read(from: path), !record.succeeded else { continue }
             failing = true
             print("\(what) FAILING (last tried \(record.at.utcText)): \(record.detail)")
         }
-        if failing { throw ExitCode(1) }
+        return failing
     }
 
     /// Both witness roles: the logs this server witnesses (what it cosigned, the evidence it

@@ -89,7 +89,8 @@ struct LocationOptions: ParsableArguments {
         return try ServerStore.open(path: paths.database, publishedDirectory: paths.published, publicationLockPath: paths.publishLock)
     }
 
-    func makePublisher(store: any SubmissionStore, configuration: ServerConfiguration, logger: Logger) throws -> Publisher {
+    /// `pause`: a test's hold between two publication steps (`serve` only, debug builds only).
+    func makePublisher(store: any SubmissionStore, configuration: ServerConfiguration, logger: Logger, pause: PublicationPause? = nil) throws -> Publisher {
         let key = try SigningKeyFile.load(from: resolvedKeyPath)
         return Publisher(
             store: store, directory: paths.published, signingKey: key,
@@ -99,7 +100,8 @@ struct LocationOptions: ParsableArguments {
             logOrigin: configuration.logOrigin, logStatePath: paths.logState,
             cosigner: configuration.witnesses.isEmpty ? nil : CheckpointCosigner(
                 witnesses: configuration.witnesses, timeout: .seconds(configuration.witnessTimeoutSeconds),
-                recordPath: paths.witnessCosigningRecord, clock: SystemWallClock(), logger: logger))
+                recordPath: paths.witnessCosigningRecord, clock: SystemWallClock(), logger: logger),
+            pause: pause)
     }
 
     /// The witness role, when the configuration lists logs to witness; its key must exist.

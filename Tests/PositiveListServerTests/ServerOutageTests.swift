@@ -13,7 +13,8 @@ import Glibc
 
 /// Issue 38, the server's outages, each with the built `tracer-server serve` and the real thing
 /// that fails: its published directory on a tmpfs that fills, its PostgreSQL stopped and started
-/// again, its object store (moto) down. Each prints a `FIGURE` line for BENCHMARKS.md: the time
+/// again (also inside one publication: ServerOutageTests+InsidePublication.swift), its object
+/// store (moto) down. Each prints a `FIGURE` line for BENCHMARKS.md: the time
 /// from the cause going away to the server having caught up, and the uploads lost or stored twice.
 @Suite(.tags(.integration), .serialized) struct ServerOutageTests {
     typealias ServerLog = PublishSoonTests.ServerLog
@@ -25,10 +26,10 @@ import Glibc
 
     /// `serve` on the fixture, logging to `log`, once it listens and has published its first
     /// (empty) indexes.
-    static func serve(_ fixture: ServerFixture, port: Int, log: ServerLog) async throws -> Process {
+    static func serve(_ fixture: ServerFixture, port: Int, log: ServerLog, environment: [String: String] = [:]) async throws -> Process {
         let process = try ServerCLI.process(
             ["serve", "--bind", "127.0.0.1:\(port)"], fixture: fixture,
-            environment: ["TRACER_SERVER_PUBLISH_RETRY_MAX_SECONDS": String(retryMaxSeconds)])
+            environment: ["TRACER_SERVER_PUBLISH_RETRY_MAX_SECONDS": String(retryMaxSeconds)].merging(environment) { _, given in given })
         process.standardOutput = FileHandle.nullDevice
         process.standardError = log.handle
         try process.run()

@@ -98,12 +98,12 @@ extension Publisher {
         let published = due + fakes
         let file = try PositiveListKeyBatch.encode(number: number, records: published, signingKey: signingKey)
         try AtomicFile.write(file, to: directory.keyBatchPath(number: number))
-        try inject(.keyBatchFileWritten)
+        try await reach(.keyBatchFileWritten)
         let record = KeyBatchRecord(
             number: number, timeRange: PositiveListKeyBatch.timeRange(of: published), byteCount: file.count,
             sha256: Array(SHA256.hash(data: file)), keyCount: due.count, fakeKeyCount: fakes.count, publishedAt: now)
         guard try await store.recordKeyBatch(record, keys: due.map(\.key)) else { throw PublishError.concurrentPublisher }
-        try inject(.keyBatchRecorded)
+        try await reach(.keyBatchRecorded)
         return record
     }
 
@@ -142,7 +142,7 @@ extension Publisher {
         try AtomicFile.write(try index.encode(signingKey: signingKey), to: directory.keyIndexPath) {
             try inject(.keyIndexTemporaryFileWritten)
         }
-        try inject(.keyIndexReplaced)
+        try await reach(.keyIndexReplaced)
         return generation
     }
 }

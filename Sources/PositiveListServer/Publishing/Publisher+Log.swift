@@ -190,12 +190,12 @@ extension Publisher {
         // AtomicFile makes each file's own directory durable, not the directories created for it:
         // after a power cut the checkpoint must not name a tile whose directory entry was lost.
         try Self.syncAncestors(of: written, below: directory.path)
-        try inject(.logTilesWritten)
+        try await reach(.logTilesWritten)
         try await writeCheckpoint(
             Checkpoint(origin: identity.origin, treeSize: result.rightEdge.treeSize, rootHash: result.rootHash), previousSize: size, now: now,
             report: &report)
         report.checkpointSigned = true
-        try inject(.logCheckpointReplaced)
+        try await reach(.logCheckpointReplaced)
         let previousSize = state.previousTreeSize
         // The history kept (`history`) is the deletion pass's, carried over as it is.
         state.treeSize = result.rightEdge.treeSize

@@ -8,6 +8,8 @@ import TransparencyLog
 
 /// The steps of a publication at which a test may inject a crash.
 public enum PublishStep: String, Sendable, CaseIterable {
+    /// The due ids are read from the store, nothing written yet.
+    case pendingEntriesRead
     case batchFileWritten
     case batchRecorded
     case indexTemporaryFileWritten
@@ -127,6 +129,8 @@ public actor Publisher {
     private let clock: any WallClock
     let logger: Logger
     private let faultInjection: FaultInjection?
+    /// A test's hold between two steps of a running `serve` (debug builds only); nil otherwise.
+    private let pause: PublicationPause?
     /// Where each publication leaves its outcome (``OutcomeRecord``) for `status` and `doctor`;
     /// none if nil.
     let recordPath: String?
@@ -141,8 +145,10 @@ public actor Publisher {
         store: any SubmissionStore, directory: PublishedDirectory, signingKey: Curve25519.Signing.PrivateKey,
         retentionSeconds: Int64, indexRefreshSeconds: Int64 = 86_400, keySettings: KeyPublicationSettings = KeyPublicationSettings(),
         idPublicationDelaySeconds: Int64 = 300, clock: any WallClock, logger: Logger, faultInjection: FaultInjection? = nil,
-        recordPath: String? = nil, logOrigin: String? = nil, logStatePath: String? = nil, cosigner: CheckpointCosigner? = nil
+        recordPath: String? = nil, logOrigin: String? = nil, logStatePath: String? = nil, cosigner: CheckpointCosigner? = nil,
+        pause: PublicationPause? = nil
     ) {
+        self.pause = pause
         self.cosigner = cosigner
         self.recordPath = recordPath
         // A configured origin is checked by the configuration; a bad one here is a caller's bug.
@@ -229,6 +235,7 @@ public actor Publisher {
         }
         do {
             let pending = try await store.pendingEntries(endingAfter: cutoff, dueBy: keyReleaseTime - idPublicationDelaySeconds)
+            try await reach(.pendingEntriesRead)
             report.waitingIDs = pending.waitingIDs
             if let nextDueBy = pending.nextDueBy { report.noteDue(at: nextDueBy + idPublicationDelaySeconds) }
             if !pending.damagedSubmissions.isEmpty {
@@ -302,7 +309,7 @@ public actor Publisher {
         let number = try await store.nextBatchNumber()
         let file = try PositiveListBatch.encode(number: number, entries: pending.entries, signingKey: signingKey)
         try AtomicFile.write(file, to: directory.batchPath(number: number))
-        try inject(.batchFileWritten)
+        try await reach(.batchFileWritten)
         let record = BatchRecord(
             number: number, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
             sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
@@ -310,7 +317,7 @@ public actor Publisher {
         guard try await store.recordBatch(record, publishing: pending) else {
             throw PublishError.concurrentPublisher
         }
-        try inject(.batchRecorded)
+        try await reach(.batchRecorded)
         return record
     }
 
@@ -333,7 +340,7 @@ public actor Publisher {
         try AtomicFile.write(try index.encode(signingKey: signingKey), to: directory.indexPath) {
             try inject(.indexTemporaryFileWritten)
         }
-        try inject(.indexReplaced)
+        try await reach(.indexReplaced)
         return generation
     }
 
@@ -344,6 +351,13 @@ public actor Publisher {
             unlink(directory.batchPath(number: number))
         }
         directory.removeStaleTemporaryFiles()
+    }
+
+    /// A step between two awaits: the fault a test injects there, then the hold a test's
+    /// ``PublicationPause`` puts there.
+    func reach(_ step: PublishStep) async throws {
+        try inject(step)
+        await pause?.hold(at: step)
     }
 
     func inject(_ step: PublishStep) throws {
