@@ -192,4 +192,8 @@ struct CurlTransfer: Sendable {
 public struct HTTPAttemptFailure: Error, Sendable {
     let failure: TransferFailure
     public let reason: String
+
+    /// Network trouble that may pass (a refused or cut connection, a stall, a timeout), as the
+    /// retrying client judges it; not a bad URL, certificate or pin.
+    public var mayPass: Bool { failure.isRetryable }
 }

@@ -1,3 +1,4 @@
+import CurlHTTP
 import Foundation
 #if canImport(FoundationXML)
 import FoundationXML
@@ -21,8 +22,12 @@ public struct ObjectHeaders: Sendable, Equatable {
 }
 
 /// The object store operations sync needs (S3 REST API, path-style or virtual-hosted), signed
-/// with SigV4 by libcurl. Each call is one request, not retried: sync as a whole is idempotent
-/// and is simply run again.
+/// with SigV4 by libcurl. A request whose connection failed in a way that may pass (refused, cut
+/// or stalled part-way) or that the service answered 500, 502, 503 or 504 is tried again, at most
+/// ``retry``'s attempts: a sync makes hundreds of requests and must not fail, and start over, for
+/// one lost connection. Every operation is safe to repeat (a PUT of the same bytes, a DELETE of
+/// an object already gone). A store that stays unreachable fails the sync after them, with the
+/// last reason; sync as a whole is idempotent and is run again (`serve` at its back-off).
 public struct ObjectStoreClient: Sendable {
     public let location: ObjectStoreLocation
     /// Asked before each request: temporary credentials are renewed behind a long-running server
@@ -31,6 +36,8 @@ public struct ObjectStoreClient: Sendable {
     let credentials: @Sendable () throws(ObjectStoreError) -> ObjectStoreCredentials
     /// Per request; a 20 MB batch over a slow uplink needs minutes.
     public var timeout: Duration
+    /// Attempts per request and the waits between them (full jitter, 0.5 s doubling to 2 s).
+    public var retry = RetryPolicy(maxAttempts: 3, initialDelay: .milliseconds(500), maxDelay: .seconds(2))
 
     public init(location: ObjectStoreLocation, credentials: ObjectStoreCredentials, timeout: Duration = .seconds(300)) throws(ObjectStoreError) {
         try self.init(location: location, timeout: timeout) { () throws(ObjectStoreError) in credentials }
@@ -114,11 +121,34 @@ public struct ObjectStoreClient: Sendable {
     }
 
     private func send(_ request: S3Request, operation: String, key: String) async throws(ObjectStoreError) -> S3Response {
-        switch await S3Transfer(request: request, region: location.region, credentials: try credentials(), timeout: timeout).perform() {
-        case .answered(let response): return response
-        case .failed(let reason): throw .transport(operation: operation, url: request.url.prefix(while: { $0 != "?" }).description, reason: reason)
+        let url = request.url.prefix(while: { $0 != "?" }).description
+        var random = SystemRandomNumberGenerator()
+        var attempts = 0
+        while true {
+            attempts += 1
+            let last = attempts >= retry.maxAttempts
+            // Signed anew each time: with the credentials of the moment and a fresh date.
+            switch await S3Transfer(request: request, region: location.region, credentials: try credentials(), timeout: timeout).perform() {
+            case .answered(let response) where Self.mayPass(response.status) && !last:
+                break
+            case .answered(let response):
+                return response
+            case .failed(let reason, let mayPass):
+                guard mayPass, !last else {
+                    throw .transport(operation: operation, url: url, reason: attempts == 1 ? reason : "\(reason); tried \(attempts) times")
+                }
+            }
+            do {
+                try await Task.sleep(for: retry.delay(afterFailedAttempts: attempts, using: &random))
+            } catch {
+                throw .transport(operation: operation, url: url, reason: "cancelled")
+            }
         }
     }
+
+    /// The service's own trouble, which S3 asks clients to retry (InternalError, SlowDown, a
+    /// gateway between): not a refusal that another attempt would meet again.
+    static func mayPass(_ status: Int) -> Bool { [500, 502, 503, 504].contains(status) }
 
     /// The service's refusal, in the words of ObjectStoreError.
     private func failure(_ response: S3Response, operation: String, key: String) -> ObjectStoreError {

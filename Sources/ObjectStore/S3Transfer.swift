@@ -33,10 +33,11 @@ struct S3Response: Sendable {
     }
 }
 
-/// Whether libcurl delivered an answer (of any status), or why not.
+/// Whether libcurl delivered an answer (of any status), or why not, and whether another attempt
+/// may succeed (a cut or stalled connection may; a bad URL or certificate will not).
 enum S3TransferOutcome: Sendable {
     case answered(S3Response)
-    case failed(reason: String)
+    case failed(reason: String, mayPass: Bool)
 }
 
 struct S3Transfer: Sendable {
@@ -58,16 +59,23 @@ struct S3Transfer: Sendable {
             signature: AWSSignature(provider: "aws:amz:\(region):s3", keyPair: credentials.userPassword))
         switch await client.performOnce(signed) {
         case .success(let response): return .answered(S3Response(status: response.status, headers: response.headers, body: response.body))
-        case .failure(let failure): return .failed(reason: failure.reason)
+        case .failure(let failure): return .failed(reason: failure.reason, mayPass: failure.mayPass)
         }
     }
 
+    /// A connection along which nothing moved, either way, for this long is given up (libcurl's
+    /// low-speed limit of 1 byte/s): a connection stalled part-way (a lost route, a middlebox
+    /// dropping its state) would otherwise hold the sync, and with it the publication lock, for the
+    /// whole `timeout` (5 minutes). A slow uplink that still moves bytes is not cut; S3 answers a
+    /// whole body within seconds.
+    static let stallTimeout: Duration = .seconds(30)
+
     /// The node's client, set as the object store used libcurl before they shared it: 10 s to
-    /// connect, no low-speed limit, no retry (the sync tries again on its next run), no size limit
-    /// on an answer held in memory.
+    /// connect, ``stallTimeout`` without a byte, one attempt (``ObjectStoreClient`` tries again),
+    /// no size limit on an answer held in memory.
     private var client: CurlHTTPClient {
         CurlHTTPClient(configuration: HTTPClientConfiguration(
-            connectTimeout: .seconds(10), baseTimeout: timeout, minimumTransferRate: 0, lowSpeedTime: .zero,
+            connectTimeout: .seconds(10), baseTimeout: timeout, minimumTransferRate: 1, lowSpeedTime: Self.stallTimeout,
             maxInMemoryResponseBytes: .max, retry: RetryPolicy(maxAttempts: 1), userAgent: "tracer-server/0.1", maxRedirects: 0))
     }
 }
