@@ -71,8 +71,10 @@ extension ServerOutageTests {
             status = try ServerCLI.run(["status"], fixture: server)
             return status.stdout.contains("Publication FAILING")
         }
-        #expect(status.exitCode == 1 && status.stdout.contains("Publication FAILING"), "\(status)")
-        let said = status.stdout.split(separator: "\n").first { $0.contains("FAILING") }.map(String.init) ?? status.stdout + status.stderr
+        // The database's state first, then what serve's publication met: both from `status` alone.
+        #expect(status.exitCode == 1 && status.stdout.contains("Database UNREACHABLE: PostgreSQL: connecting failed")
+                && status.stdout.contains("Publication FAILING"), "\(status)")
+        let said = status.stdout.split(separator: "\n").filter { $0.contains("FAILING") || $0.contains("UNREACHABLE") }.joined(separator: " / ")
         print("status while PostgreSQL is down (after \(step.rawValue)): \(said)")
         let doctor = try ServerCLI.run(["doctor"], fixture: server)
         #expect(doctor.exitCode == 1 && doctor.stdout.contains("FAIL publication: failing"), "\(doctor)")
