@@ -25,7 +25,8 @@ extension ServerOutageTests {
     /// it is down, retried as a client does) is published exactly once; no batch number, log entry
     /// or batch in the log appears twice; the log's checkpoint verifies from the files alone and
     /// log-state.json agrees with it; `status` and `doctor` say the publication fails and why
-    /// while it is down; `serve` publishes by itself once it is back.
+    /// while it is down, the console that it cannot reach its database; `serve` publishes by
+    /// itself once it is back, and the console's status page says so.
     @Test(.timeLimit(.minutes(3)), arguments: publicationBoundaries)
     func postgreSQLStoppedInsideAPublicationLosesNothingAndPublishesNothingTwice(after step: PublishStep) async throws {
         let fixture = try await PostgresFixture.make()
@@ -35,7 +36,10 @@ extension ServerOutageTests {
             fixture.remove()
         }
         let server = fixture.server
-        try server.writeConfiguration(extra: #", "database": {"url": "\#(fixture.url)", "poolSize": 3}"#)
+        let consolePort = try LoopbackPort.free()
+        try server.writeConfiguration(extra: #", "database": {"url": "\#(fixture.url)", "poolSize": 3}, "console": {"enabled": true, "listen": "127.0.0.1:\#(consolePort)", "authority": "Health Authority A"}"#)
+        let added = try ConsoleServerProcess.addAccount("olga", role: "operator", password: ConsoleServerProcess.password, fixture: server)
+        try #require(added.exitCode == 0, "\(added)")
         let port = try LoopbackPort.free()
         let log = try ServerLog()
         defer { log.remove() }
@@ -52,6 +56,9 @@ extension ServerOutageTests {
         let before = Histories.entries(count: 8, endingAt: now - 600, seed: 1)
         let first = await Self.upload(port: port, before, key: "before-the-outage")
         try #require(first?.status == 201, "\(first?.text ?? "no answer")")
+        try await LoopbackPort.waitUntilListening(consolePort, orExit: serve)
+        var browser = ConsoleClient(port: consolePort, source: "127.0.0.1")
+        _ = try await browser.signIn("olga")
         let paused = "publication paused for a test"
         let held = await eventually(timeout: .seconds(30), every: .milliseconds(50)) { log.text.contains(paused) }
         try #require(held, "serve did not pause after \(step.rawValue) (a release build ignores the seam): \(log.text.suffix(2_000))")
@@ -76,6 +83,9 @@ extension ServerOutageTests {
                 && status.stdout.contains("Publication FAILING"), "\(status)")
         let said = status.stdout.split(separator: "\n").filter { $0.contains("FAILING") || $0.contains("UNREACHABLE") }.joined(separator: " / ")
         print("status while PostgreSQL is down (after \(step.rawValue)): \(said)")
+        // The console, whose accounts and sessions live in the database, says it cannot reach it.
+        let consoleDown = try await browser.get("/operator/status")
+        #expect(consoleDown.status == 503 && consoleDown.text.contains("cannot reach its database"), "\(consoleDown.text.prefix(2_000))")
         let doctor = try ServerCLI.run(["doctor"], fixture: server)
         #expect(doctor.exitCode == 1 && doctor.stdout.contains("FAIL publication: failing"), "\(doctor)")
 
@@ -96,6 +106,9 @@ extension ServerOutageTests {
         let recovery = ContinuousClock.now - back
         #expect(wanted.isSubset(of: published), "not published \(recovery) after PostgreSQL was back: \(log.text.suffix(3_000))")
         #expect(recovery < .seconds(15), "published \(recovery) after PostgreSQL was back")
+        // The operator's page, the same session, says the last publication succeeded.
+        let consoleBack = try await browser.get("/operator/status")
+        #expect(consoleBack.status == 200 && consoleBack.text.contains(#"id="last-publication">succeeded"#), "\(consoleBack.text.prefix(3_000))")
 
         // The client that was refused sends the same upload again, after Retry-After.
         var retried: RawConnection.Response?
