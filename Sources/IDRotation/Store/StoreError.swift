@@ -84,7 +84,7 @@ public enum StoreError: Error, Sendable, Equatable, CustomStringConvertible {
             // No retry mends this: the kernel wants the file system checked before it writes again.
             switch what {
             case .ids: return problem + " Until then the node stays off the air."
-            case .encounters: return problem + " Encounters are kept in memory, and when the node stops in its runtime directory (memory too) for its next start to write."
+            case .encounters: return problem + " Encounters are kept in memory, then at a stop in its runtime directory."
             }
         }
         switch what {
