@@ -225,7 +225,7 @@ struct ServerBenchmark {
         var p99: String
     }
 
-    private func wrk(port: Int, path: String, connections: Int, script: String? = nil, headers: [String] = []) throws -> WrkResult {
+    func wrk(port: Int, path: String, connections: Int, script: String? = nil, headers: [String] = []) throws -> WrkResult {
         var arguments = ["-t2", "-c\(connections)", "-d\(seconds)s", "--latency"]
         for header in headers { arguments += ["-H", header] }
         if let script { arguments += ["-s", script] }

@@ -16,7 +16,7 @@ LoggingSystem.bootstrap { label in
 //        | object-store [ROUNDS] [IDS] | store-backends [SECONDS] | verdicts [--data DIR] [--sessions FILE] [--readings FILE] [--svg PATH] [--newest | --stress | --self-calibration]
 //        | flood [TRACER_SERVER] [OPEN_FILES] [CONNECTIONS] [SECONDS] | console-signin [ROUNDS] [ATTEMPTS_PER_MINUTE] | console-pages [ROUNDS] [TRACER_SERVER]
 //        | refresh [RUNS] [SCALE] | radio-time [SECONDS] [bumble|rootcanal] [SCHEDULES] [ROTATION] | walk-by [VISITORS] [SCHEDULES]
-//        | exchange [ROUNDS] [bumble|rootcanal] [SCHEDULES]]
+//        | exchange [ROUNDS] [bumble|rootcanal] [SCHEDULES] | metrics [ROUNDS] [NODE_SECONDS]]
 let arguments = CommandLine.arguments.dropFirst()
 let which = arguments.first ?? "store"
 let directory = NSTemporaryDirectory() + "tracer-bench-" + UUID().uuidString
@@ -76,6 +76,13 @@ case "refresh":
 case "server":
     // Run from the repository root: it starts nginx with deploy/nginx/tracer-server.conf.
     try await ServerBenchmark(directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath)).run()
+case "metrics":
+    // metrics [ROUNDS] [NODE_SECONDS]: what the server's and the node's metrics cost (issue 41).
+    // Run from the repository root, with tracer built next to TracerBench (like "crowd").
+    try await MetricsBenchmark(
+        directory: directory, repository: URL(fileURLWithPath: FileManager.default.currentDirectoryPath),
+        rounds: arguments.dropFirst().first.flatMap { Int($0) } ?? 3,
+        nodeSeconds: arguments.dropFirst(2).first.flatMap { Int($0) } ?? 120).run()
 case "store-backends":
     // store-backends [SECONDS]: appends/s into SQLite and into a throwaway PostgreSQL 15 (one and
     // two instances); needs postgresql-15 (scripts/setup).
