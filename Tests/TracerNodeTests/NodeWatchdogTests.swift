@@ -164,6 +164,24 @@ final class NotifySocket {
         #expect(Self.withheld(status) == nil, "an audit within the limit is progress")
     }
 
+    /// The dark limit may be set as low as 5 s, shorter than the audits' period: progress is then
+    /// held to `minimumProgressLimit`, or a working node's pings stop between two audits (as they
+    /// did in the kernel bed with a 10 s limit), while the flags keep the short limit.
+    @Test func aShortDarkLimitDoesNotShortenTheWaitForProgress() {
+        let short: Int64 = 10
+        var status = Self.status(.running)
+        status.exchangeProgressAt = Self.now - 27
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: short) == nil)
+        status.exchangeProgressAt = Self.now - NodeRuntimeStatus.minimumProgressLimit
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: short) == nil)
+        status.exchangeProgressAt = Self.now - NodeRuntimeStatus.minimumProgressLimit - 1
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: short)?.contains("no progress of the exchange") == true)
+        status.exchangeProgressAt = Self.now
+        status.radio = RadioCondition()
+        status.radio?.advertising = .init(since: Self.now - 11, reason: "HCI command LE Set Advertising Parameters not answered")
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: short)?.contains("no working controller") == true)
+    }
+
     @Test func progressCountsOnlyWhileRunning() {
         // A session that ended left its last progress behind: reconnecting is judged by its own time.
         var status = Self.status(.reconnecting)
@@ -255,10 +273,10 @@ final class NotifySocket {
 /// it, while advertising and scanning stay on and the status shows no outage. The pings must stop
 /// once the exchange has made no progress for the dark limit, and come back when the node's own
 /// remedy (the attempt's timeout and cancel) frees the controller. The remedy is made slower than
-/// the dark limit here (60 s against 20 s); in a node it is 1.5 s against 180 s.
+/// the dark limit here (120 s against 60 s); in a node it is 1.5 s against 180 s.
 @Suite(.tags(.unit), .timeLimit(.minutes(1))) struct NodeWatchdogStuckOperationTests {
     static let wallStart: UnixSeconds = 1_800_000_000
-    static let darkLimit: Int64 = 20
+    static let darkLimit = NodeRuntimeStatus.minimumProgressLimit
     static let peer = BluetoothAddress(string: "3A:00:00:00:00:0A")!
 
     /// Where the exchange's progress goes: the status's field, as `NodeStatusRecorder` keeps it.
@@ -287,7 +305,7 @@ final class NotifySocket {
         var configuration = ExchangeConfiguration(scanPlan: .continuous)
         configuration.initiationSpread = .zero
         configuration.deferToPeerDelay = .zero
-        configuration.connectionTimeout = .seconds(60)
+        configuration.connectionTimeout = .seconds(120)
         let marks = ProgressMarks(Self.wallStart)
         let exchange = ProximityExchange(
             host: host, identity: identity, peerWrites: writes, sink: DiscardingSink(), configuration: configuration,
@@ -318,25 +336,26 @@ final class NotifySocket {
         })
         #expect(await tick())
         // Every 5 s, as systemd's half period would: the audit due at 15 s waits behind the attempt.
-        for second in stride(from: 5, through: 20, by: 5) {
+        for second in stride(from: 5, through: 60, by: 5) {
             clock.advance(by: .seconds(5))
             #expect(await tick(), "withheld at \(second) s, within the dark limit")
+            // Read at once: a datagram socket queues only a few (net.unix.max_dgram_qlen), then the sender waits.
+            #expect(said().allSatisfy { $0 == "WATCHDOG=1" })
         }
-        #expect(said().allSatisfy { $0 == "WATCHDOG=1" })
         clock.advance(by: .seconds(5))
-        #expect(await !tick(), "pinged after 25 s without progress, while one attempt holds the controller")
+        #expect(await !tick(), "pinged after 65 s without progress, while one attempt holds the controller")
         let reason = said()
         #expect(reason.count == 1 && reason.first?.contains("not answering the watchdog: no progress of the exchange since") == true, "\(reason)")
         #expect(await host.condition == RadioCondition(), "the flags should show nothing wrong: that is the gap")
         #expect(controller.state.withLock { $0.advertising && $0.scanning && $0.initiating != nil })
-        for second in stride(from: 30, through: 55, by: 5) {
+        for second in stride(from: 70, through: 115, by: 5) {
             clock.advance(by: .seconds(5))
             #expect(await !tick(), "pinged at \(second) s, while the attempt still holds the controller")
         }
         clock.advance(by: .seconds(5))
-        // At 60 s the attempt times out and is cancelled (the controller ends it with 0x02); the
+        // At 120 s the attempt times out and is cancelled (the controller ends it with 0x02); the
         // audit that waited behind it runs, and its progress brings the pings back.
-        #expect(await eventually { await marks.last == Self.wallStart + 60 }, "the audit did not run once the attempt ended")
+        #expect(await eventually { await marks.last == Self.wallStart + 120 }, "the audit did not run once the attempt ended")
         #expect(await tick())
         #expect(said() == ["STATUS=running on hci0", "WATCHDOG=1"])
         #expect(controller.state.withLock { $0.attemptTimeline } == ["create \(Self.peer)", "cancel", "ended 0x2"])

@@ -12,6 +12,13 @@ extension NodeRuntimeStatus {
     /// reset, under 2 s, never comes near it.
     static let defaultWatchdogDarkLimit: Int64 = 180
 
+    /// The least time without progress of the exchange that withholds the pings, whatever
+    /// `node.watchdog_dark_limit` says (it may be as short as 5 s): the audit that reports progress
+    /// runs every 15 s, 27 s apart when the controller answers nothing (each command waits out its
+    /// timeout; measured in the kernel bed), and a rotation skips one. With a 10 s limit the pings
+    /// of a working node stopped between two audits.
+    static let minimumProgressLimit: Int64 = 60
+
     /// Since when the node has had no working controller: no session (starting or reconnecting), or
     /// a session whose controller does not advertise or scan as the node wants; nil while it works,
     /// and while the node is dark only because its store cannot record the next id.
@@ -35,7 +42,7 @@ extension NodeRuntimeStatus {
     /// while it should keep answering. The watchdog is for what the node cannot mend by itself: a
     /// controller it has not had working for over `darkLimit` seconds, after its own resets and
     /// reconnections had their time (`defaultWatchdogDarkLimit`), and a running node whose exchange
-    /// has made no progress for as long (`exchangeProgressAt`: its audit, every 15 s, waits behind
+    /// has made no progress for as long, or `minimumProgressLimit` if longer (`exchangeProgressAt`: its audit, every 15 s, waits behind
     /// every operation on the controller, so one operation that never ends, while the flags still
     /// say advertising and scanning are on, stops it). A fresh process opens the adapter anew and
     /// drops whatever state held the old one; when the adapter is simply gone it costs nothing (no
@@ -45,8 +52,9 @@ extension NodeRuntimeStatus {
         if let since = darkSince, now - since > darkLimit {
             return "no working controller since \(Output.localTime(since)) (over \(Output.duration(darkLimit))): \(darkReason)"
         }
-        if state == .running, let progress = exchangeProgressAt, now - progress > darkLimit {
-            return "no progress of the exchange since \(Output.localTime(progress)) (over \(Output.duration(darkLimit))): "
+        let progressLimit = max(darkLimit, Self.minimumProgressLimit)
+        if state == .running, let progress = exchangeProgressAt, now - progress > progressLimit {
+            return "no progress of the exchange since \(Output.localTime(progress)) (over \(Output.duration(progressLimit))): "
                 + "the controller is held by an operation that has not ended"
         }
         return nil
