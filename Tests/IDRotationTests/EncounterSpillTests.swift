@@ -109,8 +109,10 @@ import TracerCore
             let store = try NodeStore.open(location)
             try Self.fillUp(store)
             let log = EncounterLog(store: store, spill: spill)
-            let running = Task { await log.runPeriodicFlush(every: .milliseconds(5)) }
+            // All recorded before the first flush: a few rows would fit in the pages the store
+            // has, and the flush would write them.
             for sighting in sightings { await log.record(sighting) }
+            let running = Task { await log.runPeriodicFlush(every: .milliseconds(5)) }
             #expect(await eventuallyRefused(log))
             running.cancel()
             await running.value
