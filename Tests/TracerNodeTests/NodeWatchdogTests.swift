@@ -182,6 +182,21 @@ final class NotifySocket {
         #expect(status.watchdogWithheld(now: Self.now, darkLimit: short)?.contains("no working controller") == true)
     }
 
+    /// The wall clock set forward (NTP, a resume from suspend) makes the last progress look hours
+    /// old until the next audit; the monotonic age the recorder keeps does not, so the pings go on
+    /// (one withheld ping is a gap systemd takes for a hang). The monotonic age rules when given.
+    @Test func aWallClockSetForwardIsNotAnExchangeWithoutProgress() {
+        var status = Self.status(.running)
+        status.exchangeProgressAt = Self.now - 7200
+        #expect(Self.withheld(status) != nil, "by the wall clock alone, two hours without progress")
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: Self.limit, progressAge: 10) == nil)
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: Self.limit, progressAge: Self.limit) == nil)
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: Self.limit, progressAge: Self.limit + 1)?.contains("no progress of the exchange") == true)
+        // And a wall clock set back does not hide a real stall.
+        status.exchangeProgressAt = Self.now + 3600
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: Self.limit, progressAge: Self.limit + 1) != nil)
+    }
+
     @Test func progressCountsOnlyWhileRunning() {
         // A session that ended left its last progress behind: reconnecting is judged by its own time.
         var status = Self.status(.reconnecting)

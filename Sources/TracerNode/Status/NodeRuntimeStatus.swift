@@ -165,6 +165,8 @@ actor NodeStatusRecorder {
     /// Further followers' streams (`follow()`), each given every status as `changes` is.
     private var followers: [AsyncStream<NodeRuntimeStatus>.Continuation] = []
     private let clock = SystemWallClock()
+    /// When the exchange last made progress, on the monotonic clock (`progressAge`).
+    private var progressInstant: ContinuousClock.Instant?
     private let logger: Logger
     /// Whether the status did not fit over the old file when last tried, so that this is logged once.
     private var overwriteDidNotFit = false
@@ -214,6 +216,7 @@ actor NodeStatusRecorder {
             address: "\(info.publicAddress)", hciVersion: Int(info.version.hciVersion),
             manufacturer: Int(info.version.companyIdentifier))
         status.exchangeProgressAt = clock.now()
+        progressInstant = .now
         write()
     }
 
@@ -222,6 +225,15 @@ actor NodeStatusRecorder {
     /// alone would tell a reader nothing the heartbeat does not.
     func exchangeProgressed(at time: UnixSeconds) {
         status.exchangeProgressAt = time
+        progressInstant = .now
+    }
+
+    /// Seconds since the exchange last made progress, measured on the monotonic clock: the wall
+    /// clock set forward (NTP, a resume from suspend) must not read as an exchange held for hours
+    /// until its next audit, a pause in the pings that systemd would take for a hang. Nil before
+    /// the first session.
+    var progressAge: Int64? {
+        progressInstant.map { ContinuousClock.now - $0 }.map { $0.components.seconds }
     }
 
     func sessionEnded(_ failure: ExchangeSession.Failure) {
