@@ -165,8 +165,9 @@ actor NodeStatusRecorder {
     /// Further followers' streams (`follow()`), each given every status as `changes` is.
     private var followers: [AsyncStream<NodeRuntimeStatus>.Continuation] = []
     private let clock = SystemWallClock()
-    /// When the exchange last made progress, on the monotonic clock (`progressAge`).
-    private var progressInstant: ContinuousClock.Instant?
+    /// When the exchange last made progress, on the clock that stops while the machine sleeps
+    /// (CLOCK_MONOTONIC, as systemd's watchdog counts): `progressAge`.
+    private var progressInstant: SuspendingClock.Instant?
     private let logger: Logger
     /// Whether the status did not fit over the old file when last tried, so that this is logged once.
     private var overwriteDidNotFit = false
@@ -233,7 +234,7 @@ actor NodeStatusRecorder {
     /// until its next audit, a pause in the pings that systemd would take for a hang. Nil before
     /// the first session.
     var progressAge: Int64? {
-        progressInstant.map { ContinuousClock.now - $0 }.map { $0.components.seconds }
+        progressInstant.map { SuspendingClock.now - $0 }.map { $0.components.seconds }
     }
 
     func sessionEnded(_ failure: ExchangeSession.Failure) {
