@@ -82,7 +82,7 @@ public enum PositiveListHTTPServer {
             services.append(scheduler)
         }
         if let metrics, let settings = components.configuration.metrics {
-            let store = StoreSampler { [store = components.store, clock = components.clock] in try await store.openUploadCodeCount(now: clock.now()) }
+            let store = StoreSampler { [store = components.store, clock = components.clock] in try await store.uploadCodeCounts(now: clock.now()) }
             services.append(MetricsServer(
                 settings: settings, metrics: metrics,
                 sample: { await sampleOwnedState(metrics, store: store, components: components, limiter: limiter, watch: watch) },
@@ -170,9 +170,10 @@ extension PositiveListHTTPServer {
         metrics.connectionsOpen.set(Double(limiter.openConnections))
         if let watch { metrics.longPollsHeld.set(Double(await watch.heldPolls)) }
         switch await store.sample() {
-        case .up(let openUploadCodes):
+        case .up(let codes):
             metrics.storeUp.set(1.0)
-            metrics.uploadCodesOpen.set(Double(openUploadCodes))
+            metrics.uploadCodesOpen.set(Double(codes.open))
+            metrics.uploadCodesExpiredUnused.set(Double(codes.expiredUnused))
         case .down:
             metrics.storeUp.set(0.0)
         }

@@ -141,6 +141,8 @@ import TracerTestSupport
         #expect(after.value("tracer_server_uploads_total", ["kind": "ids", "outcome": "used_code"]) == 1)
         #expect(after.value("tracer_server_upload_codes_total", ["event": "issued"]) == 1)
         #expect(after.value("tracer_server_upload_codes_total", ["event": "used"]) == 1)
+        // Sampled from the store at the scrape (a used code is neither open nor expired unused).
+        #expect(after.value("tracer_server_upload_codes_open") == 0 && after.value("tracer_server_upload_codes_expired_unused") == 0, "\(after.text)")
         #expect(after.value("tracer_server_http_requests_total", ["route": "/v1/histories", "method": "POST", "status": "201"]) == 2)
         #expect(after.value("tracer_server_http_requests_total", ["route": "/v1/histories", "method": "POST", "status": "401"]) == 3)
         #expect(after.value("tracer_server_http_requests_total", ["route": "/v1/codes", "method": "POST", "status": "201"]) == 1)

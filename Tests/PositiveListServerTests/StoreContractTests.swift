@@ -122,9 +122,9 @@ struct ContractFixture {
             #expect(try await fixture.store.status(of: code, now: now) == .valid(authority: "Health Authority B", expiresAt: now + 3_600))
             #expect(try await fixture.stores[1].status(of: code, now: now + 3_600) == .expired)
             #expect(try await fixture.store.status(of: UploadCode.generate(), now: now) == .unknown)
-            // The metrics' count: open until its expiry, on every instance.
-            #expect(try await fixture.stores[1].openUploadCodeCount(now: now) == 1)
-            #expect(try await fixture.store.openUploadCodeCount(now: now + 3_600) == 0)
+            // The metrics' counts: open until its expiry, then expired unused, on every instance.
+            #expect(try await fixture.stores[1].uploadCodeCounts(now: now) == UploadCodeCounts(open: 1, expiredUnused: 0))
+            #expect(try await fixture.store.uploadCodeCounts(now: now + 3_600) == UploadCodeCounts(open: 0, expiredUnused: 1))
             let expired = try await fixture.store.appendHistory(
                 fixture.entries(count: 2, seed: 1), credential: .uploadCode(code), idempotencyKey: nil, now: now + 3_600)
             #expect(expired == .refused(.expiredCode))
@@ -132,7 +132,8 @@ struct ContractFixture {
                 Issue.record("a valid code was refused"); return
             }
             #expect(try await fixture.stores[1].status(of: code, now: now) == .alreadyUsed)
-            #expect(try await fixture.store.openUploadCodeCount(now: now) == 0, "a used code is not open")
+            #expect(try await fixture.store.uploadCodeCounts(now: now) == UploadCodeCounts(open: 0, expiredUnused: 0), "a used code is not open")
+            #expect(try await fixture.store.uploadCodeCounts(now: now + 3_600) == UploadCodeCounts(open: 0, expiredUnused: 0), "nor expired unused")
             // Only PostgreSQL has a pool (the fixture's: 3 connections, none busy now).
             let pool = fixture.store.connectionPoolUsage
             #expect(backend == .sqlite ? pool == nil : pool?.size == 3 && pool?.waiting == 0, "\(String(describing: pool))")

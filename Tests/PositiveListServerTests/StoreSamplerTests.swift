@@ -13,11 +13,13 @@ import Testing
         let delay: Duration?
         init(delay: Duration?) { self.delay = delay }
 
-        @Sendable func read() async throws -> Int {
+        static let counts = UploadCodeCounts(open: 7, expiredUnused: 3)
+
+        @Sendable func read() async throws -> UploadCodeCounts {
             reads.add(1, ordering: .relaxed)
             guard let delay else { throw ServerStoreError.busy(path: "test.db") }
             try? await Task.sleep(for: delay)
-            return 7
+            return Self.counts
         }
     }
 
@@ -42,11 +44,11 @@ import Testing
             for _ in 0..<5 { group.addTask { await sampler.sample() } }
             return await group.reduce(into: []) { $0.append($1) }
         }
-        #expect(readings == Array(repeating: .up(openUploadCodes: 7), count: 5))
-        #expect(await sampler.sample() == .up(openUploadCodes: 7))
+        #expect(readings == Array(repeating: .up(FakeStore.counts), count: 5))
+        #expect(await sampler.sample() == .up(FakeStore.counts))
         #expect(store.reads.load(ordering: .relaxed) == 1, "a fresh reading is reused")
         try? await Task.sleep(for: .milliseconds(600))
-        #expect(await sampler.sample() == .up(openUploadCodes: 7))
+        #expect(await sampler.sample() == .up(FakeStore.counts))
         #expect(store.reads.load(ordering: .relaxed) == 2, "a stale one is read again")
     }
 

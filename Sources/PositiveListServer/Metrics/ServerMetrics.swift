@@ -82,6 +82,7 @@ final class ServerMetrics: Sendable {
     let longPollsHeld: Gauge
     let storeUp: Gauge
     let uploadCodesOpen: Gauge
+    let uploadCodesExpiredUnused: Gauge
 
     static let httpBuckets: [Duration] = [
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -108,6 +109,9 @@ final class ServerMetrics: Sendable {
         longPollsHeld = registry.makeGauge(descriptor: Self.name("long_polls_held", "", "GET /v1/generation requests held waiting for a new generation."))
         storeUp = registry.makeGauge(descriptor: Self.name("store_up", "", "1 when the database answered the scrape's query within 2 s, else 0."))
         uploadCodesOpen = registry.makeGauge(descriptor: Self.name("upload_codes_open", "", "Upload codes issued and neither used nor expired."))
+        uploadCodesExpiredUnused = registry.makeGauge(descriptor: Self.name(
+            "upload_codes_expired_unused", "",
+            "Upload codes that expired without an upload, among those the server keeps (issued within the retention period)."))
         // Every labelled family shows from the first scrape, so that queries and alerts find
         // zeros rather than nothing before the first event.
         let registry = registry

@@ -1,6 +1,6 @@
 import Synchronization
 
-/// What a scrape says of the store: whether it answered and, if so, its open upload codes.
+/// What a scrape says of the store: whether it answered and, if so, its unused upload codes.
 ///
 /// Each scrape would otherwise query the database itself, with no bound on how long that takes:
 /// with the database down or locked a scrape could outlast Prometheus's timeout, so that
@@ -10,7 +10,7 @@ import Synchronization
 /// waits for it again rather than starting another).
 final class StoreSampler: Sendable {
     enum Reading: Sendable, Equatable {
-        case up(openUploadCodes: Int)
+        case up(UploadCodeCounts)
         case down
     }
 
@@ -21,14 +21,14 @@ final class StoreSampler: Sendable {
         var nextWaiter: UInt64 = 0
     }
 
-    private let read: @Sendable () async throws -> Int
+    private let read: @Sendable () async throws -> UploadCodeCounts
     private let deadline: Duration
     private let maxAge: Duration
     private let state = Mutex(State())
 
-    /// `read` asks the store (``SubmissionStore/openUploadCodeCount(now:)``); an error is a
+    /// `read` asks the store (``SubmissionStore/uploadCodeCounts(now:)``); an error is a
     /// store down.
-    init(deadline: Duration = .seconds(2), maxAge: Duration = .seconds(5), read: @escaping @Sendable () async throws -> Int) {
+    init(deadline: Duration = .seconds(2), maxAge: Duration = .seconds(5), read: @escaping @Sendable () async throws -> UploadCodeCounts) {
         self.read = read
         self.deadline = deadline
         self.maxAge = maxAge
@@ -50,7 +50,7 @@ final class StoreSampler: Sendable {
             if start {
                 Task {
                     let reading: Reading
-                    do { reading = .up(openUploadCodes: try await read()) } catch { reading = .down }
+                    do { reading = .up(try await read()) } catch { reading = .down }
                     finish(reading)
                 }
             }

@@ -224,9 +224,12 @@ public final class PostgresServerStore: SubmissionStore {
             submission: try previous.int(1), received: Int(try previous.int(2)), stored: Int(try previous.int(3))))
     }
 
-    public func openUploadCodeCount(now: UnixSeconds) async throws(ServerStoreError) -> Int {
+    public func uploadCodeCounts(now: UnixSeconds) async throws(ServerStoreError) -> UploadCodeCounts {
         try await run { connection in
-            Int(try connection.exec("SELECT count(*) FROM upload_codes WHERE used_at IS NULL AND expires_at > $1", [.int(now)]).first!.int(0))
+            let row = try connection.exec(
+                "SELECT count(*) FILTER (WHERE expires_at > $1), count(*) FILTER (WHERE expires_at <= $1) FROM upload_codes WHERE used_at IS NULL",
+                [.int(now)]).first!
+            return UploadCodeCounts(open: Int(try row.int(0)), expiredUnused: Int(try row.int(1)))
         }
     }
 

@@ -224,9 +224,13 @@ extension ServerStore {
         try await write { db in try SQLiteBatchLedger.ids.claimGeneration(db) }
     }
 
-    public func openUploadCodeCount(now: UnixSeconds) async throws(ServerStoreError) -> Int {
+    public func uploadCodeCounts(now: UnixSeconds) async throws(ServerStoreError) -> UploadCodeCounts {
         try await read { db in
-            try Int.fetchOne(db, sql: "SELECT count(*) FROM upload_codes WHERE used_at IS NULL AND expires_at > ?", arguments: [now]) ?? 0
+            let row = try Row.fetchOne(db, sql: """
+                SELECT coalesce(sum(expires_at > ?), 0), coalesce(sum(expires_at <= ?), 0)
+                FROM upload_codes WHERE used_at IS NULL
+                """, arguments: [now, now])
+            return UploadCodeCounts(open: row?[0] ?? 0, expiredUnused: row?[1] ?? 0)
         }
     }
 

@@ -42,10 +42,10 @@ public protocol SubmissionStore: Sendable {
         _ records: [DailyKeyRecord], credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds
     ) async throws(ServerStoreError) -> SubmissionOutcome
     func summary(now: UnixSeconds) async throws(ServerStoreError) -> StoreSummary
-    /// The upload codes issued and neither used nor expired at `now`: one short query, all the
-    /// metrics listener asks the database at a scrape (``summary(now:)`` counts whole tables).
+    /// The upload codes not used, open and expired at `now`: one short query, all the metrics
+    /// listener asks the database at a scrape (``summary(now:)`` counts whole tables).
     /// `upload_codes` holds only codes within the retention period (``purge(endingBefore:now:)``).
-    func openUploadCodeCount(now: UnixSeconds) async throws(ServerStoreError) -> Int
+    func uploadCodeCounts(now: UnixSeconds) async throws(ServerStoreError) -> UploadCodeCounts
     /// The connection pool's use (metrics); nil for a store without one (SQLite).
     var connectionPoolUsage: ConnectionPoolUsage? { get }
 
@@ -93,6 +93,19 @@ public protocol SubmissionStore: Sendable {
     func liveKeyBatches() async throws(ServerStoreError) -> [KeyBatchRecord]
     /// The next key index generation, counted apart from the id index's: never reused.
     func claimKeyIndexGeneration() async throws(ServerStoreError) -> UInt64
+}
+
+/// Upload codes not used by an upload, among those the store keeps (the retention period).
+public struct UploadCodeCounts: Sendable, Equatable {
+    /// Not expired: a diagnosed person may still upload with them.
+    public var open: Int
+    /// Expired without an upload: issued to people who did not upload in time.
+    public var expiredUnused: Int
+
+    public init(open: Int, expiredUnused: Int) {
+        self.open = open
+        self.expiredUnused = expiredUnused
+    }
 }
 
 /// A connection pool's connections, how many are idle, and the callers waiting for one.
