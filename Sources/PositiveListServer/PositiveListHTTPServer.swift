@@ -168,6 +168,7 @@ extension PositiveListHTTPServer {
         _ metrics: ServerMetrics, store: StoreSampler, components: ServerComponents, limiter: ConnectionLimiter, watch: GenerationWatch?
     ) async {
         metrics.connectionsOpen.set(Double(limiter.openConnections))
+        metrics.sampleSyncLag(now: Int64(Date().timeIntervalSince1970))
         if let watch { metrics.longPollsHeld.set(Double(await watch.heldPolls)) }
         switch await store.sample() {
         case .up(let codes):

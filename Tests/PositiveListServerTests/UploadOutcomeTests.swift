@@ -25,3 +25,26 @@ import Testing
         }
     }
 }
+
+/// The object store's lag: from the first publication the bucket has not taken since its last
+/// successful sync, 0 once a sync succeeds (issue 41: the sync's last success, lag, failures).
+@Suite(.tags(.unit)) struct SyncLagMetricTests {
+    static func lag(_ metrics: ServerMetrics) -> String? {
+        String(decoding: metrics.exposition(), as: UTF8.self).split(separator: "\n")
+            .first { $0.hasPrefix("tracer_server_object_store_sync_lag_seconds ") }.map(String.init)
+    }
+
+    @Test func theLagCountsFromTheFirstUnsyncedPublicationUntilASyncSucceeds() {
+        let metrics = ServerMetrics()
+        metrics.sampleSyncLag(now: 1_000)
+        #expect(Self.lag(metrics) == "tracer_server_object_store_sync_lag_seconds 0.0")
+        metrics.publishedForSync(at: 1_000)
+        metrics.publishedForSync(at: 1_300)
+        metrics.syncFailed()
+        metrics.sampleSyncLag(now: 1_600)
+        #expect(Self.lag(metrics) == "tracer_server_object_store_sync_lag_seconds 600.0", "from the first publication not synced")
+        metrics.syncSucceeded(at: 1_610)
+        metrics.sampleSyncLag(now: 1_620)
+        #expect(Self.lag(metrics) == "tracer_server_object_store_sync_lag_seconds 0.0")
+    }
+}

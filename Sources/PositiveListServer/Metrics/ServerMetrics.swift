@@ -78,6 +78,10 @@ final class ServerMetrics: Sendable {
     private let syncFailures: Counter
     private let syncLastSuccess: Gauge
     private let syncs: Counter
+    private let syncLag: Gauge
+    /// The wall time of the first publication the bucket has not taken since its last successful
+    /// sync; nil while it holds the last one, or with no object store.
+    private let unsyncedSince = Mutex<Int64?>(nil)
     let connectionsOpen: Gauge
     let longPollsHeld: Gauge
     let storeUp: Gauge
@@ -103,6 +107,9 @@ final class ServerMetrics: Sendable {
         logTreeSize = registry.makeGauge(descriptor: Self.name("publication_log_tree_size", "", "Entries in the published log (its checkpoint's tree size)."))
         syncFailures = registry.makeCounter(descriptor: Self.name("object_store_sync_failures", "total", "Object store syncs that failed."))
         syncs = registry.makeCounter(descriptor: Self.name("object_store_syncs", "total", "Object store syncs that succeeded."))
+        syncLag = registry.makeGauge(descriptor: Self.name(
+            "object_store_sync_lag", "seconds",
+            "How long the bucket has lacked a publication: seconds since the first publication not synced yet; 0 while it holds the last one (or there is no object store)."))
         syncLastSuccess = registry.makeGauge(
             descriptor: Self.name("object_store_sync_last_success", "timestamp_seconds", "Unix time of the last successful object store sync (0: none since the start)."))
         connectionsOpen = registry.makeGauge(descriptor: Self.name("connections_open", "", "API connections open, counted against maxConnections."))
@@ -181,6 +188,18 @@ final class ServerMetrics: Sendable {
     func syncSucceeded(at time: Int64) {
         syncs.increment()
         syncLastSuccess.set(Double(time))
+        unsyncedSince.withLock { $0 = nil }
+    }
+
+    /// A publication at `time` that the bucket must take: the lag counts from the first one after
+    /// the last successful sync.
+    func publishedForSync(at time: Int64) {
+        unsyncedSince.withLock { since in if since == nil { since = time } }
+    }
+
+    /// Sets the sync's lag as of `now` (at a scrape).
+    func sampleSyncLag(now: Int64) {
+        syncLag.set(Double(unsyncedSince.withLock { $0 }.map { max(now - $0, 0) } ?? 0))
     }
 
     func syncFailed() { syncFailures.increment() }

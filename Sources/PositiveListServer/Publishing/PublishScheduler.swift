@@ -60,6 +60,7 @@ public struct PublishScheduler: Service {
                 do {
                     let report = try await publisher.publish()
                     metrics?.publicationSucceeded(report, took: .now - started)
+                    if sync != nil { metrics?.publishedForSync(at: report.publishedAt) }
                     if report.newBatch != nil || report.newKeyBatch != nil { lastBatchCut = started }
                     // Measured from after the publication, whose wall time `publishedAt` was read
                     // before it: the wake-up can only come late by the publication's length, never
