@@ -119,6 +119,39 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// Issue 38: an LE Create Connection whose end never comes, and whose cancel is neither
+    /// answered nor obeyed, holds the host's turn only for the attempt's timeout, the cancel's
+    /// command timeout and the cancel grace: the attempt fails, and the procedure queued behind it
+    /// (an audit) runs. Nothing here waits for ever; the controller still initiates afterwards.
+    @Test func anAttemptWhoseEndAndCancelNeverComeGivesTheControllerBackWithinItsBounds() async throws {
+        let controller = ScriptedController()
+        controller.state.withLock { state in
+            state.cancelEnding = .ignored
+            state.holdAnswerTo = LECreateConnectionCancel.opcode
+        }
+        let clock = ManualHostClock()
+        let host = try await Self.openHost(controller, clock: clock)
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(2)) }
+        // Each timer is awaited before the clock moves to it (offsets from the clock's start).
+        #expect(await eventually { controller.initiatingPeer == Self.peerA && clock.pendingDeadlines.contains(.seconds(2)) })
+        let audit = Task { await host.audit() }
+        #expect(await eventually { await host.waitingProcedures == 1 })
+        clock.advance(by: .seconds(2))
+        // The cancel's own command timeout, then the grace for an end that does not come.
+        #expect(await eventually { controller.isHoldingAnswer && clock.pendingDeadlines.contains(.seconds(4)) }, "no cancel at the attempt's timeout")
+        clock.advance(by: .seconds(2))
+        #expect(await eventually { clock.pendingDeadlines.contains(.milliseconds(4500)) }, "no wait for the cancel's end")
+        clock.advance(by: .milliseconds(500))
+        await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .seconds(2))) { try await attempt.value }
+        // The audit ran behind it (its cancel waits one command timeout for the late answer first).
+        #expect(await eventually { await host.waitingProcedures == 0 })
+        clock.advance(by: .seconds(2))
+        _ = await audit.value
+        #expect(await host.quirks.contains(.cancelTakenWithoutEndingAttempt))
+        #expect(controller.initiatingPeer == Self.peerA, "the controller was meant to go on initiating")
+        await host.close()
+    }
+
     /// A controller that connects at the peer's first advertisement is left alone.
     @Test func aPeerHeardOnceAndConnectedIsAnOrdinaryConnection() async throws {
         let clock = ManualHostClock()
