@@ -54,6 +54,35 @@ struct ExchangeScriptedControllerTests {
         await host.close()
     }
 
+    /// Issue 38: a controller that takes a cancel without ending the attempt stays initiating and
+    /// refuses every later LE Create Connection (Command Disallowed). When the first such attempt
+    /// was towards a peer that had gone (no sign of a stuck initiator), those refusals counted for
+    /// nothing and the node never initiated again, while its flags said all was well. They count
+    /// towards the streak of failed attempts, which resets the controller.
+    @Test func aControllerLeftInitiatingByAnIgnoredCancelIsResetOnceItRefusesAttempts() async throws {
+        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+            Self.connectAtOnce(&configuration)
+            configuration.connectionTimeout = .milliseconds(200)
+            configuration.pauseAfterFailedConnection = .milliseconds(20)
+        }
+        controller.state.withLock { $0.cancelEnding = .ignored }
+        let peers = (0..<12).map { _ in BluetoothAddress.randomNonResolvablePrivate() }
+        // Every peer but the one the controller still initiates towards, again and again: a peer
+        // heard during its own attempt would take the other path to a reset (asked again, unanswered).
+        let reset = await eventually(timeout: .seconds(15)) {
+            for peer in peers where peer != controller.initiatingPeer { controller.advertise(from: peer) }
+            try? await Task.sleep(for: .milliseconds(50))
+            return await exchange.stuckReason != nil
+        }
+        let (attempts, refused) = controller.state.withLock { ($0.createConnections, $0.refusedCreateConnections) }
+        #expect(reset, "no reset after \(attempts) attempts accepted and \(refused) refused")
+        #expect(attempts == 1 && refused >= 5, "accepted \(attempts), refused \(refused)")
+        let reason = await exchange.stuckReason
+        #expect(reason?.contains("refused") == true, "\(reason ?? "nil")")
+        await exchange.stop()
+        await host.close()
+    }
+
     /// The peer is gone when asked again: only a link to it would have cleared the unanswered
     /// request, so the controller may still be stuck, and it is reset rather than left advertising.
     @Test func aRetryThatFindsThePeerGoneAlsoLeadsToAReset() async throws {

@@ -95,7 +95,8 @@ public struct ExchangeConfiguration: Sendable {
     /// `InitiatorHealth`).
     public var resetAfterConnectionTimeouts = (attempts: 1, peers: 1)
     /// This many connection timeouts in a row towards any peers, with no link formed in either
-    /// direction, reset the controller too: the backstop when no target stays on the air.
+    /// direction, reset the controller too: the backstop when no target stays on the air. Attempts
+    /// the controller refused because it still initiates one it never ended count as timeouts.
     public var resetAfterTimeoutStreak = 6
 
     public init(scanPlan: ScanPlan = .standard) {

@@ -14,7 +14,8 @@ import BLEHost
 ///   listens connects at the first such advertisement); a peer that went away or changed address
 ///   proves nothing, so those timeouts count only towards the second sign;
 /// - a long streak of timeouts with no link formed in either direction, whoever the peers were: a
-///   backstop, since the first sign needs a target that stays on the air.
+///   backstop, since the first sign needs a target that stays on the air. An attempt refused
+///   because the controller still initiates an earlier one it never ended counts as a timeout.
 struct InitiatorHealth {
     /// Timeouts towards peers heard during the attempt, and how many peers they were.
     let resetAfterHeardTimeouts: (attempts: Int, peers: Int)
@@ -50,6 +51,18 @@ struct InitiatorHealth {
             return "\(streak) connection attempts in a row timed out, and no link formed in either direction"
         }
         return nil
+    }
+
+    /// Records an attempt the controller refused to start because it still initiates an earlier
+    /// one (Command Disallowed): one whose cancel it took without ending it
+    /// (`ControllerQuirks.cancelTakenWithoutEndingAttempt`), which only a reset ends. It counts
+    /// towards the streak as a timeout does: uncounted, a node whose ignored cancel was towards a
+    /// peer that had gone never initiated again. Returns why to reset, or nil.
+    mutating func attemptRefusedWhileInitiating() -> String? {
+        streak += 1
+        guard streak >= resetAfterTimeoutStreak else { return nil }
+        return "\(streak) connection attempts in a row timed out or were refused by a controller still initiating, "
+            + "and no link formed in either direction"
     }
 
     /// A link formed, in either direction: the controller connects.

@@ -563,6 +563,8 @@ public actor ProximityExchange {
                 // happened (the peer left, or never answered), the controller may still be stuck.
                 controllerIsStuck(initiatorHealth.requestStayedUnanswered(toward: candidate.address))
             case .connectionTimedOut: connectionTimedOut(toward: candidate.address, attemptStarted: attemptStarted)
+            case .hci(.commandFailed(let opcode, .commandDisallowed)) where opcode == LECreateConnection.opcode:
+                if let reason = initiatorHealth.attemptRefusedWhileInitiating() { controllerIsStuck(reason) }
             default: break
             }
             // Timer: an initiating controller is deaf to peers that want to connect to it (strict
