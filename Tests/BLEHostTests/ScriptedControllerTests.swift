@@ -243,6 +243,54 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// A link given up on after its Disconnect never completed gives back its ACL buffer credits
+    /// and fails the sends queued for it: the controller reports no completed packets for a link
+    /// it flushed, and a cheap adapter has only a few buffers, which such links would otherwise
+    /// hold for ever, leaving every later link's sends waiting.
+    @Test func aLinkWhoseDisconnectionNeverCompletesReturnsItsACLBuffers() async throws {
+        let controller = ScriptedController()
+        let clock = ManualHostClock()
+        let host = try await Self.openHost(controller, clock: clock)
+        await host.hci.configureACLBuffers(ACLBufferSize(packetLength: 27, packetCount: 1))
+        var incoming = host.incomingConnections.makeAsyncIterator()
+        controller.acceptIncoming(handle: 0x0041, from: Self.peerA)
+        let link = try #require(await incoming.next())
+        // Our controller never reports completed packets: the one buffer stays taken by this link.
+        let packet: @Sendable (UInt16) -> ACLDataPacket = { handle in
+            ACLDataPacket(connectionHandle: handle, packetBoundary: .firstNonFlushable, data: [0x03, 0x00, 0x04, 0x00, 0x03, 0x17, 0x00])
+        }
+        try await host.hci.sendACL([packet(0x0041)])
+        #expect(await host.hci.availableACLCredits == 0)
+        // Ended sends, watched without awaiting them: unfixed, they wait until the host closes.
+        let queuedEnding = Mutex<Result<Void, HCIError>?>(nil)
+        Task {
+            do throws(HCIError) {
+                try await host.hci.sendACL([packet(0x0041)])
+                queuedEnding.withLock { $0 = .success(()) }
+            } catch { queuedEnding.withLock { $0 = .failure(error) } }
+        }
+        #expect(await eventually { await host.hci.queuedACLPackets == 1 })
+        controller.state.withLock { $0.disconnectionsLeftIncomplete = true }
+        await host.disconnect(link)
+        clock.advance(by: LEHost.disconnectionCompleteWait)
+        #expect(await eventually { !link.isConnected })
+        #expect(await eventually { queuedEnding.withLock { $0 != nil } }, "the send queued for the abandoned link still waits")
+        let ending = queuedEnding.withLock { $0 }
+        if case .failure(.connectionClosed(handle: 0x0041))? = ending {} else {
+            Issue.record("the send queued for the abandoned link: \(String(describing: ending))")
+        }
+        #expect(await host.hci.availableACLCredits == 1, "the abandoned link kept its buffer")
+        controller.acceptIncoming(handle: 0x0042, from: Self.peerB)
+        _ = try #require(await incoming.next())
+        let secondSent = Mutex(false)
+        Task {
+            try await host.hci.sendACL([packet(0x0042)])
+            secondSent.withLock { $0 = true }
+        }
+        #expect(await eventually { secondSent.withLock { $0 } }, "a later link's send waits for a buffer that never frees")
+        await host.close()
+    }
+
     /// The controller stops advertising behind our back (a link formed, a command it dropped):
     /// the audit notices it and turns advertising on again.
     @Test func theAuditFindsAdvertisingOffAndTurnsItOn() async throws {

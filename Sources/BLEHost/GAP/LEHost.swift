@@ -347,6 +347,9 @@ public actor LEHost {
         guard connection.isConnected else { return }
         logger.warning("the controller accepted a disconnect and never completed it; closing the link on this side",
                        metadata: ["link": "\(connection)"])
+        // HCI too: the link's ACL buffer credits and queued sends, which only a Disconnection
+        // Complete would otherwise release, or a few such links would starve every later one.
+        await hci.abandonConnection(handle: connection.handle)
         await l2cap.linkVanished(connection.channel)
     }
 

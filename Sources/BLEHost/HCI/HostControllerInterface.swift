@@ -426,6 +426,14 @@ public actor HostControllerInterface {
         pumpACL()
     }
 
+    /// The host gives up on a link whose end the controller never reported (a Disconnect it
+    /// accepted and never completed): as at its Disconnection Complete, the link's data-buffer
+    /// credits come back and the sends still queued for it fail, so that links after it are not
+    /// left waiting for buffers the controller will never report free.
+    package func abandonConnection(handle: UInt16) {
+        connectionEnded(handle: handle)
+    }
+
     private func connectionEnded(handle: UInt16) {
         // The controller flushes a closed connection's buffers without reporting them as completed.
         returnACLCredits(handle: handle, count: outstandingACL[handle, default: 0])
