@@ -65,22 +65,27 @@ import TracerCore
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }
         let spill = EncounterSpill(directories: ["/proc/no-such-directory", temporary.path + "/run"], storePath: temporary.path + "/node.db")
-        #expect(try spill.take() == nil)
+        #expect(spill.take() == nil)
 
         let first = Self.batch(Self.sightings(peers: (0..<5).map { _ in .random() }))
         let kept = try spill.keep(first)
         #expect(kept.path.hasPrefix(temporary.path + "/run/unwritten-encounters-") && spill.existing == [kept])
-        #expect(try spill.take()?.pending == first.pending)
+        #expect(spill.take()?.batch.pending == first.pending && spill.take()?.from == [kept])
+        // Read without writing: no -wal or -shm left by the reads.
+        #expect(!FileManager.default.fileExists(atPath: kept.path + "-wal") && !FileManager.default.fileExists(atPath: kept.path + "-shm"))
 
         let second = Self.batch(Self.sightings(peers: (0..<3).map { _ in .random() }))
-        try spill.keep(second)
-        #expect(try spill.take()?.pending == second.pending, "the second spill did not replace the first")
+        // A spill not given back (not `held`) is never overwritten; with no other directory, none is kept.
+        #expect(throws: StoreError.self) { try spill.keep(second) }
+        #expect(spill.take()?.batch.pending == first.pending)
+        try spill.keep(second, replacing: [kept])
+        #expect(spill.take()?.batch.pending == second.pending, "the second spill did not replace the first")
         // Private: the node's store's rights, in a directory of its own.
         var info = stat()
         #expect(stat(kept.path, &info) == 0 && info.st_mode & 0o777 == 0o600)
         #expect(stat(temporary.path + "/run", &info) == 0 && info.st_mode & 0o777 == 0o700)
 
-        try spill.discard()
+        try spill.discardAll()
         #expect(spill.existing.isEmpty && !FileManager.default.fileExists(atPath: kept.path + "-wal"))
     }
 
@@ -97,52 +102,80 @@ import TracerCore
 
     /// The node stops while its store refuses writes: what it held is kept, the next start writes
     /// it, and a start after that writes nothing again.
-    @Test func theLogKeepsWhatTheStoreRefusesWhenItStopsAndTheNextStartWritesItOnce() async throws {
+    /// A run of a log on a store that refuses every write (filled up first): records
+    /// `sightings` before its first flush (a few rows would fit in the pages the store has), then
+    /// stops.
+    static func runRefused(_ location: StoreLocation, spill: EncounterSpill, recording sightings: [Sighting]) async throws {
+        let store = try NodeStore.open(location)
+        try Self.fillUp(store)
+        let log = EncounterLog(store: store, spill: spill)
+        for sighting in sightings { await log.record(sighting) }
+        let running = Task { await log.runPeriodicFlush(every: .milliseconds(5)) }
+        #expect(await eventuallyRefused(log))
+        running.cancel()
+        await running.value
+        #expect(try store.counts().encounters == 0, "the filled store took writes")
+    }
+
+    /// A run of a log on a store with room, until every spill it could read is written and gone.
+    static func runWithRoom(_ location: StoreLocation, spill: EncounterSpill, leaving left: Int = 0) async throws -> [Encounter] {
+        let store = try NodeStore.open(location)
+        let log = EncounterLog(store: store, spill: spill)
+        let running = Task { await log.runPeriodicFlush(every: .milliseconds(5)) }
+        #expect(await eventually { spill.existing.count == left }, "the spill was not removed after its encounters were written")
+        running.cancel()
+        await running.value
+        return try store.encounters()
+    }
+
+    /// The node stops while its store refuses writes, starts and stops again with the store still
+    /// refusing (more sightings meanwhile), then starts with room: every sighting is written once.
+    @Test func theLogKeepsWhatTheStoreRefusesAtEachStopAndTheNextGoodStartWritesItOnce() async throws {
         let temporary = TemporaryDirectory()
         defer { temporary.remove() }
         let location = temporary.location()
         let spill = EncounterSpill(directories: [temporary.path + "/run"], storePath: location.path)
-        let sightings = Self.sightings(peers: (0..<300).map { _ in .random() })
-        let held = Self.batch(sightings)
+        let peers = (0..<300).map { _ in UserID.random() }
+        let first = Self.sightings(peers: peers), second = Self.sightings(peers: peers, offset: 30)
 
-        do {
-            let store = try NodeStore.open(location)
-            try Self.fillUp(store)
-            let log = EncounterLog(store: store, spill: spill)
-            // All recorded before the first flush: a few rows would fit in the pages the store
-            // has, and the flush would write them.
-            for sighting in sightings { await log.record(sighting) }
-            let running = Task { await log.runPeriodicFlush(every: .milliseconds(5)) }
-            #expect(await eventuallyRefused(log))
-            running.cancel()
-            await running.value
-            #expect(try store.counts().encounters == 0, "the filled store took writes")
-        }
+        try await Self.runRefused(location, spill: spill, recording: first)
         #expect(spill.existing.count == 1, "nothing was kept at the stop")
+        try await Self.runRefused(location, spill: spill, recording: second)
+        let both = Self.batch(first + second)
+        #expect(spill.existing.count == 1 && spill.take()?.batch.pending == both.pending, "the second stop did not keep both runs' sightings in one spill")
 
-        // The next start, with room again: the kept encounters are written, the spill removed.
-        do {
-            let store = try NodeStore.open(location)
-            let log = EncounterLog(store: store, spill: spill)
-            let running = Task { await log.runPeriodicFlush(every: .milliseconds(5)) }
-            #expect(await eventually { spill.existing.isEmpty }, "the spill was not removed after its encounters were written")
-            running.cancel()
-            await running.value
-            let written = try store.encounters()
-            #expect(written.count == held.rowCount && written.reduce(0) { $0 + $1.sightings } == held.sightingCount)
-        }
-        // A start after that finds nothing to write twice.
-        let store = try NodeStore.open(location)
-        let log = EncounterLog(store: store, spill: spill)
-        let running = Task { await log.runPeriodicFlush(every: .milliseconds(5)) }
-        try await Task.sleep(for: .milliseconds(50))
-        running.cancel()
-        await running.value
-        #expect(try store.encounters().reduce(0) { $0 + $1.sightings } == held.sightingCount)
+        let written = try await Self.runWithRoom(location, spill: spill)
+        #expect(written.count == both.rowCount && written.reduce(0) { $0 + $1.sightings } == both.sightingCount)
+    }
+
+    /// A spill the node cannot read (damaged, or from a newer tracer) is left where it is: a stop
+    /// keeps its own sightings elsewhere, a good start writes those and removes only them.
+    @Test func aSpillTheNodeCannotReadIsNeverOverwrittenNorRemoved() async throws {
+        let temporary = TemporaryDirectory()
+        defer { temporary.remove() }
+        let location = temporary.location()
+        let spill = EncounterSpill(directories: [temporary.path + "/run-a", temporary.path + "/run-b"], storePath: location.path)
+        let unreadable = spill.locations[0].path
+        try FileManager.default.createDirectory(atPath: temporary.path + "/run-a", withIntermediateDirectories: true)
+        let garbage = Data("not a database, but someone's encounters".utf8)
+        try garbage.write(to: URL(fileURLWithPath: unreadable))
+
+        let sightings = Self.sightings(peers: (0..<300).map { _ in .random() })
+        try await Self.runRefused(location, spill: spill, recording: sightings)
+        #expect(spill.existing.map(\.path) == [unreadable, spill.locations[1].path], "the stop's sightings were not kept beside the unreadable spill")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: unreadable)) == garbage)
+        #expect(spill.take()?.unreadable.map(\.location.path) == [unreadable])
+
+        let written = try await Self.runWithRoom(location, spill: spill, leaving: 1)
+        #expect(written.reduce(0) { $0 + $1.sightings } == sightings.count)
+        let left = try Data(contentsOf: URL(fileURLWithPath: unreadable))
+        #expect(spill.existing.map(\.path) == [unreadable] && left == garbage)
+        try spill.discardAll()
+        #expect(spill.existing.isEmpty)
     }
 
     /// Whether the log's flushes fail (it holds sightings it could not write), within a second.
-    private func eventuallyRefused(_ log: EncounterLog) async -> Bool {
+    private static func eventuallyRefused(_ log: EncounterLog) async -> Bool {
         for _ in 0..<200 {
             if await log.pendingSightings > 0, (try? await log.flush()) == nil { return true }
             try? await Task.sleep(for: .milliseconds(5))
@@ -150,7 +183,7 @@ import TracerCore
         return false
     }
 
-    private func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
+    private static func eventually(_ condition: @Sendable () -> Bool) async -> Bool {
         for _ in 0..<400 {
             if condition() { return true }
             try? await Task.sleep(for: .milliseconds(5))

@@ -16,9 +16,9 @@ public actor EncounterLog {
     private var lastFailure: StoreError?
     /// Where the batch goes when the node stops with a store that refuses writes; nil: nowhere.
     private let spill: EncounterSpill?
-    /// The spill holds sightings the batch holds too (taken back at start, or kept at a stop
+    /// The spills whose sightings the batch holds too (taken back at start, or kept at a stop
     /// the process outlived): removed once they are in the store, so none is written twice.
-    private var spillHolds = false
+    private var spillHeld: [StoreLocation] = []
     /// The place in force, read at each sighting; it must answer at once (the exchange waits).
     private let placeInForce: @Sendable () -> Place?
     /// Each change of whether the log can write: the error when writes start failing (the
@@ -54,7 +54,7 @@ public actor EncounterLog {
         do {
             try store.write(batch)
             batch = SightingBatch()
-            if spillHolds { discardSpill() }
+            if !spillHeld.isEmpty { discardSpill() }
             if lastFailure != nil {
                 logger.info("encounter log writes again")
                 lastFailure = nil
@@ -91,18 +91,22 @@ public actor EncounterLog {
 
     /// The sightings a spill kept, added to the batch: the next flush writes them.
     private func takeBackSpill() {
-        guard let spill else { return }
-        do throws(StoreError) {
-            guard let kept = try spill.take() else { return }
-            for encounter in kept.pending.values { batch.add(encounter) }
-            spillHolds = true
-            logger.notice("writing the encounters kept when the node last stopped with a store that refused writes", metadata: [
-                "sightings": "\(kept.sightingCount)", "kept": "\(spill.existing.map(\.path).joined(separator: ", "))",
+        guard let spill, let taken = spill.take() else { return }
+        for (location, error) in taken.unreadable {
+            // Left where it is, never overwritten: for a later version to read, or `tracer forget`.
+            logger.error("cannot read the encounters kept when the node last stopped; they stay there", metadata: [
+                "kept": "\(location.path)", "error": "\(error)",
             ])
-        } catch {
-            // Left where it is, for a later start (or `tracer forget`) to deal with.
-            logger.error("cannot read the encounters kept when the node last stopped; they stay there", metadata: ["error": "\(error)"])
         }
+        guard !taken.from.isEmpty else { return }
+        // The kept encounters are the older observations: what was recorded since folds into them.
+        var merged = taken.batch
+        for encounter in batch.pending.values { merged.add(encounter) }
+        batch = merged
+        spillHeld = taken.from
+        logger.notice("writing the encounters kept when the node last stopped with a store that refused writes", metadata: [
+            "sightings": "\(taken.batch.sightingCount)", "kept": "\(taken.from.map(\.path).joined(separator: ", "))",
+        ])
     }
 
     private func keepInSpill(refused error: StoreError) {
@@ -112,8 +116,8 @@ public actor EncounterLog {
             return
         }
         do throws(StoreError) {
-            let kept = try spill.keep(batch)
-            spillHolds = true
+            let kept = try spill.keep(batch, replacing: spillHeld)
+            spillHeld = [kept]
             logger.error("stopping with encounters the store refused; kept in memory for the node's next start to write (lost if the machine restarts first)", metadata: [
                 "sightings": "\(sightings)", "kept": "\(kept.path)", "error": "\(error)",
             ])
@@ -126,8 +130,8 @@ public actor EncounterLog {
 
     private func discardSpill() {
         do throws(StoreError) {
-            try spill?.discard()
-            spillHolds = false
+            try spill?.discard(spillHeld)
+            spillHeld = []
         } catch {
             logger.error("cannot remove the encounters kept at the last stop, now written; remove the file by hand or the next start writes them again", metadata: ["error": "\(error)"])
         }

@@ -58,17 +58,28 @@ public struct EncounterSpill: Sendable {
     /// The spills there are now.
     public var existing: [StoreLocation] { locations.filter(\.exists) }
 
-    /// Keeps `batch` in place of whatever was kept before (the node's batch holds that too, once
-    /// `take` gave it back), in the first runtime directory that takes it; returns where.
+    /// What `take` read: the encounters of every spill it could read, where they were, and the
+    /// spills it could not read (left where they are: only `discardAll` removes them).
+    public struct Taken: Sendable {
+        public var batch = SightingBatch()
+        public var from: [StoreLocation] = []
+        public var unreadable: [(location: StoreLocation, error: StoreError)] = []
+    }
+
+    /// Keeps `batch` in place of the spills in `held` (whose encounters the batch holds, once
+    /// `take` gave them back), in the first runtime directory that takes it and holds no other
+    /// spill; returns where. A spill not in `held` (one `take` could not read) is never touched.
     @discardableResult
-    public func keep(_ batch: SightingBatch) throws(StoreError) -> StoreLocation {
-        try discard()
+    public func keep(_ batch: SightingBatch, replacing held: [StoreLocation] = []) throws(StoreError) -> StoreLocation {
+        try discard(held)
         var lastError = StoreError.cannotCreateDirectory(path: "/run/" + Self.directoryName, reason: "no runtime directory")
-        for location in locations {
+        for location in locations where !location.exists {
             do throws(StoreError) {
                 let store = try NodeStore.open(location)
                 try store.write(batch)
                 try store.checkpoint()
+                // Out of WAL mode, so that `take` reads it without creating a -wal or -shm.
+                try store.writeOutsideTransaction { db in try db.execute(sql: "PRAGMA journal_mode = DELETE") }
                 return location
             } catch {
                 lastError = error
@@ -78,21 +89,32 @@ public struct EncounterSpill: Sendable {
         throw lastError
     }
 
-    /// What is kept, as one batch of encounters; nil when nothing is. The files stay until
+    /// What is kept, read without writing anything (a reader such as `tracer status` must not
+    /// create a spill, nor its -wal or -shm); nil when there is none. The files stay until
     /// `discard`, once the batch is in the node's store.
-    public func take() throws(StoreError) -> SightingBatch? {
+    public func take() -> Taken? {
         let kept = existing
         guard !kept.isEmpty else { return nil }
-        var batch = SightingBatch()
+        var taken = Taken()
         for location in kept {
-            for encounter in try NodeStore.open(location).encounters() { batch.add(encounter) }
+            do throws(StoreError) {
+                for encounter in try NodeStore.openReadOnly(location).encounters() { taken.batch.add(encounter) }
+                taken.from.append(location)
+            } catch {
+                taken.unreadable.append((location, error))
+            }
         }
-        return batch
+        return taken
     }
 
-    /// Removes every kept store with its WAL and shared-memory files.
-    public func discard() throws(StoreError) {
-        for location in locations { try Self.remove(location) }
+    /// Removes the spills in `held` with their WAL and shared-memory files.
+    public func discard(_ held: [StoreLocation]) throws(StoreError) {
+        for location in held { try Self.remove(location) }
+    }
+
+    /// Removes every spill there is, read or not (`tracer forget`).
+    public func discardAll() throws(StoreError) {
+        try discard(locations)
     }
 
     private static func remove(_ location: StoreLocation) throws(StoreError) {

@@ -48,7 +48,7 @@ struct ForgetCommand: ParsableCommand {
             }
         }
         try NodeStore.deleteAllData(at: location)
-        try spill.discard()
+        try spill.discardAll()
         print("All Tracer data in \(location.path) was deleted.")
     }
 }

@@ -87,8 +87,9 @@ struct StatusCommand: AsyncParsableCommand {
             problems.insert("not recording: " + StoreError.readOnlyFileSystem(path: location.path).whileRunning(.ids), at: 0)
         }
         let spill = EncounterSpill(forStoreAt: location.path, environment: ProcessInfo.processInfo.environment)
-        let held = (spill.existing.isEmpty ? nil : try? spill.take()).map {
-            HeldSightings(sightings: $0.sightingCount, files: spill.existing.map(\.path))
+        // Read only: a spill the node removes meanwhile is simply not shown.
+        let held = spill.take().flatMap { taken in
+            taken.from.isEmpty ? nil : HeldSightings(sightings: taken.batch.sightingCount, files: taken.from.map(\.path))
         }
         let status = Status(
             node: runtime, nodeRunning: alive,
