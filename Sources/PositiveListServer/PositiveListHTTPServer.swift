@@ -170,7 +170,8 @@ extension PositiveListHTTPServer {
         _ metrics: ServerMetrics, store: StoreSampler, components: ServerComponents, limiter: ConnectionLimiter, watch: GenerationWatch?
     ) async {
         metrics.connectionsOpen.set(Double(limiter.openConnections))
-        metrics.sampleSyncLag(now: Int64(Date().timeIntervalSince1970))
+        // The publisher's clock, which stamped the publications the lag counts from.
+        metrics.sampleSyncLag(now: components.clock.now())
         if let watch { metrics.longPollsHeld.set(Double(await watch.heldPolls)) }
         switch await store.sample() {
         case .up(let codes):
