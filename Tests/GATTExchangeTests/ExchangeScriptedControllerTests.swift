@@ -59,25 +59,61 @@ struct ExchangeScriptedControllerTests {
     /// was towards a peer that had gone (no sign of a stuck initiator), those refusals counted for
     /// nothing and the node never initiated again, while its flags said all was well. They count
     /// towards the streak of failed attempts, which resets the controller.
+    ///
+    /// On a clock the test moves: the attempt's timeout, the cancel's grace and each pause after a
+    /// failed attempt pass when the test says, and each step waits for the event it causes. On
+    /// the real clock the whole sequence had 15 s of real time, and on a loaded 2-core machine
+    /// (the unit tier, one test at a time) it sometimes did not get through in that.
     @Test func aControllerLeftInitiatingByAnIgnoredCancelIsResetOnceItRefusesAttempts() async throws {
-        let (controller, _, host, exchange, _) = try await Self.runningExchange { configuration in
+        let clock = ManualHostClock()
+        let connectionTimeout = Duration.milliseconds(200)
+        let pause = Duration.milliseconds(20)
+        let (controller, _, host, exchange, _) = try await Self.runningExchange(clock: clock) { configuration in
             Self.connectAtOnce(&configuration)
-            configuration.connectionTimeout = .milliseconds(200)
-            configuration.pauseAfterFailedConnection = .milliseconds(20)
+            configuration.connectionTimeout = connectionTimeout
+            configuration.pauseAfterFailedConnection = pause
         }
         controller.state.withLock { $0.cancelEnding = .ignored }
         let peers = (0..<12).map { _ in BluetoothAddress.randomNonResolvablePrivate() }
-        // Every peer but the one the controller still initiates towards, again and again: a peer
-        // heard during its own attempt would take the other path to a reset (asked again, unanswered).
-        let reset = await eventually(timeout: .seconds(15)) {
+        // Every peer but the one the controller still initiates towards: a peer heard during its
+        // own attempt would take the other path to a reset (asked again, unanswered).
+        let advertisePeers = { @Sendable in
             for peer in peers where peer != controller.initiatingPeer { controller.advertise(from: peer) }
-            try? await Task.sleep(for: .milliseconds(50))
-            return await exchange.stuckReason != nil
+        }
+        // Heard until the first attempt starts (a sighting before the scanner listens is lost).
+        #expect(await eventually {
+            advertisePeers()
+            return controller.state.withLock { $0.createConnections } == 1
+        })
+        // Its timeout passes: the host cancels, and the controller takes the cancel and goes on initiating.
+        let timeoutAt = clock.elapsed + connectionTimeout
+        #expect(await eventually { clock.pendingDeadlines.contains(timeoutAt) }, "sleepers: \(clock.pendingDeadlines)")
+        clock.advance(by: connectionTimeout)
+        #expect(await eventually { controller.state.withLock { $0.attemptTimeline.contains("cancel") } })
+        // The cancel's grace passes without the attempt's end: the attempt fails as timed out.
+        let graceEnd = clock.elapsed + .milliseconds(500)
+        #expect(await eventually { clock.pendingDeadlines.contains(graceEnd) }, "sleepers: \(clock.pendingDeadlines)")
+        clock.advance(by: .milliseconds(500))
+        #expect(await eventually { await exchange.failedExchanges >= 1 })
+        // Then each pause after a failed attempt passes, with peers heard, until the reset: every
+        // attempt after the first is refused (Command Disallowed) at once. Bounded by rounds, not
+        // by time: six failures in a row reset, and a round without a refusal fails below.
+        for _ in 0..<10 {
+            if await exchange.stuckReason != nil { break }
+            let failedBefore = await exchange.failedExchanges
+            clock.advance(by: pause)
+            let failed = await eventually {
+                advertisePeers()
+                if await exchange.stuckReason != nil { return true }
+                return await exchange.failedExchanges > failedBefore
+            }
+            #expect(failed, "no attempt failed after a pause; sleepers: \(clock.pendingDeadlines)")
+            if !failed { break }
         }
         let (attempts, refused) = controller.state.withLock { ($0.createConnections, $0.refusedCreateConnections) }
-        #expect(reset, "no reset after \(attempts) attempts accepted and \(refused) refused")
-        #expect(attempts == 1 && refused >= 5, "accepted \(attempts), refused \(refused)")
         let reason = await exchange.stuckReason
+        #expect(reason != nil, "no reset after \(attempts) attempts accepted and \(refused) refused")
+        #expect(attempts == 1 && refused >= 5, "accepted \(attempts), refused \(refused)")
         #expect(reason?.contains("refused") == true, "\(reason ?? "nil")")
         await exchange.stop()
         await host.close()
