@@ -183,6 +183,16 @@ struct CurlTransfer: Sendable {
                 return .cannotConnect(reason: String(cString: strerror(Int32(truncatingIfNeeded: systemError))).lowercased())
             }
         }
+        if code == CURLE_OPERATION_TIMEDOUT {
+            // libcurl gives one code for the connect limit, the low-speed limit and the overall
+            // limit; the time the attempt took tells the last apart (it fires at the limit).
+            let overall = configuration.overallTimeout(expectedByteCount: request.expectedByteCount)
+            var microseconds: curl_off_t = 0
+            if tracer_curl_getinfo_off_t(context.handle, CURLINFO_TOTAL_TIME_T, &microseconds) == CURLE_OK,
+                .microseconds(Int64(microseconds)) + .milliseconds(100) >= overall {
+                return .ranOutOfTime(reason: message)
+            }
+        }
         return TransferFailure(code: code, message: message, wasRedirected: redirects > 0)
     }
 }
@@ -193,7 +203,12 @@ public struct HTTPAttemptFailure: Error, Sendable {
     let failure: TransferFailure
     public let reason: String
 
-    /// Network trouble that may pass (a refused or cut connection, a stall, a timeout), as the
-    /// retrying client judges it; not a bad URL, certificate or pin.
-    public var mayPass: Bool { failure.isRetryable }
+    /// Network trouble that another attempt may not meet (a refused or cut connection, the
+    /// connect limit, a stall past the low-speed limit); not a bad URL, certificate or pin, and not
+    /// an attempt that ran out its whole overall timeout: that request trickled for all of it, and
+    /// a repeat would likely hold its caller as long again.
+    public var mayPass: Bool {
+        if case .ranOutOfTime = failure { return false }
+        return failure.isRetryable
+    }
 }

@@ -5,7 +5,11 @@ enum TransferFailure: Error, Sendable, Equatable {
     case invalidURL
     case libcurlUnavailable(reason: String)
     case cannotConnect(reason: String)
+    /// Connecting or moving bytes took too long (the connect limit, or nothing moved for the
+    /// low-speed time): a stall, which another connection may not meet.
     case timedOut(reason: String)
+    /// The attempt ran out its whole overall timeout: the request trickled (or waited) that long.
+    case ranOutOfTime(reason: String)
     case tls(reason: String)
     case pinnedKeyMismatch
     case tooLarge(limit: Int)
@@ -13,10 +17,12 @@ enum TransferFailure: Error, Sendable, Equatable {
     case cannotWriteFile(path: String, reason: String)
     case cancelled
 
-    /// Network trouble may pass; a bad certificate, a wrong pin or a full disk will not.
+    /// Network trouble may pass; a bad certificate, a wrong pin or a full disk will not. The
+    /// retrying client tries a request that ran out its time again too (its timeouts are short);
+    /// ``HTTPAttemptFailure/mayPass`` does not.
     var isRetryable: Bool {
         switch self {
-        case .cannotConnect, .timedOut: true
+        case .cannotConnect, .timedOut, .ranOutOfTime: true
         case .transfer(_, let isRetryable): isRetryable
         case .invalidURL, .libcurlUnavailable, .tls, .pinnedKeyMismatch, .tooLarge, .cannotWriteFile, .cancelled: false
         }
@@ -27,7 +33,7 @@ enum TransferFailure: Error, Sendable, Equatable {
         case .invalidURL: .invalidURL(url: url)
         case .libcurlUnavailable(let reason): .libcurlUnavailable(reason: reason)
         case .cannotConnect(let reason): .cannotConnect(url: url, attempts: attempts, reason: reason)
-        case .timedOut(let reason): .timedOut(url: url, attempts: attempts, reason: reason)
+        case .timedOut(let reason), .ranOutOfTime(let reason): .timedOut(url: url, attempts: attempts, reason: reason)
         case .tls(let reason): .tlsFailure(url: url, reason: reason)
         case .pinnedKeyMismatch: .pinnedKeyMismatch(url: url)
         case .tooLarge(let limit): .responseTooLarge(url: url, limit: limit)

@@ -25,7 +25,8 @@ public struct ObjectHeaders: Sendable, Equatable {
 /// with SigV4 by libcurl. A request whose connection failed in a way that may pass (refused, cut
 /// or stalled part-way) or that the service answered 500, 502, 503 or 504 is tried again, at most
 /// ``retry``'s attempts: a sync makes hundreds of requests and must not fail, and start over, for
-/// one lost connection. Every operation is safe to repeat (a PUT of the same bytes, a DELETE of
+/// one lost connection. A request that ran out its whole ``timeout`` (bytes trickling all along)
+/// is not: tried again it would hold the sync, and the publication lock, that long again. Every operation is safe to repeat (a PUT of the same bytes, a DELETE of
 /// an object already gone). A store that stays unreachable fails the sync after them, with the
 /// last reason; sync as a whole is idempotent and is run again (`serve` at its back-off).
 public struct ObjectStoreClient: Sendable {

@@ -64,6 +64,23 @@ import TestTiers
         #expect(configuration.overallTimeout(expectedByteCount: .max) > .seconds(1_000_000))
     }
 
+    /// What a caller that tries again itself (the object store) may repeat: a connection that
+    /// failed or stalled, not an attempt that ran out its whole timeout, nor a bad URL or pin.
+    @Test func aWholeRequestTimeoutMayNotPassButAStallMay() {
+        func mayPass(_ failure: TransferFailure) -> Bool { HTTPAttemptFailure(failure: failure, reason: "").mayPass }
+        #expect(mayPass(.cannotConnect(reason: "connection refused")))
+        #expect(mayPass(.timedOut(reason: "Operation too slow. Less than 1 bytes/sec transferred the last 30 seconds")))
+        #expect(mayPass(.transfer(reason: "Recv failure: Connection reset by peer", isRetryable: true)))
+        #expect(!mayPass(.ranOutOfTime(reason: "Operation timed out after 300000 milliseconds")))
+        #expect(!mayPass(.tls(reason: "bad certificate")))
+        #expect(!mayPass(.pinnedKeyMismatch))
+        #expect(!mayPass(.invalidURL))
+        #expect(!mayPass(.cancelled))
+        // The retrying client's own short timeouts are still tried again.
+        #expect(TransferFailure.ranOutOfTime(reason: "").isRetryable)
+        #expect(TransferFailure.ranOutOfTime(reason: "x").error(url: "u", attempts: 2) == .timedOut(url: "u", attempts: 2, reason: "x"))
+    }
+
     @Test func backoffDoublesUpToTheCapWithFullJitter() {
         let policy = RetryPolicy(maxAttempts: 10, initialDelay: .milliseconds(500), maxDelay: .seconds(8))
         #expect((1...7).map { policy.delayCeiling(afterFailedAttempts: $0) } == [

@@ -151,6 +151,24 @@ import TestTiers
         #expect(try await fixture.requestCount(token: token) == 2)
     }
 
+    /// libcurl reports the overall limit and the low-speed limit with one code; a caller that
+    /// tries again itself (the object store) must tell a stall (may pass) from a request that ran
+    /// out its whole time (not repeated).
+    @Test func aRequestThatRanOutItsTimeMayNotPassButAStalledOneMay() async throws {
+        let fixture = try HTTPFixture()
+        let slow = await quickClient(maxAttempts: 1) { $0.baseTimeout = .milliseconds(400) }
+            .performOnce(HTTPRequest(url: fixture.url("/slow-headers/30", token: uniqueToken())))
+        guard case .failure(let ranOut) = slow else { Issue.record("expected a failure, got \(slow)"); return }
+        #expect(!ranOut.mayPass, "\(ranOut.reason)")
+        let stalled = await quickClient(maxAttempts: 1) {
+            $0.baseTimeout = .seconds(30)
+            $0.minimumTransferRate = 1
+            $0.lowSpeedTime = .seconds(1)
+        }.performOnce(HTTPRequest(url: fixture.url("/stall/1000", token: uniqueToken())))
+        guard case .failure(let stall) = stalled else { Issue.record("expected a failure, got \(stalled)"); return }
+        #expect(stall.mayPass, "\(stall.reason)")
+    }
+
     @Test func truncatedBodyIsTransferFailedAndLeavesNoFile() async throws {
         let fixture = try HTTPFixture()
         let scratch = try ScratchDirectory()
