@@ -138,7 +138,8 @@ extension ServerOutageTests {
         }
         let recovery = ContinuousClock.now - mended
         #expect(caughtUp, "the bucket's checkpoint is not the server's \(recovery) after the network mended: \(log.text.suffix(2_000))")
-        #expect(recovery < .seconds(10), "caught up \(recovery) after the network mended")
+        // A loose bound: the figure (printed below) is the measure; this catches only a recovery that hangs on a shared CI machine.
+        #expect(recovery < .seconds(60), "caught up \(recovery) after the network mended")
         let mirror = try await Self.mirrorProblems(bucket, of: fixture)
         #expect(mirror.isEmpty, "\(mirror)")
         let order = Self.orderProblems(proxy.connections(since: .pass), bucket: "flaky")

