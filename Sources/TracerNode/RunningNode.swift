@@ -30,7 +30,7 @@ actor RunningNode {
         do { transport = try TransportSpec(parsing: transportText) } catch { throw CommandFailure.badTransport("\(error)") }
         schedule = try RotationSchedule(intervalSeconds: settings.rotationInterval, jitterSeconds: settings.rotationJitter)
         store = try NodeStore.open(resolved.storeLocation)
-        metricsEndpoint = try settings.metricsListen.map { address throws(NodeMetricsEndpointError) in try NodeMetricsEndpoint(listeningOn: address) }
+        metricsEndpoint = try settings.metricsListen.map { address throws(NodeMetricsEndpointError) in try NodeMetricsEndpoint(listeningOn: address, logger: Logger(label: "tracer.node")) }
         self.settings = settings
     }
 

@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import Settings
 import Synchronization
 #if canImport(Glibc)
@@ -38,8 +39,6 @@ struct NodeMetricsListenAddress: Equatable, Sendable, CustomStringConvertible {
     }
 
     var description: String { "\(host):\(port)" }
-
-    var isLoopback: Bool { host.hasPrefix("127.") }
 }
 
 /// Why the metrics endpoint cannot listen: said when `tracer run` starts, so that a node never
@@ -156,6 +155,9 @@ final class NodeMetricsEndpoint: Sendable {
     let address: NodeMetricsListenAddress
     private let requestTimeout: Duration
     private let maximumConnections: Int
+    /// Told when the serving thread ends on its own (a `poll` that fails), which leaves the node
+    /// without the endpoint its operator turned on.
+    private let logger: Logger
     private let exposition = Mutex<[UInt8]?>(nil)
     private let wakeWriter: Int32
     /// True once `stop()` woke the thread or the thread ended; guards the wake pipe's write end,
@@ -164,7 +166,8 @@ final class NodeMetricsEndpoint: Sendable {
 
     /// Binds `address` and starts answering; throws when it cannot listen there.
     init(listeningOn address: NodeMetricsListenAddress, requestTimeout: Duration = defaultRequestTimeout,
-         maximumConnections: Int = defaultMaximumConnections) throws(NodeMetricsEndpointError)
+         maximumConnections: Int = defaultMaximumConnections,
+         logger: Logger = Logger(label: "tracer.node.metrics")) throws(NodeMetricsEndpointError)
     {
         let listener = try Self.listen(on: address)
         var pipeEnds: [Int32] = [0, 0]
@@ -177,6 +180,7 @@ final class NodeMetricsEndpoint: Sendable {
         self.address = listener.address
         self.requestTimeout = requestTimeout
         self.maximumConnections = maximumConnections
+        self.logger = logger
         wakeWriter = pipeEnds[1]
         let wakeReader = pipeEnds[0]
         let thread = Thread { [self] in serve(listener: listener.descriptor, wake: wakeReader) }
@@ -249,7 +253,11 @@ final class NodeMetricsEndpoint: Sendable {
                 let left = clock.now.duration(to: deadline)
                 return left <= .zero ? 0 : Int32(clamping: left.components.seconds * 1000 + left.components.attoseconds / 1_000_000_000_000_000 + 1)
             } ?? -1
-            if poll(&watched, nfds_t(watched.count), timeout) < 0, Glibc.errno != EINTR { break }
+            if poll(&watched, nfds_t(watched.count), timeout) < 0, Glibc.errno != EINTR {
+                let reason = String(cString: strerror(Glibc.errno))
+                logger.error("The metrics endpoint on \(address) stopped: poll failed (\(reason)); scrapes go unanswered until the node restarts (node.metrics_file, if set, is still written)")
+                break
+            }
             if watched[0].revents != 0 { break }
             var open: [Connection] = []
             for (index, var connection) in connections.enumerated() {
