@@ -59,6 +59,11 @@ import Glibc
         #expect(Self.lines(metrics.exposition()).filter { $0.hasPrefix("# HELP") }.count == 15)
         #expect(metrics.exposition().contains("# HELP tracer_node_encounters_last_hour Other ids heard in the last whole UTC clock hour, each counted once, while the node ran; changes once an hour. 0 when fewer than 10: small cells are suppressed"))
         #expect(metrics.exposition().contains("# HELP tracer_node_exchanges_last_hour Id exchanges completed in the last whole UTC clock hour (such as 14:00 to 15:00), while the node ran; changes once an hour. 0 when fewer than 10, or when fewer than 10 other ids were heard in that hour"))
+        // The suppression's condition, said where the counts are read: it counts ids, not people.
+        for name in ["encounters", "exchanges"] {
+            let help = metrics.exposition().split(separator: "\n").first { $0.hasPrefix("# HELP tracer_node_\(name)_last_hour ") } ?? ""
+            #expect(help.contains("The threshold counts ids, not people: a count shown comes from at least two devices only while the devices met keep the default 15-minute id rotation (node.rotation_interval can be as short as 5 s"), "\(help)")
+        }
         #expect(metrics.exposition().contains("# HELP tracer_node_last_check_verdict_level The last exposure check's verdict: 0 none, 1 low, 2 high risk"))
         try Self.promtoolFindsNothing(metrics.exposition())
     }

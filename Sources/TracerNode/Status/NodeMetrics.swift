@@ -89,9 +89,9 @@ struct NodeMetrics: Equatable {
             gauge("last_check_verdict_level", "The last exposure check's verdict: 0 none, 1 low, 2 high risk (absent before the first check).",
                   Double(Self.level(lastCheck.level)))
         }
-        gauge("exchanges_last_hour", "Id exchanges completed in the last whole UTC clock hour (such as 14:00 to 15:00), while the node ran; changes once an hour. 0 when fewer than \(NodeHourlyActivity.smallestReported), or when fewer than \(NodeHourlyActivity.smallestReported) other ids were heard in that hour: small cells are suppressed, so that no count singles out a person.",
+        gauge("exchanges_last_hour", "Id exchanges completed in the last whole UTC clock hour (such as 14:00 to 15:00), while the node ran; changes once an hour. 0 when fewer than \(NodeHourlyActivity.smallestReported), or when fewer than \(NodeHourlyActivity.smallestReported) other ids were heard in that hour: small cells are suppressed. The threshold counts ids, not people: a count shown comes from at least two devices only while the devices met keep the default 15-minute id rotation (node.rotation_interval can be as short as 5 s, and a foreign advertiser can show any number of ids).",
               Double(lastHour.exchanges))
-        gauge("encounters_last_hour", "Other ids heard in the last whole UTC clock hour, each counted once, while the node ran; changes once an hour. 0 when fewer than \(NodeHourlyActivity.smallestReported): small cells are suppressed, so that no count singles out a person.",
+        gauge("encounters_last_hour", "Other ids heard in the last whole UTC clock hour, each counted once, while the node ran; changes once an hour. 0 when fewer than \(NodeHourlyActivity.smallestReported): small cells are suppressed. The threshold counts ids, not people: a count shown comes from at least two devices only while the devices met keep the default 15-minute id rotation (node.rotation_interval can be as short as 5 s, and a foreign advertiser can show any number of ids).",
               Double(lastHour.encounters))
         flag("place_in_force", "1 while a place is recorded with encounters (source=none: a place.name is set; source=gpsd: gpsd gives a fresh fix); never the place.",
              placeInForce, labels: [("source", placeSource.rawValue)])
@@ -107,7 +107,10 @@ struct NodeMetrics: Equatable {
 /// within the hour, and one below 10 reads 0, so an hour with one visitor, or a few, never shows.
 /// At the defaults (ids rotated every 15 minutes) one device gives at most 5 ids and about 9
 /// exchanges in an hour, so a reported count comes from at least two devices; the exchanges are
-/// given only when the ids reach 10 too.
+/// given only when the ids reach 10 too. The threshold counts ids, not people: a peer set to
+/// rotate faster (`node.rotation_interval`, down to 5 s) or a foreign advertiser that changes its
+/// id at will shows 10 ids alone, so the suppression holds only while the devices met keep the
+/// default rotation.
 ///
 /// The ids heard this hour are held (in memory only, never rendered) so that each counts once;
 /// at most `maximumHeld`, after which the hour's count stops growing.
