@@ -52,6 +52,9 @@ package final class ScriptedController: HCITransport {
         /// Disconnect is answered (Command Status, success) but its Disconnection Complete never
         /// comes, as from a controller that lost track of the link.
         package var disconnectionsLeftIncomplete = false
+        /// Disconnect is refused with Unknown Connection Identifier, as from a controller whose
+        /// link ended without telling the host.
+        package var disconnectsRefusedAsUnknown = false
         /// The return parameters of Read Local Version Information after its status: HCI version,
         /// subversion, LMP version, company identifier, LMP subversion (little-endian). A
         /// registered maker (0x05F1) with no known quirks, unless a test names another identity.
@@ -142,6 +145,10 @@ package final class ScriptedController: HCITransport {
             let version = state.withLock { $0.localVersion }
             answer(opcode, [0x04] + CommandCompleteEvent(numHCICommandPackets: 1, opcode: opcode, returnParameters: [0] + version).encode())
         case Disconnect.opcode:
+            if state.withLock({ $0.disconnectsRefusedAsUnknown }) {
+                status(opcode, .unknownConnectionIdentifier)
+                return
+            }
             status(opcode, .success)
             guard !state.withLock({ $0.disconnectionsLeftIncomplete }) else { return }
             let handle = UInt16(parameters[0]) | UInt16(parameters[1]) << 8

@@ -247,7 +247,10 @@ struct ScriptedControllerTests {
     /// and fails the sends queued for it: the controller reports no completed packets for a link
     /// it flushed, and a cheap adapter has only a few buffers, which such links would otherwise
     /// hold for ever, leaving every later link's sends waiting.
-    @Test func aLinkWhoseDisconnectionNeverCompletesReturnsItsACLBuffers() async throws {
+    /// Also when the controller refuses the Disconnect as a link it does not know (ended
+    /// without telling the host): the host closes its side, HCI's credits and queued sends included.
+    @Test(arguments: [false, true])
+    func aLinkWhoseDisconnectionNeverCompletesReturnsItsACLBuffers(refusedAsUnknown: Bool) async throws {
         let controller = ScriptedController()
         let clock = ManualHostClock()
         let host = try await Self.openHost(controller, clock: clock)
@@ -270,7 +273,9 @@ struct ScriptedControllerTests {
             } catch { queuedEnding.withLock { $0 = .failure(error) } }
         }
         #expect(await eventually { await host.hci.queuedACLPackets == 1 })
-        controller.state.withLock { $0.disconnectionsLeftIncomplete = true }
+        controller.state.withLock {
+            if refusedAsUnknown { $0.disconnectsRefusedAsUnknown = true } else { $0.disconnectionsLeftIncomplete = true }
+        }
         await host.disconnect(link)
         clock.advance(by: LEHost.disconnectionCompleteWait)
         #expect(await eventually { !link.isConnected })

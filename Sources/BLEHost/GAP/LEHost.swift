@@ -325,7 +325,9 @@ public actor LEHost {
             try await hci.send(Disconnect(connectionHandle: connection.handle, reason: reason))
             watchDisconnection(of: connection)
         } catch HCIError.commandFailed(_, .unknownConnectionIdentifier) {
-            // The controller no longer knows the link: it ended without telling us. Close our side.
+            // The controller no longer knows the link: it ended without telling us. Close our side,
+            // HCI's credits and queued sends for it included (`disconnectionNeverCompleted`).
+            await hci.abandonConnection(handle: connection.handle)
             await l2cap.linkVanished(connection.channel)
         } catch {
             logger.debug("disconnect refused", metadata: ["link": "\(connection)", "error": "\(error)"])
