@@ -40,7 +40,7 @@ struct MetricsBenchmark {
                            metrics ? String(format: ", %d scrapes of %d bytes", result.scrapes.count, result.bytes) : ""))
             }
         }
-        let off = Self.median(rates[false] ?? []), on = Self.median(rates[true] ?? [])
+        let off = median(rates[false] ?? []), on = median(rates[true] ?? [])
         say(String(format: "server, median of %d rounds: %.0f ids/s with metrics off, %.0f ids/s on (%+.1f %%); /metrics scraped once a second during the uploads: %@ (%d bytes)",
                    rounds, off, on, (on - off) / off * 100, Self.describe(scrapes), scrapeBytes))
 
@@ -55,7 +55,7 @@ struct MetricsBenchmark {
                            result.cpuSeconds.map { String(format: "%.2f", $0) }.joined(separator: ", "), nodeSeconds))
             }
         }
-        func share(_ values: [Double]) -> Double { Self.median(values) / Double(nodeSeconds) * 100 }
+        func share(_ values: [Double]) -> Double { median(values) / Double(nodeSeconds) * 100 }
         say(String(format: "node, median per node over %d runs of %d s: CPU %.2f %% of a core with metrics off, %.2f %% with the file and the endpoint on and scraped once a second; scrapes %@",
                    (cpu[false] ?? []).count, nodeSeconds, share(cpu[false] ?? []), share(cpu[true] ?? []), Self.describe(nodeScrapes)))
     }
@@ -135,12 +135,6 @@ struct MetricsBenchmark {
             try? await Task.sleep(until: start + .seconds(1))
         }
         return (times, bytes)
-    }
-
-    static func median(_ values: [Double]) -> Double {
-        guard !values.isEmpty else { return 0 }
-        let sorted = values.sorted()
-        return sorted.count.isMultiple(of: 2) ? (sorted[sorted.count / 2 - 1] + sorted[sorted.count / 2]) / 2 : sorted[sorted.count / 2]
     }
 
     static func describe(_ times: [Duration]) -> String {
