@@ -74,7 +74,40 @@ struct MatchingParts {
             // The authority does not publish the largest jitter it allows; a deployment sets
             // node.rotation_jitter alike on every node, so this node's own is the best guess.
             keyWindowRule: DerivedWindowRule(maximumJitterSeconds: settings.rotationJitter), log: try followedLog(key: key),
-            logUpdater: updating.log)
+            logUpdater: updating.log, furtherLists: try furtherLists(offline: offline))
+    }
+
+    /// The further authorities' lists (`[lists.<name>]`), each followed as a log at its own url.
+    func furtherLists(offline: Bool) throws -> [AuthorityList] {
+        let http = httpClient()
+        return try settings.furtherLists.map { list in
+            let log = try furtherLog(list)
+            let cache = furtherCache(list)
+            let updater = offline ? nil : ListLogUpdater(
+                log: log, files: HTTPLogFiles(baseURL: list.url.absoluteString.trimmingSuffix("/") + "/log", http: http), cache: cache,
+                maximumListAge: settings.maxListAge)
+            return AuthorityList(name: list.name, cache: cache, log: log, updater: updater)
+        }
+    }
+
+    /// Where a further list is kept: `lists/<name>` under the cache directory, a path the home
+    /// list never uses (its index, batches, keys and log stay where they always were), with its
+    /// own lock, state, log and evidence.
+    func furtherCache(_ list: FurtherListSettings) -> PositiveListCache {
+        PositiveListCache(directory: settings.cacheDirectory + "/lists/" + list.name)
+    }
+
+    func furtherLogStore(_ list: FurtherListSettings) -> FollowedLogStore {
+        FollowedLogStore(directory: furtherCache(list).directory + "/log")
+    }
+
+    func furtherLog(_ list: FurtherListSettings) throws -> FollowedListLog {
+        let key = try PositiveListPublicKey(base64: list.publicKey.base64EncodedString())
+        let origin = list.origin ?? key.defaultLogOrigin
+        let logKey = try NoteVerifierKey(name: origin, type: .ed25519, publicKey: key.key)
+        let source = FollowedLogSource(
+            origin: origin, logKey: logKey, witnesses: list.witnesses, requiredCosignatures: Int(list.witnessesRequired))
+        return FollowedListLog(source: source, store: furtherLogStore(list), required: true)
     }
 
     /// The updaters of the list `list.format` follows: the index's unless the format is log,

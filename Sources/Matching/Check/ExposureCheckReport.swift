@@ -37,6 +37,9 @@ public struct ExposureCheckReport: Codable, Sendable, Equatable {
     public var assessment: ExposureAssessment
     /// True when this check found a day at a higher level than any check before it notified.
     public var newExposure: Bool
+    /// With several lists (`[lists.<name>]`), each authority's list, the home one (`list`) first:
+    /// whether it is up to date and what it matched. nil for a node following one list.
+    public var lists: [AuthorityListStatus]? = nil
 
     public var exposureFound: Bool { assessment.level > .none }
     /// This report with every place removed: what is kept in the store beyond the check and what
@@ -47,6 +50,10 @@ public struct ExposureCheckReport: Codable, Sendable, Equatable {
         return copy
     }
 
-    /// True when the list could have missed newer diagnoses.
-    public var listIsStale: Bool { list.updateFailure != nil }
+    /// True when the list, or one of several, could have missed newer diagnoses (or could not be
+    /// used at all): the check then never answers a plain "no exposure".
+    public var listIsStale: Bool { list.updateFailure != nil || !listsNotUpToDate.isEmpty }
+
+    /// The lists of several that were not brought up to date (empty for one list).
+    public var listsNotUpToDate: [AuthorityListStatus] { lists?.filter { !$0.isUpToDate } ?? [] }
 }

@@ -26,6 +26,9 @@ public struct ExposureChecker: Sendable {
     /// How long a derived id's window may last (the largest rotation jitter nodes use).
     public let keyWindowRule: DerivedWindowRule
     public let retention: RetentionPolicy
+    /// The further authorities' lists (`[lists.<name>]`), matched together with this one and
+    /// reported each on its own; empty for a node following one list.
+    public let furtherLists: [AuthorityList]
     let clock: any WallClock
 
     static let lastReportKey = "exposure.last_check"
@@ -35,8 +38,10 @@ public struct ExposureChecker: Sendable {
         store: NodeStore, cache: PositiveListCache, publicKey: PositiveListPublicKey, updater: PositiveListUpdater?,
         model: RiskModel = .standard, clockSkewTolerance: UnixSeconds = PositiveListMatcher.defaultClockSkewTolerance,
         retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock(),
-        keyWindowRule: DerivedWindowRule = DerivedWindowRule(), log: FollowedListLog? = nil, logUpdater: ListLogUpdater? = nil
+        keyWindowRule: DerivedWindowRule = DerivedWindowRule(), log: FollowedListLog? = nil, logUpdater: ListLogUpdater? = nil,
+        furtherLists: [AuthorityList] = []
     ) {
+        self.furtherLists = furtherLists
         self.log = log
         self.logUpdater = logUpdater
         self.keyWindowRule = keyWindowRule
@@ -59,7 +64,11 @@ public struct ExposureChecker: Sendable {
             if error == .cancelled { throw .cancelled }
             updateFailure = error
         }
-        return try await matchHoldingLock(updateFailure: updateFailure)
+        guard !furtherLists.isEmpty else { return try await matchHoldingLock(updateFailure: updateFailure) }
+        // One list that cannot be updated stops none of the others.
+        var failures: [ListUpdateError?] = []
+        for list in furtherLists { failures.append(try await update(list).failure) }
+        return try await matchSeveralHoldingLock(homeUpdateFailure: updateFailure, furtherUpdateFailures: failures)
     }
 
     /// True for a check asked not to contact the server.
@@ -89,6 +98,23 @@ public struct ExposureChecker: Sendable {
         guard updater != nil || logUpdater != nil else { return .unchanged }
         let lock = try await lockCache()
         defer { lock.release() }
+        if !furtherLists.isEmpty {
+            var homeFailure: ListUpdateError?
+            var changed = false
+            do { changed = try await update(progress: nil, holding: lock) } catch {
+                if error == .cancelled { throw .cancelled }
+                homeFailure = error
+            }
+            var failures: [ListUpdateError?] = []
+            for list in furtherLists {
+                let update = try await update(list)
+                changed = changed || update.changed
+                failures.append(update.failure)
+            }
+            // A list that changed can change the verdict: all are matched again, failures named.
+            guard changed else { return (homeFailure ?? failures.compactMap { $0 }.first).map { .failed($0) } ?? .unchanged }
+            return .checked(try await matchSeveralHoldingLock(homeUpdateFailure: homeFailure, furtherUpdateFailures: failures))
+        }
         do {
             guard try await update(progress: nil, holding: lock) else { return .unchanged }
         } catch {
@@ -108,7 +134,15 @@ public struct ExposureChecker: Sendable {
     /// Matches the held list against the encounters and records the report; the caller holds
     /// the cache's lock.
     private func matchHoldingLock(updateFailure: ListUpdateError?) async throws(ExposureCheckError) -> ExposureCheckReport {
-        if let log, log.isFollowed { return try await matchLogHoldingLock(log, updateFailure: updateFailure) }
+        let matched = try await homeListMatch(updateFailure: updateFailure)
+        return report(matched.found, list: matched.list, keysChecked: matched.keysChecked, now: matched.now)
+    }
+
+    /// What the home list (`server.*`) matched; the caller holds its cache's lock.
+    func homeListMatch(updateFailure: ListUpdateError?) async throws(ExposureCheckError) -> ListMatch {
+        if let log, log.isFollowed {
+            return try await matchLogHoldingLock(log, updateFailure: updateFailure, lastUpdated: cache.state.lastUpdated)
+        }
         guard let index = cache.index(publicKey: publicKey) else {
             if isOffline && FileManager.default.fileExists(atPath: cache.indexPath) { throw .cachedListNotTrusted }
             throw .noVerifiedList(updateFailure: updateFailure, offline: isOffline)
@@ -124,12 +158,15 @@ public struct ExposureChecker: Sendable {
             lastUpdated: cache.state.lastUpdated, generation: index.generation, publishedAt: index.publishedAt,
             batches: index.batches.count, updateFailure: updateFailure?.description, offline: isOffline,
             keyBatches: keyIndex?.batches.count)
-        return report(Found(outcome: found.outcome, encounterCount: found.encounterCount, matches: found.matches), list: list,
-                      keysChecked: found.keysChecked, now: now)
+        return ListMatch(
+            found: Found(outcome: found.outcome, encounterCount: found.encounterCount, matches: found.matches), list: list,
+            keysChecked: found.keysChecked, now: now)
     }
 
     /// Matches the entries of the followed log; the caller holds the cache's lock.
-    private func matchLogHoldingLock(_ log: FollowedListLog, updateFailure: ListUpdateError?) async throws(ExposureCheckError) -> ExposureCheckReport {
+    func matchLogHoldingLock(
+        _ log: FollowedListLog, updateFailure: ListUpdateError?, lastUpdated: UnixSeconds?
+    ) async throws(ExposureCheckError) -> ListMatch {
         let held: (state: FollowedLogState, firstIndex: UInt64, entries: [Data])?
         do { held = try log.store.load() } catch {
             // The next update follows the log afresh; until then there is nothing to match.
@@ -151,16 +188,24 @@ public struct ExposureChecker: Sendable {
         }
         let signedAt = LogFollower.timestamp(of: verified, source: log.source)
         var list = ExposureCheckReport.ListStatus(
-            lastUpdated: cache.state.lastUpdated, generation: held.state.treeSize, publishedAt: signedAt.map { UnixSeconds(clamping: $0) } ?? 0,
+            lastUpdated: lastUpdated, generation: held.state.treeSize, publishedAt: signedAt.map { UnixSeconds(clamping: $0) } ?? 0,
             batches: matched.idBatches, updateFailure: updateFailure?.description, offline: isOffline,
             keyBatches: matched.keyBatches)
         list.logEntries = held.state.treeSize
         list.unreadableLogEntries = matched.unreadableEntries > 0 ? matched.unreadableEntries : nil
-        return report(found, list: list, keysChecked: found.outcome.keysChecked, now: now)
+        return ListMatch(found: found, list: list, keysChecked: found.outcome.keysChecked, now: now)
+    }
+
+    /// What one list matched, before the report.
+    struct ListMatch {
+        var found: Found
+        var list: ExposureCheckReport.ListStatus
+        var keysChecked: Int?
+        var now: UnixSeconds
     }
 
     /// What a match found, for the report.
-    private struct Found {
+    struct Found {
         var outcome: MatchOutcome
         var encounterCount: Int
         var matches: [ExposureMatch]
@@ -178,9 +223,9 @@ public struct ExposureChecker: Sendable {
     }
 
     /// Scores the matches, builds the report and keeps it for `tracer status`.
-    private func report(
+    func report(
         _ found: Found, list: ExposureCheckReport.ListStatus,
-        keysChecked: Int?, now: UnixSeconds
+        keysChecked: Int?, now: UnixSeconds, lists: [AuthorityListStatus]? = nil
     ) -> ExposureCheckReport {
         var model = model
         // The TX power `tracer run` learned from the controller (it may run in another process,
@@ -194,7 +239,8 @@ public struct ExposureChecker: Sendable {
             checkedAt: now, list: list,
             idsChecked: found.outcome.idsChecked, keysChecked: keysChecked, encountersChecked: found.encounterCount,
             matchedIDs: Set(found.outcome.matches.map(\.times.peer)).count,
-            idsSeenOutsideTheirWindow: found.outcome.idsSeenOutsideTheirWindow, assessment: assessment, newExposure: newExposure)
+            idsSeenOutsideTheirWindow: found.outcome.idsSeenOutsideTheirWindow, assessment: assessment, newExposure: newExposure,
+            lists: lists)
         // Best effort: the result is returned (and shown) even when the store cannot keep it.
         if let text = try? Self.json(report.withoutPlaces) { try? store.setStateValue(text, forKey: Self.lastReportKey) }
         return report

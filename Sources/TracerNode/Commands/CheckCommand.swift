@@ -95,6 +95,7 @@ struct CheckReportText {
     var now: UnixSeconds = SystemWallClock().now()
 
     func render() -> String {
+        if let lists = report.lists { return renderSeveral(lists) }
         var lines = [listLine()]
         if let failure = report.list.updateFailure {
             lines.append("Warning: the list could not be updated: \(failure)")
@@ -102,18 +103,81 @@ struct CheckReportText {
         }
         let assessment = report.assessment
         if assessment.level == .none {
-            if report.listIsStale {
-                lines.append("No exposure found in that older list. Run `tracer check` again when the server can be reached.")
-            } else {
-                lines.append("No exposure found in the last 28 days.")
+            lines += noExposureLines()
+            return lines.joined(separator: "\n")
+        }
+        lines += exposureLines()
+        return lines.joined(separator: "\n")
+    }
+
+    /// With several lists: a line per authority (up to date or why not, what it matched), then
+    /// the verdict over all of them. A list not brought up to date is named, and then there is no
+    /// "no exposure": only what the lists that were checked did not contain.
+    private func renderSeveral(_ lists: [AuthorityListStatus]) -> String {
+        let keys = report.keysChecked.map { " (including those of \($0) published daily \($0 == 1 ? "key" : "keys"))" } ?? ""
+        var lines = ["Positive lists of \(lists.count) authorities: \(report.idsChecked) ids\(keys) checked against \(report.encountersChecked) encounters of the last 28 days."]
+        for list in lists {
+            let name = list.name == AuthorityListStatus.homeName ? "home (server.url)" : list.name
+            let state: String
+            switch (list.list, list.problem) {
+            case (let held?, nil):
+                state = held.lastUpdated.map { "up to date, updated \(Output.localTime($0)) (\(age($0)))" } ?? "used as downloaded (offline)"
+            case (let held?, let problem?):
+                let confirmed = held.lastUpdated.map { "last confirmed \(Output.localTime($0)), \(age($0))" } ?? "never confirmed with its server"
+                state = "NOT UP TO DATE: it could not be updated: \(problem) This check used its list \(confirmed)."
+            case (nil, let problem):
+                state = "NOT CHECKED: \(problem ?? "no verified list.")"
             }
-            let brief = assessment.days.filter { $0.level == .none }
-            if !brief.isEmpty {
-                lines.append("(Brief or distant contact with diagnosed ids on \(brief.map(\.day).joined(separator: ", ")), below the risk threshold.)")
+            lines.append("  \(name): \(state)")
+            if list.matchedIDs > 0 {
+                let ids = list.matchedIDs == 1 ? "1 diagnosed id" : "\(list.matchedIDs) diagnosed ids"
+                lines.append("    met \(ids) of this list, on \(list.matchDays.joined(separator: ", "))")
+            }
+        }
+        if report.assessment.level > .none {
+            lines += exposureLines()
+            if !report.listsNotUpToDate.isEmpty {
+                lines.append("(Not up to date: \(names(report.listsNotUpToDate)); run `tracer check` again when their servers can be reached.)")
             }
             return lines.joined(separator: "\n")
         }
-        lines.append("")
+        let stale = report.listsNotUpToDate
+        if stale.isEmpty {
+            lines.append("No exposure found in the last 28 days in any of the \(lists.count) lists.")
+        } else {
+            let checked = lists.filter(\.isUpToDate)
+            let found = checked.isEmpty ? "" : "Nothing found in the up-to-date \(checked.count == 1 ? "list" : "lists") of \(names(checked)); "
+            lines.append(found + "the \(stale.count == 1 ? "list" : "lists") of \(names(stale)) could not be brought up to date, so this check cannot rule out an exposure published there. Run `tracer check` again when \(stale.count == 1 ? "its server" : "their servers") can be reached.")
+        }
+        let brief = report.assessment.days.filter { $0.level == .none }
+        if !brief.isEmpty {
+            lines.append("(Brief or distant contact with diagnosed ids on \(brief.map(\.day).joined(separator: ", ")), below the risk threshold.)")
+        }
+        return lines.joined(separator: "\n")
+    }
+
+    private func names(_ lists: [AuthorityListStatus]) -> String {
+        lists.map { $0.name == AuthorityListStatus.homeName ? "home (server.url)" : $0.name }.joined(separator: ", ")
+    }
+
+    /// One list's verdict when it found no exposure.
+    private func noExposureLines() -> [String] {
+        var lines: [String] = []
+        if report.listIsStale {
+            lines.append("No exposure found in that older list. Run `tracer check` again when the server can be reached.")
+        } else {
+            lines.append("No exposure found in the last 28 days.")
+        }
+        let brief = report.assessment.days.filter { $0.level == .none }
+        if !brief.isEmpty {
+            lines.append("(Brief or distant contact with diagnosed ids on \(brief.map(\.day).joined(separator: ", ")), below the risk threshold.)")
+        }
+        return lines
+    }
+
+    private func exposureLines() -> [String] {
+        let assessment = report.assessment
+        var lines = [""]
         lines.append("Exposure found: \(assessment.level == .high ? "HIGH" : "low") risk.")
         for day in assessment.days where day.level > .none {
             let ids = day.diagnosedIDs == 1 ? "1 diagnosed id" : "\(day.diagnosedIDs) diagnosed ids"
@@ -126,7 +190,7 @@ struct CheckReportText {
             for example watch for symptoms, get tested, and limit close contact with others until \
             then. This result was computed on this machine and has not been shared with anyone.
             """)
-        return lines.joined(separator: "\n")
+        return lines
     }
 
     private func listLine() -> String {

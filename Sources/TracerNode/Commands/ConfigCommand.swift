@@ -44,8 +44,20 @@ struct ConfigCommand: ParsableCommand {
         } else {
             fileLine = "Configuration file: none (neither HOME nor XDG_CONFIG_HOME is set)"
         }
-        let rows = resolved.entries.map { entry in
+        var rows = resolved.entries.map { entry in
             [entry.definition.key, entry.value?.description ?? "(unset)", entry.source.description]
+        }
+        // The further lists ([lists.<name>]), which only the file sets.
+        for list in resolved.settings.furtherLists {
+            let source = file.path.map { SettingSource.file(path: $0, line: list.line).description } ?? ""
+            let prefix = "lists.\(list.name)."
+            rows += [
+                [prefix + "url", list.url.absoluteString, source],
+                [prefix + "public_key", list.publicKey.base64EncodedString(), source],
+                [prefix + "origin", list.origin ?? (list.effectiveOrigin.map { $0 + " (derived from its key)" } ?? "(unset)"), source],
+                [prefix + "witnesses", "\(list.witnesses.count) witness \(list.witnesses.count == 1 ? "key" : "keys")", source],
+                [prefix + "witnesses_required", "\(list.witnessesRequired)", source],
+            ]
         }
         return SettingsTable.text(fileLine: fileLine, rows: rows)
     }

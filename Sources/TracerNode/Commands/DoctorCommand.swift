@@ -40,6 +40,7 @@ struct DoctorCommand: AsyncParsableCommand {
             let (list, serverDate) = await checks.listServer()
             results.append(list)
             if let splitView = checks.listSplitView() { results.append(splitView) }
+            results += await checks.furtherListServers()
             results.append(checks.clock(serverDate: serverDate))
             results.append(checks.calibration())
             let place = PlaceInForce(settings: resolved.settings)

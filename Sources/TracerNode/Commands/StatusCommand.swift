@@ -22,6 +22,27 @@ struct StatusCommand: AsyncParsableCommand {
     @OptionGroup var server: ListServerOptions
     @Flag(help: "Print the status as JSON.") var json = false
 
+    /// One further list's state, as its own directory keeps it.
+    struct FurtherList: Encodable {
+        var name: String
+        var cache: String
+        var lastUpdated: UnixSeconds?
+        var lastFailure: String?
+        var logEntries: UInt64?
+        var splitViewEvidence: [String]
+
+        init(_ list: FurtherListSettings, parts: MatchingParts) {
+            let cache = parts.furtherCache(list)
+            let store = parts.furtherLogStore(list)
+            name = list.name
+            self.cache = cache.directory
+            lastUpdated = cache.state.lastUpdated
+            lastFailure = cache.state.lastFailure
+            logEntries = store.heldState()?.treeSize
+            splitViewEvidence = store.evidence()
+        }
+    }
+
     struct HeldSightings: Encodable {
         var sightings: Int
         var files: [String]
@@ -54,6 +75,8 @@ struct StatusCommand: AsyncParsableCommand {
         /// Directories holding two signed checkpoints of one size that differ: the list's key
         /// signed two histories (a split view), kept for the user to hand over.
         var listSplitViewEvidence: [String]
+        /// The further authorities' lists (`[lists.<name>]`); nil for a node following one list.
+        var furtherLists: [FurtherList]?
         var lastCheck: ExposureCheckReport?
         var reports: [ReportReceipt]
         /// The configured place name and what gpsd says; never a position.
@@ -99,6 +122,7 @@ struct StatusCommand: AsyncParsableCommand {
             currentIDTag: current?.id.tag, currentWindowEnd: current?.window.end, listCache: cache.directory,
             listLastUpdated: cacheState.lastUpdated, listLastFailure: cacheState.lastFailure,
             listLogEntries: parts.logStore.heldState()?.treeSize, listSplitViewEvidence: parts.logStore.evidence(),
+            furtherLists: settings.furtherLists.isEmpty ? nil : settings.furtherLists.map { FurtherList($0, parts: parts) },
             lastCheck: try ExposureChecker.lastReport(in: opened), reports: HistoryReporter.receipts(in: opened),
             place: PlaceInForce(settings: settings).summary(gpsd: await PlaceInForce(settings: settings).probeGPSD()))
         if json {
@@ -144,9 +168,22 @@ struct StatusCommand: AsyncParsableCommand {
             lines.append("                SPLIT VIEW: the list's key signed two different lists, so its server shows different lists to different people; "
                 + "the proof is in \(evidence). Hand it to the health authority (`tracer doctor` says more).")
         }
+        for list in status.furtherLists ?? [] {
+            let entries = list.logEntries.map { ", list log of \($0) entries" } ?? ""
+            lines.append("List \(list.name):".padding(toLength: 16, withPad: " ", startingAt: 0)
+                + (list.lastUpdated.map { "last updated \(ago($0))\(entries)" } ?? "never downloaded; run `tracer check`"))
+            if let failure = list.lastFailure { lines.append("                last update failed: \(failure)") }
+            if let evidence = list.splitViewEvidence.last {
+                lines.append("                SPLIT VIEW: the key of the list \(list.name) signed two different lists, so its server shows different lists to different people; "
+                    + "the proof is in \(evidence). Hand it to that list's health authority (`tracer doctor` says more).")
+            }
+        }
         if let check = status.lastCheck {
+            let notUpToDate = check.listsNotUpToDate.map(\.name)
             let result = check.exposureFound
                 ? "exposure found (\(check.assessment.level.rawValue) risk) on \(check.assessment.exposureDays.map(\.day).joined(separator: ", "))"
+                : !notUpToDate.isEmpty
+                ? "nothing found, but not every list was up to date (\(notUpToDate.joined(separator: ", "))), so no result; run `tracer check` again"
                 : "no exposure found" + (check.listIsStale ? " (in a list that could not be updated)" : "")
             lines.append("Last check:     \(ago(check.checkedAt)): \(result), \(check.idsChecked) ids checked")
         } else {

@@ -17,15 +17,16 @@ enum ConfigFileReader {
         var line: Int
     }
 
-    /// The checked values by key, and whether the file exists.
+    /// The checked values by key, the further lists (`[lists.<name>]`, in file order), and
+    /// whether the file exists.
     static func load(
         _ location: ConfigFileLocation, home: String?
-    ) throws(ConfigurationError) -> (values: [String: FileValue], exists: Bool) {
-        guard let path = location.path else { return ([:], false) }
+    ) throws(ConfigurationError) -> (values: [String: FileValue], lists: [FurtherListSettings], exists: Bool) {
+        guard let path = location.path else { return ([:], [], false) }
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) else {
             if let origin = location.origin, location.isExplicit { throw .missingFile(path: path, origin: origin) }
-            return ([:], false)
+            return ([:], [], false)
         }
         if isDirectory.boolValue { throw .unreadableFile(path: path, reason: "it is a directory") }
 
@@ -38,7 +39,17 @@ enum ConfigFileReader {
         }
         let paths = PathContext(baseDirectory: (path as NSString).deletingLastPathComponent, home: home)
         var values: [String: FileValue] = [:]
+        var lists: [FurtherListSettings] = []
         for table in document.tables {
+            if table.name + "." == FurtherListSettings.tablePrefix {
+                throw .listTable(
+                    path: path, line: table.line,
+                    problem: "[lists] holds no settings itself; give each further list a table of its own, such as [lists.campus] with url and public_key")
+            }
+            if table.name.hasPrefix(FurtherListSettings.tablePrefix) {
+                lists.append(try FurtherListSettings.read(table, path: path, paths: paths))
+                continue
+            }
             if !table.name.isEmpty, !SettingRegistry.sections.contains(table.name) {
                 throw .unknownSection(path: path, line: table.line, section: table.name)
             }
@@ -55,7 +66,7 @@ enum ConfigFileReader {
                 }
             }
         }
-        return (values, true)
+        return (values, lists, true)
     }
 
     /// The file's bytes, at most `sizeLimit` of them.

@@ -9,6 +9,8 @@ enum ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
     case syntax(path: String, line: Int, problem: String)
     case unknownSection(path: String, line: Int, section: String)
     case unknownKey(path: String, line: Int, key: String)
+    /// A `[lists.<name>]` table (a further list) that cannot be followed as written.
+    case listTable(path: String, line: Int, problem: String)
     case invalidValue(key: String, source: SettingSource, problem: String)
     /// Two settings that are fine alone but not together.
     case conflict(source: SettingSource, problem: String)
@@ -36,6 +38,8 @@ enum ConfigurationError: Error, Equatable, Sendable, CustomStringConvertible {
             }
             let known = SettingRegistry.all.filter { $0.section == section }.map(\.name).joined(separator: ", ")
             return "\(path) line \(line): \(key) is not a setting Tracer knows; the [\(section)] settings are \(known)."
+        case .listTable(let path, let line, let problem):
+            return "\(path) line \(line): \(problem)."
         case .invalidValue(let key, let source, let problem):
             return "\(source.location): \(key) \(problem); \(source.remedy)."
         case .conflict(let source, let problem):

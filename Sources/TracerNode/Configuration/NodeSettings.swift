@@ -74,6 +74,9 @@ struct NodeSettings: Equatable, Sendable {
     var listOrigin: String?
     var listWitnesses: [NoteVerifierKey] = []
     var listWitnessesRequired: Int64 = 0
+    // [lists.<name>]
+    /// Further authorities' lists, followed as logs besides the home list, in file order.
+    var furtherLists: [FurtherListSettings] = []
     // [risk]
     var risk = Risk()
     // [place]

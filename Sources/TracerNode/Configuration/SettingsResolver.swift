@@ -60,6 +60,11 @@ extension NodeSettings {
             entries.append(ResolvedSettings.Entry(definition: definition, value: value, source: source))
         }
 
+        if let path = configFile.path, !file.lists.isEmpty {
+            try FurtherListSettings.checkDistinct(file.lists, home: settings, path: path)
+        }
+        // Only from the file: a further list is a table of settings, which no flag or variable carries.
+        settings.furtherLists = file.lists
         let resolved = ResolvedSettings(settings: settings, entries: entries, configFile: configFile)
         for constraint in SettingRegistry.constraints {
             guard let problem = constraint.problem(settings) else { continue }

@@ -1,12 +1,15 @@
 import TracerCore
 
 /// Reads the subset of TOML the node's configuration file uses: comments, one-level `[table]`
-/// headers, and `key = value` lines whose values are strings, integers, floats or booleans.
+/// headers (and two-level `[lists.<name>]` ones, one per further list the node follows), and `key = value` lines whose values are strings, integers, floats or booleans.
 ///
 /// Everything else TOML allows (arrays, inline tables, dotted or quoted keys, multi-line strings,
 /// dates) is refused with the line it is on rather than half-understood. The reader works on
 /// bytes with bounds-checked indexes and no recursion, so hostile input can only make it throw.
 enum TOMLReader {
+    /// The tables whose named subtables (`[lists.campus]`) the reader accepts.
+    static let tablesWithSubtables: Set<String> = ["lists"]
+
     static func parse(_ bytes: [UInt8]) throws(TOMLSyntaxError) -> TOMLDocument {
         var tables = [TOMLTable(name: "", line: 0, entries: [])]
         var tableLines: [String: Int] = ["": 0]
@@ -107,8 +110,15 @@ private struct LineCursor {
         index += 1
         if current == UInt8(ascii: "[") { throw failure("arrays of tables ([[…]]) are not supported") }
         skipWhitespace()
-        let name = try readKey()
+        var name = try readKey()
         skipWhitespace()
+        // Only [lists.<name>]: each further list is a table of its own under [lists].
+        if current == UInt8(ascii: "."), TOMLReader.tablesWithSubtables.contains(name) {
+            index += 1
+            skipWhitespace()
+            name += "." + (try readKey())
+            skipWhitespace()
+        }
         if current == UInt8(ascii: ".") { throw failure("nested tables such as [\(name).…] are not supported") }
         guard current == UInt8(ascii: "]") else { throw failure("the table header [\(name) is missing its closing ]") }
         index += 1

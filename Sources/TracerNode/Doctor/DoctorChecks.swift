@@ -226,6 +226,35 @@ struct DoctorChecks {
         }
     }
 
+    /// Updates each further list (`[lists.<name>]`) as `tracer check` would, one check each.
+    func furtherListServers() async -> [DoctorCheck] {
+        let parts = MatchingParts(settings: settings)
+        let lists: [AuthorityList]
+        do { lists = try parts.furtherLists(offline: false) } catch {
+            return [.fail("lists", UserMessage.describe(error), fix: "Check the [lists.<name>] tables of the configuration file.")]
+        }
+        var checks: [DoctorCheck] = []
+        for (list, configured) in zip(lists, settings.furtherLists) {
+            let name = "list \(list.name)"
+            do {
+                let lock = try await list.cache.lock()
+                defer { lock.release() }
+                let update = try await ListUpdating(index: nil, log: list.updater).update(holding: lock)
+                checks.append(.pass(name, "\(redactedURL(configured.url.absoluteString)) answered; \(update.summary)"))
+            } catch {
+                checks.append(.fail(
+                    name, UserMessage.describe(error),
+                    fix: "Check url and public_key of [lists.\(list.name)] against what that health authority publishes, and the network; until it updates, `tracer check` names this list as not up to date and gives no \"no exposure\"."))
+            }
+            if let last = list.log.store.evidence().last {
+                checks.append(.fail(
+                    name, "the key of the list \(list.name) signed two different lists of the same size; the latest proof is in \(last)",
+                    fix: "That list's server shows different lists to different people; the contradicting checkpoint was refused. Send the directory (two signed checkpoints; nothing about you) to that health authority or a journalist. Once the authority has answered, remove it."))
+            }
+        }
+        return checks
+    }
+
     /// Whether the list's key was ever caught signing two histories (a split view): the one
     /// fault of a list server that a node can prove to anyone, so it is a failure to act on.
     func listSplitView() -> DoctorCheck? {
