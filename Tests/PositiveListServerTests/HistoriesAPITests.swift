@@ -7,6 +7,7 @@ import PositiveListFormat
 import PositiveListServer
 import Testing
 import TestTiers
+import TracerTestSupport
 
 @Suite(.tags(.unit)) struct HistoriesAPITests {
     static let now = ServerFixture.start

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import PositiveListServer
 import Testing
 import TestTiers
+import TracerTestSupport
 
 /// What a hostile client on 127.0.0.1 tried (issue 14), each answered as docs/openapi.yaml
 /// says: a 4xx with a JSON error, no error in the log, nothing spent or served that should not be.

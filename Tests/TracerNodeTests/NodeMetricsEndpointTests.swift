@@ -108,54 +108,26 @@ import Glibc
 
     // MARK: The listener
 
-    /// A TCP connection to the endpoint, with a receive timeout so that a test never hangs.
-    final class Client {
-        let descriptor: Int32
+    /// A connection to the endpoint (RawConnection, whose reads end after 10 s without a byte, so
+    /// that a test never hangs).
+    static func connect(_ port: UInt16) throws -> RawConnection { try RawConnection(port: Int(port)) }
 
-        init(port: UInt16) throws {
-            descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-            var timeout = timeval(tv_sec: 10, tv_usec: 0)
-            setsockopt(descriptor, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
-            guard LoopbackPort.connectSocket(descriptor, to: Int(port)) else {
-                close(descriptor)
-                throw HarnessFailure(description: "cannot connect to 127.0.0.1:\(port)")
-            }
-        }
-
-        deinit { close(descriptor) }
-
-        func send(_ text: String) -> Bool { LoopbackPort.send(text, on: descriptor) }
-
-        /// Everything until the endpoint closes the connection, and when that was.
-        func readToEnd() -> (text: String, closedAfter: Duration) {
-            let start = ContinuousClock.now
-            var received: [UInt8] = []
-            var buffer = [UInt8](repeating: 0, count: 4096)
-            while true {
-                let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, 0) }
-                if count <= 0 { break }
-                received += buffer[0..<count]
-            }
-            return (String(decoding: received, as: UTF8.self), ContinuousClock.now - start)
-        }
-    }
-
-    static func scrape(_ port: UInt16) throws -> String {
-        let client = try Client(port: port)
+    static func scrape(_ port: UInt16) async throws -> String {
+        let client = try connect(port)
         #expect(client.send("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"))
-        return client.readToEnd().text
+        return await client.readToEnd().text
     }
 
-    @Test(.timeLimit(.minutes(1))) func aScrapeGetsWhatWasLastPublished() throws {
+    @Test(.timeLimit(.minutes(1))) func aScrapeGetsWhatWasLastPublished() async throws {
         let endpoint = try NodeMetricsEndpoint(listeningOn: .init(port: UInt16(LoopbackPort.free())))
         defer { endpoint.stop() }
         #expect(endpoint.address.host == "127.0.0.1")
-        #expect(try Self.scrape(endpoint.address.port).hasPrefix("HTTP/1.1 503 "))
+        #expect(try await Self.scrape(endpoint.address.port).hasPrefix("HTTP/1.1 503 "))
         endpoint.publish(Self.exposition)
-        let first = try Self.scrape(endpoint.address.port)
+        let first = try await Self.scrape(endpoint.address.port)
         #expect(first.hasPrefix("HTTP/1.1 200 OK\r\n") && first.hasSuffix("\r\n\r\n" + Self.exposition), "\(first)")
         endpoint.publish("tracer_node_running 0.0\n")
-        #expect(try Self.scrape(endpoint.address.port).hasSuffix("\r\n\r\ntracer_node_running 0.0\n"))
+        #expect(try await Self.scrape(endpoint.address.port).hasSuffix("\r\n\r\ntracer_node_running 0.0\n"))
     }
 
     /// Clients that send nothing, too slowly or too much are closed, while a scrape beside them
@@ -169,24 +141,24 @@ import Glibc
         let port = endpoint.address.port
 
         // Silent, and dribbling a head that never ends: both closed at the timeout, unanswered.
-        let silent = try Client(port: port)
-        let dribbling = try Client(port: port)
+        let silent = try Self.connect(port)
+        let dribbling = try Self.connect(port)
         #expect(dribbling.send("GET /metrics HTTP/1.1\r\n"))
-        let scrapeBeside = try Self.scrape(port)
+        let scrapeBeside = try await Self.scrape(port)
         #expect(scrapeBeside.hasPrefix("HTTP/1.1 200 OK"), "a scrape beside two idle clients: \(scrapeBeside)")
         // More of the head, too late or not: it never ends.
         _ = dribbling.send("X-A: 1\r\n")
-        let silentEnd = silent.readToEnd()
+        let silentEnd = await silent.readToEnd()
         #expect(silentEnd.text.isEmpty)
-        // Under the client's 10 s receive timeout, so that an endpoint that never closes it fails.
+        // Under the connection's 10 s wait for a byte, so that an endpoint that never closes it fails.
         #expect(silentEnd.closedAfter < .seconds(9), "a silent client was held \(silentEnd.closedAfter)")
-        let dribblingEnd = dribbling.readToEnd()
+        let dribblingEnd = await dribbling.readToEnd()
         #expect(dribblingEnd.text.isEmpty, "\(dribblingEnd.text)")
 
         // Too large a head: 431, and the connection closed.
-        let large = try Client(port: port)
+        let large = try Self.connect(port)
         _ = large.send("GET /metrics HTTP/1.1\r\nX-Filler: " + String(repeating: "a", count: 3 * NodeMetricsHTTP.maximumRequestSize))
-        #expect(large.readToEnd().text.hasPrefix("HTTP/1.1 431 "))
+        #expect(await large.readToEnd().text.hasPrefix("HTTP/1.1 431 "))
     }
 
     /// Past the connection limit a connection is closed at once, unanswered, while the held ones
@@ -197,20 +169,20 @@ import Glibc
         defer { endpoint.stop() }
         endpoint.publish(Self.exposition)
         let port = endpoint.address.port
-        var held = try (0..<3).map { _ in try Client(port: port) }
+        var held = try (0..<3).map { _ in try Self.connect(port) }
         // Each held connection sent half a head, so each was accepted and is waiting.
         for client in held { #expect(client.send("GET /metrics HTTP/1.1\r\n")) }
         try await Task.sleep(for: .milliseconds(200))
-        let extra = try Client(port: port)
+        let extra = try Self.connect(port)
         _ = extra.send("GET /metrics HTTP/1.1\r\n\r\n")
-        let refused = extra.readToEnd()
+        let refused = await extra.readToEnd()
         #expect(refused.text.isEmpty && refused.closedAfter < .seconds(10), "past the limit: \(refused)")
         // One held connection finishes its request: answered, and its place is free again.
         #expect(held[0].send("\r\n"))
-        #expect(held[0].readToEnd().text.hasPrefix("HTTP/1.1 200 OK"))
+        #expect(await held[0].readToEnd().text.hasPrefix("HTTP/1.1 200 OK"))
         held.removeFirst()
         try await Task.sleep(for: .milliseconds(100))
-        #expect(try Self.scrape(port).hasPrefix("HTTP/1.1 200 OK"))
+        #expect(try await Self.scrape(port).hasPrefix("HTTP/1.1 200 OK"))
     }
 
     @Test(.timeLimit(.minutes(1))) func aPortInUseIsAClearErrorWithANextStep() throws {
