@@ -21,18 +21,35 @@ struct PostgresFixture {
     let url: String
     let stores: [PostgresServerStore]
 
+    /// False when the PostgreSQL server is the caller's (``make(database:on:stores:)``).
+    var ownsPostgres = true
+
     static func make(stores count: Int = 1) async throws -> PostgresFixture {
-        let server = try ServerFixture()
         let postgres = try PostgresProcess()
         do {
-            let url = try postgres.createDatabase("tracer")
+            return try await make(database: "tracer", on: postgres, stores: count, ownsPostgres: true)
+        } catch {
+            postgres.stop(keepDirectory: true)
+            throw error
+        }
+    }
+
+    /// A fixture whose data is `database`, created on `postgres`, a server the caller keeps
+    /// running for several tests (one cluster, a database each): `remove()` leaves it running.
+    static func make(database: String, on postgres: PostgresProcess, stores count: Int = 1) async throws -> PostgresFixture {
+        try await make(database: database, on: postgres, stores: count, ownsPostgres: false)
+    }
+
+    private static func make(database: String, on postgres: PostgresProcess, stores count: Int, ownsPostgres: Bool) async throws -> PostgresFixture {
+        let server = try ServerFixture()
+        do {
+            let url = try postgres.createDatabase(database)
             var stores: [PostgresServerStore] = []
             for _ in 0..<count {
                 stores.append(try await PostgresServerStore.open(settings: PostgresSettings(connection: url, password: nil), poolSize: 4))
             }
-            return PostgresFixture(server: server, postgres: postgres, url: url, stores: stores)
+            return PostgresFixture(server: server, postgres: postgres, url: url, stores: stores, ownsPostgres: ownsPostgres)
         } catch {
-            postgres.stop(keepDirectory: true)
             server.remove()
             throw error
         }
@@ -41,7 +58,7 @@ struct PostgresFixture {
     var store: PostgresServerStore { stores[0] }
 
     func remove() {
-        postgres.stop()
+        if ownsPostgres { postgres.stop() }
         server.remove()
     }
 

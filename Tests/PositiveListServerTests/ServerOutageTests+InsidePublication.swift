@@ -27,28 +27,25 @@ extension ServerOutageTests {
     /// log-state.json agrees with it; `status` and `doctor` say the publication fails and why
     /// while it is down, the console that it cannot reach its database; `serve` publishes by
     /// itself once it is back, and the console's status page says so.
-    @Test(.timeLimit(.minutes(3)), arguments: publicationBoundaries)
+    ///
+    /// The cases share one PostgreSQL cluster, a database each (`.sharedPostgreSQLCluster`); each
+    /// still stops and starts it.
+    @Test(.timeLimit(.minutes(3)), .sharedPostgreSQLCluster, arguments: publicationBoundaries)
     func postgreSQLStoppedInsideAPublicationLosesNothingAndPublishesNothingTwice(after step: PublishStep) async throws {
-        let fixture = try await PostgresFixture.make()
-        var postgres = fixture.postgres
-        defer {
-            postgres.stop()
-            fixture.remove()
-        }
-        let server = fixture.server
         let consolePort = try LoopbackPort.free()
-        try server.writeConfiguration(extra: #", "database": {"url": "\#(fixture.url)", "poolSize": 3}, "console": {"enabled": true, "listen": "127.0.0.1:\#(consolePort)", "authority": "Health Authority A"}"#)
-        let added = try ConsoleServerProcess.addAccount("olga", role: "operator", password: ConsoleServerProcess.password, fixture: server)
-        try #require(added.exitCode == 0, "\(added)")
-        let port = try LoopbackPort.free()
-        let log = try ServerLog()
-        defer { log.remove() }
         // The publication at start (nothing to publish yet) reads the due ids and writes the index
         // too: the one to hold is then the upload's, the second to reach those steps.
         let occurrence = [.pendingEntriesRead, .indexReplaced].contains(step) ? ":2" : ""
-        let serve = try await Self.serve(
-            server, port: port, log: log, environment: [PublicationPause.environmentVariable: step.rawValue + occurrence])
-        defer { Self.stop(serve) }
+        let bed = try await PostgresServe(
+            configuration: #", "console": {"enabled": true, "listen": "127.0.0.1:\#(consolePort)", "authority": "Health Authority A"}"#,
+            environment: [PublicationPause.environmentVariable: step.rawValue + occurrence],
+            cluster: SharedPostgresCluster.current, database: "tracer_" + step.rawValue.lowercased()
+        ) { server in
+            let added = try ConsoleServerProcess.addAccount("olga", role: "operator", password: ConsoleServerProcess.password, fixture: server)
+            try #require(added.exitCode == 0, "\(added)")
+        }
+        defer { bed.end() }
+        let (fixture, server, port, log, serve) = (bed.fixture, bed.server, bed.port, bed.log, bed.serve)
 
         // Due at once (ended 10 minutes ago, past the 300 s skew allowance): the upload asks for
         // the publication that the seam holds after `step`.
@@ -64,7 +61,7 @@ extension ServerOutageTests {
         try #require(held, "serve did not pause after \(step.rawValue) (a release build ignores the seam): \(log.text.suffix(2_000))")
 
         // PostgreSQL goes away between the two steps.
-        postgres.stop(keepDirectory: true)
+        bed.postgres.stop(keepDirectory: true)
         let during = Histories.entries(count: 8, endingAt: now - 600, seed: 2)
         let refused = await Self.upload(port: port, during, key: "during-the-outage")
         #expect(refused?.status == 503 && refused?.apiError == "store_unavailable", "\(refused?.text ?? "no answer")")
@@ -91,7 +88,7 @@ extension ServerOutageTests {
 
         // Down for several retries, then back.
         try await Task.sleep(for: .seconds(3))
-        postgres = try PostgresProcess(directory: postgres.directory, port: postgres.port)
+        bed.postgres = try PostgresProcess(directory: bed.postgres.directory, port: bed.postgres.port)
         let back = ContinuousClock.now
         // Caught up: a publication succeeded since (the outcome `status` reads) and the upload
         // acknowledged before is in the index (after some steps it already was).

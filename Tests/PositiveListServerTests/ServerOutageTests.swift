@@ -3,6 +3,7 @@ import IDRotation
 @testable import ObjectStore
 import PositiveListFormat
 @testable import PositiveListServer
+import Synchronization
 import Testing
 import TestTiers
 import TracerCore
@@ -56,6 +57,58 @@ import Glibc
         let body = String(decoding: Histories.body(entries).readableBytesView, as: UTF8.self)
         let headers = "Authorization: Bearer \(ServerFixture.authorityToken)\r\nIdempotency-Key: \(key)"
         return try? await PostgresServeTests.post(port: port, "/v1/histories", header: headers, body: body)
+    }
+
+    /// What each PostgreSQL outage sets up: a fixture whose store is PostgreSQL (a cluster of its
+    /// own, or a database of its own on the one `cluster` keeps), its configuration naming that
+    /// database (a pool of 3) with `configuration` after it, and `serve` on it logging to `log`.
+    /// The test stops and starts PostgreSQL through `postgres`, always the one that runs last;
+    /// `end()` stops serve, then PostgreSQL unless it is the cluster's, and removes the rest.
+    final class PostgresServe: @unchecked Sendable {
+        let fixture: PostgresFixture
+        let port: Int
+        let log: ServerLog
+        let serve: Process
+        private let cluster: SharedPostgresCluster?
+        var postgres: PostgresProcess { didSet { cluster?.replace(with: postgres) } }
+        var server: ServerFixture { fixture.server }
+
+        /// - Parameter beforeServe: what must be in place before serve starts (a console account).
+        init(
+            configuration extra: String, environment: [String: String] = [:], cluster: SharedPostgresCluster? = nil, database: String = "tracer",
+            beforeServe: (ServerFixture) throws -> Void = { _ in }
+        ) async throws {
+            let fixture = if let cluster {
+                try await PostgresFixture.make(database: database, on: try cluster.running())
+            } else {
+                try await PostgresFixture.make()
+            }
+            do {
+                try fixture.server.writeConfiguration(extra: #", "database": {"url": "\#(fixture.url)", "poolSize": 3}"# + extra)
+                try beforeServe(fixture.server)
+                port = try LoopbackPort.free()
+                log = try ServerLog()
+                do {
+                    serve = try await ServerOutageTests.serve(fixture.server, port: port, log: log, environment: environment)
+                } catch {
+                    log.remove()
+                    throw error
+                }
+            } catch {
+                fixture.remove()
+                throw error
+            }
+            self.fixture = fixture
+            self.cluster = cluster
+            postgres = fixture.postgres
+        }
+
+        func end() {
+            ServerOutageTests.stop(serve)
+            log.remove()
+            if cluster == nil { postgres.stop() }
+            fixture.remove()
+        }
     }
 
     static func ids(_ entries: [SubmittedEntry]) throws -> [UInt64] { try entries.map { try UserID(hex: $0.id).rawValue } }
@@ -156,20 +209,10 @@ import Glibc
     /// Every answer is 201, 200 (a retry of a stored upload) or 503 `store_unavailable` with
     /// Retry-After; every acknowledged id is published once; the server needs nobody to recover.
     @Test(.timeLimit(.minutes(3))) func aPostgreSQLRestartLosesNoAcknowledgedUploadAndStoresNoneTwice() async throws {
-        let fixture = try await PostgresFixture.make()
-        // Each restart is a new process on the same port and data.
-        var postgres = fixture.postgres
-        defer {
-            postgres.stop()
-            fixture.remove()
-        }
-        let server = fixture.server
-        try server.writeConfiguration(extra: #", "clockSkewSeconds": 1, "database": {"url": "\#(fixture.url)", "poolSize": 3}"#)
-        let port = try LoopbackPort.free()
-        let log = try ServerLog()
-        defer { log.remove() }
-        let serve = try await Self.serve(server, port: port, log: log)
-        defer { Self.stop(serve) }
+        // Each restart is a new process on the same port and data (bed.postgres).
+        let bed = try await PostgresServe(configuration: #", "clockSkewSeconds": 1"#)
+        defer { bed.end() }
+        let (server, port, log) = (bed.server, bed.port, bed.log)
 
         // Every id is held until `due` (valid until a second before, plus the 1 s skew), so
         // that no publication cuts a batch before then, and the spacing does not stand in the
@@ -209,7 +252,7 @@ import Glibc
 
         // 1. Restarted during the uploads.
         try await Task.sleep(for: .seconds(2))
-        postgres = try await postgres.restart(after: .seconds(2))
+        bed.postgres = try await bed.postgres.restart(after: .seconds(2))
         let backDuringUploads = ContinuousClock.now
         let uploads = try await uploading.value
         let answers = uploads.flatMap(\.answers)
@@ -227,7 +270,7 @@ import Glibc
         let untilDue = Double(due - UnixSeconds(Date().timeIntervalSince1970)) - 1.5
         try #require(untilDue > 0, "the uploads ran past the due time; the test's timeline is off")
         try await Task.sleep(for: .seconds(untilDue))
-        postgres = try await postgres.restart(after: .seconds(5))
+        bed.postgres = try await bed.postgres.restart(after: .seconds(5))
         let backForPublication = ContinuousClock.now
         var published: [UInt64] = []
         _ = try await eventually(timeout: .seconds(70), every: .milliseconds(50)) {
@@ -249,7 +292,7 @@ import Glibc
         // ReconnectGate) after PostgreSQL is back: the server's own background queries may have
         // met it down during the restart, and a request within that second is answered 503
         // with Retry-After by design (seen once in CI on 2 loaded cores).
-        postgres = try await postgres.restart(after: .milliseconds(500))
+        bed.postgres = try await bed.postgres.restart(after: .milliseconds(500))
         try await Task.sleep(for: .milliseconds(1_200))
         let afterIdle = Histories.entries(count: 4, endingAt: UnixSeconds(Date().timeIntervalSince1970) - 600, seed: 99)
         let answer = await Self.upload(port: port, afterIdle, key: "after-idle-restart")
@@ -332,4 +375,47 @@ import Glibc
         #expect(healthy.exitCode == 0 && !healthy.stdout.contains("FAILING"), "\(healthy)")
         print("FIGURE object-store-outage: bucket caught up \(Self.seconds(recovery)) s after the store answered again; \(batchNames.count) batches, lost 0 uploads (\(published.count) ids published once)")
     }
+}
+
+/// One PostgreSQL cluster for the cases of one parameterized test, which run one after another
+/// (their suite is serialized), each on a database of its own: `initdb` and the first start once
+/// for all of them, not once a case. A case stops and starts the cluster as if it were its own
+/// (``ServerOutageTests/PostgresServe``); the next case starts it again if a failed one left it
+/// down. Made by the first case that asks (so that a missing PostgreSQL skips the case, as
+/// `RequiredTool` does), stopped and removed after the last: the `.sharedPostgreSQLCluster` trait.
+final class SharedPostgresCluster: Sendable {
+    @TaskLocal static var current: SharedPostgresCluster?
+
+    private let postgres = Mutex<PostgresProcess?>(nil)
+
+    /// The cluster, running: started (again) if it is not.
+    func running() throws -> PostgresProcess {
+        try postgres.withLock { postgres in
+            if let running = postgres, running.isRunning { return running }
+            let started = try postgres.map { try PostgresProcess(directory: $0.directory, port: $0.port) } ?? PostgresProcess()
+            postgres = started
+            return started
+        }
+    }
+
+    /// A case started the cluster again: this process is the cluster from now on.
+    func replace(with process: PostgresProcess) { postgres.withLock { $0 = process } }
+
+    func remove() { postgres.withLock { $0?.stop() } }
+}
+
+/// Gives the cases of a parameterized test one ``SharedPostgresCluster`` (its scope is the whole
+/// test function, not each case).
+struct SharedPostgresClusterTrait: TestTrait, TestScoping {
+    func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? { testCase == nil ? self : nil }
+
+    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+        let cluster = SharedPostgresCluster()
+        defer { cluster.remove() }
+        try await SharedPostgresCluster.$current.withValue(cluster) { try await function() }
+    }
+}
+
+extension Trait where Self == SharedPostgresClusterTrait {
+    static var sharedPostgreSQLCluster: Self { Self() }
 }

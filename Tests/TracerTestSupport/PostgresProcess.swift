@@ -23,6 +23,9 @@ public final class PostgresProcess: @unchecked Sendable {
     private var dataDirectory: String { directory + "/data" }
     public var logPath: String { directory + "/postgres.log" }
 
+    /// Whether the server process still runs (a test may have stopped it and failed before starting it again).
+    public var isRunning: Bool { server.isRunning }
+
     /// A URL for `database` on this server as the superuser `postgres`, without a password.
     public func url(database: String = "postgres") -> String { "postgresql://postgres@127.0.0.1:\(port)/\(database)" }
 
