@@ -56,20 +56,11 @@ struct SelfSignedCertificate {
 
     @discardableResult
     private static func shell(_ command: String, in directory: String) throws -> String {
-        let process = Process()
-        let output = Pipe()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        process.currentDirectoryURL = URL(fileURLWithPath: directory)
-        process.standardOutput = output
-        process.standardError = FileHandle.nullDevice
-        try process.run()
-        let data = output.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            throw FixtureFailure(description: "`\(command)` failed with status \(process.terminationStatus)")
+        let result = try ProcessResult.run("/bin/sh", ["-c", command], in: directory)
+        guard result.exitCode == 0 else {
+            throw FixtureFailure(description: "`\(command)` failed with status \(result.exitCode)")
         }
-        return String(decoding: data, as: UTF8.self)
+        return result.stdout
     }
 }
 

@@ -19,13 +19,16 @@ public struct ProcessResult: Sendable, CustomStringConvertible {
 
     public var description: String { "exit \(exitCode)\n--- stdout ---\n\(stdout.prefix(4000))\n--- stderr ---\n\(stderr.prefix(4000))" }
 
-    /// Runs `program` with `arguments` (and `environment`, else this process's) to its end, with
-    /// no input.
-    public static func run(_ program: String, _ arguments: [String], environment: [String: String]? = nil) throws -> ProcessResult {
+    /// Runs `program` with `arguments` (and `environment`, else this process's; in `directory`,
+    /// else this process's) to its end, with no input.
+    public static func run(
+        _ program: String, _ arguments: [String], environment: [String: String]? = nil, in directory: String? = nil
+    ) throws -> ProcessResult {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: program)
         process.arguments = arguments
         if let environment { process.environment = environment }
+        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
         return try collect(process)
     }
 
