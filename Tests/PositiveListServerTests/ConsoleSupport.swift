@@ -111,14 +111,7 @@ final class ConsoleServerProcess {
     }
 
     static func console(_ arguments: [String], input text: String, fixture: ServerFixture) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try ServerCLI.executable())
-        process.arguments = ["console"] + arguments
-        var environment = ProcessInfo.processInfo.environment
-        environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
-        environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
-        process.environment = environment
-        return try ProcessResult.collect(process, input: text)
+        try ProcessResult.collect(try ServerCLI.process(["console"] + arguments, fixture: fixture), input: text)
     }
 
     func browser(from source: String = "127.0.0.1") -> ConsoleClient { ConsoleClient(port: consolePort, source: source) }
