@@ -18,18 +18,11 @@ extension TracerNodeTests {
         }
 
         static func addAccount(_ name: String, role: String, server: ListServerProcess) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: try Products.path(of: "tracer-server"))
-            process.arguments = ["console", "add-account", "--data-dir", server.dataDirectory, "--role", role, "--password-stdin", name]
-            let input = Pipe()
-            process.standardInput = input
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            input.fileHandleForWriting.write(Data((password + "\n").utf8))
-            try input.fileHandleForWriting.close()
-            process.waitUntilExit()
-            try #require(process.terminationStatus == 0, "console add-account \(name) failed")
+            let added = try Products.run(
+                try Products.path(of: "tracer-server"),
+                ["console", "add-account", "--data-dir", server.dataDirectory, "--role", role, "--password-stdin", name],
+                home: server.home, input: password + "\n")
+            try #require(added.exitCode == 0 && !added.signaled, "console add-account \(name) failed: \(added)")
         }
 
         /// The repository's root, found from the build products' path.

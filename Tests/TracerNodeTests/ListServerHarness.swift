@@ -16,7 +16,8 @@ final class ListServerProcess {
     let publicKey: String
     let token: String
     let port: Int
-    private let home: String
+    /// The test's scratch directory, HOME of the server's processes.
+    let home: String
     private var process: Process?
 
     var url: String { "http://127.0.0.1:\(port)" }

@@ -117,25 +117,28 @@ enum Products {
         }
     }
 
-    /// Runs an executable with stdin from /dev/null (never a terminal) and stdout and stderr
-    /// captured through files, so a large output cannot fill a pipe and stall the child.
+    /// Runs an executable with stdin from /dev/null (never a terminal), or from a file holding
+    /// `input`, and stdout and stderr captured through files, so a large output cannot fill a
+    /// pipe and stall the child.
     static func run(
         _ executable: String, _ arguments: [String], home: String, environment: [String: String] = [:],
-        timeout: Duration = .seconds(60)
+        input text: String? = nil, timeout: Duration = .seconds(60)
     ) throws -> ProcessResult {
         let captureDirectory = home + "/.captures"
         try FileManager.default.createDirectory(atPath: captureDirectory, withIntermediateDirectories: true)
         let stem = captureDirectory + "/" + UUID().uuidString
-        let outPath = stem + ".out", errPath = stem + ".err"
+        let outPath = stem + ".out", errPath = stem + ".err", inPath = stem + ".in"
         _ = FileManager.default.createFile(atPath: outPath, contents: nil)
         _ = FileManager.default.createFile(atPath: errPath, contents: nil)
+        if let text { _ = FileManager.default.createFile(atPath: inPath, contents: Data(text.utf8)) }
         defer {
             unlink(outPath)
             unlink(errPath)
+            if text != nil { unlink(inPath) }
         }
         let out = try FileHandle(forWritingTo: URL(fileURLWithPath: outPath))
         let err = try FileHandle(forWritingTo: URL(fileURLWithPath: errPath))
-        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/null"))
+        let input = try FileHandle(forReadingFrom: URL(fileURLWithPath: text == nil ? "/dev/null" : inPath))
         defer {
             try? out.close()
             try? err.close()
