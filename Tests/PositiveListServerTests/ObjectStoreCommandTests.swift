@@ -151,16 +151,9 @@ struct ObjectStoreCommandTests {
         #expect(index != nil && index == local, "\(moto.logTail())")
     }
 
-    /// `tracer-server` with extra environment variables (and no AWS_* of the test's own).
+    /// `tracer-server` with extra environment variables (and no AWS_* or TRACER_SERVER_* of the test's own).
     static func run(_ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:]) throws -> ProcessResult {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try ServerCLI.executable())
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("AWS_") && !$0.key.hasPrefix("TRACER_SERVER_") }
-        environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        return try ProcessResult.collect(process)
+        try ServerCLI.run(arguments, fixture: fixture, environment: extra, dropping: ["AWS_", "TRACER_SERVER_"])
     }
 
     @Test func syncAndDoctorFromTheCommandLine() async throws {

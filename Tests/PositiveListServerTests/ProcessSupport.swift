@@ -24,12 +24,16 @@ enum ServerCLI {
         return path
     }
 
-    /// `tracer-server` with `arguments` on the fixture's data directory, not started.
-    static func process(_ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:]) throws -> Process {
+    /// `tracer-server` with `arguments` on the fixture's data directory, not started; the
+    /// runner's variables whose names start with one of `dropping` are left out (`extra` is
+    /// applied after).
+    static func process(
+        _ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:], dropping prefixes: [String] = []
+    ) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try executable())
         process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
+        var environment = ProcessInfo.processInfo.environment.filter { variable in !prefixes.contains { variable.key.hasPrefix($0) } }
         environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
         environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
         environment.removeValue(forKey: "TRACER_SERVER_KEY")
@@ -84,8 +88,8 @@ enum ServerCLI {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:]) throws -> ProcessResult {
-        try ProcessResult.collect(try process(arguments, fixture: fixture, environment: environment))
+    static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:], dropping prefixes: [String] = []) throws -> ProcessResult {
+        try ProcessResult.collect(try process(arguments, fixture: fixture, environment: environment, dropping: prefixes))
     }
 
     /// `run`, ended with SIGTERM if it still runs after `timeout` (a `serve` expected to refuse
