@@ -135,7 +135,7 @@ package final class SimulatedAir: Sendable {
 
     /// Node `index`'s controller stops completing its own connection attempts: each stays pending
     /// until its host cancels it, as with a controller whose initiator went deaf
-    /// (`ControllerQuirks.initiatorStuckOnUnansweredRequest`), until the controller is replaced.
+    /// (a stuck initiator, GATTExchange's `InitiatorHealth`), until the controller is replaced.
     /// It still advertises, scans and takes the links peers open to it.
     package func makeInitiatorStuck(_ index: Int) {
         _ = state.withLock { $0.stuckInitiators.insert(index) }

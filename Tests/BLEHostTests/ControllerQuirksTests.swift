@@ -13,8 +13,8 @@ import BLEHostTestSupport
     }
 
     @Test func settingNamesParseAndRoundTrip() throws {
-        let quirks = try ControllerQuirks(settingNames: " commands-left-unanswered ,advertising-outlives-host,")
-        #expect(quirks == [.commandsLeftUnanswered, .advertisingOutlivesHost])
+        let quirks = try ControllerQuirks(settingNames: " cancel-taken-without-ending-attempt ,")
+        #expect(quirks == [.cancelTakenWithoutEndingAttempt])
         #expect(try ControllerQuirks(settingNames: quirks.settingValue) == quirks)
         #expect(try ControllerQuirks(settingNames: "") == [])
         #expect(ControllerQuirks.settingNames.count == ControllerQuirks.names.count)
@@ -22,10 +22,33 @@ import BLEHostTestSupport
     }
 
     @Test func unknownNameIsRefusedNamingTheKnownOnes() {
-        #expect(throws: UnknownControllerQuirk(name: "floods")) { try ControllerQuirks(settingNames: "commands-left-unanswered, floods") }
+        #expect(throws: UnknownControllerQuirk(name: "floods")) { try ControllerQuirks(settingNames: "cancel-taken-without-ending-attempt, floods") }
         let message = UnknownControllerQuirk(name: "floods").description
         #expect(message.contains("\"floods\""))
         for name in ControllerQuirks.settingNames { #expect(message.contains(name)) }
+    }
+
+    /// A setting written when more behaviours were quirks still parses: each retired name, plain or
+    /// turning a quirk off, changes nothing and is kept for the node to say it can go.
+    @Test func retiredNamesAreAcceptedAndChangeNothing() throws {
+        #expect(Set(ControllerQuirks.retiredSettingNames).isDisjoint(with: ControllerQuirks.settingNames))
+        #expect(Set(ControllerQuirks.retiredSettingNames).count == ControllerQuirks.retiredSettingNames.count)
+        for name in ControllerQuirks.retiredSettingNames {
+            for written in [name, "-\(name)"] {
+                let choice = try ControllerQuirkChoice(settingNames: written)
+                #expect(choice == ControllerQuirkChoice(namesHandledAlways: [name]), "\(written)")
+            }
+        }
+        let older = try ControllerQuirkChoice(settingNames:
+            "commands-left-unanswered, cancel-taken-without-ending-attempt, -attempt-dropped-without-end, commands-left-unanswered")
+        #expect(older.added == [.cancelTakenWithoutEndingAttempt], "a current quirk in the same list still counts")
+        #expect(older.removed == [])
+        #expect(older.namesHandledAlways == ["commands-left-unanswered", "attempt-dropped-without-end"], "each once, in order")
+        #expect(try ControllerQuirkChoice(settingNames: "none, cancel-taken-without-ending-attempt").namesHandledAlways == [])
+        // The old names are no quirks: a set of quirks refuses them.
+        #expect(throws: UnknownControllerQuirk(name: "commands-left-unanswered")) {
+            try ControllerQuirks(settingNames: "commands-left-unanswered")
+        }
     }
 
     @Test func quirkNamedInTheConfigurationReachesTheHost() async throws {
@@ -35,37 +58,47 @@ import BLEHostTestSupport
         await host.close()
     }
 
+    /// Company 0x00E0, HCI 5.3, LMP subversion 0 (a virtual controller's default identity), as a
+    /// table row for the tests: the project's table has none.
+    static let testModel = ControllerModel(
+        companyIdentifier: 0x00E0, hciVersion: 0x0C, lmpSubversion: 0, quirks: [.cancelTakenWithoutEndingAttempt])
+    static let testModelVersion: [UInt8] = [0x0C, 0x00, 0x00, 0x0C, 0xE0, 0x00, 0x00, 0x00]
+
     @Test func controllerIdentitySelectsItsKnownQuirks() async throws {
+        var configuration = LEHost.Configuration()
+        configuration.controllerModels = [Self.testModel]
         let unknownModel = ScriptedController()
-        let plain = try await Self.openHost(unknownModel)
+        let plain = try await LEHost.open(
+            transport: unknownModel, databaseForLink: { _ in try GATTDatabase(services: []) }, configuration: configuration)
         #expect(await plain.quirks == [], "a controller of a registered maker is not presumed quirky")
         await plain.close()
 
         let testModel = ScriptedController()
-        // Company 0x00E0, HCI 5.3, LMP subversion 0: a virtual controller's default identity.
-        testModel.state.withLock { $0.localVersion = [0x0C, 0x00, 0x00, 0x0C, 0xE0, 0x00, 0x00, 0x00] }
-        let host = try await Self.openHost(testModel, knownQuirks: [.commandsLeftUnanswered])
-        let quirks = await host.quirks
-        #expect(quirks.contains(.attemptDroppedWithoutEnd))
-        #expect(quirks.contains(.initiatorStuckOnUnansweredRequest))
-        #expect(quirks.contains(.commandsLeftUnanswered), "settings add to what the model selects")
+        testModel.state.withLock { $0.localVersion = Self.testModelVersion }
+        let host = try await LEHost.open(
+            transport: testModel, databaseForLink: { _ in try GATTDatabase(services: []) }, configuration: configuration)
+        #expect(await host.quirks == [.cancelTakenWithoutEndingAttempt])
         await host.close()
 
-        // Company 0xFFFF is also what real development firmware reports: it selects nothing.
-        let testCompany = ScriptedController()
-        testCompany.state.withLock { $0.localVersion = [0x09, 0x00, 0x00, 0x09, 0xFF, 0xFF, 0x00, 0x00] }
-        let unpresumed = try await Self.openHost(testCompany)
-        #expect(await unpresumed.quirks == [])
-        await unpresumed.close()
+        // The project's table selects nothing for that identity, nor for company 0xFFFF, which
+        // real development firmware reports too.
+        for version in [Self.testModelVersion, [0x09, 0x00, 0x00, 0x09, 0xFF, 0xFF, 0x00, 0x00]] {
+            let controller = ScriptedController()
+            controller.state.withLock { $0.localVersion = version }
+            let unpresumed = try await Self.openHost(controller)
+            #expect(await unpresumed.quirks == [])
+            await unpresumed.close()
+        }
     }
 
     @Test func settingsTurnOffWhatTheTableSelects() throws {
-        let table: ControllerQuirks = [.attemptDroppedWithoutEnd, .initiatorStuckOnUnansweredRequest]
+        let table: ControllerQuirks = [.cancelTakenWithoutEndingAttempt]
         #expect(try ControllerQuirkChoice(settingNames: "none").applied(to: table) == [])
-        #expect(try ControllerQuirkChoice(settingNames: " -attempt-dropped-without-end ").applied(to: table) == [.initiatorStuckOnUnansweredRequest])
-        #expect(try ControllerQuirkChoice(settingNames: "none, commands-left-unanswered").applied(to: table) == [.commandsLeftUnanswered])
-        #expect(try ControllerQuirkChoice(settingNames: "commands-left-unanswered").applied(to: table) == table.union(.commandsLeftUnanswered))
+        #expect(try ControllerQuirkChoice(settingNames: " -cancel-taken-without-ending-attempt ").applied(to: table) == [])
+        #expect(try ControllerQuirkChoice(settingNames: "none, cancel-taken-without-ending-attempt").applied(to: table) == table)
+        #expect(try ControllerQuirkChoice(settingNames: "cancel-taken-without-ending-attempt").applied(to: []) == table)
         #expect(try ControllerQuirkChoice(settingNames: "").applied(to: table) == table)
+        #expect(try ControllerQuirkChoice(settingNames: "-commands-left-unanswered").applied(to: table) == table, "a retired name turns nothing off")
         #expect(throws: UnknownControllerQuirk(name: "floods")) { try ControllerQuirkChoice(settingNames: "-floods") }
         #expect(throws: UnknownControllerQuirk(name: "nothing")) { try ControllerQuirkChoice(settingNames: "nothing") }
         #expect(throws: UnknownControllerQuirk(name: "-")) { try ControllerQuirkChoice(settingNames: "-") }
@@ -75,28 +108,25 @@ import BLEHostTestSupport
 
     @Test func hostLeavesOutTheTableQuirksTheSettingsTurnOff() async throws {
         let testModel = ScriptedController()
-        // Company 0x00E0, HCI 5.3, LMP subversion 0: selected by the table (three quirks).
-        testModel.state.withLock { $0.localVersion = [0x0C, 0x00, 0x00, 0x0C, 0xE0, 0x00, 0x00, 0x00] }
+        testModel.state.withLock { $0.localVersion = Self.testModelVersion }
         var configuration = LEHost.Configuration()
-        let choice = try ControllerQuirkChoice(settingNames: "-initiator-stuck-on-unanswered-request")
+        configuration.controllerModels = [Self.testModel]
+        let choice = try ControllerQuirkChoice(settingNames: "-cancel-taken-without-ending-attempt")
         configuration.knownQuirks = choice.added
         configuration.tableQuirksTurnedOff = choice.removed
         let host = try await LEHost.open(
             transport: testModel, databaseForLink: { _ in try GATTDatabase(services: []) }, configuration: configuration)
-        let quirks = await host.quirks
-        #expect(!quirks.contains(.initiatorStuckOnUnansweredRequest))
-        #expect(quirks.contains(.attemptDroppedWithoutEnd), "only the quirk named is turned off")
+        #expect(await host.quirks == [])
         await host.close()
     }
 
     @Test func modelsMatchOnEveryFieldTheyName() throws {
-        let model = ControllerModel(companyIdentifier: 0x00E0, hciVersion: 0x0C, lmpSubversion: 0, quirks: [.advertisingOutlivesHost])
         func version(_ bytes: [UInt8]) throws -> ReadLocalVersionInformation.ReturnParameters {
             try ReadLocalVersionInformation.ReturnParameters(decoding: bytes)
         }
-        #expect(ControllerQuirks.known(for: try version([0x0C, 0, 0, 0x0C, 0xE0, 0x00, 0, 0]), in: [model]) == [.advertisingOutlivesHost])
+        #expect(ControllerQuirks.known(for: try version(Self.testModelVersion), in: [Self.testModel]) == [.cancelTakenWithoutEndingAttempt])
         // Same maker, a real chip's subversion.
-        #expect(ControllerQuirks.known(for: try version([0x0C, 0, 0, 0x0C, 0xE0, 0x00, 0x34, 0x12]), in: [model]) == [])
-        #expect(ControllerQuirks.known(for: try version([0x0B, 0, 0, 0x0B, 0xE0, 0x00, 0, 0]), in: [model]) == [])
+        #expect(ControllerQuirks.known(for: try version([0x0C, 0, 0, 0x0C, 0xE0, 0x00, 0x34, 0x12]), in: [Self.testModel]) == [])
+        #expect(ControllerQuirks.known(for: try version([0x0B, 0, 0, 0x0B, 0xE0, 0x00, 0, 0]), in: [Self.testModel]) == [])
     }
 }

@@ -119,6 +119,37 @@ struct ScriptedControllerTests {
         await host.close()
     }
 
+    /// The end of an attempt may reach the host after its cancel's refusal (the controller had
+    /// just stopped initiating; link events come through L2CAP, command answers directly). The
+    /// attempt waits for it on a controller with no quirk too, and so owns it: the link is the
+    /// attempt's result. With no end at all, the wait is bounded (`endAfterRefusedCancel`). This
+    /// is why the wait is no quirk's: gated, the link here would be closed as an abandoned one's.
+    @Test(arguments: [true, false])
+    func anEndThatTrailsARefusedCancelIsAwaitedOnEveryController(endComes: Bool) async throws {
+        let controller = ScriptedController()
+        let clock = ManualHostClock()
+        let host = try await Self.openHost(controller, clock: clock)
+        #expect(await host.quirks == [])
+        let attempt = Task { try await host.connect(to: Self.peerA, type: .random, timeout: .seconds(2)) }
+        #expect(await eventually { controller.initiatingPeer == Self.peerA && clock.pendingDeadlines.contains(.seconds(2)) })
+        controller.dropInitiationSilently()
+        clock.advance(by: .seconds(2))
+        // The cancel refused, the attempt waits for its end.
+        #expect(await eventually { clock.pendingDeadlines.contains(.milliseconds(2300)) }, "no wait after the refused cancel")
+        if endComes {
+            controller.inject(ScriptedController.connectionComplete(
+                status: .success, handle: 0x0046, role: .central, peer: Self.peerA.littleEndianBytes))
+            let connection = try await attempt.value
+            #expect(connection.handle == 0x0046 && connection.isConnected)
+            #expect(!controller.state.withLock { $0.commands }.contains(Disconnect.opcode), "the late link was closed")
+        } else {
+            clock.advance(by: .milliseconds(300))
+            await #expect(throws: GAPError.connectionTimedOut(peer: Self.peerA, after: .seconds(2))) { try await attempt.value }
+        }
+        #expect(await host.quirks == [], "a refused cancel is no sign of an ignored one")
+        await host.close()
+    }
+
     /// Issue 38: an LE Create Connection whose end never comes, and whose cancel is neither
     /// answered nor obeyed, holds the host's turn only for the attempt's timeout, the cancel's
     /// command timeout and the cancel grace: the attempt fails, and the procedure queued behind it

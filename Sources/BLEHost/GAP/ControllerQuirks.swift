@@ -2,13 +2,17 @@
 /// the behaviour, as Linux names its `HCI_QUIRK_…` flags: the host tests a named behaviour, never a
 /// controller's make.
 ///
-/// Two kinds. Most are handled whatever the set says, because the defence is safe on every
-/// controller (parameters before every enable, a timeout on every command); they are named so that
-/// code, comments and logs say what the controller does. Those the host adapts to are learned the
-/// first time the controller shows them (`LEHost.quirks`), or known from the start: named in the
-/// node's settings (`LEHost.Configuration.knownQuirks`, by `settingName`), or selected by the
-/// controller's identity (`ControllerQuirks.known(for:)`, as Linux's drivers set `hdev->quirks`
-/// per chip). Real controllers need none: the default is the empty set.
+/// A quirk gates code: the host takes a path that would cost something on a spec-faithful
+/// controller only where the quirk is known from the start, named in the node's settings
+/// (`LEHost.Configuration.knownQuirks`, by `settingName`) or selected by the controller's identity
+/// (`ControllerQuirks.known(for:)`, as Linux's drivers set `hdev->quirks` per chip), or learned the
+/// first time the controller shows it (`LEHost.quirks`). Real controllers need none: the default
+/// is the empty set.
+///
+/// What the host defends against on every controller is no quirk, as Linux sets advertising
+/// parameters before every enable and times out every command with no flag: the defence is safe
+/// and cheap everywhere, and its explanation stands at the code that runs it. Settings that still
+/// name one are accepted (`retiredSettingNames`).
 public struct ControllerQuirks: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: UInt32
     public init(rawValue: UInt32) { self.rawValue = rawValue }
@@ -19,53 +23,29 @@ public struct ControllerQuirks: OptionSet, Sendable, Hashable, CustomStringConve
     /// forms for a given-up attempt is closed at once. Learned at the first cancel left without an end.
     public static let cancelTakenWithoutEndingAttempt = ControllerQuirks(rawValue: 1 << 0)
 
-    /// The initiator drops an attempt without reporting its end, and then refuses the cancel as
-    /// "not initiating" (Command Disallowed): a controller whose earlier connect request went
-    /// unanswered does this. The host waits a short time for an end after such a refusal
-    /// (`ConnectionAttempt.endAfterRefusedCancel`) on every controller. Learned when that wait runs out.
-    public static let attemptDroppedWithoutEnd = ControllerQuirks(rawValue: 1 << 1)
-
-    /// A connect request the advertiser left unanswered stays pending: the initiator ignores every
-    /// advertiser from then on (its scanner still reports them) and the controller refuses its
-    /// peers' connect requests, until a link to that same peer forms or HCI Reset. Handled always:
-    /// an attempt whose peer is heard advertising without a link ends early
-    /// (`GAPError.peerAdvertisedWithoutConnecting`), and the exchange asks that peer again, then
-    /// resets the controller (GATTExchange's `InitiatorHealth`).
-    public static let initiatorStuckOnUnansweredRequest = ControllerQuirks(rawValue: 1 << 6)
-
-    /// Enabled without LE Set Advertising Parameters first, advertising runs at an interval of 0,
-    /// a flood. Handled always: parameters precede every enable.
-    public static let advertisingFloodsWithoutParameters = ControllerQuirks(rawValue: 1 << 2)
-
-    /// Every enable restarts the advertising interval, so enabling advertising that is on leaves
-    /// the node unheard for a moment each time. Handled always: advertising that is on is not
-    /// enabled again.
-    public static let advertisingEnableRestartsInterval = ControllerQuirks(rawValue: 1 << 3)
-
-    /// Advertising goes on after the host's transport closes, luring peers to a node that no longer
-    /// answers. Handled always: closing the host stops advertising first.
-    public static let advertisingOutlivesHost = ControllerQuirks(rawValue: 1 << 4)
-
-    /// Commands the controller does not implement are never answered. Handled always: every
-    /// command has a timeout, and its credit comes back (`HostControllerInterface`).
-    public static let commandsLeftUnanswered = ControllerQuirks(rawValue: 1 << 5)
-
     /// Each quirk with the name settings use and the words logs use.
     static let names: [(quirk: ControllerQuirks, settingName: String, words: String)] = [
         (.cancelTakenWithoutEndingAttempt, "cancel-taken-without-ending-attempt", "cancel taken without ending the attempt"),
-        (.attemptDroppedWithoutEnd, "attempt-dropped-without-end", "attempt dropped without an end"),
-        (.advertisingFloodsWithoutParameters, "advertising-floods-without-parameters", "advertising floods without parameters"),
-        (.advertisingEnableRestartsInterval, "advertising-enable-restarts-interval", "advertising enable restarts the interval"),
-        (.advertisingOutlivesHost, "advertising-outlives-host", "advertising outlives the host"),
-        (.commandsLeftUnanswered, "commands-left-unanswered", "commands left unanswered"),
-        (.initiatorStuckOnUnansweredRequest, "initiator-stuck-on-unanswered-request", "initiator stuck on an unanswered request"),
+    ]
+
+    /// Names that settings once used for behaviours the host now handles on every controller:
+    /// `ControllerQuirkChoice` accepts them, with or without "-", so that an older setting still
+    /// starts the node, and keeps them (`namesHandledAlways`) for the node to say that they change
+    /// nothing and can be removed from the setting. Where each is handled:
+    public static let retiredSettingNames: [String] = [
+        "attempt-dropped-without-end",            // ConnectionAttempt.endAfterRefusedCancel
+        "initiator-stuck-on-unanswered-request",  // LEHost.attemptPeerAdvertised, and GATTExchange's InitiatorHealth
+        "advertising-floods-without-parameters",  // LEHost.enableAdvertising
+        "advertising-enable-restarts-interval",   // LEHost.advertisingIsOn
+        "advertising-outlives-host",              // LEHost.close
+        "commands-left-unanswered",               // HostControllerInterface.Configuration.commandTimeout
     ]
 
     /// Every name `init(settingNames:)` accepts, in a stable order.
     public static var settingNames: [String] { names.map(\.settingName) }
 
-    /// The quirks named in a comma-separated list such as "commands-left-unanswered,
-    /// advertising-outlives-host" (spaces around names allowed; the empty list names none).
+    /// The quirks named in a comma-separated list such as "cancel-taken-without-ending-attempt"
+    /// (spaces around names allowed; the empty list names none).
     public init(settingNames list: String) throws(UnknownControllerQuirk) {
         self = []
         for part in list.split(separator: ",") {
@@ -93,32 +73,40 @@ public struct ControllerQuirks: OptionSet, Sendable, Hashable, CustomStringConve
 /// to add to those the table of known models selects, and quirks of that table's choice to turn
 /// off, for a controller the table misjudges. "none" turns the table's whole choice off; "-name"
 /// turns one quirk off; a plain name adds it (and wins over "none" or "-name" in the same list).
+/// A retired name (`ControllerQuirks.retiredSettingNames`), plain or with "-", changes nothing.
 public struct ControllerQuirkChoice: Sendable, Hashable {
     public var added: ControllerQuirks
     public var removed: ControllerQuirks
+    /// The retired names the list gave, each once, in its order: behaviours the host handles on
+    /// every controller, which the setting need not name.
+    public var namesHandledAlways: [String]
 
-    public init(added: ControllerQuirks = [], removed: ControllerQuirks = []) {
+    public init(added: ControllerQuirks = [], removed: ControllerQuirks = [], namesHandledAlways: [String] = []) {
         self.added = added
         self.removed = removed
+        self.namesHandledAlways = namesHandledAlways
     }
 
     /// The word that turns off every quirk the table selects.
     public static let noneName = "none"
 
-    /// Parses a comma-separated list such as "none, commands-left-unanswered" or
-    /// "-attempt-dropped-without-end" (spaces around names allowed; the empty list changes nothing).
+    /// Parses a comma-separated list such as "none, cancel-taken-without-ending-attempt" or
+    /// "-cancel-taken-without-ending-attempt" (spaces around names allowed; the empty list changes nothing).
     public init(settingNames list: String) throws(UnknownControllerQuirk) {
         self.init()
         for part in list.split(separator: ",") {
             let name = String(part.drop(while: \.isWhitespace).reversed().drop(while: \.isWhitespace).reversed())
             guard !name.isEmpty else { continue }
-            if name == Self.noneName {
+            let turnsOff = name.hasPrefix("-")
+            let quirkName = turnsOff ? String(name.dropFirst()) : name
+            if ControllerQuirks.retiredSettingNames.contains(quirkName) {
+                if !namesHandledAlways.contains(quirkName) { namesHandledAlways.append(quirkName) }
+            } else if name == Self.noneName {
                 removed = ControllerQuirks(rawValue: ~0)
-            } else if name.hasPrefix("-") {
+            } else if turnsOff {
                 // "-" alone or "-none" names no quirk: refused rather than read as nothing.
-                let turnedOff = String(name.dropFirst())
-                guard !turnedOff.isEmpty, turnedOff != Self.noneName else { throw UnknownControllerQuirk(name: name) }
-                removed.formUnion(try ControllerQuirks(settingNames: turnedOff))
+                guard !quirkName.isEmpty, quirkName != Self.noneName else { throw UnknownControllerQuirk(name: name) }
+                removed.formUnion(try ControllerQuirks(settingNames: quirkName))
             } else {
                 added.formUnion(try ControllerQuirks(settingNames: name))
             }
@@ -156,21 +144,16 @@ public struct ControllerModel: Sendable {
 }
 
 extension ControllerQuirks {
-    /// The one table of controller models with known quirks, as seen in this project's test beds.
-    /// Real controllers of registered makers have shown none.
-    public static let knownModels: [ControllerModel] = [
-        // No row for company 0xFFFF (reserved by the SIG for tests): real development firmware
-        // reports it too (NimBLE's controller does by default, with the same version fields as a
-        // virtual controller), and the quirks of one would leave the other's initiator stuck. A
-        // virtual controller reporting 0xFFFF gets its quirks from `node.controller_quirks`.
-        // Company 0x00E0 with HCI 5.3 (0x0C) and LMP subversion 0: the default identity of the
-        // virtual controller the crowd tests use (no chip reports subversion 0). It drops attempts
-        // without an end, leaves its initiator stuck on an unanswered request, and restarts the
-        // advertising interval at every enable.
-        ControllerModel(
-            companyIdentifier: 0x00E0, hciVersion: 0x0C, lmpSubversion: 0x0000,
-            quirks: [.attemptDroppedWithoutEnd, .initiatorStuckOnUnansweredRequest, .advertisingEnableRestartsInterval]),
-    ]
+    /// The one table of controller models with known quirks, as seen in this project's test beds
+    /// (`LEHost.Configuration.controllerModels` defaults to it). Real controllers of registered
+    /// makers have shown none, and so the table is empty. The virtual controller the crowd tests
+    /// use (company 0x00E0, HCI 5.3, LMP subversion 0, which no chip reports) had a row, for
+    /// behaviours the host now handles on every controller (`retiredSettingNames`). No row for
+    /// company 0xFFFF (reserved by the SIG for tests): real development firmware reports it too
+    /// (NimBLE's controller does by default, with the same version fields as a virtual controller),
+    /// and the quirks of one would be taken for the other's. A virtual controller reporting 0xFFFF
+    /// gets its quirks from `node.controller_quirks`.
+    public static let knownModels: [ControllerModel] = []
 
     /// The quirks the table knows for a controller that identifies itself this way.
     public static func known(for version: ReadLocalVersionInformation.ReturnParameters,

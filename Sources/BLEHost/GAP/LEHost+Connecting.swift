@@ -19,8 +19,14 @@ struct ConnectionAttempt {
     }
 
     /// How long the end of an attempt may trail a cancel refused with Command Disallowed. The
-    /// refusal means the controller is not initiating, so the end is already on its way, unless it
-    /// dropped the attempt with no end (`ControllerQuirks.attemptDroppedWithoutEnd`).
+    /// refusal means the controller is not initiating, so the end is already on its way: the
+    /// attempt still waits for it on every controller, because this host can see the refusal
+    /// before an end the controller sent first (link events reach it through L2CAP, command
+    /// answers directly), and an end nobody waits for would be handed to the next attempt. The
+    /// bound is for a controller that drops an attempt without reporting its end and then refuses
+    /// its cancel (one whose earlier connect request went unanswered does). The wait costs
+    /// something only there, and no flag could spare it even there: such a controller reports the
+    /// ends of its other attempts, which the wait is for.
     static let endAfterRefusedCancel: Duration = .milliseconds(300)
 
     let number: UInt64
@@ -140,7 +146,7 @@ extension LEHost {
             // Should the connection still form, it is closed at once.
             abandonedConnectionPeers.insert(peer)
             if cancelRefused {
-                noteQuirk(.attemptDroppedWithoutEnd, "the controller dropped a connection attempt without reporting its end")
+                logger.debug("the controller dropped a connection attempt without reporting its end", metadata: ["peer": "\(peer)"])
             } else {
                 noteCancelIgnored()
             }
@@ -321,6 +327,13 @@ extension LEHost {
     /// initiator won that advertising event) or was never sent (the controller is stuck). Ending
     /// the attempt then, rather than at the timeout, shortens the time a controller stuck that way
     /// spends advertising while refusing every peer's connect request.
+    ///
+    /// Stuck so: a connect request the advertiser left unanswered stays pending on some
+    /// controllers, and their initiator ignores every advertiser from then on (the scanner still
+    /// reports them) until a link to that same peer forms or HCI Reset; the caller asks the peer
+    /// again, then resets the controller (GATTExchange's `InitiatorHealth`). On every controller,
+    /// since such a controller shows nothing before it is stuck, and elsewhere the early end costs
+    /// a cancel and a second try at a peer that is there.
     func attemptPeerAdvertised(_ address: BluetoothAddress, at time: ContinuousClock.Instant) {
         guard let current = attempt, current.peer == address, let since = current.initiatingSince, time > since,
               !current.cancelSent, current.ended == nil else { return }

@@ -22,9 +22,9 @@ public actor LEHost {
         public var advertisingPeriod: Duration { .microseconds(Int64(advertisingInterval) * 625) }
         /// How long advertising stays on before a connection attempt may turn it off
         /// (`connect(advertisingOff:)`): a little over one advertising interval, so that peers hear
-        /// at least one advertisement between two such attempts, also where every enable restarts
-        /// the interval (`ControllerQuirks.advertisingEnableRestartsInterval`). Back to back, two of
-        /// them kept nodes of a 20-node crowd unheard for 2 to 3.5 s.
+        /// at least one advertisement between two such attempts, also on a controller whose every
+        /// enable restarts the interval. Back to back, two of them kept nodes of a 20-node crowd
+        /// unheard for 2 to 3.5 s.
         public var advertisingHeldBeforeGoingQuiet: Duration {
             advertisingPeriod * 6 / 5
         }
@@ -47,8 +47,10 @@ public actor LEHost {
         /// should one come after the cancel, it is the attempt's result all the same.
         public var unansweredAdvertisingWait: Duration = .milliseconds(100)
         /// Quirks of the controller known before it shows them (see `ControllerQuirks`); the
-        /// host learns the ones it adapts to anyway, at the first sign.
+        /// host learns them anyway, at the first sign.
         public var knownQuirks: ControllerQuirks = []
+        /// The models whose quirks the controller's identity selects (`ControllerQuirks.known(for:in:)`).
+        public var controllerModels: [ControllerModel] = ControllerQuirks.knownModels
         /// Quirks the table of known models selects for this controller that the settings turn
         /// off (`ControllerQuirkChoice.removed`); `knownQuirks` still adds its own.
         public var tableQuirksTurnedOff: ControllerQuirks = []
@@ -106,9 +108,10 @@ public actor LEHost {
     var advertisement: LegacyAdvertisingPayload?
     /// Whether the controller advertises, as far as the answers to this host's own commands tell:
     /// cleared when a central connects to us, since legacy connectable advertising stops then.
-    /// Advertising that is on is not enabled again (`ControllerQuirks.advertisingEnableRestartsInterval`):
-    /// a node re-enabling after each of its own central links (one every 100 to 250 ms in a crowd,
-    /// against a 250 ms interval) went unheard for 2.7 s on such a controller.
+    /// Advertising that is on is not enabled again: on a controller that restarts the advertising
+    /// interval at every enable (the crowd tests' virtual controller does), a node re-enabling
+    /// after each of its own central links (one every 100 to 250 ms in a crowd, against a 250 ms
+    /// interval) went unheard for 2.7 s. On every controller, since a command not sent costs nothing.
     var advertisingIsOn: Bool {
         get { advertisingOnSince != nil }
         set { advertisingOnSince = newValue ? (advertisingOnSince ?? clock.now) : nil }
@@ -184,7 +187,7 @@ public actor LEHost {
         self.clock = clock
         self.logger = logger
         quirks = ControllerQuirkChoice(added: configuration.knownQuirks, removed: configuration.tableQuirksTurnedOff)
-            .applied(to: ControllerQuirks.known(for: controller.version))
+            .applied(to: ControllerQuirks.known(for: controller.version, in: configuration.controllerModels))
         (incomingConnections, incomingContinuation) = AsyncStream.makeStream(of: LEConnection.self)
         (conditionChanges, conditionContinuation) = AsyncStream.makeStream(
             of: RadioCondition.self, bufferingPolicy: .bufferingNewest(1))
@@ -224,7 +227,9 @@ public actor LEHost {
     func enableAdvertising(_ payload: LegacyAdvertisingPayload) async throws(GAPError) {
         let interval = configuration.advertisingInterval
         try await command { () async throws(HCIError) in
-            // Parameters always before enabling (`ControllerQuirks.advertisingFloodsWithoutParameters`).
+            // Parameters before every enable: enabled without them, some controllers advertise at
+            // an interval of 0, a flood. On every controller, as Linux's hci_enable_advertising_sync
+            // does, since one command per enable costs nothing.
             do throws(HCIError) {
                 try await self.hci.send(LESetAdvertisingParameters(intervalMin: interval, intervalMax: interval))
             } catch {
@@ -367,8 +372,9 @@ public actor LEHost {
     }
 
     /// Ends a connection attempt, stops advertising and scanning, closes every link, then the
-    /// transport (`ControllerQuirks.advertisingOutlivesHost`: advertising left on would lure peers
-    /// to a node that no longer answers). Goes before the procedures still waiting.
+    /// transport. Advertising is stopped first on every controller: some keep advertising after
+    /// their host's transport closes, luring peers to a node that no longer answers, and one
+    /// command at the close costs nothing. Goes before the procedures still waiting.
     public func close() async {
         if !lost {
             // Withdrawn at once, as an address change does: an attempt still holding advertising

@@ -4,8 +4,9 @@ import Logging
 /// and timeouts, meters ACL data against the controller's buffers, and fans events out to the layers above.
 public actor HostControllerInterface {
     public struct Configuration: Sendable {
-        /// Every command fails with `HCIError.commandTimedOut` if the controller does not answer in time
-        /// (`ControllerQuirks.commandsLeftUnanswered`: some never answer commands they do not implement).
+        /// Every command fails with `HCIError.commandTimedOut` if the controller does not answer in
+        /// time: some never answer commands they do not implement. On every controller, as Linux's
+        /// HCI_CMD_TIMEOUT, since a timeout costs nothing where answers come.
         /// A command whose opcode still owes a late answer waits for it at most this long too, and
         /// fails the same way if it does not come.
         public var commandTimeout: Duration = .seconds(2)

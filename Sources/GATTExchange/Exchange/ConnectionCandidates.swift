@@ -6,7 +6,7 @@ import BLEHost
 /// Only a peer heard in the last moments is tried. One that went unheard has left, changed
 /// address, or scanning paused; trying it costs a whole connection timeout, during which a strict
 /// controller accepts no one else's connection. And a connect request that the scanner could not
-/// witness is dangerous (`ControllerQuirks.initiatorStuckOnUnansweredRequest`): if the peer leaves
+/// witness is dangerous (a stuck initiator, `InitiatorHealth`): if the peer leaves
 /// it unanswered the controller stays stuck, refusing every peer, and the node has no sign of it.
 /// In crowds on controllers that do this, a node that kept
 /// trying the old addresses of peers that had reset stayed stuck that way for 80 s.

@@ -5,7 +5,8 @@ import BLEHost
 ///
 /// A controller whose connect request went unanswered (another initiator won the advertising event,
 /// or the advertiser was itself stuck) can stay deaf to every advertiser until it is reset
-/// (`ControllerQuirks.initiatorStuckOnUnansweredRequest`): such a controller clears its pending
+/// (a stuck initiator; `LEHost.attemptPeerAdvertised` ends its attempts early, on every controller,
+/// since none shows it in advance): such a controller clears its pending
 /// connection only on a connection or HCI Reset, and while it is pending it also refuses its
 /// peers' connect requests, which leaves them stuck in turn. The signs:
 /// - a request went unanswered (the peer was heard advertising and no link followed) and asking
