@@ -52,8 +52,18 @@ actor RunningNode {
         return exchange
     }
 
+    /// What to tell, once at start, of a `node.controller_quirks` that names behaviours the host
+    /// now handles on every controller (an older setting): that they change nothing and can go.
+    static func quirksHandledAlwaysWarning(_ choice: ControllerQuirkChoice) -> Logger.Message? {
+        let names = choice.namesHandledAlways
+        guard !names.isEmpty else { return nil }
+        let (pronoun, verb) = names.count == 1 ? ("it", "changes") : ("they", "change")
+        return "node.controller_quirks names \(names.joined(separator: ", ")), which the node handles on every controller: \(pronoun) \(verb) nothing and can be removed from the setting"
+    }
+
     func run(levelControl: LogLevelControl, reload: @escaping @Sendable () throws -> ResolvedSettings) async {
         var exchange = Self.exchangeConfiguration(settings)
+        if let warning = Self.quirksHandledAlwaysWarning(settings.controllerQuirks) { logger.warning(warning) }
         let radioTime = RadioTimeAccount()
         exchange.radio.radioTimeAccount = radioTime
         let place = Self.placeParts(settings)
@@ -123,6 +133,7 @@ actor RunningNode {
             ("node.watchdog_dark_limit", fresh.watchdogDarkLimit != settings.watchdogDarkLimit),
             ("node.metrics_file", fresh.metricsFile != settings.metricsFile),
             ("node.metrics_listen", fresh.metricsListen != settings.metricsListen),
+            ("node.controller_quirks", fresh.controllerQuirks != settings.controllerQuirks),
             ("log.format", fresh.logFormat != settings.logFormat),
             ("place.*", fresh.placeName != settings.placeName || fresh.placeSource != settings.placeSource
                 || fresh.gpsdHost != settings.gpsdHost || fresh.gpsdPort != settings.gpsdPort
@@ -140,6 +151,7 @@ actor RunningNode {
         applied.watchdogDarkLimit = settings.watchdogDarkLimit
         applied.metricsFile = settings.metricsFile
         applied.metricsListen = settings.metricsListen
+        applied.controllerQuirks = settings.controllerQuirks
         applied.logFormat = settings.logFormat
         applied.placeName = settings.placeName
         applied.placeSource = settings.placeSource
