@@ -101,7 +101,7 @@ let package = Package(
         // written by the server, read and verified by nodes, so it depends on no server code.
         .target(
             name: "PositiveListFormat",
-            dependencies: ["IDRotation", "TracerCore", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["IDRotation", "TracerCore", "TransparencyLog", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // A verifiable append-only log as static tiles, signed checkpoints and proofs; knows nothing of Tracer.
         .target(name: "TransparencyLog", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),

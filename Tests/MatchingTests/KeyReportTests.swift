@@ -6,6 +6,7 @@ import Testing
 import TestTiers
 @testable import Matching
 import TracerCore
+import TransparencyLog
 
 extension MatchingTests {
     /// `tracer report`'s key half: what the server accepts (read from its signed key index), the
@@ -55,6 +56,66 @@ extension MatchingTests {
             let reporter = HistoryReporter(serverURL: "http://list.test/", store: try store(in: directory), http: server, clock: FixedClock(time: now))
             let acceptance = try await reporter.acceptance(publicKey: signer.publicKey)
             #expect(acceptance == UploadAcceptance(kinds: kinds, source: .signedKeyIndex))
+        }
+
+        func uploadPolicy(accepting kinds: AcceptedUploads, signer: BatchSigner, origin: String? = nil) throws -> [UInt8] {
+            let origin = origin ?? signer.publicKey.defaultLogOrigin
+            return Array(try UploadPolicyNote(origin: origin, accepts: kinds).signed(by: NoteSigner(name: origin, privateKey: signer.key)).encoded)
+        }
+
+        @Test(arguments: [AcceptedUploads.ids, .keys, .both])
+        func theSignedUploadPolicySaysWhatTheServerAcceptsAndWinsOverTheKeyIndex(_ kinds: AcceptedUploads) async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let signer = BatchSigner()
+            let server = ListFreshnessTests.StaticServer()
+            server.publish(UploadPolicyNote.relativePath, try uploadPolicy(accepting: kinds, signer: signer))
+            // A key index that says otherwise: the policy is read first, the index not at all.
+            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: kinds == .ids ? .keys : .ids, signer: signer))
+            let reporter = HistoryReporter(serverURL: "http://list.test/", store: try store(in: directory), http: server, clock: FixedClock(time: now))
+            #expect(try await reporter.acceptance(publicKey: signer.publicKey) == UploadAcceptance(kinds: kinds, source: .signedUploadPolicy))
+        }
+
+        @Test func theUploadPolicyOfAConfiguredOriginIsRead() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let signer = BatchSigner()
+            let server = ListFreshnessTests.StaticServer()
+            server.publish(UploadPolicyNote.relativePath, try uploadPolicy(accepting: .ids, signer: signer, origin: "health.example/list"))
+            let reporter = HistoryReporter(serverURL: "http://list.test", store: try store(in: directory), http: server, clock: FixedClock(time: now))
+            #expect(try await reporter.acceptance(publicKey: signer.publicKey, logOrigin: "health.example/list")
+                == UploadAcceptance(kinds: .ids, source: .signedUploadPolicy))
+            // The same note is another log's for a node that expects the key's default origin: its
+            // signature is under another name, so it is no signature by the log this node follows.
+            let error = await #expect(throws: ReportError.self) { try await reporter.acceptance(publicKey: signer.publicKey) }
+            guard case .acceptanceNotVerified(let url, let detail) = error else {
+                Issue.record("expected acceptanceNotVerified, got \(String(describing: error))")
+                return
+            }
+            #expect(url == "http://list.test/log/uploads")
+            #expect(detail.contains("not signed by the list's key"), "\(detail)")
+        }
+
+        @Test func anUploadPolicyThatDoesNotVerifyIsRefusedNotReadFromTheKeyIndex() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let signer = BatchSigner()
+            let server = ListFreshnessTests.StaticServer()
+            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: .both, signer: signer))
+            let reporter = HistoryReporter(serverURL: "http://list.test", store: try store(in: directory), http: server, clock: FixedClock(time: now))
+            var altered = try uploadPolicy(accepting: .ids, signer: signer)
+            // "accept ids" -> "accept keys" is another length; flip the signed kind instead: ids -> idz.
+            let text = String(decoding: altered, as: UTF8.self).replacingOccurrences(of: "accept ids", with: "accept idz")
+            altered = Array(text.utf8)
+            for policy in [try uploadPolicy(accepting: .keys, signer: BatchSigner()), altered] {
+                server.publish(UploadPolicyNote.relativePath, policy)
+                let error = await #expect(throws: ReportError.self) { try await reporter.acceptance(publicKey: signer.publicKey) }
+                guard case .acceptanceNotVerified = error else {
+                    Issue.record("expected acceptanceNotVerified, got \(String(describing: error))")
+                    continue
+                }
+                #expect(error?.description.contains("server.public_key") == true)
+            }
         }
 
         @Test func aServerWithoutAKeyIndexTakesIDsOnly() async throws {

@@ -68,7 +68,7 @@ import TransparencyLog
                 operations.append((currentPath, method))
             }
         }
-        #expect(operations.count == 18, "\(operations)")
+        #expect(operations.count == 20, "\(operations)")
 
         // The long poll is routed only when configured.
         let fixture = try ServerFixture { $0.longPollSeconds = 1 }

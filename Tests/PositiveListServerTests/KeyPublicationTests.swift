@@ -9,6 +9,7 @@ import PositiveListFormat
 import Testing
 import TestTiers
 import TracerCore
+import TransparencyLog
 
 /// Key histories from upload to the published key batches: the publication delay, the order
 /// and padding of published keys, idempotency, refusals, the accepted-uploads setting, expiry.
@@ -42,6 +43,13 @@ import TracerCore
     func verifiedKeyIndex(_ fixture: ServerFixture) throws -> PositiveListKeyIndex {
         let bytes = try #require(FileManager.default.contents(atPath: fixture.paths.published.keyIndexPath), "the key index is missing")
         return try PositiveListKeyIndex(verifying: Array(bytes), publicKey: fixture.publicKey)
+    }
+
+    /// `log/uploads` as a node reads it: signed by the log's key under the default origin.
+    func verifiedUploadPolicy(_ fixture: ServerFixture) throws -> UploadPolicyNote {
+        let bytes = try #require(FileManager.default.contents(atPath: fixture.paths.published.uploadPolicyPath), "log/uploads is missing")
+        let identity = try ListLogIdentity(origin: nil, publicKey: fixture.signingKey.publicKey)
+        return try UploadPolicyNote.open(bytes, origin: identity.origin, logKey: identity.verifierKey)
     }
 
     func verifiedKeyBatches(_ fixture: ServerFixture) throws -> [PositiveListKeyBatch] {
@@ -319,6 +327,7 @@ import TracerCore
         }
         try await fixture.makePublisher().publish()
         #expect(try verifiedKeyIndex(fixture).accepts == accepts)
+        #expect(try verifiedUploadPolicy(fixture).accepts == accepts)
     }
 
     /// Like the id index, the key index is signed again once it is a day old, even with nothing
@@ -340,6 +349,12 @@ import TracerCore
         defer { fixture.remove() }
         try await fixture.makePublisher().publish()
         #expect(try verifiedKeyIndex(fixture).accepts == .both)
+        #expect(try verifiedUploadPolicy(fixture).accepts == .both)
+        // An unchanged policy is not signed again (its ETag stays): signatures differ each time.
+        let policyBytes = FileManager.default.contents(atPath: fixture.paths.published.uploadPolicyPath)
+        fixture.clock.advance(by: 86_400)
+        try await fixture.makePublisher().publish()
+        #expect(FileManager.default.contents(atPath: fixture.paths.published.uploadPolicyPath) == policyBytes)
         let restricted = try ServerFixture { $0.acceptUploads = .ids }
         defer { restricted.remove() }
         // Same data directory and key, new setting: as after an operator's restart.
@@ -347,8 +362,9 @@ import TracerCore
             store: fixture.store, directory: fixture.paths.published, signingKey: fixture.signingKey,
             retentionSeconds: fixture.configuration.retentionSeconds, keySettings: KeyPublicationSettings(restricted.configuration),
             idPublicationDelaySeconds: 0, clock: fixture.clock, logger: fixture.logs.logger)
-        #expect(try await publisher.publish().keyIndexGeneration == 2)
+        #expect(try await publisher.publish().keyIndexGeneration == 3)
         #expect(try verifiedKeyIndex(fixture).accepts == .ids)
+        #expect(try verifiedUploadPolicy(fixture).accepts == .ids)
     }
 
     // MARK: Retention

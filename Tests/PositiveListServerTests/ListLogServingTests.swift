@@ -46,6 +46,9 @@ import TransparencyLog
         #expect(Self.body(checkpoint) == (try Self.file(fixture, "log/checkpoint")))
         let tag = try #require(checkpoint.headers[.eTag])
         #expect(try await nginx.get("/log/checkpoint", headers: [.ifNoneMatch: tag]).status == .notModified)
+        let policy = try await nginx.get("/log/uploads")
+        #expect(policy.status == .ok && policy.headers[.cacheControl] == "public, max-age=60")
+        #expect(Self.body(policy) == (try Self.file(fixture, "log/uploads")))
 
         // The partial versions of the last two checkpoints (6 and 4 entries); the first (2) was pruned.
         #expect(try await nginx.get("/log/tile/0/000.p/2").status == .notFound)
@@ -84,6 +87,9 @@ import TransparencyLog
             #expect(checkpoint.bytes == (try Self.file(fixture, "log/checkpoint")))
             let tag = try #require(checkpoint.headers[.eTag])
             #expect(try await client.send("/log/checkpoint", .get, headers: [.ifNoneMatch: tag]).status == .notModified)
+            let policy = try await client.send("/log/uploads", .get)
+            #expect(policy.status == .ok && policy.headers[.cacheControl] == "public, max-age=60")
+            #expect(policy.bytes == (try Self.file(fixture, "log/uploads")))
             let bundle = try await client.send("/log/tile/entries/000.p/6", .get)
             #expect(bundle.status == .ok)
             #expect(bundle.headers[.cacheControl] == Self.immutable)
@@ -122,15 +128,15 @@ import TransparencyLog
         let client = try ObjectStoreSyncTests.client(moto, bucket: "log")
         let first = try await ObjectStoreSyncTests.sync(fixture, client).sync()
         // Size 1: the bundle and the level-0 tile.
-        #expect(first.uploadedLogTiles == 2 && first.uploadedLogCheckpoint)
-        for (relative, cacheControl) in [("log/checkpoint", "public, max-age=60"), ("log/tile/entries/000.p/1", Self.immutable), ("log/tile/0/000.p/1", Self.immutable)] {
+        #expect(first.uploadedLogTiles == 2 && first.uploadedLogCheckpoint && first.uploadedUploadPolicy)
+        for (relative, cacheControl) in [("log/checkpoint", "public, max-age=60"), ("log/uploads", "public, max-age=60"), ("log/tile/entries/000.p/1", Self.immutable), ("log/tile/0/000.p/1", Self.immutable)] {
             let headers = try #require(try await client.head(relative), "\(relative)")
             #expect(headers.cacheControl == cacheControl, "\(relative)")
             #expect(headers.contentType == "application/octet-stream")
             #expect(try await client.get(relative) == (try Self.file(fixture, relative)))
         }
         let again = try await ObjectStoreSyncTests.sync(fixture, client).sync()
-        #expect(again.uploadedLogTiles == 0 && !again.uploadedLogCheckpoint)
+        #expect(again.uploadedLogTiles == 0 && !again.uploadedLogCheckpoint && !again.uploadedUploadPolicy)
 
         fixture.clock.advance(by: 3_600)
         try await ListLogPublicationTests.addIDs(fixture, count: 20, seed: 2)
@@ -156,6 +162,7 @@ import TransparencyLog
         // The same values as the nginx example gives the same files.
         let nginx = try String(contentsOfFile: NginxInstance.repositoryRoot + "/deploy/nginx/tracer-server.conf", encoding: .utf8)
         #expect(ObjectStoreSyncTests.cacheControl(in: nginx, after: "location = /log/checkpoint {") == PublishedFileHeaders.indexCacheControl)
+        #expect(ObjectStoreSyncTests.cacheControl(in: nginx, after: "location = /log/uploads {") == PublishedFileHeaders.indexCacheControl)
         #expect(ObjectStoreSyncTests.cacheControl(in: nginx, after: #"location ~ "^/log/tile/"#) == PublishedFileHeaders.batchCacheControl)
     }
 }

@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import TracerCore
+import TransparencyLog
 
 /// What `tracer report` would upload as ids: the node's own ids of the retention period whose
 /// windows have begun, with their windows. Nothing about encounters is ever part of it.
@@ -116,18 +117,36 @@ public struct HistoryReporter: Sendable {
 
     // MARK: What the server accepts
 
-    /// Reads the authority's `acceptUploads` from the signed `keys/index.tpki` (header byte 5,
-    /// docs/positive-list-format.md). Without a public key the setting cannot be trusted, so it
-    /// is not read: the server then decides when the upload arrives.
-    public func acceptance(publicKey: PositiveListPublicKey?) async throws(ReportError) -> UploadAcceptance {
+    /// Reads the authority's `acceptUploads`: from `log/uploads`, signed by the log's key under
+    /// its origin (`logOrigin`, nil: the key's default origin), or, from a server from before it,
+    /// from the signed `keys/index.tpki` (header byte 5, docs/positive-list-format.md). Without a
+    /// public key the setting cannot be trusted, so it is not read: the server then decides when
+    /// the upload arrives.
+    public func acceptance(publicKey: PositiveListPublicKey?, logOrigin: String? = nil) async throws(ReportError) -> UploadAcceptance {
         guard let publicKey else { return UploadAcceptance(kinds: .both, source: .unknown) }
-        let url = serverURL + "/" + PositiveListKeyIndex.relativePath
-        let response: HTTPResponse
-        do {
-            response = try await http.perform(HTTPRequest(url: url, maximumByteCount: PositiveListIndex.maximumByteCount))
-        } catch {
-            throw .serverUnreachable(error)
+        let origin = logOrigin ?? publicKey.defaultLogOrigin
+        let url = serverURL + "/" + UploadPolicyNote.relativePath
+        let response = try await fetch(url, maximumByteCount: UploadPolicyNote.maximumByteCount)
+        switch response.status {
+        case 200:
+            do {
+                let logKey = try NoteVerifierKey(name: origin, type: .ed25519, publicKey: publicKey.key)
+                return UploadAcceptance(kinds: try UploadPolicyNote.open(response.body, origin: origin, logKey: logKey).accepts, source: .signedUploadPolicy)
+            } catch {
+                throw .acceptanceNotVerified(url: redactedURL(url), detail: "\(error)")
+            }
+        case 404:
+            return try await keyIndexAcceptance(publicKey: publicKey)
+        default:
+            throw .unexpectedResponse(url: redactedURL(url), status: response.status)
         }
+    }
+
+    /// A server from before `log/uploads` says it in its key index; one from before key batches
+    /// has neither, and takes ids only.
+    private func keyIndexAcceptance(publicKey: PositiveListPublicKey) async throws(ReportError) -> UploadAcceptance {
+        let url = serverURL + "/" + PositiveListKeyIndex.relativePath
+        let response = try await fetch(url, maximumByteCount: PositiveListIndex.maximumByteCount)
         switch response.status {
         case 200:
             do {
@@ -139,6 +158,14 @@ public struct HistoryReporter: Sendable {
             return UploadAcceptance(kinds: .ids, source: .olderServer)
         default:
             throw .unexpectedResponse(url: redactedURL(url), status: response.status)
+        }
+    }
+
+    private func fetch(_ url: String, maximumByteCount: Int) async throws(ReportError) -> HTTPResponse {
+        do {
+            return try await http.perform(HTTPRequest(url: url, maximumByteCount: maximumByteCount))
+        } catch {
+            throw .serverUnreachable(error)
         }
     }
 

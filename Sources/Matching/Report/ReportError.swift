@@ -48,7 +48,7 @@ public enum ReportError: Error, Sendable, Equatable, CustomStringConvertible {
         case .serverUnreachable(let error):
             return "\(error) Nothing was uploaded; check the network connection and the server address, then run the same command again."
         case .acceptanceNotVerified(let url, let detail):
-            return "The server's signed key index (\(url)) failed verification (\(detail)), so this node cannot tell what the server accepts. Check server.public_key against the key your health authority publishes. Nothing was uploaded."
+            return "What the server signs about the uploads it accepts (\(url)) failed verification (\(detail)), so this node cannot tell what the server accepts. Check server.public_key (and list.origin, if set) against what your health authority publishes. Nothing was uploaded."
         case .kindNotAccepted(.keys):
             return "This server does not accept daily keys: your health authority publishes ids only. Upload your ids instead: run the command again with --ids instead of --keys. Nothing was uploaded."
         case .kindNotAccepted(.ids):

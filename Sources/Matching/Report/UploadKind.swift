@@ -24,7 +24,9 @@ public enum UploadKind: String, Sendable, Codable, CaseIterable {
 /// What the server accepts from a diagnosed person, as this node learned it before uploading.
 public struct UploadAcceptance: Sendable, Equatable {
     public enum Source: Sendable, Equatable {
-        /// Header byte 5 of the verified `keys/index.tpki` (the authority's `acceptUploads`).
+        /// The verified `log/uploads`, signed by the log's key (the authority's `acceptUploads`).
+        case signedUploadPolicy
+        /// Header byte 5 of the verified `keys/index.tpki`: a server from before `log/uploads`.
         case signedKeyIndex
         /// `keys/index.tpki` answered 404: a server from before daily keys, which takes ids only.
         case olderServer

@@ -76,6 +76,10 @@ final class PublishedFileServer: Sendable {
             table.add("log/checkpoint", method, to: router) { request, _ in
                 try self.respond(relativePath: "log/checkpoint", cacheControl: self.indexCacheControl, request: request)
             }
+            // The upload policy changes only with the authority's setting, and is revalidated as the checkpoint is.
+            table.add(RouterPath(UploadPolicyNote.relativePath), method, to: router) { request, _ in
+                try self.respond(relativePath: UploadPolicyNote.relativePath, cacheControl: self.indexCacheControl, request: request)
+            }
             table.add("log/tile/**", method, to: router) { request, context in
                 let path = "tile/" + context.parameters.getCatchAll().joined(separator: "/")
                 // Only the one spelling of a tile or bundle path the publisher writes.

@@ -144,6 +144,23 @@ extension ObjectStoreSync {
         return try? TileID(level: tile.level, index: tile.index, width: width)
     }
 
+    /// Mirrors `log/uploads` (the authority's upload policy) when the bucket's differs: a small
+    /// file, read and compared at each sync. One this server's key did not sign is not spread.
+    func syncUploadPolicy(into report: inout SyncReport) async throws(ObjectStoreError) {
+        guard let local = FileManager.default.contents(atPath: directory.uploadPolicyPath) else { return }
+        guard let note = try? SignedNote(parsing: local), let policy = try? UploadPolicyNote(text: note.text),
+              let key = try? Curve25519.Signing.PublicKey(rawRepresentation: publicKey.rawRepresentation),
+              let verifier = try? NoteVerifierKey(name: policy.origin, type: .ed25519, publicKey: key),
+              (try? UploadPolicyNote.open(local, origin: policy.origin, logKey: verifier)) != nil
+        else {
+            throw .localFiles("\(directory.uploadPolicyPath) does not verify with this server's public key")
+        }
+        let objectKey = client.location.key(for: UploadPolicyNote.relativePath)
+        guard try await client.get(objectKey) != Array(local) else { return }
+        try await client.put(objectKey, body: Array(local), contentType: PublishedFileHeaders.contentType, cacheControl: PublishedFileHeaders.indexCacheControl)
+        report.uploadedUploadPolicy = true
+    }
+
     /// The tree size of this server's checkpoint, only when this server's key signed it under
     /// the checkpoint's own origin.
     private func verifiedTreeSize(_ bytes: Data) -> UInt64? {

@@ -38,6 +38,8 @@ public struct SyncReport: Sendable, Equatable {
     /// Log tiles and entry bundles uploaded (format version 3); the checkpoint counts as an index.
     public var uploadedLogTiles = 0
     public var uploadedLogCheckpoint = false
+    /// `log/uploads` was uploaded (it was missing from the bucket, or differed).
+    public var uploadedUploadPolicy = false
     /// The bucket's log is not a prefix of this directory's (another instance's log): not synced.
     public var logDiverges = false
     /// The bucket's log is older than the history this directory keeps, so whether it is a prefix
@@ -222,6 +224,7 @@ public struct ObjectStoreSync: Sendable {
             try await uploadIndex(side.local, over: side.remoteIndex, step: side.indexStep, into: &report)
         }
         // The log (format version 3) after the indexes; it deletes only files no node can need.
+        try await syncUploadPolicy(into: &report)
         try await syncLog(into: &report)
         for side in sides {
             try await deleteUnlisted(remote: side.remoteBatches, listed: side.local.listings, step: side.deleteStep, into: &report)

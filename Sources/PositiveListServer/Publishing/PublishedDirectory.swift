@@ -26,6 +26,8 @@ public struct PublishedDirectory: Sendable {
     /// The log (format version 3): `log/checkpoint` and `log/tile/...`.
     public var logPath: String { path + "/log" }
     public var logCheckpointPath: String { logPath + "/checkpoint" }
+    /// The authority's upload policy, signed by the log's key (``UploadPolicyNote``).
+    public var uploadPolicyPath: String { path + "/" + UploadPolicyNote.relativePath }
 
     /// Creates the directory tree, world-readable so a web server's user can serve it.
     public func prepare() throws(FileWriteError) {

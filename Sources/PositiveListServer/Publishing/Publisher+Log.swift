@@ -114,6 +114,7 @@ extension Publisher {
         var report = ListLogReport()
         let logDirectory = directory.logPath
         try Self.makeDirectories(logDirectory)
+        try writeUploadPolicy()
 
         // The log as published: its checkpoint (none yet: empty) and when it was last signed.
         var checkpoint: Checkpoint?
@@ -207,6 +208,22 @@ extension Publisher {
         report.treeSize = state.treeSize
         report.appendedEntries = entries.count
         return report
+    }
+
+    /// Publishes `log/uploads`, the authority's `acceptUploads` signed by the log's key, when the
+    /// one in place is missing or says something else (the setting changed, or a server from
+    /// before it). An Ed25519 signature from this library is not the same twice, so the text is
+    /// compared, not the bytes: an unchanged policy is never rewritten, and its ETag stays.
+    func writeUploadPolicy() throws {
+        let identity = logIdentity
+        let policy = UploadPolicyNote(origin: identity.origin, accepts: keySettings.accepts)
+        if let bytes = FileManager.default.contents(atPath: directory.uploadPolicyPath),
+           (try? UploadPolicyNote.open(bytes, origin: identity.origin, logKey: identity.verifierKey)) == policy {
+            return
+        }
+        let note = try policy.signed(by: NoteSigner(name: identity.origin, type: .ed25519, privateKey: signingKey))
+        try AtomicFile.write(Array(note.encoded), to: directory.uploadPolicyPath)
+        Self.removeTemporaryFiles(in: directory.logPath)
     }
 
     /// Signs `checkpoint` (the log's signature, then its timestamped one), replaces

@@ -60,7 +60,8 @@ struct ReportCommand: AsyncParsableCommand {
         guard yes || canAsk else { throw CommandFailure.needsConfirmation("Uploading your history") }
         let reporter = HistoryReporter(serverURL: try parts.serverURL(), store: opened, http: parts.httpClient())
         // The signed setting needs the list's public key; without one the server has the last word.
-        let acceptance = try await reporter.acceptance(publicKey: settings.serverPublicKey == nil ? nil : try parts.publicKey())
+        let acceptance = try await reporter.acceptance(
+            publicKey: settings.serverPublicKey == nil ? nil : try parts.publicKey(), logOrigin: settings.listOrigin)
         let decision = try acceptance.decide(requested: kind?.uploadKind, canAsk: canAsk)
 
         print(ReportWording.tradeOff)
@@ -157,9 +158,9 @@ enum ReportWording {
             return "This node has no server public key (server.public_key), so it cannot read which of the two the server accepts; the server refuses one it does not take."
         case (.olderServer, _):
             return requested == nil ? "This server accepts only ids (it is from before daily keys), so ids are uploaded." : nil
-        case (.signedKeyIndex, let only?):
+        case (.signedUploadPolicy, let only?), (.signedKeyIndex, let only?):
             return requested == nil ? "Your health authority's server accepts only \(name(of: only)), so \(name(of: only)) are uploaded." : nil
-        case (.signedKeyIndex, nil):
+        case (.signedUploadPolicy, nil), (.signedKeyIndex, nil):
             return nil
         }
     }
