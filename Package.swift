@@ -35,6 +35,10 @@ let package = Package(
         // file, default) and its words, how typed text reads, the flag argument, the `config` table.
         // Foundation only; each side keeps its own table of settings and its file reader.
         .target(name: "Settings"),
+        // The few waits every part builds on (an event count, a one-shot signal, a FIFO lock, a
+        // deadline on the caller's clock), each with its cancellation handled once. The standard
+        // library only, so that the host stack and the server both depend on it.
+        .target(name: "Waits"),
         // Identity and the node's local record: userIds, their daily keys and rotation, and the SQLite store.
         .target(
             name: "IDRotation",
@@ -61,13 +65,13 @@ let package = Package(
         // its ids or its store, so that it can be tested and reused on its own.
         .target(
             name: "BLEHost",
-            dependencies: ["CBlueZ", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["CBlueZ", "Waits", .product(name: "Logging", package: "swift-log")]
         ),
         // The Tracer profile (its GATT service and advertisement) and the id exchange, on BLEHost.
         .target(
             name: "GATTExchange",
             dependencies: [
-                "BLEHost", "IDRotation", "TracerCore",
+                "BLEHost", "IDRotation", "TracerCore", "Waits",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
@@ -114,7 +118,7 @@ let package = Package(
             name: "PositiveListServer",
             dependencies: [
                 "IDRotation", "PositiveListFormat", "CLibPQ",
-                "ObjectStore", "TracerCore", "Settings", "TransparencyLog",
+                "ObjectStore", "TracerCore", "Settings", "TransparencyLog", "Waits",
                 // The log's requests to witnesses (tlog-witness), through the one HTTP client.
                 "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -194,6 +198,7 @@ let package = Package(
 
         .testTarget(name: "TracerCoreTests", dependencies: ["TracerCore", "TestTiers"]),
         .testTarget(name: "SettingsTests", dependencies: ["Settings", "TestTiers"]),
+        .testTarget(name: "WaitsTests", dependencies: ["Waits", "TestTiers"]),
         .testTarget(name: "TransparencyLogTests", dependencies: ["TransparencyLog", "TestTiers"]),
         .testTarget(name: "IDRotationTests", dependencies: ["IDRotation", "TracerCore", "TestTiers", .product(name: "GRDB", package: "GRDB.swift")]),
         .testTarget(name: "PlacesTests", dependencies: ["Places", "IDRotation", "TracerCore", "TestTiers", "TracerTestSupport"]),

@@ -1,0 +1,296 @@
+import Synchronization
+import Testing
+import TestTiers
+import Waits
+
+/// A deadline at `tick` on a manual timeline: time moves only when the test advances it.
+private func deadline(_ tick: Int, on timeline: ManualTimeline<Int>) -> Deadline {
+    Deadline { try await timeline.sleep(until: tick) }
+}
+
+/// What a test's tasks did, in the order they did it.
+private final class Journal: Sendable {
+    private let entries = Mutex<[Int]>([])
+
+    func write(_ entry: Int) { entries.withLock { $0.append(entry) } }
+
+    var all: [Int] { entries.withLock { $0 } }
+}
+
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
+struct EventCountTests {
+    @Test func anEventBeforeTheWaitIsNotMissed() async {
+        let events = EventCount()
+        let seen = events.count
+        events.announce()
+        #expect(await events.wait(past: seen))
+        #expect(events.count == seen + 1)
+        #expect(events.waiterCount == 0)
+    }
+
+    @Test func oneAnnouncementWakesEveryWaiter() async {
+        let events = EventCount()
+        let waiters = (0..<8).map { _ in Task { await events.wait(past: 0) } }
+        #expect(await eventually { events.waiterCount == 8 })
+        events.announce()
+        for waiter in waiters { #expect(await waiter.value) }
+        #expect(events.waiterCount == 0)
+    }
+
+    @Test func aCancelledWaiterLeavesAndOthersStillWait() async {
+        let events = EventCount()
+        let cancelled = Task { await events.wait(past: 0) }
+        let waiting = Task { await events.wait(past: 0) }
+        // Both parked, so that the cancellation handler, not the check before parking, ends the first.
+        #expect(await eventually { events.waiterCount == 2 })
+        cancelled.cancel()
+        #expect(await cancelled.value == false)
+        #expect(events.waiterCount == 1)
+        events.announce()
+        #expect(await waiting.value)
+    }
+
+    @Test func aTaskCancelledBeforeWaitingDoesNotPark() async {
+        let events = EventCount()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await events.wait(past: 0)
+        }
+        #expect(await task.value == false)
+        #expect(events.waiterCount == 0)
+    }
+
+    @Test func aTaskCancelledAfterTheEventStillSeesIt() async {
+        let events = EventCount()
+        events.announce()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await events.wait(past: 0)
+        }
+        #expect(await task.value)
+    }
+
+    @Test func theDeadlineEndsTheWaitExactlyWhenReached() async {
+        let timeline = ManualTimeline(startingAt: 0)
+        let events = EventCount()
+        let waiter = Task { await events.wait(past: 0, until: deadline(10, on: timeline)) }
+        #expect(await eventually { events.waiterCount == 1 && timeline.pendingWakes == [10] })
+        timeline.advance { _ in 9 }
+        // One tick short: the deadline's sleeper is still there, and so is the waiter.
+        #expect(timeline.pendingWakes == [10])
+        #expect(events.waiterCount == 1)
+        timeline.advance { _ in 10 }
+        #expect(await waiter.value == false)
+        #expect(events.waiterCount == 0)
+    }
+
+    @Test func anEventBeforeTheDeadlineEndsTheWaitAndItsTimer() async {
+        let timeline = ManualTimeline(startingAt: 0)
+        let events = EventCount()
+        let waiter = Task { await events.wait(past: 0, until: deadline(10, on: timeline)) }
+        #expect(await eventually { events.waiterCount == 1 && timeline.pendingWakes == [10] })
+        timeline.advance { _ in 9 }
+        events.announce()
+        #expect(await waiter.value)
+        // The deadline's sleeper was cancelled with the wait, not left on the clock.
+        #expect(timeline.pendingWakes.isEmpty)
+    }
+}
+
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
+struct OnceSignalTests {
+    @Test func aWaiterAfterTheValueGetsItAtOnce() async {
+        let signal = OnceSignal<String>()
+        #expect(signal.fire("stuck"))
+        #expect(await signal.wait() == "stuck")
+        #expect(signal.value == "stuck")
+    }
+
+    @Test func everyWaiterGetsTheFirstValueOnly() async {
+        let signal = OnceSignal<Int>()
+        let waiters = (0..<8).map { _ in Task { await signal.wait() } }
+        // All parked before the value arrives: a late one would get it at once, untested.
+        #expect(await eventually { signal.waiterCount == 8 })
+        #expect(signal.fire(1))
+        #expect(!signal.fire(2))
+        for waiter in waiters { #expect(await waiter.value == 1) }
+        #expect(signal.value == 1)
+        #expect(signal.waiterCount == 0)
+    }
+
+    @Test func aCancelledWaiterReturnsNilAndOthersStillWait() async {
+        let signal = OnceSignal<Int>()
+        let cancelled = Task { await signal.wait() }
+        let waiting = Task { await signal.wait() }
+        #expect(await eventually { signal.waiterCount == 2 })
+        cancelled.cancel()
+        #expect(await cancelled.value == nil)
+        #expect(signal.waiterCount == 1)
+        signal.fire(7)
+        #expect(await waiting.value == 7)
+    }
+
+    @Test func aTaskCancelledBeforeWaitingDoesNotWait() async {
+        let signal = OnceSignal<Int>()
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await signal.wait()
+        }
+        #expect(await task.value == nil)
+        #expect(signal.waiterCount == 0)
+    }
+
+    @Test func aTaskCancelledAfterTheValueStillGetsIt() async {
+        let signal = OnceSignal<Int>()
+        signal.fire(3)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await signal.wait()
+        }
+        #expect(await task.value == 3)
+    }
+
+    @Test func theDeadlineEndsTheWaitWhenReachedOnly() async {
+        let timeline = ManualTimeline(startingAt: 0)
+        let signal = OnceSignal<Int>()
+        let late = Task { await withDeadline(deadline(5, on: timeline)) { await signal.wait() } }
+        let inTime = Task { await withDeadline(deadline(20, on: timeline)) { await signal.wait() } }
+        #expect(await eventually { signal.waiterCount == 2 && timeline.pendingWakes == [5, 20] })
+        timeline.advance { _ in 5 }
+        #expect(await late.value == nil)
+        signal.fire(4)
+        #expect(await inTime.value == .some(4))
+        #expect(timeline.pendingWakes.isEmpty)
+    }
+}
+
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
+struct DeadlineTests {
+    @Test func noDeadlineRunsTheOperationAlone() async {
+        #expect(await withDeadline(nil) { 42 } == 42)
+    }
+
+    @Test func aDeadlineAlreadyPassedEndsTheWaitAtOnce() async {
+        // The deadline has passed before the wait starts: the wait ends at once, as a timeout.
+        let timeline = ManualTimeline(startingAt: 10)
+        let events = EventCount()
+        #expect(await events.wait(past: 0, until: deadline(10, on: timeline)) == false)
+        #expect(events.waiterCount == 0)
+    }
+
+    @Test func cancellingTheCallerEndsTheWaitWithoutTheDeadline() async {
+        let timeline = ManualTimeline(startingAt: 0)
+        let events = EventCount()
+        let waiter = Task { await withDeadline(deadline(10, on: timeline)) { await events.wait(past: 0) } }
+        #expect(await eventually { events.waiterCount == 1 && timeline.pendingWakes == [10] })
+        waiter.cancel()
+        // The operation's own answer to the cancellation, not nil: the deadline did not pass.
+        #expect(await waiter.value == .some(false))
+        #expect(events.waiterCount == 0)
+        #expect(timeline.pendingWakes.isEmpty)
+    }
+}
+
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
+struct FIFOLockTests {
+    @Test func theFirstTicketHoldsTheTurnAtOnce() async throws {
+        let lock = FIFOLock()
+        let ticket = lock.submit()
+        #expect(lock.isRunning(ticket))
+        try await lock.awaitTurn(ticket)
+        let second = lock.submit()
+        #expect(!lock.isRunning(second))
+        #expect(lock.waitingCount == 1)
+        lock.finish(ticket)
+        #expect(lock.isRunning(second))
+        #expect(lock.waitingCount == 0)
+    }
+
+    @Test func turnsFollowSubmissionNotTaskStart() async {
+        let lock = FIFOLock()
+        let holder = lock.submit()
+        let tickets = (0..<10).map { _ in lock.submit() }
+        let order = Journal()
+        // Tasks start in reverse order; the tickets, taken in order, decide.
+        let tasks = tickets.indices.reversed().map { index in
+            Task {
+                try await lock.awaitTurn(tickets[index])
+                order.write(index)
+                lock.finish(tickets[index])
+            }
+        }
+        lock.finish(holder)
+        for task in tasks { _ = await task.result }
+        #expect(order.all == Array(0..<10))
+    }
+
+    @Test func anUrgentTicketGoesBeforeWaitingOnesButNotTheHolder() {
+        let lock = FIFOLock()
+        let holder = lock.submit()
+        let plain = lock.submit()
+        let firstUrgent = lock.submit(urgent: true)
+        let secondUrgent = lock.submit(urgent: true)
+        #expect(lock.isRunning(holder))
+        var turns: [FIFOLock.Ticket] = []
+        var current = holder
+        for _ in 0..<3 {
+            lock.finish(current)
+            guard let next = [plain, firstUrgent, secondUrgent].first(where: lock.isRunning) else { break }
+            turns.append(next)
+            current = next
+        }
+        #expect(turns == [firstUrgent, secondUrgent, plain])
+    }
+
+    @Test func onlyOneHolderAtATimeUnderContention() async throws {
+        let lock = FIFOLock()
+        let journal = Journal()
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for _ in 0..<20 {
+                group.addTask {
+                    try await lock.withTurn {
+                        journal.write(1)  // in
+                        await Task.yield()
+                        journal.write(-1)  // out
+                    }
+                }
+            }
+            try await group.waitForAll()
+        }
+        // Every holder left before the next came in.
+        #expect(journal.all == Array(repeating: [1, -1], count: 20).flatMap { $0 })
+        #expect(lock.waitingCount == 0)
+    }
+
+    @Test func aCancelledWaiterLeavesTheQueue() async throws {
+        let lock = FIFOLock()
+        let holder = lock.submit()
+        let leaving = lock.submit()
+        let staying = lock.submit()
+        let leaver = Task { try await lock.awaitTurn(leaving) }
+        let stayer = Task { try await lock.awaitTurn(staying) }
+        #expect(lock.waitingCount == 2)
+        leaver.cancel()
+        await #expect(throws: CancellationError.self) { try await leaver.value }
+        #expect(lock.waitingCount == 1)
+        lock.finish(holder)
+        try await stayer.value
+        #expect(lock.isRunning(staying))
+    }
+
+    @Test func aTurnGivenToATaskCancelledBeforeItWaitedPassesOn() async throws {
+        let lock = FIFOLock()
+        let holder = lock.submit()
+        let given = lock.submit()
+        let next = lock.submit()
+        lock.finish(holder)
+        #expect(lock.isRunning(given))
+        let cancelled = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            try await lock.awaitTurn(given)
+        }
+        await #expect(throws: CancellationError.self) { try await cancelled.value }
+        #expect(lock.isRunning(next))
+        try await lock.awaitTurn(next)
+    }
+}
