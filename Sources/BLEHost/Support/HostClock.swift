@@ -1,3 +1,5 @@
+import Waits
+
 /// The host stack's monotonic time: every timeout it keeps (HCI commands, connection attempts,
 /// ATT transactions, L2CAP reassembly) reads and waits on this clock. Replaceable in tests, where a
 /// manual clock advances by hand, the way swift-nio's embedded event loop does: a timeout sequence
@@ -14,6 +16,11 @@ extension HostClock {
     /// Suspends for `duration` on this clock, or throws `CancellationError`.
     public func sleep(for duration: Duration) async throws {
         try await sleep(until: now.advanced(by: duration))
+    }
+
+    /// `deadline` on this clock, for the waits of the kit (`Waits`).
+    package func deadline(_ deadline: ContinuousClock.Instant) -> Deadline {
+        Deadline { try await sleep(until: deadline) }
     }
 
     /// Starts a task that calls `action` once `delay` has passed on this clock. The deadline is

@@ -2,6 +2,7 @@ import BLEHost
 import IDRotation
 import Logging
 import TracerCore
+import Waits
 
 /// What a node does all day on one controller: advertise the Tracer service, scan for it, swap ids
 /// with the peers it hears, file their sightings, and change address with its id.
@@ -13,7 +14,7 @@ import TracerCore
 ///
 /// Nothing here polls. Each loop waits for the event it needs: a report from the controller
 /// (advertising report, link opened or closed, GATT result), a change another loop announces on
-/// `changes` (`StateChanges`), or a timer on the host's clock, each named below with its reason.
+/// `changes` (an `EventCount`), or a timer on the host's clock, each named below with its reason.
 ///
 /// - Scanning (`scanLoop`, one task): *pause* → (timer: the pause's end) → *burst* → (timer:
 ///   the burst's end) → *extension*, while heard candidates wait → (event: no candidate left, or
@@ -82,9 +83,9 @@ public actor ProximityExchange {
     /// Where each connect slot is, for tests and status.
     var attemptStates: [AttemptState] { slots }
     /// Announces each change a loop may wait for: see the type's comment.
-    private let changes = StateChanges()
+    private let changes = EventCount()
     /// How many changes have been announced, for tests.
-    var announcements: UInt64 { changes.generation }
+    var announcements: UInt64 { changes.count }
     /// How many Tracer advertisements have been handled, for tests: the positive event a test
     /// awaits before checking that handling them announced nothing.
     private(set) var tracerSightingsHandled = 0
@@ -338,7 +339,7 @@ public actor ProximityExchange {
     private func scanBurst(until burstEnd: ContinuousClock.Instant) async -> Bool {
         while !Task.isCancelled {
             while rotation == .rotating, !Task.isCancelled {
-                await changes.wait(after: changes.generation, on: clock)
+                await changes.wait(past: changes.count)
             }
             guard !Task.isCancelled else { return true }
             let rotationsBefore = rotations
@@ -370,14 +371,14 @@ public actor ProximityExchange {
                 // Event: the last candidate taken or dropped; timer: it goes unheard too long, or the extension's end.
                 while let waiting = self.candidatesWaiting(), clock.now < extensionEnd {
                     if self.restsUntilTurn() { break }
-                    await changes.wait(after: waiting.generation, until: min(waiting.lastExpiry, extensionEnd), on: clock)
+                    await changes.wait(past: waiting.generation, until: clock.deadline(min(waiting.lastExpiry, extensionEnd)))
                     guard !Task.isCancelled else { return }
                 }
                 self.endBurst()
                 let drainEnd = extensionEnd + .seconds(10)
                 // Event: the last attempt connecting ended; timer: a controller that never ends one.
                 while let generation = self.attemptsConnecting(), clock.now < drainEnd {
-                    await changes.wait(after: generation, until: drainEnd, on: clock)
+                    await changes.wait(past: generation, until: clock.deadline(drainEnd))
                     guard !Task.isCancelled else { return }
                 }
                 try? await host.stopScanning()
@@ -452,12 +453,12 @@ public actor ProximityExchange {
     /// announcement, however long that takes.
     private func connectLoop(slot: Int) async {
         while !Task.isCancelled {
-            let generation = changes.generation
+            let generation = changes.count
             let now = clock.now
             guard let candidate = takeCandidate(at: now) else {
                 slotsFoundNothingAt[slot] = generation
                 let nextTurn = rotation == .rotating ? nil : candidates.nextEligibility(after: now)
-                await changes.wait(after: generation, until: nextTurn, on: clock)
+                await changes.wait(past: generation, until: nextTurn.map(clock.deadline))
                 continue
             }
             await exchange(with: candidate, slot: slot)
@@ -480,14 +481,14 @@ public actor ProximityExchange {
     /// While candidates still heard wait: the generation of `changes` read with that, and when
     /// the last of them goes unheard too long. Nil once none waits.
     private func candidatesWaiting() -> (generation: UInt64, lastExpiry: ContinuousClock.Instant)? {
-        let generation = changes.generation
+        let generation = changes.count
         guard let lastExpiry = candidates.lastExpiry(at: clock.now) else { return nil }
         return (generation, lastExpiry)
     }
 
     /// While some slot is connecting: the generation of `changes` read with that. Nil once none is.
     private func attemptsConnecting() -> UInt64? {
-        let generation = changes.generation
+        let generation = changes.count
         return slots.contains(where: \.isConnecting) ? generation : nil
     }
 
