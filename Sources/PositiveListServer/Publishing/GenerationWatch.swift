@@ -1,5 +1,6 @@
 import Foundation
 import PositiveListFormat
+import Waits
 
 /// The generations of the published id and key indexes, for the long-poll route
 /// (`GET /v1/generation`): a node on a campus or in a company waits on it and revalidates its
@@ -29,9 +30,9 @@ public actor GenerationWatch {
     private let maxWaiters: Int
     private var current: Generations
     private var stopped = false
-    private var waiters: [UInt64: CheckedContinuation<Void, Never>] = [:]
+    /// Announced when a generation moves and when the server stops: each wakes every poll.
+    private let changes = EventCount()
     private var waiting = 0
-    private var nextWaiter: UInt64 = 0
 
     public init(directory: PublishedDirectory, publicKey: PositiveListPublicKey, maxWaiters: Int = .max) {
         self.directory = directory
@@ -48,7 +49,7 @@ public actor GenerationWatch {
         let fresh = Self.read(directory, publicKey: publicKey)
         guard fresh != current else { return }
         current = fresh
-        wakeAll()
+        changes.announce()
     }
 
     /// Polls held now, waiting for a newer generation (metrics).
@@ -58,7 +59,7 @@ public actor GenerationWatch {
     /// its graceful shutdown.
     public func stop() {
         stopped = true
-        wakeAll()
+        changes.announce()
     }
 
     /// The generations once either is above what the node holds, or nothing new at `deadline`
@@ -70,29 +71,10 @@ public actor GenerationWatch {
         guard waiting < maxWaiters else { return .full }
         waiting += 1
         defer { waiting -= 1 }
-        let number = nextWaiter
-        nextWaiter += 1
-        let timer = Task { [weak self] in
-            try? await Task.sleep(until: deadline, clock: .continuous)
-            await self?.wake(number)
-        }
-        defer { timer.cancel() }
-        await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in waiters[number] = continuation }
-        } onCancel: {
-            Task { await self.wake(number) }
-        }
+        // Read on the actor with the checks above: a change is announced only on the actor, so
+        // none falls between them and the wait.
+        await changes.wait(past: changes.count, until: Deadline(deadline, on: ContinuousClock()))
         return isNewer() ? .newer(current) : .nothingNew
-    }
-
-    private func wake(_ number: UInt64) {
-        waiters.removeValue(forKey: number)?.resume()
-    }
-
-    private func wakeAll() {
-        let woken = waiters
-        waiters = [:]
-        for continuation in woken.values { continuation.resume() }
     }
 
     private static func read(_ directory: PublishedDirectory, publicKey: PositiveListPublicKey) -> Generations {
