@@ -1,4 +1,5 @@
 import Synchronization
+import Waits
 
 /// What a scrape says of the store: whether it answered and, if so, its unused upload codes.
 ///
@@ -16,9 +17,8 @@ final class StoreSampler: Sendable {
 
     private struct State {
         var last: (at: ContinuousClock.Instant, reading: Reading)?
-        var running = false
-        var waiters: [UInt64: CheckedContinuation<Reading, Never>] = [:]
-        var nextWaiter: UInt64 = 0
+        /// The reading in flight, which every scrape meanwhile waits for.
+        var inFlight: OnceSignal<Reading>?
     }
 
     private let read: @Sendable () async throws -> UploadCodeCounts
@@ -39,35 +39,29 @@ final class StoreSampler: Sendable {
     func sample() async -> Reading {
         let now = ContinuousClock.now
         if let last = state.withLock({ $0.last }), now - last.at < maxAge { return last.reading }
-        return await withCheckedContinuation { continuation in
-            let (waiter, start) = state.withLock { state in
-                let waiter = state.nextWaiter
-                state.nextWaiter += 1
-                state.waiters[waiter] = continuation
-                defer { state.running = true }
-                return (waiter, !state.running)
-            }
-            if start {
-                Task {
-                    let reading: Reading
-                    do { reading = .up(try await read()) } catch { reading = .down }
-                    finish(reading)
-                }
-            }
-            Task { [deadline] in
-                try? await Task.sleep(for: deadline)
-                state.withLock { $0.waiters.removeValue(forKey: waiter) }?.resume(returning: .down)
+        let (reading, start) = state.withLock { state in
+            if let inFlight = state.inFlight { return (inFlight, false) }
+            let reading = OnceSignal<Reading>()
+            state.inFlight = reading
+            return (reading, true)
+        }
+        if start {
+            Task {
+                let result: Reading
+                do { result = .up(try await read()) } catch { result = .down }
+                finish(reading, with: result)
             }
         }
+        // A scrape cancelled or out of time reads the store as down; the reading goes on.
+        let answer = await withDeadline(Deadline(now + deadline, on: ContinuousClock())) { await reading.wait() }
+        return answer.flatMap { $0 } ?? .down
     }
 
-    private func finish(_ reading: Reading) {
-        let waiters = state.withLock { state in
-            state.last = (ContinuousClock.now, reading)
-            state.running = false
-            defer { state.waiters = [:] }
-            return Array(state.waiters.values)
+    private func finish(_ reading: OnceSignal<Reading>, with result: Reading) {
+        state.withLock { state in
+            state.last = (ContinuousClock.now, result)
+            state.inFlight = nil
         }
-        for waiter in waiters { waiter.resume(returning: reading) }
+        reading.fire(result)
     }
 }
