@@ -431,8 +431,8 @@ public actor ProximityExchange {
     /// Where other peers are about, a random spread comes on top: after a rotation every node
     /// hears every new address at once, and connect requests from several initiators answering
     /// the same advertising event are all but one ignored, which leaves strict controllers waiting
-    /// for an answer that never comes (`ControllerQuirks.initiatorStuckOnUnansweredRequest`: deaf
-    /// until reset). A peer heard alone
+    /// for an answer that never comes (an initiator stuck on an unanswered request, deaf until
+    /// reset; `InitiatorHealth`). A peer heard alone
     /// has no other initiator to collide with: no spread (nor one heard for the first time beside
     /// a single other, which may be that peer's old address).
     private func initiationDelay(toward peer: BluetoothAddress, newcomer: Bool) -> Duration {
@@ -536,7 +536,7 @@ public actor ProximityExchange {
                 // Our connect request went unanswered (another initiator won that advertising
                 // event). Asking the same peer again at once is what clears such a request where
                 // it would otherwise stay pending and make the controller refuse everyone
-                // (`ControllerQuirks.initiatorStuckOnUnansweredRequest`); on other controllers it
+                // (an initiator stuck on an unanswered request, `InitiatorHealth`); on other controllers it
                 // is simply a second try at a peer that is there.
                 // Off the air meanwhile: every peer whose request such a controller refuses is left
                 // stuck in turn, and in crowds on such controllers that chain, not lost races, stuck most.
