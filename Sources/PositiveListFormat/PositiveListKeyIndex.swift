@@ -3,7 +3,8 @@ import IDRotation
 import TracerCore
 
 /// What a server accepts from a diagnosed person: the authority's choice (issue 13), which a
-/// node reads from the signed key index before it asks its user which to upload.
+/// node reads from `log/uploads` (``UploadPolicyNote``; from a server from before it, the signed
+/// key index) before it asks its user which to upload.
 public struct AcceptedUploads: OptionSet, Sendable, Hashable {
     public let rawValue: UInt8
 

@@ -78,16 +78,23 @@ struct MatchingParts {
     }
 
     /// The further authorities' lists (`[lists.<name>]`), each followed as a log at its own url.
+    /// Their client pins no key: `server.pinned_key` is the home server's certificate, and
+    /// pinned on another authority's server it would fail every update there.
     func furtherLists(offline: Bool) throws -> [AuthorityList] {
-        let http = httpClient()
+        let http = CurlHTTPClient(configuration: furtherListsHTTPConfiguration)
         return try settings.furtherLists.map { list in
             let log = try furtherLog(list)
             let cache = furtherCache(list)
-            let updater = offline ? nil : ListLogUpdater(
-                log: log, files: HTTPLogFiles(baseURL: list.url.absoluteString.trimmingSuffix("/") + "/log", http: http), cache: cache,
-                maximumListAge: settings.maxListAge)
+            let updater = offline ? nil : logUpdater(log, url: list.url.absoluteString, cache: cache, http: http)
             return AuthorityList(name: list.name, cache: cache, log: log, updater: updater)
         }
+    }
+
+    /// The home server's timeouts, without its pinned key.
+    var furtherListsHTTPConfiguration: HTTPClientConfiguration {
+        var configuration = httpConfiguration
+        configuration.pinnedPublicKey = nil
+        return configuration
     }
 
     /// Where a further list is kept: `lists/<name>` under the cache directory, a path the home
@@ -102,12 +109,9 @@ struct MatchingParts {
     }
 
     func furtherLog(_ list: FurtherListSettings) throws -> FollowedListLog {
-        let key = try PositiveListPublicKey(base64: list.publicKey.base64EncodedString())
-        let origin = list.origin ?? key.defaultLogOrigin
-        let logKey = try NoteVerifierKey(name: origin, type: .ed25519, publicKey: key.key)
-        let source = FollowedLogSource(
-            origin: origin, logKey: logKey, witnesses: list.witnesses, requiredCosignatures: Int(list.witnessesRequired))
-        return FollowedListLog(source: source, store: furtherLogStore(list), required: true)
+        try Self.followedLog(
+            key: try PositiveListPublicKey(base64: list.publicKey.base64EncodedString()), origin: list.origin, witnesses: list.witnesses,
+            required: Int(list.witnessesRequired), store: furtherLogStore(list), logRequired: true)
     }
 
     /// The updaters of the list `list.format` follows: the index's unless the format is log,
@@ -116,24 +120,32 @@ struct MatchingParts {
         let url = try serverURL()
         return ListUpdating(
             index: settings.listFormat == .log ? nil : updater(url: url, key: key, http: http),
-            log: try followedLog(key: key).map { try logUpdater($0, http: http) })
+            log: try followedLog(key: key).map { logUpdater($0, url: url, cache: cache, http: http) })
     }
 
     /// The log at `server.url`/log/ as `list.*` describes it; nil with `list.format = index`.
     func followedLog(key: PositiveListPublicKey) throws -> FollowedListLog? {
         guard settings.listFormat != .index else { return nil }
-        let origin = settings.listOrigin ?? key.defaultLogOrigin
+        return try Self.followedLog(
+            key: key, origin: settings.listOrigin, witnesses: settings.listWitnesses, required: Int(settings.listWitnessesRequired),
+            store: logStore, logRequired: settings.listFormat == .log)
+    }
+
+    /// One authority's log: its origin (nil: the key's default), the witnesses it must carry.
+    private static func followedLog(
+        key: PositiveListPublicKey, origin: String?, witnesses: [NoteVerifierKey], required: Int, store: FollowedLogStore, logRequired: Bool
+    ) throws -> FollowedListLog {
+        let origin = origin ?? key.defaultLogOrigin
         let logKey = try NoteVerifierKey(name: origin, type: .ed25519, publicKey: key.key)
-        let source = FollowedLogSource(
-            origin: origin, logKey: logKey, witnesses: settings.listWitnesses, requiredCosignatures: Int(settings.listWitnessesRequired))
-        return FollowedListLog(source: source, store: logStore, required: settings.listFormat == .log)
+        let source = FollowedLogSource(origin: origin, logKey: logKey, witnesses: witnesses, requiredCosignatures: required)
+        return FollowedListLog(source: source, store: store, required: logRequired)
     }
 
     /// Where the followed log is kept: beside the index, under the cache's lock.
     var logStore: FollowedLogStore { FollowedLogStore(directory: settings.cacheDirectory + "/log") }
 
-    func logUpdater(_ log: FollowedListLog, http: any HTTPTransferring) throws -> ListLogUpdater {
-        ListLogUpdater(log: log, files: HTTPLogFiles(baseURL: try serverURL().trimmingSuffix("/") + "/log", http: http), cache: cache, maximumListAge: settings.maxListAge)
+    func logUpdater(_ log: FollowedListLog, url: String, cache: PositiveListCache, http: any HTTPTransferring) -> ListLogUpdater {
+        ListLogUpdater(log: log, files: HTTPLogFiles(baseURL: url.trimmingSuffix("/") + "/log", http: http), cache: cache, maximumListAge: settings.maxListAge)
     }
 }
 

@@ -97,6 +97,10 @@ public final class FIFOLock: Sendable {
     /// Tickets submitted and not yet holding the turn.
     public var waitingCount: Int { state.withLock { $0.waiting.count } }
 
+    /// Waiting tickets whose task is parked in `awaitTurn` (tests wait for it, so that a
+    /// cancellation reaches a parked waiter rather than the check before parking).
+    public var parkedCount: Int { state.withLock { $0.waiting.count { $0.continuation != nil } } }
+
     /// Whether `ticket` holds the turn.
     public func isRunning(_ ticket: Ticket) -> Bool { state.withLock { $0.running == ticket } }
 

@@ -9,7 +9,7 @@ import TracerCore
 import TransparencyLog
 
 extension MatchingTests {
-    /// `tracer report`'s key half: what the server accepts (read from its signed key index), the
+    /// `tracer report`'s key half: what the server accepts (read from log/uploads or its signed key index), the
     /// choice that follows from it, and uploading daily keys with the same credentials and
     /// idempotency as ids.
     @Suite(.tags(.unit)) struct KeyReportTests {
@@ -94,6 +94,18 @@ extension MatchingTests {
             }
             #expect(url == "http://list.test/log/uploads")
             #expect(detail.contains("not signed by the list's key"), "\(detail)")
+        }
+
+        /// A node on `list.format = index` need not know the log's origin: it reads the key index.
+        @Test func aNodeThatDoesNotFollowTheLogReadsTheKeyIndexOnly() async throws {
+            let directory = try TemporaryDirectory()
+            defer { directory.remove() }
+            let signer = BatchSigner()
+            let server = ListFreshnessTests.StaticServer()
+            server.publish(UploadPolicyNote.relativePath, try uploadPolicy(accepting: .keys, signer: signer, origin: "health.example/list"))
+            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: .ids, signer: signer))
+            let reporter = HistoryReporter(serverURL: "http://list.test", store: try store(in: directory), http: server, clock: FixedClock(time: now))
+            #expect(try await reporter.acceptance(publicKey: signer.publicKey, followsLog: false) == UploadAcceptance(kinds: .ids, source: .signedKeyIndex))
         }
 
         @Test func anUploadPolicyThatDoesNotVerifyIsRefusedNotReadFromTheKeyIndex() async throws {

@@ -64,6 +64,11 @@ import Glibc
     /// database (a pool of 3) with `configuration` after it, and `serve` on it logging to `log`.
     /// The test stops and starts PostgreSQL through `postgres`, always the one that runs last;
     /// `end()` stops serve, then PostgreSQL unless it is the cluster's, and removes the rest.
+    ///
+    /// `@unchecked Sendable`, safe because one test owns each: it is made, used and ended by that
+    /// test's task alone, in order (the suite is serialized); `postgres`, the one mutable field,
+    /// is replaced only there, and the tasks the test starts read `port` and `log`, which never
+    /// change (ServerLog is Sendable itself).
     final class PostgresServe: @unchecked Sendable {
         let fixture: PostgresFixture
         let port: Int

@@ -61,6 +61,8 @@ import TransparencyLog
 
     @Test func anOversizedNoteIsRefusedBeforeItIsParsed() throws {
         let bytes = Data(repeating: 0x61, count: UploadPolicyNote.maximumByteCount + 1)
-        #expect(throws: UploadPolicyError.self) { try UploadPolicyNote.open(bytes, origin: origin, logKey: verifier) }
+        #expect(throws: UploadPolicyError.malformed("it is over \(UploadPolicyNote.maximumByteCount) bytes")) {
+            try UploadPolicyNote.open(bytes, origin: origin, logKey: verifier)
+        }
     }
 }

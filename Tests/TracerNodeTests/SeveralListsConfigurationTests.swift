@@ -71,6 +71,24 @@ import TransparencyLog
         #expect(logs.allSatisfy { $0.updater == nil }, "offline: no updater")
     }
 
+    /// `server.pinned_key` is the home server's certificate; pinned on another authority's
+    /// server it would fail every update of that list.
+    @Test func theHomeServersPinIsNotAppliedToFurtherLists() throws {
+        let pin = "sha256//" + Data(repeating: 7, count: 32).base64EncodedString()
+        let settings = try Self.resolve(Self.home + """
+            pinned_key = "\(pin)"
+
+            [lists.campus]
+            url = "https://campus.example.edu/"
+            public_key = "\(Self.campusKey)"
+
+            """)
+        let parts = MatchingParts(settings: settings)
+        #expect(parts.httpClient().configuration.pinnedPublicKey == pin)
+        #expect(parts.furtherListsHTTPConfiguration.pinnedPublicKey == nil)
+        #expect(parts.furtherListsHTTPConfiguration.baseTimeout == parts.httpClient().configuration.baseTimeout)
+    }
+
     @Test func aFileWithoutTablesFollowsOneList() throws {
         #expect(try Self.resolve(Self.home).furtherLists.isEmpty)
     }

@@ -270,6 +270,8 @@ struct FIFOLockTests {
         let leaver = Task { try await lock.awaitTurn(leaving) }
         let stayer = Task { try await lock.awaitTurn(staying) }
         #expect(lock.waitingCount == 2)
+        // Both parked, so that the cancellation handler, not the check before parking, withdraws the first.
+        #expect(await eventually { lock.parkedCount == 2 })
         leaver.cancel()
         await #expect(throws: CancellationError.self) { try await leaver.value }
         #expect(lock.waitingCount == 1)

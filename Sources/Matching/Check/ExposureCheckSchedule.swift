@@ -175,6 +175,11 @@ public struct ExposureCheckSchedule: Sendable {
             "encounters": "\(report.encountersChecked)",
         ]
         if let failure = report.list.updateFailure { metadata["listUpdateFailure"] = "\(failure)" }
+        // With several lists, which ones and why: the home list's failure alone would hide a
+        // further list stuck for days.
+        for list in report.listsNotUpToDate where list.name != AuthorityListStatus.homeName {
+            metadata["list.\(list.name)"] = "\(list.problem ?? "not up to date")"
+        }
         if report.listIsStale {
             logger.warning("exposure check used the last verified list; it could not be updated", metadata: metadata)
         } else {

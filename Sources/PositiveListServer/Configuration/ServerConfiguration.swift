@@ -81,7 +81,7 @@ public struct ServerConfiguration: Sendable {
     public var maxConnectionsPerAddress: Int?
     /// The authority's choice of what a diagnosed person may upload: ids (unlinkable, 1.5 kB a
     /// day to every node), daily keys (about 16 bytes, linkable once published), or either.
-    /// Published in the signed key index so nodes can follow it.
+    /// Published in `log/uploads` (and the signed key index) so nodes can follow it.
     public var acceptUploads: AcceptedUploads = .both
     /// 29 days (the retention period and today) at one interval, with room for a node that
     /// changed its interval during a day: every (day, interval) pair appears at most once.

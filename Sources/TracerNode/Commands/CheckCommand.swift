@@ -120,6 +120,9 @@ struct CheckReportText {
             let name = list.name == AuthorityListStatus.homeName ? "home (server.url)" : list.name
             let state: String
             switch (list.list, list.problem) {
+            case (let held?, nil) where held.offline:
+                // Nothing was asked of its server: as fresh as its last update, no more.
+                state = "used as downloaded (offline)" + (held.lastUpdated.map { ", last updated \(Output.localTime($0)) (\(age($0)))" } ?? "")
             case (let held?, nil):
                 state = held.lastUpdated.map { "up to date, updated \(Output.localTime($0)) (\(age($0)))" } ?? "used as downloaded (offline)"
             case (let held?, let problem?):
@@ -142,7 +145,9 @@ struct CheckReportText {
             return lines.joined(separator: "\n")
         }
         let stale = report.listsNotUpToDate
-        if stale.isEmpty {
+        if stale.isEmpty, report.list.offline {
+            lines.append("No exposure found in the last 28 days in the \(lists.count) lists as downloaded; diagnoses published since each one's last update are not included.")
+        } else if stale.isEmpty {
             lines.append("No exposure found in the last 28 days in any of the \(lists.count) lists.")
         } else {
             let checked = lists.filter(\.isUpToDate)
