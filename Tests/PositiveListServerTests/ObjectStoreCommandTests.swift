@@ -188,7 +188,8 @@ struct ObjectStoreCommandTests {
 
         let doctor = try Self.run(["doctor"], fixture: fixture)
         #expect(doctor.exitCode == 0, "\(doctor)")
-        #expect(doctor.stdout.contains("ok   object store: bucket cli-list at \(moto.endpoint) is reachable, the credentials are accepted, 6 objects"), "\(doctor)")
+        // The batch, both indexes, log/checkpoint, log/uploads, the entry bundle and its level-0 tile.
+        #expect(doctor.stdout.contains("ok   object store: bucket cli-list at \(moto.endpoint) is reachable, the credentials are accepted, 7 objects"), "\(doctor)")
 
         // Flags override the section; the environment's key pair stands in for the file.
         let wrong = ["AWS_ACCESS_KEY_ID": moto.accessKeyID, "AWS_SECRET_ACCESS_KEY": "not-the-secret-0123456789"]
