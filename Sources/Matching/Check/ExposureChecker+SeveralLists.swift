@@ -55,6 +55,19 @@ public struct AuthorityListStatus: Codable, Sendable, Equatable {
 }
 
 extension ExposureChecker {
+    /// Updates every further list, each under its own lock: one that cannot be updated stops
+    /// none of the others. `failures` follows `furtherLists`' order.
+    func updateFurtherLists() async throws(ExposureCheckError) -> (changed: Bool, failures: [ListUpdateError?]) {
+        var changed = false
+        var failures: [ListUpdateError?] = []
+        for list in furtherLists {
+            let update = try await update(list)
+            changed = changed || update.changed
+            failures.append(update.failure)
+        }
+        return (changed, failures)
+    }
+
     /// Updates one further list under its own lock; a failure is returned, never thrown, so that
     /// it stops none of the other lists (only the node stopping does).
     func update(_ list: AuthorityList) async throws(ExposureCheckError) -> (changed: Bool, failure: ListUpdateError?) {

@@ -65,10 +65,8 @@ public struct ExposureChecker: Sendable {
             updateFailure = error
         }
         guard !furtherLists.isEmpty else { return try await matchHoldingLock(updateFailure: updateFailure) }
-        // One list that cannot be updated stops none of the others.
-        var failures: [ListUpdateError?] = []
-        for list in furtherLists { failures.append(try await update(list).failure) }
-        return try await matchSeveralHoldingLock(homeUpdateFailure: updateFailure, furtherUpdateFailures: failures)
+        let further = try await updateFurtherLists()
+        return try await matchSeveralHoldingLock(homeUpdateFailure: updateFailure, furtherUpdateFailures: further.failures)
     }
 
     /// True for a check asked not to contact the server.
@@ -105,12 +103,9 @@ public struct ExposureChecker: Sendable {
                 if error == .cancelled { throw .cancelled }
                 homeFailure = error
             }
-            var failures: [ListUpdateError?] = []
-            for list in furtherLists {
-                let update = try await update(list)
-                changed = changed || update.changed
-                failures.append(update.failure)
-            }
+            let further = try await updateFurtherLists()
+            let failures = further.failures
+            changed = changed || further.changed
             // A list that changed can change the verdict: all are matched again, failures named.
             guard changed else { return (homeFailure ?? failures.compactMap { $0 }.first).map { .failed($0) } ?? .unchanged }
             return .checked(try await matchSeveralHoldingLock(homeUpdateFailure: homeFailure, furtherUpdateFailures: failures))

@@ -117,7 +117,7 @@ struct CheckReportText {
         let keys = report.keysChecked.map { " (including those of \($0) published daily \($0 == 1 ? "key" : "keys"))" } ?? ""
         var lines = ["Positive lists of \(lists.count) authorities: \(report.idsChecked) ids\(keys) checked against \(report.encountersChecked) encounters of the last 28 days."]
         for list in lists {
-            let name = list.name == AuthorityListStatus.homeName ? "home (server.url)" : list.name
+            let name = Self.displayName(list)
             let state: String
             switch (list.list, list.problem) {
             case (let held?, nil) where held.offline:
@@ -162,7 +162,12 @@ struct CheckReportText {
     }
 
     private func names(_ lists: [AuthorityListStatus]) -> String {
-        lists.map { $0.name == AuthorityListStatus.homeName ? "home (server.url)" : $0.name }.joined(separator: ", ")
+        lists.map(Self.displayName).joined(separator: ", ")
+    }
+
+    /// A list as the user knows it: the home list by the setting that names it.
+    private static func displayName(_ list: AuthorityListStatus) -> String {
+        list.name == AuthorityListStatus.homeName ? "home (server.url)" : list.name
     }
 
     /// One list's verdict when it found no exposure.
