@@ -55,11 +55,22 @@ public struct PositiveListBatch: Sendable {
     /// Parses `file` after checking it against its index entry (number, size, SHA-256) and its
     /// own signature.
     public init(verifying file: [UInt8], listedAs listing: PositiveListIndex.BatchListing, publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
+        try self.init(file, listedAs: listing, check: .verify(publicKey.key))
+    }
+
+    /// Parses `file` after checking it against `listing` only (number, size, SHA-256): for the
+    /// publisher reading back its own file, whose listing it recorded itself when it signed the
+    /// file (the server's database), so that the digest vouches for it as the signature would.
+    public init(recorded file: [UInt8], listedAs listing: PositiveListIndex.BatchListing) throws(PositiveListFormatError) {
+        try self.init(file, listedAs: listing, check: .digestChecked)
+    }
+
+    private init(_ file: [UInt8], listedAs listing: PositiveListIndex.BatchListing, check: SignedFile.SignatureCheck) throws(PositiveListFormatError) {
         guard file.count == listing.byteCount else {
             throw .lengthMismatch(.batch, expected: listing.byteCount, actual: file.count)
         }
         guard Array(SHA256.hash(data: file)) == listing.sha256 else { throw .digestMismatch(batchNumber: listing.number) }
-        try self.init(verifying: file, publicKey: publicKey)
+        try self.init(file, check: check)
         guard number == listing.number else { throw .batchNumberMismatch(expected: listing.number, actual: number) }
     }
 

@@ -20,6 +20,9 @@ public enum SignedFile {
         /// Only for the fuzz targets (Fuzz/): a fuzzer cannot forge signatures, so without this
         /// it would never reach the structure checks that follow. No public API takes it.
         case skipForFuzzing
+        /// The caller checked the whole file's SHA-256 against a digest it trusts more than the
+        /// file (`init(recorded:listedAs:)`): the digest vouches for it as the signature would.
+        case digestChecked
     }
 
     /// The body of a signed file whose trailer passes `check`.

@@ -119,6 +119,27 @@ import TracerCore
         }
     }
 
+    /// The publisher reading back its own file checks it against the listing it recorded (size,
+    /// SHA-256, number), which stands for the signature: the same refusals, no key needed.
+    @Test func aRecordedBatchIsCheckedAgainstItsListingAlone() throws {
+        let entries = sortedEntries(3)
+        let file = try PositiveListBatch.encode(number: 5, entries: entries, signingKey: key)
+        let digest = Array(SHA256.hash(data: file))
+        let range = PublishedTimeRange(start: 0, end: 1)
+        #expect(try PositiveListBatch(recorded: file, listedAs: .init(number: 5, timeRange: range, byteCount: file.count, sha256: digest)).entries == entries)
+        var altered = file
+        altered[PositiveListBatch.headerByteCount] ^= 0x01
+        #expect(throws: PositiveListFormatError.digestMismatch(batchNumber: 5)) {
+            try PositiveListBatch(recorded: altered, listedAs: .init(number: 5, timeRange: range, byteCount: file.count, sha256: digest))
+        }
+        #expect(throws: PositiveListFormatError.batchNumberMismatch(expected: 6, actual: 5)) {
+            try PositiveListBatch(recorded: file, listedAs: .init(number: 6, timeRange: range, byteCount: file.count, sha256: digest))
+        }
+        #expect(throws: PositiveListFormatError.lengthMismatch(.batch, expected: 1, actual: file.count)) {
+            try PositiveListBatch(recorded: file, listedAs: .init(number: 5, timeRange: range, byteCount: 1, sha256: digest))
+        }
+    }
+
     @Test func encoderRefusesUnsortedOrDuplicateIds() throws {
         let entries = sortedEntries(3)
         #expect(throws: PositiveListFormatError.entriesNotSorted(position: 1)) {

@@ -82,6 +82,11 @@ import TracerCore
         let listing = PositiveListIndex.BatchListing(
             number: 3, timeRange: batch.timeRange, byteCount: file.count, sha256: Array(SHA256.hash(data: file)), kind: .keys)
         #expect(try PositiveListKeyBatch(verifying: file, listedAs: listing, publicKey: publicKey).count == 1_000)
+        // Read back by its publisher: the recorded listing stands for the signature.
+        #expect(Set(try PositiveListKeyBatch(recorded: file, listedAs: listing).records) == Set(records))
+        var altered = file
+        altered[PositiveListKeyBatch.headerByteCount] ^= 0x01
+        #expect(throws: PositiveListFormatError.digestMismatch(batchNumber: 3)) { try PositiveListKeyBatch(recorded: altered, listedAs: listing) }
         #expect(listing.relativePath == "keys/3.tpkb")
     }
 
