@@ -37,11 +37,11 @@ struct StoreBackendBenchmark {
         defer { postgres.stop() }
         let settings = { (name: String) in PostgresSettings(connection: try postgres.createDatabase(name), password: nil) }
         let oneSettings = try settings("one")
-        let one = try await PostgresServerStore.open(settings: oneSettings, poolSize: appendersPerInstance)
+        let one = try await PostgresServerStore.open(settings: oneSettings, publishedDirectory: sqlitePaths.published, poolSize: appendersPerInstance)
         let single = try await measure("PostgreSQL, 1 instance", stores: [one], now: now)
         let twoSettings = try settings("two")
-        let first = try await PostgresServerStore.open(settings: twoSettings, poolSize: appendersPerInstance)
-        let second = try await PostgresServerStore.open(settings: twoSettings, poolSize: appendersPerInstance)
+        let first = try await PostgresServerStore.open(settings: twoSettings, publishedDirectory: sqlitePaths.published, poolSize: appendersPerInstance)
+        let second = try await PostgresServerStore.open(settings: twoSettings, publishedDirectory: sqlitePaths.published, poolSize: appendersPerInstance)
         let double = try await measure("PostgreSQL, 2 instances", stores: [first, second], now: now)
 
         say(String(format: "ratios: PostgreSQL 1 instance / SQLite = %.2f; PostgreSQL 2 instances / SQLite = %.2f; 2 instances / 1 instance = %.2f",

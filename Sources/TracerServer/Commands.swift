@@ -67,10 +67,10 @@ struct Serve: AsyncParsableCommand {
             }
             logger.info("metrics enabled", metadata: ["listen": "\(metrics.host):\(metrics.port)", "path": "/metrics"])
         }
-        // SQLite checks uploads against the live batches' ids in memory: read them before
-        // listening, so the first upload does not wait for it. A damaged batch file still lets
-        // the server serve the list; uploads are refused (503) with the same reason until the
-        // file is restored. (PostgreSQL checks uploads in the database.)
+        // SQLite checks uploads against the live batches' ids in memory: read them from the
+        // database before listening, so the first upload does not wait for it. Should that fail,
+        // the server still serves the list; uploads are refused (503) with the same reason.
+        // (PostgreSQL checks uploads in the database.)
         if let sqlite = store as? ServerStore {
             do {
                 let loaded = try await sqlite.loadPublishedIDs()

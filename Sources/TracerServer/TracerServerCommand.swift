@@ -84,7 +84,7 @@ struct LocationOptions: ParsableArguments {
     func openStore(configuration: ServerConfiguration?) async throws -> any SubmissionStore {
         try prepareDataDirectory()
         if let database = configuration?.database {
-            return try await PostgresServerStore.open(settings: try database.settings(), poolSize: database.poolSize)
+            return try await PostgresServerStore.open(settings: try database.settings(), publishedDirectory: paths.published, poolSize: database.poolSize)
         }
         return try ServerStore.open(path: paths.database, publishedDirectory: paths.published, publicationLockPath: paths.publishLock)
     }

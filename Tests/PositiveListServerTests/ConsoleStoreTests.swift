@@ -23,7 +23,7 @@ struct ConsoleStoreFixture {
                 return ConsoleStoreFixture(server: server, postgresURL: nil, store: server.store)
             case .postgres:
                 let url = try SharedPostgres.createDatabase()
-                let store = try await PostgresServerStore.open(settings: PostgresSettings(connection: url, password: nil), poolSize: 4)
+                let store = try await PostgresServerStore.open(settings: PostgresSettings(connection: url, password: nil), publishedDirectory: server.paths.published, poolSize: 4)
                 return ConsoleStoreFixture(server: server, postgresURL: url, store: store)
             }
         } catch {
@@ -34,7 +34,7 @@ struct ConsoleStoreFixture {
 
     func openAgain() async throws -> Store {
         if let postgresURL {
-            return try await PostgresServerStore.open(settings: PostgresSettings(connection: postgresURL, password: nil), poolSize: 4)
+            return try await PostgresServerStore.open(settings: PostgresSettings(connection: postgresURL, password: nil), publishedDirectory: server.paths.published, poolSize: 4)
         }
         return try ServerStore.open(path: server.paths.database, publishedDirectory: server.paths.published)
     }

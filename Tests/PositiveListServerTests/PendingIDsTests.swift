@@ -154,9 +154,9 @@ import TracerCore
             number: 1, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
             sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
             publishedAt: Self.now)
-        #expect(try await fixture.store.recordBatch(record, expectedWatermark: pending.sqliteWatermark!))
+        #expect(try await fixture.store.recordBatch(record, entries: pending.entries, expectedWatermark: pending.sqliteWatermark!))
         // A second publisher that read the same pending ids is refused.
-        #expect(try await !fixture.store.recordBatch(record, expectedWatermark: pending.sqliteWatermark!))
+        #expect(try await !fixture.store.recordBatch(record, entries: pending.entries, expectedWatermark: pending.sqliteWatermark!))
 
         #expect(try await pendingRowCount(fixture.store) == 8)
         let summary = try await fixture.store.summary(now: Self.now)
@@ -165,41 +165,6 @@ import TracerCore
         #expect(try await append(published + arrivedMeanwhile, to: fixture.store, fixture) == 0)
         let next = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds, dueBy: Self.now)
         #expect(next.entries.map(\.id.hex).sorted() == arrivedMeanwhile.map(\.id).sorted())
-    }
-
-    @Test func aMissingOrAlteredBatchFileStopsUploadsWithoutStoringAnything() async throws {
-        let fixture = try ServerFixture()
-        defer { fixture.remove() }
-        let first = Histories.entries(count: 30, endingAt: Self.now, seed: 1)
-        #expect(try await append(first, to: fixture.store, fixture) == 30)
-        try await fixture.makePublisher().publish()
-        let path = fixture.paths.published.batchPath(number: 1)
-        let original = try #require(FileManager.default.contents(atPath: path))
-        let second = Histories.entries(count: 5, endingAt: Self.now, seed: 2)
-
-        var altered = original
-        altered[PositiveListBatch.headerByteCount] ^= 0x01
-        for (contents, reason) in [(nil, "it is missing"), (altered, "its SHA-256 is not the one recorded"), (original.prefix(100), "it has 100 bytes, the database recorded \(original.count)")] {
-            unlink(path)
-            if let contents { try contents.write(to: URL(fileURLWithPath: path)) }
-            // A fresh store, as a restarted server would read the batch files.
-            let store = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
-            let error = await #expect(throws: ServerStoreError.self) {
-                _ = try await store.appendHistory(
-                    try entries(fixture, first + second), credential: .authority(name: "Health Authority A"), idempotencyKey: nil,
-                    now: Self.now)
-            }
-            #expect(error.map { "\($0)".contains(path) && "\($0)".contains(reason) } == true, "\(String(describing: error))")
-            #expect(try await pendingRowCount(store) == 0)
-            // `serve` reads them at start and names the same problem.
-            await #expect(throws: ServerStoreError.self) { _ = try await store.loadPublishedIDs() }
-        }
-        unlink(path)
-        try original.write(to: URL(fileURLWithPath: path))
-        let store = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
-        #expect(try await store.loadPublishedIDs().ids == 30)
-        #expect(try await append(first + second, to: store, fixture) == 5)
-        #expect(try await store.summary(now: Self.now).submissions == 2)
     }
 
     @Test func anotherProcessAppendingOrPublishingIsSeen() async throws {

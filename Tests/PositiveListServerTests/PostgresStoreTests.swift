@@ -46,7 +46,7 @@ struct PostgresFixture {
             let url = try postgres.createDatabase(database)
             var stores: [PostgresServerStore] = []
             for _ in 0..<count {
-                stores.append(try await PostgresServerStore.open(settings: PostgresSettings(connection: url, password: nil), poolSize: 4))
+                stores.append(try await PostgresServerStore.open(settings: PostgresSettings(connection: url, password: nil), publishedDirectory: server.paths.published, poolSize: 4))
             }
             return PostgresFixture(server: server, postgres: postgres, url: url, stores: stores, ownsPostgres: ownsPostgres)
         } catch {
@@ -91,11 +91,11 @@ struct PostgresFixture {
         defer { fixture.remove() }
         let settings = PostgresSettings(connection: fixture.url, password: nil)
         #expect(try await PostgresServerStore.schemaVersion(settings: settings) == PostgresServerStore.knownSchemaVersion)
-        _ = try await PostgresServerStore.open(settings: settings)
+        _ = try await PostgresServerStore.open(settings: settings, publishedDirectory: fixture.server.paths.published)
         _ = try await fixture.store.run { connection in
             try connection.exec("INSERT INTO tracer_schema_migrations (version, name) VALUES (99, 'from the future')")
         }
-        await #expect(throws: ServerStoreError.self) { _ = try await PostgresServerStore.open(settings: settings) }
+        await #expect(throws: ServerStoreError.self) { _ = try await PostgresServerStore.open(settings: settings, publishedDirectory: fixture.server.paths.published) }
         // A wrong port gives a connection error with its SQLSTATE class, not a crash.
         let nowhere = PostgresSettings(connection: "postgresql://postgres@127.0.0.1:\(try LoopbackPort.free())/tracer", password: nil)
         do {

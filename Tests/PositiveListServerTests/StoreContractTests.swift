@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
@@ -28,7 +29,7 @@ struct ContractFixture {
             case .postgres:
                 let settings = PostgresSettings(connection: try SharedPostgres.createDatabase(), password: nil)
                 var stores: [any SubmissionStore] = []
-                for _ in 0..<2 { stores.append(try await PostgresServerStore.open(settings: settings, poolSize: 3)) }
+                for _ in 0..<2 { stores.append(try await PostgresServerStore.open(settings: settings, publishedDirectory: server.paths.published, poolSize: 3)) }
                 return ContractFixture(backend: backend, server: server, stores: stores)
             }
         } catch {
@@ -93,6 +94,11 @@ struct ContractFixture {
             number: number, timeRange: PublishedTimeRange(covering: pending.entries) ?? PublishedTimeRange(start: now, end: now),
             byteCount: 1, sha256: Array(repeating: 0, count: 32), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
             publishedAt: now)
+    }
+
+    /// `keys` as a key batch publishes them (the day and interval do not matter to the store).
+    func published(_ keys: [DailyKey]) -> [DailyKeyRecord] {
+        keys.map { DailyKeyRecord(day: UTCDay(containing: now - 86_400), intervalSeconds: 900, key: $0) }
     }
 
     func keyBatch(number: UInt64, keyCount: Int) -> KeyBatchRecord {
@@ -431,6 +437,83 @@ struct ContractFixture {
         }
     }
 
+    /// What a batch published is kept with its record, so the files are output only: with every
+    /// batch file deleted once the batches are recorded (before the log step), the log appends
+    /// exactly what they published, and an upload of a published id or key is still no new one,
+    /// on this instance and on the other (a fresh read of the database).
+    @Test(arguments: backends) func theLogAndUploadsReadWhatTheStoreRecordedNotTheBatchFiles(backend: StoreBackend) async throws {
+        try await ContractFixture.with(backend) { fixture in
+            let ids = fixture.entries(count: 40, seed: 31)
+            let yesterday = UTCDay(number: UTCDay(containing: fixture.now).number - 1)
+            let keys = (1...5).map { DailyKeyRecord(day: yesterday, intervalSeconds: 900, key: Self.key($0)) }
+            try await fixture.append(ids)
+            try await fixture.appendKeys(keys)
+            let directory = fixture.server.paths.published
+            let report = try await fixture.publisher(faultInjection: { step in
+                // After both batches are recorded and both indexes written: the log step is next.
+                guard step == .keyIndexReplaced else { return }
+                for path in [directory.batchPath(number: 1), directory.keyBatchPath(number: 1)] {
+                    try FileManager.default.removeItem(atPath: path)
+                }
+            }).publish()
+            #expect(report.newBatch?.number == 1 && report.newKeyBatch?.number == 1)
+            #expect(report.log?.appendedIDBatches == [1])
+            #expect(report.log?.appendedKeyBatches == [1])
+            let log = try PublishedListLog.open(directory, identity: try ListLogIdentity(origin: nil, publicKey: fixture.server.signingKey.publicKey))
+            let (loggedIDs, loggedKeys, _) = try log.batches()
+            #expect(loggedIDs[1] == ids)
+            let published = try #require(loggedKeys[1])
+            #expect(Set(keys).isSubset(of: Set(published)))
+            #expect(published.count == (report.newKeyBatch.map { $0.keyCount + $0.fakeKeyCount } ?? -1))
+            #expect(try await fixture.store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0)
+                == LiveBatchContents(idBatches: [PublishedIDBatch(number: 1, entries: ids)], keyBatches: [PublishedKeyBatch(number: 1, records: published.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) })]))
+            #expect(try await fixture.store.liveBatchContents(idBatchesAfter: 1, keyBatchesAfter: 1) == LiveBatchContents())
+
+            for instance in fixture.stores.indices {
+                guard case .stored(let receipt) = try await fixture.append(Array(ids.prefix(3)), instance: instance) else {
+                    Issue.record("instance \(instance) did not answer with a receipt")
+                    continue
+                }
+                #expect(receipt.stored == 0, "instance \(instance) took a published id as new")
+                guard case .stored(let keyReceipt) = try await fixture.appendKeys(Array(keys.prefix(2)), instance: instance) else {
+                    Issue.record("instance \(instance) did not answer with a receipt")
+                    continue
+                }
+                #expect(keyReceipt.stored == 0, "instance \(instance) took a published key as new")
+            }
+            #expect(try await fixture.publisher(1).publish().log?.appendedEntries == 0, "nothing is appended twice")
+        }
+    }
+
+    /// An expired batch forgets what it published with its ids and keys (retention).
+    @Test(arguments: backends) func anExpiredBatchForgetsWhatItPublished(backend: StoreBackend) async throws {
+        try await ContractFixture.with(backend) { fixture in
+            try await fixture.append(fixture.entries(count: 4, seed: 32))
+            let pending = try await fixture.store.pendingEntries(endingAfter: fixture.now - 86_400, dueBy: fixture.now)
+            #expect(try await fixture.store.recordBatch(fixture.batch(number: 1, of: pending), publishing: pending))
+            let yesterday = UTCDay(number: UTCDay(containing: fixture.now).number - 1)
+            try await fixture.appendKeys([DailyKeyRecord(day: yesterday, intervalSeconds: 900, key: Self.key(7))])
+            #expect(try await fixture.store.recordKeyBatch(fixture.keyBatch(number: 1, keyCount: 1), keys: [Self.key(7)], published: fixture.published([Self.key(7)])))
+            #expect(try await fixture.store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0).idBatches.map(\.entries) == [pending.entries])
+            let later = fixture.now + 30 * 86_400
+            #expect(try await fixture.stores[1].expireBatches(endingBy: later, now: later) == [1])
+            #expect(try await fixture.stores[1].expireKeyBatches(endingBy: later, now: later) == [1])
+            #expect(try await fixture.store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0) == LiveBatchContents())
+            let kept = try await Self.storedContentCount(fixture)
+            #expect(kept == 0, "an expired batch row still holds what it published")
+        }
+    }
+
+    /// Batch rows (live or expired) still holding their content.
+    static func storedContentCount(_ fixture: ContractFixture) async throws -> Int {
+        let query = "SELECT (SELECT count(*) FROM batches WHERE entries IS NOT NULL) + (SELECT count(*) FROM key_batches WHERE records IS NOT NULL)"
+        switch fixture.store {
+        case let sqlite as ServerStore: return try await sqlite.read { db in try Int.fetchOne(db, sql: query) ?? -1 }
+        case let postgres as PostgresServerStore: return Int(try await postgres.run { connection in try connection.exec(query).first!.int(0) })
+        default: throw HarnessFailure(description: "unknown store \(type(of: fixture.store))")
+        }
+    }
+
     // MARK: Daily keys
 
     /// A key accepted before (pending or in a live batch) is not stored again, on either
@@ -490,7 +573,7 @@ struct ContractFixture {
                 HeldKeyDay(day: today, intervalSeconds: 900),
             ])
             #expect(try await fixture.store.heldKeyDays().count == 3)
-            #expect(try await fixture.store.recordKeyBatch(fixture.keyBatch(number: 1, keyCount: 3), keys: [Self.key(1), Self.key(2), Self.key(3)]))
+            #expect(try await fixture.store.recordKeyBatch(fixture.keyBatch(number: 1, keyCount: 3), keys: [Self.key(1), Self.key(2), Self.key(3)], published: fixture.published([Self.key(1), Self.key(2), Self.key(3)])))
             #expect(try await fixture.store.dueKeys(before: today).isEmpty)
             #expect(try await fixture.store.heldKeyDays() == [HeldKeyDay(day: today, intervalSeconds: 900)])
             #expect(try await fixture.store.pendingKeyCount() == 1)
@@ -504,12 +587,12 @@ struct ContractFixture {
             let yesterday = UTCDay(number: UTCDay(containing: fixture.now).number - 1)
             try await fixture.appendKeys((1...4).map { DailyKeyRecord(day: yesterday, intervalSeconds: 900, key: Self.key($0)) })
             #expect(try await fixture.store.nextKeyBatchNumber() == 1)
-            #expect(try await fixture.store.recordKeyBatch(fixture.keyBatch(number: 1, keyCount: 2), keys: [Self.key(1), Self.key(2)]))
-            #expect(try await fixture.stores[1].recordKeyBatch(fixture.keyBatch(number: 1, keyCount: 2), keys: [Self.key(3), Self.key(4)]) == false)
-            #expect(try await fixture.stores[1].recordKeyBatch(fixture.keyBatch(number: 2, keyCount: 2), keys: [Self.key(2), Self.key(3)]) == false)
+            #expect(try await fixture.store.recordKeyBatch(fixture.keyBatch(number: 1, keyCount: 2), keys: [Self.key(1), Self.key(2)], published: fixture.published([Self.key(1), Self.key(2)])))
+            #expect(try await fixture.stores[1].recordKeyBatch(fixture.keyBatch(number: 1, keyCount: 2), keys: [Self.key(3), Self.key(4)], published: fixture.published([Self.key(3), Self.key(4)])) == false)
+            #expect(try await fixture.stores[1].recordKeyBatch(fixture.keyBatch(number: 2, keyCount: 2), keys: [Self.key(2), Self.key(3)], published: fixture.published([Self.key(2), Self.key(3)])) == false)
             #expect(try await fixture.store.pendingKeyCount() == 2, "a refused key batch marked keys")
             #expect(try await fixture.stores[1].nextKeyBatchNumber() == 2)
-            #expect(try await fixture.stores[1].recordKeyBatch(fixture.keyBatch(number: 2, keyCount: 2), keys: [Self.key(3), Self.key(4)]))
+            #expect(try await fixture.stores[1].recordKeyBatch(fixture.keyBatch(number: 2, keyCount: 2), keys: [Self.key(3), Self.key(4)], published: fixture.published([Self.key(3), Self.key(4)])))
             #expect(try await fixture.store.liveKeyBatches().map(\.number) == [1, 2])
             #expect(try await fixture.store.pendingKeyCount() == 0)
         }

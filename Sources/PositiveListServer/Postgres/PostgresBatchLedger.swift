@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import PositiveListFormat
 import TracerCore
 
 /// The batch lifecycle on PostgreSQL, written once for ids and daily keys: a pending member (an
@@ -16,6 +17,10 @@ struct PostgresBatchLedger: Sendable {
     let memberArrayType: String
     /// The batch row's columns after `number, range_start, range_end, byte_count, sha256`.
     let recordColumns: [String]
+    /// The column keeping what the batch published (``PublishedBatchContent.swift``), and what
+    /// counts its records.
+    let contentColumn: String
+    let countColumn: String
     /// When a pending member left the retention period, `$1` being the cutoff.
     let pendingExpiredCondition: String
     /// The `server_state` counter of index generations.
@@ -23,12 +28,13 @@ struct PostgresBatchLedger: Sendable {
 
     static let ids = PostgresBatchLedger(
         batchTable: "batches", memberTable: "submitted_ids", memberColumn: "id", memberArrayType: "bigint[]",
-        recordColumns: ["id_count", "last_submission", "published_at"], pendingExpiredCondition: "valid_until <= $1",
-        generationKey: "index_generation")
+        recordColumns: ["id_count", "last_submission", "published_at"], contentColumn: "entries", countColumn: "id_count",
+        pendingExpiredCondition: "valid_until <= $1", generationKey: "index_generation")
 
     static let keys = PostgresBatchLedger(
         batchTable: "key_batches", memberTable: "submitted_keys", memberColumn: "key", memberArrayType: "bytea[]",
-        recordColumns: ["key_count", "fake_key_count", "published_at"],
+        recordColumns: ["key_count", "fake_key_count", "published_at"], contentColumn: "records",
+        countColumn: "key_count + fake_key_count",
         // Day d ends at (d + 1) × 86400.
         pendingExpiredCondition: "(day + 1) * 86400 <= $1", generationKey: "key_index_generation")
 
@@ -38,17 +44,21 @@ struct PostgresBatchLedger: Sendable {
         UInt64(try connection.exec("SELECT coalesce(max(number), 0) + 1 FROM \(batchTable)").first!.int(0))
     }
 
-    /// Records a batch whose file is written and marks exactly `members` published, in one
-    /// transaction; refuses (false, nothing changed) when its number or one of its members was
-    /// taken by another publisher meanwhile. `values` are the batch row's, in ``columns`` order.
-    func record(_ values: [PostgresValue], members: PostgresValue, memberCount: Int, _ connection: PostgresConnection) throws -> Bool {
+    /// Records a batch whose file is written, with its `content`, and marks exactly `members`
+    /// published, in one transaction; refuses (false, nothing changed) when its number or one of
+    /// its members was taken by another publisher meanwhile. `values` are the batch row's, in
+    /// ``columns`` order.
+    func record(
+        _ values: [PostgresValue], content: [UInt8], members: PostgresValue, memberCount: Int, _ connection: PostgresConnection
+    ) throws -> Bool {
         try connection.exec("BEGIN ISOLATION LEVEL READ COMMITTED")
         do {
             var recorded = try connection.exec("SELECT 1 FROM \(batchTable) WHERE number >= $1", [values[0]]).rows.isEmpty
             if recorded {
-                let placeholders = values.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
+                let row = values + [.bytes(content)]
+                let placeholders = row.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
                 try connection.exec(
-                    "INSERT INTO \(batchTable) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))", values)
+                    "INSERT INTO \(batchTable) (\((columns + [contentColumn]).joined(separator: ", "))) VALUES (\(placeholders))", row)
                 let marked = try connection.exec(
                     "UPDATE \(memberTable) SET batch = $1 WHERE batch IS NULL AND \(memberColumn) = ANY($2::\(memberArrayType))",
                     [values[0], members]).affectedRowCount
@@ -67,11 +77,11 @@ struct PostgresBatchLedger: Sendable {
     }
 
     /// Marks live batches whose every member's window ended by `cutoff` as expired and forgets
-    /// their members, and the pending members that left the retention period; returns the
-    /// batches' numbers, in order. Runs inside the caller's transaction.
+    /// their members and what they published, and the pending members that left the retention
+    /// period; returns the batches' numbers, in order. Runs inside the caller's transaction.
     func expire(endingBy cutoff: UnixSeconds, now: UnixSeconds, _ connection: PostgresConnection) throws -> [UInt64] {
         let numbers = try connection.exec(
-            "UPDATE \(batchTable) SET expired_at = $2 WHERE expired_at IS NULL AND range_end <= $1 RETURNING number",
+            "UPDATE \(batchTable) SET expired_at = $2, \(contentColumn) = NULL WHERE expired_at IS NULL AND range_end <= $1 RETURNING number",
             [.int(cutoff), .int(now)]).all.map { try $0.int(0) }.sorted()
         if !numbers.isEmpty {
             try connection.exec("DELETE FROM \(memberTable) WHERE batch = ANY($1::bigint[])", [.intArray(numbers)])
@@ -83,6 +93,30 @@ struct PostgresBatchLedger: Sendable {
     /// The live batches' rows, in ``columns`` order, by number.
     func live(_ connection: PostgresConnection) throws -> [PostgresRow] {
         try connection.exec("SELECT \(columns.joined(separator: ", ")) FROM \(batchTable) WHERE expired_at IS NULL ORDER BY number").all
+    }
+
+    /// The live batches numbered after `number`: each one's number, record count and content
+    /// (NULL when recorded without it), by number.
+    func liveContents(after number: UInt64, _ connection: PostgresConnection) throws -> [PostgresRow] {
+        try connection.exec(
+            "SELECT number, \(countColumn), \(contentColumn) FROM \(batchTable) WHERE expired_at IS NULL AND number > $1 ORDER BY number",
+            [.int(Int64(number))]).all
+    }
+
+    /// Gives every live batch recorded without its content (by a tracer-server from before
+    /// schema version 4) the content `read` finds for its listing (``RecordedBatchFile``).
+    func fillContent(
+        _ connection: PostgresConnection, kind: PositiveListIndex.BatchKind, read: (PositiveListIndex.BatchListing) throws -> Data
+    ) throws {
+        let rows = try connection.exec(
+            "SELECT number, range_start, range_end, byte_count, sha256 FROM \(batchTable) WHERE expired_at IS NULL AND \(contentColumn) IS NULL").all
+        for row in rows {
+            let listing = PositiveListIndex.BatchListing(
+                number: UInt64(try row.int(0)), timeRange: PublishedTimeRange(start: try row.int(1), end: try row.int(2)),
+                byteCount: Int(try row.int(3)), sha256: try row.bytes(4), kind: kind)
+            try connection.exec(
+                "UPDATE \(batchTable) SET \(contentColumn) = $1 WHERE number = $2", [.bytes([UInt8](try read(listing))), .int(Int64(listing.number))])
+        }
     }
 
     /// The next index generation, recorded before the index is written (never reused).

@@ -101,7 +101,16 @@ enum PostgresSchema {
                 expired_at bigint
             );
             """),
-    ] + [consoleMigration]
+    ] + [consoleMigration] + [
+        (4, "what each batch published", """
+            -- What each batch published (the log appends it), so that the published files are
+            -- output only: id entries as PendingEntriesBlob, key records as PublishedKeysBlob.
+            -- NULL in a row recorded before this step: the store fills it from the batch's file
+            -- when it opens the database (RecordedBatchFile); an expired batch needs none.
+            ALTER TABLE batches ADD COLUMN entries bytea;
+            ALTER TABLE key_batches ADD COLUMN records bytea;
+            """),
+    ]
 
     static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
 }

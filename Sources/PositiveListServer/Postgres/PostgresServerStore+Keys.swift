@@ -75,16 +75,17 @@ extension PostgresServerStore {
         try await run { connection in try PostgresBatchLedger.keys.nextNumber(connection) }
     }
 
-    /// Records a key batch whose file is written and marks exactly its real keys published;
-    /// refuses (false) when its number or one of its keys was taken meanwhile.
-    public func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey]) async throws(ServerStoreError) -> Bool {
+    /// Records a key batch whose file is written with what it published, and marks exactly its
+    /// real keys published; refuses (false) when its number or one of its keys was taken meanwhile.
+    public func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey], published: [DailyKeyRecord]) async throws(ServerStoreError) -> Bool {
+        let content = [UInt8](PublishedKeysBlob.encode(published))
         let keyBytes = keys.map(\.bytes)
         let values: [PostgresValue] = [
             .int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.byteCount)),
             .bytes(batch.sha256), .int(Int64(batch.keyCount)), .int(Int64(batch.fakeKeyCount)), .int(batch.publishedAt),
         ]
         return try await run { connection in
-            try PostgresBatchLedger.keys.record(values, members: .bytesArray(keyBytes), memberCount: keyBytes.count, connection)
+            try PostgresBatchLedger.keys.record(values, content: content, members: .bytesArray(keyBytes), memberCount: keyBytes.count, connection)
         }
     }
 

@@ -66,8 +66,9 @@ extension PostgresServerStore {
             .int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.byteCount)),
             .bytes(batch.sha256), .int(Int64(batch.idCount)), .int(batch.lastSubmission), .int(batch.publishedAt),
         ]
+        let content = [UInt8](PendingEntriesBlob.encode(pending.entries))
         return try await run { connection in
-            try PostgresBatchLedger.ids.record(values, members: .intArray(ids), memberCount: ids.count, connection)
+            try PostgresBatchLedger.ids.record(values, content: content, members: .intArray(ids), memberCount: ids.count, connection)
         }
     }
 
@@ -86,6 +87,23 @@ extension PostgresServerStore {
                     byteCount: Int(try row.int(3)), sha256: try row.bytes(4), idCount: Int(try row.int(5)),
                     lastSubmission: try row.int(6), publishedAt: try row.int(7))
             }
+        }
+    }
+
+    public func liveBatchContents(
+        idBatchesAfter idBatch: UInt64, keyBatchesAfter keyBatch: UInt64
+    ) async throws(ServerStoreError) -> LiveBatchContents {
+        try await transaction { connection in
+            var contents = LiveBatchContents()
+            for row in try PostgresBatchLedger.ids.liveContents(after: idBatch, connection) {
+                contents.idBatches.append(try PublishedIDBatch(
+                    number: UInt64(try row.int(0)), idCount: Int(try row.int(1)), content: row.isNull(2) ? nil : Data(try row.bytes(2))))
+            }
+            for row in try PostgresBatchLedger.keys.liveContents(after: keyBatch, connection) {
+                contents.keyBatches.append(try PublishedKeyBatch(
+                    number: UInt64(try row.int(0)), keyCount: Int(try row.int(1)), content: row.isNull(2) ? nil : Data(try row.bytes(2))))
+            }
+            return contents
         }
     }
 

@@ -15,11 +15,12 @@ import TracerCore
 ///   publishes, so ids committed during a publication wait for the next batch;
 /// - deadlocks and serialization failures (SQLSTATE 40P01, 40001) rerun the transaction.
 ///
-/// Unlike the SQLite store, uploads are checked against the database, not against the batch
-/// files: the ids of live batches stay in `submitted_ids` until their batch expires. Whichever
-/// instance publishes writes the files into its own published directory; the instances share
-/// one volume, or each syncs its directory to the one bucket that serves the list
-/// (``ObjectStoreSync`` takes this store's lock and reconciles the directories through the bucket).
+/// Uploads are checked against the database: the ids of live batches stay in `submitted_ids`
+/// until their batch expires, and what each batch published stays with its row for the log, so
+/// no instance reads a batch file. Whichever instance publishes writes the files into its own
+/// published directory; the instances share one volume, or each syncs its directory to the one
+/// bucket that serves the list (``ObjectStoreSync`` takes this store's lock and reconciles the
+/// directories through the bucket).
 public final class PostgresServerStore: SubmissionStore {
     public let settings: PostgresSettings
     let pool: PostgresConnectionPool
@@ -29,10 +30,14 @@ public final class PostgresServerStore: SubmissionStore {
         self.pool = PostgresConnectionPool(settings: settings, size: poolSize)
     }
 
-    /// Connects and brings the schema up to date (refusing a newer one).
-    public static func open(settings: PostgresSettings, poolSize: Int = 4) async throws(ServerStoreError) -> PostgresServerStore {
+    /// Connects and brings the schema up to date (refusing a newer one); `publishedDirectory`
+    /// is this instance's, read only to upgrade a database whose live batches were recorded
+    /// before schema version 4 (``migrate(publishedDirectory:)``).
+    public static func open(
+        settings: PostgresSettings, publishedDirectory: PublishedDirectory, poolSize: Int = 4
+    ) async throws(ServerStoreError) -> PostgresServerStore {
         let store = PostgresServerStore(settings: settings, poolSize: poolSize)
-        try await store.migrate()
+        try await store.migrate(publishedDirectory: publishedDirectory)
         return store
     }
 
@@ -48,7 +53,11 @@ public final class PostgresServerStore: SubmissionStore {
 
     public static var knownSchemaVersion: Int { PostgresSchema.latestVersion }
 
-    private func migrate() async throws(ServerStoreError) {
+    /// The schema's steps not yet applied, then what the live batches recorded before version 4
+    /// published, copied in from their files (``RecordedBatchFile``): in one transaction under
+    /// the migration lock, so that the instance that upgrades needs every such file in its
+    /// published directory, and after it no instance reads one again.
+    private func migrate(publishedDirectory directory: PublishedDirectory) async throws(ServerStoreError) {
         try await transaction { connection in
             try connection.exec("SELECT pg_advisory_xact_lock($1)", [.int(PostgresSchema.migrationLockKey)])
             try connection.exec("""
@@ -63,6 +72,12 @@ public final class PostgresServerStore: SubmissionStore {
                 try connection.execScript(step.sql)
                 try connection.exec(
                     "INSERT INTO tracer_schema_migrations (version, name) VALUES ($1, $2)", [.int(Int64(step.version)), .text(step.name)])
+            }
+            try PostgresBatchLedger.ids.fillContent(connection, kind: .ids) { listing in
+                try RecordedBatchFile.idEntries(of: listing, in: directory)
+            }
+            try PostgresBatchLedger.keys.fillContent(connection, kind: .keys) { listing in
+                try RecordedBatchFile.keyRecords(of: listing, in: directory)
             }
         }
     }

@@ -102,7 +102,7 @@ extension Publisher {
         let record = KeyBatchRecord(
             number: number, timeRange: PositiveListKeyBatch.timeRange(of: published), byteCount: file.count,
             sha256: Array(SHA256.hash(data: file)), keyCount: due.count, fakeKeyCount: fakes.count, publishedAt: now)
-        guard try await store.recordKeyBatch(record, keys: due.map(\.key)) else { throw PublishError.concurrentPublisher }
+        guard try await store.recordKeyBatch(record, keys: due.map(\.key), published: published) else { throw PublishError.concurrentPublisher }
         try await reach(.keyBatchRecorded)
         return record
     }

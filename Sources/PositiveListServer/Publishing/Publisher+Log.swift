@@ -86,9 +86,6 @@ public enum ListLogError: Error, Sendable, CustomStringConvertible {
     case checkpointUnreadable(String)
     case stateAhead(state: UInt64, checkpoint: UInt64)
     case damaged(String)
-    /// A live batch's file is not in this directory: another instance on the same PostgreSQL
-    /// database published it. One log needs one writer holding every batch (not yet supported).
-    case batchFileMissing(String)
 
     public var description: String {
         switch self {
@@ -96,8 +93,6 @@ public enum ListLogError: Error, Sendable, CustomStringConvertible {
             return "The published log's checkpoint does not open with this server's key and origin (\(reason)); nothing was appended. If logOrigin or the signing key changed, restore them: a log cannot change its origin."
         case .stateAhead(let state, let checkpoint):
             return "log-state.json says the log holds \(state) entries but the published checkpoint only \(checkpoint); the published directory was replaced by an older copy. Restore the newest one; nothing was appended."
-        case .batchFileMissing(let batch):
-            return "\(batch) is live but its file is not in this published directory (another instance published it?); the log was left as it is. The log needs one instance that holds every batch."
         case .damaged(let reason):
             return "The published log is damaged (\(reason)); nothing was appended."
         }
@@ -143,24 +138,19 @@ extension Publisher {
         }
         let edge = try LogRightEdge.load(treeSize: size, expectedRoot: checkpoint?.rootHash, read: read)
 
+        // What the batches published, from the database: any instance on it can append, whatever
+        // files its own directory holds.
+        let contents = try await store.liveBatchContents(idBatchesAfter: state.lastIDBatch, keyBatchesAfter: state.lastKeyBatch)
         var entries: [Data] = []
         var lastID = state.lastIDBatch
-        for batch in try await store.liveBatches() where batch.number > state.lastIDBatch {
-            guard let file = FileManager.default.contents(atPath: directory.batchPath(number: batch.number)) else {
-                throw ListLogError.batchFileMissing("batch \(batch.number)")
-            }
-            let verified = try PositiveListBatch(verifying: Array(file), listedAs: batch.listing, publicKey: publicKey)
-            entries += try ListLogEntry.entries(idBatch: batch.number, entries: verified.entries).map { Data(try $0.encode()) }
+        for batch in contents.idBatches {
+            entries += try ListLogEntry.entries(idBatch: batch.number, entries: batch.entries).map { Data(try $0.encode()) }
             report.appendedIDBatches.append(batch.number)
             lastID = max(lastID, batch.number)
         }
         var lastKey = state.lastKeyBatch
-        for batch in try await store.liveKeyBatches() where batch.number > state.lastKeyBatch {
-            guard let file = FileManager.default.contents(atPath: directory.keyBatchPath(number: batch.number)) else {
-                throw ListLogError.batchFileMissing("key batch \(batch.number)")
-            }
-            let verified = try PositiveListKeyBatch(verifying: Array(file), listedAs: batch.listing, publicKey: publicKey)
-            entries += try ListLogEntry.entries(keyBatch: batch.number, records: verified.records).map { Data(try $0.encode()) }
+        for batch in contents.keyBatches {
+            entries += try ListLogEntry.entries(keyBatch: batch.number, records: batch.records).map { Data(try $0.encode()) }
             report.appendedKeyBatches.append(batch.number)
             lastKey = max(lastKey, batch.number)
         }

@@ -102,8 +102,9 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
 ///
 /// Order of the steps, and why a crash anywhere leaves a valid directory:
 /// 1. the new batch file is written atomically; until step 2 it is an orphan no index names;
-/// 2. the batch is recorded in the database and its ids leave the pending ones, in one
-///    transaction (the watermark moves; uploads now find the ids in the batch file);
+/// 2. the batch is recorded in the database with what it published, and its ids leave the
+///    pending ones, in one transaction (the watermark moves; uploads now find the ids in the
+///    batch's record, and the log appends from it: the file is output only);
 /// 3. batches whose ids all passed retention are marked expired;
 /// 4. the index is rebuilt from the database and replaced atomically;
 /// 5. files no index names any more (expired batches, orphans, temporaries) are deleted.
@@ -257,17 +258,11 @@ public actor Publisher {
             report.indexGeneration = try await replaceIndexIfStale(live: live, now: now)
             removeUnlistedFiles(live: live)
             try await publishKeys(now: now, releaseTime: keyReleaseTime, cutoff: cutoff, into: &report)
-            // Last: the log takes the live batches the steps above wrote and recorded.
-            do {
-                var log = try await publishLog(now: now)
-                // Then what no node can need any more is deleted; never fails the publication.
-                await pruneLogHistory(now: now, report: &log)
-                report.log = log
-            } catch ListLogError.batchFileMissing(let batch) {
-                // Several instances with directories of their own: the batches and indexes are
-                // published; the log waits for a directory that holds every batch.
-                logger.warning("log not appended", metadata: ["reason": "\(ListLogError.batchFileMissing(batch))"])
-            }
+            // Last: the log takes the live batches the steps above recorded.
+            var log = try await publishLog(now: now)
+            // Then what no node can need any more is deleted; never fails the publication.
+            await pruneLogHistory(now: now, report: &log)
+            report.log = log
             try await store.purge(endingBefore: cutoff, now: now)
         } catch let error as ServerStoreError {
             throw .store(error)

@@ -3,8 +3,9 @@ import IDRotation
 import PositiveListFormat
 import TracerCore
 
-/// How `pending_histories` keeps a submission's new entries: one blob of 24-byte records (id,
-/// valid from, valid until; little-endian 64-bit integers), sorted by id.
+/// How `pending_histories` keeps a submission's new entries, and `batches.entries` (both back
+/// ends) what a batch published: one blob of 24-byte records (id, valid from, valid until;
+/// little-endian 64-bit integers), sorted by id.
 ///
 /// One row per upload instead of one per id: an upload then costs one insert whatever its size,
 /// and publication reads a few blobs instead of a million rows. The records are never queried

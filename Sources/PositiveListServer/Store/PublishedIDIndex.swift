@@ -4,7 +4,7 @@
 /// They used to be a SQLite table keyed by id. Random ids made that table cost twice: each
 /// upload's lookups read leaf pages all over it (about 2 µs an id once it outgrew the page
 /// cache), and each publication merged a million ids into it, rewriting nearly every page (1.3 to
-/// 1.6 s). The batch files already hold every published id, sorted, so they are the record; this
+/// 1.6 s). Each batch's row already holds its published ids, sorted, so they are the record; this
 /// index is rebuilt from them and changes only when a batch is published or expires.
 ///
 /// Layout: every id sorted, next to the slot of the batch holding it (so an expired batch's ids
@@ -42,8 +42,8 @@ struct PublishedIDIndex: Sendable {
         ids.capacity * 8 + slots.capacity * 4 + bucketStarts.capacity * 8 + slotBatches.capacity * 8
     }
 
-    /// Adds the ids of batches not held yet; each batch's ids need not be sorted (a batch file's
-    /// are).
+    /// Adds the ids of batches not held yet; each batch's ids need not be sorted (a batch's
+    /// recorded ones are).
     ///
     /// One k-way merge of the held ids and every new batch, so a server starting with hundreds
     /// of batches pays one pass, not one per batch; at its peak it holds the new batches' ids

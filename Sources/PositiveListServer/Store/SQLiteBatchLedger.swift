@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IDRotation
+import PositiveListFormat
 import TracerCore
 
 /// The parts of the batch lifecycle the SQLite store keeps alike for ids and daily keys: batch
@@ -12,13 +13,19 @@ struct SQLiteBatchLedger: Sendable {
     let batchTable: String
     /// The batch row's columns after `number, range_start, range_end, byte_count, sha256`.
     let recordColumns: [String]
+    /// The column keeping what the batch published (``PublishedBatchContent.swift``), and the
+    /// one counting its records.
+    let contentColumn: String
+    let countColumn: String
     /// The `server_state` counter of index generations.
     let generationKey: String
 
     static let ids = SQLiteBatchLedger(
-        batchTable: "batches", recordColumns: ["id_count", "last_submission", "published_at"], generationKey: "index_generation")
+        batchTable: "batches", recordColumns: ["id_count", "last_submission", "published_at"], contentColumn: "entries",
+        countColumn: "id_count", generationKey: "index_generation")
     static let keys = SQLiteBatchLedger(
-        batchTable: "key_batches", recordColumns: ["key_count", "fake_key_count", "published_at"], generationKey: "key_index_generation")
+        batchTable: "key_batches", recordColumns: ["key_count", "fake_key_count", "published_at"], contentColumn: "records",
+        countColumn: "key_count + fake_key_count", generationKey: "key_index_generation")
 
     private var columns: [String] { ["number", "range_start", "range_end", "byte_count", "sha256"] + recordColumns }
 
@@ -32,17 +39,45 @@ struct SQLiteBatchLedger: Sendable {
         try Int64.fetchOne(db, sql: "SELECT count(*) FROM \(batchTable) WHERE number >= ?", arguments: [Int64(number)]) != 0
     }
 
-    /// Inserts a batch row; `values` in ``columns`` order.
-    func insert(_ values: StatementArguments, _ db: Database) throws {
-        let placeholders = columns.map { _ in "?" }.joined(separator: ", ")
-        try db.execute(sql: "INSERT INTO \(batchTable) (\(columns.joined(separator: ", "))) VALUES (\(placeholders))", arguments: values)
+    /// Inserts a batch row; `values` in ``columns`` order, then its content.
+    func insert(_ values: StatementArguments, content: Data, _ db: Database) throws {
+        let names = columns + [contentColumn]
+        let placeholders = names.map { _ in "?" }.joined(separator: ", ")
+        try db.execute(
+            sql: "INSERT INTO \(batchTable) (\(names.joined(separator: ", "))) VALUES (\(placeholders))", arguments: values + [content])
     }
 
-    /// Marks live batches whose every window ended by `cutoff` as expired; returns their numbers.
+    /// The live batches numbered after `number`: each one's number, record count and content
+    /// (NULL when recorded without it), by number.
+    func liveContents(after number: UInt64, _ db: Database) throws -> [Row] {
+        try Row.fetchAll(
+            db, sql: "SELECT number, \(countColumn), \(contentColumn) FROM \(batchTable) WHERE expired_at IS NULL AND number > ? ORDER BY number",
+            arguments: [Int64(number)])
+    }
+
+    /// Gives every live batch recorded without its content (by a tracer-server from before
+    /// schema v6) the content `read` finds for its listing (``RecordedBatchFile``).
+    func fillContent(_ db: Database, kind: PositiveListIndex.BatchKind, read: (PositiveListIndex.BatchListing) throws -> Data) throws {
+        let rows = try Row.fetchAll(
+            db, sql: "SELECT number, range_start, range_end, byte_count, sha256 FROM \(batchTable) WHERE expired_at IS NULL AND \(contentColumn) IS NULL")
+        for row in rows {
+            let digest: Data = row[4]
+            let listing = PositiveListIndex.BatchListing(
+                number: UInt64(row[0] as Int64), timeRange: PublishedTimeRange(start: row[1], end: row[2]), byteCount: row[3],
+                sha256: Array(digest), kind: kind)
+            try db.execute(
+                sql: "UPDATE \(batchTable) SET \(contentColumn) = ? WHERE number = ?", arguments: [try read(listing), Int64(listing.number)])
+        }
+    }
+
+    /// Marks live batches whose every window ended by `cutoff` as expired and forgets what they
+    /// published (retention); returns their numbers.
     func expire(endingBy cutoff: UnixSeconds, now: UnixSeconds, _ db: Database) throws -> [Int64] {
         let numbers = try Int64.fetchAll(
             db, sql: "SELECT number FROM \(batchTable) WHERE expired_at IS NULL AND range_end <= ? ORDER BY number", arguments: [cutoff])
-        try db.execute(sql: "UPDATE \(batchTable) SET expired_at = ? WHERE expired_at IS NULL AND range_end <= ?", arguments: [now, cutoff])
+        try db.execute(
+            sql: "UPDATE \(batchTable) SET expired_at = ?, \(contentColumn) = NULL WHERE expired_at IS NULL AND range_end <= ?",
+            arguments: [now, cutoff])
         return numbers
     }
 

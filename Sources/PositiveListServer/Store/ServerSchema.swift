@@ -207,6 +207,17 @@ enum ServerSchema {
                 """)
         }
         registerConsoleMigration(&migrator)
+        migrator.registerMigration("v6: what each batch published, in the database") { db in
+            try db.execute(sql: """
+                -- What each batch published (the log appends it, uploads are checked against the
+                -- ids), so that the published files are output only: id entries as
+                -- PendingEntriesBlob, key records as PublishedKeysBlob. NULL in a row recorded
+                -- before this step: the store fills it from the batch's file when it opens the
+                -- database (RecordedBatchFile); an expired batch needs none.
+                ALTER TABLE batches ADD COLUMN entries BLOB;
+                ALTER TABLE key_batches ADD COLUMN records BLOB;
+                """)
+        }
         return migrator
     }
 }

@@ -120,13 +120,14 @@ extension ServerStore {
         try await read { db in try SQLiteBatchLedger.ids.nextNumber(db) }
     }
 
-    /// Records a batch whose file is already on disk, and removes the ids it publishes from the
-    /// pending ones, in one transaction; the `damaged` submissions' rows move to
-    /// `damaged_pending_histories`. Refuses (returns false) when another publisher recorded a
-    /// batch meanwhile, so two publishers can never both claim the same ids.
+    /// Records a batch whose file is already on disk, with the `entries` it publishes, and
+    /// removes them from the pending ones, in one transaction; the `damaged` submissions' rows
+    /// move to `damaged_pending_histories`. Refuses (returns false) when another publisher
+    /// recorded a batch meanwhile, so two publishers can never both claim the same ids.
     public func recordBatch(
-        _ batch: BatchRecord, expectedWatermark: Int64, quarantining damaged: [Int64] = []
+        _ batch: BatchRecord, entries: [PositiveListEntry], expectedWatermark: Int64, quarantining damaged: [Int64] = []
     ) async throws(ServerStoreError) -> Bool {
+        let content = PendingEntriesBlob.encode(entries)
         let (pendingIDs, publishedIDs) = (self.pendingIDs, self.publishedIDs)
         return try await writeWithoutTransaction { db in
             var recorded = false
@@ -140,7 +141,7 @@ extension ServerStore {
                     [
                         Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
                         batch.idCount, batch.lastSubmission, batch.publishedAt,
-                    ], db)
+                    ], content: content, db)
                 try Self.removePending(through: batch.lastSubmission, quarantining: damaged, db)
                 recorded = true
                 return .commit
@@ -216,6 +217,21 @@ extension ServerStore {
                     number: UInt64(row[0] as Int64), timeRange: PublishedTimeRange(start: row[1], end: row[2]),
                     byteCount: row[3], sha256: Array(digest), idCount: row[5], lastSubmission: row[6], publishedAt: row[7])
             }
+        }
+    }
+
+    public func liveBatchContents(
+        idBatchesAfter idBatch: UInt64, keyBatchesAfter keyBatch: UInt64
+    ) async throws(ServerStoreError) -> LiveBatchContents {
+        try await read { db in
+            var contents = LiveBatchContents()
+            for row in try SQLiteBatchLedger.ids.liveContents(after: idBatch, db) {
+                contents.idBatches.append(try PublishedIDBatch(number: UInt64(row[0] as Int64), idCount: row[1], content: row[2]))
+            }
+            for row in try SQLiteBatchLedger.keys.liveContents(after: keyBatch, db) {
+                contents.keyBatches.append(try PublishedKeyBatch(number: UInt64(row[0] as Int64), keyCount: row[1], content: row[2]))
+            }
+            return contents
         }
     }
 

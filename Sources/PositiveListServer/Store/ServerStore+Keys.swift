@@ -95,11 +95,12 @@ extension ServerStore {
         try await read { db in try SQLiteBatchLedger.keys.nextNumber(db) }
     }
 
-    /// Records a key batch whose file is already on disk and marks its real keys published, in
-    /// one transaction. Refuses (returns false) when another publisher took the number or any
-    /// of the keys meanwhile, so that no key is published twice.
-    public func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey]) async throws(ServerStoreError) -> Bool {
-        try await writeWithoutTransaction { db in
+    /// Records a key batch whose file is already on disk with what it published, and marks its
+    /// real keys published, in one transaction. Refuses (returns false) when another publisher
+    /// took the number or any of the keys meanwhile, so that no key is published twice.
+    public func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey], published: [DailyKeyRecord]) async throws(ServerStoreError) -> Bool {
+        let content = PublishedKeysBlob.encode(published)
+        return try await writeWithoutTransaction { db in
             var recorded = false
             try db.inTransaction(.immediate) {
                 guard try !SQLiteBatchLedger.keys.isTaken(batch.number, db) else { return .rollback }
@@ -112,7 +113,7 @@ extension ServerStore {
                     [
                         Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
                         batch.keyCount, batch.fakeKeyCount, batch.publishedAt,
-                    ], db)
+                    ], content: content, db)
                 recorded = true
                 return .commit
             }

@@ -97,8 +97,8 @@ extension ServerStore {
         let publishedIDs = self.publishedIDs
         return try await writeWithoutTransaction { db in
             var loaded = PublishedIDsInMemory(ids: 0, bytes: 0)
-            // IMMEDIATE for the same reason as an upload: no batch may expire, its file deleted,
-            // between listing the live batches and reading their files.
+            // IMMEDIATE for the same reason as an upload: no batch may expire between listing
+            // the live batches and reading their ids.
             try db.inTransaction(.immediate) {
                 loaded = try publishedIDs.withCurrentValue(db, dataVersion: try db.dataVersion()) {
                     PublishedIDsInMemory(ids: $0.count, bytes: $0.memoryBytes)
@@ -219,7 +219,7 @@ extension ServerStore {
     }
 
     /// Deletes codes and idempotency keys that no longer serve any purpose. (Published ids go
-    /// with their batch files; see ``expireBatches(endingBy:now:)``.)
+    /// when their batch expires; see ``expireBatches(endingBy:now:)``.)
     public func purge(endingBefore cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) {
         try await write { db in
             try db.execute(sql: "DELETE FROM upload_codes WHERE expires_at <= ? OR used_at <= ?", arguments: [cutoff, cutoff])

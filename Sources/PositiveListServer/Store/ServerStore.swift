@@ -6,8 +6,8 @@ import Glibc
 #endif
 
 /// The server's SQLite database: submissions, upload codes, idempotency keys, the ids waiting
-/// for the next batch and the record of published batches, whose files in the published
-/// directory hold the published ids.
+/// for the next batch and the record of published batches with what each published (the files
+/// in the published directory are written from it, never read back).
 ///
 /// Same conventions as the node's store: file mode 0600, WAL (the HTTP server, `publish` and
 /// `append` can run at once), a busy timeout, and versioned migrations. Every method is async
@@ -21,7 +21,8 @@ public final class ServerStore: Sendable {
     let publishedIDs: DatabaseMirror<PublishedIDIndex>
 
     /// Opens (creating or migrating) the database at `path`; `publishedDirectory` is where the
-    /// batches it records are published; `publicationLockPath` is the lock file publishers of
+    /// batches it records are published, read only once to upgrade a database from before
+    /// schema v6 (``fillRecordedContent(_:directory:)``); `publicationLockPath` is the lock file publishers of
     /// this database share, by default `publish.lock` next to it (``ServerPaths/publishLock``).
     public static func open(
         path: String, publishedDirectory: PublishedDirectory, publicationLockPath: String? = nil
@@ -45,9 +46,10 @@ public final class ServerStore: Sendable {
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             try ServerSchema.migrator.migrate(queue)
+            try queue.write { db in try fillRecordedContent(db, directory: publishedDirectory) }
             let lockPath = publicationLockPath ?? (path as NSString).deletingLastPathComponent + "/publish.lock"
             return ServerStore(
-                path: path, publicationLockPath: lockPath, queue: queue, publishedIDs: PublishedIDCache.make(directory: publishedDirectory))
+                path: path, publicationLockPath: lockPath, queue: queue, publishedIDs: PublishedIDCache.make())
         } catch {
             throw ServerStoreError(error, path: path)
         }
@@ -58,6 +60,14 @@ public final class ServerStore: Sendable {
         self.publicationLockPath = publicationLockPath
         self.queue = queue
         self.publishedIDs = publishedIDs
+    }
+
+    /// Copies into the database what the live batches recorded before schema v6 published, from
+    /// their files (``RecordedBatchFile``), in one transaction: after it, no file is read again.
+    /// A missing or damaged file refuses the open, with nothing changed.
+    static func fillRecordedContent(_ db: Database, directory: PublishedDirectory) throws {
+        try SQLiteBatchLedger.ids.fillContent(db, kind: .ids) { listing in try RecordedBatchFile.idEntries(of: listing, in: directory) }
+        try SQLiteBatchLedger.keys.fillContent(db, kind: .keys) { listing in try RecordedBatchFile.keyRecords(of: listing, in: directory) }
     }
 
     /// Refuses, before writing anything, a file that is another program's database or one from

@@ -16,8 +16,12 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
     case readOnly(path: String)
     case diskFull(path: String)
     case sqlite(path: String, detail: String)
-    /// A live batch's file, which holds the published ids that uploads are checked against.
+    /// The file of a live batch recorded before the database kept what each batch published,
+    /// read once when the store is opened to copy that in (``RecordedBatchFile``).
     case publishedBatchUnreadable(path: String, reason: String)
+    /// A live batch without its published content in the database (or with a damaged one): an
+    /// older tracer-server recorded it after this one had opened the database.
+    case batchContentMissing(batch: String)
     /// The PostgreSQL store: what failed, with the server's SQLSTATE and message.
     case postgres(PostgresError)
     /// The PostgreSQL database's schema has steps this tracer-server does not know.
@@ -40,7 +44,9 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
         case .sqlite(let path, let detail):
             return "The database \(path) could not be used (\(detail)); check the file and try again."
         case .publishedBatchUnreadable(let path, let reason):
-            return "The published batch \(path) cannot be used (\(reason)), so uploads cannot be checked against the ids it holds and nothing was stored; restore the published directory from a backup (the database records each batch's size and SHA-256)."
+            return "The published batch \(path) cannot be used (\(reason)). It was published by an older tracer-server, which kept what a batch holds only in its file, and this one copies that into the database once, when it opens it; nothing was published from it. Restore the file from a backup or from the bucket the list is synced to (same name; the database records its size and SHA-256), then start again."
+        case .batchContentMissing(let batch):
+            return "\(batch) is live but the database does not hold what it published, so nothing was published from it. If an older tracer-server still uses this database, it recorded the batch: stop every older tracer-server, then restart this one with the batch's file in its published directory (it copies the batch in when it opens the database). Otherwise the record is damaged: restore the database from a backup."
         case .postgres(let error):
             let next = error.isConnectionFailure
                 ? "check that the server is running and reachable and that the database settings and password are right"

@@ -61,7 +61,8 @@ public protocol SubmissionStore: Sendable {
     func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries
     /// One more than the last batch number ever recorded, expired ones included.
     func nextBatchNumber() async throws(ServerStoreError) -> UInt64
-    /// Records a batch whose file is written, publishing exactly `pending`'s entries. Refuses
+    /// Records a batch whose file is written, publishing exactly `pending`'s entries, and keeps
+    /// those entries with it (``liveBatchContents(idBatchesAfter:keyBatchesAfter:)``). Refuses
     /// (false, nothing changed) when this number or a later one was recorded, or when another
     /// publisher recorded any of `pending`'s ids meanwhile.
     func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool
@@ -71,6 +72,11 @@ public protocol SubmissionStore: Sendable {
     /// first, up to the first with an id still inside retention).
     func expireBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64]
     func liveBatches() async throws(ServerStoreError) -> [BatchRecord]
+    /// What the live id batches numbered after `idBatch` and the live key batches numbered after
+    /// `keyBatch` published, as recorded with them: what the log appends, so that it needs no
+    /// batch file. ``ServerStoreError/batchContentMissing(batch:)`` for a batch recorded without
+    /// it (by an older tracer-server); never a batch's content from anywhere else.
+    func liveBatchContents(idBatchesAfter idBatch: UInt64, keyBatchesAfter keyBatch: UInt64) async throws(ServerStoreError) -> LiveBatchContents
     /// The next id index generation, recorded before the index is written: never reused.
     func claimIndexGeneration() async throws(ServerStoreError) -> UInt64
     /// Forgets upload codes expired or used by `cutoff`, and idempotency keys older than a week.
@@ -84,9 +90,10 @@ public protocol SubmissionStore: Sendable {
     /// scheduler when the next one becomes due.
     func heldKeyDays() async throws(ServerStoreError) -> [HeldKeyDay]
     func nextKeyBatchNumber() async throws(ServerStoreError) -> UInt64
-    /// Records a key batch whose file is written and marks its real keys published; refuses
-    /// (false, nothing changed) when its number was taken or any key published meanwhile.
-    func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey]) async throws(ServerStoreError) -> Bool
+    /// Records a key batch whose file is written, keeping what it published (`published`: the
+    /// real keys and the fake ones), and marks its real keys (`keys`) published; refuses (false,
+    /// nothing changed) when its number was taken or any key published meanwhile.
+    func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey], published: [DailyKeyRecord]) async throws(ServerStoreError) -> Bool
     /// Marks live key batches whose last day ended by `cutoff` as expired and forgets their
     /// keys, and the pending keys whose day left the retention period; returns the numbers.
     func expireKeyBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64]
@@ -133,7 +140,7 @@ extension ServerStore: SubmissionStore {
         // Only this store's pendingEntries make entries with a watermark; any other is a programming
         // error, which must not read as "another publisher was first".
         guard let watermark = pending.sqliteWatermark else { preconditionFailure("PendingEntries not read from this SQLite store") }
-        return try await recordBatch(batch, expectedWatermark: watermark, quarantining: pending.damagedSubmissions)
+        return try await recordBatch(batch, entries: pending.entries, expectedWatermark: watermark, quarantining: pending.damagedSubmissions)
     }
 
     /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a

@@ -1,0 +1,125 @@
+import Foundation
+import IDRotation
+import PositiveListFormat
+import TracerCore
+
+/// What a live id batch published: its entries, sorted by id, as recorded with the batch.
+public struct PublishedIDBatch: Sendable, Equatable {
+    public let number: UInt64
+    public let entries: [PositiveListEntry]
+
+    public init(number: UInt64, entries: [PositiveListEntry]) {
+        self.number = number
+        self.entries = entries
+    }
+
+    /// From a batch row's `entries` (``PendingEntriesBlob``) and `id_count`, on either back end.
+    init(number: UInt64, idCount: Int, content: Data?) throws(ServerStoreError) {
+        guard let content, let entries = PendingEntriesBlob.decode(content, idCount: idCount) else {
+            throw .batchContentMissing(batch: "batch \(number)")
+        }
+        self.init(number: number, entries: entries)
+    }
+}
+
+/// What a live key batch published: its keys, real and fake alike, sorted by key, as recorded
+/// with the batch.
+public struct PublishedKeyBatch: Sendable, Equatable {
+    public let number: UInt64
+    public let records: [DailyKeyRecord]
+
+    public init(number: UInt64, records: [DailyKeyRecord]) {
+        self.number = number
+        self.records = records
+    }
+
+    /// From a key batch row's `records` (``PublishedKeysBlob``) and its key count, fake ones
+    /// included, on either back end.
+    init(number: UInt64, keyCount: Int, content: Data?) throws(ServerStoreError) {
+        guard let content, let records = PublishedKeysBlob.decode(content, keyCount: keyCount) else {
+            throw .batchContentMissing(batch: "key batch \(number)")
+        }
+        self.init(number: number, records: records)
+    }
+}
+
+/// The live batches' published content that ``SubmissionStore/liveBatchContents(idBatchesAfter:keyBatchesAfter:)``
+/// read, each kind in number order.
+public struct LiveBatchContents: Sendable, Equatable {
+    public var idBatches: [PublishedIDBatch] = []
+    public var keyBatches: [PublishedKeyBatch] = []
+}
+
+/// How `key_batches.records` keeps what a key batch published: one blob of 24-byte records (the
+/// 16-byte key, its UTC day and rotation interval as little-endian 32-bit integers, the ranges a
+/// key batch can hold), sorted by key, so that the blob's order says nothing of which keys are
+/// fake.
+enum PublishedKeysBlob {
+    static let recordByteCount = DailyKey.byteCount + 8
+
+    static func encode(_ records: [DailyKeyRecord]) -> Data {
+        let sorted = records.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
+        var data = Data(capacity: sorted.count * recordByteCount)
+        for record in sorted {
+            data.append(contentsOf: record.key.bytes)
+            withUnsafeBytes(of: UInt32(truncatingIfNeeded: record.day.number).littleEndian) { data.append(contentsOf: $0) }
+            withUnsafeBytes(of: UInt32(truncatingIfNeeded: record.intervalSeconds).littleEndian) { data.append(contentsOf: $0) }
+        }
+        return data
+    }
+
+    /// The records of a blob recorded with `keyCount` keys, or nil when it is damaged: another
+    /// size, keys out of order, or an interval of zero.
+    static func decode(_ data: Data, keyCount: Int) -> [DailyKeyRecord]? {
+        guard keyCount >= 0, data.count == keyCount * recordByteCount else { return nil }
+        let bytes = [UInt8](data)
+        var records: [DailyKeyRecord] = []
+        records.reserveCapacity(keyCount)
+        for offset in stride(from: 0, to: bytes.count, by: recordByteCount) {
+            let keyBytes = bytes[offset..<offset + DailyKey.byteCount]
+            let numbers = bytes.withUnsafeBytes { raw in
+                (raw.loadUnaligned(fromByteOffset: offset + DailyKey.byteCount, as: UInt32.self),
+                 raw.loadUnaligned(fromByteOffset: offset + DailyKey.byteCount + 4, as: UInt32.self))
+            }
+            let interval = Int64(UInt32(littleEndian: numbers.1))
+            guard interval > 0, let key = try? DailyKey(bytes: keyBytes),
+                  records.last.map({ $0.key.bytes.lexicographicallyPrecedes(key.bytes) }) ?? true
+            else { return nil }
+            records.append(DailyKeyRecord(day: UTCDay(number: Int64(UInt32(littleEndian: numbers.0))), intervalSeconds: interval, key: key))
+        }
+        return records
+    }
+}
+
+/// The content of a batch recorded by a tracer-server from before the database kept what each
+/// batch published: read once from its file, which must be the one recorded (its size and
+/// SHA-256, checked by ``PositiveListBatch/init(recorded:listedAs:)``), when the store is opened;
+/// from then on the database alone says what the batch published.
+enum RecordedBatchFile {
+    static func idEntries(of listing: PositiveListIndex.BatchListing, in directory: PublishedDirectory) throws(ServerStoreError) -> Data {
+        let path = directory.batchPath(number: listing.number)
+        let file = try read(path)
+        do {
+            return PendingEntriesBlob.encode(try PositiveListBatch(recorded: file, listedAs: listing).entries)
+        } catch {
+            throw .publishedBatchUnreadable(path: path, reason: error.description)
+        }
+    }
+
+    static func keyRecords(of listing: PositiveListIndex.BatchListing, in directory: PublishedDirectory) throws(ServerStoreError) -> Data {
+        let path = directory.keyBatchPath(number: listing.number)
+        let file = try read(path)
+        do {
+            return PublishedKeysBlob.encode(try PositiveListKeyBatch(recorded: file, listedAs: listing).records)
+        } catch {
+            throw .publishedBatchUnreadable(path: path, reason: error.description)
+        }
+    }
+
+    private static func read(_ path: String) throws(ServerStoreError) -> [UInt8] {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw .publishedBatchUnreadable(path: path, reason: FileManager.default.fileExists(atPath: path) ? "it cannot be read" : "it is missing")
+        }
+        return [UInt8](data)
+    }
+}
