@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -35,20 +36,18 @@ public struct DatabaseConfiguration: Sendable, Equatable {
         var poolSize: Int?
     }
 
-    init(_ file: File, path: String) throws(ConfigurationError) {
+    init(_ file: File) throws(SettingProblem) {
         url = file.url.trimmingCharacters(in: .whitespaces)
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") || url.contains("=") else {
-            throw .invalidValue(path: path, detail: "database.url must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer")
+            throw SettingProblem(namingItsSetting: "database.url must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer")
         }
         if Self.holdsPassword(url) {
-            throw .invalidValue(
-                path: path,
-                detail: "database.url must not hold the password; put it in the environment variable \(Self.defaultPasswordEnvironment) or in a 0600 file named by database.passwordFile")
+            throw SettingProblem(namingItsSetting: "database.url must not hold the password; put it in the environment variable \(Self.defaultPasswordEnvironment) or in a 0600 file named by database.passwordFile")
         }
         passwordFile = file.passwordFile
         if let name = file.passwordEnvironment { passwordEnvironment = name }
         if let size = file.poolSize {
-            guard (1...64).contains(size) else { throw .invalidValue(path: path, detail: "database.poolSize must be between 1 and 64") }
+            guard (1...64).contains(size) else { throw SettingProblem(namingItsSetting: "database.poolSize must be between 1 and 64") }
             poolSize = size
         }
     }

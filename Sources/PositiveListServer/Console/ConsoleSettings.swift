@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// The configuration's `console` section: the web console where the authority's staff sign in
 /// and issue upload codes. Off unless `enabled` is true; it listens on its own address, apart
@@ -36,8 +37,8 @@ public struct ConsoleSettings: Sendable, Equatable {
         var auditRetentionDays: Int64?
     }
 
-    init(_ file: File, authorities: [AuthorityConfiguration], path: String) throws(ConfigurationError) {
-        func invalid(_ detail: String) -> ConfigurationError { .invalidValue(path: path, detail: "console." + detail) }
+    init(_ file: File, authorities: [AuthorityConfiguration]) throws(SettingProblem) {
+        func invalid(_ detail: String) -> SettingProblem { SettingProblem(namingItsSetting: "console." + detail) }
         // With one authority there is nothing to choose; with several the console must be told.
         guard let authority = file.authority ?? (authorities.count == 1 ? authorities[0].name : nil) else {
             throw invalid("authority must name the authority the console issues codes for (one of: \(authorities.map(\.name).joined(separator: ", ")))")

@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// The configuration's `metrics` section: Prometheus's `GET /metrics` on a listener of its own,
 /// never the API's, so that the public address never answers it and a firewall or the reverse
@@ -20,12 +21,12 @@ public struct MetricsSettings: Sendable, Equatable {
         var listen: String?
     }
 
-    init(_ file: File, path: String) throws(ConfigurationError) {
+    init(_ file: File) throws(SettingProblem) {
         self.init()
         enabled = file.enabled ?? true
         if let listen = file.listen {
             guard let (host, port) = ListenAddress.parse(listen) else {
-                throw .invalidValue(path: path, detail: "metrics.listen must be HOST:PORT, for example 127.0.0.1:9464")
+                throw SettingProblem(namingItsSetting: "metrics.listen must be HOST:PORT, for example 127.0.0.1:9464")
             }
             self.host = host
             self.port = port

@@ -1,4 +1,5 @@
 import ObjectStore
+import Settings
 
 /// The configuration's `objectStore` section: where `tracer-server sync` (and, with
 /// `syncAfterPublish`, the schedule in `serve`) mirrors the published directory. Credentials are
@@ -29,13 +30,13 @@ public struct ObjectStoreSettings: Sendable, Equatable {
         var syncAfterPublish: Bool?
     }
 
-    init(_ file: File, path: String) throws(ConfigurationError) {
+    init(_ file: File) throws(SettingProblem) {
         let location = ObjectStoreLocation(
             endpoint: file.endpoint, bucket: file.bucket, region: file.region ?? "us-east-1", keyPrefix: file.keyPrefix ?? "",
             pathStyle: file.pathStyle ?? true)
-        if let problem = location.problems().first { throw .invalidValue(path: path, detail: "objectStore." + problem) }
+        if let problem = location.problems().first { throw SettingProblem(namingItsSetting: "objectStore." + problem) }
         if let credentialsFile = file.credentialsFile, !credentialsFile.hasPrefix("/") {
-            throw .invalidValue(path: path, detail: "objectStore.credentialsFile must be an absolute path")
+            throw SettingProblem(namingItsSetting: "objectStore.credentialsFile must be an absolute path")
         }
         self.init(location: location, credentialsFile: file.credentialsFile, syncAfterPublish: file.syncAfterPublish ?? true)
     }
