@@ -204,7 +204,10 @@ import TestTiers
             #""keyBatchMaximumHoldSeconds": 604801"#: "keyBatchMaximumHoldSeconds must be between 0 and 604800 (a week), got 604801",
             #""indexRefreshSeconds": 86400, "publishIntervalSeconds": 86400"#: "publishIntervalSeconds + indexRefreshSeconds must be at most 129600 (36 hours), so nodes never see an index older than that",
             #""retentionDays": "28""#: "retentionDays must be an integer from 1 to 28, got a string",
-            #""database": {"url": 5}"#: "database.url must be a string",
+            #""database": {"url": 5}"#: "database.url must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer, got an integer",
+            #""console": {"sessionIdleSeconds": 0}"#: "console.sessionIdleSeconds must be between 1 and 86400, got 0",
+            #""console": {"sessionIdleSeconds": 600, "sessionLifetimeSeconds": 60}"#: "console.sessionLifetimeSeconds must be between sessionIdleSeconds and 604800 (a week)",
+            #""objectStore": {"bucket": "b"}"#: "objectStore.endpoint is missing",
             #""database": {}"#: "database.url is missing",
         ]
         for (extra, detail) in cases {

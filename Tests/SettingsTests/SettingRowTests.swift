@@ -137,6 +137,25 @@ import TestTiers
         #expect(try resolve().entries.first { $0.row.key == "limit" }?.shown(in: Sample()) == "(unset: no limit)")
     }
 
+    @Test func aSectionIsReadFieldByFieldInTheKitsWords() throws {
+        let section = SettingSection<Sample>([
+            .integer("interval", \.interval, .integer(minimum: 1, maximum: 10), env: nil, flag: nil, help: ""),
+            .boolean("verbose", \.verbose, env: nil, flag: nil, help: ""),
+        ])
+        let paths = PathContext(baseDirectory: "/", home: nil)
+        #expect(section.describe == "an object: interval, verbose")
+        let read = try section.read(.object(["interval": .integer(3), "verbose": .boolean(true)]), into: Sample(), paths: paths)
+        #expect(read.interval == 3 && read.verbose)
+        #expect(try section.read(.object([:]), into: Sample(), paths: paths).interval == 0, "a field left out keeps the start value")
+        #expect(throws: SettingProblem("must be between 1 and 10, got 11", field: "interval")) {
+            try section.read(.object(["interval": .integer(11)]), into: Sample(), paths: paths)
+        }
+        #expect(SettingProblem("must be between 1 and 10, got 11", field: "interval").named("console") == "console.interval must be between 1 and 10, got 11")
+        #expect(throws: SettingProblem("must be an object: interval, verbose, got a list")) {
+            try section.read(.list([]), into: Sample(), paths: paths)
+        }
+    }
+
     @Test func settingFlagsAreTakenOutOfACommandLine() throws {
         let split = try SettingFlagSplit.split(["run", "--interval", "120", "--verbose", "on", "--weight=0.5", "--", "--interval", "3"], rows: Self.rows)
         #expect(split.settings == ["check.interval": "120", "log.verbose": "true", "risk.weight": "0.5"])

@@ -145,7 +145,7 @@ public struct ServerConfiguration: Sendable {
         if let unknown = Set(fields.keys).subtracting(ServerSettingRegistry.keys).sorted().first {
             throw .unknownSetting(path: path, name: unknown)
         }
-        for (section, known) in [("objectStore", ObjectStoreSettings.knownKeys), ("console", ConsoleSettings.knownKeys), ("metrics", MetricsSettings.knownKeys)] {
+        for (section, known) in [("database", DatabaseConfiguration.section.names), ("objectStore", ObjectStoreSettings.section.names), ("console", ConsoleSettings.section.names), ("metrics", MetricsSettings.section.names)] {
             if case .object(let entries)? = fields[section], let unknown = Set(entries.keys).subtracting(known).sorted().first {
                 throw .unknownSetting(path: path, name: section + "." + unknown)
             }

@@ -59,6 +59,25 @@ extension SettingRow where Target == ServerConfiguration {
     }
 }
 
+extension SettingRow where Target == ServerConfiguration {
+    /// An object of fields only the file gives (`database`, `console`…): read into `start` field
+    /// by field, then checked as a whole by `finish`.
+    static func section<Value: Sendable>(
+        _ key: String, _ property: WritableKeyPath<ServerConfiguration, Value?> & Sendable, _ section: SettingSection<Value>, start: Value,
+        help: String, show: @escaping @Sendable (ServerConfiguration) -> String,
+        finish: @escaping @Sendable (inout Value, ServerConfiguration) throws(SettingProblem) -> Void
+    ) -> Self {
+        SettingRow(
+            key: key, kind: .structured(describe: section.describe), environmentVariable: nil, flag: nil, help: help, show: show,
+            assign: { (configuration, value) throws(SettingProblem) in
+                guard case .structured(let input) = value else { return }
+                var read = try section.read(input, into: start, paths: PathContext(baseDirectory: "/", home: nil))
+                try finish(&read, configuration)
+                configuration[keyPath: property] = read
+            })
+    }
+}
+
 /// The names a setting has outside the file, derived from its key so that no row spells them:
 /// `maxIDsPerHistory` is `TRACER_SERVER_MAX_IDS_PER_HISTORY` and `--max-ids-per-history`.
 enum ServerSettingNames {

@@ -126,28 +126,25 @@ enum ServerSettingRegistry {
         .integer(
             "keyBatchMaximumHoldSeconds", \.keyBatchMaximumHoldSeconds, SettingBounds(0, 7 * 86_400, upperNote: "a week"),
             help: "Held keys are published anyway once the first has been due this long, in seconds."),
-        .structured(
-            "database", DatabaseConfiguration.File.self, describe: "an object: url, passwordFile, passwordEnvironment, poolSize",
+        .section(
+            "database", \.database, DatabaseConfiguration.section, start: DatabaseConfiguration(url: ""),
             help: "PostgreSQL instead of the SQLite file in the data directory.",
             show: { $0.database.map { "\($0.url), pool of \($0.poolSize)" } ?? "(unset: SQLite in the data directory)" },
-            apply: { (value, configuration) throws(SettingProblem) in configuration.database = try DatabaseConfiguration(value) }),
-        .structured(
-            "objectStore", ObjectStoreSettings.File.self, describe: "an object: \(ObjectStoreSettings.knownKeys.sorted().joined(separator: ", "))",
+            finish: { (database, _) throws(SettingProblem) in try database.finish() }),
+        .section(
+            "objectStore", \.objectStore, ObjectStoreSettings.section, start: ObjectStoreSettings.unread,
             help: "Where `tracer-server sync` mirrors the published directory (S3-compatible).",
             show: { $0.objectStore.map { "bucket \($0.location.bucket) at \($0.location.endpoint)" } ?? "(unset: no mirror)" },
-            apply: { (value, configuration) throws(SettingProblem) in configuration.objectStore = try ObjectStoreSettings(value) }),
-        .structured(
-            "console", ConsoleSettings.File.self, describe: "an object: \(ConsoleSettings.knownKeys.sorted().joined(separator: ", "))",
-            help: "The staff's web console.",
+            finish: { (objectStore, _) throws(SettingProblem) in try objectStore.finish() }),
+        .section(
+            "console", \.console, ConsoleSettings.section, start: ConsoleSettings.unread, help: "The staff's web console.",
             show: { $0.console.map { $0.enabled ? "enabled on \($0.host):\($0.port)" : "disabled" } ?? "(unset: no console)" },
-            apply: { (value, configuration) throws(SettingProblem) in
-                configuration.console = try ConsoleSettings(value, authorities: configuration.authorities)
-            }),
-        .structured(
-            "metrics", MetricsSettings.File.self, describe: "an object: \(MetricsSettings.knownKeys.sorted().joined(separator: ", "))",
+            finish: { (console, configuration) throws(SettingProblem) in try console.finish(authorities: configuration.authorities) }),
+        .section(
+            "metrics", \.metrics, MetricsSettings.section, start: MetricsSettings(),
             help: "Prometheus metrics (GET /metrics) on a listener of their own, never the API's; nothing personal in them.",
             show: { $0.metrics.map { $0.enabled ? "enabled on \($0.host):\($0.port)" : "disabled" } ?? "(unset: no metrics)" },
-            apply: { (value, configuration) throws(SettingProblem) in configuration.metrics = try MetricsSettings(value) }),
+            finish: { _, _ in }),
     ]
 
     static let keys: Set<String> = Set(all.map(\.key))

@@ -13,25 +13,15 @@ public struct MetricsSettings: Sendable, Equatable {
 
     public init() {}
 
-    static let knownKeys: Set<String> = ["enabled", "listen"]
-
-    /// How the configuration file spells the section.
-    struct File: Decodable {
-        var enabled: Bool?
-        var listen: String?
-    }
-
-    init(_ file: File) throws(SettingProblem) {
-        self.init()
-        enabled = file.enabled ?? true
-        if let listen = file.listen {
-            guard let (host, port) = ListenAddress.parse(listen) else {
-                throw SettingProblem(namingItsSetting: "metrics.listen must be HOST:PORT, for example 127.0.0.1:9464")
-            }
-            self.host = host
-            self.port = port
-        }
-    }
+    static let section = SettingSection<MetricsSettings>([
+        .boolean("enabled", \.enabled, env: nil, flag: nil, help: ""),
+        .field("listen", .text(describe: "HOST:PORT", problem: { ListenAddress.parse($0) == nil ? "must be HOST:PORT, for example 127.0.0.1:9464" : nil })) {
+            metrics, value in
+            guard case .text(let text) = value, let (host, port) = ListenAddress.parse(text) else { return }
+            metrics.host = host
+            metrics.port = port
+        },
+    ])
 
     /// Whether this listener would take the address `host`:`port` (the API's, or the console's):
     /// the same port on the same host, or either on every address.
