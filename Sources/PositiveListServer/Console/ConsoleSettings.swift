@@ -26,12 +26,7 @@ public struct ConsoleSettings: Sendable, Equatable {
 
     static let section = SettingSection<ConsoleSettings>([
         .boolean("enabled", \.enabled, env: nil, flag: nil, help: ""),
-        .field("listen", .text(describe: "HOST:PORT", problem: { ListenAddress.parse($0) == nil ? "must be HOST:PORT, for example 127.0.0.1:8081" : nil })) {
-            console, value in
-            guard case .text(let text) = value, let (host, port) = ListenAddress.parse(text) else { return }
-            console.host = host
-            console.port = port
-        },
+        ListenAddress.field(\.host, \.port, example: "127.0.0.1:8081"),
         .text("authority", \.authority, .text(describe: "the name of one of the authorities", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
         .integer("sessionIdleSeconds", \.sessionIdleSeconds, .integer(minimum: 1, maximum: 86_400), env: nil, flag: nil, help: ""),
         .integer(

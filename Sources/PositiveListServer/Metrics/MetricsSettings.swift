@@ -15,12 +15,7 @@ public struct MetricsSettings: Sendable, Equatable {
 
     static let section = SettingSection<MetricsSettings>([
         .boolean("enabled", \.enabled, env: nil, flag: nil, help: ""),
-        .field("listen", .text(describe: "HOST:PORT", problem: { ListenAddress.parse($0) == nil ? "must be HOST:PORT, for example 127.0.0.1:9464" : nil })) {
-            metrics, value in
-            guard case .text(let text) = value, let (host, port) = ListenAddress.parse(text) else { return }
-            metrics.host = host
-            metrics.port = port
-        },
+        ListenAddress.field(\.host, \.port, example: "127.0.0.1:9464"),
     ])
 
     /// Whether this listener would take the address `host`:`port` (the API's, or the console's):
@@ -33,6 +28,17 @@ public struct MetricsSettings: Sendable, Equatable {
 
 /// `HOST:PORT` as the console's and the metrics' `listen` spell it (an IPv6 host in brackets).
 enum ListenAddress {
+    /// The `listen` field of a section, stored in its `host` and `port`.
+    static func field<Section>(
+        _ host: WritableKeyPath<Section, String> & Sendable, _ port: WritableKeyPath<Section, Int> & Sendable, example: String
+    ) -> SettingRow<Section> {
+        .field("listen", .text(describe: "HOST:PORT", problem: { parse($0) == nil ? "must be HOST:PORT, for example \(example)" : nil })) { section, value in
+            guard case .text(let text) = value, let (parsedHost, parsedPort) = parse(text) else { return }
+            section[keyPath: host] = parsedHost
+            section[keyPath: port] = parsedPort
+        }
+    }
+
     static func parse(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), colon != text.startIndex, let port = Int(text[text.index(after: colon)...]),
               (0...65_535).contains(port)
