@@ -1,5 +1,6 @@
 import Foundation
 @testable import PositiveListServer
+import Settings
 import Testing
 import TestTiers
 
@@ -30,8 +31,7 @@ import TestTiers
     func report(_ extra: String = "", overrides: ServerSettingOverrides = .none) throws -> ServerSettingsReport {
         let authority = #""authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}]"#
         let text = extra.hasPrefix(#""authorities""#) ? "{\(extra)}" : "{\(authority)\(extra.isEmpty ? "" : ", " + extra)}"
-        let (configuration, keysInFile) = try ServerConfiguration.read(Data(text.utf8), path: "config.json", overrides: overrides)
-        return ServerSettingsReport(configuration: configuration, keysInFile: keysInFile, overrides: overrides)
+        return try ServerConfiguration.read(Data(text.utf8), path: "config.json", overrides: overrides)
     }
 
     @Test func theTableHoldsEachSettingOnce() {
@@ -120,18 +120,18 @@ import TestTiers
     @Test func aBadValueOutsideTheFileNamesWhereItCameFrom() throws {
         let outOfRange = ServerSettingOverrides(environment: ["TRACER_SERVER_RETENTION_DAYS": "29"], flags: [:])
         #expect(throws: ConfigurationError.invalidOverride(
-            key: "retentionDays", source: .environment(variable: "TRACER_SERVER_RETENTION_DAYS"), detail: "retentionDays must be between 1 and 28")
+            key: "retentionDays", source: .environment(variable: "TRACER_SERVER_RETENTION_DAYS"), detail: "retentionDays must be between 1 and 28, got 29")
         ) { try report(overrides: outOfRange) }
         #expect(ConfigurationError.invalidOverride(
-            key: "retentionDays", source: .environment(variable: "TRACER_SERVER_RETENTION_DAYS"), detail: "retentionDays must be between 1 and 28"
-        ).description == "The value of TRACER_SERVER_RETENTION_DAYS is invalid: retentionDays must be between 1 and 28; fix or unset TRACER_SERVER_RETENTION_DAYS.")
+            key: "retentionDays", source: .environment(variable: "TRACER_SERVER_RETENTION_DAYS"), detail: "retentionDays must be between 1 and 28, got 29"
+        ).description == "The value of TRACER_SERVER_RETENTION_DAYS is invalid: retentionDays must be between 1 and 28, got 29; fix or unset TRACER_SERVER_RETENTION_DAYS.")
         let notANumber = ServerSettingOverrides(environment: [:], flags: ["retentionDays": "two weeks"])
         #expect(throws: ConfigurationError.invalidOverride(
-            key: "retentionDays", source: .flag("--retention-days"), detail: #"retentionDays must be an integer, got "two weeks""#)
+            key: "retentionDays", source: .flag("--retention-days"), detail: #"retentionDays must be an integer from 1 to 28, got "two weeks""#)
         ) { try report(overrides: notANumber) }
         let badChoice = ServerSettingOverrides(environment: ["TRACER_SERVER_ACCEPT_UPLOADS": "none"], flags: [:])
         #expect(throws: ConfigurationError.invalidOverride(
-            key: "acceptUploads", source: .environment(variable: "TRACER_SERVER_ACCEPT_UPLOADS"), detail: #"acceptUploads must be "ids", "keys" or "both""#)
+            key: "acceptUploads", source: .environment(variable: "TRACER_SERVER_ACCEPT_UPLOADS"), detail: #"acceptUploads must be one of ids, keys, both, got "none""#)
         ) { try report(overrides: badChoice) }
     }
 
@@ -144,8 +144,8 @@ import TestTiers
         // A switch never takes the next word: it may be a subcommand's argument.
         let account = try ServerSettingFlags.split(["console", "add-account", "--trust-forwarded-for", "on"])
         #expect(account.settings == ["trustForwardedFor": "true"] && account.rest == ["console", "add-account", "on"])
-        #expect(throws: ServerSettingFlags.MissingValue(flag: "--retention-days")) { try ServerSettingFlags.split(["serve", "--retention-days"]) }
-        #expect(throws: ServerSettingFlags.MissingValue(flag: "--retention-days")) { try ServerSettingFlags.split(["--retention-days", "--bind", "x"]) }
+        #expect(throws: SettingFlagSplit.MissingValue(flag: "--retention-days")) { try ServerSettingFlags.split(["serve", "--retention-days"]) }
+        #expect(throws: SettingFlagSplit.MissingValue(flag: "--retention-days")) { try ServerSettingFlags.split(["--retention-days", "--bind", "x"]) }
         // The file-only settings have no flag: a database URL could hold a password.
         #expect(try ServerSettingFlags.split(["--database", "postgresql://u:p@h/d"]).rest == ["--database", "postgresql://u:p@h/d"])
     }
@@ -181,28 +181,34 @@ import TestTiers
         }
     }
 
-    /// The messages the checks gave before the table; operators and docs quote them.
+    /// The messages operators see: the rule, and the value given when it breaks one.
     @Test func outOfRangeValuesKeepTheirMessages() {
         let cases: KeyValuePairs<String, String> = [
-            #""retentionDays": 29"#: "retentionDays must be between 1 and 28",
-            #""maxIDsPerHistory": 0"#: "maxIDsPerHistory must be at least 1",
-            #""maxRequestBodyBytes": 1023"#: "maxRequestBodyBytes must be at least 1024",
-            #""clockSkewSeconds": -1"#: "clockSkewSeconds must be between 0 and 3600",
-            #""uploadCodeLifetimeSeconds": 59"#: "uploadCodeLifetimeSeconds must be between 60 and 2592000",
-            #""publishIntervalSeconds": 299"#: "publishIntervalSeconds must be at least 300 (5 minutes): nodes accept an index of at most 29 days of batches published that often",
-            #""publishSpacingSeconds": 3601"#: "publishSpacingSeconds must be between 300 (5 minutes: nodes accept at most 29 days of batches cut that often) and publishIntervalSeconds",
-            #""longPollSeconds": 0"#: "longPollSeconds must be between 1 and 300 (leave it out to turn the long poll off)",
-            #""indexMaxAgeSeconds": -1"#: "indexMaxAgeSeconds must not be negative",
+            #""retentionDays": 29"#: "retentionDays must be between 1 and 28, got 29",
+            #""maxIDsPerHistory": 0"#: "maxIDsPerHistory must be at least 1, got 0",
+            #""maxRequestBodyBytes": 1023"#: "maxRequestBodyBytes must be at least 1024, got 1023",
+            #""clockSkewSeconds": -1"#: "clockSkewSeconds must be between 0 and 3600, got -1",
+            #""uploadCodeLifetimeSeconds": 59"#: "uploadCodeLifetimeSeconds must be between 60 and 2592000, got 59",
+            #""publishIntervalSeconds": 299"#: "publishIntervalSeconds must be at least 300 (5 minutes: nodes accept an index of at most 29 days of batches published that often), got 299",
+            #""publishSpacingSeconds": 3601"#: "publishSpacingSeconds (3601) must be at most publishIntervalSeconds (3600)",
+            #""publishSpacingSeconds": 299"#: "publishSpacingSeconds must be at least 300 (and at most publishIntervalSeconds), got 299",
+            #""longPollSeconds": 0"#: "longPollSeconds must be between 1 and 300 (leave it out to turn the long poll off), got 0",
+            #""indexMaxAgeSeconds": -1"#: "indexMaxAgeSeconds must not be negative, got -1",
             #""trustedProxies": ["proxy"]"#: #"trustedProxies must list IP addresses; "proxy" is not one"#,
             #""trustForwardedFor": true, "trustedProxies": []"#: "trustedProxies must not be empty when trustForwardedFor is true",
-            #""maxConnections": 15"#: "maxConnections must be at least 16",
-            #""acceptUploads": "none""#: #"acceptUploads must be "ids", "keys" or "both""#,
+            #""maxConnections": 15"#: "maxConnections must be at least 16, got 15",
+            #""acceptUploads": "none""#: #"acceptUploads must be one of ids, keys, both, got "none""#,
             #""keyIntervalsSeconds": [4]"#: "keyIntervalsSeconds must list rotation intervals between 5 and 86400 seconds, as node.rotation_interval",
-            #""keyPaddingMultiplier": 0.5"#: "keyPaddingMultiplier must be between 1.0 (no fake keys) and 10.0",
-            #""keyBatchMinimumKeys": 0"#: "keyBatchMinimumKeys must be between 1 (hold nothing) and 100000",
-            #""keyBatchMaximumHoldSeconds": 604801"#: "keyBatchMaximumHoldSeconds must be between 0 and 604800 (a week)",
+            #""keyPaddingMultiplier": 0.5"#: "keyPaddingMultiplier must be between 1 (no fake keys) and 10, got 0.5",
+            #""keyBatchMinimumKeys": 0"#: "keyBatchMinimumKeys must be between 1 (hold nothing) and 100000, got 0",
+            #""keyBatchMaximumHoldSeconds": 604801"#: "keyBatchMaximumHoldSeconds must be between 0 and 604800 (a week), got 604801",
             #""indexRefreshSeconds": 86400, "publishIntervalSeconds": 86400"#: "publishIntervalSeconds + indexRefreshSeconds must be at most 129600 (36 hours), so nodes never see an index older than that",
-            #""retentionDays": "28""#: "retentionDays: Expected to decode Int but found a string instead.",
+            #""retentionDays": "28""#: "retentionDays must be an integer from 1 to 28, got a string",
+            #""database": {"url": 5}"#: "database.url must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer, got an integer",
+            #""console": {"sessionIdleSeconds": 0}"#: "console.sessionIdleSeconds must be between 1 and 86400, got 0",
+            #""console": {"sessionIdleSeconds": 600, "sessionLifetimeSeconds": 60}"#: "console.sessionLifetimeSeconds must be between sessionIdleSeconds and 604800 (a week)",
+            #""objectStore": {"bucket": "b"}"#: "objectStore.endpoint is missing",
+            #""database": {}"#: "database.url is missing",
         ]
         for (extra, detail) in cases {
             #expect(throws: ConfigurationError.invalidValue(path: "config.json", detail: detail), "\(extra)") {

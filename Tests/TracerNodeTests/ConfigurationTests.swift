@@ -305,7 +305,7 @@ extension TracerNodeTests {
             BadValue(file: "[server]\npinned_key = \"sha1//abc\"\n", phrases: ["line 2", "server.pinned_key", "sha256//"]),
             BadValue(file: "[risk]\nnear_attenuation = 80\n", phrases: ["line 2", "risk.far_attenuation", "greater than"]),
             BadValue(file: "[risk]\nlow_minutes = 0\n", phrases: ["line 2", "risk.low_minutes", "above 0"]),
-            BadValue(file: "[risk]\nnear_weight = 1.5\n", phrases: ["line 2", "risk.near_weight", "at most 1"]),
+            BadValue(file: "[risk]\nnear_weight = 1.5\n", phrases: ["line 2", "risk.near_weight", "must be between 0 and 1, got 1.5"]),
             BadValue(file: "[node]\ncontinuous_scan = \"yes\"\n", phrases: ["line 2", "node.continuous_scan", "true or false"]),
             BadValue(file: "[node]\nscan_schedule = \"eco\"\n", phrases: ["line 2", "node.scan_schedule", "standard, low-power, continuous, minute-bursts"]),
             BadValue(file: "[list]\nformat = \"batches\"\n", phrases: ["line 2", "list.format", "auto, log, index"]),

@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -28,29 +29,32 @@ public struct DatabaseConfiguration: Sendable, Equatable {
         self.url = url
     }
 
-    struct File: Decodable {
-        var url: String
-        var passwordFile: String?
-        var passwordEnvironment: String?
-        var poolSize: Int?
+    /// The section's fields, each checked as it is read; `url` is required (``finish()``).
+    static let section = SettingSection<DatabaseConfiguration>([
+        .field("url", .text(describe: "a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer", problem: urlProblem)) { database, value in
+            if case .text(let url) = value { database.url = url.trimmingCharacters(in: .whitespaces) }
+        },
+        .text("passwordFile", \.passwordFile, .text(describe: "the path of a 0600 file", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
+        .text(
+            "passwordEnvironment", \.passwordEnvironment, .text(describe: "an environment variable's name", problem: { _ in nil }), env: nil, flag: nil,
+            help: "", convert: { $0 }),
+        .integer("poolSize", \.poolSize, .integer(minimum: 1, maximum: 64), env: nil, flag: nil, help: ""),
+    ])
+
+    /// Refuses a section without its URL.
+    func finish() throws(SettingProblem) {
+        if url.isEmpty { throw SettingProblem("is missing", field: "url") }
     }
 
-    init(_ file: File, path: String) throws(ConfigurationError) {
-        url = file.url.trimmingCharacters(in: .whitespaces)
+    private static func urlProblem(_ text: String) -> String? {
+        let url = text.trimmingCharacters(in: .whitespaces)
         guard url.hasPrefix("postgresql://") || url.hasPrefix("postgres://") || url.contains("=") else {
-            throw .invalidValue(path: path, detail: "database.url must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer")
+            return "must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer"
         }
-        if Self.holdsPassword(url) {
-            throw .invalidValue(
-                path: path,
-                detail: "database.url must not hold the password; put it in the environment variable \(Self.defaultPasswordEnvironment) or in a 0600 file named by database.passwordFile")
+        if holdsPassword(url) {
+            return "must not hold the password; put it in the environment variable \(defaultPasswordEnvironment) or in a 0600 file named by database.passwordFile"
         }
-        passwordFile = file.passwordFile
-        if let name = file.passwordEnvironment { passwordEnvironment = name }
-        if let size = file.poolSize {
-            guard (1...64).contains(size) else { throw .invalidValue(path: path, detail: "database.poolSize must be between 1 and 64") }
-            poolSize = size
-        }
+        return nil
     }
 
     /// Whether `url` carries a password anywhere libpq would take one from: the URL's user

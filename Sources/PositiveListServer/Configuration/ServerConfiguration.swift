@@ -131,126 +131,79 @@ public struct ServerConfiguration: Sendable {
     /// Reads and checks the file at `path`, and tells where each setting came from (`tracer-server config`).
     public static func loadReport(path: String, overrides: ServerSettingOverrides = .none) throws(ConfigurationError) -> ServerSettingsReport {
         guard let data = FileManager.default.contents(atPath: path) else { throw .unreadable(path: path) }
-        let (configuration, keysInFile) = try read(data, path: path, overrides: overrides)
-        return ServerSettingsReport(configuration: configuration, keysInFile: keysInFile, overrides: overrides)
+        return try read(data, path: path, overrides: overrides)
     }
 
     public static func parse(_ data: Data, path: String) throws(ConfigurationError) -> ServerConfiguration {
         try read(data, path: path).configuration
     }
 
-    /// The checked configuration and the settings the file gives (the others have their default).
-    public static func read(
-        _ data: Data, path: String, overrides: ServerSettingOverrides = .none
-    ) throws(ConfigurationError) -> (configuration: ServerConfiguration, keysInFile: Set<String>) {
-        guard let object = try? JSONSerialization.jsonObject(with: data), let fields = object as? [String: Any] else {
-            throw .notJSONObject(path: path)
-        }
+    /// The checked configuration, and where each setting came from.
+    public static func read(_ data: Data, path: String, overrides: ServerSettingOverrides = .none) throws(ConfigurationError) -> ServerSettingsReport {
+        guard let fields = try? JSONDecoder().decode([String: SettingInput].self, from: data) else { throw .notJSONObject(path: path) }
         // A misspelt limit silently falling back to its default would be worse than refusing.
         if let unknown = Set(fields.keys).subtracting(ServerSettingRegistry.keys).sorted().first {
             throw .unknownSetting(path: path, name: unknown)
         }
-        if let section = fields["objectStore"] as? [String: Any],
-           let unknown = Set(section.keys).subtracting(ObjectStoreSettings.knownKeys).sorted().first
-        {
-            throw .unknownSetting(path: path, name: "objectStore." + unknown)
-        }
-        if let section = fields["console"] as? [String: Any],
-           let unknown = Set(section.keys).subtracting(ConsoleSettings.knownKeys).sorted().first
-        {
-            throw .unknownSetting(path: path, name: "console." + unknown)
-        }
-        if let section = fields["metrics"] as? [String: Any],
-           let unknown = Set(section.keys).subtracting(MetricsSettings.knownKeys).sorted().first
-        {
-            throw .unknownSetting(path: path, name: "metrics." + unknown)
+        for (section, known) in [("database", DatabaseConfiguration.section.names), ("objectStore", ObjectStoreSettings.section.names), ("console", ConsoleSettings.section.names), ("metrics", MetricsSettings.section.names)] {
+            if case .object(let entries)? = fields[section], let unknown = Set(entries.keys).subtracting(known).sorted().first {
+                throw .unknownSetting(path: path, name: section + "." + unknown)
+            }
         }
         for (list, known) in [("witnessedLogs", WitnessedLogSettings.knownKeys), ("witnesses", WitnessEndpointSettings.knownKeys)] {
-            for (position, entry) in ((fields[list] as? [Any]) ?? []).enumerated() {
-                if let entry = entry as? [String: Any], let unknown = Set(entry.keys).subtracting(known).sorted().first {
+            guard case .list(let entries)? = fields[list] else { continue }
+            for (position, entry) in entries.enumerated() {
+                if case .object(let entry) = entry, let unknown = Set(entry.keys).subtracting(known).sorted().first {
                     throw .unknownSetting(path: path, name: "\(list)[\(position)].\(unknown)")
                 }
             }
         }
-        var merged = data
-        if !overrides.values.isEmpty {
-            // The file's values were type-checked by the decoder above only as JSON; laid over
-            // as JSON, the overrides go through the same decoding, conversion and checks.
-            let withOverrides = try overrides.applied(to: fields)
-            do {
-                merged = try JSONSerialization.data(withJSONObject: withOverrides)
-            } catch {
-                throw .invalidValue(path: path, detail: Self.describe(error))
+        // Every value the file gives is checked against its row first, so that a value of the
+        // wrong type is reported before any other problem, even when a flag overrides it.
+        var file: [String: SettingResolution<ServerConfiguration>.FileValue] = [:]
+        let source = SettingSource.file(path: nil, line: nil)
+        let paths = PathContext(baseDirectory: FileManager.default.currentDirectoryPath, home: nil)
+        for row in ServerSettingRegistry.all {
+            guard let input = fields[row.key] else { continue }
+            switch row.kind.check(input, paths: paths) {
+            case .success(let value): file[row.key] = .init(value: value, source: source)
+            case .failure(let problem): throw .invalidValue(path: path, detail: problem.named(row.key))
             }
         }
-        let file: SettingsFile
+        let start = ServerConfiguration(authorities: try authorities(fields["authorities"], path: path))
         do {
-            file = try JSONDecoder().decode(SettingsFile.self, from: merged)
+            let resolution = try SettingResolution(
+                rows: ServerSettingRegistry.all, constraints: ServerSettingRegistry.constraints, start: start, file: file,
+                flags: overrides.flags, environment: overrides.environment, paths: paths)
+            return ServerSettingsReport(resolution)
         } catch {
-            throw .invalidValue(path: path, detail: Self.describe(error))
+            throw ConfigurationError(error, path: path)
         }
-        var configuration = ServerConfiguration(authorities: [])
-        for (definition, apply) in zip(ServerSettingRegistry.all, file.values) {
-            do {
-                try apply(&configuration, path)
-            } catch {
-                throw overrides.blame(error, on: definition.key)
-            }
-        }
-        try configuration.validate(path: path, overrides: overrides)
-        return (configuration, Set(fields.keys))
     }
 
-    func validate(path: String, overrides: ServerSettingOverrides = .none) throws(ConfigurationError) {
+    /// The authorities the file lists, each checked: the one required setting.
+    private static func authorities(_ input: SettingInput?, path: String) throws(ConfigurationError) -> [AuthorityConfiguration] {
+        guard let input else { throw .invalidValue(path: path, detail: "authorities is missing") }
+        let entries: [AuthorityFileEntry]
+        do {
+            entries = try input.decode(as: [AuthorityFileEntry].self)
+        } catch {
+            throw .invalidValue(path: path, detail: error.named("authorities"))
+        }
+        var authorities: [AuthorityConfiguration] = []
+        for (position, entry) in entries.enumerated() {
+            let authority = try AuthorityConfiguration(entry, position: position, path: path)
+            guard !authorities.contains(where: { $0.name == authority.name }) else { throw .duplicateAuthority(path: path, name: authority.name) }
+            authorities.append(authority)
+        }
         guard !authorities.isEmpty else { throw .noAuthorities(path: path) }
-        var names = Set<String>()
-        for authority in authorities where !names.insert(authority.name).inserted {
-            throw .duplicateAuthority(path: path, name: authority.name)
-        }
-        for definition in ServerSettingRegistry.all {
-            if let problem = definition.problem(self) {
-                throw overrides.blame(.invalidValue(path: path, detail: problem), on: definition.key)
-            }
-        }
-        // The index is re-signed at the first publication once it is indexRefreshSeconds old, so
-        // it can reach the sum; nodes call a list signed more than two days ago outdated.
-        guard publishIntervalSeconds + indexRefreshSeconds <= Self.longestIndexAgeSeconds else {
-            let error = ConfigurationError.invalidValue(
-                path: path,
-                detail: "publishIntervalSeconds + indexRefreshSeconds must be at most \(Self.longestIndexAgeSeconds) (36 hours), so nodes never see an index older than that")
-            throw overrides.blame(overrides.blame(error, on: "indexRefreshSeconds"), on: "publishIntervalSeconds")
-        }
+        return authorities
     }
 
     /// The connection limits for a process allowed `descriptorLimit` open files.
     public func connectionLimits(descriptorLimit: Int = ConnectionLimits.currentDescriptorLimit()) throws(ConnectionLimitError) -> ConnectionLimits {
         try ConnectionLimits.resolve(
             descriptorLimit: descriptorLimit, configuredTotal: maxConnections, configuredPerAddress: maxConnectionsPerAddress)
-    }
-
-    private static func describe(_ error: any Error) -> String {
-        switch error {
-        case DecodingError.typeMismatch(_, let context), DecodingError.valueNotFound(_, let context),
-             DecodingError.dataCorrupted(let context):
-            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
-            return "\(path.isEmpty ? "the file" : path): \(context.debugDescription)"
-        case DecodingError.keyNotFound(let key, let context):
-            let path = (context.codingPath + [key]).map(\.stringValue).joined(separator: ".")
-            return "\(path) is missing"
-        default:
-            return String(describing: error)
-        }
-    }
-}
-
-/// The file decoded by the registry's rows, in their order: every value of the wrong JSON type
-/// is refused here, before any row converts or checks its value.
-private struct SettingsFile: Decodable {
-    var values: [ServerSettingDefinition.Apply]
-
-    init(from decoder: any Decoder) throws {
-        let container = try decoder.container(keyedBy: ServerSettingKey.self)
-        values = try ServerSettingRegistry.all.map { try $0.read(container) }
     }
 }
 
@@ -323,6 +276,24 @@ public enum ConfigurationError: Error, Sendable, Equatable, CustomStringConverti
             return "The token of authority \"\(authority)\" in \(path) is shorter than \(minimumLength) characters; use a long random token (for example `openssl rand -base64 32`)."
         case .invalidOverride(_, let source, let detail):
             return "The value of \(source.location) is invalid: \(detail); \(source.remedy)."
+        }
+    }
+}
+
+extension ConfigurationError {
+    /// A refusal of the settings kit, pointed at the file or at the variable or flag that gave the value.
+    init(_ error: SettingError, path: String) {
+        func blaming(_ source: SettingSource, key: String, detail: String) -> ConfigurationError {
+            switch source {
+            case .environment, .flag: .invalidOverride(key: key, source: source, detail: detail)
+            case .file, .builtIn: .invalidValue(path: path, detail: detail)
+            }
+        }
+        switch error {
+        case .invalidValue(let key, let source, let problem): self = blaming(source, key: key, detail: problem.named(key))
+        case .conflict(let key, let source, let problem): self = blaming(source, key: key, detail: problem)
+        // No server setting has a default found from the environment.
+        case .noDefault(let key, _): self = .invalidValue(path: path, detail: "\(key) is missing")
         }
     }
 }

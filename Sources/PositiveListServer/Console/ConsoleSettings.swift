@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// The configuration's `console` section: the web console where the authority's staff sign in
 /// and issue upload codes. Off unless `enabled` is true; it listens on its own address, apart
@@ -23,48 +24,38 @@ public struct ConsoleSettings: Sendable, Equatable {
         self.authority = authority
     }
 
-    static let knownKeys: Set<String> = ["enabled", "listen", "authority", "sessionIdleSeconds", "sessionLifetimeSeconds", "timeZone", "auditRetentionDays"]
+    static let section = SettingSection<ConsoleSettings>([
+        .boolean("enabled", \.enabled, env: nil, flag: nil, help: ""),
+        ListenAddress.field(\.host, \.port, example: "127.0.0.1:8081"),
+        .text("authority", \.authority, .text(describe: "the name of one of the authorities", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
+        .integer("sessionIdleSeconds", \.sessionIdleSeconds, .integer(minimum: 1, maximum: 86_400), env: nil, flag: nil, help: ""),
+        .integer(
+            "sessionLifetimeSeconds", \.sessionLifetimeSeconds, .integer(SettingBounds(1, 7 * 86_400, upperNote: "a week")), env: nil, flag: nil,
+            help: ""),
+        .field("timeZone", .text(describe: "a time zone name such as Europe/Berlin", problem: { name in
+            TimeZone(identifier: name) == nil ? "\(name.quotedForMessage) is not a time zone name such as Europe/Berlin" : nil
+        })) { console, value in
+            if case .text(let name) = value, let zone = TimeZone(identifier: name) { console.timeZone = zone }
+        },
+        .integer("auditRetentionDays", \.auditRetentionDays, .integer(SettingBounds(1, 3_650, upperNote: "ten years")), env: nil, flag: nil, help: ""),
+    ])
 
-    /// How the configuration file spells the section.
-    struct File: Decodable {
-        var enabled: Bool?
-        var listen: String?
-        var authority: String?
-        var sessionIdleSeconds: Int64?
-        var sessionLifetimeSeconds: Int64?
-        var timeZone: String?
-        var auditRetentionDays: Int64?
-    }
+    /// Before the fields are read: the authority is chosen by ``finish(authorities:)``.
+    static let unread = ConsoleSettings(authority: "")
 
-    init(_ file: File, authorities: [AuthorityConfiguration], path: String) throws(ConfigurationError) {
-        func invalid(_ detail: String) -> ConfigurationError { .invalidValue(path: path, detail: "console." + detail) }
-        // With one authority there is nothing to choose; with several the console must be told.
-        guard let authority = file.authority ?? (authorities.count == 1 ? authorities[0].name : nil) else {
-            throw invalid("authority must name the authority the console issues codes for (one of: \(authorities.map(\.name).joined(separator: ", ")))")
+    /// Checks what concerns several fields, or the authorities: with one authority there is
+    /// nothing to choose; with several the console must be told which.
+    mutating func finish(authorities: [AuthorityConfiguration]) throws(SettingProblem) {
+        if authority.isEmpty, authorities.count == 1 { authority = authorities[0].name }
+        guard !authority.isEmpty else {
+            throw SettingProblem(
+                "must name the authority the console issues codes for (one of: \(authorities.map(\.name).joined(separator: ", ")))", field: "authority")
         }
         guard authorities.contains(where: { $0.name == authority }) else {
-            throw invalid("authority \"\(authority)\" is not one of the configured authorities")
+            throw SettingProblem("\"\(authority)\" is not one of the configured authorities", field: "authority")
         }
-        self.init(authority: authority)
-        enabled = file.enabled ?? false
-        if let listen = file.listen {
-            guard let (host, port) = ListenAddress.parse(listen) else { throw invalid("listen must be HOST:PORT, for example 127.0.0.1:8081") }
-            self.host = host
-            self.port = port
-        }
-        if let value = file.sessionIdleSeconds { sessionIdleSeconds = value }
-        if let value = file.sessionLifetimeSeconds { sessionLifetimeSeconds = value }
-        guard (1...86_400).contains(sessionIdleSeconds) else { throw invalid("sessionIdleSeconds must be between 1 and 86400") }
-        guard (sessionIdleSeconds...7 * 86_400).contains(sessionLifetimeSeconds) else {
-            throw invalid("sessionLifetimeSeconds must be between sessionIdleSeconds and 604800 (a week)")
-        }
-        if let days = file.auditRetentionDays {
-            guard (1...3_650).contains(days) else { throw invalid("auditRetentionDays must be between 1 and 3650 (ten years)") }
-            auditRetentionDays = days
-        }
-        if let name = file.timeZone {
-            guard let zone = TimeZone(identifier: name) else { throw invalid("timeZone \"\(name)\" is not a time zone name such as Europe/Berlin") }
-            timeZone = zone
+        guard sessionLifetimeSeconds >= sessionIdleSeconds else {
+            throw SettingProblem("must be between sessionIdleSeconds and 604800 (a week)", field: "sessionLifetimeSeconds")
         }
     }
 }

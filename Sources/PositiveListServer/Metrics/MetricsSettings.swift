@@ -1,4 +1,5 @@
 import Foundation
+import Settings
 
 /// The configuration's `metrics` section: Prometheus's `GET /metrics` on a listener of its own,
 /// never the API's, so that the public address never answers it and a firewall or the reverse
@@ -12,25 +13,10 @@ public struct MetricsSettings: Sendable, Equatable {
 
     public init() {}
 
-    static let knownKeys: Set<String> = ["enabled", "listen"]
-
-    /// How the configuration file spells the section.
-    struct File: Decodable {
-        var enabled: Bool?
-        var listen: String?
-    }
-
-    init(_ file: File, path: String) throws(ConfigurationError) {
-        self.init()
-        enabled = file.enabled ?? true
-        if let listen = file.listen {
-            guard let (host, port) = ListenAddress.parse(listen) else {
-                throw .invalidValue(path: path, detail: "metrics.listen must be HOST:PORT, for example 127.0.0.1:9464")
-            }
-            self.host = host
-            self.port = port
-        }
-    }
+    static let section = SettingSection<MetricsSettings>([
+        .boolean("enabled", \.enabled, env: nil, flag: nil, help: ""),
+        ListenAddress.field(\.host, \.port, example: "127.0.0.1:9464"),
+    ])
 
     /// Whether this listener would take the address `host`:`port` (the API's, or the console's):
     /// the same port on the same host, or either on every address.
@@ -42,6 +28,17 @@ public struct MetricsSettings: Sendable, Equatable {
 
 /// `HOST:PORT` as the console's and the metrics' `listen` spell it (an IPv6 host in brackets).
 enum ListenAddress {
+    /// The `listen` field of a section, stored in its `host` and `port`.
+    static func field<Section>(
+        _ host: WritableKeyPath<Section, String> & Sendable, _ port: WritableKeyPath<Section, Int> & Sendable, example: String
+    ) -> SettingRow<Section> {
+        .field("listen", .text(describe: "HOST:PORT", problem: { parse($0) == nil ? "must be HOST:PORT, for example \(example)" : nil })) { section, value in
+            guard case .text(let text) = value, let (parsedHost, parsedPort) = parse(text) else { return }
+            section[keyPath: host] = parsedHost
+            section[keyPath: port] = parsedPort
+        }
+    }
+
     static func parse(_ text: String) -> (host: String, port: Int)? {
         guard let colon = text.lastIndex(of: ":"), colon != text.startIndex, let port = Int(text[text.index(after: colon)...]),
               (0...65_535).contains(port)

@@ -1,4 +1,5 @@
 import ObjectStore
+import Settings
 
 /// The configuration's `objectStore` section: where `tracer-server sync` (and, with
 /// `syncAfterPublish`, the schedule in `serve`) mirrors the published directory. Credentials are
@@ -16,27 +17,29 @@ public struct ObjectStoreSettings: Sendable, Equatable {
         self.syncAfterPublish = syncAfterPublish
     }
 
-    static let knownKeys: Set<String> = ["endpoint", "bucket", "region", "keyPrefix", "pathStyle", "credentialsFile", "syncAfterPublish"]
+    /// The section's fields; `endpoint` and `bucket` are required (``finish()``).
+    static let section = SettingSection<ObjectStoreSettings>([
+        .text("endpoint", \.location.endpoint, .text(describe: "an http or https address", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
+        .text("bucket", \.location.bucket, .text(describe: "a bucket name", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
+        .text("region", \.location.region, .text(describe: "a region name", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
+        .text("keyPrefix", \.location.keyPrefix, .text(describe: "a key prefix", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
+        .boolean("pathStyle", \.location.pathStyle, env: nil, flag: nil, help: ""),
+        .text(
+            "credentialsFile", \.credentialsFile, .text(describe: "an absolute path", problem: { $0.hasPrefix("/") ? nil : "must be an absolute path" }),
+            env: nil, flag: nil, help: "", convert: { $0 }),
+        .boolean("syncAfterPublish", \.syncAfterPublish, env: nil, flag: nil, help: ""),
+    ])
 
-    /// How the configuration file spells the section.
-    struct File: Decodable {
-        var endpoint: String
-        var bucket: String
-        var region: String?
-        var keyPrefix: String?
-        var pathStyle: Bool?
-        var credentialsFile: String?
-        var syncAfterPublish: Bool?
-    }
+    /// Before the fields are read: nothing chosen but the defaults (us-east-1, no prefix, path style).
+    static let unread = ObjectStoreSettings(location: ObjectStoreLocation(endpoint: "", bucket: "", region: "us-east-1", keyPrefix: "", pathStyle: true))
 
-    init(_ file: File, path: String) throws(ConfigurationError) {
-        let location = ObjectStoreLocation(
-            endpoint: file.endpoint, bucket: file.bucket, region: file.region ?? "us-east-1", keyPrefix: file.keyPrefix ?? "",
-            pathStyle: file.pathStyle ?? true)
-        if let problem = location.problems().first { throw .invalidValue(path: path, detail: "objectStore." + problem) }
-        if let credentialsFile = file.credentialsFile, !credentialsFile.hasPrefix("/") {
-            throw .invalidValue(path: path, detail: "objectStore.credentialsFile must be an absolute path")
-        }
-        self.init(location: location, credentialsFile: file.credentialsFile, syncAfterPublish: file.syncAfterPublish ?? true)
+    /// Refuses a section without its endpoint or bucket, or with a location no store takes.
+    mutating func finish() throws(SettingProblem) {
+        if location.endpoint.isEmpty { throw SettingProblem("is missing", field: "endpoint") }
+        if location.bucket.isEmpty { throw SettingProblem("is missing", field: "bucket") }
+        // Through the initializer, which brings the endpoint to one spelling (no trailing slash).
+        location = ObjectStoreLocation(
+            endpoint: location.endpoint, bucket: location.bucket, region: location.region, keyPrefix: location.keyPrefix, pathStyle: location.pathStyle)
+        if let problem = location.problems().first { throw SettingProblem(namingItsSetting: "objectStore." + problem) }
     }
 }

@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import Settings
 import TransparencyLog
 
 /// The witness's name and key as logs and nodes know them: cosignatures (C2SP tlog-cosignature,
@@ -62,10 +63,10 @@ public struct WitnessedLogSettings: Sendable, Equatable {
         var key: String
     }
 
-    static func list(_ entries: [File], path: String) throws(ConfigurationError) -> [WitnessedLogSettings] {
+    static func list(_ entries: [File]) throws(SettingProblem) -> [WitnessedLogSettings] {
         var logs: [WitnessedLogSettings] = []
         for (position, entry) in entries.enumerated() {
-            func invalid(_ detail: String) -> ConfigurationError { .invalidValue(path: path, detail: "witnessedLogs[\(position)].\(detail)") }
+            func invalid(_ detail: String) -> SettingProblem { SettingProblem(namingItsSetting: "witnessedLogs[\(position)].\(detail)") }
             let key: NoteVerifierKey
             do {
                 key = try NoteVerifierKey(text: entry.key)
@@ -113,13 +114,13 @@ public struct WitnessEndpointSettings: Sendable, Equatable {
 
     var addCheckpointURL: String { (url.hasSuffix("/") ? String(url.dropLast()) : url) + "/add-checkpoint" }
 
-    static func list(_ entries: [File], path: String) throws(ConfigurationError) -> [WitnessEndpointSettings] {
+    static func list(_ entries: [File]) throws(SettingProblem) -> [WitnessEndpointSettings] {
         guard entries.count <= maximumCount else {
-            throw .invalidValue(path: path, detail: "witnesses lists \(entries.count) witnesses, more than \(maximumCount)")
+            throw SettingProblem(namingItsSetting: "witnesses lists \(entries.count) witnesses, more than \(maximumCount)")
         }
         var witnesses: [WitnessEndpointSettings] = []
         for (position, entry) in entries.enumerated() {
-            func invalid(_ detail: String) -> ConfigurationError { .invalidValue(path: path, detail: "witnesses[\(position)].\(detail)") }
+            func invalid(_ detail: String) -> SettingProblem { SettingProblem(namingItsSetting: "witnesses[\(position)].\(detail)") }
             let scheme = entry.url.prefix(while: { $0 != ":" }).lowercased()
             guard scheme == "http" || scheme == "https", entry.url.hasPrefix(scheme + "://"), entry.url.count > scheme.count + 3,
                   !entry.url.contains("?"), !entry.url.contains("#"),

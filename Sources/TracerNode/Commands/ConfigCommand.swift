@@ -45,7 +45,7 @@ struct ConfigCommand: ParsableCommand {
             fileLine = "Configuration file: none (neither HOME nor XDG_CONFIG_HOME is set)"
         }
         var rows = resolved.entries.map { entry in
-            [entry.definition.key, entry.value?.description ?? "(unset)", entry.source.description]
+            [entry.row.key, entry.value?.description ?? "(unset)", entry.source.description]
         }
         // The further lists ([lists.<name>]), which only the file sets.
         for list in resolved.settings.furtherLists {
@@ -85,6 +85,6 @@ private struct ConfigReport: Encodable {
     init(_ resolved: ResolvedSettings) {
         configFile = resolved.configFile
         settings = Dictionary(
-            uniqueKeysWithValues: resolved.entries.map { ($0.definition.key, Setting(value: $0.value, source: $0.source)) })
+            uniqueKeysWithValues: resolved.entries.map { ($0.row.key, Setting(value: $0.value, source: $0.source)) })
     }
 }

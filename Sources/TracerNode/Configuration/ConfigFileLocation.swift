@@ -1,3 +1,4 @@
+import Settings
 import Foundation
 
 /// Which configuration file applies, and why.

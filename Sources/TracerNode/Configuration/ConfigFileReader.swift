@@ -12,10 +12,7 @@ enum ConfigFileReader {
     /// Far beyond any real configuration; stops `--config /dev/zero` from reading forever.
     static let sizeLimit = 256 * 1024
 
-    struct FileValue {
-        var value: SettingValue
-        var line: Int
-    }
+    typealias FileValue = SettingResolution<NodeSettings>.FileValue
 
     /// The checked values by key, the further lists (`[lists.<name>]`, in file order), and
     /// whether the file exists.
@@ -58,11 +55,12 @@ enum ConfigFileReader {
                 guard let definition = SettingRegistry.definition(key) else {
                     throw .unknownKey(path: path, line: entry.line, key: key)
                 }
-                switch definition.kind.check(entry.value, paths: paths) {
+                let source = SettingSource.file(path: path, line: entry.line)
+                switch definition.kind.check(entry.value.settingInput, paths: paths) {
                 case .success(let value):
-                    values[key] = FileValue(value: value, line: entry.line)
+                    values[key] = FileValue(value: value, source: source)
                 case .failure(let problem):
-                    throw .invalidValue(key: key, source: .file(path: path, line: entry.line), problem: problem.text)
+                    throw .invalidValue(key: key, source: source, problem: problem.text)
                 }
             }
         }

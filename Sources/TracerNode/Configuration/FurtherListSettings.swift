@@ -57,10 +57,10 @@ struct FurtherListSettings: Equatable, Sendable {
                     path: path, line: entry.line,
                     problem: "[\(table.name)]: \(entry.key) is not a setting of a list; a list's settings are \(keys.map(\.key).joined(separator: ", "))")
             }
-            switch definition.kind.check(entry.value, paths: paths) {
-            case .success(let value): definition.assign(&scratch, value)
-            case .failure(let problem):
-                throw .invalidValue(key: table.name + "." + entry.key, source: .file(path: path, line: entry.line), problem: problem.text)
+            do {
+                try definition.assign(&scratch, try definition.kind.check(entry.value.settingInput, paths: paths).get())
+            } catch {
+                throw .invalidValue(key: table.name + "." + entry.key, source: .file(path: path, line: entry.line), problem: error.text)
             }
         }
         guard let url = scratch.serverURL else {

@@ -96,17 +96,12 @@ struct NodeSettings: Equatable, Sendable {
 
 /// The settings plus, for each key, its value and where that came from.
 struct ResolvedSettings: Sendable {
-    struct Entry: Sendable {
-        var definition: SettingDefinition
-        /// Nil for a setting without a default that nothing set.
-        var value: SettingValue?
-        var source: SettingSource
-    }
+    typealias Entry = SettingResolution<NodeSettings>.Entry
 
     var settings: NodeSettings
     /// Every setting, in the registry's order.
     var entries: [Entry]
     var configFile: ConfigFileLocation
 
-    func source(of key: String) -> SettingSource? { entries.first { $0.definition.key == key }?.source }
+    func source(of key: String) -> SettingSource? { entries.first { $0.row.key == key }?.source }
 }

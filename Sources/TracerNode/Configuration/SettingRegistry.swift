@@ -236,23 +236,23 @@ enum SettingRegistry {
             help: "With risk.score = logistic, a day is an exposure only with at least this many contact minutes near or medium (the label's 15 minutes less one scan cycle of slack; 0 turns the floor off; docs/risk-model.md)."),
     ]
 
-    static let constraints: [SettingConstraint] = [
-        SettingConstraint(blamed: "node.rotation_jitter", other: "node.rotation_interval") { settings in
+    static let constraints: [NodeSettingConstraint] = [
+        NodeSettingConstraint(blamed: "node.rotation_jitter", other: "node.rotation_interval") { settings in
             settings.rotationJitter * 2 < settings.rotationInterval
                 ? nil
                 : "node.rotation_jitter (\(settings.rotationJitter) s) must be less than half of node.rotation_interval (\(settings.rotationInterval) s)"
         },
-        SettingConstraint(blamed: "list.witnesses_required", other: "list.witnesses") { settings in
+        NodeSettingConstraint(blamed: "list.witnesses_required", other: "list.witnesses") { settings in
             settings.listWitnessesRequired <= settings.listWitnesses.count
                 ? nil
                 : "list.witnesses_required (\(settings.listWitnessesRequired)) must be at most the number of list.witnesses (\(settings.listWitnesses.count))"
         },
-        SettingConstraint(blamed: "risk.far_attenuation", other: "risk.near_attenuation") { settings in
+        NodeSettingConstraint(blamed: "risk.far_attenuation", other: "risk.near_attenuation") { settings in
             settings.risk.farAttenuation > settings.risk.nearAttenuation
                 ? nil
                 : "risk.far_attenuation (\(settings.risk.farAttenuation) dB) must be greater than risk.near_attenuation (\(settings.risk.nearAttenuation) dB)"
         },
-        SettingConstraint(blamed: "risk.high_minutes", other: "risk.low_minutes") { settings in
+        NodeSettingConstraint(blamed: "risk.high_minutes", other: "risk.low_minutes") { settings in
             settings.risk.highMinutes >= settings.risk.lowMinutes
                 ? nil
                 : "risk.high_minutes (\(SettingValue.number(settings.risk.highMinutes))) must be at least risk.low_minutes (\(SettingValue.number(settings.risk.lowMinutes)))"
