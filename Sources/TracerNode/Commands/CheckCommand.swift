@@ -43,20 +43,9 @@ struct CheckCommand: AsyncParsableCommand {
         guard let opened = try StoreOptions.openExisting(resolved.storeLocation) else {
             throw CommandFailure.noDatabaseToCheck
         }
+        if let warning = settings.retiredListFormatWarning { Output.standardError("Warning: \(warning).") }
         let checker = try parts.checker(store: opened, offline: offline)
-        let progress = (quiet || json) ? nil : TerminalProgress(label: "Downloading the positive list")
-        let report: ExposureCheckReport
-        do {
-            var onProgress: (@Sendable (ListDownloadProgress) -> Void)?
-            if let progress {
-                onProgress = { (update: ListDownloadProgress) in progress.update(update.receivedBytes, of: update.totalBytes) }
-            }
-            report = try await checker.check(progress: onProgress)
-        } catch {
-            progress?.finish()
-            throw error
-        }
-        progress?.finish()
+        let report = try await checker.check()
 
         if json { try Output.printJSON(report) } else { print(CheckReportText(report: report).render()) }
         if report.newExposure {
