@@ -11,6 +11,10 @@ import TracerTestSupport
 /// `tracer check` as a user runs it, and by two baselines a user might write instead (a SQLite
 /// join and Python sets), all on the same generated data in one run.
 ///
+/// The node reads the list as the log it follows (the id batches cut into `ListLogEntry`s, held
+/// as `FollowedLogStore` keeps them); the baselines read the same ids as the signed batch files
+/// the server publishes (`batches/N.tplb`), written by the server's format.
+///
 /// Every method must find exactly the planted exposures: a wrong count stops the run.
 struct MatchBenchmark {
     let directory: String
@@ -40,7 +44,8 @@ struct MatchBenchmark {
         let generationStarted = clock.now
         let data = try generate()
         say("generated in \(format(seconds(clock.now - generationStarted), 1)) s (not part of any figure): "
-            + "\(grouped(data.listedIDCount)) ids in \(data.batches.count) batches, \(grouped(data.encounterCount)) encounters")
+            + "\(grouped(data.listedIDCount)) ids in \(data.batchCount) batches, \(grouped(data.encounterCount)) encounters; "
+            + "list log of \(grouped(data.log.entryCount)) entries, entries file \(megabytes(data.log.entriesFileBytes))")
 
         let ours = try measureInProcess(data)
         let cli = try measureCLI(data)
@@ -55,8 +60,12 @@ struct MatchBenchmark {
 
     struct GeneratedData {
         let databasePath: String
-        let cacheDirectory: String
-        let batches: [CachedBatch]
+        /// The signed batch files, as the server publishes them (`batches/N.tplb`): what the
+        /// baselines read.
+        let publishedDirectory: String
+        let batchCount: Int
+        /// The same ids as the list log a node follows.
+        let log: FollowedLogCache
         let publicKey: PositiveListPublicKey
         let listedIDCount: Int
         let encounterCount: Int
@@ -74,15 +83,17 @@ struct MatchBenchmark {
         let windowStartSpan = 26 * .secondsPerDay
         let idWindow: UnixSeconds = 900
 
-        let cacheDirectory = directory + "/cache"
-        try FileManager.default.createDirectory(atPath: cacheDirectory + "/batches", withIntermediateDirectories: true)
+        let publishedDirectory = directory + "/published"
+        try FileManager.default.createDirectory(atPath: publishedDirectory + "/batches", withIntermediateDirectories: true)
+        let cacheDirectory = directory + "/log-cache"
+        try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
 
         // The list, batch by batch, keeping aside the entries that encounters will use.
         let batchCount = max(1, (listedIDCount + Self.idsPerBatch - 1) / Self.idsPerBatch)
         let plantedCount = Self.plantedInsideWindow + Self.plantedOutsideWindow
         var plantedEntries: [PositiveListEntry] = []
-        var listings: [PositiveListIndex.BatchListing] = []
-        var batches: [CachedBatch] = []
+        var logEntries: [Data] = []
+        var logCutSeconds = 0.0
         var listed = 0
         for batchIndex in 0..<batchCount {
             let size = min(Self.idsPerBatch, listedIDCount - batchIndex * Self.idsPerBatch)
@@ -104,17 +115,16 @@ struct MatchBenchmark {
 
             let number = UInt64(batchIndex + 1)
             let file = try PositiveListBatch.encode(number: number, entries: entries, signingKey: key)
-            let path = cacheDirectory + "/" + PositiveListBatch.relativePath(number: number)
+            let path = publishedDirectory + "/" + PositiveListBatch.relativePath(number: number)
             try Data(file).write(to: URL(fileURLWithPath: path))
-            listings.append(PositiveListIndex.BatchListing(
-                number: number, timeRange: PublishedTimeRange(covering: entries) ?? PublishedTimeRange(start: 0, end: 0),
-                byteCount: file.count, sha256: Array(SHA256.hash(data: file))))
-            batches.append(CachedBatch(number: number, path: path))
+            // The batch as the server's log carries it: cut into entries of at most 64 kB.
+            let cutStarted = ContinuousClock.now
+            for entry in try ListLogEntry.entries(idBatch: number, entries: entries) { logEntries.append(Data(try entry.encode())) }
+            logCutSeconds += seconds(ContinuousClock.now - cutStarted)
             listed += entries.count
         }
-        let index = try PositiveListIndex(generation: 1, publishedAt: now, batches: listings).encode(signingKey: key)
-        try Data(index).write(to: URL(fileURLWithPath: cacheDirectory + "/" + PositiveListIndex.relativePath))
-        try Data("{\"lastUpdated\": \(now)}\n".utf8).write(to: URL(fileURLWithPath: cacheDirectory + "/state.json"))
+        let log = try FollowedLogCache.write(logEntries, to: cacheDirectory, cutSeconds: logCutSeconds, signingKey: key, now: now)
+        logEntries = []
 
         // The node's encounters: planted ones first, then strangers at random times.
         plantedEntries.shuffle(using: &random)
@@ -155,7 +165,7 @@ struct MatchBenchmark {
             try store.write(sightings)
         }
         return GeneratedData(
-            databasePath: databasePath, cacheDirectory: cacheDirectory, batches: batches,
+            databasePath: databasePath, publishedDirectory: publishedDirectory, batchCount: batchCount, log: log,
             publicKey: PositiveListPublicKey(key.publicKey), listedIDCount: listed,
             encounterCount: sightings.rowCount, exposedPeers: exposedPeers)
     }
@@ -163,27 +173,32 @@ struct MatchBenchmark {
     // MARK: Ours
 
     struct InProcessFigures {
-        /// Opening the store and reading its encounters.
+        /// Loading the held log's entries, opening the store and reading its encounters.
         var loadSeconds: Double
-        /// Building the table and streaming every batch through it.
+        /// Building the table and matching every entry (`match(logEntries:)`).
         var matchSeconds: Double
         var totalSeconds: Double { loadSeconds + matchSeconds }
         var idsChecked: Int
         var matches: Int
     }
 
-    /// The node's own path, minus argument parsing and output: open the store, read the
-    /// encounters, match the cached batches.
+    /// The node's own path, minus argument parsing, opening the checkpoint and output: load the
+    /// held log, open the store, read the encounters, match the log's entries.
     private func measureInProcess(_ data: GeneratedData) throws -> InProcessFigures {
         var runs: [InProcessFigures] = []
         for _ in 0..<Self.repetitions {
             let clock = ContinuousClock()
             let started = clock.now
+            guard let held = try data.log.store.load() else { throw BenchmarkFailure("in-process: the followed log is not held") }
             let store = try NodeStore.open(StoreLocation(path: data.databasePath, source: .flag, ownsDirectory: false))
             let encounters = try store.encounterTimes()
             let loaded = clock.now
-            let outcome = try PositiveListMatcher(encounters: encounters).match(data.batches)
+            let matchedLog = PositiveListMatcher(encounters: encounters).match(logEntries: held.entries)
             let matched = clock.now
+            guard matchedLog.unreadableEntries == 0, matchedLog.idBatches == data.batchCount else {
+                throw BenchmarkFailure("in-process: \(matchedLog.unreadableEntries) unreadable entries, \(matchedLog.idBatches) id batches of \(data.batchCount)")
+            }
+            let outcome = matchedLog.outcome
 
             guard outcome.idsChecked == data.listedIDCount else {
                 throw BenchmarkFailure("in-process: checked \(outcome.idsChecked) ids, the list has \(data.listedIDCount)")
@@ -227,7 +242,7 @@ struct MatchBenchmark {
         }
         let arguments = [
             "check", "--offline", "--json", "--quiet", "--db", data.databasePath,
-            "--cache-dir", data.cacheDirectory, "--server-key", data.publicKey.base64,
+            "--cache-dir", data.log.cacheDirectory, "--server-key", data.publicKey.base64,
         ]
         var runs: [ChildFigures] = []
         for _ in 0..<Self.repetitions {
@@ -283,7 +298,7 @@ struct MatchBenchmark {
         _ script: String, countKey: String, _ data: GeneratedData, python: String
     ) throws -> (child: MeasuredProcess, report: [String: Any], matches: Int) {
         let child = try MeasuredProcess.run(
-            python, [baselineScript(script), "--db", data.databasePath, "--cache-dir", data.cacheDirectory,
+            python, [baselineScript(script), "--db", data.databasePath, "--cache-dir", data.publishedDirectory,
                      "--tolerance", String(Self.tolerance)],
             scratchDirectory: directory)
         guard child.exitCode == 0 else { throw BenchmarkFailure("\(script) exited \(child.exitCode): \(child.standardError.prefix(2_000))") }

@@ -223,14 +223,34 @@ struct RefreshBenchmark {
 
     // MARK: Idle traffic
 
-    /// Bytes of the two conditional requests of one revalidation and their 304 answers, as
-    /// curl counts them on the wire (HTTP/1.1 over TCP, no TLS), with the node's User-Agent.
+    /// Bytes of the conditional request of one revalidation (the list log's checkpoint) and its
+    /// 304 answer, as curl counts them on the wire (HTTP/1.1 over TCP, no TLS), with the node's
+    /// User-Agent; beside it, for comparison, the two conditional requests (id index and key
+    /// index) a node made while it could follow the signed index, which the server still serves.
     private func measureIdleTraffic() throws {
         let server = try Server(directory + "/idle", binary: binaries.appendingPathComponent("tracer-server").path)
         defer { server.stop() }
-        var perRevalidation = 0
+        let log = try conditionalTraffic(server, paths: ["log/checkpoint"])
+        let index = try conditionalTraffic(server, paths: [PositiveListIndex.relativePath, PositiveListKeyIndex.relativePath])
+        // A revalidation confirms the held files: anything but 304 is not what a node meets while nothing changes.
+        guard (log.statuses + index.statuses).allSatisfy({ $0 == "304" }) else {
+            throw BenchmarkError("the conditional requests were answered \((log.statuses + index.statuses).joined(separator: ", ")), not 304")
+        }
+        let meanInterval = Double(Self.refreshInterval) + Double(Self.refreshJitter) / 2
+        let perDay = 86_400 / meanInterval
+        say("# While nothing changes (answers \((log.statuses + index.statuses).joined(separator: ", ")))")
+        say(String(format: "one revalidation: 1 request, %d bytes (request + 304 head, HTTP/1.1 without TLS); the signed index's 2 requests took %d bytes",
+                   log.bytes, index.bytes))
+        say(String(format: "per node per day at %d s + up to %d s: %.0f revalidations, %.0f requests, %.1f kB", Self.refreshInterval, Self.refreshJitter, perDay, perDay, perDay * Double(log.bytes) / 1_000))
+        say(String(format: "10 million nodes: %.0f requests/s at the CDN, %.1f GB/day", 10e6 * perDay / 86_400, 10e6 * perDay * Double(log.bytes) / 1e9))
+    }
+
+    /// One conditional request per path with the ETag the server gives it: the answers' statuses
+    /// and the bytes of the requests and their heads.
+    private func conditionalTraffic(_ server: Server, paths: [String]) throws -> (statuses: [String], bytes: Int) {
+        var bytes = 0
         var statuses: [String] = []
-        for path in [PositiveListIndex.relativePath, PositiveListKeyIndex.relativePath] {
+        for path in paths {
             let etag = try Self.output("/usr/bin/curl", ["-sS", "-o", "/dev/null", "-D", "-", server.url + "/" + path])
                 .split(separator: "\r\n").first { $0.lowercased().hasPrefix("etag:") }
                 .map { String($0.dropFirst(5)).trimmingCharacters(in: .whitespaces) } ?? ""
@@ -239,13 +259,8 @@ struct RefreshBenchmark {
                 "-w", "%{http_code} %{size_request} %{size_header} %{size_download}", server.url + "/" + path,
             ]).split(separator: " ").map(String.init)
             statuses.append(measured[0])
-            perRevalidation += measured.dropFirst().compactMap { Int($0) }.reduce(0, +)
+            bytes += measured.dropFirst().compactMap { Int($0) }.reduce(0, +)
         }
-        let meanInterval = Double(Self.refreshInterval) + Double(Self.refreshJitter) / 2
-        let perDay = 86_400 / meanInterval
-        say("# While nothing changes (answers \(statuses.joined(separator: ", ")))")
-        say(String(format: "one revalidation: 2 requests, %d bytes (requests + 304 heads, HTTP/1.1 without TLS)", perRevalidation))
-        say(String(format: "per node per day at %d s + up to %d s: %.0f revalidations, %.0f requests, %.1f kB", Self.refreshInterval, Self.refreshJitter, perDay, perDay * 2, perDay * Double(perRevalidation) / 1_000))
-        say(String(format: "10 million nodes: %.0f requests/s at the CDN, %.1f GB/day", 10e6 * perDay * 2 / 86_400, 10e6 * perDay * Double(perRevalidation) / 1e9))
+        return (statuses, bytes)
     }
 }

@@ -10,7 +10,7 @@ import TransparencyLog
 struct MatchingParts {
     let settings: NodeSettings
 
-    var cache: PositiveListCache { PositiveListCache(directory: settings.cacheDirectory) }
+    var cache: ListCacheDirectory { ListCacheDirectory(directory: settings.cacheDirectory) }
 
     func publicKey() throws -> PositiveListPublicKey {
         guard let raw = settings.serverPublicKey else { throw CommandFailure.missingSetting(.serverPublicKey) }
@@ -36,8 +36,7 @@ struct MatchingParts {
     /// The long poll on the server's `GET /v1/generation` (check.long_poll).
     func longPoll() throws -> GenerationLongPoll {
         GenerationLongPoll(
-            serverURL: try serverURL(), cache: cache, publicKey: try publicKey(), log: try followedLog(key: try publicKey()),
-            http: CurlHTTPClient(configuration: GenerationLongPoll.clientConfiguration(httpConfiguration)))
+            serverURL: try serverURL(), http: CurlHTTPClient(configuration: GenerationLongPoll.clientConfiguration(httpConfiguration)))
     }
 
     var riskModel: RiskModel {
@@ -61,20 +60,15 @@ struct MatchingParts {
         return model
     }
 
-    func updater(url: String, key: PositiveListPublicKey, http: any HTTPTransferring) -> PositiveListUpdater {
-        PositiveListUpdater(source: PositiveListSource(baseURL: url, publicKey: key), cache: cache, http: http, maximumListAge: settings.maxListAge)
-    }
-
     /// The checker for `store`; offline checks use the cache only and need no server URL.
     func checker(store: NodeStore, offline: Bool) throws -> ExposureChecker {
-        let key = try publicKey()
-        let updating = offline ? ListUpdating(index: nil, log: nil) : try listUpdating(key: key, http: httpClient())
+        let log = try followedLog()
         return ExposureChecker(
-            store: store, cache: cache, publicKey: key, updater: updating.index, model: riskModel, clockSkewTolerance: settings.clockSkew,
+            store: store, cache: cache, log: log, updater: offline ? nil : try homeUpdater(log, http: httpClient()),
+            model: riskModel, clockSkewTolerance: settings.clockSkew,
             // The authority does not publish the largest jitter it allows; a deployment sets
             // node.rotation_jitter alike on every node, so this node's own is the best guess.
-            keyWindowRule: DerivedWindowRule(maximumJitterSeconds: settings.rotationJitter), log: try followedLog(key: key),
-            logUpdater: updating.log, furtherLists: try furtherLists(offline: offline))
+            keyWindowRule: DerivedWindowRule(maximumJitterSeconds: settings.rotationJitter), furtherLists: try furtherLists(offline: offline))
     }
 
     /// The further authorities' lists (`[lists.<name>]`), each followed as a log at its own url.
@@ -98,10 +92,10 @@ struct MatchingParts {
     }
 
     /// Where a further list is kept: `lists/<name>` under the cache directory, a path the home
-    /// list never uses (its index, batches, keys and log stay where they always were), with its
-    /// own lock, state, log and evidence.
-    func furtherCache(_ list: FurtherListSettings) -> PositiveListCache {
-        PositiveListCache(directory: settings.cacheDirectory + "/lists/" + list.name)
+    /// list never uses (its log stays where it always was), with its own lock, state, log and
+    /// evidence.
+    func furtherCache(_ list: FurtherListSettings) -> ListCacheDirectory {
+        ListCacheDirectory(directory: settings.cacheDirectory + "/lists/" + list.name)
     }
 
     func furtherLogStore(_ list: FurtherListSettings) -> FollowedLogStore {
@@ -111,40 +105,35 @@ struct MatchingParts {
     func furtherLog(_ list: FurtherListSettings) throws -> FollowedListLog {
         try Self.followedLog(
             key: try PositiveListPublicKey(base64: list.publicKey.base64EncodedString()), origin: list.origin, witnesses: list.witnesses,
-            required: Int(list.witnessesRequired), store: furtherLogStore(list), logRequired: true)
+            required: Int(list.witnessesRequired), store: furtherLogStore(list))
     }
 
-    /// The updaters of the list `list.format` follows: the index's unless the format is log,
-    /// the log's unless it is index.
-    func listUpdating(key: PositiveListPublicKey, http: any HTTPTransferring) throws -> ListUpdating {
-        let url = try serverURL()
-        return ListUpdating(
-            index: settings.listFormat == .log ? nil : updater(url: url, key: key, http: http),
-            log: try followedLog(key: key).map { logUpdater($0, url: url, cache: cache, http: http) })
+    /// The updater of the home list's log, at `server.url`/log/.
+    func homeUpdater(_ log: FollowedListLog, http: any HTTPTransferring) throws -> ListLogUpdater {
+        logUpdater(log, url: try serverURL(), cache: cache, http: http)
     }
 
-    /// The log at `server.url`/log/ as `list.*` describes it; nil with `list.format = index`.
-    func followedLog(key: PositiveListPublicKey) throws -> FollowedListLog? {
-        guard settings.listFormat != .index else { return nil }
-        return try Self.followedLog(
-            key: key, origin: settings.listOrigin, witnesses: settings.listWitnesses, required: Int(settings.listWitnessesRequired),
-            store: logStore, logRequired: settings.listFormat == .log)
+    /// The log at `server.url`/log/ as `server.public_key` and `list.*` describe it.
+    func followedLog() throws -> FollowedListLog {
+        try Self.followedLog(
+            key: try publicKey(), origin: settings.listOrigin, witnesses: settings.listWitnesses,
+            required: Int(settings.listWitnessesRequired), store: logStore)
     }
 
     /// One authority's log: its origin (nil: the key's default), the witnesses it must carry.
     private static func followedLog(
-        key: PositiveListPublicKey, origin: String?, witnesses: [NoteVerifierKey], required: Int, store: FollowedLogStore, logRequired: Bool
+        key: PositiveListPublicKey, origin: String?, witnesses: [NoteVerifierKey], required: Int, store: FollowedLogStore
     ) throws -> FollowedListLog {
         let origin = origin ?? key.defaultLogOrigin
         let logKey = try NoteVerifierKey(name: origin, type: .ed25519, publicKey: key.key)
         let source = FollowedLogSource(origin: origin, logKey: logKey, witnesses: witnesses, requiredCosignatures: required)
-        return FollowedListLog(source: source, store: store, required: logRequired)
+        return FollowedListLog(source: source, store: store)
     }
 
-    /// Where the followed log is kept: beside the index, under the cache's lock.
+    /// Where the followed log is kept: in the cache directory, under its lock.
     var logStore: FollowedLogStore { FollowedLogStore(directory: settings.cacheDirectory + "/log") }
 
-    func logUpdater(_ log: FollowedListLog, url: String, cache: PositiveListCache, http: any HTTPTransferring) -> ListLogUpdater {
+    func logUpdater(_ log: FollowedListLog, url: String, cache: ListCacheDirectory, http: any HTTPTransferring) -> ListLogUpdater {
         ListLogUpdater(log: log, files: HTTPLogFiles(baseURL: url.trimmingSuffix("/") + "/log", http: http), cache: cache, maximumListAge: settings.maxListAge)
     }
 }

@@ -64,6 +64,7 @@ actor RunningNode {
     func run(levelControl: LogLevelControl, reload: @escaping @Sendable () throws -> ResolvedSettings) async {
         var exchange = Self.exchangeConfiguration(settings)
         if let warning = Self.quirksHandledAlwaysWarning(settings.controllerQuirks) { logger.warning(warning) }
+        if let warning = settings.retiredListFormatWarning { logger.warning("\(warning)") }
         let radioTime = RadioTimeAccount()
         exchange.radio.radioTimeAccount = radioTime
         let place = Self.placeParts(settings)

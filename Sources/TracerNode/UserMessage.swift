@@ -17,7 +17,6 @@ enum UserMessage {
         case let error as ExposureCheckError: return error.description
         case let error as ListUpdateError: return error.description
         case let error as ReportError: return error.description
-        case let error as MatchingError: return error.description
         case let error as HTTPClientError: return error.description
         case let error as PositiveListFormatError: return error.description.capitalizingFirst + "."
         case let error as StoreError: return error.description

@@ -5,6 +5,7 @@ import IDRotation
 import Logging
 @testable import Matching
 import PositiveListFormat
+import Synchronization
 import Testing
 import TestTiers
 import TracerCore
@@ -29,8 +30,9 @@ import TransparencyLog
 /// holding the met key: 514 entries, the partial bundle `002.p/2`.
 ///
 /// Covered elsewhere and not repeated here: the follower's refusals in memory (LogFollowerTests,
-/// ListLogUpdaterTests), a damaged copy on the node's disk (ListLogUpdaterTests), the index's
-/// hostile server (HostileListServerTests), the log behind nginx (ListLogOverNginxTests).
+/// ListLogUpdaterTests), a damaged copy on the node's disk (ListLogUpdaterTests), the log behind
+/// nginx (ListLogOverNginxTests), a log signed too long ago (ListFreshnessTests), the HTTP
+/// client's own limits: redirect counts, stalls, huge Content-Length (HTTPClientTests).
 @Suite(.tags(.integration), .timeLimit(.minutes(1))) struct HostileListLogTests {
     /// A log as its server appends to it: every file it ever wrote (superseded partial ones too,
     /// as a server keeps the previous tree's), its entries and its right edge.
@@ -84,9 +86,9 @@ import TransparencyLog
         /// checkpoints then carry.
         let witness: NoteSigner
         let witnessRequired: Bool
-        let cache: PositiveListCache
+        let cache: ListCacheDirectory
         let store: NodeStore
-        /// The diagnosed person's key of yesterday, whose ids the node met.
+        /// The diagnosed person's key of yesterday, whose ids the node met (if `exposed`).
         let metKey = DailyKey.random()
         let derivation = try! IDDerivation(intervalSeconds: 900)
         /// The 512 expired entries every log here starts with.
@@ -107,12 +109,12 @@ import TransparencyLog
                               requiredCosignatures: witnessRequired ? 1 : 0)
         }
 
-        init(witnessRequired: Bool = false) throws {
+        init(witnessRequired: Bool = false, exposed: Bool = true) throws {
             self.witnessRequired = witnessRequired
             directory = try TemporaryDirectory()
             try FileManager.default.createDirectory(atPath: directory.path + "/site/log", withIntermediateDirectories: true)
             server = try HTTPFixtureServer(listRoot: directory.path + "/site")
-            cache = PositiveListCache(directory: directory.path + "/cache")
+            cache = ListCacheDirectory(directory: directory.path + "/cache")
             store = try NodeStore.open(StoreLocation(path: directory.path + "/node.db", source: .flag, ownsDirectory: false))
             let origin = PositiveListPublicKey(signingKey.publicKey).defaultLogOrigin
             logSigner = try NoteSigner(name: origin, privateKey: signingKey)
@@ -123,7 +125,7 @@ import TransparencyLog
             try history.append((1...512).map { Self.idEntry(batch: UInt64($0), endingAt: expired) })
             self.history = history
             honest = history
-            try meetMetKey()
+            if exposed { try meetMetKey() }
         }
 
         deinit {
@@ -221,21 +223,17 @@ import TransparencyLog
         /// The requests made since `count` of them had been.
         func requests(after count: Int) async throws -> [Request] { Array(try await requests().dropFirst(count)) }
 
-        /// The node as `tracer check` builds it: the log required (`list.format = log`), or with
-        /// the index beside it (`auto`).
-        func checker(http: CurlHTTPClient = quickClient(maxAttempts: 2), required: Bool = true) -> ExposureChecker {
+        /// The node as `tracer check` builds it.
+        func checker(http: CurlHTTPClient = quickClient(maxAttempts: 2)) -> ExposureChecker {
             let clock = ListFreshnessTests.FixedClock(time: now)
-            let log = FollowedListLog(source: source, store: logStore, required: required)
-            let logUpdater = ListLogUpdater(
+            let log = FollowedListLog(source: source, store: logStore)
+            let updater = ListLogUpdater(
                 log: log, files: HTTPLogFiles(baseURL: baseURL + "/log", http: http), cache: cache, maximumListAge: 2 * 86_400, clock: clock)
-            let index = required ? nil : PositiveListUpdater(
-                source: PositiveListSource(baseURL: baseURL, publicKey: publicKey), cache: cache, http: http, maximumListAge: 2 * 86_400,
-                clock: clock)
-            return ExposureChecker(store: store, cache: cache, publicKey: publicKey, updater: index, clock: clock, log: log, logUpdater: logUpdater)
+            return ExposureChecker(store: store, cache: cache, log: log, updater: updater, clock: clock)
         }
 
-        func check(http: CurlHTTPClient = quickClient(maxAttempts: 2), required: Bool = true) async throws(ExposureCheckError) -> ExposureCheckReport {
-            try await checker(http: http, required: required).check()
+        func check(http: CurlHTTPClient = quickClient(maxAttempts: 2)) async throws(ExposureCheckError) -> ExposureCheckReport {
+            try await checker(http: http).check()
         }
 
         /// What the node holds of the log.
@@ -253,9 +251,9 @@ import TransparencyLog
         /// The first check, against the honest log of 514 entries: the exposure by key is found
         /// and verified. Returns how many requests it made.
         @discardableResult
-        func followHonestly(required: Bool = true) async throws -> Int {
+        func followHonestly() async throws -> Int {
             try publishNext()
-            let report = try await check(required: required)
+            let report = try await check()
             try #require(report.exposureFound && !report.listIsStale && report.keysChecked == 1 && report.list.logEntries == 514, "\(report)")
             return try await requests().count
         }
@@ -667,27 +665,27 @@ import TransparencyLog
 
     // MARK: Status codes in place of the checkpoint
 
-    /// 404 once the node follows the log (with `list.format = auto` and a signed index beside it
-    /// that would say "no exposure"): a failed update, never a reason to use the index. 500 and
-    /// 403 likewise.
-    @Test(arguments: [404, 500, 403])
+    /// 404 once the node follows the log (with a signed index beside it, as the server still
+    /// publishes one, that would say "no exposure"): a failed update, and the index is never
+    /// asked for. 500, 503 and 403 likewise.
+    @Test(arguments: [404, 500, 503, 403])
     func aStatusInPlaceOfTheCheckpointKeepsTheVerifiedExposure(_ status: Int) async throws {
         let world = try World()
         try world.write(Data(try PositiveListIndex(generation: 1, publishedAt: world.now, batches: [], flags: []).encode(signingKey: world.signingKey)),
                         to: PositiveListIndex.relativePath)
-        let count = try await world.followHonestly(required: false)
+        let count = try await world.followHonestly()
         let held = try #require(try world.held())
         try world.misbehave(["log/checkpoint": ["status": status]])
-        let report = try await world.check(required: false)
-        Self.expectHeldExposure(report, failure: status == 500 ? "HTTP status 500" : "HTTP \(status)")
+        let report = try await world.check()
+        Self.expectHeldExposure(report, failure: status >= 500 ? "HTTP status \(status)" : "HTTP \(status)")
         #expect(try world.held() == held)
         let asked = try await world.requests(after: count)
         #expect(asked.allSatisfy { $0.path == "log/checkpoint" }, "the index was asked for: \(asked)")
-        // 403 to the conditional request is asked once more without the ETag; 500 is retried.
+        // 403 to the conditional request is asked once more without the ETag; 500 and 503 are retried.
         #expect(asked.map { $0.condition != nil } == (status == 404 ? [true] : status == 403 ? [true, false] : [true, true]), "\(asked)")
 
         try world.misbehave([:])
-        Self.expectRecovered(try await world.check(required: false), entries: 514)
+        Self.expectRecovered(try await world.check(), entries: 514)
         #expect(try await world.requests(after: count + asked.count) == [Request(path: "log/checkpoint", condition: asked.first?.condition)])
     }
 
@@ -706,6 +704,90 @@ import TransparencyLog
         let last = try #require(try ExposureChecker.lastReport(in: world.store))
         Self.expectHeldExposure(last, failure: "HTTP 404")
         #expect(try String(contentsOfFile: notifications, encoding: .utf8) == "notified\n", "notified once, not again")
+    }
+
+    @Test func aMissingCheckpointWithoutExposureIsNeverNoExposure() async throws {
+        // A node that met nobody, but has followed the signed log: `tracer check` exits 1.
+        let world = try World(exposed: false)
+        try world.publishNext()
+        let first = try await world.check()
+        #expect(!first.exposureFound && !first.listIsStale, "\(first.list.updateFailure ?? "")")
+        try world.misbehave(["log/checkpoint": ["status": 404]])
+        let report = try await world.check()
+        #expect(!report.exposureFound)
+        #expect(report.listIsStale, "a 404 checkpoint was taken for an up-to-date list")
+        #expect(report.list.updateFailure?.contains("HTTP 404") == true, "\(report.list.updateFailure ?? "no failure")")
+    }
+
+    /// The reports a schedule tells its follower (`onReport`, the node's metrics file).
+    final class ToldReports: Sendable {
+        let reports = Mutex<[ExposureCheckReport]>([])
+        var all: [ExposureCheckReport] { reports.withLock { $0 } }
+    }
+
+    /// Issue 29 on the log: the frequent revalidation between full checks costs one conditional
+    /// request (304) while the log is unchanged and matches nothing; once it grows it downloads
+    /// the grown bundle only, matches at once and runs the on-exposure command. Every report the
+    /// check and the revalidation keep is told to the schedule's follower too.
+    @Test func theRevalidationMatchesOnlyWhenTheListChanged() async throws {
+        let world = try World()
+        // A publication without the met key: nobody diagnosed yet.
+        try world.honest.append(world.nextEntries())
+        try world.publish(world.honest)
+        let notifications = world.directory.path + "/notifications"
+        let checker = world.checker()
+        let told = ToldReports()
+        let schedule = ExposureCheckSchedule(
+            checker: checker, hook: ExposureHook(command: "echo notified >> '\(notifications)'"), interval: 3_600, jitter: 0,
+            refreshInterval: 300, refreshJitter: 60, onReport: { report in told.reports.withLock { $0.append(report) } },
+            logger: Logger(label: "test.check"))
+        #expect(await schedule.checkOnce())
+        #expect(told.all.map(\.withoutPlaces) == [try #require(try ExposureChecker.lastReport(in: world.store))])
+        #expect(!FileManager.default.fileExists(atPath: notifications), "nobody diagnosed yet")
+        let before = try await world.requests().count
+
+        guard case .unchanged = try await checker.refresh() else {
+            Issue.record("an unchanged log was matched again")
+            return
+        }
+        let revalidation = try await world.requests(after: before)
+        #expect(revalidation.map(\.path) == ["log/checkpoint"] && revalidation.allSatisfy { $0.condition != nil }, "\(revalidation)")
+
+        // The diagnosed person's key is published: the next revalidation warns.
+        let offset = world.heldPartialBytes
+        try world.honest.append(world.nextEntries(key: world.metKey))
+        try world.publish(world.honest)
+        #expect(await schedule.refreshOnce())
+        #expect(try String(contentsOfFile: notifications, encoding: .utf8) == "notified\n")
+        let report = try #require(try ExposureChecker.lastReport(in: world.store))
+        #expect(report.newExposure && report.list.logEntries == 516)
+        #expect(told.all.count == 2 && told.all.last?.withoutPlaces == report, "the revalidation's report was not told")
+        // The entries already verified were not downloaded again: the grown bundle from its new bytes.
+        let grown = try await world.requests(after: before + revalidation.count)
+        #expect(grown.map(\.path) == ["log/checkpoint", "log/tile/entries/002.p/4"] && grown.last?.range == "bytes=\(offset)-", "\(grown)")
+    }
+
+    // MARK: Redirects
+
+    @Test func aRedirectLoopOnTheCheckpointIsAFailedUpdate() async throws {
+        let world = try World()
+        try await world.followHonestly()
+        let held = try #require(try world.held())
+        try world.misbehave(["log/checkpoint": ["redirect": "log/checkpoint"]])
+        Self.expectHeldExposure(try await world.check(), failure: "log/checkpoint")
+        #expect(try world.held() == held)
+    }
+
+    @Test func aCheckpointRedirectedToAnotherFileIsVerifiedLikeAnyOther() async throws {
+        // A redirect to a bundle (or any file not a checkpoint) is refused like any other answer.
+        let world = try World()
+        try await world.followHonestly()
+        let held = try #require(try world.held())
+        try world.misbehave(["log/checkpoint": ["redirect": "log/tile/entries/000"]])
+        Self.expectHeldExposure(try await world.check(), failure: "checkpoint was refused")
+        #expect(try world.held() == held)
+        try world.misbehave([:])
+        Self.expectRecovered(try await world.check(), entries: 514)
     }
 
     // MARK: ETags
@@ -740,6 +822,15 @@ import TransparencyLog
         #expect(asked.map(\.path) == ["log/checkpoint", "log/checkpoint"], "\(asked)")
         // The honest ETag is kept and confirms the log.
         #expect(asked.last?.condition?.hasPrefix("\"") == true, "\(asked)")
+    }
+
+    @Test func aCacheHoldingABadETagRecovers() async throws {
+        // A copy written by a node from before the ETag rule, or damaged on disk.
+        let world = try World()
+        try await world.followHonestly()
+        try Data("\"ab\rcd\"".utf8).write(to: URL(fileURLWithPath: world.logStore.etagPath))
+        Self.expectRecovered(try await world.check(), entries: 514)
+        #expect(world.logStore.checkpointETag?.contains("\r") == false)
     }
 
     @Test(arguments: [400, 412, 431])

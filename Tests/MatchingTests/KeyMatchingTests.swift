@@ -102,12 +102,9 @@ extension MatchingTests {
             #expect(outcome.matches.count == met.count)
         }
 
-        @Test func aCachedKeyBatchOfSeveralGroupsIsMatchedKeyByKey() throws {
+        @Test func keysOfSeveralDaysAndIntervalsAreMatchedEachWithItsOwn() throws {
             // Groups (day, interval) of different sizes, with chunk boundaries inside groups: each
-            // key must be read with its own group's day and interval.
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let signer = BatchSigner()
+            // key must be derived with its own day and interval.
             var generator = SystemRandomNumberGenerator()
             let yesterday = UTCDay(number: day.number - 1)
             let groups: [(UTCDay, Int64, Int)] = [(yesterday, 900, 3), (yesterday, 600, PositiveListMatcher.keysPerChunk + 5), (day, 900, 7)]
@@ -115,8 +112,6 @@ extension MatchingTests {
             for (groupDay, interval, count) in groups {
                 records += (0..<count).map { _ in DailyKeyRecord(day: groupDay, intervalSeconds: interval, key: DailyKey.random(using: &generator)) }
             }
-            let path = directory.path + "/9.tpkb"
-            try Data(try PositiveListKeyBatch.encode(number: 9, records: records, signingKey: signer.key)).write(to: URL(fileURLWithPath: path))
             // One met key per group, seen in its 5th window of its day.
             let met = [records[1], records[3 + PositiveListMatcher.keysPerChunk], records.last!].map { record in
                 let derivation = try! IDDerivation(intervalSeconds: record.intervalSeconds)
@@ -125,16 +120,11 @@ extension MatchingTests {
                 return EncounterTimes(
                     peer: derivation.id(key: record.key, windowIndex: index), ownWindowStart: start, firstSeen: start + 1, lastSeen: start + 2)
             }
-            let outcome = try PositiveListMatcher(encounters: met)
-                .match(keyBatches: [CachedBatch(number: 9, path: path)], publicKey: signer.publicKey)
+            let outcome = PositiveListMatcher(encounters: met).match(keys: records)
             #expect(outcome.keysChecked == records.count)
             #expect(outcome.idsChecked == 3 * 96 + (PositiveListMatcher.keysPerChunk + 5) * 144 + 7 * 96)
             #expect(Set(outcome.matches.map(\.times)) == Set(met))
             #expect(outcome.idsSeenOutsideTheirWindow == 0)
-            // Listed under another number: a damaged cache, not a silent match.
-            #expect(throws: MatchingError.self) {
-                try PositiveListMatcher(encounters: met).match(keyBatches: [CachedBatch(number: 8, path: path)], publicKey: signer.publicKey)
-            }
         }
 
         @Test func noKeysCheckNothing() {

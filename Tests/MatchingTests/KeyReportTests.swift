@@ -96,18 +96,6 @@ extension MatchingTests {
             #expect(detail.contains("not signed by the list's key"), "\(detail)")
         }
 
-        /// A node on `list.format = index` need not know the log's origin: it reads the key index.
-        @Test func aNodeThatDoesNotFollowTheLogReadsTheKeyIndexOnly() async throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let signer = BatchSigner()
-            let server = ListFreshnessTests.StaticServer()
-            server.publish(UploadPolicyNote.relativePath, try uploadPolicy(accepting: .keys, signer: signer, origin: "health.example/list"))
-            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: .ids, signer: signer))
-            let reporter = HistoryReporter(serverURL: "http://list.test", store: try store(in: directory), http: server, clock: FixedClock(time: now))
-            #expect(try await reporter.acceptance(publicKey: signer.publicKey, followsLog: false) == UploadAcceptance(kinds: .ids, source: .signedKeyIndex))
-        }
-
         @Test func anUploadPolicyThatDoesNotVerifyIsRefusedNotReadFromTheKeyIndex() async throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }

@@ -9,9 +9,9 @@ import Testing
 import TestTiers
 import TracerCore
 
-/// A list signed too long ago is reported as outdated, whether the server sends it or confirms
-/// the held one with a 304: a frozen mirror must not look current. The node still holds the
-/// newest list it could get, since an old list is better than an older one.
+/// A list log signed too long ago is reported as outdated, whether the server sends a new
+/// checkpoint or confirms the held one with a 304: a frozen mirror must not look current. The
+/// node still holds the newest list it could get, since an old list is better than an older one.
 @Suite(.tags(.unit)) struct ListFreshnessTests {
     static let now: UnixSeconds = 1_800_000_000
     static let day: UnixSeconds = 86_400
@@ -22,7 +22,7 @@ import TracerCore
         func sleep(until time: UnixSeconds) async throws {}
     }
 
-    /// Serves an index and its batches from memory, answering 304 to the index's ETag.
+    /// Serves files under http://list.test/ from memory, answering 304 to a file's ETag.
     final class StaticServer: HTTPTransferring {
         private let files = Mutex<[String: [UInt8]]>([:])
 
@@ -46,27 +46,22 @@ import TracerCore
         }
     }
 
-    let signer = BatchSigner()
-    let server = StaticServer()
+    typealias Node = ListLogUpdaterTests.Node
+    static let signedAt = ListLogUpdaterTests.signedAt
 
-    /// Publishes batch 1 under an index of `generation` signed at `signedAt`.
-    func publish(generation: UInt64, signedAt: UnixSeconds) throws {
-        let batch = try signer.batch(number: 1, [listed(42, from: Self.now - 900, to: Self.now)])
-        server.publish("batches/1.tplb", batch)
-        let listing = PositiveListIndex.BatchListing(
-            number: 1, timeRange: PublishedTimeRange(start: Self.now - 900, end: Self.now), byteCount: batch.count,
-            sha256: Array(SHA256.hash(data: batch)))
-        server.publish(PositiveListIndex.relativePath, try PositiveListIndex(generation: generation, publishedAt: signedAt, batches: [listing])
-            .encode(signingKey: signer.key))
+    /// Updates `node` at `time`, holding its lock, with `maximumAge` as check.max_list_age.
+    func update(_ node: Node, at time: UnixSeconds, maximumAge: UnixSeconds? = 2 * day) async throws(ListUpdateError) -> LogUpdate {
+        let lock = try await node.cache.lock()
+        defer { lock.release() }
+        return try await node.updater(now: time, maximumListAge: maximumAge).update(holding: lock)
     }
 
-    func updater(_ cache: PositiveListCache, at time: UnixSeconds, maximumAge: UnixSeconds? = 2 * day) -> PositiveListUpdater {
-        PositiveListUpdater(
-            source: PositiveListSource(baseURL: "http://list.test/", publicKey: signer.publicKey), cache: cache, http: server,
-            maximumListAge: maximumAge, clock: FixedClock(time: time))
+    /// `entries` as the server publishes them in a checkpoint signed at `time`.
+    func publish(_ node: Node, _ entries: Range<Int>, signedAt time: UnixSeconds) throws {
+        node.server.serve(try node.published(LogFollowerTests.entries(entries), signedAt: UInt64(time)))
     }
 
-    func expectOutdated(_ update: () async throws(ListUpdateError) -> ListUpdate, signedAt: UnixSeconds) async {
+    func expectOutdated(_ update: () async throws(ListUpdateError) -> LogUpdate, signedAt: UnixSeconds) async {
         do {
             _ = try await update()
             Issue.record("an outdated list was accepted")
@@ -81,53 +76,52 @@ import TracerCore
     }
 
     @Test func aListSignedTooLongAgoIsHeldButReportedOutdated() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let cache = PositiveListCache(directory: directory.path)
-        try publish(generation: 1, signedAt: Self.now - 2 * Self.day - 1)
-        await expectOutdated({ () async throws(ListUpdateError) in try await updater(cache, at: Self.now).update() }, signedAt: Self.now - 2 * Self.day - 1)
-        #expect(cache.index(publicKey: signer.publicKey)?.generation == 1, "the only list there is, with its batch")
-        #expect(cache.holds(try #require(cache.index(publicKey: signer.publicKey)?.batches.first)))
-        #expect(cache.state.lastFailure?.contains("stopped updating") == true)
-        #expect(cache.state.lastUpdated == nil)
+        let node = try Node()
+        defer { node.remove() }
+        let now = Self.signedAt + 2 * Self.day + 1
+        try publish(node, 0..<3, signedAt: Self.signedAt)
+        await expectOutdated({ () async throws(ListUpdateError) in try await update(node, at: now) }, signedAt: Self.signedAt)
+        #expect(try node.log.store.load()?.state.treeSize == 3, "the only list there is, with its entries")
+        #expect(node.cache.state.lastFailure?.contains("stopped updating") == true)
+        #expect(node.cache.state.lastUpdated == nil)
         // Exactly at the limit it is still current; and without a limit any age is.
-        try publish(generation: 2, signedAt: Self.now - 2 * Self.day)
-        #expect(try await updater(cache, at: Self.now).update().index.generation == 2)
-        try publish(generation: 3, signedAt: Self.now - 30 * Self.day)
-        #expect(try await updater(cache, at: Self.now, maximumAge: nil).update().index.generation == 3)
+        try publish(node, 0..<4, signedAt: now - 2 * Self.day)
+        #expect(try await update(node, at: now).treeSize == 4)
+        try publish(node, 0..<5, signedAt: now - 30 * Self.day)
+        #expect(try await update(node, at: now, maximumAge: nil).treeSize == 5)
     }
 
     @Test func aNewerListIsTakenEvenWhenItIsOutdated() async throws {
         // A node that was off for a week, while the server froze three days ago.
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let cache = PositiveListCache(directory: directory.path)
-        try publish(generation: 1, signedAt: Self.now)
-        _ = try await updater(cache, at: Self.now).update()
-        try publish(generation: 2, signedAt: Self.now + 4 * Self.day)
-        await expectOutdated({ () async throws(ListUpdateError) in try await updater(cache, at: Self.now + 7 * Self.day).update() }, signedAt: Self.now + 4 * Self.day)
-        #expect(cache.index(publicKey: signer.publicKey)?.generation == 2)
+        let node = try Node()
+        defer { node.remove() }
+        try publish(node, 0..<3, signedAt: Self.signedAt)
+        _ = try await update(node, at: Self.signedAt)
+        try publish(node, 0..<6, signedAt: Self.signedAt + 4 * Self.day)
+        await expectOutdated({ () async throws(ListUpdateError) in try await update(node, at: Self.signedAt + 7 * Self.day) },
+                             signedAt: Self.signedAt + 4 * Self.day)
+        #expect(try node.log.store.load()?.state.treeSize == 6)
     }
 
     @Test func aFrozenServerConfirmingTheHeldListIsNoticed() async throws {
-        let directory = try TemporaryDirectory()
-        defer { directory.remove() }
-        let cache = PositiveListCache(directory: directory.path)
-        try publish(generation: 1, signedAt: Self.now)
-        #expect(try await updater(cache, at: Self.now).update().changed)
-        let held = try #require(cache.index(publicKey: signer.publicKey))
+        let node = try Node()
+        defer { node.remove() }
+        try publish(node, 0..<3, signedAt: Self.signedAt)
+        #expect(try await update(node, at: Self.signedAt).changed)
+        let held = try #require(try node.log.store.load())
 
         // A day later the server answers 304: fine. Three days later still 304: outdated.
-        let aDayLater = try await updater(cache, at: Self.now + Self.day).update()
+        let aDayLater = try await update(node, at: Self.signedAt + Self.day)
         #expect(!aDayLater.changed)
-        await expectOutdated({ () async throws(ListUpdateError) in try await updater(cache, at: Self.now + 3 * Self.day).update() }, signedAt: Self.now)
-        #expect(cache.index(publicKey: signer.publicKey) == held, "the last good list stays")
-        #expect(cache.state.lastUpdated == Self.now + Self.day)
+        #expect(node.server.checkpointRequests.last?.headers.contains { $0.name == "If-None-Match" } == true, "confirmed by a 304")
+        await expectOutdated({ () async throws(ListUpdateError) in try await update(node, at: Self.signedAt + 3 * Self.day) }, signedAt: Self.signedAt)
+        #expect(try node.log.store.load()?.entries == held.entries, "the last good list stays")
+        #expect(node.cache.state.lastUpdated == Self.signedAt + Self.day)
 
-        // The server signs a fresh index over the same batch: current again.
-        try publish(generation: 2, signedAt: Self.now + 3 * Self.day - 60)
-        let refreshed = try await updater(cache, at: Self.now + 3 * Self.day).update()
-        #expect(refreshed.index.generation == 2)
-        #expect(refreshed.downloadedBatches == 0)
+        // The server signs a fresh checkpoint over the same tree: current again, nothing new fetched.
+        try publish(node, 0..<3, signedAt: Self.signedAt + 3 * Self.day - 60)
+        let refreshed = try await update(node, at: Self.signedAt + 3 * Self.day)
+        #expect(refreshed.treeSize == 3 && refreshed.newEntries == 0)
+        #expect(node.cache.state.lastUpdated == Self.signedAt + 3 * Self.day)
     }
 }

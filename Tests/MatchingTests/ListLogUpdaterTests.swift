@@ -36,7 +36,8 @@ import TransparencyLog
             guard let log = log.withLock({ $0 }), request.url.hasPrefix("http://list.test/log/") else { return HTTPResponse(status: 404) }
             let path = String(request.url.dropFirst("http://list.test/log/".count))
             if path == "checkpoint" {
-                let etag = "\"\(log.checkpoint.count)-\(log.checkpoint.hashValue & 0xffff)\""
+                // Of every byte: Data's hashValue reads only a prefix, the same for two notes of one tree.
+                let etag = "\"" + SHA256.hash(data: log.checkpoint).prefix(8).map { String(format: "%02x", $0) }.joined() + "\""
                 if request.headers.contains(HTTPHeaderField(name: "If-None-Match", value: etag)) {
                     return HTTPResponse(status: 304, headers: ["etag": etag])
                 }
@@ -78,9 +79,9 @@ import TransparencyLog
             return log
         }
 
-        var cache: PositiveListCache { PositiveListCache(directory: directory) }
+        var cache: ListCacheDirectory { ListCacheDirectory(directory: directory) }
         var log: FollowedListLog {
-            FollowedListLog(source: LogFollowerTests.source(signer), store: FollowedLogStore(directory: directory + "/log"), required: false)
+            FollowedListLog(source: LogFollowerTests.source(signer), store: FollowedLogStore(directory: directory + "/log"))
         }
 
         func updater(now: UnixSeconds = ListLogUpdaterTests.signedAt + 60, maximumListAge: UnixSeconds? = 172_800) -> ListLogUpdater {
@@ -131,21 +132,43 @@ import TransparencyLog
         #expect(try node.log.store.load()?.entries == published.entries)
     }
 
-    @Test func aServerWithoutALogIsNoFailureUntilTheNodeHasFollowedOne() async throws {
+    /// A server without a log (one from before it) is a failed update that says so; once the
+    /// node has followed the log, a 404 is a failing server or cache, said as such.
+    @Test func aServerWithoutALogIsAFailedUpdateThatSaysSo() async throws {
         let node = try Node()
         defer { node.remove() }
         await #expect(throws: ListUpdateError.logNotPublished(url: "http://list.test/log/checkpoint")) { try await node.update() }
-        #expect(node.cache.state.lastFailure == nil, "an auto node then uses the index: not a failure")
-        #expect(!node.log.isFollowed)
+        #expect(node.cache.state.lastFailure?.contains("publishes no list log") == true, "\(node.cache.state)")
 
         let published = try node.published(LogFollowerTests.entries(0..<3))
         node.server.serve(published)
         _ = try await node.update()
-        #expect(node.log.isFollowed)
-        // A log that disappears now is a failing server or cache, never a reason to go back.
+        #expect(node.cache.state.lastFailure == nil)
         node.server.serve(nil)
         await #expect(throws: ListUpdateError.unexpectedStatus(url: "http://list.test/log/checkpoint", status: 404)) { try await node.update() }
         #expect(node.cache.state.lastFailure != nil)
+        #expect(try node.log.store.load()?.state.treeSize == 3)
+    }
+
+    /// A cache an older tracer filled while it followed the signed index: its index, batch and
+    /// key files stay untouched until the log has been followed, then go, so no stale copy of
+    /// an old list stays on disk. The log, its state and lock stay.
+    @Test func theFirstFollowedLogRemovesTheIndexFilesOfAnOlderTracer() async throws {
+        let node = try Node()
+        defer { node.remove() }
+        let old = ["index.tpli", "index.etag", "batches/1.tplb", "batches/2.tplb.tmp", "keys/index.tpki", "keys/index.etag", "keys/1.tpkb"]
+        for path in old {
+            try FileManager.default.createDirectory(atPath: node.directory + "/" + (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try Data("held by an older tracer".utf8).write(to: URL(fileURLWithPath: node.directory + "/" + path))
+        }
+        // A failed update removes nothing.
+        await #expect(throws: ListUpdateError.self) { try await node.update() }
+        #expect(old.allSatisfy { FileManager.default.fileExists(atPath: node.directory + "/" + $0) })
+
+        node.server.serve(try node.published(LogFollowerTests.entries(0..<3)))
+        _ = try await node.update()
+        let left = try FileManager.default.contentsOfDirectory(atPath: node.directory).sorted()
+        #expect(left == ["lock", "log", "state.json"], "\(left)")
         #expect(try node.log.store.load()?.state.treeSize == 3)
     }
 
@@ -267,22 +290,15 @@ import TransparencyLog
         #expect(kept.state.treeSize == 910)
     }
 
-    /// A node requiring witnesses never uses the (unwitnessed) index, and a node that followed
-    /// the log never goes back to it, even after its copy was forgotten.
-    @Test func aNodeWithWitnessesOrThatFollowedNeverFallsBackToTheIndex() async throws {
+    /// A node that followed the log takes a 404 for the checkpoint as a failing server even
+    /// after its copy was forgotten: never as a server from before the log.
+    @Test func aNodeThatFollowedTheLogRemembersItAfterItsCopyIsForgotten() async throws {
         let node = try Node()
         defer { node.remove() }
-        let witness = try NoteSigner.generate(name: "witness.test/w1", type: .cosignatureV1)
-        let witnessed = FollowedListLog(
-            source: FollowedLogSource(origin: LogFollowerTests.origin, logKey: node.signer.verifierKey, witnesses: [witness.verifierKey], requiredCosignatures: 1),
-            store: node.log.store, required: false)
-        #expect(witnessed.isFollowed && witnessed.required)
-        #expect(!node.log.isFollowed)
-
         node.server.serve(try node.published(LogFollowerTests.entries(0..<3)))
         _ = try await node.update()
         try node.log.store.reset()
-        #expect(node.log.isFollowed, "a forgotten copy does not make the node forget that it followed the log")
+        #expect(node.log.store.hasFollowed, "a forgotten copy does not make the node forget that it followed the log")
         node.server.serve(nil)
         await #expect(throws: ListUpdateError.unexpectedStatus(url: "http://list.test/log/checkpoint", status: 404)) { try await node.update() }
     }

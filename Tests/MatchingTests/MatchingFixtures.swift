@@ -17,20 +17,10 @@ struct TemporaryDirectory {
     func remove() { try? FileManager.default.removeItem(atPath: path) }
 }
 
-/// Signs batches with a throwaway key, as a server would.
+/// A throwaway signing key for the list, as a server holds one.
 struct BatchSigner {
     let key = Curve25519.Signing.PrivateKey()
     var publicKey: PositiveListPublicKey { PositiveListPublicKey(key.publicKey) }
-
-    func batch(number: UInt64, _ entries: [PositiveListEntry]) throws -> [UInt8] {
-        try PositiveListBatch.encode(number: number, entries: entries.sorted { $0.id < $1.id }, signingKey: key)
-    }
-
-    func writeBatch(number: UInt64, _ entries: [PositiveListEntry], in directory: String) throws -> CachedBatch {
-        let path = directory + "/\(number).tplb"
-        try Data(try batch(number: number, entries)).write(to: URL(fileURLWithPath: path))
-        return CachedBatch(number: number, path: path)
-    }
 }
 
 func encounter(

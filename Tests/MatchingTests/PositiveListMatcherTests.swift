@@ -10,18 +10,13 @@ extension MatchingTests {
     @Suite(.tags(.unit)) struct PositiveListMatcherTests {
         let day: UnixSeconds = 1_795_305_600  // 2026-11-22T00:00:00Z
 
-        @Test func findsAnIDMetInsideItsWindowAndNothingElse() throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let signer = BatchSigner()
+        @Test func findsAnIDMetInsideItsWindowAndNothingElse() {
             let met = encounter(0xA1, from: day + 100, to: day + 400)
             let notListed = encounter(0xB2, from: day + 100, to: day + 400)
-            let batch = try signer.writeBatch(number: 1, [
+            let outcome = PositiveListMatcher(encounters: [met, notListed].map(EncounterTimes.init)).match([
                 listed(0xA1, from: day, to: day + 900),
                 listed(0xC3, from: day, to: day + 900),
-            ], in: directory.path)
-
-            let outcome = try PositiveListMatcher(encounters: [met, notListed].map(EncounterTimes.init)).match([batch])
+            ])
 
             #expect(outcome.idsChecked == 2)
             #expect(outcome.matches.map(\.times) == [EncounterTimes(met)])
@@ -83,36 +78,6 @@ extension MatchingTests {
             let table = PeerIDTable(pairs)
             #expect(pairs.allSatisfy { table.value(for: $0.id) == $0.value })
             #expect(table.value(for: 0xFFFF_0000_0000_0000 + 20_000) == nil)
-        }
-
-        @Test func batchesLargerThanOneReadChunkAreReadWhole() throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let count = BatchFileReader.chunkEntryCount * 2 + 17
-            let entries = (0..<count).map { listed(UInt64($0) * 3 + 1, from: day, to: day + 900) }
-            let batch = try BatchSigner().writeBatch(number: 7, entries, in: directory.path)
-            // The last entry of the file, past two full chunks.
-            let lastID = UInt64(count - 1) * 3 + 1
-            let outcome = try PositiveListMatcher(encounters: [EncounterTimes(encounter(lastID, from: day + 1, to: day + 2))]).match([batch])
-            #expect(outcome.idsChecked == count)
-            #expect(outcome.matches.count == 1)
-        }
-
-        @Test func aDamagedCacheFileIsRefusedNotMatchedInPart() throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let signer = BatchSigner()
-            let batch = try signer.writeBatch(number: 3, (1...10).map { listed($0, from: day, to: day + 900) }, in: directory.path)
-            let matcher = PositiveListMatcher(encounters: [EncounterTimes(encounter(5, from: day, to: day + 1))])
-
-            let handle = try FileHandle(forUpdating: URL(fileURLWithPath: batch.path))
-            try handle.truncate(atOffset: 100)
-            try handle.close()
-            #expect(throws: MatchingError.self) { try matcher.match([batch]) }
-
-            let wrongNumber = try signer.writeBatch(number: 4, [listed(5, from: day, to: day + 900)], in: directory.path)
-            #expect(throws: MatchingError.self) { try matcher.match([CachedBatch(number: 3, path: wrongNumber.path)]) }
-            #expect(throws: MatchingError.self) { try matcher.match([CachedBatch(number: 3, path: directory.path + "/missing")]) }
         }
     }
 }

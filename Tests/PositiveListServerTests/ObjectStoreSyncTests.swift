@@ -393,8 +393,8 @@ struct ObjectStoreSyncTests {
         #expect(try fixture.verifiedIndex().batches.map(\.number) == [1])
     }
 
-    /// The whole way: the server publishes, sync uploads, and a node's list updater (libcurl,
-    /// anonymous GETs through the bucket's public-read policy) finds the exposure.
+    /// The whole way: the server publishes, sync uploads, and a node's list log updater (libcurl,
+    /// anonymous GETs through the bucket's public-read policy) follows the log and finds the exposure.
     @Test func aNodeFetchingFromTheBucketFindsTheExposure() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
@@ -408,18 +408,22 @@ struct ObjectStoreSyncTests {
         let cacheDirectory = NSTemporaryDirectory() + "/tracer-node-cache-" + UUID().uuidString
         try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: cacheDirectory) }
-        let cache = PositiveListCache(directory: cacheDirectory)
-        let updater = PositiveListUpdater(
-            source: PositiveListSource(baseURL: client.location.publicListURL, publicKey: fixture.publicKey), cache: cache,
-            http: CurlHTTPClient(), clock: fixture.clock)
-        let update = try await updater.update()
-        #expect(update.index.batches.map(\.number) == [1])
-        #expect(update.keyIndex?.batches.count == 1)
+        let cache = ListCacheDirectory(directory: cacheDirectory)
+        let log = FollowedListLog(source: try ListLogHistoryTests.source(fixture), store: FollowedLogStore(directory: cacheDirectory + "/log"))
+        let updater = ListLogUpdater(
+            log: log, files: HTTPLogFiles(baseURL: client.location.publicListURL + "log", http: CurlHTTPClient()), cache: cache,
+            maximumListAge: nil, clock: fixture.clock)
+        let lock = try await cache.lock()
+        defer { lock.release() }
+        let update = try await updater.update(holding: lock)
+        #expect(update.changed && update.newEntries > 0, "\(update)")
+        let held = try #require(try log.store.load())
 
         let met = entries[3]
         let encounter = EncounterTimes(peer: met.id, ownWindowStart: met.validFrom, firstSeen: met.validFrom + 60, lastSeen: met.validFrom + 600)
-        let outcome = try PositiveListMatcher(encounters: [encounter]).match(try cache.batches(of: update.index))
-        #expect(outcome.matches.map(\.listed.id) == [met.id])
+        let matched = PositiveListMatcher(encounters: [encounter]).match(logEntries: held.entries)
+        #expect(matched.outcome.matches.map(\.listed.id) == [met.id])
+        #expect(matched.idBatches == 1 && matched.keyBatches == 1 && matched.unreadableEntries == 0)
     }
 }
 

@@ -22,7 +22,7 @@ GET /count?t=TOKEN answers with that count.
   POST /echo                 the request body back; X-Echo-Method and X-Echo-Test-Header headers
   POST /redirect-to?url=U    307 to U (a POST must not follow it)
 
-With --root DIR it is also a list server, honest or hostile (HostileListServerTests):
+With --root DIR it is also a list server, honest or hostile (HostileListLogTests):
 
   GET  /list/PATH            DIR/PATH with a strong ETag (its SHA-256) and 304 for it, unless
                              DIR/behaviour.json maps PATH to a misbehaviour, read on every

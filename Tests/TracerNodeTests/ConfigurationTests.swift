@@ -109,7 +109,7 @@ extension TracerNodeTests {
             #expect(config.value("place.gpsd_port") as? Int == 2947)
             #expect(config.value("place.precision") as? Int == 100)
             #expect(config.value("place.max_fix_age") as? Int == 30)
-            for unset in ["node.transport", "server.url", "server.public_key", "server.pinned_key", "check.on_exposure", "place.name"] {
+            for unset in ["node.transport", "server.url", "server.public_key", "server.pinned_key", "check.on_exposure", "place.name", "list.format"] {
                 #expect(config.value(unset) is NSNull, "\(unset) should be unset: \(String(describing: config.value(unset)))")
             }
 
@@ -232,6 +232,17 @@ extension TracerNodeTests {
             #expect(unknown.exitCode != 0 && unknown.stderr.contains("\"floods\"") && unknown.stderr.contains("\"none\""), "\(unknown)")
         }
 
+        /// `list.format` is retired: a file or variable that still names the log (auto, log) loads,
+        /// and `tracer run` and `tracer check` warn that it changes nothing
+        /// (ExposureCheckCycleTests); index is refused (badValuesNameKeyAndLine).
+        @Test func aRetiredListFormatNamingTheLogStillLoads() throws {
+            let home = try Home()
+            defer { home.remove() }
+            try home.writeDefaultFile("[list]\nformat = \"log\"\n")
+            #expect(try home.settings().value("list.format") as? String == "log")
+            #expect(try home.settings(environment: ["TRACER_LIST_FORMAT": "auto"]).value("list.format") as? String == "auto")
+        }
+
         @Test func configFileFromFlagOrVariable() throws {
             let home = try Home()
             defer { home.remove() }
@@ -308,7 +319,8 @@ extension TracerNodeTests {
             BadValue(file: "[risk]\nnear_weight = 1.5\n", phrases: ["line 2", "risk.near_weight", "must be between 0 and 1, got 1.5"]),
             BadValue(file: "[node]\ncontinuous_scan = \"yes\"\n", phrases: ["line 2", "node.continuous_scan", "true or false"]),
             BadValue(file: "[node]\nscan_schedule = \"eco\"\n", phrases: ["line 2", "node.scan_schedule", "standard, low-power, continuous, minute-bursts"]),
-            BadValue(file: "[list]\nformat = \"batches\"\n", phrases: ["line 2", "list.format", "auto, log, index"]),
+            BadValue(file: "[list]\nformat = \"batches\"\n", phrases: ["line 2", "list.format", "auto or log", "retired"]),
+            BadValue(file: "[list]\nformat = \"index\"\n", phrases: ["line 2", "list.format", "follows only the list log", "remove the list.format line"]),
             BadValue(file: "[list]\norigin = \"example.org list\"\n", phrases: ["line 2", "list.origin", "without spaces"]),
             BadValue(file: "[list]\nwitnesses = \"w1+12345678+AAAA\"\n", phrases: ["line 2", "list.witnesses", "w1+12345678+AAAA"]),
             // A log's own key (type 0x01) where a witness's cosignature key (0x04) belongs.

@@ -31,13 +31,9 @@ extension TracerNodeTests {
             static let hour: UnixSeconds = 3_600
             static let minute: UnixSeconds = 60
 
-            /// `list.format` for every node of this world; nil: the default (auto, so the log).
-            let listFormat: String?
-
-            init(scratch: Scratch, server: ListServerProcess, listFormat: String? = nil) throws {
+            init(scratch: Scratch, server: ListServerProcess) throws {
                 self.scratch = scratch
                 self.server = server
-                self.listFormat = listFormat
                 now = UnixSeconds(Date().timeIntervalSince1970)
                 day2 = now - now % 86_400 - 86_400
                 day1 = day2 - 86_400
@@ -59,18 +55,20 @@ extension TracerNodeTests {
                 reporterIDs.first { $0.window.contains(time) }!.id
             }
 
-            func tracer(_ arguments: [String], timeout: Duration = .seconds(60)) throws -> ProcessResult {
-                var environment = ["XDG_CONFIG_HOME": scratch.file("xdg-config")]
-                if let listFormat { environment["TRACER_LIST_FORMAT"] = listFormat }
-                return try Products.tracer(arguments, home: scratch.path, environment: environment, timeout: timeout)
+            func tracer(_ arguments: [String], environment: [String: String] = [:], timeout: Duration = .seconds(60)) throws -> ProcessResult {
+                try Products.tracer(
+                    arguments, home: scratch.path, environment: environment.merging(["XDG_CONFIG_HOME": scratch.file("xdg-config")]) { own, _ in own },
+                    timeout: timeout)
             }
 
             /// `tracer check` of `node` (its store and its own cache directory) against the server.
-            func check(_ node: String, _ extra: [String] = [], server url: String? = nil, key: String? = nil) throws -> ProcessResult {
+            func check(
+                _ node: String, _ extra: [String] = [], server url: String? = nil, key: String? = nil, environment: [String: String] = [:]
+            ) throws -> ProcessResult {
                 try tracer([
                     "check", "--db", db(node), "--cache-dir", cache(node),
                     "--server", url ?? server.url, "--server-key", key ?? server.publicKey,
-                ] + extra)
+                ] + extra, environment: environment)
             }
 
             /// `tracer check --json`, requiring `exitCode`, and its report.
@@ -146,12 +144,12 @@ extension TracerNodeTests {
         }
 
         /// Runs `body` with a fresh world; stops the server and removes the scratch directory after.
-        static func withWorld(listFormat: String? = nil, _ body: (World) throws -> Void) throws {
+        static func withWorld(_ body: (World) throws -> Void) throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let server = try ListServerProcess(scratch: scratch)
             defer { server.stop() }
-            try body(try World(scratch: scratch, server: server, listFormat: listFormat))
+            try body(try World(scratch: scratch, server: server))
         }
 
         static func dayName(_ dayStart: UnixSeconds) -> String {
@@ -404,52 +402,44 @@ extension TracerNodeTests {
 
         // MARK: Incremental updates
 
-        /// The signed index (a server from before the log; `list.format = index`).
+        /// A node upgraded from a tracer that could follow the signed index: its cache still holds
+        /// the index, batch and key files, and its configuration may still set list.format. auto
+        /// and log are accepted with one warning and change nothing; the first check follows the
+        /// log and the old files go. index is refused, saying what to do, and touches nothing.
         @Test(.timeLimit(.minutes(2)))
-        func laterChecksDownloadOnlyWhatIsNew() throws {
-            try Self.withWorld(listFormat: "index") { world in
-                let secondIDs = try world.meetReporterAndASecondPerson("b")
+        func aNodeFromBeforeTheLogOnlyDropsItsIndexFilesAndItsRetiredSetting() throws {
+            try Self.withWorld { world in
+                try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
                 let cache = world.cache("b")
+                // What the older tracer kept: the server's own files, as it downloaded them.
+                for directory in ["batches", "keys"] {
+                    try FileManager.default.createDirectory(atPath: cache + "/" + directory, withIntermediateDirectories: true)
+                }
+                try Check.bytes(world.server.publishedIndex).write(to: URL(fileURLWithPath: cache + "/index.tpli"))
+                try Check.bytes(world.server.publishedBatch(1)).write(to: URL(fileURLWithPath: cache + "/batches/1.tplb"))
+                try Data("\"1-2\"".utf8).write(to: URL(fileURLWithPath: cache + "/index.etag"))
+                try Data("held by an older tracer".utf8).write(to: URL(fileURLWithPath: cache + "/keys/index.tpki"))
+                let old = ["index.tpli", "index.etag", "batches", "keys"]
 
-                let first = try world.checkJSON("b", expecting: 3)
-                #expect(first.matchedIDs == 1)
-                #expect(first.list.batches == 1)
-                let batch1 = cache + "/batches/1.tplb"
-                let batch1Identity = try #require(NodeFixture.identity(batch1), "batch 1 is not in the cache")
-                let firstETag = try String(contentsOfFile: cache + "/index.etag", encoding: .utf8)
-                #expect(!firstETag.isEmpty)
+                let refused = try world.check("b", ["--json"], environment: ["TRACER_LIST_FORMAT": "index"])
+                #expect(refused.exitCode != 0 && refused.exitCode != 3 && !refused.signaled, "\(refused)")
+                #expect(refused.stderr.contains("list.format") && refused.stderr.contains("follows only the list log")
+                        && refused.stderr.contains("remove the list.format line"), "\(refused)")
+                #expect(old.allSatisfy { Check.exists(cache + "/" + $0) }, "a refused configuration touched the cache")
 
-                // A second diagnosis, published as batch 2.
-                try NodeFixture.makeStore(world.db("a2"), ownIDs: secondIDs)
-                let report = try world.tracer(["report", "--db", world.db("a2"), "--server", world.server.url, "--code", try world.server.issueCode(), "--yes"])
-                try #require(report.exitCode == 0, "\(report)")
-                #expect(try world.server.publish().contains("Published batch 2"))
+                let auto = try world.check("b", ["--json"], environment: ["TRACER_LIST_FORMAT": "auto"])
+                #expect(auto.exitCode == 3, "\(auto)")
+                #expect(auto.stderr.contains("list.format = auto is retired"), "\(auto)")
+                #expect(auto.stderr.components(separatedBy: "retired").count == 2, "warned once: \(auto)")
+                let report = try JSONDecoder().decode(CheckReport.self, from: Data(auto.stdout.utf8))
+                #expect(report.list.logEntries == 1 && report.list.updateFailure == nil, "\(report)")
+                for name in old { #expect(!Check.exists(cache + "/" + name), "\(name) was left behind") }
+                #expect(Check.exists(cache + "/log/entries"))
 
-                let second = try world.checkJSON("b", expecting: 3)
-                #expect(second.matchedIDs == 2)
-                #expect(second.idsChecked == world.reporterIDs.count + secondIDs.count)
-                #expect(second.list.batches == 2)
-                #expect(second.list.generation > first.list.generation)
-                #expect(NodeFixture.identity(batch1) == batch1Identity, "batch 1 must not be downloaded again")
-                #expect(FileManager.default.contents(atPath: cache + "/batches/2.tplb") == FileManager.default.contents(atPath: world.server.publishedBatch(2)))
-                let secondETag = try String(contentsOfFile: cache + "/index.etag", encoding: .utf8)
-                #expect(secondETag != firstETag)
-                let indexIdentity = NodeFixture.identity(cache + "/index.tpli")
-                let secondUpdated = try #require(try world.cacheState("b").lastUpdated)
-
-                // Nothing new: the server answers 304, the index file is not rewritten, and the
-                // list counts as confirmed now. Pacing: the cache's times are whole seconds, so the
-                // confirmation can only show as a later time a second on.
-                sleep(1)
-                let third = try world.checkJSON("b", expecting: 3)
-                #expect(third.list.updateFailure == nil)
-                #expect(third.list.generation == second.list.generation)
-                #expect(try String(contentsOfFile: cache + "/index.etag", encoding: .utf8) == secondETag)
-                #expect(NodeFixture.identity(cache + "/index.tpli") == indexIdentity, "a 304 must leave the index file alone")
-                #expect(NodeFixture.identity(batch1) == batch1Identity)
-                let thirdState = try world.cacheState("b")
-                #expect(try #require(thirdState.lastUpdated) > secondUpdated)
-                #expect(thirdState.lastFailure == nil)
+                let log = try world.check("b", ["--quiet"], environment: ["TRACER_LIST_FORMAT": "log"])
+                #expect(log.exitCode == 3 && log.stderr.contains("list.format = log is retired"), "\(log)")
+                let unset = try world.check("b", ["--quiet"])
+                #expect(unset.exitCode == 3 && !unset.stderr.contains("retired"), "\(unset)")
             }
         }
 
@@ -530,15 +520,8 @@ extension TracerNodeTests {
         // MARK: When the list cannot be updated
 
         enum ListFailure: String, CaseIterable, Sendable {
-            case badIndexSignature, truncatedIndex, tamperedBatch
             case badCheckpointSignature, truncatedCheckpoint, tamperedBundle, olderCheckpoint
             case serverDown, serverErrors, slowServer
-
-            /// The index's failures need a node that follows the index; the rest are met by the
-            /// default, a node that follows the log.
-            var listFormat: String? {
-                [.badIndexSignature, .truncatedIndex, .tamperedBatch].contains(self) ? "index" : nil
-            }
 
             /// A failure of the list's files, after which an exposure in the held list still counts.
             var isDamagedList: Bool { ![.serverDown, .serverErrors, .slowServer].contains(self) }
@@ -549,7 +532,7 @@ extension TracerNodeTests {
         /// keeps the old list whole.
         @Test(.timeLimit(.minutes(2)), arguments: ListFailure.allCases)
         func failedUpdateKeepsTheVerifiedList(_ failure: ListFailure) throws {
-            try Self.withWorld(listFormat: failure.listFormat) { world in
+            try Self.withWorld { world in
                 try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
                 try NodeFixture.makeStore(world.db("c"), encounters: world.unexposedEncounters)
                 let log = world.server.dataDirectory + "/public/log"
@@ -563,11 +546,7 @@ extension TracerNodeTests {
                 _ = try world.checkJSON("c", expecting: 0)
                 let goodB = NodeFixture.listFiles(in: world.cache("b"))
                 let goodC = NodeFixture.listFiles(in: world.cache("c"))
-                if failure.listFormat == "index" {
-                    #expect(goodC["batches/1.tplb"] != nil && goodC["index.tpli"] != nil)
-                } else {
-                    #expect(goodC["log/state"] != nil && goodC["log/entries"] != nil && goodC["index.tpli"] == nil)
-                }
+                #expect(goodC["log/state"] != nil && goodC["log/entries"] != nil && goodC["index.tpli"] == nil)
 
                 var fixture: HTTPFixtureServer?
                 defer { fixture?.stop() }
@@ -575,22 +554,6 @@ extension TracerNodeTests {
                 var extra = ["--quiet"]
                 var reason: String
                 switch failure {
-                case .badIndexSignature, .truncatedIndex:
-                    var bytes = [UInt8](try Check.bytes(world.server.publishedIndex))
-                    if failure == .badIndexSignature {
-                        bytes[bytes.count - 1] ^= 0x01
-                    } else {
-                        bytes.removeLast(bytes.count / 2)
-                    }
-                    try Data(bytes).write(to: URL(fileURLWithPath: world.server.publishedIndex), options: .atomic)
-                    reason = "index.tpli failed verification"
-                case .tamperedBatch:
-                    try world.reportAnother("a2")
-                    #expect(try world.server.publish().contains("Published batch 2"))
-                    var bytes = [UInt8](try Check.bytes(world.server.publishedBatch(2)))
-                    bytes[45] ^= 0x01
-                    try Data(bytes).write(to: URL(fileURLWithPath: world.server.publishedBatch(2)), options: .atomic)
-                    reason = "batches/2.tplb failed verification"
                 case .badCheckpointSignature, .truncatedCheckpoint:
                     var bytes = [UInt8](try Check.bytes(log + "/checkpoint"))
                     if failure == .badCheckpointSignature {
@@ -704,65 +667,6 @@ extension TracerNodeTests {
             }
         }
 
-        /// A node moved to another server (another key) must not keep batches of the old list,
-        /// even where a batch of the new one has the same number and size: everything it matches
-        /// against must be signed with the key it is configured with, also after a move that
-        /// failed half-way, and after moving back.
-        @Test(.timeLimit(.minutes(2)))
-        func anotherServersListReplacesTheCachedOneWhole() throws {
-            // The index's batches are the files that could be mixed up; a log is checked whole
-            // against its checkpoint (ListLogUpdaterTests, and the move in laterChecksFollowTheLog).
-            try Self.withWorld(listFormat: "index") { world in
-                try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
-                _ = try world.checkJSON("b", expecting: 3)
-                let firstBatch = try Check.bytes(world.server.publishedBatch(1))
-
-                // Another server, whose batch 1 holds as many ids (so as many bytes), none of
-                // them A's, and whose batch 2 is damaged at first.
-                let other = try ListServerProcess(scratch: world.scratch, name: "other-server")
-                defer { other.stop() }
-                for name in ["z1", "z2"] {
-                    let ids = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
-                    try NodeFixture.makeStore(world.db(name), ownIDs: ids)
-                    let reported = try world.tracer(["report", "--db", world.db(name), "--server", other.url, "--code", try other.issueCode(), "--yes"])
-                    try #require(reported.exitCode == 0, "\(reported)")
-                    try #require(try other.publish().contains("Published batch"))
-                }
-                let otherBatch = try Check.bytes(other.publishedBatch(1))
-                #expect(otherBatch.count == firstBatch.count)
-                let otherBatch2 = try Check.bytes(other.publishedBatch(2))
-                var damaged = [UInt8](otherBatch2)
-                damaged[45] ^= 0x01
-                try Data(damaged).write(to: URL(fileURLWithPath: other.publishedBatch(2)), options: .atomic)
-
-                func check(_ server: ListServerProcess, _ extra: [String] = []) throws -> ProcessResult {
-                    try world.check("b", ["--json"] + extra, server: server.url, key: server.publicKey)
-                }
-                func matched(_ result: ProcessResult) -> Int? {
-                    (try? JSONDecoder().decode(CheckReport.self, from: Data(result.stdout.utf8)))?.matchedIDs
-                }
-
-                // The move fails half-way: no list of the new key is complete, and the old list,
-                // of another key, is not one to fall back on.
-                let halfway = try check(other)
-                #expect(halfway.exitCode == 1, "\(halfway)")
-                #expect(halfway.stderr.contains("no earlier one"), "\(halfway)")
-                let back = try check(world.server, ["--offline"])
-                #expect(back.exitCode == 1, "the old index must not name the other list's batch 1 now in the cache: \(back)")
-
-                try otherBatch2.write(to: URL(fileURLWithPath: other.publishedBatch(2)), options: .atomic)
-                let moved = try check(other)
-                #expect(moved.exitCode == 0, "A's ids are not in the other server's list: \(moved)")
-                #expect(matched(moved) == 0, "\(moved)")
-                #expect(try Check.bytes(world.cache("b") + "/batches/1.tplb") == otherBatch, "the old server's batch 1 was kept")
-
-                let returned = try check(world.server)
-                #expect(returned.exitCode == 3, "\(returned)")
-                #expect(matched(returned) == 4, "\(returned)")
-                #expect(try Check.bytes(world.cache("b") + "/batches/1.tplb") == firstBatch)
-            }
-        }
-
         /// With no list ever downloaded, a failed update is an error, never "no exposure".
         @Test(.timeLimit(.minutes(1)))
         func failedFirstUpdateClaimsNothing() throws {
@@ -782,7 +686,7 @@ extension TracerNodeTests {
             #expect(result.stderr.contains("no earlier one"), "\(result)")
             #expect(result.stderr.contains("Could not connect"), "\(result)")
             #expect(!result.stdout.contains("xposure"), "\(result)")
-            #expect(!Check.exists(scratch.file("cache/index.tpli")))
+            #expect(!Check.exists(scratch.file("cache/log/state")))
         }
 
         /// libcurl is opened on the first request, not linked: without it, `tracer check` says what

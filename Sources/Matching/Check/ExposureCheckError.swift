@@ -3,10 +3,10 @@ import IDRotation
 public enum ExposureCheckError: Error, Sendable, CustomStringConvertible {
     /// No verified list is held, so no statement about exposure can be made.
     case noVerifiedList(updateFailure: ListUpdateError?, offline: Bool)
-    /// Offline, with a downloaded list that the configured key did not sign (the key changed).
+    /// Offline, with a downloaded list log whose checkpoint does not open with the configured key
+    /// and origin (the key changed).
     case cachedListNotTrusted
     case store(StoreError)
-    case cache(MatchingError)
     /// The check was interrupted (the node is stopping).
     case cancelled
 
@@ -21,8 +21,6 @@ public enum ExposureCheckError: Error, Sendable, CustomStringConvertible {
         case .noVerifiedList(nil, false):
             return "There is no verified positive list; run `tracer check` again."
         case .store(let error):
-            return error.description
-        case .cache(let error):
             return error.description
         case .cancelled:
             return "The check was interrupted before it finished; nothing was recorded."

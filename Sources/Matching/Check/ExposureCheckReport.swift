@@ -18,8 +18,9 @@ public struct ExposureCheckReport: Codable, Sendable, Equatable {
         /// Key batches matched; nil when the server publishes no keys (and in reports stored
         /// before key matching).
         public var keyBatches: Int? = nil
-        /// The followed log's size (its entries); nil for a list matched from the signed index.
-        /// `generation` is then this size and `publishedAt` when the log signed it.
+        /// The followed log's size (its entries), which `generation` repeats, with `publishedAt`
+        /// when the log signed it; nil in a report an older tracer stored after matching the
+        /// signed index.
         public var logEntries: UInt64? = nil
         /// Signed log entries that did not parse and were skipped; nil when there were none.
         public var unreadableLogEntries: Int? = nil

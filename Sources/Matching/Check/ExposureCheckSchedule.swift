@@ -88,7 +88,7 @@ public struct ExposureCheckSchedule: Sendable {
     /// Polls for as long as the node runs; after a failure waits the refresh interval (or a
     /// minute), so a server without the route (404) is not asked in a loop. So does a
     /// revalidation that leaves the held generations where they were (a download failed, the
-    /// index does not verify with the configured key, a cache still serves the old index): the
+    /// checkpoint does not verify with the configured key, a cache still serves the old one): the
     /// server would answer the next poll at once, and the node would ask again and again.
     private func followLongPoll(_ longPoll: GenerationLongPoll) async {
         while !Task.isCancelled {

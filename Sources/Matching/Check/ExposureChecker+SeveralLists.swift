@@ -8,13 +8,12 @@ import TracerCore
 public struct AuthorityList: Sendable {
     /// The name the configuration gives it (`[lists.<name>]`), shown in reports.
     public let name: String
-    public let cache: PositiveListCache
-    /// Always followed as a log (`required`): the signed index is not read for further lists.
+    public let cache: ListCacheDirectory
     public let log: FollowedListLog
     /// nil for an offline check.
     public let updater: ListLogUpdater?
 
-    public init(name: String, cache: PositiveListCache, log: FollowedListLog, updater: ListLogUpdater?) {
+    public init(name: String, cache: ListCacheDirectory, log: FollowedListLog, updater: ListLogUpdater?) {
         self.name = name
         self.cache = cache
         self.log = log
@@ -96,7 +95,7 @@ extension ExposureChecker {
             if case .cancelled = error { throw .cancelled }
             home = .failure(error)
         }
-        outcomes.append((AuthorityListStatus.homeName, log?.source.origin, home))
+        outcomes.append((AuthorityListStatus.homeName, log.source.origin, home))
         for (list, failure) in zip(furtherLists, furtherUpdateFailures) {
             outcomes.append((list.name, list.log.source.origin, await match(list, updateFailure: failure)))
         }

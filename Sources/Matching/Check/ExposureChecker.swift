@@ -4,23 +4,19 @@ import IDRotation
 import PositiveListFormat
 import TracerCore
 
-/// One exposure check: update the list (unless offline), match it against the encounters of the
-/// retention period, score the matches, and remember the result.
+/// One exposure check: update the list log (unless offline), match it against the encounters of
+/// the retention period, score the matches, and remember the result.
 ///
 /// A failed update does not stop the check when an earlier verified list is held: the report
 /// then says the list is stale and since when, and the caller must not present "no exposure"
 /// as final. With no verified list at all there is no result.
 public struct ExposureChecker: Sendable {
     public let store: NodeStore
-    public let cache: PositiveListCache
-    public let publicKey: PositiveListPublicKey
+    public let cache: ListCacheDirectory
+    /// The home authority's list log (`server.*`, `list.*`).
+    public let log: FollowedListLog
     /// nil for an offline check.
-    public let updater: PositiveListUpdater?
-    /// The authority's list log, when the node follows it (`list.format` auto or log); nil
-    /// for the signed index only.
-    public let log: FollowedListLog?
-    /// nil for an offline check, or without `log`.
-    public let logUpdater: ListLogUpdater?
+    public let updater: ListLogUpdater?
     public let model: RiskModel
     public let clockSkewTolerance: UnixSeconds
     /// How long a derived id's window may last (the largest rotation jitter nodes use).
@@ -35,19 +31,16 @@ public struct ExposureChecker: Sendable {
     static let notifiedKey = "exposure.notified"
 
     public init(
-        store: NodeStore, cache: PositiveListCache, publicKey: PositiveListPublicKey, updater: PositiveListUpdater?,
+        store: NodeStore, cache: ListCacheDirectory, log: FollowedListLog, updater: ListLogUpdater?,
         model: RiskModel = .standard, clockSkewTolerance: UnixSeconds = PositiveListMatcher.defaultClockSkewTolerance,
         retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock(),
-        keyWindowRule: DerivedWindowRule = DerivedWindowRule(), log: FollowedListLog? = nil, logUpdater: ListLogUpdater? = nil,
-        furtherLists: [AuthorityList] = []
+        keyWindowRule: DerivedWindowRule = DerivedWindowRule(), furtherLists: [AuthorityList] = []
     ) {
         self.furtherLists = furtherLists
         self.log = log
-        self.logUpdater = logUpdater
         self.keyWindowRule = keyWindowRule
         self.store = store
         self.cache = cache
-        self.publicKey = publicKey
         self.updater = updater
         self.model = model
         self.clockSkewTolerance = clockSkewTolerance
@@ -55,12 +48,12 @@ public struct ExposureChecker: Sendable {
         self.clock = clock
     }
 
-    public func check(progress: (@Sendable (ListDownloadProgress) -> Void)? = nil) async throws(ExposureCheckError) -> ExposureCheckReport {
+    public func check() async throws(ExposureCheckError) -> ExposureCheckReport {
         // Held through the match too: another process must not replace files while they are read.
         let lock = try await lockCache()
         defer { lock.release() }
         var updateFailure: ListUpdateError?
-        do { _ = try await update(progress: progress, holding: lock) } catch {
+        do { _ = try await update(holding: lock) } catch {
             if error == .cancelled { throw .cancelled }
             updateFailure = error
         }
@@ -70,18 +63,17 @@ public struct ExposureChecker: Sendable {
     }
 
     /// True for a check asked not to contact the server.
-    var isOffline: Bool { updater == nil && logUpdater == nil }
+    var isOffline: Bool { updater == nil }
 
-    /// Updates the list the node follows (`ListUpdating`); false offline.
-    private func update(
-        progress: (@Sendable (ListDownloadProgress) -> Void)?, holding lock: CacheLock
-    ) async throws(ListUpdateError) -> Bool {
-        try await ListUpdating(index: updater, log: logUpdater).update(progress: progress, holding: lock).changed
+    /// Updates the home list's log; false offline.
+    private func update(holding lock: CacheLock) async throws(ListUpdateError) -> Bool {
+        guard let updater else { return false }
+        return try await updater.update(holding: lock).changed
     }
 
     /// What a revalidation found.
     public enum RefreshOutcome: Sendable {
-        /// The server confirmed the held list (a 304, or the same index again): no check needed.
+        /// The server confirmed the held list (a 304, or the same checkpoint again): no check needed.
         case unchanged
         /// The list changed; the new list was checked.
         case checked(ExposureCheckReport)
@@ -93,13 +85,13 @@ public struct ExposureChecker: Sendable {
     /// nothing changed) and matches only when it changed, which is when a verdict can change
     /// for encounters already checked. An offline checker has nothing to revalidate.
     public func refresh() async throws(ExposureCheckError) -> RefreshOutcome {
-        guard updater != nil || logUpdater != nil else { return .unchanged }
+        guard !isOffline else { return .unchanged }
         let lock = try await lockCache()
         defer { lock.release() }
         if !furtherLists.isEmpty {
             var homeFailure: ListUpdateError?
             var changed = false
-            do { changed = try await update(progress: nil, holding: lock) } catch {
+            do { changed = try await update(holding: lock) } catch {
                 if error == .cancelled { throw .cancelled }
                 homeFailure = error
             }
@@ -111,7 +103,7 @@ public struct ExposureChecker: Sendable {
             return .checked(try await matchSeveralHoldingLock(homeUpdateFailure: homeFailure, furtherUpdateFailures: failures))
         }
         do {
-            guard try await update(progress: nil, holding: lock) else { return .unchanged }
+            guard try await update(holding: lock) else { return .unchanged }
         } catch {
             if error == .cancelled { throw .cancelled }
             return .failed(error)
@@ -135,27 +127,7 @@ public struct ExposureChecker: Sendable {
 
     /// What the home list (`server.*`) matched; the caller holds its cache's lock.
     func homeListMatch(updateFailure: ListUpdateError?) async throws(ExposureCheckError) -> ListMatch {
-        if let log, log.isFollowed {
-            return try await matchLogHoldingLock(log, updateFailure: updateFailure, lastUpdated: cache.state.lastUpdated)
-        }
-        guard let index = cache.index(publicKey: publicKey) else {
-            if isOffline && FileManager.default.fileExists(atPath: cache.indexPath) { throw .cachedListNotTrusted }
-            throw .noVerifiedList(updateFailure: updateFailure, offline: isOffline)
-        }
-        // A server without keys has no key index; one whose key index no longer verifies (a
-        // changed signing key) has none either, until the next update fetches one that does.
-        let keyIndex = cache.keyIndex(publicKey: publicKey)
-        let now = clock.now()
-        let found = try await Self.offTheCooperativePool { [self, updateFailure] () throws(ExposureCheckError) in
-            try matchBlocking(index, keyIndex: keyIndex, since: retention.encounterCutoff(now: now), updateFailure: updateFailure)
-        }
-        let list = ExposureCheckReport.ListStatus(
-            lastUpdated: cache.state.lastUpdated, generation: index.generation, publishedAt: index.publishedAt,
-            batches: index.batches.count, updateFailure: updateFailure?.description, offline: isOffline,
-            keyBatches: keyIndex?.batches.count)
-        return ListMatch(
-            found: Found(outcome: found.outcome, encounterCount: found.encounterCount, matches: found.matches), list: list,
-            keysChecked: found.keysChecked, now: now)
+        try await matchLogHoldingLock(log, updateFailure: updateFailure, lastUpdated: cache.state.lastUpdated)
     }
 
     /// Matches the entries of the followed log; the caller holds the cache's lock.
@@ -206,7 +178,10 @@ public struct ExposureChecker: Sendable {
         var matches: [ExposureMatch]
     }
 
-    /// `matchBlocking` for a log's entries.
+    /// Reads the encounters and matches the log's entries: synchronous work on every core, kept
+    /// off Swift's cooperative threads so the node's BLE tasks keep running meanwhile. Ids and
+    /// keys both give `TimedMatch`es (a derived id carries the window it was valid in), so the
+    /// risk model and the report treat them alike.
     private func matchLogBlocking(_ entries: [Data], since cutoff: UnixSeconds) throws(ExposureCheckError) -> (Found, LogMatchOutcome) {
         let encounters: [EncounterTimes]
         do { encounters = try store.encounterTimes(since: cutoff) } catch { throw .store(error) }
@@ -239,36 +214,6 @@ public struct ExposureChecker: Sendable {
         // Best effort: the result is returned (and shown) even when the store cannot keep it.
         if let text = try? Self.json(report.withoutPlaces) { try? store.setStateValue(text, forKey: Self.lastReportKey) }
         return report
-    }
-
-    /// Reads the encounters and streams the cached batches: synchronous work on every core, kept
-    /// off Swift's cooperative threads so the node's BLE tasks keep running meanwhile.
-    /// Matches by key after the ids: both give `TimedMatch`es (a derived id carries the window
-    /// it was valid in), so the risk model and the report treat them alike.
-    private func matchBlocking(
-        _ index: PositiveListIndex, keyIndex: PositiveListKeyIndex?, since cutoff: UnixSeconds, updateFailure: ListUpdateError?
-    ) throws(ExposureCheckError) -> (outcome: MatchOutcome, keysChecked: Int?, encounterCount: Int, matches: [ExposureMatch]) {
-        let encounters: [EncounterTimes]
-        do { encounters = try store.encounterTimes(since: cutoff) } catch { throw .store(error) }
-        let matcher = PositiveListMatcher(encounters: encounters, clockSkewTolerance: clockSkewTolerance)
-        var outcome: MatchOutcome
-        do {
-            outcome = try matcher.match(try cache.batches(of: index))
-            if let keyIndex {
-                let byKey = try matcher.match(
-                    keyBatches: try cache.keyBatches(of: keyIndex), publicKey: publicKey, windowRule: keyWindowRule)
-                outcome.matches += byKey.matches
-                outcome.idsChecked += byKey.idsChecked
-                outcome.idsSeenOutsideTheirWindow += byKey.idsSeenOutsideTheirWindow
-                outcome.keysChecked += byKey.keysChecked
-            }
-        } catch {
-            // A batch missing after a failed update: the update's failure is the story to tell.
-            if let updateFailure { throw .noVerifiedList(updateFailure: updateFailure, offline: false) }
-            throw .cache(error)
-        }
-        let keysChecked = keyIndex == nil ? nil : outcome.keysChecked
-        do { return (outcome, keysChecked, encounters.count, try fullMatches(outcome.matches)) } catch { throw .store(error) }
     }
 
     private static func offTheCooperativePool<T: Sendable>(

@@ -1,7 +1,7 @@
 /// The ETag rule of the list cache: the node keeps a server's ETag, to send it back as
 /// `If-None-Match`, only if it is an entity tag as RFC 9110 writes it (`"…"` or `W/"…"`) of
 /// visible ASCII and at most ``maximumByteCount`` bytes. Anything else is dropped, which costs
-/// one full index download: a hostile answer must not make every later request fail (a line
+/// one full checkpoint download: a hostile answer must not make every later request fail (a line
 /// break cannot be sent back, a 90 KB value is refused by servers).
 enum EntityTag {
     /// 256 bytes: real ETags are far shorter (nginx's `"mtime-size"` about 20 bytes, an S3 MD5

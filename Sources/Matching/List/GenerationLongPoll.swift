@@ -1,31 +1,20 @@
 import CurlHTTP
 import Foundation
-import PositiveListFormat
 import Synchronization
 
 /// The node's side of `GET /v1/generation` (a server with `longPollSeconds`): one request held
-/// by the server until it publishes a generation newer than the cache's, or until its timeout.
-/// The answer only says when to revalidate; what the node matches still comes from the signed
-/// indexes, so a wrong answer costs one conditional request.
+/// by the server until it publishes a generation newer than the last one the node followed, or
+/// until its timeout. The answer only says when to revalidate; what the node matches still
+/// comes from the verified list log, so a wrong answer costs one conditional request.
 public struct GenerationLongPoll: Sendable {
     public let serverURL: String
-    public let cache: PositiveListCache
-    public let publicKey: PositiveListPublicKey
-    /// The followed log, if any: a node that follows it holds no index generation, so the poll
-    /// asks beyond the generations the server last announced and the node then followed.
-    public let log: FollowedListLog?
     let http: any HTTPTransferring
     private let announced = AnnouncedGenerations()
 
     /// `http` must allow an answer to take the server's longest hold (300 s) and to send
     /// nothing meanwhile (see ``clientConfiguration(_:)``).
-    public init(
-        serverURL: String, cache: PositiveListCache, publicKey: PositiveListPublicKey, log: FollowedListLog? = nil, http: any HTTPTransferring
-    ) {
+    public init(serverURL: String, http: any HTTPTransferring) {
         self.serverURL = serverURL.hasSuffix("/") ? String(serverURL.dropLast()) : serverURL
-        self.cache = cache
-        self.publicKey = publicKey
-        self.log = log
         self.http = http
     }
 
@@ -60,17 +49,15 @@ public struct GenerationLongPoll: Sendable {
         }
     }
 
-    /// The generations a poll asks the server to go beyond: those of the id and key indexes the
-    /// cache holds verified (0 for none), or, for a node that follows the log, the last ones the
-    /// server announced after which the node's list changed.
+    /// The generations a poll asks the server to go beyond: the last ones the server announced
+    /// after which the node brought its list up to date (0 for none yet). The log holds no
+    /// generation of its own, so the announcement is the node's only measure.
     public func heldGenerations() -> (ids: UInt64, keys: UInt64) {
-        if log?.isFollowed == true { return announced.state.withLock { $0.followed } }
-        return (cache.index(publicKey: publicKey)?.generation ?? 0, cache.keyIndex(publicKey: publicKey)?.generation ?? 0)
+        announced.state.withLock { $0.followed }
     }
 
-    /// Says that the node brought its list up to date after the last announcement: a node that
-    /// follows the log then asks beyond the generations announced. (One that follows the index
-    /// asks beyond the index it holds, which the update itself moved.)
+    /// Says that the node brought its list up to date after the last announcement: the next
+    /// poll asks beyond the generations announced.
     public func followedAnnouncement() {
         announced.state.withLock { $0.followed = $0.pending }
     }

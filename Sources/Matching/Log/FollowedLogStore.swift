@@ -59,8 +59,8 @@ public struct FollowedLogStore: Sendable {
     public var holdsState: Bool { FileManager.default.fileExists(atPath: statePath) }
 
     /// True once this node has followed the log, even if its copy was since forgotten (`reset`):
-    /// a node that has followed a log must never go back to the unwitnessed index because a
-    /// cache answers 404 for the checkpoint, damaged copy or not.
+    /// for a node that has followed a log, a 404 for the checkpoint is a failing server or cache,
+    /// never a server from before the log.
     public var hasFollowed: Bool {
         FileManager.default.fileExists(atPath: followedMarkerPath) || FileManager.default.fileExists(atPath: statePath)
     }
@@ -139,7 +139,7 @@ public struct FollowedLogStore: Sendable {
         do {
             try AtomicFile.write([UInt8](state.encode()), to: statePath, mode: 0o600)
             if !FileManager.default.fileExists(atPath: followedMarkerPath) {
-                try AtomicFile.write(Array("this node follows the list log; it never goes back to the index\n".utf8), to: followedMarkerPath, mode: 0o600)
+                try AtomicFile.write(Array("this node has followed the list log: a 404 for its checkpoint is a failing server, not one from before the log\n".utf8), to: followedMarkerPath, mode: 0o600)
             }
         } catch {
             throw .cannotWrite(path: statePath, reason: error.description)

@@ -5,26 +5,16 @@ import Logging
 import TracerCore
 import TransparencyLog
 
-/// One authority's list log as a node follows it: whose log it is (`source`), where the node
-/// keeps it, and whether the node may use the authority's signed index instead while the server
-/// publishes no log (`list.format = auto`).
+/// One authority's list log as a node follows it: whose log it is (`source`) and where the
+/// node keeps it.
 public struct FollowedListLog: Sendable {
     public let source: FollowedLogSource
     public let store: FollowedLogStore
-    /// True for `list.format = log`, and whenever witnesses are required (the index carries no
-    /// cosignature, so falling back to it would drop them): a server without a log is a failed
-    /// update, never a reason to use the index.
-    public let required: Bool
 
-    public init(source: FollowedLogSource, store: FollowedLogStore, required: Bool) {
+    public init(source: FollowedLogSource, store: FollowedLogStore) {
         self.source = source
         self.store = store
-        self.required = required || source.requiredCosignatures > 0
     }
-
-    /// Whether the node matches against the log rather than the index: once it has followed
-    /// the log it never goes back (a cache that answers 404 must not turn off the log's proofs).
-    public var isFollowed: Bool { required || store.hasFollowed }
 }
 
 /// What one update of a followed log did.
@@ -42,19 +32,23 @@ public struct LogUpdate: Sendable, Equatable {
         self.newEntries = newEntries
         self.signedAt = signedAt
     }
+
+    /// The update in a line for people (`tracer doctor`).
+    public var summary: String { "the list log verifies (\(treeSize) entries, \(newEntries) new)" }
 }
 
 /// Brings the node's copy of a list log up to date: one conditional request for the checkpoint,
 /// and on a new one `LogFollower`'s checks and only the new entries; then the entries and the
 /// state are saved, the freshness recorded in the cache's state (what `tracer status` reads)
 /// and the signing time held to `maximumListAge`. The caller holds the cache's lock, so a
-/// `tracer check` and `tracer run` never update one copy at once.
+/// `tracer check` and `tracer run` never update one copy at once. The first successful update
+/// also removes what an older tracer kept of the signed index in the same directory.
 public struct ListLogUpdater: Sendable {
     public let log: FollowedListLog
     public let files: HTTPLogFiles
     /// The cache whose lock guards the log's directory and whose state says when the list was
     /// last confirmed current.
-    public let cache: PositiveListCache
+    public let cache: ListCacheDirectory
     public let maximumListAge: UnixSeconds?
     /// Which entries the node still needs (`ListLogRetention`): the rest are never downloaded by
     /// a node starting afresh and are dropped by one following.
@@ -63,7 +57,7 @@ public struct ListLogUpdater: Sendable {
     let logger: Logger
 
     public init(
-        log: FollowedListLog, files: HTTPLogFiles, cache: PositiveListCache, maximumListAge: UnixSeconds?,
+        log: FollowedListLog, files: HTTPLogFiles, cache: ListCacheDirectory, maximumListAge: UnixSeconds?,
         retention: RetentionPolicy = .standard, clock: any WallClock = SystemWallClock(), logger: Logger = Logger(label: "tracer.list")
     ) {
         self.log = log
@@ -76,25 +70,35 @@ public struct ListLogUpdater: Sendable {
     }
 
     /// Updates the held log and records the outcome in the cache's state. Throws
-    /// `.logNotPublished` only while nothing is held (the caller may then use the index).
+    /// `.logNotPublished` only while nothing is held and the node never followed this log.
     public func update(holding _: CacheLock) async throws(ListUpdateError) -> LogUpdate {
         var state = cache.state
         state.lastAttempt = clock.now()
         do throws(ListUpdateError) {
             let update = try await updateHoldingLock()
+            removeRetiredIndexFiles()
             // An outdated log is held (newer than nothing) but does not count as confirmed
-            // current, as for the index.
+            // current.
             try refuseIfOutdated(update.signedAt)
             state.lastUpdated = clock.now()
             state.lastFailure = nil
             try cache.saveState(state)
             return update
         } catch {
-            if error != .cancelled, error != .logNotPublished(url: files.checkpointURL) || log.isFollowed {
+            // An interrupted update says nothing about the list; it is not recorded as a failure.
+            if error != .cancelled {
                 state.lastFailure = error.description
                 try? cache.saveState(state)
             }
             throw error
+        }
+    }
+
+    /// Once the log is held, the index files an older tracer kept beside it are stale bytes of
+    /// a list this node no longer reads; a failure to remove them costs disk only.
+    private func removeRetiredIndexFiles() {
+        do { try cache.removeRetiredIndexFiles() } catch {
+            logger.warning("the list files of an older tracer could not be removed: \(error.description)")
         }
     }
 
@@ -228,8 +232,8 @@ public struct ListLogUpdater: Sendable {
         do { try log.store.reset() } catch { throw Self.failure(error) }
     }
 
-    /// As for the index: a log signed too long ago means the server, or a mirror in front of it,
-    /// stopped. A checkpoint without a timestamp the node can verify counts as signed at 0.
+    /// A log signed too long ago means the server, or a mirror in front of it, stopped: without
+    /// this bound a frozen mirror answering 304 forever would look current. A checkpoint without a timestamp the node can verify counts as signed at 0.
     private func refuseIfOutdated(_ signedAt: UnixSeconds?) throws(ListUpdateError) {
         guard let maximumListAge else { return }
         let now = clock.now()
@@ -247,11 +251,19 @@ public struct ListLogUpdater: Sendable {
     }
 
     private static func failure(_ error: any Error) -> ListUpdateError {
-        if let error = error as? HTTPClientError { return PositiveListUpdater.listError(error) }
+        if let error = error as? HTTPClientError { return listError(error) }
         if let error = error as? HTTPLogFilesError, case .unexpectedStatus(let url, let status) = error {
             return .unexpectedStatus(url: url, status: status)
         }
         return .logRefused(String(describing: error))
+    }
+}
+
+extension ListLogUpdater {
+    private static func listError(_ error: HTTPClientError) -> ListUpdateError {
+        if case .cancelled = error { return .cancelled }
+        if case .responseTooLarge(let url, let limit) = error { return .tooLarge(url: url, limit: limit) }
+        return .network(error)
     }
 }
 

@@ -45,7 +45,7 @@ extension PositiveListMatcher {
     /// Matches published daily keys: for each key, derives the ids of its day's windows at its
     /// interval (`IDDerivation`, one AES-CTR pass per key) and probes each against the encounter
     /// table. A derived id counts only for an encounter inside that id's window (the replay rule
-    /// of id batches, with the window computed from the index instead of published), so a key's
+    /// of published ids, with the window computed from the key's day and interval), so a key's
     /// id replayed on another day, or an id of another interval's windows, never matches.
     ///
     /// The keys are split into chunks that the processors take in turn; each worker reuses one
@@ -56,56 +56,8 @@ extension PositiveListMatcher {
         return match(keys: keys, table: makeTable(), windowRule: windowRule)
     }
 
-    /// Matches the cached key batches (verified when they entered the cache, and again here
-    /// since they are parsed anyway), one batch in memory at a time: the node's memory is bounded
-    /// by its largest batch, not by the whole list of keys.
-    public func match(
-        keyBatches batches: [CachedBatch], publicKey: PositiveListPublicKey, windowRule: DerivedWindowRule = DerivedWindowRule()
-    ) throws(MatchingError) -> MatchOutcome {
-        var total = MatchOutcome(matches: [], idsChecked: 0, idsSeenOutsideTheirWindow: 0)
-        guard !batches.isEmpty else { return total }
-        let table = makeTable()
-        for batch in batches {
-            guard let file = FileManager.default.contents(atPath: batch.path) else {
-                throw .damagedCache(path: batch.path, reason: "it cannot be read")
-            }
-            let parsed: PositiveListKeyBatch
-            do { parsed = try PositiveListKeyBatch(verifying: Array(file), publicKey: publicKey) } catch {
-                throw .damagedCache(path: batch.path, reason: "it no longer verifies: \(error)")
-            }
-            guard parsed.number == batch.number else {
-                throw .damagedCache(path: batch.path, reason: "it holds key batch \(parsed.number)")
-            }
-            let outcome = match(keyBatch: parsed, table: table, windowRule: windowRule)
-            total.matches += outcome.matches
-            total.idsChecked += outcome.idsChecked
-            total.idsSeenOutsideTheirWindow += outcome.idsSeenOutsideTheirWindow
-            total.keysChecked += outcome.keysChecked
-        }
-        return total
-    }
-
     func match(keys: [DailyKeyRecord], table: PeerIDTable, windowRule: DerivedWindowRule) -> MatchOutcome {
         match(keyCount: keys.count, record: { keys[$0] }, table: table, windowRule: windowRule)
-    }
-
-    /// Matches a parsed key batch straight from its bytes: a key is read (16 bytes) only when
-    /// its chunk is matched, so a batch of a million keys costs its 16 MB file, not a million
-    /// `DailyKeyRecord`s at once.
-    func match(keyBatch batch: PositiveListKeyBatch, table: PeerIDTable, windowRule: DerivedWindowRule) -> MatchOutcome {
-        let groups = batch.groups
-        let starts = groups.map(\.keys.lowerBound)
-        return match(keyCount: batch.count, record: { position in
-            // The last group starting at or before `position`; groups cover 0..<count in order.
-            var low = 0
-            var high = starts.count - 1
-            while low < high {
-                let middle = (low + high + 1) / 2
-                if starts[middle] <= position { low = middle } else { high = middle - 1 }
-            }
-            let group = groups[low]
-            return DailyKeyRecord(day: group.day, intervalSeconds: group.intervalSeconds, key: batch.key(at: position))
-        }, table: table, windowRule: windowRule)
     }
 
     /// The chunked, parallel loop: `record(position)` for positions `0..<keyCount`, each key's
@@ -151,7 +103,7 @@ extension PositiveListMatcher {
         _ record: DailyKeyRecord, buffer: UnsafeMutableBufferPointer<UserID>, table: PeerIDTable,
         windowRule: DerivedWindowRule, into outcome: inout MatchOutcome
     ) {
-        // A key batch is verified on download, intervals included; an interval the node cannot
+        // A log entry is verified on download, intervals included; an interval the node cannot
         // derive for is skipped rather than trusted.
         guard let derivation = try? IDDerivation(intervalSeconds: record.intervalSeconds) else { return }
         let indices = derivation.windowIndices(of: record.day)

@@ -1,8 +1,6 @@
-import Dispatch
 import Foundation
 import IDRotation
 import PositiveListFormat
-import Synchronization
 import TracerCore
 
 /// A listed id that this node met while the id was valid.
@@ -33,12 +31,12 @@ public struct MatchOutcome: Sendable {
     public var keysChecked: Int = 0
 }
 
-/// Matches published batches against the node's logged encounters, locally.
+/// Matches the list's published ids and keys against the node's logged encounters, locally.
 ///
-/// The encounters go into a `PeerIDTable`; the batches are streamed through it, so memory stays
-/// bounded by the encounters, not by the list. A listed id counts only if the encounter's time
-/// overlaps the id's validity window widened by `clockSkewTolerance` on each side: an id
-/// captured and replayed later by someone else does not match.
+/// The encounters go into a `PeerIDTable` that every listed id is probed against, so memory
+/// stays bounded by the encounters. A listed id counts only if the encounter's time overlaps
+/// the id's validity window widened by `clockSkewTolerance` on each side: an id captured and
+/// replayed later by someone else does not match.
 public struct PositiveListMatcher: Sendable {
     public static let defaultClockSkewTolerance: UnixSeconds = 300
 
@@ -54,44 +52,7 @@ public struct PositiveListMatcher: Sendable {
 
     public var encounterCount: Int { encounters.count }
 
-    /// Streams each batch file (verified when it entered the cache) through the table, one batch
-    /// per processor at a time: batches are independent and the table is only read.
-    public func match(_ batches: [CachedBatch]) throws(MatchingError) -> MatchOutcome {
-        let table = makeTable()
-        let workers = max(1, min(batches.count, ProcessInfo.processInfo.activeProcessorCount))
-        let nextBatch = Atomic<Int>(0)
-        let results = Mutex<[Result<MatchOutcome, MatchingError>]>([])
-        DispatchQueue.concurrentPerform(iterations: workers) { _ in
-            var outcome = MatchOutcome(matches: [], idsChecked: 0, idsSeenOutsideTheirWindow: 0)
-            while true {
-                let index = nextBatch.add(1, ordering: .relaxed).oldValue
-                guard index < batches.count else { break }
-                let batch = batches[index]
-                do throws(MatchingError) {
-                    try BatchFileReader(path: batch.path, expectedNumber: batch.number).forEachChunk { chunk in
-                        outcome.idsChecked += chunk.count / PositiveListBatch.entryByteCount
-                        probe(chunk, in: table, into: &outcome)
-                    }
-                } catch {
-                    // Stop the other workers too: a partial result must not be mistaken for a whole one.
-                    nextBatch.store(batches.count, ordering: .relaxed)
-                    results.withLock { $0.append(.failure(error)) }
-                    return
-                }
-            }
-            results.withLock { $0.append(.success(outcome)) }
-        }
-        var total = MatchOutcome(matches: [], idsChecked: 0, idsSeenOutsideTheirWindow: 0)
-        for result in results.withLock({ $0 }) {
-            let outcome = try result.get()
-            total.matches += outcome.matches
-            total.idsChecked += outcome.idsChecked
-            total.idsSeenOutsideTheirWindow += outcome.idsSeenOutsideTheirWindow
-        }
-        return total
-    }
-
-    /// Matches entries already in memory (a downloaded batch, tests).
+    /// Matches entries already in memory (a log's id entries, tests).
     public func match(_ entries: [PositiveListEntry]) -> MatchOutcome {
         let table = makeTable()
         var outcome = MatchOutcome(matches: [], idsChecked: entries.count, idsSeenOutsideTheirWindow: 0)
@@ -112,23 +73,6 @@ public struct PositiveListMatcher: Sendable {
         return PeerIDTable(pairs)
     }
 
-    /// The hot loop: one filter load per listed id we never met, which is nearly all of them.
-    private func probe(_ chunk: UnsafeRawBufferPointer, in table: PeerIDTable, into outcome: inout MatchOutcome) {
-        let stride = PositiveListBatch.entryByteCount
-        var offset = 0
-        while offset + stride <= chunk.count {
-            let id = UInt64(bigEndian: chunk.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-            if let first = table.value(for: id) {
-                let entry = PositiveListEntry(
-                    id: UserID(rawValue: id),
-                    validFrom: UnixSeconds(UInt32(bigEndian: chunk.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self))),
-                    validUntil: UnixSeconds(UInt32(bigEndian: chunk.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))))
-                record(entry, firstEncounter: Int(first), into: &outcome)
-            }
-            offset += stride
-        }
-    }
-
     func record(_ entry: PositiveListEntry, firstEncounter: Int, into outcome: inout MatchOutcome) {
         var index = firstEncounter
         var matchedAny = false
@@ -143,16 +87,5 @@ public struct PositiveListMatcher: Sendable {
             index += 1
         }
         if !matchedAny { outcome.idsSeenOutsideTheirWindow += 1 }
-    }
-}
-
-/// A batch file in the node's cache, verified when it was downloaded.
-public struct CachedBatch: Sendable, Hashable {
-    public let number: UInt64
-    public let path: String
-
-    public init(number: UInt64, path: String) {
-        self.number = number
-        self.path = path
     }
 }

@@ -121,13 +121,9 @@ public struct HistoryReporter: Sendable {
     /// its origin (`logOrigin`, nil: the key's default origin), or, from a server from before it,
     /// from the signed `keys/index.tpki` (header byte 5, docs/positive-list-format.md). Without a
     /// public key the setting cannot be trusted, so it is not read: the server then decides when
-    /// the upload arrives. A node that does not follow the log (`list.format = index`) reads the
-    /// key index only: it has no reason to know the log's origin, which the policy is signed under.
-    public func acceptance(
-        publicKey: PositiveListPublicKey?, logOrigin: String? = nil, followsLog: Bool = true
-    ) async throws(ReportError) -> UploadAcceptance {
+    /// the upload arrives.
+    public func acceptance(publicKey: PositiveListPublicKey?, logOrigin: String? = nil) async throws(ReportError) -> UploadAcceptance {
         guard let publicKey else { return UploadAcceptance(kinds: .both, source: .unknown) }
-        guard followsLog else { return try await keyIndexAcceptance(publicKey: publicKey) }
         let origin = logOrigin ?? publicKey.defaultLogOrigin
         let url = serverURL + "/" + UploadPolicyNote.relativePath
         let response = try await fetch(url, maximumByteCount: UploadPolicyNote.maximumByteCount)

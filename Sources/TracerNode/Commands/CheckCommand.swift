@@ -26,7 +26,9 @@ struct CheckCommand: AsyncParsableCommand {
     @OptionGroup var server: ListServerOptions
     @Flag(help: "Use the list already downloaded; do not contact the server.") var offline = false
     @Flag(help: "Print the result as JSON.") var json = false
-    @Flag(help: "No progress bar.") var quiet = false
+    /// Kept so that scripts written for the index's batch downloads still run: the check shows
+    /// no progress bar since it follows the list log (a few new entries at a time).
+    @Flag(help: "Accepted for older scripts; the check shows no progress bar.") var quiet = false
     @Option(name: .customLong("on-exposure"), help: ArgumentHelp(
         "A shell command to run when a new exposure is found (check.on_exposure); see `tracer check --help`.",
         discussion: "It gets TRACER_RISK, TRACER_EXPOSURE_DAYS, TRACER_WEIGHTED_MINUTES and the JSON report on stdin.",
@@ -43,20 +45,9 @@ struct CheckCommand: AsyncParsableCommand {
         guard let opened = try StoreOptions.openExisting(resolved.storeLocation) else {
             throw CommandFailure.noDatabaseToCheck
         }
+        if let warning = settings.retiredListFormatWarning { Output.standardError("Warning: \(warning).") }
         let checker = try parts.checker(store: opened, offline: offline)
-        let progress = (quiet || json) ? nil : TerminalProgress(label: "Downloading the positive list")
-        let report: ExposureCheckReport
-        do {
-            var onProgress: (@Sendable (ListDownloadProgress) -> Void)?
-            if let progress {
-                onProgress = { (update: ListDownloadProgress) in progress.update(update.receivedBytes, of: update.totalBytes) }
-            }
-            report = try await checker.check(progress: onProgress)
-        } catch {
-            progress?.finish()
-            throw error
-        }
-        progress?.finish()
+        let report = try await checker.check()
 
         if json { try Output.printJSON(report) } else { print(CheckReportText(report: report).render()) }
         if report.newExposure {

@@ -61,8 +61,7 @@ struct ReportCommand: AsyncParsableCommand {
         let reporter = HistoryReporter(serverURL: try parts.serverURL(), store: opened, http: parts.httpClient())
         // The signed setting needs the list's public key; without one the server has the last word.
         let acceptance = try await reporter.acceptance(
-            publicKey: settings.serverPublicKey == nil ? nil : try parts.publicKey(), logOrigin: settings.listOrigin,
-            followsLog: settings.listFormat != .index)
+            publicKey: settings.serverPublicKey == nil ? nil : try parts.publicKey(), logOrigin: settings.listOrigin)
         let decision = try acceptance.decide(requested: kind?.uploadKind, canAsk: canAsk)
 
         print(ReportWording.tradeOff)

@@ -70,7 +70,7 @@ struct StatusCommand: AsyncParsableCommand {
         var listCache: String
         var listLastUpdated: UnixSeconds?
         var listLastFailure: String?
-        /// Entries of the followed list log; nil when the node follows the index (or nothing yet).
+        /// Entries of the followed list log; nil before the first update.
         var listLogEntries: UInt64?
         /// Directories holding two signed checkpoints of one size that differ: the list's key
         /// signed two histories (a split view), kept for the user to hand over.

@@ -4,8 +4,8 @@ import Settings
 import TransparencyLog
 
 /// A further authority's list the node follows besides the home one (`server.*`, `list.*`): a
-/// `[lists.<name>]` table of the configuration file. Followed as a log only (the signed index is
-/// being retired); the home list stays the one `tracer report` uploads to.
+/// `[lists.<name>]` table of the configuration file. Followed as a log, as the home list is; the
+/// home list stays the one `tracer report` uploads to.
 struct FurtherListSettings: Equatable, Sendable {
     var name: String
     var url: URL

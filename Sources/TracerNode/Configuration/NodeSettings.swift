@@ -69,7 +69,9 @@ struct NodeSettings: Equatable, Sendable {
     /// A list signed longer ago than this, in seconds, counts as outdated.
     var maxListAge: Int64 = 0
     // [list]
-    var listFormat: ListFormat = .auto
+    /// `list.format` as a configuration or flag still sets it (auto or log): retired, it
+    /// changes nothing; nil when unset.
+    var retiredListFormat: String?
     /// nil: the server's default origin for server.public_key.
     var listOrigin: String?
     var listWitnesses: [NoteVerifierKey] = []
@@ -91,7 +93,14 @@ struct NodeSettings: Equatable, Sendable {
     var placeMaxFixAge: Int64 = 0
 
     enum PlaceSource: String, Sendable, CaseIterable { case none, gpsd }
-    enum ListFormat: String, Sendable, CaseIterable { case auto, log, index }
+}
+
+extension NodeSettings {
+    /// What `tracer run` and `tracer check` say, once, of a `list.format` still set: that it
+    /// changes nothing and can go.
+    var retiredListFormatWarning: String? {
+        retiredListFormat.map { "list.format = \($0) is retired: this tracer follows only the list log, so the setting changes nothing and can be removed" }
+    }
 }
 
 /// The settings plus, for each key, its value and where that came from.

@@ -152,10 +152,10 @@ enum SettingRegistry {
     /// The list as a log (docs/positive-list-format.md, "Following the log").
     private static let list: [SettingDefinition] = [
         .text(
-            "list.format", \.listFormat, .choice(NodeSettings.ListFormat.allCases.map(\.rawValue)),
-            default: .value(.text("auto")), env: "TRACER_LIST_FORMAT", flag: nil,
-            help: "Which list to follow: log (the append-only, verifiable list log at SERVER/log/), index (the signed index of a server from before the log), or auto (the log when the server publishes one, else the index; once a node has followed the log it never goes back).",
-            convert: { NodeSettings.ListFormat(rawValue: $0) ?? .auto }),
+            "list.format", \.retiredListFormat, .text(describe: "auto or log (retired: it changes nothing)", problem: TextRules.retiredListFormat),
+            env: "TRACER_LIST_FORMAT", flag: nil,
+            help: "Retired: this tracer follows only the list log (SERVER/log/). auto and log are still accepted and change nothing (tracer run and tracer check warn once; remove the line); index is refused.",
+            convert: { $0 }),
         .text(
             "list.origin", \.listOrigin, .text(describe: "a log origin such as example.org/tracer-list", problem: TextRules.logOrigin),
             env: "TRACER_LIST_ORIGIN", flag: nil,
@@ -330,6 +330,17 @@ private enum TextRules {
             return "must be a host name or IP address such as 127.0.0.1, got \(text.quotedForMessage)"
         }
         return nil
+    }
+
+    /// `list.format` names a choice a node no longer has: the values that meant the log still
+    /// load (they change nothing), the index is refused, since a node set to it would silently
+    /// follow another list than its operator chose.
+    static func retiredListFormat(_ text: String) -> String? {
+        switch text {
+        case "auto", "log": nil
+        case "index": "is index, but this tracer follows only the list log (SERVER/log/), never the signed index; remove the list.format line"
+        default: "must be auto or log, got \(text.quotedForMessage); the setting is retired (this tracer follows only the list log), so remove the line"
+        }
     }
 
     static func controllerQuirks(_ text: String) -> String? {

@@ -207,13 +207,12 @@ struct DoctorChecks {
         var serverDate: Date?
         do {
             let url = try parts.serverURL()
-            let key = try parts.publicKey()
             let http = parts.httpClient()
             serverDate = try? await http.perform(HTTPRequest(url: url + "/healthz")).header("date").flatMap(Self.httpDate)
-            let updating = try parts.listUpdating(key: key, http: http)
+            let updater = try parts.homeUpdater(try parts.followedLog(), http: http)
             let lock = try await parts.cache.lock()
             defer { lock.release() }
-            let update = try await updating.update(holding: lock)
+            let update = try await updater.update(holding: lock)
             return (.pass("list server", "\(redactedURL(url)) answered; \(update.summary)"), serverDate)
         } catch {
             // The server's clock still tells whether this machine's clock is the cause.
@@ -239,8 +238,10 @@ struct DoctorChecks {
             do {
                 let lock = try await list.cache.lock()
                 defer { lock.release() }
-                let update = try await ListUpdating(index: nil, log: list.updater).update(holding: lock)
-                checks.append(.pass(name, "\(redactedURL(configured.url.absoluteString)) answered; \(update.summary)"))
+                // Made with offline: false, every further list has its updater.
+                if let update = try await list.updater?.update(holding: lock) {
+                    checks.append(.pass(name, "\(redactedURL(configured.url.absoluteString)) answered; \(update.summary)"))
+                }
             } catch {
                 checks.append(.fail(
                     name, UserMessage.describe(error),
