@@ -66,8 +66,11 @@ public enum SettingKind: Sendable {
     case number(SettingBounds<Double>)
     case boolean
     case choice([String])
-    /// Free text that `problem` accepts when it returns nil.
+    /// Free text that `problem` accepts when it returns nil; never empty.
     case text(describe: String, problem: @Sendable (String) -> String?)
+    /// The same where empty text means something (no prefix), or where `problem` words what an
+    /// empty required value needs better than "must not be empty".
+    case textOrEmpty(describe: String, problem: @Sendable (String) -> String?)
     /// A file or directory; made absolute against `PathContext`.
     case path
     /// A list of texts (a flag or variable joins them with commas); `problem` checks the whole list.
@@ -92,7 +95,7 @@ public enum SettingKind: Sendable {
         case (.number, .integer(let integer)): return checkRange(Double(integer))
         case (.number, .number(let number)): return checkRange(number)
         case (.boolean, .boolean(let boolean)): return .success(.boolean(boolean))
-        case (.choice, .text(let text)), (.text, .text(let text)), (.path, .text(let text)):
+        case (.choice, .text(let text)), (.text, .text(let text)), (.textOrEmpty, .text(let text)), (.path, .text(let text)):
             return check(text: text, paths: paths)
         case (.textList(_, let problem), .list(let items)):
             var texts: [String] = []
@@ -137,6 +140,9 @@ public enum SettingKind: Sendable {
             guard !text.isEmpty else { return .failure(SettingProblem("must not be empty; leave it out to leave it unset")) }
             if let problem = problem(text) { return .failure(SettingProblem(problem)) }
             return .success(.text(text))
+        case .textOrEmpty(_, let problem):
+            if let problem = problem(text) { return .failure(SettingProblem(problem)) }
+            return .success(.text(text))
         case .path:
             guard !text.isEmpty else { return .failure(SettingProblem("must not be empty; leave it out to use the default")) }
             guard !text.contains("\0") else { return .failure(SettingProblem("must not contain a NUL character")) }
@@ -171,11 +177,12 @@ public enum SettingKind: Sendable {
     /// The accepted values, as in "must be <expected>".
     public var expected: String {
         switch self {
-        case .integer(let bounds): return "an integer \(bounds.range(String.init))"
-        case .number(let bounds): return "a number \(bounds.range { SettingValue.number($0).description })"
+        case .integer(let bounds): return "an integer \(bounds.range(String.init))" + (bounds.hint.map { " (\($0))" } ?? "")
+        case .number(let bounds): return "a number \(bounds.range { SettingValue.number($0).description })" + (bounds.hint.map { " (\($0))" } ?? "")
         case .boolean: return "true or false"
         case .choice(let choices): return "one of " + choices.joined(separator: ", ")
-        case .text(let describe, _), .textList(let describe, _), .integerList(let describe, _), .structured(let describe): return describe
+        case .text(let describe, _), .textOrEmpty(let describe, _), .textList(let describe, _), .integerList(let describe, _), .structured(let describe):
+            return describe
         case .path: return "a path"
         }
     }

@@ -52,7 +52,7 @@ public struct SettingResolution<Target: Sendable>: Sendable {
                 fromEnvironment = try Self.checked(raw, row: row, source: .environment(variable: variable), paths: paths)
             }
             var fromFlag: FileValue?
-            if let raw = flags[row.key] {
+            if row.flag != nil, let raw = flags[row.key] {
                 fromFlag = try Self.checked(raw, row: row, source: .flag(row.flag ?? "--" + row.key), paths: paths)
             }
             let given = fromFlag ?? fromEnvironment ?? file[row.key]
@@ -76,9 +76,12 @@ public struct SettingResolution<Target: Sendable>: Sendable {
         self.entries = entries
         for constraint in constraints {
             guard let problem = constraint.problem(settings) else { continue }
-            var source = self.source(of: constraint.blamed) ?? .builtIn(detail: nil)
-            if case .builtIn = source { source = self.source(of: constraint.other) ?? source }
-            throw .conflict(key: constraint.blamed, source: source, problem: problem)
+            // Blamed: where `blamed` was given, unless `other` was given where it weighs more (a
+            // flag over the file): that is the value the user just changed.
+            let blamed = self.source(of: constraint.blamed) ?? .builtIn(detail: nil)
+            let other = self.source(of: constraint.other) ?? .builtIn(detail: nil)
+            let (key, source) = other.precedence > blamed.precedence ? (constraint.other, other) : (constraint.blamed, blamed)
+            throw .conflict(key: key, source: source, problem: problem)
         }
     }
 

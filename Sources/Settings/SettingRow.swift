@@ -26,6 +26,8 @@ public struct SettingRow<Target>: Sendable {
     public var assign: @Sendable (inout Target, SettingValue) throws(SettingProblem) -> Void
     /// The effective value in `config`'s words; nil: the checked value as it reads.
     public var show: (@Sendable (Target) -> String)?
+    /// What leaving the setting out means, when its default is no value ("no long poll (404)").
+    public var absent: String?
 
     public init(
         key: String, kind: SettingKind, defaultValue: Default = .none, environmentVariable: String?, flag: String?, help: String,
@@ -66,10 +68,12 @@ extension SettingRow {
         _ key: String, _ property: WritableKeyPath<Target, Value?> & Sendable, _ kind: SettingKind, absent: String,
         env: String?, flag: String?, help: String
     ) -> SettingRow {
-        SettingRow(
+        var row = SettingRow(
             key: key, kind: kind, environmentVariable: env, flag: flag, help: help,
             show: { settings in settings[keyPath: property].map { "\($0)" } ?? "(unset: \(absent))" },
             assign: { settings, value in if case .integer(let integer) = value { settings[keyPath: property] = Value(clamping: integer) } })
+        row.absent = absent
+        return row
     }
 
     public static func number(

@@ -44,6 +44,16 @@ public enum SettingSource: Equatable, Sendable, CustomStringConvertible, Encodab
         }
     }
 
+    /// Which source wins over which: a flag (3) over a variable over the file over the default (0).
+    public var precedence: Int {
+        switch self {
+        case .builtIn: 0
+        case .file: 1
+        case .environment: 2
+        case .flag: 3
+        }
+    }
+
     private enum CodingKeys: String, CodingKey { case kind, detail, path, line, variable, flag }
 
     public func encode(to encoder: any Encoder) throws {

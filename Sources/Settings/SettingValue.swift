@@ -69,10 +69,11 @@ public indirect enum SettingInput: Equatable, Sendable, Codable {
             self = .text(text)
         } else if let items = try? container.decode([SettingInput].self) {
             self = .list(items)
-        } else if let fields = try? container.decode([String: SettingInput].self) {
-            self = .object(fields)
+        } else if let fields = try? container.decode([String: SettingInput?].self) {
+            // A field set to null is left out, as JSON writers do for an absent optional.
+            self = .object(fields.compactMapValues { $0 })
         } else {
-            throw DecodingError.dataCorruptedError(in: container, debugDescription: "null is not a setting's value; leave the setting out instead")
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "holds a null, which no setting takes; leave it out instead")
         }
     }
 
@@ -111,7 +112,7 @@ public indirect enum SettingInput: Equatable, Sendable, Codable {
 extension SettingProblem {
     /// A decoder's complaint about a field of an object or list setting: "url is missing" and
     /// "poolSize must be an integer" name the field after the setting's key.
-    init(describing error: DecodingError) {
+    public init(describing error: DecodingError) {
         func field(_ path: [any CodingKey]) -> String? {
             let text = path.map { $0.intValue.map { "[\($0)]" } ?? $0.stringValue }.reduce("") { shown, part in
                 shown.isEmpty || part.hasPrefix("[") ? shown + part : shown + "." + part

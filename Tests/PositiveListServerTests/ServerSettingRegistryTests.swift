@@ -164,6 +164,41 @@ import TestTiers
         }
     }
 
+    /// What the file may leave to its default: a null, an empty key prefix, as before the settings kit.
+    @Test func nullIsLeftOutAndAnEmptyKeyPrefixIsNoPrefix() throws {
+        let given = try report(#""longPollSeconds": null, "witnessedLogs": [{"key": "example.org/tracer-list+58d752fd+AddamAGCsQq31Uv+08lkBzoO4XLz2qYjJa8CGmj3B1Ea", "origin": null}], "objectStore": {"endpoint": "https://s3.example", "bucket": "tracer-list", "keyPrefix": ""}"#)
+        #expect(given.configuration.longPollSeconds == nil)
+        #expect(given.configuration.witnessedLogs.first?.origin == "example.org/tracer-list")
+        #expect(given.configuration.objectStore?.location.keyPrefix == "")
+        #expect(throws: ConfigurationError.unknownSetting(path: "config.json", name: "database.user")) {
+            try report(#""database": {"url": "postgresql://tracer@127.0.0.1/tracer", "user": "tracer"}"#)
+        }
+    }
+
+    /// A rule between two settings points at the one the user gave where it weighs more, and every
+    /// layer is checked: a bad variable is refused even when a flag overrides it.
+    @Test func aBrokenRuleBlamesTheFlagAndEveryLayerIsChecked() throws {
+        let flags = try ServerSettingFlags.split(["--publish-interval-seconds=86400"]).settings
+        #expect(throws: ConfigurationError.invalidOverride(
+            key: "publishIntervalSeconds", source: .flag("--publish-interval-seconds"),
+            detail: "publishIntervalSeconds + indexRefreshSeconds must be at most 129600 (36 hours), so nodes never see an index older than that")
+        ) { try report(#""indexRefreshSeconds": 86400"#, overrides: ServerSettingOverrides(environment: [:], flags: flags)) }
+        let hidden = ServerSettingOverrides(environment: ["TRACER_SERVER_RETENTION_DAYS": "99"], flags: ["retentionDays": "7"])
+        #expect(throws: ConfigurationError.invalidOverride(
+            key: "retentionDays", source: .environment(variable: "TRACER_SERVER_RETENTION_DAYS"), detail: "retentionDays must be between 1 and 28, got 99")
+        ) { try report(overrides: hidden) }
+        // A file-only setting is never taken from a flag, whatever the caller passes.
+        #expect(try report(overrides: ServerSettingOverrides(environment: [:], flags: ["database": "postgresql://u@h/d"])).configuration.database == nil)
+        let invalidOrigin = ServerSettingOverrides(environment: ["TRACER_SERVER_LOG_ORIGIN": "two words"], flags: ["logOrigin": "example.org/x"])
+        #expect(throws: ConfigurationError.self) { try report(overrides: invalidOrigin) }
+    }
+
+    @Test func theHelpSaysWhatLeavingASettingOutMeans() {
+        #expect(ServerSettingsReport.help.contains("longPollSeconds: How long GET /v1/generation holds a request before answering 204, in seconds. Accepts an integer from 1 to 300 (leave it out to turn the long poll off); left out: no long poll (404)."))
+        #expect(ServerSettingsReport.help.contains("left out: tracer-list/ and 16 hex digits of the public key's SHA-256"))
+        #expect(ServerSettingsReport.help.contains("Accepts an integer of at least 300 (and at most publishIntervalSeconds)."))
+    }
+
     /// `config` shows database.url as written, so no form of it may carry the password.
     @Test func aDatabasePasswordInAnyFormOfTheURLIsRefused() throws {
         let detail = "database.url must not hold the password; put it in the environment variable \(DatabaseConfiguration.defaultPasswordEnvironment) or in a 0600 file named by database.passwordFile"
@@ -207,8 +242,12 @@ import TestTiers
             #""database": {"url": 5}"#: "database.url must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer, got an integer",
             #""console": {"sessionIdleSeconds": 0}"#: "console.sessionIdleSeconds must be between 1 and 86400, got 0",
             #""console": {"sessionIdleSeconds": 600, "sessionLifetimeSeconds": 60}"#: "console.sessionLifetimeSeconds must be between sessionIdleSeconds and 604800 (a week)",
-            #""objectStore": {"bucket": "b"}"#: "objectStore.endpoint is missing",
-            #""database": {}"#: "database.url is missing",
+            #""objectStore": {"bucket": "b"}"#: "objectStore.endpoint is missing; give the store's http or https address, such as https://s3.eu-central-1.amazonaws.com",
+            #""objectStore": {"endpoint": "https://s3.example", "bucket": ""}"#: "objectStore.bucket is missing; give the bucket's name",
+            #""database": {}"#: "database.url is missing; give a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer",
+            #""database": {"url": ""}"#: "database.url must be a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer",
+            #""trustedProxies": ["10.0.0.1", null]"#: "trustedProxies holds a null, which no setting takes; leave it out instead",
+            #""logOrigin": "two words""#: "logOrigin must be 1 to 255 bytes without spaces, + or control characters",
         ]
         for (extra, detail) in cases {
             #expect(throws: ConfigurationError.invalidValue(path: "config.json", detail: detail), "\(extra)") {

@@ -31,7 +31,7 @@ public struct DatabaseConfiguration: Sendable, Equatable {
 
     /// The section's fields, each checked as it is read; `url` is required (``finish()``).
     static let section = SettingSection<DatabaseConfiguration>([
-        .field("url", .text(describe: "a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer", problem: urlProblem)) { database, value in
+        .field("url", .textOrEmpty(describe: "a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer", problem: urlProblem)) { database, value in
             if case .text(let url) = value { database.url = url.trimmingCharacters(in: .whitespaces) }
         },
         .text("passwordFile", \.passwordFile, .text(describe: "the path of a 0600 file", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
@@ -43,7 +43,7 @@ public struct DatabaseConfiguration: Sendable, Equatable {
 
     /// Refuses a section without its URL.
     func finish() throws(SettingProblem) {
-        if url.isEmpty { throw SettingProblem("is missing", field: "url") }
+        if url.isEmpty { throw SettingProblem("is missing; give a postgresql:// URL such as postgresql://tracer@127.0.0.1:5432/tracer", field: "url") }
     }
 
     private static func urlProblem(_ text: String) -> String? {

@@ -140,7 +140,17 @@ public struct ServerConfiguration: Sendable {
 
     /// The checked configuration, and where each setting came from.
     public static func read(_ data: Data, path: String, overrides: ServerSettingOverrides = .none) throws(ConfigurationError) -> ServerSettingsReport {
-        guard let fields = try? JSONDecoder().decode([String: SettingInput].self, from: data) else { throw .notJSONObject(path: path) }
+        guard (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else { throw .notJSONObject(path: path) }
+        let fields: [String: SettingInput]
+        do {
+            // A setting set to null is left out (its default), as before the settings kit.
+            fields = try JSONDecoder().decode([String: SettingInput?].self, from: data).compactMapValues { $0 }
+        } catch let error as DecodingError {
+            // Named by its place in the file ("trustedProxies[0] …"): no row has read it yet.
+            throw .invalidValue(path: path, detail: String(SettingProblem(describing: error).named("").drop { $0 == "." }))
+        } catch {
+            throw .notJSONObject(path: path)
+        }
         // A misspelt limit silently falling back to its default would be worse than refusing.
         if let unknown = Set(fields.keys).subtracting(ServerSettingRegistry.keys).sorted().first {
             throw .unknownSetting(path: path, name: unknown)

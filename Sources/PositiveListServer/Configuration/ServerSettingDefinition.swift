@@ -43,19 +43,21 @@ extension SettingRow where Target == ServerConfiguration {
         return row
     }
 
-    /// A name checked by `problem`, whose message names the setting; nil: the default `absent` says.
+    /// A name checked by `problem` (in every layer it is given in), whose message names the
+    /// setting; left out, the default `absent` says.
     static func name(
         _ key: String, _ property: WritableKeyPath<ServerConfiguration, String?> & Sendable, describe: String, absent: String, help: String,
         problem: @escaping @Sendable (String) -> String?
     ) -> Self {
-        SettingRow(
-            key: key, kind: .text(describe: describe, problem: { _ in nil }), environmentVariable: ServerSettingNames.environmentVariable(key),
-            flag: ServerSettingNames.flag(key), help: help, show: { $0[keyPath: property] ?? "(unset: \(absent))" },
-            assign: { (configuration, value) throws(SettingProblem) in
-                guard case .text(let text) = value else { return }
-                if let problem = problem(text) { throw SettingProblem(namingItsSetting: problem) }
-                configuration[keyPath: property] = text
-            })
+        // The kit's refusals follow the key; the rule's own message begins with it.
+        let clause = { @Sendable (text: String) -> String? in
+            problem(text).map { $0.hasPrefix(key + " ") ? String($0.dropFirst(key.count + 1)) : $0 }
+        }
+        var row = Self.text(
+            key, property, .text(describe: describe, problem: clause), env: ServerSettingNames.environmentVariable(key),
+            flag: ServerSettingNames.flag(key), help: help, show: { $0[keyPath: property] ?? "(unset: \(absent))" }, convert: { $0 })
+        row.absent = absent
+        return row
     }
 }
 

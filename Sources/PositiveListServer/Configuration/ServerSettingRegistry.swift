@@ -210,7 +210,8 @@ public struct ServerSettingsReport: Sendable {
             let outside = definition.environmentVariable.map { variable in
                 " Environment \(variable), flag \(definition.flag ?? "")."
             } ?? " Only in the file."
-            return "\(definition.key): \(definition.help) Accepts \(definition.kind.expected).\(outside)"
+            let absent = definition.absent.map { "; left out: \($0)" } ?? ""
+            return "\(definition.key): \(definition.help) Accepts \(definition.kind.expected)\(absent).\(outside)"
         }.joined(separator: "\n\n")
     }
 }

@@ -19,10 +19,10 @@ public struct ObjectStoreSettings: Sendable, Equatable {
 
     /// The section's fields; `endpoint` and `bucket` are required (``finish()``).
     static let section = SettingSection<ObjectStoreSettings>([
-        .text("endpoint", \.location.endpoint, .text(describe: "an http or https address", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
-        .text("bucket", \.location.bucket, .text(describe: "a bucket name", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
+        .text("endpoint", \.location.endpoint, .textOrEmpty(describe: "an http or https address", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
+        .text("bucket", \.location.bucket, .textOrEmpty(describe: "a bucket name", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
         .text("region", \.location.region, .text(describe: "a region name", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
-        .text("keyPrefix", \.location.keyPrefix, .text(describe: "a key prefix", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
+        .text("keyPrefix", \.location.keyPrefix, .textOrEmpty(describe: "empty, or a folder ending in /", problem: { _ in nil }), env: nil, flag: nil, help: "", convert: { $0 }),
         .boolean("pathStyle", \.location.pathStyle, env: nil, flag: nil, help: ""),
         .text(
             "credentialsFile", \.credentialsFile, .text(describe: "an absolute path", problem: { $0.hasPrefix("/") ? nil : "must be an absolute path" }),
@@ -35,8 +35,10 @@ public struct ObjectStoreSettings: Sendable, Equatable {
 
     /// Refuses a section without its endpoint or bucket, or with a location no store takes.
     mutating func finish() throws(SettingProblem) {
-        if location.endpoint.isEmpty { throw SettingProblem("is missing", field: "endpoint") }
-        if location.bucket.isEmpty { throw SettingProblem("is missing", field: "bucket") }
+        if location.endpoint.isEmpty {
+            throw SettingProblem("is missing; give the store's http or https address, such as https://s3.eu-central-1.amazonaws.com", field: "endpoint")
+        }
+        if location.bucket.isEmpty { throw SettingProblem("is missing; give the bucket's name", field: "bucket") }
         // Through the initializer, which brings the endpoint to one spelling (no trailing slash).
         location = ObjectStoreLocation(
             endpoint: location.endpoint, bucket: location.bucket, region: location.region, keyPrefix: location.keyPrefix, pathStyle: location.pathStyle)
