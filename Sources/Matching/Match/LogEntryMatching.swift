@@ -32,7 +32,6 @@ extension PositiveListMatcher {
             var part: UInt16
         }
         var seen: [Part: Data] = [:]
-        var ids: [PositiveListEntry] = []
         var keys: [DailyKeyRecord] = []
         var idBatches = Set<UInt64>()
         var keyBatches = Set<UInt64>()
@@ -57,8 +56,10 @@ extension PositiveListMatcher {
             if seen[part] == nil { seen[part] = bytes }
             switch entry.payload {
             case .ids(let listed):
+                // Matched entry by entry: gathered first, the ids of a national list would take
+                // hundreds of megabytes.
                 idBatches.insert(entry.batchNumber)
-                ids += listed
+                add(match(listed, table: table))
             case .keys(let records):
                 keyBatches.insert(entry.batchNumber)
                 keys += records
@@ -69,7 +70,6 @@ extension PositiveListMatcher {
             }
         }
         if !keys.isEmpty { add(match(keys: keys, table: table, windowRule: windowRule)) }
-        if !ids.isEmpty { add(match(ids)) }
         return LogMatchOutcome(outcome: total, idBatches: idBatches.count, keyBatches: keyBatches.count, unreadableEntries: unreadable)
     }
 }

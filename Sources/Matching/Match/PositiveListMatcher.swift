@@ -54,7 +54,11 @@ public struct PositiveListMatcher: Sendable {
 
     /// Matches entries already in memory (a log's id entries, tests).
     public func match(_ entries: [PositiveListEntry]) -> MatchOutcome {
-        let table = makeTable()
+        match(entries, table: makeTable())
+    }
+
+    /// `entries` against a table made once for many calls (one per log entry).
+    func match(_ entries: [PositiveListEntry], table: PeerIDTable) -> MatchOutcome {
         var outcome = MatchOutcome(matches: [], idsChecked: entries.count, idsSeenOutsideTheirWindow: 0)
         for entry in entries {
             if let first = table.value(for: entry.id.rawValue) {
