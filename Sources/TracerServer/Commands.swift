@@ -405,9 +405,15 @@ struct Status: AsyncParsableCommand {
     private func showFailingOutcomes() -> Bool {
         var failing = false
         for (what, path) in [("Publication", location.paths.publicationRecord), ("Object store sync", location.paths.objectStoreSyncRecord)] {
-            guard let record = OutcomeRecord.read(from: path), !record.succeeded else { continue }
-            failing = true
-            print("\(what) FAILING (last tried \(record.at.utcText)): \(record.detail)")
+            guard let record = OutcomeRecord.read(from: path) else { continue }
+            if !record.succeeded {
+                failing = true
+                print("\(what) FAILING (last tried \(record.at.utcText)): \(record.detail)")
+            } else if let warning = record.warning {
+                // Nodes follow only the log: a publication that left it behind is a failure to them.
+                failing = true
+                print("\(what) INCOMPLETE (last at \(record.at.utcText)): \(warning)")
+            }
         }
         return failing
     }

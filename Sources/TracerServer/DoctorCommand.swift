@@ -48,6 +48,7 @@ struct Doctor: AsyncParsableCommand {
         // published directory shows here, not in a check of the database.
         if let record = OutcomeRecord.read(from: location.paths.publicationRecord) {
             report(record.succeeded, "publication", record.succeeded ? "last at \(record.at.utcText): \(record.detail)" : "failing (last tried \(record.at.utcText)): \(record.detail)")
+            if let warning = record.warning { report(false, "list log", "not appended by the last publication (\(record.at.utcText)): \(warning)") }
         }
         do {
             if let settings = try objectStore.settings(configured: configuration.objectStore) {

@@ -167,6 +167,39 @@ import TracerCore
         #expect(next.entries.map(\.id.hex).sorted() == arrivedMeanwhile.map(\.id).sorted())
     }
 
+    /// A live batch's recorded `entries` damaged (a content-less row is the upgrade suite's):
+    /// uploads cannot be checked against its ids, so they are refused, storing nothing, never
+    /// taking a published id as new; with the record repaired they go in again.
+    @Test func aDamagedBatchRecordStopsUploadsWithoutStoringAnything() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let first = Histories.entries(count: 30, endingAt: Self.now, seed: 1)
+        #expect(try await append(first, to: fixture.store, fixture) == 30)
+        try await fixture.makePublisher().publish()
+        let original = try await fixture.store.read { db in try Data.fetchOne(db, sql: "SELECT entries FROM batches WHERE number = 1") }
+        let second = Histories.entries(count: 5, endingAt: Self.now, seed: 2)
+        // Cut short, or a count so large that its size overflows: neither may trap.
+        for damage in ["UPDATE batches SET entries = substr(entries, 1, 100)", "UPDATE batches SET id_count = 9223372036854775807"] {
+            _ = try await fixture.store.write { db in try db.execute(sql: damage) }
+            // A fresh store, as a restarted server reads the live batches' ids.
+            let store = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
+            let error = await #expect(throws: ServerStoreError.self) {
+                _ = try await store.appendHistory(
+                    try entries(fixture, first + second), credential: .authority(name: "Health Authority A"), idempotencyKey: nil,
+                    now: Self.now)
+            }
+            guard case .batchContentMissing(batch: "batch 1") = error else { Issue.record("\(damage): \(String(describing: error))"); return }
+            #expect(try await pendingRowCount(store) == 0)
+            #expect(try await store.summary(now: Self.now).submissions == 1)
+            _ = try await store.write { db in
+                try db.execute(sql: "UPDATE batches SET entries = ?, id_count = 30 WHERE number = 1", arguments: [original])
+            }
+        }
+        let store = try ServerStore.open(path: fixture.paths.database, publishedDirectory: fixture.paths.published)
+        #expect(try await append(first + second, to: store, fixture) == 5)
+        #expect(try await store.summary(now: Self.now).submissions == 2)
+    }
+
     @Test func anotherProcessAppendingOrPublishingIsSeen() async throws {
         // The server and a `tracer-server append` or `publish` process: two connections, each
         // with its own pending-id set.

@@ -11,15 +11,19 @@ import TracerTestSupport
 
 /// A database whose live batches a tracer-server from before schema v6 (SQLite) or version 4
 /// (PostgreSQL) recorded: rows without what the batches published, and the batch files. Opening
-/// it copies that in from the files, checked against the recorded size and SHA-256, once; a
-/// missing or damaged file refuses the open with what to do, and nothing is published from it.
+/// it copies that in from the files, checked against the recorded size and SHA-256; a missing or
+/// damaged file leaves its row without content and a warning, never a refused open: the log
+/// waits at that batch (the rest is published) until an open finds the file.
 @Suite(.tags(.integration), .serialized, .sharedPostgres) struct PublishedContentUpgradeTests {
     static let authority = SubmissionCredential.authority(name: "Health Authority A")
     /// The SQLite schema's last step before the batches kept what they published.
     static let lastSQLiteStepWithoutContent = "v5: console accounts, sessions, issued codes, audit"
+    /// The PostgreSQL schema's last version before the batches kept what they published.
+    static let lastPostgresVersionWithoutContent = 3
 
     /// A data directory as the older server left it: id batch 1 and key batch 1, recorded and
-    /// written, the published ids and keys in neither pending table.
+    /// written, the published ids and keys in neither pending table; id batch 2, expired, its
+    /// file deleted as the older publisher did.
     struct OlderData {
         let server: ServerFixture
         let backend: StoreBackend
@@ -68,6 +72,12 @@ import TracerTestSupport
                             VALUES (?, ?, ?, ?, ?, ?, ?, ?)
                             """,
                         arguments: StatementArguments(Self.sqliteValues(keyBatchRow)))
+                    try db.execute(
+                        sql: """
+                            INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at, expired_at)
+                            VALUES (2, 900, 1800, 100, ?, 1, 1, 1800, ?)
+                            """,
+                        arguments: [Data(repeating: 7, count: 32), now])
                     for key in keys {
                         try db.execute(
                             sql: "INSERT INTO submitted_keys (key, day, interval, batch) VALUES (?, ?, ?, 1)",
@@ -76,11 +86,25 @@ import TracerTestSupport
                 }
                 try queue.close()
             case .postgres:
-                // Version 4 adds a column that may be NULL: an older server's rows are rows without it.
+                // A version-3 database, as the older server's migrations left it, then its rows.
                 location = try SharedPostgres.createDatabase()
-                let store = try await PostgresServerStore.open(
-                    settings: PostgresSettings(connection: location, password: nil), publishedDirectory: server.paths.published, poolSize: 1)
-                _ = try await store.run { connection in
+                let pool = PostgresConnectionPool(settings: PostgresSettings(connection: location, password: nil), size: 1)
+                try await pool.withConnection { connection in
+                    try connection.exec("""
+                        CREATE TABLE tracer_schema_migrations (
+                            version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())
+                        """)
+                    for step in PostgresSchema.migrations where step.version <= lastPostgresVersionWithoutContent {
+                        try connection.execScript(step.sql)
+                        try connection.exec(
+                            "INSERT INTO tracer_schema_migrations (version, name) VALUES ($1, $2)", [.int(Int64(step.version)), .text(step.name)])
+                    }
+                    try connection.exec(
+                        """
+                        INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at, expired_at)
+                        VALUES (2, 900, 1800, 100, $1, 1, 1, 1800, $2)
+                        """,
+                        [.bytes([UInt8](repeating: 7, count: 32)), .int(now)])
                     try connection.exec(
                         """
                         INSERT INTO batches (number, range_start, range_end, byte_count, sha256, id_count, last_submission, published_at)
@@ -126,10 +150,45 @@ import TracerTestSupport
         /// Opens the store as the upgraded server does.
         func open() async throws -> any SubmissionStore {
             switch backend {
-            case .sqlite: try ServerStore.open(path: location, publishedDirectory: server.paths.published)
+            case .sqlite: try ServerStore.open(path: location, publishedDirectory: server.paths.published, logger: server.logs.logger)
             case .postgres:
                 try await PostgresServerStore.open(
-                    settings: PostgresSettings(connection: location, password: nil), publishedDirectory: server.paths.published, poolSize: 2)
+                    settings: PostgresSettings(connection: location, password: nil), publishedDirectory: server.paths.published, poolSize: 2,
+                    logger: server.logs.logger)
+            }
+        }
+
+        /// Runs `sql` on the database directly, as another process would.
+        func execute(_ sql: String) async throws {
+            switch backend {
+            case .sqlite:
+                let queue = try DatabaseQueue(path: location)
+                try await queue.write { db in try db.execute(sql: sql) }
+                try queue.close()
+            case .postgres:
+                let pool = PostgresConnectionPool(settings: PostgresSettings(connection: location, password: nil), size: 1)
+                try await pool.withConnection { connection in _ = try connection.exec(sql) }
+            }
+        }
+
+        /// Whether the database holds id batch 1's and key batch 1's content, read directly.
+        func holdsContent() async throws -> (ids: Bool, keys: Bool) {
+            let sql = "SELECT (SELECT entries IS NOT NULL FROM batches WHERE number = 1), (SELECT records IS NOT NULL FROM key_batches WHERE number = 1)"
+            switch backend {
+            case .sqlite:
+                let queue = try DatabaseQueue(path: location)
+                defer { try? queue.close() }
+                return try await queue.read { db in
+                    let row = try #require(try Row.fetchOne(db, sql: sql))
+                    return (row[0], row[1])
+                }
+            case .postgres:
+                let pool = PostgresConnectionPool(settings: PostgresSettings(connection: location, password: nil), size: 1)
+                let row = try await pool.withConnection { connection in
+                    let row = try #require(try connection.exec(sql).first)
+                    return (try row.bool(0), try row.bool(1))
+                }
+                return row
             }
         }
 
@@ -137,11 +196,20 @@ import TracerTestSupport
             Publisher(
                 store: store, directory: server.paths.published, signingKey: server.signingKey,
                 retentionSeconds: server.configuration.retentionSeconds, keySettings: KeyPublicationSettings(server.configuration),
-                idPublicationDelaySeconds: 0, clock: server.clock, logger: server.logs.logger)
+                idPublicationDelaySeconds: 0, clock: server.clock, logger: server.logs.logger, recordPath: server.paths.publicationRecord)
+        }
+
+        /// The log the publisher wrote: each id batch's entries and key batch's keys.
+        func logged() throws -> (ids: [UInt64: [PositiveListEntry]], keys: [UInt64: [DailyKeyRecord]]) {
+            let log = try PublishedListLog.open(
+                server.paths.published, identity: try ListLogIdentity(origin: nil, publicKey: server.signingKey.publicKey))
+            let (ids, keys, _) = try log.batches()
+            return (ids, keys)
         }
     }
 
-    /// The first open copies what the older batches published from their files; from then on the
+    /// The first open (PostgreSQL: of a version-3 database) copies what the older live batches
+    /// published from their files, the expired one's gone file not looked for; from then on the
     /// files are not needed: the log appends the same entries, uploads of published ids and keys
     /// are no new ones, and the store opens again without them.
     @Test(arguments: StoreBackend.allCases) func theFirstOpenCopiesTheBatchFilesInOnce(backend: StoreBackend) async throws {
@@ -159,19 +227,57 @@ import TracerTestSupport
         #expect(try await reopened.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0) == contents)
         let report = try await older.publisher(reopened).publish()
         #expect(report.log?.appendedIDBatches == [1] && report.log?.appendedKeyBatches == [1])
-        let log = try PublishedListLog.open(
-            older.server.paths.published, identity: try ListLogIdentity(origin: nil, publicKey: older.server.signingKey.publicKey))
-        let (loggedIDs, loggedKeys, _) = try log.batches()
-        #expect(loggedIDs[1] == older.ids)
-        #expect(loggedKeys[1].map(Set.init) == Set(older.keys))
+        let (loggedIDs, loggedKeys) = try older.logged()
+        #expect(loggedIDs.keys.sorted() == [1] && loggedIDs[1] == older.ids)
+        #expect(loggedKeys.keys.sorted() == [1] && loggedKeys[1].map(Set.init) == Set(older.keys))
+        #expect(!older.server.logs.all.contains { $0.contains("not copied") }, "\(older.server.logs.all)")
         let outcome = try await reopened.appendHistory(Array(older.ids.prefix(4)), credential: Self.authority, idempotencyKey: nil, now: older.server.clock.now())
         guard case .stored(let receipt) = outcome else { Issue.record("\(outcome)"); return }
         #expect(receipt.received == 4 && receipt.stored == 0, "a published id taken as new")
     }
 
-    /// A missing, altered or cut file of an older batch refuses the open and says which file and
-    /// what to do; nothing is copied or published; with the file restored, the open succeeds.
-    @Test(arguments: StoreBackend.allCases) func aMissingOrDamagedBatchFileRefusesTheOpen(backend: StoreBackend) async throws {
+    /// A missing id batch file: the open succeeds and warns, naming the file and what to do; the
+    /// row stays without content (the key batch, whose file is there, is copied in); the
+    /// publication succeeds, purge included, and says the log waits, which it does, appending
+    /// nothing. With the file restored the next open copies it in and the next publication
+    /// appends exactly what the batches published.
+    @Test(arguments: StoreBackend.allCases) func aMissingBatchFileLeavesTheLogWaitingUntilItIsBack(backend: StoreBackend) async throws {
+        let older = try await OlderData.make(backend)
+        defer { older.server.remove() }
+        let idPath = older.server.paths.published.batchPath(number: 1)
+        unlink(idPath)
+        let store = try await older.open()
+        let warnings = older.server.logs.all.filter { $0.hasPrefix("warning") }
+        #expect(warnings.count == 1 && warnings.allSatisfy { $0.contains(idPath) && $0.contains("it is missing") && $0.contains("Restore the file") }, "\(warnings)")
+        #expect(try await older.holdsContent() == (ids: false, keys: true))
+        let missing = await #expect(throws: ServerStoreError.self) { _ = try await store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0) }
+        guard case .batchContentMissing(batch: "batch 1") = missing else { Issue.record("\(String(describing: missing))"); return }
+
+        // An upload code expired long before the retention cutoff: the purge forgets it.
+        try await store.recordIssuedCode(UploadCode.generate(), authority: "Health Authority A", issuedAt: 0, expiresAt: 1)
+        let report = try await older.publisher(store).publish()
+        #expect(report.log == nil && report.logWaiting?.contains("batch 1") == true, "\(String(describing: report.logWaiting))")
+        #expect(!FileManager.default.fileExists(atPath: older.server.paths.published.logCheckpointPath))
+        #expect(try await store.uploadCodeCounts(now: older.server.clock.now()).expiredUnused == 0, "the purge did not run")
+        let record = try #require(OutcomeRecord.read(from: older.server.paths.publicationRecord))
+        #expect(record.succeeded && record.warning?.contains("the list log was not appended: batch 1") == true, "\(record)")
+        #expect(older.server.logs.all.contains { $0.hasPrefix("error log not appended") && $0.contains("batch=batch 1") })
+
+        try AtomicFile.write(older.idFile, to: idPath)
+        let reopened = try await older.open()
+        #expect(try await older.holdsContent() == (ids: true, keys: true))
+        let next = try await older.publisher(reopened).publish()
+        #expect(next.logWaiting == nil && next.log?.appendedIDBatches == [1] && next.log?.appendedKeyBatches == [1])
+        let (loggedIDs, loggedKeys) = try older.logged()
+        #expect(loggedIDs.keys.sorted() == [1] && loggedIDs[1] == older.ids)
+        #expect(loggedKeys.keys.sorted() == [1] && loggedKeys[1].map(Set.init) == Set(older.keys))
+        #expect(OutcomeRecord.read(from: older.server.paths.publicationRecord)?.warning == nil)
+    }
+
+    /// An altered or cut id batch file, or a missing key batch file, is not copied in: the open
+    /// succeeds and warns with the file and the reason, the row stays without content; with the
+    /// file restored, the next open copies it in.
+    @Test(arguments: StoreBackend.allCases) func aDamagedBatchFileIsNotCopiedIn(backend: StoreBackend) async throws {
         let older = try await OlderData.make(backend)
         defer { older.server.remove() }
         var altered = older.idFile
@@ -179,33 +285,39 @@ import TracerTestSupport
         let idPath = older.server.paths.published.batchPath(number: 1)
         let keyPath = older.server.paths.published.keyBatchPath(number: 1)
         let cases: [(path: String, contents: [UInt8]?, reason: String)] = [
-            (idPath, nil, "it is missing"), (idPath, altered, "SHA-256"), (idPath, Array(older.idFile.prefix(100)), "100"),
-            (keyPath, nil, "it is missing"),
+            (idPath, altered, "SHA-256"), (idPath, Array(older.idFile.prefix(100)), "100"), (keyPath, nil, "it is missing"),
         ]
+        // Upgraded once; each case then takes the rows back to what the older server left.
+        _ = try await older.open()
         for (path, contents, reason) in cases {
+            try await older.execute("UPDATE batches SET entries = NULL WHERE number = 1")
+            try await older.execute("UPDATE key_batches SET records = NULL WHERE number = 1")
             unlink(path)
             if let contents { try AtomicFile.write(contents, to: path) }
-            let error = await #expect(throws: ServerStoreError.self) { _ = try await older.open() }
-            let message = error.map(String.init(describing:)) ?? ""
-            #expect(message.contains(path) && message.contains(reason) && message.contains("Restore the file"), "\(message)")
+            let before = older.server.logs.all.count
+            let store = try await older.open()
+            let warnings = older.server.logs.all.dropFirst(before).filter { $0.hasPrefix("warning") }
+            #expect(warnings.count == 1 && warnings.allSatisfy { $0.contains(path) && $0.contains(reason) && $0.contains("Restore the file") }, "\(warnings)")
+            #expect(try await older.holdsContent() == (ids: path != idPath, keys: path != keyPath))
+            await #expect(throws: ServerStoreError.self) { _ = try await store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0) }
             try AtomicFile.write(path == idPath ? older.idFile : older.keyFile, to: path)
+            _ = try await older.open()
+            #expect(try await older.holdsContent() == (ids: true, keys: true))
         }
-        let store = try await older.open()
-        #expect(try await store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0).idBatches.map(\.entries) == [older.ids])
     }
 
     /// A batch an older server recorded after this one opened the database (several instances
-    /// upgraded one by one) is never published from anything but the database: the log step
-    /// stops and says what to do.
-    @Test func aBatchRecordedWithoutContentAfterTheOpenStopsTheLog() async throws {
+    /// upgraded one by one) is never published from anything but the database: the log waits,
+    /// saying what to do, and the rest of the publication goes on.
+    @Test func aBatchRecordedWithoutContentAfterTheOpenLeavesTheLogWaiting() async throws {
         let older = try await OlderData.make(.sqlite)
         defer { older.server.remove() }
         let store = try #require(try await older.open() as? ServerStore)
         _ = try await store.write { db in try db.execute(sql: "UPDATE batches SET entries = NULL") }
         let missing = await #expect(throws: ServerStoreError.self) { _ = try await store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0) }
         guard case .batchContentMissing(batch: "batch 1") = missing else { Issue.record("\(String(describing: missing))"); return }
-        let error = await #expect(throws: PublishError.self) { try await older.publisher(store).publish() }
-        #expect(error.map(String.init(describing:))?.contains("stop every older tracer-server") == true)
+        let report = try await older.publisher(store).publish()
+        #expect(report.logWaiting?.contains("stop any older tracer-server") == true, "\(String(describing: report.logWaiting))")
         #expect(!FileManager.default.fileExists(atPath: older.server.paths.published.logCheckpointPath))
     }
 }

@@ -103,19 +103,26 @@ struct PostgresBatchLedger: Sendable {
             [.int(Int64(number))]).all
     }
 
-    /// Gives every live batch recorded without its content (by a tracer-server from before
-    /// schema version 4) the content `read` finds for its listing (``RecordedBatchFile``).
-    func fillContent(
-        _ connection: PostgresConnection, kind: PositiveListIndex.BatchKind, read: (PositiveListIndex.BatchListing) throws -> Data
-    ) throws {
-        let rows = try connection.exec(
-            "SELECT number, range_start, range_end, byte_count, sha256 FROM \(batchTable) WHERE expired_at IS NULL AND \(contentColumn) IS NULL").all
-        for row in rows {
-            let listing = PositiveListIndex.BatchListing(
+    /// The live batches recorded without their content (by a tracer-server from before schema
+    /// version 4), by number.
+    func listingsWithoutContent(kind: PositiveListIndex.BatchKind, _ connection: PostgresConnection) throws -> [PositiveListIndex.BatchListing] {
+        try connection.exec(
+            "SELECT number, range_start, range_end, byte_count, sha256 FROM \(batchTable) WHERE expired_at IS NULL AND \(contentColumn) IS NULL ORDER BY number"
+        ).all.map { row in
+            PositiveListIndex.BatchListing(
                 number: UInt64(try row.int(0)), timeRange: PublishedTimeRange(start: try row.int(1), end: try row.int(2)),
                 byteCount: Int(try row.int(3)), sha256: try row.bytes(4), kind: kind)
+        }
+    }
+
+    /// Gives the batches of `contents` (number to content, read from their files) their
+    /// content, unless another instance did meanwhile or the batch expired (whose content must
+    /// stay forgotten): each instance fills what its own files allow.
+    func fill(_ contents: [UInt64: Data], _ connection: PostgresConnection) throws {
+        for (number, content) in contents {
             try connection.exec(
-                "UPDATE \(batchTable) SET \(contentColumn) = $1 WHERE number = $2", [.bytes([UInt8](try read(listing))), .int(Int64(listing.number))])
+                "UPDATE \(batchTable) SET \(contentColumn) = $1 WHERE number = $2 AND \(contentColumn) IS NULL AND expired_at IS NULL",
+                [.bytes([UInt8](content)), .int(Int64(number))])
         }
     }
 

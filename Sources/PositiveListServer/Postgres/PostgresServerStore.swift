@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import Logging
 import PositiveListFormat
 import TracerCore
 
@@ -31,13 +32,16 @@ public final class PostgresServerStore: SubmissionStore {
     }
 
     /// Connects and brings the schema up to date (refusing a newer one); `publishedDirectory`
-    /// is this instance's, read only to upgrade a database whose live batches were recorded
-    /// before schema version 4 (``migrate(publishedDirectory:)``).
+    /// is this instance's, read only for live batches recorded before schema version 4 and
+    /// still without their content (``fillRecordedContent(from:logger:)``, which `logger` warns
+    /// through).
     public static func open(
-        settings: PostgresSettings, publishedDirectory: PublishedDirectory, poolSize: Int = 4
+        settings: PostgresSettings, publishedDirectory: PublishedDirectory, poolSize: Int = 4,
+        logger: Logger = Logger(label: "tracer-server")
     ) async throws(ServerStoreError) -> PostgresServerStore {
         let store = PostgresServerStore(settings: settings, poolSize: poolSize)
-        try await store.migrate(publishedDirectory: publishedDirectory)
+        try await store.migrate()
+        await store.fillRecordedContent(from: publishedDirectory, logger: logger)
         return store
     }
 
@@ -53,11 +57,8 @@ public final class PostgresServerStore: SubmissionStore {
 
     public static var knownSchemaVersion: Int { PostgresSchema.latestVersion }
 
-    /// The schema's steps not yet applied, then what the live batches recorded before version 4
-    /// published, copied in from their files (``RecordedBatchFile``): in one transaction under
-    /// the migration lock, so that the instance that upgrades needs every such file in its
-    /// published directory, and after it no instance reads one again.
-    private func migrate(publishedDirectory directory: PublishedDirectory) async throws(ServerStoreError) {
+    /// The schema's steps not yet applied, in one transaction under the migration lock.
+    private func migrate() async throws(ServerStoreError) {
         try await transaction { connection in
             try connection.exec("SELECT pg_advisory_xact_lock($1)", [.int(PostgresSchema.migrationLockKey)])
             try connection.exec("""
@@ -73,12 +74,33 @@ public final class PostgresServerStore: SubmissionStore {
                 try connection.exec(
                     "INSERT INTO tracer_schema_migrations (version, name) VALUES ($1, $2)", [.int(Int64(step.version)), .text(step.name)])
             }
-            try PostgresBatchLedger.ids.fillContent(connection, kind: .ids) { listing in
-                try RecordedBatchFile.idEntries(of: listing, in: directory)
+        }
+    }
+
+    /// Copies into the database what the live batches recorded before version 4 published, from
+    /// the files present and intact in this instance's published directory
+    /// (``RecordedBatchFile``). Best effort, at every open: the instances need not hold each
+    /// other's files, so a missing or damaged file, or a failure here, leaves those rows without
+    /// content (the log waits at them; uploads are checked against `submitted_ids`, not this)
+    /// and a warning, never a refused open: `serve` and `sync`, which fetches the files, still
+    /// run, and the next open here, or the instance that has the file, fills it. Each update
+    /// fills only a row still without content, so instances opening at once agree.
+    func fillRecordedContent(from directory: PublishedDirectory, logger: Logger) async {
+        do {
+            let unfilled = try await run { connection in
+                RecordedBatchFile.Unfilled(
+                    ids: try PostgresBatchLedger.ids.listingsWithoutContent(kind: .ids, connection),
+                    keys: try PostgresBatchLedger.keys.listingsWithoutContent(kind: .keys, connection))
             }
-            try PostgresBatchLedger.keys.fillContent(connection, kind: .keys) { listing in
-                try RecordedBatchFile.keyRecords(of: listing, in: directory)
+            guard !unfilled.isEmpty else { return }
+            let filled = RecordedBatchFile.fill(unfilled, in: directory, logger: logger)
+            guard !filled.ids.isEmpty || !filled.keys.isEmpty else { return }
+            try await transaction { connection in
+                try PostgresBatchLedger.ids.fill(filled.ids, connection)
+                try PostgresBatchLedger.keys.fill(filled.keys, connection)
             }
+        } catch {
+            logger.warning("published batches not copied into the database; the next start tries again", metadata: ["reason": "\(error)"])
         }
     }
 

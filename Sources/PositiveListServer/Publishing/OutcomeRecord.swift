@@ -13,11 +13,15 @@ public struct OutcomeRecord: Codable, Sendable, Equatable {
     public var succeeded: Bool
     /// What was done, or why it failed (an error's plain description; never a credential).
     public var detail: String
+    /// What a publication that succeeded left undone and needs an operator: the list log waiting
+    /// for a batch's content (``PublishReport/logWaiting``). Absent from older records.
+    public var warning: String?
 
-    public init(at: UnixSeconds, succeeded: Bool, detail: String) {
+    public init(at: UnixSeconds, succeeded: Bool, detail: String, warning: String? = nil) {
         self.at = at
         self.succeeded = succeeded
         self.detail = detail
+        self.warning = warning
     }
 
     /// The record at `path`; nil when there is none yet or it cannot be read.

@@ -53,6 +53,9 @@ public struct PublishReport: Sendable, Equatable {
     public var waitingIDs: Int = 0
     /// What the log step did (format version 3); nil when it did not run.
     public var log: ListLogReport?
+    /// Why the log was not appended although the rest was published: a live batch whose content
+    /// the database does not hold yet (``ServerStoreError/batchContentMissing(batch:)``).
+    public var logWaiting: String?
     /// When this publication ran.
     public var publishedAt: UnixSeconds = 0
     /// The earliest time a held id or key becomes publishable (ids past their validity plus the
@@ -185,7 +188,9 @@ public actor Publisher {
     public func publish(demoKeyClock: UnixSeconds? = nil) async throws(PublishError) -> PublishReport {
         do throws(PublishError) {
             let report = try await publishUnderLock(demoKeyClock: demoKeyClock)
-            record(succeeded: true, detail: report.newBatch.map { "batch \($0.number) with \($0.idCount) ids published" } ?? "nothing new to publish")
+            record(
+                succeeded: true, detail: report.newBatch.map { "batch \($0.number) with \($0.idCount) ids published" } ?? "nothing new to publish",
+                warning: report.logWaiting.map { "the list log was not appended: \($0)" })
             return report
         } catch .anotherInstancePublishing {
             throw .anotherInstancePublishing
@@ -195,9 +200,9 @@ public actor Publisher {
         }
     }
 
-    private func record(succeeded: Bool, detail: String) {
+    private func record(succeeded: Bool, detail: String, warning: String? = nil) {
         guard let recordPath else { return }
-        OutcomeRecord(at: clock.now(), succeeded: succeeded, detail: detail).write(to: recordPath)
+        OutcomeRecord(at: clock.now(), succeeded: succeeded, detail: detail, warning: warning).write(to: recordPath)
     }
 
     private func publishUnderLock(demoKeyClock: UnixSeconds?) async throws(PublishError) -> PublishReport {
@@ -259,10 +264,20 @@ public actor Publisher {
             removeUnlistedFiles(live: live)
             try await publishKeys(now: now, releaseTime: keyReleaseTime, cutoff: cutoff, into: &report)
             // Last: the log takes the live batches the steps above recorded.
-            var log = try await publishLog(now: now)
-            // Then what no node can need any more is deleted; never fails the publication.
-            await pruneLogHistory(now: now, report: &log)
-            report.log = log
+            do {
+                var log = try await publishLog(now: now)
+                // Then what no node can need any more is deleted; never fails the publication.
+                await pruneLogHistory(now: now, report: &log)
+                report.log = log
+            } catch ServerStoreError.batchContentMissing(let batch) {
+                // A batch recorded by an older tracer-server whose file no open could copy in
+                // yet (another instance's, or missing here): the batches and indexes are
+                // published; the log, which takes batches in order, waits until an open fills
+                // the content, never appending from anything else.
+                let reason = ServerStoreError.batchContentMissing(batch: batch).description
+                logger.error("log not appended", metadata: ["batch": "\(batch)", "reason": "\(reason)"])
+                report.logWaiting = reason
+            }
             try await store.purge(endingBefore: cutoff, now: now)
         } catch let error as ServerStoreError {
             throw .store(error)

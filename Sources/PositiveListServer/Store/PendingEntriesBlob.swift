@@ -30,7 +30,9 @@ enum PendingEntriesBlob {
     /// size, ids out of order, or a window no accepted upload has (what validation lets in
     /// is what a batch can hold, so a damaged blob can never stop a publication).
     static func decode(_ data: Data, idCount: Int) -> [PositiveListEntry]? {
-        guard idCount >= 0, data.count == idCount * recordByteCount else { return nil }
+        // A damaged count must not trap: it is then no blob's size.
+        let (byteCount, overflow) = idCount.multipliedReportingOverflow(by: recordByteCount)
+        guard idCount >= 0, !overflow, data.count == byteCount else { return nil }
         return data.withUnsafeBytes { bytes -> [PositiveListEntry]? in
             var entries: [PositiveListEntry] = []
             entries.reserveCapacity(idCount)

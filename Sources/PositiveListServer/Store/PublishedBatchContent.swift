@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import Logging
 import PositiveListFormat
 import TracerCore
 
@@ -71,7 +72,9 @@ enum PublishedKeysBlob {
     /// The records of a blob recorded with `keyCount` keys, or nil when it is damaged: another
     /// size, keys out of order, or an interval of zero.
     static func decode(_ data: Data, keyCount: Int) -> [DailyKeyRecord]? {
-        guard keyCount >= 0, data.count == keyCount * recordByteCount else { return nil }
+        // A damaged count must not trap: it is then no blob's size.
+        let (byteCount, overflow) = keyCount.multipliedReportingOverflow(by: recordByteCount)
+        guard keyCount >= 0, !overflow, data.count == byteCount else { return nil }
         let bytes = [UInt8](data)
         var records: [DailyKeyRecord] = []
         records.reserveCapacity(keyCount)
@@ -92,10 +95,37 @@ enum PublishedKeysBlob {
 }
 
 /// The content of a batch recorded by a tracer-server from before the database kept what each
-/// batch published: read once from its file, which must be the one recorded (its size and
-/// SHA-256, checked by ``PositiveListBatch/init(recorded:listedAs:)``), when the store is opened;
-/// from then on the database alone says what the batch published.
+/// batch published, read from its file, which must be the one recorded (its size and SHA-256,
+/// checked by ``PositiveListBatch/init(recorded:listedAs:)``). Each open of the store copies in
+/// what the files present allow, best effort (``fill(_:in:logger:)``); from then on the database
+/// alone says what such a batch published.
 enum RecordedBatchFile {
+    /// The live batches still without content, each kind by number, as one open found them.
+    struct Unfilled: Sendable {
+        var ids: [PositiveListIndex.BatchListing]
+        var keys: [PositiveListIndex.BatchListing]
+        var isEmpty: Bool { ids.isEmpty && keys.isEmpty }
+    }
+
+    /// What the files of `unfilled` hold, batch number to content, each kind apart; a missing or
+    /// damaged file is left out and logged as a warning that names it and says what to do: the
+    /// row stays without content, so the log waits at it (and, on SQLite, uploads are refused,
+    /// since their ids cannot be checked against it), and the next open tries again.
+    static func fill(_ unfilled: Unfilled, in directory: PublishedDirectory, logger: Logger) -> (ids: [UInt64: Data], keys: [UInt64: Data]) {
+        var filled: (ids: [UInt64: Data], keys: [UInt64: Data]) = ([:], [:])
+        for listing in unfilled.ids {
+            do { filled.ids[listing.number] = try idEntries(of: listing, in: directory) } catch { warn(error, logger) }
+        }
+        for listing in unfilled.keys {
+            do { filled.keys[listing.number] = try keyRecords(of: listing, in: directory) } catch { warn(error, logger) }
+        }
+        return filled
+    }
+
+    private static func warn(_ error: ServerStoreError, _ logger: Logger) {
+        logger.warning("published batch not copied into the database", metadata: ["reason": "\(error)"])
+    }
+
     static func idEntries(of listing: PositiveListIndex.BatchListing, in directory: PublishedDirectory) throws(ServerStoreError) -> Data {
         let path = directory.batchPath(number: listing.number)
         let file = try read(path)

@@ -55,18 +55,27 @@ struct SQLiteBatchLedger: Sendable {
             arguments: [Int64(number)])
     }
 
-    /// Gives every live batch recorded without its content (by a tracer-server from before
-    /// schema v6) the content `read` finds for its listing (``RecordedBatchFile``).
-    func fillContent(_ db: Database, kind: PositiveListIndex.BatchKind, read: (PositiveListIndex.BatchListing) throws -> Data) throws {
-        let rows = try Row.fetchAll(
-            db, sql: "SELECT number, range_start, range_end, byte_count, sha256 FROM \(batchTable) WHERE expired_at IS NULL AND \(contentColumn) IS NULL")
-        for row in rows {
+    /// The live batches recorded without their content (by a tracer-server from before schema
+    /// v6), by number: a read, so an open with none to fill takes no write lock.
+    func listingsWithoutContent(kind: PositiveListIndex.BatchKind, _ db: Database) throws -> [PositiveListIndex.BatchListing] {
+        try Row.fetchAll(
+            db, sql: "SELECT number, range_start, range_end, byte_count, sha256 FROM \(batchTable) WHERE expired_at IS NULL AND \(contentColumn) IS NULL ORDER BY number"
+        ).map { row in
             let digest: Data = row[4]
-            let listing = PositiveListIndex.BatchListing(
+            return PositiveListIndex.BatchListing(
                 number: UInt64(row[0] as Int64), timeRange: PublishedTimeRange(start: row[1], end: row[2]), byteCount: row[3],
                 sha256: Array(digest), kind: kind)
+        }
+    }
+
+    /// Gives the batches of `contents` (number to content, read from their files) their
+    /// content, unless another process did meanwhile or the batch expired (whose content must
+    /// stay forgotten).
+    func fill(_ contents: [UInt64: Data], _ db: Database) throws {
+        for (number, content) in contents {
             try db.execute(
-                sql: "UPDATE \(batchTable) SET \(contentColumn) = ? WHERE number = ?", arguments: [try read(listing), Int64(listing.number)])
+                sql: "UPDATE \(batchTable) SET \(contentColumn) = ? WHERE number = ? AND \(contentColumn) IS NULL AND expired_at IS NULL",
+                arguments: [content, Int64(number)])
         }
     }
 

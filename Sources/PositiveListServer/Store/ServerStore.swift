@@ -1,6 +1,7 @@
 import Foundation
 import GRDB
 import IDRotation
+import Logging
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -21,11 +22,13 @@ public final class ServerStore: Sendable {
     let publishedIDs: DatabaseMirror<PublishedIDIndex>
 
     /// Opens (creating or migrating) the database at `path`; `publishedDirectory` is where the
-    /// batches it records are published, read only once to upgrade a database from before
-    /// schema v6 (``fillRecordedContent(_:directory:)``); `publicationLockPath` is the lock file publishers of
-    /// this database share, by default `publish.lock` next to it (``ServerPaths/publishLock``).
+    /// batches it records are published, read only for live batches recorded before schema v6
+    /// and still without their content (``fillRecordedContent(_:directory:logger:)``, which
+    /// `logger` warns through); `publicationLockPath` is the lock file publishers of this
+    /// database share, by default `publish.lock` next to it (``ServerPaths/publishLock``).
     public static func open(
-        path: String, publishedDirectory: PublishedDirectory, publicationLockPath: String? = nil
+        path: String, publishedDirectory: PublishedDirectory, publicationLockPath: String? = nil,
+        logger: Logger = Logger(label: "tracer-server")
     ) throws(ServerStoreError) -> ServerStore {
         if FileManager.default.fileExists(atPath: path) {
             try refuseForeignFile(at: path)
@@ -46,7 +49,7 @@ public final class ServerStore: Sendable {
         do {
             let queue = try DatabaseQueue(path: path, configuration: configuration)
             try ServerSchema.migrator.migrate(queue)
-            try queue.write { db in try fillRecordedContent(db, directory: publishedDirectory) }
+            fillRecordedContent(queue, directory: publishedDirectory, logger: logger)
             let lockPath = publicationLockPath ?? (path as NSString).deletingLastPathComponent + "/publish.lock"
             return ServerStore(
                 path: path, publicationLockPath: lockPath, queue: queue, publishedIDs: PublishedIDCache.make())
@@ -63,11 +66,35 @@ public final class ServerStore: Sendable {
     }
 
     /// Copies into the database what the live batches recorded before schema v6 published, from
-    /// their files (``RecordedBatchFile``), in one transaction: after it, no file is read again.
-    /// A missing or damaged file refuses the open, with nothing changed.
-    static func fillRecordedContent(_ db: Database, directory: PublishedDirectory) throws {
-        try SQLiteBatchLedger.ids.fillContent(db, kind: .ids) { listing in try RecordedBatchFile.idEntries(of: listing, in: directory) }
-        try SQLiteBatchLedger.keys.fillContent(db, kind: .keys) { listing in try RecordedBatchFile.keyRecords(of: listing, in: directory) }
+    /// the files present and intact (``RecordedBatchFile``). Best effort, at every open, after
+    /// the migration committed v6: a missing or damaged file, or a failure here, leaves those
+    /// rows without content (the log waits at them, uploads are refused) and a warning, never a
+    /// refused open, and the next open tries again. The rows are looked for with a read, so an
+    /// ordinary open takes no write lock; the files are read outside any transaction, and the
+    /// write is immediate, as every write of this store, so that a `publish` committing
+    /// meanwhile makes it wait, not fail.
+    static func fillRecordedContent(_ queue: DatabaseQueue, directory: PublishedDirectory, logger: Logger) {
+        do {
+            let unfilled = try queue.read { db in
+                RecordedBatchFile.Unfilled(
+                    ids: try SQLiteBatchLedger.ids.listingsWithoutContent(kind: .ids, db),
+                    keys: try SQLiteBatchLedger.keys.listingsWithoutContent(kind: .keys, db))
+            }
+            guard !unfilled.isEmpty else { return }
+            let filled = RecordedBatchFile.fill(unfilled, in: directory, logger: logger)
+            guard !filled.ids.isEmpty || !filled.keys.isEmpty else { return }
+            try queue.writeWithoutTransaction { db in
+                try db.inTransaction(.immediate) {
+                    try SQLiteBatchLedger.ids.fill(filled.ids, db)
+                    try SQLiteBatchLedger.keys.fill(filled.keys, db)
+                    return .commit
+                }
+            }
+        } catch {
+            logger.warning("published batches not copied into the database; the next start tries again", metadata: [
+                "reason": "\(ServerStoreError(error, path: queue.path))",
+            ])
+        }
     }
 
     /// Refuses, before writing anything, a file that is another program's database or one from

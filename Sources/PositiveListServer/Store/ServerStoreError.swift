@@ -17,10 +17,10 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
     case diskFull(path: String)
     case sqlite(path: String, detail: String)
     /// The file of a live batch recorded before the database kept what each batch published,
-    /// read once when the store is opened to copy that in (``RecordedBatchFile``).
+    /// read when the store is opened to copy that in (``RecordedBatchFile``): a warning then.
     case publishedBatchUnreadable(path: String, reason: String)
     /// A live batch without its published content in the database (or with a damaged one): an
-    /// older tracer-server recorded it after this one had opened the database.
+    /// older tracer-server recorded it, and no open found its file to copy that in.
     case batchContentMissing(batch: String)
     /// The PostgreSQL store: what failed, with the server's SQLSTATE and message.
     case postgres(PostgresError)
@@ -44,9 +44,9 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
         case .sqlite(let path, let detail):
             return "The database \(path) could not be used (\(detail)); check the file and try again."
         case .publishedBatchUnreadable(let path, let reason):
-            return "The published batch \(path) cannot be used (\(reason)). It was published by an older tracer-server, which kept what a batch holds only in its file, and this one copies that into the database once, when it opens it; nothing was published from it. Restore the file from a backup or from the bucket the list is synced to (same name; the database records its size and SHA-256), then start again."
+            return "The published batch \(path) cannot be used (\(reason)). An older tracer-server published it and kept what it holds only in this file; this one copies that into the database when it opens it, and until then the list log waits at this batch (with SQLite, uploads are refused too: their ids cannot be checked against it). Restore the file to \(path) from a backup or from the bucket the list is synced to (same name; the database records its size and SHA-256) and restart, or restart with this version the instance whose published directory holds it."
         case .batchContentMissing(let batch):
-            return "\(batch) is live but the database does not hold what it published, so nothing was published from it. If an older tracer-server still uses this database, it recorded the batch: stop every older tracer-server, then restart this one with the batch's file in its published directory (it copies the batch in when it opens the database). Otherwise the record is damaged: restore the database from a backup."
+            return "\(batch) is live but the database does not hold what it published yet, so the list log waits at it (batches and indexes are still published). An older tracer-server recorded it and kept that only in the batch's file, which no open of this database could read: put the file back in the published directory (batches/ or keys/) from a backup or from the bucket the list is synced to, stop any older tracer-server still using this database, and restart (opening the database copies the file in, checked against its recorded size and SHA-256), or restart with this version the instance whose published directory holds it. If no older tracer-server ever used this database, the record is damaged: restore the database from a backup."
         case .postgres(let error):
             let next = error.isConnectionFailure
                 ? "check that the server is running and reachable and that the database settings and password are right"
