@@ -262,6 +262,12 @@ import TracerTestSupport
         let record = try #require(OutcomeRecord.read(from: older.server.paths.publicationRecord))
         #expect(record.succeeded && record.warning?.contains("the list log was not appended: batch 1") == true, "\(record)")
         #expect(older.server.logs.all.contains { $0.hasPrefix("error log not appended") && $0.contains("batch=batch 1") })
+        // What `serve` leaves nobody reads: status and doctor say it from the record.
+        let status = try ServerCLI.run(["status"], fixture: older.server)
+        #expect(status.exitCode == 1 && status.stdout.contains("Publication INCOMPLETE") && status.stdout.contains("batch 1"), "\(status)")
+        try older.server.writeConfiguration()
+        let doctor = try ServerCLI.run(["doctor"], fixture: older.server)
+        #expect(doctor.exitCode == 1 && doctor.stdout.contains("FAIL list log: not appended by the last publication"), "\(doctor)")
 
         try AtomicFile.write(older.idFile, to: idPath)
         let reopened = try await older.open()
@@ -272,6 +278,7 @@ import TracerTestSupport
         #expect(loggedIDs.keys.sorted() == [1] && loggedIDs[1] == older.ids)
         #expect(loggedKeys.keys.sorted() == [1] && loggedKeys[1].map(Set.init) == Set(older.keys))
         #expect(OutcomeRecord.read(from: older.server.paths.publicationRecord)?.warning == nil)
+        #expect(try !ServerCLI.run(["status"], fixture: older.server).stdout.contains("INCOMPLETE"))
     }
 
     /// An altered or cut id batch file, or a missing key batch file, is not copied in: the open
