@@ -52,8 +52,8 @@ public struct SettingResolution<Target: Sendable>: Sendable {
                 fromEnvironment = try Self.checked(raw, row: row, source: .environment(variable: variable), paths: paths)
             }
             var fromFlag: FileValue?
-            if row.flag != nil, let raw = flags[row.key] {
-                fromFlag = try Self.checked(raw, row: row, source: .flag(row.flag ?? "--" + row.key), paths: paths)
+            if let flag = row.flag, let raw = flags[row.key] {
+                fromFlag = try Self.checked(raw, row: row, source: .flag(flag), paths: paths)
             }
             let given = fromFlag ?? fromEnvironment ?? file[row.key]
             let value: SettingValue?

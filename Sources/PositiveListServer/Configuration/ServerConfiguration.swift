@@ -140,15 +140,15 @@ public struct ServerConfiguration: Sendable {
 
     /// The checked configuration, and where each setting came from.
     public static func read(_ data: Data, path: String, overrides: ServerSettingOverrides = .none) throws(ConfigurationError) -> ServerSettingsReport {
-        guard (try? JSONSerialization.jsonObject(with: data)) is [String: Any] else { throw .notJSONObject(path: path) }
         let fields: [String: SettingInput]
         do {
             // A setting set to null is left out (its default), as before the settings kit.
             fields = try JSONDecoder().decode([String: SettingInput?].self, from: data).compactMapValues { $0 }
-        } catch let error as DecodingError {
+        } catch let error as DecodingError where !Self.isAboutTheWholeFile(error) {
             // Named by its place in the file ("trustedProxies[0] …"): no row has read it yet.
             throw .invalidValue(path: path, detail: String(SettingProblem(describing: error).named("").drop { $0 == "." }))
         } catch {
+            // Not JSON, or JSON but not an object.
             throw .notJSONObject(path: path)
         }
         // A misspelt limit silently falling back to its default would be worse than refusing.
@@ -188,6 +188,14 @@ public struct ServerConfiguration: Sendable {
             return ServerSettingsReport(resolution)
         } catch {
             throw ConfigurationError(error, path: path)
+        }
+    }
+
+    private static func isAboutTheWholeFile(_ error: DecodingError) -> Bool {
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .dataCorrupted(let context): context.codingPath.isEmpty
+        case .keyNotFound: false
+        @unknown default: true
         }
     }
 
