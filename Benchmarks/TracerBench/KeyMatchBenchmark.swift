@@ -188,15 +188,15 @@ struct KeyMatchBenchmark {
     // MARK: In-process phases
 
     struct LogPhaseFigures {
-        /// `FollowedLogStore.load()`: read the state and the entries file, split it into entries.
+        /// `FollowedLogStore.load()`: read the state, and check that the entries file frames what it counts.
         var loadEntriesSeconds: Double
         /// Opening the held checkpoint with the list's key (what the check does before matching).
         var openSeconds: Double
         /// Opening the store and reading the encounters.
         var loadEncountersSeconds: Double
-        /// `PositiveListMatcher.match(logEntries:)`: decode, derive and look up.
+        /// `PositiveListMatcher.match(heldEntries:)`: read the entries, decode, derive and look up.
         var matchSeconds: Double
-        /// Decoding every entry (`ListLogEntry(decoding:)`) alone.
+        /// Reading every entry into memory and decoding it (`ListLogEntry(decoding:)`) alone.
         var decodeSeconds: Double
         /// Deriving every key's ids alone (on every core, from the decoded records).
         var deriveSeconds: Double
@@ -207,7 +207,7 @@ struct KeyMatchBenchmark {
     }
 
     /// What `tracer check` does with a followed log, in-process: load the held entries, open the
-    /// checkpoint, read the encounters, `match(logEntries:)`; and decoding the entries, and
+    /// checkpoint, read the encounters, `match(heldEntries:)`; and reading and decoding the entries, and
     /// deriving their keys' ids, alone.
     private func measureLogPhases(_ data: GeneratedData) throws -> LogPhaseFigures {
         let origin = data.log.origin
@@ -227,7 +227,7 @@ struct KeyMatchBenchmark {
             let store = try NodeStore.open(StoreLocation(path: data.databasePath, source: .flag, ownsDirectory: false))
             let encounters = try store.encounterTimes()
             let loaded = clock.now
-            let outcome = PositiveListMatcher(encounters: encounters).match(logEntries: held.entries)
+            let outcome = try PositiveListMatcher(encounters: encounters).match(heldEntries: held.entries)
             let matched = clock.now
             try check(
                 "in-process (log)", keys: outcome.outcome.keysChecked, ids: outcome.outcome.idsChecked,
@@ -239,7 +239,7 @@ struct KeyMatchBenchmark {
 
             // Decoding alone: every entry into its records.
             let decodeStarted = clock.now
-            let records = try Self.keyRecords(held.entries)
+            let records = try Self.keyRecords(held.entries.read())
             let decodeSeconds = seconds(clock.now - decodeStarted)
             guard records.count == data.keyCount else { throw BenchmarkFailure("decoding alone: \(records.count) keys, expected \(data.keyCount)") }
 
@@ -259,7 +259,7 @@ struct KeyMatchBenchmark {
         let median = runs.sorted { $0.total < $1.total }[runs.count / 2]
         say("in-process from the log (median of \(runs.count), s: \(runs.map { format($0.total, 3) }.joined(separator: ", "))): "
             + "load entries \(format(median.loadEntriesSeconds, 3)) s + open checkpoint \(format(median.openSeconds, 3)) s + "
-            + "load encounters \(format(median.loadEncountersSeconds, 3)) s + match(logEntries:) \(format(median.matchSeconds, 3)) s; "
+            + "load encounters \(format(median.loadEncountersSeconds, 3)) s + match(heldEntries:) \(format(median.matchSeconds, 3)) s; "
             + "apart: decode every entry \(format(median.decodeSeconds, 3)) s, derive \(format(median.deriveSeconds, 3)) s")
         return median
     }
@@ -367,7 +367,7 @@ struct KeyMatchBenchmark {
     /// and is only timed).
     private func measureBaselines(_ data: GeneratedData) throws -> BaselineFigures {
         guard let held = try data.log.store.load() else { throw BenchmarkFailure("the followed log is not held") }
-        let all = try Self.keyRecords(held.entries)
+        let all = try Self.keyRecords(held.entries.read())
         let records = stride(from: 0, to: all.count, by: Self.baselineStride).map { all[$0] }
         let clock = ContinuousClock()
         // The batch derivation of the same keys, in the same loop as the baselines.
@@ -482,7 +482,7 @@ struct KeyMatchBenchmark {
         }
         say("| Bytes: the log's entries file / the same keys as signed key batch files (the index's format) | "
             + "\(megabytes(data.log.entriesFileBytes)) / \(megabytes(data.batchBytes)) = \(format(Double(data.log.entriesFileBytes) / Double(data.batchBytes), 2)) | — |")
-        say("| In-process from the log: load entries + open checkpoint + open store and read encounters + `match(logEntries:)` | "
+        say("| In-process from the log: load entries + open checkpoint + open store and read encounters + `match(heldEntries:)` | "
             + "\(format(logPhases.total, 3)) s (\(format(logPhases.loadEntriesSeconds, 3)) + \(format(logPhases.openSeconds, 3)) + "
             + "\(format(logPhases.loadEncountersSeconds, 3)) + \(format(logPhases.matchSeconds, 3))), \(rate(ids, logPhases.matchSeconds)) in the match | — |")
         say("| Phases apart: decode every entry (`ListLogEntry(decoding:)`) | \(format(logPhases.decodeSeconds, 3)) s | — |")

@@ -175,7 +175,7 @@ struct MatchBenchmark {
     struct InProcessFigures {
         /// Loading the held log's entries, opening the store and reading its encounters.
         var loadSeconds: Double
-        /// Building the table and matching every entry (`match(logEntries:)`).
+        /// Building the table, reading and matching every entry (`match(heldEntries:)`).
         var matchSeconds: Double
         var totalSeconds: Double { loadSeconds + matchSeconds }
         var idsChecked: Int
@@ -193,7 +193,7 @@ struct MatchBenchmark {
             let store = try NodeStore.open(StoreLocation(path: data.databasePath, source: .flag, ownsDirectory: false))
             let encounters = try store.encounterTimes()
             let loaded = clock.now
-            let matchedLog = PositiveListMatcher(encounters: encounters).match(logEntries: held.entries)
+            let matchedLog = try PositiveListMatcher(encounters: encounters).match(heldEntries: held.entries)
             let matched = clock.now
             guard matchedLog.unreadableEntries == 0, matchedLog.idBatches == data.batchCount else {
                 throw BenchmarkFailure("in-process: \(matchedLog.unreadableEntries) unreadable entries, \(matchedLog.idBatches) id batches of \(data.batchCount)")

@@ -78,23 +78,51 @@ public struct ListLogEntry: Sendable, Equatable {
         return writer.bytes
     }
 
+    /// The fixed fields of an entry, before its payload.
+    public struct Header: Sendable, Hashable {
+        public var kind: Kind
+        public var batchNumber: UInt64
+        public var part: UInt16
+        public var partCount: UInt16
+    }
+
+    /// An entry's header, checked as `init(decoding:)` checks it, without its payload: what a
+    /// reader needs to tell parts apart before deciding to decode one.
+    public static func header(of bytes: UnsafeRawBufferPointer) throws(PositiveListFormatError) -> Header {
+        guard bytes.count <= maximumByteCount else { throw .logEntryMalformed("\(bytes.count) bytes, more than \(maximumByteCount)") }
+        guard bytes.count >= headerByteCount else { throw .truncated(.logEntry, byteCount: bytes.count) }
+        guard let kind = Kind(rawValue: bytes[0]) else { throw .logEntryMalformed("kind \(bytes[0]) is neither 1 (ids) nor 2 (keys)") }
+        let header = Header(
+            kind: kind, batchNumber: UInt64(bigEndian: bytes.loadUnaligned(fromByteOffset: 1, as: UInt64.self)),
+            part: UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: 9, as: UInt16.self)),
+            partCount: UInt16(bigEndian: bytes.loadUnaligned(fromByteOffset: 11, as: UInt16.self)))
+        guard header.partCount >= 1, header.part < header.partCount else { throw .logEntryMalformed("part \(header.part) of \(header.partCount)") }
+        return header
+    }
+
+    /// An ids entry's 16-byte records in place (id, valid from, valid until; big-endian), checked
+    /// as `init(decoding:)` checks them but not decoded: for a node probing every id of a national
+    /// list. Throws for a keys entry, as for any entry that does not decode.
+    public static func idRecords(of bytes: UnsafeRawBufferPointer) throws(PositiveListFormatError) -> UnsafeRawBufferPointer {
+        let header = try header(of: bytes)
+        guard header.kind == .ids else { throw .logEntryMalformed("a keys entry holds no ids") }
+        let payloadBytes = bytes.count - headerByteCount
+        guard payloadBytes > 0, payloadBytes % IDEntryCoding.byteCount == 0 else {
+            throw .logEntryMalformed("an ids payload of \(payloadBytes) bytes is not a positive multiple of 16")
+        }
+        let records = UnsafeRawBufferPointer(rebasing: bytes[headerByteCount...])
+        try IDEntryCoding.check(records)
+        return records
+    }
+
     /// Parses one log entry strictly.
     public init(decoding bytes: [UInt8]) throws(PositiveListFormatError) {
-        guard bytes.count <= Self.maximumByteCount else { throw .logEntryMalformed("\(bytes.count) bytes, more than \(Self.maximumByteCount)") }
-        guard bytes.count >= Self.headerByteCount else { throw .truncated(.logEntry, byteCount: bytes.count) }
-        guard let kind = Kind(rawValue: bytes[0]) else { throw .logEntryMalformed("kind \(bytes[0]) is neither 1 (ids) nor 2 (keys)") }
-        let number = bytes.readInteger(at: 1, as: UInt64.self)
-        let part = bytes.readInteger(at: 9, as: UInt16.self)
-        let partCount = bytes.readInteger(at: 11, as: UInt16.self)
-        guard partCount >= 1, part < partCount else { throw .logEntryMalformed("part \(part) of \(partCount)") }
-        let payloadBytes = bytes.count - Self.headerByteCount
-        switch kind {
+        let header = try bytes.withUnsafeBytes { raw in Result { () throws(PositiveListFormatError) in try Self.header(of: raw) } }.get()
+        let (number, part, partCount) = (header.batchNumber, header.part, header.partCount)
+        switch header.kind {
         case .ids:
-            guard payloadBytes > 0, payloadBytes % IDEntryCoding.byteCount == 0 else {
-                throw .logEntryMalformed("an ids payload of \(payloadBytes) bytes is not a positive multiple of 16")
-            }
-            let count = payloadBytes / IDEntryCoding.byteCount
-            try IDEntryCoding.check(bytes, at: Self.headerByteCount, count: count)
+            try bytes.withUnsafeBytes { raw in Result { () throws(PositiveListFormatError) in _ = try Self.idRecords(of: raw) } }.get()
+            let count = (bytes.count - Self.headerByteCount) / IDEntryCoding.byteCount
             let entries = (0..<count).map { IDEntryCoding.read(bytes, at: Self.headerByteCount + $0 * IDEntryCoding.byteCount) }
             self.init(batchNumber: number, part: part, partCount: partCount, payload: .ids(entries))
         case .keys:

@@ -238,7 +238,7 @@ import TransparencyLog
 
         /// What the node holds of the log.
         func held() throws -> Held? {
-            try logStore.load().map { Held(state: $0.state, firstIndex: $0.firstIndex, entries: $0.entries) }
+            try logStore.load().map { Held(state: $0.state, firstIndex: $0.firstIndex, entries: try $0.entries.read()) }
         }
 
         /// The framed bytes of the partial bundle's entries the node holds: where its Range

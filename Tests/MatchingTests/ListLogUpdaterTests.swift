@@ -113,7 +113,7 @@ import TransparencyLog
 
         let first = try await node.update()
         #expect(first == LogUpdate(changed: true, treeSize: 300, newEntries: 300, signedAt: Self.signedAt))
-        #expect(try node.log.store.load()?.entries == published.entries)
+        #expect(try node.log.store.load()?.entries.read() == published.entries)
         let before = node.server.requests.withLock { $0.count }
 
         let second = try await node.update()
@@ -129,7 +129,7 @@ import TransparencyLog
         node.server.serve(published)
         let third = try await node.update()
         #expect(third.newEntries == 5 && third.changed)
-        #expect(try node.log.store.load()?.entries == published.entries)
+        #expect(try node.log.store.load()?.entries.read() == published.entries)
     }
 
     /// A server without a log (one from before it) is a failed update that says so; once the
@@ -196,7 +196,7 @@ import TransparencyLog
             }
         }
         #expect(node.log.store.evidence().count == 1, "the same fork shown again fills no disk")
-        #expect(try node.log.store.load()?.entries == shown.entries)
+        #expect(try node.log.store.load()?.entries.read() == shown.entries)
         #expect(node.cache.state.lastFailure?.contains("two different lists") == true)
     }
 
@@ -226,7 +226,7 @@ import TransparencyLog
 
         let update = try await node.update()
         #expect(update.newEntries == 20 && update.treeSize == 20)
-        #expect(try node.log.store.load()?.entries == published.entries)
+        #expect(try node.log.store.load()?.entries.read() == published.entries)
         let last = try #require(node.server.checkpointRequests.last)
         #expect(last.headers.isEmpty, "nothing held: the checkpoint is not asked for conditionally")
     }
@@ -274,7 +274,7 @@ import TransparencyLog
         _ = try await node.update(now: now)
         let fresh = try #require(try node.log.store.load())
         #expect(fresh.firstIndex == 512, "bundle 1 is all expired (fetched to find that out), bundle 2 holds live entries")
-        #expect(fresh.entries == Array((old + recent)[512...]))
+        #expect(try fresh.entries.read() == Array((old + recent)[512...]))
         #expect(!node.server.requests.withLock { $0 }.contains { $0.url.hasSuffix("/tile/entries/000") }, "older history is never downloaded")
 
         // Forty days on, with ten new entries: every bundle before the newest live one goes.
@@ -286,7 +286,7 @@ import TransparencyLog
         #expect(update.newEntries == 10)
         let kept = try #require(try node.log.store.load())
         #expect(kept.firstIndex == 768)
-        #expect(kept.entries == Array((old + recent + newer)[768...]))
+        #expect(try kept.entries.read() == Array((old + recent + newer)[768...]))
         #expect(kept.state.treeSize == 910)
     }
 
@@ -336,7 +336,7 @@ import TransparencyLog
         node.server.serve(honest)
         let update = try await node.update()
         #expect(update.treeSize == 20)
-        #expect(try node.log.store.load()?.entries == honest.entries)
+        #expect(try node.log.store.load()?.entries.read() == honest.entries)
     }
 
     /// A node off longer than the server keeps history: every entry it holds has expired and the
@@ -364,6 +364,6 @@ import TransparencyLog
         #expect(update.treeSize == 2_000)
         let held = try #require(try node.log.store.load())
         #expect(held.firstIndex == 1_280, "from the bundle holding the first live entry")
-        #expect(held.entries == Array((old + recent)[1_280...]))
+        #expect(try held.entries.read() == Array((old + recent)[1_280...]))
     }
 }

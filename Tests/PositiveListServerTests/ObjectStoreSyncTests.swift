@@ -421,7 +421,7 @@ struct ObjectStoreSyncTests {
 
         let met = entries[3]
         let encounter = EncounterTimes(peer: met.id, ownWindowStart: met.validFrom, firstSeen: met.validFrom + 60, lastSeen: met.validFrom + 600)
-        let matched = PositiveListMatcher(encounters: [encounter]).match(logEntries: held.entries)
+        let matched = try PositiveListMatcher(encounters: [encounter]).match(heldEntries: held.entries)
         #expect(matched.outcome.matches.map(\.listed.id) == [met.id])
         #expect(matched.idBatches == 1 && matched.keyBatches == 1 && matched.unreadableEntries == 0)
     }

@@ -71,7 +71,7 @@ import TransparencyLog
         #expect(try Self.keys(in: second.newEntries) == Set(secondKeys.map(\.key)))
         #expect(second.state.treeSize > first.state.treeSize)
         let held = try #require(try store.load())
-        #expect(held.state == second.state && held.entries == first.newEntries + second.newEntries)
+        #expect(try held.state == second.state && held.entries.read() == first.newEntries + second.newEntries)
 
         // A mirror serves the older checkpoint again: refused as older, the held list stays, and
         // it is no evidence (a cache that has not caught up does the same).

@@ -134,7 +134,7 @@ public struct ExposureChecker: Sendable {
     func matchLogHoldingLock(
         _ log: FollowedListLog, updateFailure: ListUpdateError?, lastUpdated: UnixSeconds?
     ) async throws(ExposureCheckError) -> ListMatch {
-        let held: (state: FollowedLogState, firstIndex: UInt64, entries: [Data])?
+        let held: (state: FollowedLogState, firstIndex: UInt64, entries: HeldLogEntries)?
         do { held = try log.store.load() } catch {
             // The next update follows the log afresh; until then there is nothing to match.
             throw .noVerifiedList(updateFailure: updateFailure ?? ListLogUpdater.failure(error), offline: isOffline)
@@ -182,11 +182,18 @@ public struct ExposureChecker: Sendable {
     /// off Swift's cooperative threads so the node's BLE tasks keep running meanwhile. Ids and
     /// keys both give `TimedMatch`es (a derived id carries the window it was valid in), so the
     /// risk model and the report treat them alike.
-    private func matchLogBlocking(_ entries: [Data], since cutoff: UnixSeconds) throws(ExposureCheckError) -> (Found, LogMatchOutcome) {
+    private func matchLogBlocking(_ entries: HeldLogEntries, since cutoff: UnixSeconds) throws(ExposureCheckError) -> (Found, LogMatchOutcome) {
         let encounters: [EncounterTimes]
         do { encounters = try store.encounterTimes(since: cutoff) } catch { throw .store(error) }
-        let matched = PositiveListMatcher(encounters: encounters, clockSkewTolerance: clockSkewTolerance)
-            .match(logEntries: entries, windowRule: keyWindowRule)
+        let matched: LogMatchOutcome
+        do {
+            matched = try PositiveListMatcher(encounters: encounters, clockSkewTolerance: clockSkewTolerance)
+                .match(heldEntries: entries, windowRule: keyWindowRule)
+        } catch {
+            // The copy changed or failed under the read: the next update follows the log afresh
+            // (or, unreadable, says what to fix).
+            throw .noVerifiedList(updateFailure: ListLogUpdater.failure(error), offline: isOffline)
+        }
         do {
             return (Found(outcome: matched.outcome, encounterCount: encounters.count, matches: try fullMatches(matched.outcome.matches)), matched)
         } catch { throw .store(error) }

@@ -75,9 +75,10 @@ public struct FollowedLogStore: Sendable {
     /// when nothing is held yet. A state or entries file that does not hold together throws: the
     /// caller starts afresh (a node may always follow a log again from its start).
     ///
-    /// The entries file is mapped, not read, and every entry is a slice of the mapping: a log of
-    /// a million keys costs its 16 MB of file pages once, not a copy per step.
-    public func load() throws(FollowedLogStoreError) -> (state: FollowedLogState, firstIndex: UInt64, entries: [Data])? {
+    /// The entries stay in their file (`HeldLogEntries` reads them when asked): checking that
+    /// the file holds what the state counts reads each entry's 2-byte frame and the partial
+    /// bundle's entries, not the megabytes of a national list.
+    public func load() throws(FollowedLogStoreError) -> (state: FollowedLogState, firstIndex: UInt64, entries: HeldLogEntries)? {
         guard FileManager.default.fileExists(atPath: statePath) else { return nil }
         guard let stateBytes = FileManager.default.contents(atPath: statePath) else {
             throw .unreadable(path: statePath, reason: String(cString: strerror(errno)))
@@ -88,32 +89,43 @@ public struct FollowedLogStore: Sendable {
         } catch {
             throw .damaged(path: statePath, reason: error.description)
         }
-        guard FileManager.default.fileExists(atPath: entriesPath) else { throw .damaged(path: entriesPath, reason: "it is missing") }
-        let bytes: Data
-        do {
-            bytes = try Data(contentsOf: URL(fileURLWithPath: entriesPath), options: .alwaysMapped)
-        } catch {
-            throw .unreadable(path: entriesPath, reason: (error as NSError).localizedDescription)
+        let file = try EntriesFile(path: entriesPath)
+        defer { file.close() }
+        let fileSize = try file.size()
+        guard fileSize >= 8 else { throw .damaged(path: entriesPath, reason: "it has no header") }
+        var header = [UInt8](repeating: 0, count: 8)
+        try header.withUnsafeMutableBytes { buffer in Result { () throws(FollowedLogStoreError) in try file.read(into: buffer, at: 0) } }.get()
+        let firstIndex = header.reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
+        guard firstIndex <= stored.treeSize else {
+            throw .damaged(path: entriesPath, reason: "it starts at entry \(firstIndex), after the state's \(stored.treeSize)")
         }
-        let (firstIndex, entries, usedBytes) = try Self.parseEntries(bytes, upTo: stored.treeSize, path: entriesPath)
-        guard firstIndex + UInt64(entries.count) == stored.treeSize else {
-            throw .damaged(path: entriesPath, reason: "it holds entries up to \(firstIndex + UInt64(entries.count)), the state counts \(stored.treeSize)")
+        let frames = try HeldLogEntries.frames(
+            of: file, from: 8, fileSize: fileSize, limit: stored.treeSize - firstIndex, keepingLast: stored.partialBundleWidth)
+        guard firstIndex + UInt64(frames.count) == stored.treeSize else {
+            throw .damaged(path: entriesPath, reason: "it holds entries up to \(firstIndex + UInt64(frames.count)), the state counts \(stored.treeSize)")
         }
         // The partial bundle's entries are the newest held; that they hash to the state's level-0
         // hashes is a cheap check that the file holds the entries the state was computed from.
-        guard entries.count >= stored.partialBundleWidth else {
-            throw .damaged(path: entriesPath, reason: "it holds \(entries.count) entries, fewer than the \(stored.partialBundleWidth) of the partial bundle")
+        guard frames.count >= stored.partialBundleWidth else {
+            throw .damaged(path: entriesPath, reason: "it holds \(frames.count) entries, fewer than the \(stored.partialBundleWidth) of the partial bundle")
+        }
+        var partialBundleEntries: [Data] = []
+        for frame in frames.last {
+            var bytes = Data(count: frame.count)
+            try bytes.withUnsafeMutableBytes { buffer in Result { () throws(FollowedLogStoreError) in try file.read(into: buffer, at: frame.lowerBound) } }.get()
+            partialBundleEntries.append(bytes)
         }
         let state: FollowedLogState
         do {
-            state = try FollowedLogState(stored, partialBundleEntries: Array(entries.suffix(stored.partialBundleWidth)))
+            state = try FollowedLogState(stored, partialBundleEntries: partialBundleEntries)
         } catch {
             throw .damaged(path: entriesPath, reason: "its newest entries are not the ones the state was computed from (\(error.description))")
         }
         // A tail the state does not count was appended by an update that did not finish.
-        if usedBytes < bytes.count, truncate(entriesPath, off_t(usedBytes)) != 0 {
+        if frames.endOffset < fileSize, truncate(entriesPath, off_t(frames.endOffset)) != 0 {
             throw .cannotWrite(path: entriesPath, reason: "cutting an unfinished update's tail: \(String(cString: strerror(errno)))")
         }
+        let entries = HeldLogEntries(path: entriesPath, firstIndex: firstIndex, count: frames.count, startOffset: 8, endOffset: frames.endOffset)
         return (state, firstIndex, entries)
     }
 
@@ -147,16 +159,38 @@ public struct FollowedLogStore: Sendable {
     }
 
     /// Keeps only the entries from log index `index` on (retention), rewriting the file whole;
-    /// never those of the partial bundle, which the state's edge is made of.
+    /// never those of the partial bundle, which the state's edge is made of. The kept entries are
+    /// copied file to file, never all in memory.
     public func keepEntries(from requested: UInt64) throws(FollowedLogStoreError) {
         guard let held = try load() else { return }
         let index = min(requested, held.state.treeSize - UInt64(held.state.edge.partialBundleEntries.count))
         guard index > held.firstIndex else { return }
-        let kept = held.entries.dropFirst(Int(min(index - held.firstIndex, UInt64(held.entries.count))))
-        let bytes = Self.bigEndian(min(index, held.state.treeSize)) + (try Self.framed(Array(kept)))
-        do {
-            try AtomicFile.write(bytes, to: entriesPath, mode: 0o600)
+        let from = try held.entries.frameOffset(ofPosition: Int(index - held.firstIndex))
+        let source = try EntriesFile(path: entriesPath)
+        defer { source.close() }
+        let temporary = AtomicFile.temporaryPath(for: entriesPath)
+        let descriptor = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { throw Self.writeFailure(temporary) }
+        do throws(FollowedLogStoreError) {
+            defer { close(descriptor) }
+            try Self.write(Self.bigEndian(index), to: descriptor, path: temporary)
+            let buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 16)
+            defer { buffer.deallocate() }
+            var offset = from
+            while offset < held.entries.endOffset {
+                let block = UnsafeMutableRawBufferPointer(rebasing: buffer[0..<min(buffer.count, held.entries.endOffset - offset)])
+                try source.read(into: block, at: offset)
+                try Self.write(UnsafeRawBufferPointer(block), to: descriptor, path: temporary)
+                offset += block.count
+            }
         } catch {
+            unlink(temporary)
+            throw error
+        }
+        do {
+            try AtomicFile.install(temporary, at: entriesPath)
+        } catch {
+            unlink(temporary)
             throw .cannotWrite(path: entriesPath, reason: error.description)
         }
     }
@@ -207,38 +241,30 @@ public struct FollowedLogStore: Sendable {
 
     private func append(_ bytes: [UInt8], to path: String) throws(FollowedLogStoreError) {
         let descriptor = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
+        guard descriptor >= 0 else { throw Self.writeFailure(path) }
         defer { close(descriptor) }
-        var written = 0
-        while written < bytes.count {
-            let result = bytes.withUnsafeBytes { Glibc.write(descriptor, $0.baseAddress! + written, $0.count - written) }
-            if result < 0 && errno == EINTR { continue }
-            guard result > 0 else {
-                throw errno == ENOSPC ? .diskFull(path: path) : .cannotWrite(path: path, reason: String(cString: strerror(errno)))
-            }
-            written += result
-        }
+        try Self.write(bytes, to: descriptor, path: path)
         guard fsync(descriptor) == 0 else { throw .cannotWrite(path: path, reason: String(cString: strerror(errno))) }
     }
 
-    /// The entries file's first index and its entries up to `treeSize`, each a slice of `bytes`
-    /// (no copy), and how many bytes they take; a tail after them is left to the caller.
-    static func parseEntries(_ bytes: Data, upTo treeSize: UInt64, path: String) throws(FollowedLogStoreError) -> (UInt64, [Data], Int) {
-        guard bytes.count >= 8 else { throw .damaged(path: path, reason: "it has no header") }
-        let base = bytes.startIndex
-        let firstIndex = bytes[base..<(base + 8)].reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
-        guard firstIndex <= treeSize else { throw .damaged(path: path, reason: "it starts at entry \(firstIndex), after the state's \(treeSize)") }
-        var entries: [Data] = []
-        entries.reserveCapacity(Int(min(treeSize - firstIndex, UInt64(bytes.count / 2))))
-        var offset = 8
-        while firstIndex + UInt64(entries.count) < treeSize {
-            guard bytes.count - offset >= 2 else { break }
-            let length = Int(bytes[base + offset]) << 8 | Int(bytes[base + offset + 1])
-            guard bytes.count - offset - 2 >= length else { break }
-            entries.append(bytes[(base + offset + 2)..<(base + offset + 2 + length)])
-            offset += 2 + length
+    private static func write(_ bytes: [UInt8], to descriptor: Int32, path: String) throws(FollowedLogStoreError) {
+        try bytes.withUnsafeBytes { buffer in Result { () throws(FollowedLogStoreError) in try write(buffer, to: descriptor, path: path) } }.get()
+    }
+
+    private static func write(_ bytes: UnsafeRawBufferPointer, to descriptor: Int32, path: String) throws(FollowedLogStoreError) {
+        var written = 0
+        while written < bytes.count {
+            let result = Glibc.write(descriptor, bytes.baseAddress! + written, bytes.count - written)
+            if result < 0 && errno == EINTR { continue }
+            guard result > 0 else { throw writeFailure(path) }
+            written += result
         }
-        return (firstIndex, entries, offset)
+    }
+
+    /// The error for a write that just failed (`errno` still set): a full disk is told apart,
+    /// because its fix is to free space.
+    private static func writeFailure(_ path: String) -> FollowedLogStoreError {
+        errno == ENOSPC || errno == EDQUOT ? .diskFull(path: path) : .cannotWrite(path: path, reason: String(cString: strerror(errno)))
     }
 
     /// Entries as an entry bundle frames them (each its 2-byte length and its bytes).

@@ -23,13 +23,22 @@ public struct ListLogRetention: Sendable {
         ListLogEntry.isLive([UInt8](bytes), cutoff: cutoff)
     }
 
-    /// Where a node holding `entries` from log index `firstIndex` may start keeping them: the
-    /// start of the first bundle (256 entries) holding a live entry, so that what it keeps is
-    /// what a fresh node would take. nil when nothing can be dropped.
-    public func firstKeptIndex(firstIndex: UInt64, entries: [Data]) -> UInt64? {
+    public func isLive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+        ListLogEntry.isLive([UInt8](bytes), cutoff: cutoff)
+    }
+
+    /// Where a node holding `held` (its entries before an update; nil after a fresh start) and
+    /// then `new` may start keeping them: the start of the first bundle (256 entries) holding a
+    /// live entry, so that what it keeps is what a fresh node would take. nil when nothing can
+    /// be dropped. Reads the held entries only up to the first live one.
+    public func firstKeptIndex(firstIndex: UInt64, held: HeldLogEntries?, new: [Data]) throws(FollowedLogStoreError) -> UInt64? {
+        let heldCount = held?.count ?? 0
+        let total = heldCount + new.count
+        var live = try held?.firstPosition(where: isLive)
+        if live == nil { live = new.firstIndex(where: isLive).map { heldCount + $0 } }
         // With nothing live, the newest bundle is kept, as a fresh node takes it.
-        guard let live = entries.firstIndex(where: isLive) ?? (entries.isEmpty ? nil : entries.count - 1) else { return nil }
-        let bundleStart = (firstIndex + UInt64(live)) / 256 * 256
+        guard let position = live ?? (total == 0 ? nil : total - 1) else { return nil }
+        let bundleStart = (firstIndex + UInt64(position)) / 256 * 256
         return bundleStart > firstIndex ? bundleStart : nil
     }
 }

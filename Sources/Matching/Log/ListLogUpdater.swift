@@ -102,7 +102,7 @@ public struct ListLogUpdater: Sendable {
         }
     }
 
-    private typealias Held = (state: FollowedLogState, firstIndex: UInt64, entries: [Data])
+    private typealias Held = (state: FollowedLogState, firstIndex: UInt64, entries: HeldLogEntries)
 
     private func updateHoldingLock() async throws(ListUpdateError) -> LogUpdate {
         var held: Held?
@@ -161,7 +161,7 @@ public struct ListLogUpdater: Sendable {
                 logger.notice("the list log held does not open with the configured key and origin (\(reason)); following the configured one afresh")
                 replaced = log.store.heldState()
                 held = nil
-            } catch .unreachable(let reason) where !current.entries.contains(where: live.isLive) {
+            } catch .unreachable(let reason) where !Self.holdsLiveEntries(current.entries, live) {
                 // Every entry held has expired and the bundle after them is gone: a node that was
                 // off longer than the server keeps history starts afresh, as a new node does.
                 logger.notice("the list log's next entries cannot be fetched (\(reason)) and every entry held has expired; following it afresh")
@@ -192,15 +192,23 @@ public struct ListLogUpdater: Sendable {
             }
             // Entries whose records have all expired are dropped, a bundle at a time; a failure
             // costs disk only, and the update it follows stands.
-            if let keep = live.firstKeptIndex(firstIndex: firstIndex, entries: (held?.entries ?? []) + advance.newEntries) {
-                do { try log.store.keepEntries(from: keep) } catch {
-                    logger.warning("expired list entries could not be dropped: \(error.description)")
+            do {
+                if let keep = try live.firstKeptIndex(firstIndex: firstIndex, held: held?.entries, new: advance.newEntries) {
+                    try log.store.keepEntries(from: keep)
                 }
+            } catch {
+                logger.warning("expired list entries could not be dropped: \(error.description)")
             }
         }
         log.store.saveCheckpointETag(etag)
         return LogUpdate(changed: changed, treeSize: advance.state.treeSize, newEntries: advance.newEntries.count,
                          signedAt: advance.signedAt.map { UnixSeconds(clamping: $0) })
+    }
+
+    /// True when an entry held can still match (or cannot be read: a copy that cannot be read
+    /// is not thrown away for that reason here).
+    private static func holdsLiveEntries(_ entries: HeldLogEntries, _ live: ListLogRetention) -> Bool {
+        do { return try entries.firstPosition(where: live.isLive) != nil } catch { return true }
     }
 
     /// A fresh start must not take less than the copy it replaces verified, when that copy was

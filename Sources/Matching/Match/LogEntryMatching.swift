@@ -1,5 +1,7 @@
+import Dispatch
 import Foundation
 import PositiveListFormat
+import Synchronization
 import TracerCore
 
 /// What matching a list log's entries found, with what the report says about the list.
@@ -19,57 +21,181 @@ extension PositiveListMatcher {
     /// each, about 100 bytes with its record) stay near 1.6 MB whatever the log's size.
     static let keysPerLogRound = 4 * keysPerChunk
 
-    /// Matches the entries of a list log (ListLogEntry bytes, checked against the signed tree
-    /// when they were downloaded). The ids of every entry are matched as an id batch's are; the
-    /// keys are expanded in rounds of `keysPerLogRound`, with one encounter table for all.
+    /// Matches the entries a node holds of a list log (ListLogEntry bytes, checked against the
+    /// signed tree when they were downloaded), read from their file a chunk at a time: memory is
+    /// the encounter table and one chunk, whatever the list's size. The id entries of a chunk are
+    /// checked and probed on every processor; keys are expanded in rounds of `keysPerLogRound`.
     /// A part of a batch seen twice with the same bytes (the log is append-only, and a server
     /// recovering from a crash appends a batch only once, but a node must not count one
     /// encounter twice because of it) is matched once.
+    public func match(
+        heldEntries held: HeldLogEntries, windowRule: DerivedWindowRule = DerivedWindowRule(),
+        chunkByteCount: Int = HeldLogEntries.defaultChunkByteCount
+    ) throws(FollowedLogStoreError) -> LogMatchOutcome {
+        var matching = LogEntryMatching(matcher: self, windowRule: windowRule)
+        var failure: FollowedLogStoreError?
+        try held.forEachChunk(chunkByteCount: chunkByteCount) { chunk in
+            do throws(FollowedLogStoreError) {
+                try matching.add(chunk) { (offset, length) throws(FollowedLogStoreError) in try held.entry(atFileOffset: offset, length: length) }
+                return true
+            } catch {
+                failure = error
+                return false
+            }
+        }
+        if let failure { throw failure }
+        return matching.finish()
+    }
+
+    /// The same for entries in memory (a small log, tests).
     public func match(logEntries entries: [Data], windowRule: DerivedWindowRule = DerivedWindowRule()) -> LogMatchOutcome {
-        struct Part: Hashable {
-            var kind: ListLogEntry.Kind
-            var batch: UInt64
-            var part: UInt16
+        var bytes: [UInt8] = []
+        var ranges: [Range<Int>] = []
+        for entry in entries {
+            ranges.append(bytes.count..<(bytes.count + entry.count))
+            bytes += entry
         }
-        var seen: [Part: Data] = [:]
-        var keys: [DailyKeyRecord] = []
-        var idBatches = Set<UInt64>()
-        var keyBatches = Set<UInt64>()
-        var unreadable = 0
-        var total = MatchOutcome(matches: [], idsChecked: 0, idsSeenOutsideTheirWindow: 0)
-        let table = makeTable()
-        func add(_ outcome: MatchOutcome) {
-            total.matches += outcome.matches
-            total.idsChecked += outcome.idsChecked
-            total.idsSeenOutsideTheirWindow += outcome.idsSeenOutsideTheirWindow
-            total.keysChecked += outcome.keysChecked
+        var matching = LogEntryMatching(matcher: self, windowRule: windowRule)
+        bytes.withUnsafeBytes { buffer in
+            let chunk = LogEntryChunk(bytes: buffer, ranges: ranges, fileOffset: 0, firstPosition: 0)
+            // Every entry is in the one chunk, so no entry is read again from elsewhere.
+            try? matching.add(chunk) { (offset, length) throws(FollowedLogStoreError) in Array(buffer[offset..<(offset + length)]) }
         }
-        for bytes in entries {
-            guard let entry = try? ListLogEntry(decoding: [UInt8](bytes)) else {
+        return matching.finish()
+    }
+}
+
+/// One pass of matching over a log's entries, fed chunk by chunk in log order.
+struct LogEntryMatching {
+    let matcher: PositiveListMatcher
+    let windowRule: DerivedWindowRule
+    let table: PeerIDTable
+
+    private struct Part: Hashable {
+        var kind: ListLogEntry.Kind
+        var batch: UInt64
+        var part: UInt16
+    }
+
+    /// Where each part's first bytes are in the file, to tell a repeat from a different entry
+    /// under the same numbers without keeping every entry's bytes.
+    private var firstSeen: [Part: (offset: Int, length: Int)] = [:]
+    private var keys: [DailyKeyRecord] = []
+    private var idBatches = Set<UInt64>()
+    private var keyBatches = Set<UInt64>()
+    private var unreadable = 0
+    private var total = MatchOutcome(matches: [], idsChecked: 0, idsSeenOutsideTheirWindow: 0)
+
+    init(matcher: PositiveListMatcher, windowRule: DerivedWindowRule) {
+        self.matcher = matcher
+        self.windowRule = windowRule
+        table = matcher.makeTable()
+    }
+
+    /// Matches the entries of `chunk`; `reread(offset, length)` reads an earlier entry again.
+    mutating func add(
+        _ chunk: LogEntryChunk, reread: (Int, Int) throws(FollowedLogStoreError) -> [UInt8]
+    ) throws(FollowedLogStoreError) {
+        var idEntries: [(index: Int, batch: UInt64)] = []
+        for index in chunk.ranges.indices {
+            let bytes = chunk[index]
+            guard let header = try? ListLogEntry.header(of: bytes) else {
                 unreadable += 1
                 continue
             }
             // A repeat of the same bytes is skipped; a different entry under the same numbers (a
             // server's bug) is matched too, since skipping it could hide an exposure.
-            let part = Part(kind: entry.kind, batch: entry.batchNumber, part: entry.part)
-            if let first = seen[part], first == bytes { continue }
-            if seen[part] == nil { seen[part] = bytes }
-            switch entry.payload {
-            case .ids(let listed):
-                // Matched entry by entry: gathered first, the ids of a national list would take
-                // hundreds of megabytes.
-                idBatches.insert(entry.batchNumber)
-                add(match(listed, table: table))
-            case .keys(let records):
-                keyBatches.insert(entry.batchNumber)
-                keys += records
-                if keys.count >= Self.keysPerLogRound {
-                    add(match(keys: keys, table: table, windowRule: windowRule))
-                    keys.removeAll(keepingCapacity: true)
+            let part = Part(kind: header.kind, batch: header.batchNumber, part: header.part)
+            if let first = firstSeen[part] {
+                if first.length == bytes.count {
+                    let start = first.offset - chunk.fileOffset
+                    let firstBytes = start >= 0 ? Array(chunk.bytes[start..<(start + first.length)]) : try reread(first.offset, first.length)
+                    if firstBytes.elementsEqual(bytes) { continue }
                 }
+            } else {
+                firstSeen[part] = (chunk.fileOffset(of: index), bytes.count)
+            }
+            switch header.kind {
+            case .ids:
+                idEntries.append((index, header.batchNumber))
+            case .keys:
+                guard let entry = try? ListLogEntry(decoding: Array(bytes)), case .keys(let records) = entry.payload else {
+                    unreadable += 1
+                    continue
+                }
+                keyBatches.insert(header.batchNumber)
+                keys += records
             }
         }
-        if !keys.isEmpty { add(match(keys: keys, table: table, windowRule: windowRule)) }
-        return LogMatchOutcome(outcome: total, idBatches: idBatches.count, keyBatches: keyBatches.count, unreadableEntries: unreadable)
+        for (entry, outcome) in zip(idEntries, matchIDEntries(idEntries.map(\.index), of: chunk)) {
+            guard let outcome else {
+                unreadable += 1
+                continue
+            }
+            idBatches.insert(entry.batch)
+            add(outcome)
+        }
+        if keys.count >= PositiveListMatcher.keysPerLogRound { matchKeys() }
+    }
+
+    func finish() -> LogMatchOutcome {
+        var finished = self
+        finished.matchKeys()
+        return LogMatchOutcome(outcome: finished.total, idBatches: idBatches.count, keyBatches: keyBatches.count, unreadableEntries: unreadable)
+    }
+
+    /// Checks and probes the id entries at `indices` of `chunk`, an entry per processor at a
+    /// time; nil for an entry that does not decode (none of its ids count then).
+    private func matchIDEntries(_ indices: [Int], of chunk: LogEntryChunk) -> [MatchOutcome?] {
+        guard !indices.isEmpty else { return [] }
+        let workers = max(1, min(indices.count, ProcessInfo.processInfo.activeProcessorCount))
+        let next = Atomic<Int>(0)
+        let results = Mutex<[MatchOutcome?]>(Array(repeating: nil, count: indices.count))
+        // Read-only for the workers, and valid until this returns (concurrentPerform waits).
+        nonisolated(unsafe) let bytes = chunk.bytes
+        let ranges = chunk.ranges
+        DispatchQueue.concurrentPerform(iterations: workers) { _ in
+            while true {
+                let position = next.add(1, ordering: .relaxed).oldValue
+                guard position < indices.count else { break }
+                let entry = UnsafeRawBufferPointer(rebasing: bytes[ranges[indices[position]]])
+                guard let records = try? ListLogEntry.idRecords(of: entry) else { continue }
+                let outcome = probe(records)
+                results.withLock { $0[position] = outcome }
+            }
+        }
+        return results.withLock { $0 }
+    }
+
+    /// The hot loop: one table probe per listed id, nearly all of them ids the node never met.
+    private func probe(_ records: UnsafeRawBufferPointer) -> MatchOutcome {
+        let stride = 16
+        var outcome = MatchOutcome(matches: [], idsChecked: records.count / stride, idsSeenOutsideTheirWindow: 0)
+        var offset = 0
+        while offset + stride <= records.count {
+            let id = UInt64(bigEndian: records.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+            if let first = table.value(for: id) {
+                let entry = PositiveListEntry(
+                    id: UserID(rawValue: id),
+                    validFrom: UnixSeconds(UInt32(bigEndian: records.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self))),
+                    validUntil: UnixSeconds(UInt32(bigEndian: records.loadUnaligned(fromByteOffset: offset + 12, as: UInt32.self))))
+                matcher.record(entry, firstEncounter: Int(first), into: &outcome)
+            }
+            offset += stride
+        }
+        return outcome
+    }
+
+    private mutating func matchKeys() {
+        guard !keys.isEmpty else { return }
+        add(matcher.match(keys: keys, table: table, windowRule: windowRule))
+        keys.removeAll(keepingCapacity: true)
+    }
+
+    private mutating func add(_ outcome: MatchOutcome) {
+        total.matches += outcome.matches
+        total.idsChecked += outcome.idsChecked
+        total.idsSeenOutsideTheirWindow += outcome.idsSeenOutsideTheirWindow
+        total.keysChecked += outcome.keysChecked
     }
 }
