@@ -125,6 +125,9 @@ struct LogEntryMatching {
                 }
                 keyBatches.insert(header.batchNumber)
                 keys += records
+                // Within the chunk: a chunk of hourly key batches holds about 250,000 keys, 25 MB
+                // decoded.
+                if keys.count >= PositiveListMatcher.keysPerLogRound { matchKeys() }
             }
         }
         for (entry, outcome) in zip(idEntries, matchIDEntries(idEntries.map(\.index), of: chunk)) {
@@ -135,7 +138,6 @@ struct LogEntryMatching {
             idBatches.insert(entry.batch)
             add(outcome)
         }
-        if keys.count >= PositiveListMatcher.keysPerLogRound { matchKeys() }
     }
 
     func finish() -> LogMatchOutcome {
