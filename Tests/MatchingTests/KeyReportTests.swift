@@ -9,7 +9,7 @@ import TracerCore
 import TransparencyLog
 
 extension MatchingTests {
-    /// `tracer report`'s key half: what the server accepts (read from log/uploads or its signed key index), the
+    /// `tracer report`'s key half: what the server accepts (read from its signed log/uploads), the
     /// choice that follows from it, and uploading daily keys with the same credentials and
     /// idempotency as ids.
     @Suite(.tags(.unit)) struct KeyReportTests {
@@ -42,36 +42,18 @@ extension MatchingTests {
 
         // MARK: What the server accepts
 
-        func keyIndex(accepting kinds: AcceptedUploads, signer: BatchSigner) throws -> [UInt8] {
-            try PositiveListKeyIndex(generation: 1, publishedAt: now, accepts: kinds, batches: []).encode(signingKey: signer.key)
-        }
-
-        @Test(arguments: [AcceptedUploads.ids, .keys, .both])
-        func theSignedKeyIndexSaysWhatTheServerAccepts(_ kinds: AcceptedUploads) async throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let signer = BatchSigner()
-            let server = ListFreshnessTests.StaticServer()
-            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: kinds, signer: signer))
-            let reporter = HistoryReporter(serverURL: "http://list.test/", store: try store(in: directory), http: server, clock: FixedClock(time: now))
-            let acceptance = try await reporter.acceptance(publicKey: signer.publicKey)
-            #expect(acceptance == UploadAcceptance(kinds: kinds, source: .signedKeyIndex))
-        }
-
         func uploadPolicy(accepting kinds: AcceptedUploads, signer: BatchSigner, origin: String? = nil) throws -> [UInt8] {
             let origin = origin ?? signer.publicKey.defaultLogOrigin
             return Array(try UploadPolicyNote(origin: origin, accepts: kinds).signed(by: NoteSigner(name: origin, privateKey: signer.key)).encoded)
         }
 
         @Test(arguments: [AcceptedUploads.ids, .keys, .both])
-        func theSignedUploadPolicySaysWhatTheServerAcceptsAndWinsOverTheKeyIndex(_ kinds: AcceptedUploads) async throws {
+        func theSignedUploadPolicySaysWhatTheServerAccepts(_ kinds: AcceptedUploads) async throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             let signer = BatchSigner()
             let server = ListFreshnessTests.StaticServer()
             server.publish(UploadPolicyNote.relativePath, try uploadPolicy(accepting: kinds, signer: signer))
-            // A key index that says otherwise: the policy is read first, the index not at all.
-            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: kinds == .ids ? .keys : .ids, signer: signer))
             let reporter = HistoryReporter(serverURL: "http://list.test/", store: try store(in: directory), http: server, clock: FixedClock(time: now))
             #expect(try await reporter.acceptance(publicKey: signer.publicKey) == UploadAcceptance(kinds: kinds, source: .signedUploadPolicy))
         }
@@ -96,12 +78,11 @@ extension MatchingTests {
             #expect(detail.contains("not signed by the list's key"), "\(detail)")
         }
 
-        @Test func anUploadPolicyThatDoesNotVerifyIsRefusedNotReadFromTheKeyIndex() async throws {
+        @Test func anUploadPolicyThatDoesNotVerifyIsRefused() async throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
             let signer = BatchSigner()
             let server = ListFreshnessTests.StaticServer()
-            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: .both, signer: signer))
             let reporter = HistoryReporter(serverURL: "http://list.test", store: try store(in: directory), http: server, clock: FixedClock(time: now))
             var altered = try uploadPolicy(accepting: .ids, signer: signer)
             // "accept ids" -> "accept keys" is another length; flip the signed kind instead: ids -> idz.
@@ -118,29 +99,22 @@ extension MatchingTests {
             }
         }
 
-        @Test func aServerWithoutAKeyIndexTakesIDsOnly() async throws {
+        /// A server without `log/uploads` is older than the list log: said plainly, with what to do,
+        /// and nothing else is asked of it (the retired key index is not a fallback any more), even
+        /// when it still serves a key index.
+        @Test func aServerWithoutAnUploadPolicyIsTooOldAndSaysWhatToDo() async throws {
             let directory = try TemporaryDirectory()
             defer { directory.remove() }
-            let reporter = HistoryReporter(
-                serverURL: "http://list.test", store: try store(in: directory), http: ListFreshnessTests.StaticServer(), clock: FixedClock(time: now))
-            let acceptance = try await reporter.acceptance(publicKey: BatchSigner().publicKey)
-            #expect(acceptance == UploadAcceptance(kinds: .ids, source: .olderServer))
-            #expect(acceptance.onlyKind == .ids)
-        }
-
-        @Test func aKeyIndexSignedWithAnotherKeyIsRefused() async throws {
-            let directory = try TemporaryDirectory()
-            defer { directory.remove() }
-            let server = ListFreshnessTests.StaticServer()
-            server.publish(PositiveListKeyIndex.relativePath, try keyIndex(accepting: .keys, signer: BatchSigner()))
-            let reporter = HistoryReporter(serverURL: "http://list.test", store: try store(in: directory), http: server, clock: FixedClock(time: now))
-            let error = await #expect(throws: ReportError.self) { try await reporter.acceptance(publicKey: BatchSigner().publicKey) }
-            guard case .acceptanceNotVerified(let url, _) = error else {
-                Issue.record("expected acceptanceNotVerified, got \(String(describing: error))")
-                return
-            }
-            #expect(url == "http://list.test/keys/index.tpki")
-            #expect(error?.description.contains("server.public_key") == true)
+            let signer = BatchSigner()
+            // 404 for log/uploads; a second request (the old fallback) would find an answer.
+            let server = ScriptedServer([.status(404, ""), .status(200, "")])
+            let reporter = HistoryReporter(serverURL: "http://list.test/", store: try store(in: directory), http: server, clock: FixedClock(time: now))
+            let error = await #expect(throws: ReportError.self) { try await reporter.acceptance(publicKey: signer.publicKey) }
+            #expect(error == .serverTooOld(url: "http://list.test/log/uploads"), "\(String(describing: error))")
+            let text = error?.description ?? ""
+            #expect(text.contains("http://list.test/log/uploads") && text.contains("HTTP 404"), "\(text)")
+            #expect(text.contains("upgrade the server") && text.contains("server.url") && text.contains("Nothing was uploaded"), "\(text)")
+            #expect(server.requests.map(\.url) == ["http://list.test/log/uploads"], "\(server.requests.map(\.url))")
         }
 
         @Test func withoutAPublicKeyNothingIsReadAndTheServerDecides() async throws {
@@ -168,9 +142,9 @@ extension MatchingTests {
         // MARK: The choice
 
         @Test func keysAreNeverChosenWithoutTheUser() throws {
-            let keysOnly = UploadAcceptance(kinds: .keys, source: .signedKeyIndex)
-            let idsOnly = UploadAcceptance(kinds: .ids, source: .signedKeyIndex)
-            let both = UploadAcceptance(kinds: .both, source: .signedKeyIndex)
+            let keysOnly = UploadAcceptance(kinds: .keys, source: .signedUploadPolicy)
+            let idsOnly = UploadAcceptance(kinds: .ids, source: .signedUploadPolicy)
+            let both = UploadAcceptance(kinds: .both, source: .signedUploadPolicy)
             let unknown = UploadAcceptance(kinds: .both, source: .unknown)
 
             // --yes alone: ids where the server takes them, else a refusal naming --keys.

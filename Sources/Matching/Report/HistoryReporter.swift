@@ -117,9 +117,9 @@ public struct HistoryReporter: Sendable {
 
     // MARK: What the server accepts
 
-    /// Reads the authority's `acceptUploads`: from `log/uploads`, signed by the log's key under
-    /// its origin (`logOrigin`, nil: the key's default origin), or, from a server from before it,
-    /// from the signed `keys/index.tpki` (header byte 5, docs/positive-list-format.md). Without a
+    /// Reads the authority's `acceptUploads` from `log/uploads`, signed by the log's key under its
+    /// origin (`logOrigin`, nil: the key's default origin). A 404 there is a server from before
+    /// the list log, which this node cannot follow (``ReportError/serverTooOld(url:)``). Without a
     /// public key the setting cannot be trusted, so it is not read: the server then decides when
     /// the upload arrives.
     public func acceptance(publicKey: PositiveListPublicKey?, logOrigin: String? = nil) async throws(ReportError) -> UploadAcceptance {
@@ -136,26 +136,7 @@ public struct HistoryReporter: Sendable {
                 throw .acceptanceNotVerified(url: redactedURL(url), detail: "\(error)")
             }
         case 404:
-            return try await keyIndexAcceptance(publicKey: publicKey)
-        default:
-            throw .unexpectedResponse(url: redactedURL(url), status: response.status)
-        }
-    }
-
-    /// A server from before `log/uploads` says it in its key index; one from before key batches
-    /// has neither, and takes ids only.
-    private func keyIndexAcceptance(publicKey: PositiveListPublicKey) async throws(ReportError) -> UploadAcceptance {
-        let url = serverURL + "/" + PositiveListKeyIndex.relativePath
-        let response = try await fetch(url, maximumByteCount: PositiveListIndex.maximumByteCount)
-        switch response.status {
-        case 200:
-            do {
-                return UploadAcceptance(kinds: try PositiveListKeyIndex(verifying: response.body, publicKey: publicKey).accepts, source: .signedKeyIndex)
-            } catch {
-                throw .acceptanceNotVerified(url: redactedURL(url), detail: error.description)
-            }
-        case 404:
-            return UploadAcceptance(kinds: .ids, source: .olderServer)
+            throw .serverTooOld(url: redactedURL(url))
         default:
             throw .unexpectedResponse(url: redactedURL(url), status: response.status)
         }

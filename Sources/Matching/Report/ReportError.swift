@@ -17,8 +17,10 @@ public enum ReportError: Error, Sendable, Equatable, CustomStringConvertible {
     case network(HTTPClientError)
     /// Reading what the server accepts failed, before anything was sent.
     case serverUnreachable(HTTPClientError)
-    /// The server's key index did not verify with the configured public key.
+    /// The server's upload policy did not verify with the configured public key.
     case acceptanceNotVerified(url: String, detail: String)
+    /// `log/uploads` answered 404: a tracer-server from before the list log (or not one at all).
+    case serverTooOld(url: String)
     /// The server does not take this kind (its published setting, or its 403 answer).
     case kindNotAccepted(UploadKind)
     /// The server takes keys only and the user has not chosen keys (`--yes` without `--keys`).
@@ -49,6 +51,8 @@ public enum ReportError: Error, Sendable, Equatable, CustomStringConvertible {
             return "\(error) Nothing was uploaded; check the network connection and the server address, then run the same command again."
         case .acceptanceNotVerified(let url, let detail):
             return "What the server signs about the uploads it accepts (\(url)) failed verification (\(detail)), so this node cannot tell what the server accepts. Check server.public_key (and list.origin, if set) against what your health authority publishes. Nothing was uploaded."
+        case .serverTooOld(let url):
+            return "The server has no \(url) (HTTP 404), which every tracer-server that publishes the list log has: it is older than this node (or server.url names something else). Ask your health authority to upgrade the server, and check server.url; this node cannot follow an older server's list either. Nothing was uploaded."
         case .kindNotAccepted(.keys):
             return "This server does not accept daily keys: your health authority publishes ids only. Upload your ids instead: run the command again with --ids instead of --keys. Nothing was uploaded."
         case .kindNotAccepted(.ids):

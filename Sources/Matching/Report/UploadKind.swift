@@ -14,7 +14,7 @@ public enum UploadKind: String, Sendable, Codable, CaseIterable {
     case ids
     case keys
 
-    /// The server's bit for this kind in the key index.
+    /// The server's bit for this kind in the upload policy (`log/uploads`).
     public var acceptedUploads: AcceptedUploads { self == .ids ? .ids : .keys }
 
     /// The API path that takes this kind (docs/openapi.yaml).
@@ -26,10 +26,6 @@ public struct UploadAcceptance: Sendable, Equatable {
     public enum Source: Sendable, Equatable {
         /// The verified `log/uploads`, signed by the log's key (the authority's `acceptUploads`).
         case signedUploadPolicy
-        /// Header byte 5 of the verified `keys/index.tpki`: a server from before `log/uploads`.
-        case signedKeyIndex
-        /// `keys/index.tpki` answered 404: a server from before daily keys, which takes ids only.
-        case olderServer
         /// No server public key is configured, so the signed setting could not be read; the
         /// server decides when the upload arrives (it refuses a kind it does not take with 403).
         case unknown

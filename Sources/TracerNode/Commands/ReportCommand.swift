@@ -24,8 +24,8 @@ struct ReportCommand: AsyncParsableCommand {
             plus a delay (2 hours by default), so that nobody can broadcast your ids while they \
             are still valid.
 
-            The health authority decides which it accepts and publishes that in its signed key \
-            index (keys/index.tpki); this command reads it and offers only what the server takes. \
+            The health authority decides which it accepts and publishes that, signed by the list \
+            log's key, in log/uploads; this command reads it and offers only what the server takes. \
             Without --ids or --keys it asks which to upload. With --yes and neither flag it \
             uploads ids, never keys: a server that takes only keys then needs --keys.
 
@@ -156,11 +156,9 @@ enum ReportWording {
         switch (acceptance.source, acceptance.onlyKind) {
         case (.unknown, _):
             return "This node has no server public key (server.public_key), so it cannot read which of the two the server accepts; the server refuses one it does not take."
-        case (.olderServer, _):
-            return requested == nil ? "This server accepts only ids (it is from before daily keys), so ids are uploaded." : nil
-        case (.signedUploadPolicy, let only?), (.signedKeyIndex, let only?):
+        case (.signedUploadPolicy, let only?):
             return requested == nil ? "Your health authority's server accepts only \(name(of: only)), so \(name(of: only)) are uploaded." : nil
-        case (.signedUploadPolicy, nil), (.signedKeyIndex, nil):
+        case (.signedUploadPolicy, nil):
             return nil
         }
     }
