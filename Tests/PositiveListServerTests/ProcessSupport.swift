@@ -92,23 +92,10 @@ enum ServerCLI {
         try ProcessResult.collect(try process(arguments, fixture: fixture, environment: environment, dropping: prefixes))
     }
 
-    /// `run`, ended with SIGTERM if it still runs after `timeout` (a `serve` expected to refuse
-    /// to start that started after all): then a ``HarnessFailure`` quoting what it wrote.
+    /// `run`, killed if it still runs after `timeout` (a `serve` expected to refuse to start that
+    /// started after all): then a ``HarnessFailure`` quoting what it wrote.
     static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:], timeout: Duration) throws -> ProcessResult {
-        let process = try process(arguments, fixture: fixture, environment: environment)
-        let timedOut = Mutex(false)
-        nonisolated(unsafe) let running = process
-        let timer = DispatchWorkItem {
-            timedOut.withLock { $0 = running.isRunning }
-            if running.isRunning { running.terminate() }
-        }
-        DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(Int(timeout.components.seconds * 1_000)), execute: timer)
-        let result = try ProcessResult.collect(process)
-        timer.cancel()
-        if timedOut.withLock({ $0 }) {
-            throw HarnessFailure(description: "tracer-server \(arguments.joined(separator: " ")) still ran after \(timeout): \(result)")
-        }
-        return result
+        try ProcessResult.collect(try process(arguments, fixture: fixture, environment: environment), timeout: timeout)
     }
 }
 

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Testing
 import TestTiers
+import TracerTestSupport
 
 extension TracerNodeTests {
     /// One usage mistake: the arguments, a word the error must name, and the usage line expected.

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestTiers
+import TracerTestSupport
 
 extension TracerNodeTests {
     /// The configuration layer through `tracer config`: defaults, then the TOML file, then TRACER_*

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestTiers
+import TracerTestSupport
 
 extension TracerNodeTests {
     /// The README's main job, end to end: `scripts/demo` with the binaries this test run built.

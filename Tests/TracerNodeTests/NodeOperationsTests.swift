@@ -4,6 +4,7 @@ import Testing
 import TestTiers
 #if canImport(Glibc)
 import Glibc
+import TracerTestSupport
 #endif
 
 extension TracerNodeTests {

@@ -5,6 +5,7 @@ import TestTiers
 #if canImport(Glibc)
 import Glibc
 import TracerCore
+import TracerTestSupport
 #endif
 
 extension TracerNodeTests {

@@ -3,6 +3,7 @@ import IDRotation
 import Testing
 import TestTiers
 import TracerCore
+import TracerTestSupport
 
 extension TracerNodeTests {
     /// `tracer purge` keeps 28 days: rows last seen 28.1 days ago go, rows from 27.9 days ago stay.

@@ -5,6 +5,7 @@ import TestTiers
 #if canImport(Glibc)
 import Glibc
 import TracerCore
+import TracerTestSupport
 #endif
 
 /// A database filled by `TracerSimulator seed`, in its own scratch directory.

@@ -1,15 +1,21 @@
 import Foundation
-import Synchronization
+import TestTiers
+#if canImport(Glibc)
+import Glibc
+#endif
 
 /// What a finished child process (a tool such as curl or openssl, or one of our own
 /// executables run by a test or benchmark) wrote and how it exited.
 public struct ProcessResult: Sendable, CustomStringConvertible {
     public var exitCode: Int32
+    /// True when the process ended by a signal (then `exitCode` is the signal number).
+    public var signaled: Bool
     public var stdout: String
     public var stderr: String
 
-    public init(exitCode: Int32, stdout: String, stderr: String) {
+    public init(exitCode: Int32, signaled: Bool = false, stdout: String, stderr: String) {
         self.exitCode = exitCode
+        self.signaled = signaled
         self.stdout = stdout
         self.stderr = stderr
     }
@@ -17,7 +23,11 @@ public struct ProcessResult: Sendable, CustomStringConvertible {
     /// Both streams, standard output first: what a caller that only searches the text reads.
     public var output: String { stdout + stderr }
 
-    public var description: String { "exit \(exitCode)\n--- stdout ---\n\(stdout.prefix(4000))\n--- stderr ---\n\(stderr.prefix(4000))" }
+    public var stderrLines: [String] { stderr.split(separator: "\n", omittingEmptySubsequences: true).map(String.init) }
+
+    public var description: String {
+        "exit \(signaled ? "signal " : "")\(exitCode)\n--- stdout ---\n\(stdout.prefix(4000))\n--- stderr ---\n\(stderr.prefix(4000))"
+    }
 
     /// Runs `program` with `arguments` (and `environment`, else this process's; in `directory`,
     /// else this process's) to its end, with no input.
@@ -33,38 +43,42 @@ public struct ProcessResult: Sendable, CustomStringConvertible {
     }
 
     /// Starts `process` (set up but not yet run; its standard output and error are replaced by
-    /// pipes, its input by `input` or nothing) and waits for its end.
-    public static func collect(_ process: Process, input: String? = nil) throws -> ProcessResult {
-        let out = Pipe()
-        let err = Pipe()
+    /// files, its input by `input` or nothing) and waits for its end. The output goes to unlinked
+    /// temporary files rather than pipes: a child cannot stall on a full pipe, and a grandchild it
+    /// leaves running (a hook in the background) cannot keep the call waiting for an end of file.
+    /// With a `timeout`, a process still running then is killed (SIGKILL) and the call throws a
+    /// ``HarnessFailure`` saying so.
+    public static func collect(_ process: Process, input: String? = nil, timeout: Duration? = nil) throws -> ProcessResult {
+        let out = try UnlinkedFile()
+        let err = try UnlinkedFile()
         let inputPipe = input.map { _ in Pipe() }
-        process.standardOutput = out
-        process.standardError = err
+        process.standardOutput = out.handle
+        process.standardError = err.handle
         process.standardInput = inputPipe ?? FileHandle.nullDevice
         _ = ignoringBrokenPipes
         try process.run()
-        let group = DispatchGroup()
         if let input, let inputPipe {
-            // Written on another thread too: a child that writes before it reads would otherwise
-            // wait on a full output pipe while this thread waits on its full input pipe. A child
-            // that exits without reading gets an error here, not a SIGPIPE that kills the tests.
+            // Written on another thread: a child that exits without reading gets an error here,
+            // not a SIGPIPE that kills the tests, and one that reads slowly does not hold this one.
             let inputHandle = inputPipe.fileHandleForWriting
-            DispatchQueue.global().async(group: group) {
+            DispatchQueue.global().async {
                 try? inputHandle.write(contentsOf: Data(input.utf8))
                 try? inputHandle.close()
             }
         }
-        // Standard error is read on another thread while this one reads standard output: a
-        // child that fills the pipe nobody reads would block for ever.
-        let errors = CollectedData()
-        let errorHandle = err.fileHandleForReading
-        DispatchQueue.global().async(group: group) { errors.data.withLock { $0 = errorHandle.readDataToEndOfFile() } }
-        let stdout = out.fileHandleForReading.readDataToEndOfFile()
-        group.wait()
+        if let timeout {
+            _ = eventuallyBlocking(timeout: timeout, every: .milliseconds(2)) { !process.isRunning }
+            if process.isRunning {
+                kill(process.processIdentifier, SIGKILL)
+                process.waitUntilExit()
+                let written = ProcessResult(exitCode: process.terminationStatus, signaled: true, stdout: try out.contents(), stderr: try err.contents())
+                throw HarnessFailure(description: "\(process.executableURL?.path ?? "?") \((process.arguments ?? []).joined(separator: " ")) still ran after \(timeout) and was killed: \(written)")
+            }
+        }
         process.waitUntilExit()
         return ProcessResult(
-            exitCode: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
-            stderr: errors.data.withLock { String(decoding: $0, as: UTF8.self) })
+            exitCode: process.terminationStatus, signaled: process.terminationReason == .uncaughtSignal,
+            stdout: try out.contents(), stderr: try err.contents())
     }
 
     /// This result when the process exited with 0; otherwise a ``HarnessFailure`` naming `what`
@@ -78,8 +92,25 @@ public struct ProcessResult: Sendable, CustomStringConvertible {
     }
 }
 
-private final class CollectedData: Sendable {
-    let data = Mutex(Data())
+/// A temporary file with no name: what a child writes there is read back through the same handle,
+/// and nothing is left on disk whatever happens.
+private struct UnlinkedFile {
+    let handle: FileHandle
+
+    init() throws {
+        let path = NSTemporaryDirectory() + "/tracer-test-output-" + UUID().uuidString
+        guard FileManager.default.createFile(atPath: path, contents: nil), let handle = FileHandle(forUpdatingAtPath: path) else {
+            throw HarnessFailure(description: "cannot create \(path) for a child's output")
+        }
+        unlink(path)
+        self.handle = handle
+    }
+
+    func contents() throws -> String {
+        defer { try? handle.close() }
+        try handle.seek(toOffset: 0)
+        return String(decoding: try handle.readToEnd() ?? Data(), as: UTF8.self)
+    }
 }
 
 /// A write to a pipe whose reader has gone fails with EPIPE instead of killing the test process.
