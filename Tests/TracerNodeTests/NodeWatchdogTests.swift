@@ -197,6 +197,42 @@ final class NotifySocket {
         #expect(status.watchdogWithheld(now: Self.now, darkLimit: Self.limit, progressAge: Self.limit + 1) != nil)
     }
 
+    /// The same for darkness: a node reconnecting since a wall-clock time that a clock set forward
+    /// makes hours old is not dark for hours when the monotonic age says seconds; and a clock set
+    /// back does not hide a controller lost for longer than the limit.
+    @Test func aWallClockSetForwardIsNotDarknessAndOneSetBackDoesNotHideIt() {
+        var status = Self.status(.reconnecting)
+        status.reconnectingSince = Self.now - 7200
+        #expect(Self.withheld(status)?.contains("no working controller") == true, "by the wall clock alone, two hours dark")
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: Self.limit, darkAge: 10) == nil)
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: Self.limit, darkAge: Self.limit) == nil)
+        status.reconnectingSince = Self.now + 3600
+        #expect(Self.withheld(status) == nil, "by the wall clock alone, dark since the future")
+        #expect(status.watchdogWithheld(now: Self.now, darkLimit: Self.limit, darkAge: Self.limit + 1)?.contains("no working controller") == true)
+    }
+
+    /// The recorder measures darkness on the monotonic clock from when it recorded it: the wall
+    /// clock stepping two hours forward while the node reconnects (NTP on a board without a
+    /// real-time clock) leaves the dark age at seconds, so the pings go on.
+    @Test func theRecorderCountsDarknessOnTheMonotonicClock() async throws {
+        let directory = NSTemporaryDirectory() + "/tracer-dark-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let clock = NodeMetricsRenderingTests.SetClock(Self.now)
+        let recorder = NodeStatusRecorder(path: directory + "/status.json", transport: try TransportSpec(parsing: "hci0"), clock: clock)
+        await recorder.begin()
+        #expect(await recorder.darkAge.map { $0 <= 1 } == true, "starting: dark since the start")
+        await recorder.sessionEnded(.rotation("no controller yet"))
+        clock.set(Self.now + 7200)
+        let age = try #require(await recorder.darkAge)
+        #expect(age <= 5, "the wall clock's step is not darkness: \(age) s")
+        let status = await recorder.current
+        #expect(status.watchdogWithheld(now: clock.now(), darkLimit: Self.limit, progressAge: await recorder.progressAge, darkAge: age) == nil)
+        #expect(status.watchdogWithheld(now: clock.now(), darkLimit: Self.limit) != nil, "the wall clock alone would withhold the pings")
+        await recorder.stopped()
+        #expect(await recorder.darkAge == nil)
+    }
+
     @Test func progressCountsOnlyWhileRunning() {
         // A session that ended left its last progress behind: reconnecting is judged by its own time.
         var status = Self.status(.reconnecting)

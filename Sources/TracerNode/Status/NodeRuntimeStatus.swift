@@ -164,20 +164,27 @@ actor NodeStatusRecorder {
     private let changesContinuation: AsyncStream<NodeRuntimeStatus>.Continuation
     /// Further followers' streams (`follow()`), each given every status as `changes` is.
     private var followers: [AsyncStream<NodeRuntimeStatus>.Continuation] = []
-    private let clock = SystemWallClock()
+    private let clock: any WallClock
     /// When the exchange last made progress, on the clock that stops while the machine sleeps
     /// (CLOCK_MONOTONIC, as systemd's watchdog counts): `progressAge`.
     private var progressInstant: SuspendingClock.Instant?
+    /// The status's `darkSince`, carried onto the same clock when it was last seen to change:
+    /// `darkAge`.
+    private var dark: (since: UnixSeconds, seenAt: SuspendingClock.Instant, ageWhenSeen: Int64)?
     private let logger: Logger
     /// Whether the status did not fit over the old file when last tried, so that this is logged once.
     private var overwriteDidNotFit = false
     private let radioTime: RadioTimeAccount?
 
-    init(path: String, transport: TransportSpec, radioTime: RadioTimeAccount? = nil, logger: Logger = Logger(label: "tracer.node")) {
+    init(
+        path: String, transport: TransportSpec, radioTime: RadioTimeAccount? = nil, clock: any WallClock = SystemWallClock(),
+        logger: Logger = Logger(label: "tracer.node")
+    ) {
         self.path = path
         self.radioTime = radioTime
+        self.clock = clock
         self.logger = logger
-        let now = SystemWallClock().now()
+        let now = clock.now()
         status = NodeRuntimeStatus(
             pid: getpid(), startedAt: now, updatedAt: now, transport: "\(transport)", state: .starting)
         (changes, changesContinuation) = AsyncStream.makeStream(bufferingPolicy: .bufferingNewest(1))
@@ -235,6 +242,25 @@ actor NodeStatusRecorder {
     /// the first session.
     var progressAge: Int64? {
         progressInstant.map { SuspendingClock.now - $0 }.map { $0.components.seconds }
+    }
+
+    /// Seconds the node has been dark (`NodeRuntimeStatus.darkSince`), measured on the monotonic
+    /// clock from when the darkness was first recorded: a wall clock set forward (NTP on a board
+    /// without a real-time clock, a resume) must not turn a routine reset into hours without a
+    /// controller, nor one set back hide a controller lost for good. Nil while the node is not dark.
+    var darkAge: Int64? {
+        noteDarkness()
+        return dark.map { $0.ageWhenSeen + (SuspendingClock.now - $0.seenAt).components.seconds }
+    }
+
+    /// Carries a new `darkSince` onto the monotonic clock, as seen now.
+    private func noteDarkness() {
+        guard let since = status.darkSince else {
+            dark = nil
+            return
+        }
+        guard dark?.since != since else { return }
+        dark = (since, .now, max(0, clock.now() - since))
     }
 
     func sessionEnded(_ failure: ExchangeSession.Failure) {
@@ -295,6 +321,7 @@ actor NodeStatusRecorder {
     /// Writes the status, padded, and says whether the file now holds it.
     @discardableResult
     private func write() -> Bool {
+        noteDarkness()
         status.updatedAt = clock.now()
         status.radioTime = radioTime.map { .init(lastHour: $0.summary(over: .seconds(3600)), lastDay: $0.summary(over: .seconds(86_400))) }
         changesContinuation.yield(status)

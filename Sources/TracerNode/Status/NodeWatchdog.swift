@@ -48,11 +48,12 @@ extension NodeRuntimeStatus {
     /// drops whatever state held the old one; when the adapter is simply gone it costs nothing (no
     /// radio, no sightings held), and the restarts show in `systemctl status`. A wedged process
     /// needs no rule here: the pings come from the node's own tasks, so they stop with it.
-    /// `progressAge`: seconds since that progress on the monotonic clock
-    /// (`NodeStatusRecorder.progressAge`), which a wall clock set forward does not move; without
-    /// it, the wall clock's `now - exchangeProgressAt`.
-    func watchdogWithheld(now: UnixSeconds, darkLimit: Int64, progressAge: Int64? = nil) -> String? {
-        if let since = darkSince, now - since > darkLimit {
+    /// `progressAge` and `darkAge`: seconds since that progress and since the node went dark on
+    /// the monotonic clock (`NodeStatusRecorder.progressAge`, `.darkAge`), which a wall clock set
+    /// forward or back does not move; without them, the wall clock's `now - exchangeProgressAt`
+    /// and `now - darkSince`.
+    func watchdogWithheld(now: UnixSeconds, darkLimit: Int64, progressAge: Int64? = nil, darkAge: Int64? = nil) -> String? {
+        if let since = darkSince, (darkAge ?? now - since) > darkLimit {
             return "no working controller since \(Output.localTime(since)) (over \(Output.duration(darkLimit))): \(darkReason)"
         }
         let progressLimit = max(darkLimit, Self.minimumProgressLimit)
@@ -132,7 +133,8 @@ actor NodeWatchdog {
                     // for a busy machine. The status is asked of the recorder each time, so that
                     // pings stop when the node's tasks do.
                     while (try? await Task.sleep(for: timeout / 2)) != nil {
-                        await self.watchdogTick(await recorder.current, now: clock.now(), progressAge: await recorder.progressAge)
+                        await self.watchdogTick(
+                            await recorder.current, now: clock.now(), progressAge: await recorder.progressAge, darkAge: await recorder.darkAge)
                     }
                 }
             }
@@ -160,8 +162,8 @@ actor NodeWatchdog {
     /// Pings the watchdog unless `status` at `now` says the node cannot mend itself; returns
     /// whether it pinged.
     @discardableResult
-    func watchdogTick(_ status: NodeRuntimeStatus, now: UnixSeconds, progressAge: Int64? = nil) -> Bool {
-        let reason = status.watchdogWithheld(now: now, darkLimit: darkLimit, progressAge: progressAge)
+    func watchdogTick(_ status: NodeRuntimeStatus, now: UnixSeconds, progressAge: Int64? = nil, darkAge: Int64? = nil) -> Bool {
+        let reason = status.watchdogWithheld(now: now, darkLimit: darkLimit, progressAge: progressAge, darkAge: darkAge)
         if reason != withheld {
             if let reason {
                 logger.error("not answering systemd's watchdog, so that systemd restarts the node", metadata: ["reason": "\(reason)"])
