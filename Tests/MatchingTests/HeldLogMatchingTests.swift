@@ -88,6 +88,26 @@ import TransparencyLog
         #expect(matched.outcome.idsChecked == 4_000 + 4_000 + 4_001)
     }
 
+    @Test func aMalformedFirstCopyIsNotWhatALaterRepeatIsComparedWith() throws {
+        // A malformed entry under batch 1 part 0, then a valid one under the same numbers and its
+        // exact repeat: the valid one counts once, the malformed one is unreadable.
+        let listed = ids(50)
+        var malformed = try ListLogEntry(batchNumber: 1, part: 0, partCount: 1, payload: .ids(ids(50))).encode()
+        malformed.replaceSubrange((malformed.count - 8)..<malformed.count, with: [0, 0, 0, 9, 0, 0, 0, 1])
+        let valid = Data(try ListLogEntry(batchNumber: 1, part: 0, partCount: 1, payload: .ids(listed)).encode())
+        let filler = Data(try ListLogEntry(batchNumber: 2, part: 0, partCount: 1, payload: .ids(ids(4_000))).encode())
+        let encounters = [met(listed[3].id, at: dayStart + 3_700)]
+        // In one chunk, and with the repeat in a later chunk than the valid copy.
+        for (entries, chunk) in [([Data(malformed), valid, valid], HeldLogEntries.defaultChunkByteCount),
+                                 ([Data(malformed), valid, filler, filler, valid], Self.smallChunk)] {
+            let (store, held) = try held(entries)
+            defer { try? FileManager.default.removeItem(atPath: store.directory) }
+            let matched = try PositiveListMatcher(encounters: encounters).match(heldEntries: held, chunkByteCount: chunk)
+            #expect(matched.outcome.matches.count == 1 && matched.unreadableEntries == 1, "chunk \(chunk)")
+            #expect(matched.outcome.idsChecked == 50 + (entries.count == 5 ? 4_000 : 0))
+        }
+    }
+
     @Test func anIDsEntryThatDoesNotDecodeIsCountedAndNoneOfItsIDsMatch() throws {
         let listed = ids(100)
         var bytes = try ListLogEntry(batchNumber: 4, part: 0, partCount: 1, payload: .ids(listed)).encode()
@@ -125,7 +145,11 @@ import TransparencyLog
         #expect(try held.read() == entries)
         #expect(try held.firstPosition { $0.count > 40 && $0.first == UInt8(ascii: "e") } != nil)
         #expect(try held.firstPosition { _ in false } == nil)
+        // A copy a crash interrupted is removed by the next one.
+        let unfinished = store.directory + "/" + AtomicFile.temporaryPrefix + "entries-crashed"
+        #expect(FileManager.default.createFile(atPath: unfinished, contents: Data(count: 100)))
         try store.keepEntries(from: 1_000)
+        #expect(!FileManager.default.fileExists(atPath: unfinished))
         let kept = try #require(try store.load())
         #expect(try kept.firstIndex == 1_000 && kept.entries.count == 2_000 && kept.entries.read() == Array(entries[1_000...]))
     }

@@ -10,7 +10,6 @@ extension TracerNodeTests {
         @Test func theNodesDatabaseVariableIsNotInherited() {
             #expect(Products.variablesNotInherited.contains(StoreLocation.environmentVariable))
             #expect(Products.environment(home: "/scratch")[StoreLocation.environmentVariable] == nil)
-            #expect(Products.environment(home: "/scratch", overrides: ["X": "1"])["HOME"] == "/scratch")
         }
     }
 }

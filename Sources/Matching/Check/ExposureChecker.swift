@@ -151,7 +151,7 @@ public struct ExposureChecker: Sendable {
         let now = clock.now()
         let cutoff = retention.encounterCutoff(now: now)
         let (found, matched) = try await Self.offTheCooperativePool { [self] () throws(ExposureCheckError) in
-            try matchLogBlocking(held.entries, since: cutoff)
+            try matchLogBlocking(held.entries, since: cutoff, updateFailure: updateFailure)
         }
         let signedAt = LogFollower.timestamp(of: verified, source: log.source)
         var list = ExposureCheckReport.ListStatus(
@@ -182,7 +182,9 @@ public struct ExposureChecker: Sendable {
     /// off Swift's cooperative threads so the node's BLE tasks keep running meanwhile. Ids and
     /// keys both give `TimedMatch`es (a derived id carries the window it was valid in), so the
     /// risk model and the report treat them alike.
-    private func matchLogBlocking(_ entries: HeldLogEntries, since cutoff: UnixSeconds) throws(ExposureCheckError) -> (Found, LogMatchOutcome) {
+    private func matchLogBlocking(
+        _ entries: HeldLogEntries, since cutoff: UnixSeconds, updateFailure: ListUpdateError?
+    ) throws(ExposureCheckError) -> (Found, LogMatchOutcome) {
         let encounters: [EncounterTimes]
         do { encounters = try store.encounterTimes(since: cutoff) } catch { throw .store(error) }
         let matched: LogMatchOutcome
@@ -192,7 +194,7 @@ public struct ExposureChecker: Sendable {
         } catch {
             // The copy changed or failed under the read: the next update follows the log afresh
             // (or, unreadable, says what to fix).
-            throw .noVerifiedList(updateFailure: ListLogUpdater.failure(error), offline: isOffline)
+            throw .noVerifiedList(updateFailure: updateFailure ?? ListLogUpdater.failure(error), offline: isOffline)
         }
         do {
             return (Found(outcome: matched.outcome, encounterCount: encounters.count, matches: try fullMatches(matched.outcome.matches)), matched)

@@ -166,6 +166,7 @@ public struct FollowedLogStore: Sendable {
         let index = min(requested, held.state.treeSize - UInt64(held.state.edge.partialBundleEntries.count))
         guard index > held.firstIndex else { return }
         let from = try held.entries.frameOffset(ofPosition: Int(index - held.firstIndex))
+        removeUnfinishedCopies()
         let source = try EntriesFile(path: entriesPath)
         defer { source.close() }
         let temporary = AtomicFile.temporaryPath(for: entriesPath)
@@ -189,9 +190,21 @@ public struct FollowedLogStore: Sendable {
         }
         do {
             try AtomicFile.install(temporary, at: entriesPath)
+        } catch .diskFull {
+            unlink(temporary)
+            throw .diskFull(path: entriesPath)
         } catch {
             unlink(temporary)
             throw .cannotWrite(path: entriesPath, reason: error.description)
+        }
+    }
+
+    /// Removes what a copy of the entries that a crash interrupted left (as large as the list):
+    /// the caller holds the cache's lock, so no copy is under way.
+    private func removeUnfinishedCopies() {
+        let prefix = AtomicFile.temporaryPrefix + "entries-"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] where name.hasPrefix(prefix) {
+            unlink(directory + "/" + name)
         }
     }
 

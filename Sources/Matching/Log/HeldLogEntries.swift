@@ -110,7 +110,8 @@ public struct HeldLogEntries: Sendable {
 
     /// Reads the frames of an entries file from byte `startOffset`, counting those up to `limit`
     /// entries, and remembering the last `keptCount` of them; the frames are read, not their
-    /// bytes (one small read per entry of an id list). Stops at the limit or at a frame the file
+    /// bytes: small entries a window of them at a time, after a large one only the next 2-byte
+    /// length (an id list's entries are up to 64 kB). Stops at the limit or at a frame the file
     /// does not hold whole (a tail an unfinished update appended, left to the caller).
     static func frames(
         of file: EntriesFile, from startOffset: Int, fileSize: Int, limit: UInt64, keepingLast keptCount: Int
@@ -124,9 +125,11 @@ public struct HeldLogEntries: Sendable {
         last.reserveCapacity(keptCount)
         var count = 0
         var offset = startOffset
+        var previousLength = 0
         while UInt64(count) < limit, fileSize - offset >= 2 {
             if offset < windowStart || offset + 2 > windowEnd {
-                let length = min(windowSize, fileSize - offset)
+                // Past a frame larger than the window, the next is likely large too.
+                let length = previousLength >= windowSize ? 2 : min(windowSize, fileSize - offset)
                 try window.withUnsafeMutableBytes { buffer in
                     Result { () throws(FollowedLogStoreError) in try file.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[0..<length]), at: offset) }
                 }.get()
@@ -134,6 +137,7 @@ public struct HeldLogEntries: Sendable {
             }
             let length = Int(window[offset - windowStart]) << 8 | Int(window[offset - windowStart + 1])
             guard fileSize - offset - 2 >= length else { break }
+            previousLength = length
             if keptCount > 0 {
                 let frame = (offset + 2)..<(offset + 2 + length)
                 if last.count < keptCount { last.append(frame) } else { last[count % keptCount] = frame }

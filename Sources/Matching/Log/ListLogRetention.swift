@@ -19,11 +19,7 @@ public struct ListLogRetention: Sendable {
     /// True when the entry holds a record that ends at or after the cutoff, or does not parse
     /// (what the node cannot read it does not throw away): the rule the server's deletion of old
     /// history shares (`ListLogEntry.isLive`).
-    public func isLive(_ bytes: Data) -> Bool {
-        ListLogEntry.isLive([UInt8](bytes), cutoff: cutoff)
-    }
-
-    public func isLive(_ bytes: UnsafeRawBufferPointer) -> Bool {
+    public func isLive(_ bytes: some Collection<UInt8>) -> Bool {
         ListLogEntry.isLive([UInt8](bytes), cutoff: cutoff)
     }
 

@@ -93,36 +93,41 @@ struct LogEntryMatching {
     }
 
     /// Matches the entries of `chunk`; `reread(offset, length)` reads an earlier entry again.
+    /// The id entries are checked and probed on every processor first; which of them count is
+    /// then decided in log order, as for the keys, so that only an entry that decodes can be the
+    /// first copy a later repeat is compared with.
     mutating func add(
         _ chunk: LogEntryChunk, reread: (Int, Int) throws(FollowedLogStoreError) -> [UInt8]
     ) throws(FollowedLogStoreError) {
-        var idEntries: [(index: Int, batch: UInt64)] = []
+        var headers: [ListLogEntry.Header?] = []
+        var idIndices: [Int] = []
         for index in chunk.ranges.indices {
-            let bytes = chunk[index]
-            guard let header = try? ListLogEntry.header(of: bytes) else {
+            let header = try? ListLogEntry.header(of: chunk[index])
+            headers.append(header)
+            if header?.kind == .ids { idIndices.append(index) }
+        }
+        var idOutcomes = Dictionary(uniqueKeysWithValues: zip(idIndices, matchIDEntries(idIndices, of: chunk)))
+        for index in chunk.ranges.indices {
+            guard let header = headers[index] else {
                 unreadable += 1
                 continue
             }
-            // A repeat of the same bytes is skipped; a different entry under the same numbers (a
-            // server's bug) is matched too, since skipping it could hide an exposure.
-            let part = Part(kind: header.kind, batch: header.batchNumber, part: header.part)
-            if let first = firstSeen[part] {
-                if first.length == bytes.count {
-                    let start = first.offset - chunk.fileOffset
-                    let firstBytes = start >= 0 ? Array(chunk.bytes[start..<(start + first.length)]) : try reread(first.offset, first.length)
-                    if firstBytes.elementsEqual(bytes) { continue }
-                }
-            } else {
-                firstSeen[part] = (chunk.fileOffset(of: index), bytes.count)
-            }
+            let bytes = chunk[index]
             switch header.kind {
             case .ids:
-                idEntries.append((index, header.batchNumber))
+                guard let outcome = idOutcomes.removeValue(forKey: index) ?? nil else {
+                    unreadable += 1
+                    continue
+                }
+                guard try isFirstCopy(header, at: index, of: chunk, reread: reread) else { continue }
+                idBatches.insert(header.batchNumber)
+                add(outcome)
             case .keys:
                 guard let entry = try? ListLogEntry(decoding: Array(bytes)), case .keys(let records) = entry.payload else {
                     unreadable += 1
                     continue
                 }
+                guard try isFirstCopy(header, at: index, of: chunk, reread: reread) else { continue }
                 keyBatches.insert(header.batchNumber)
                 keys += records
                 // Within the chunk: a chunk of hourly key batches holds about 250,000 keys, 25 MB
@@ -130,14 +135,25 @@ struct LogEntryMatching {
                 if keys.count >= PositiveListMatcher.keysPerLogRound { matchKeys() }
             }
         }
-        for (entry, outcome) in zip(idEntries, matchIDEntries(idEntries.map(\.index), of: chunk)) {
-            guard let outcome else {
-                unreadable += 1
-                continue
-            }
-            idBatches.insert(entry.batch)
-            add(outcome)
+    }
+
+    /// False for a repeat of the same bytes as the first decodable entry under the same numbers,
+    /// which is skipped; true (and remembered, when it is the first) otherwise: a different entry
+    /// under the same numbers (a server's bug) is matched too, since skipping it could hide an
+    /// exposure.
+    private mutating func isFirstCopy(
+        _ header: ListLogEntry.Header, at index: Int, of chunk: LogEntryChunk, reread: (Int, Int) throws(FollowedLogStoreError) -> [UInt8]
+    ) throws(FollowedLogStoreError) -> Bool {
+        let part = Part(kind: header.kind, batch: header.batchNumber, part: header.part)
+        let bytes = chunk[index]
+        guard let first = firstSeen[part] else {
+            firstSeen[part] = (chunk.fileOffset(of: index), bytes.count)
+            return true
         }
+        guard first.length == bytes.count else { return true }
+        let start = first.offset - chunk.fileOffset
+        let firstBytes = start >= 0 ? Array(chunk.bytes[start..<(start + first.length)]) : try reread(first.offset, first.length)
+        return !firstBytes.elementsEqual(bytes)
     }
 
     func finish() -> LogMatchOutcome {
@@ -153,7 +169,9 @@ struct LogEntryMatching {
         let workers = max(1, min(indices.count, ProcessInfo.processInfo.activeProcessorCount))
         let next = Atomic<Int>(0)
         let results = Mutex<[MatchOutcome?]>(Array(repeating: nil, count: indices.count))
-        // Read-only for the workers, and valid until this returns (concurrentPerform waits).
+        // Read-only for the workers and valid until this returns: concurrentPerform waits for
+        // them, and the buffer's owner (`HeldLogEntries.forEachChunk`) refills it only after the
+        // chunk's `body` has returned.
         nonisolated(unsafe) let bytes = chunk.bytes
         let ranges = chunk.ranges
         DispatchQueue.concurrentPerform(iterations: workers) { _ in
