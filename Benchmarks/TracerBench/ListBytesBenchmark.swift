@@ -7,8 +7,10 @@ import Synchronization
 import TracerCore
 
 /// Issue 13's figure (a): bytes every node downloads per diagnosed person-day, keys against
-/// ids, batch and index overhead included, measured on the files the real store and publisher
-/// write. A simulated day: `uploads` diagnosed people, evenly spread, each uploading 14 days
+/// ids, measured on the list log entries (format version 3) the real store and publisher
+/// append, each entry's header included; the tiles' hashes and the checkpoint are not counted.
+/// (Until issue 39 step 4 this measured the retired batch files and their index listings;
+/// BENCHMARKS.md keeps those figures as history.) A simulated day: `uploads` diagnosed people, evenly spread, each uploading 14 days
 /// (keys: one per day at 15-minute windows, today's included; ids: the 96 ids of each day),
 /// with hourly publication, then publication continues until every key is out (keys wait for
 /// their day's ids to expire plus 2 hours). Byte counts do not depend on the build mode.
@@ -20,7 +22,7 @@ struct ListBytesBenchmark {
 
     func run() async throws {
         say("# List bytes per diagnosed person-day (\(Date()))")
-        say("\(Self.days) days per upload, 15-minute windows, hourly publication; bytes = batch files + their 64-byte index listings")
+        say("\(Self.days) days per upload, 15-minute windows, hourly publication; bytes = the log entries of every batch")
         for uploads in uploadsPerDay {
             let (bytes, batches, published) = try await simulate(uploads: uploads, keys: true, padding: 1.0)
             let personDays = uploads * Self.days
@@ -38,7 +40,7 @@ struct ListBytesBenchmark {
             idUploads, idBytes, idBatches, ids, Double(idBytes) / Double(idUploads * Self.days)))
     }
 
-    /// Returns the bytes of every batch published (with its listing), their number, and how
+    /// Returns the bytes of every batch's log entries, their number, and how
     /// many keys or ids they hold.
     private func simulate(uploads: Int, keys: Bool, padding: Double) async throws -> (Int, Int, Int) {
         let logger = Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
@@ -83,12 +85,18 @@ struct ListBytesBenchmark {
             clock.set(now + 1_800)
             let report = try await publisher.publish()
             if let batch = report.newKeyBatch, keys {
-                bytes += batch.byteCount + PositiveListIndex.listingByteCount
+                let content = try await store.liveBatchContents(idBatchesAfter: UInt64(Int64.max), keyBatchesAfter: batch.number - 1)
+                for published in content.keyBatches where published.number == batch.number {
+                    bytes += try ListLogEntry.entries(keyBatch: batch.number, records: published.records).reduce(0) { $0 + (try $1.encode()).count }
+                }
                 batches += 1
                 published += batch.keyCount + batch.fakeKeyCount
             }
             if let batch = report.newBatch, !keys {
-                bytes += batch.byteCount + PositiveListIndex.listingByteCount
+                let content = try await store.liveBatchContents(idBatchesAfter: batch.number - 1, keyBatchesAfter: UInt64(Int64.max))
+                for published in content.idBatches where published.number == batch.number {
+                    bytes += try ListLogEntry.entries(idBatch: batch.number, entries: published.entries).reduce(0) { $0 + (try $1.encode()).count }
+                }
                 batches += 1
                 published += batch.idCount
             }

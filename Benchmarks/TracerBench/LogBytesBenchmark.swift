@@ -9,11 +9,12 @@ import TracerCore
 import TracerTestSupport
 import TransparencyLog
 
-/// Issue 39's figures: every byte a node downloads to keep its list current, today's format
-/// (signed indexes and batch files) against the log (checkpoint and entry bundles), side by side
-/// from the same publications, in fast time. The real store and publisher write both formats;
+/// Issue 39's figures: every byte a node downloads to keep its list current from the log
+/// (checkpoint and entry bundles), in fast time. (The signed indexes and batch files it was first
+/// measured against are retired: the server no longer writes them, and BENCHMARKS.md keeps their
+/// figures as history.) The real store and publisher write the log;
 /// a simulated node revalidates every 300 s plus up to 60 s (the node's default), downloads what
-/// each format makes it download (the log through `LogFollower`, from the held byte of a partial
+/// the log makes it download (the log through `LogFollower`, from the held byte of a partial
 /// bundle), and counts bodies plus HTTP response heads. The heads are measured once, at the end,
 /// from Debian's nginx with the repository's configuration serving the published directory: one
 /// request of each kind (200, 304, 206) by curl.
@@ -29,7 +30,7 @@ struct LogBytesBenchmark {
 
     /// The kinds of answer a node gets, whose heads differ in size.
     enum Answer: CaseIterable {
-        case checkpoint200, checkpoint304, bundle200, bundle206, index200, index304, batch200
+        case checkpoint200, checkpoint304, bundle200, bundle206
     }
 
     /// What a node downloaded over the counted days, and how late it learned of uploads.
@@ -44,14 +45,14 @@ struct LogBytesBenchmark {
     }
 
     func run() async throws {
-        say("# List bytes with the log against today's format (\(Date()))")
+        say("# List bytes with the log (\(Date()))")
         say("\(uploadsPerDay) key uploads a day of \(Self.keysPerUpload) days each, spread evenly; \(Self.days) days counted after one day of warm-up, then one idle day; node revalidation every \(Self.revalidation) s + up to \(Self.revalidationJitter) s")
         var lastPublished: String?
-        var results: [(spacing: Int64, log: Tally, today: Tally, logIdle: Tally, todayIdle: Tally, wall: Double)] = []
+        var results: [(spacing: Int64, log: Tally, logIdle: Tally, wall: Double)] = []
         for spacing in spacings {
             let started = ContinuousClock.now
-            let (log, today, logIdle, todayIdle, published) = try await simulate(spacing: spacing)
-            results.append((spacing, log, today, logIdle, todayIdle, seconds(ContinuousClock.now - started)))
+            let (log, logIdle, published) = try await simulate(spacing: spacing)
+            results.append((spacing, log, logIdle, seconds(ContinuousClock.now - started)))
             if let lastPublished { try? FileManager.default.removeItem(atPath: (lastPublished as NSString).deletingLastPathComponent) }
             lastPublished = published
         }
@@ -64,7 +65,7 @@ struct LogBytesBenchmark {
         say("|---|---|---|---|---|---|---|---|")
         let personDays = Double(uploadsPerDay * Self.keysPerUpload * Self.days)
         for result in results {
-            for (name, tally, idle) in [("today's (indexes and batches)", result.today, result.todayIdle), ("log (checkpoint and bundles)", result.log, result.logIdle)] {
+            for (name, tally, idle) in [("log (checkpoint and bundles)", result.log, result.logIdle)] {
                 let total = Double(tally.bytes(heads: heads))
                 let idleTotal = Double(idle.bytes(heads: heads))
                 let latencies = tally.latencies.map(Double.init)
@@ -75,7 +76,7 @@ struct LogBytesBenchmark {
         say("")
     }
 
-        private func simulate(spacing: Int64) async throws -> (Tally, Tally, Tally, Tally, String) {
+        private func simulate(spacing: Int64) async throws -> (Tally, Tally, String) {
         let logger = Logger(label: "bench") { _ in SwiftLogNoOpLogHandler() }
         let paths = ServerPaths(dataDirectory: directory + "/log-bytes-\(UUID().uuidString)")
         try FileManager.default.createDirectory(atPath: paths.dataDirectory, withIntermediateDirectories: true)
@@ -92,10 +93,9 @@ struct LogBytesBenchmark {
         let source = FollowedLogSource(origin: publisher.logIdentity.origin, logKey: publisher.logIdentity.verifierKey)
         let files = DiskLogFiles(root: paths.published.logPath)
 
-        var log = Tally(), today = Tally(), logIdle = Tally(), todayIdle = Tally()
+        var log = Tally(), logIdle = Tally()
         var heldLog: FollowedLogState?
-        var heldCheckpoint = Data(), heldIndex = Data(), heldKeyIndex = Data()
-        var heldKeyBatches: Set<String> = []
+        var heldCheckpoint = Data()
         var generator = SplitMix64(seed: 39)
         let countedFrom = start + 86_400
         let uploadsEnd = countedFrom + Int64(Self.days) * 86_400
@@ -148,42 +148,23 @@ struct LogBytesBenchmark {
                         logTally.count(.bundle206, files.fetched.ranges - before.ranges)
                         logTally.count(.bundle200, files.fetched.wholes - before.wholes)
                     }
-                    // Today's format: both indexes conditionally, then every key batch not held.
-                    var todayTally = idle ? todayIdle : today
-                    for (path, held) in [(paths.published.indexPath, heldIndex), (paths.published.keyIndexPath, heldKeyIndex)] {
-                        let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
-                        if bytes == held { todayTally.count(.index304) } else { todayTally.count(.index200); todayTally.bodies += bytes.count }
-                        if path == paths.published.indexPath { heldIndex = bytes } else { heldKeyIndex = bytes }
-                    }
-                    let keysDirectory = (paths.published.keyIndexPath as NSString).deletingLastPathComponent
-                    for name in try FileManager.default.contentsOfDirectory(atPath: keysDirectory) where name.hasSuffix(".tpkb") && !heldKeyBatches.contains(name) {
-                        heldKeyBatches.insert(name)
-                        todayTally.count(.batch200)
-                        todayTally.bodies += try Data(contentsOf: URL(fileURLWithPath: keysDirectory + "/" + name)).count
-                    }
+                    // The node learns of a published upload at this poll.
                     // Both formats learn of a published upload at the same poll.
                     let learned = unseen.filter { $0.published != nil }.map { time - $0.uploaded }
                     unseen.removeAll { $0.published != nil }
-                    if counted {
-                        logTally.latencies += learned
-                        todayTally.latencies += learned
-                    }
-                    if idle { logIdle = logTally; todayIdle = todayTally } else { log = logTally; today = todayTally }
+                    if counted { logTally.latencies += learned }
+                    if idle { logIdle = logTally } else { log = logTally }
                 } else {
                     // Warm-up: the node follows without counting.
                     if let advance = try? await LogFollower.advance(heldLog, source: source, fetcher: files) {
                         heldLog = advance.state
                         heldCheckpoint = try files.read("checkpoint")
                     }
-                    heldIndex = (try? Data(contentsOf: URL(fileURLWithPath: paths.published.indexPath))) ?? Data()
-                    heldKeyIndex = (try? Data(contentsOf: URL(fileURLWithPath: paths.published.keyIndexPath))) ?? Data()
-                    let keysDirectory = (paths.published.keyIndexPath as NSString).deletingLastPathComponent
-                    for name in (try? FileManager.default.contentsOfDirectory(atPath: keysDirectory)) ?? [] where name.hasSuffix(".tpkb") { heldKeyBatches.insert(name) }
                 }
                 nextPoll += Self.revalidation + Int64(generator.next() % UInt64(Self.revalidationJitter + 1))
             }
         }
-        return (log, today, logIdle, todayIdle, paths.published.path)
+        return (log, logIdle, paths.published.path)
     }
 
     /// One request of each kind against nginx serving `published`, by curl: the size of each
@@ -209,12 +190,9 @@ struct LogBytesBenchmark {
             !((published + "/log/tile/entries/" + $0) as NSString).lastPathComponent.hasPrefix(".")
         }.filter { (try? FileManager.default.attributesOfItem(atPath: published + "/log/tile/entries/" + $0)[.type] as? FileAttributeType) == .typeRegular }
         let bundle = "log/tile/entries/" + (bundles.sorted().last ?? "000")
-        let batch = try FileManager.default.contentsOfDirectory(atPath: published + "/keys").first { $0.hasSuffix(".tpkb") } ?? "1.tpkb"
         return [
             .checkpoint200: try head("log/checkpoint"), .checkpoint304: try head("log/checkpoint", ["If-None-Match: \(try etag("log/checkpoint"))"]),
             .bundle200: try head(bundle), .bundle206: try head(bundle, ["Range: bytes=2-"]),
-            .index200: try head("index.tpli"), .index304: try head("index.tpli", ["If-None-Match: \(try etag("index.tpli"))"]),
-            .batch200: try head("keys/" + batch),
         ]
     }
 }

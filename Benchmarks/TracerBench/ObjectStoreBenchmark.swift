@@ -15,10 +15,10 @@ import Glibc
 
 /// Publish-to-visible time on an S3-compatible object store (moto's, on 127.0.0.1, with SigV4
 /// authentication on): from the start of `publish()` for a batch of 1,000,000 pending ids,
-/// through `tracer-server sync`'s work, until an anonymous GET of the index (as a node sends it)
-/// returns the new one. Split into publish, the sync's listing and batch upload, the index
-/// uploads, and the wait for the GET. Each round publishes a new million-id batch on top of the
-/// previous ones, so later rounds also show the cost of checking the batches already there.
+/// through `tracer-server sync`'s work, until an anonymous GET of the log's checkpoint (as a node
+/// sends it) returns the new one. Split into publish, the sync's tile and bundle upload, the
+/// checkpoint upload, and the wait for the GET. Each round publishes a new million-id batch on
+/// top of the previous ones.
 struct ObjectStoreBenchmark {
     let directory: String
     let rounds: Int
@@ -48,14 +48,14 @@ struct ObjectStoreBenchmark {
             client: client, directory: paths.published, lockPath: paths.publishLock, publicKey: publicKey, logger: logger,
             faultInjection: { step in steps.mark(step) })
         let http = CurlHTTPClient()
-        let indexURL = client.location.publicListURL + PositiveListIndex.relativePath
+        let checkpointURL = client.location.publicListURL + "log/checkpoint"
 
-        // An empty list up first, so that every round replaces an index already in the bucket.
+        // An empty list up first, so that every round replaces a checkpoint already in the bucket.
         try await publisher.publish()
         try await sync.sync()
 
-        say("| Round | Batch bytes | Publish | Sync: list + batch upload | Sync: indexes | Sync total | GET sees it | Publish to visible | Upload rate |")
-        say("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        say("| Round | Ids | Publish | Sync: tiles + bundles upload | Sync: checkpoint | Sync total | GET sees it | Publish to visible |")
+        say("| --- | --- | --- | --- | --- | --- | --- | --- |")
         for round in 1...rounds {
             // Appended beforehand, not timed: the figure starts where an hourly publication does.
             try await appendDirectly(idsPerBatch, to: store, now: clock.now(), seed: UInt64(round))
@@ -66,23 +66,21 @@ struct ObjectStoreBenchmark {
             guard let batch = report.newBatch else { throw BenchmarkFailure("round \(round) published no batch") }
             try await sync.sync()
             let synced = ContinuousClock.now
-            let expected = try Data(contentsOf: URL(fileURLWithPath: paths.published.indexPath))
+            let expected = try Data(contentsOf: URL(fileURLWithPath: paths.published.logCheckpointPath))
             var attempts = 0
             while true {
                 attempts += 1
-                let response = try await http.perform(HTTPRequest(url: indexURL))
+                let response = try await http.perform(HTTPRequest(url: checkpointURL))
                 if response.status == 200, Data(response.body) == expected { break }
-                if attempts > 100 { throw BenchmarkFailure("the bucket's index did not become the new one (last status \(response.status))") }
+                if attempts > 100 { throw BenchmarkFailure("the bucket's checkpoint did not become the new one (last status \(response.status))") }
                 try await Task.sleep(for: .milliseconds(10))
             }
             let visible = ContinuousClock.now
-            let batchUploaded = steps.time(of: .batchUploaded) ?? synced
-            let indexesUploaded = steps.time(of: .keyIndexUploaded) ?? steps.time(of: .indexUploaded) ?? synced
-            let uploadSeconds = (batchUploaded - published).seconds
+            let tilesUploaded = steps.time(of: .logTilesUploaded) ?? synced
             say(String(
-                format: "| %d | %.1f MB | %.3f s | %.3f s | %.3f s | %.3f s | %.3f s | **%.3f s** | %.0f MB/s |",
-                round, Double(batch.byteCount) / 1e6, (published - start).seconds, uploadSeconds, (indexesUploaded - batchUploaded).seconds,
-                (synced - published).seconds, (visible - synced).seconds, (visible - start).seconds, Double(batch.byteCount) / 1e6 / uploadSeconds))
+                format: "| %d | %d | %.3f s | %.3f s | %.3f s | %.3f s | %.3f s | **%.3f s** |",
+                round, batch.idCount, (published - start).seconds, (tilesUploaded - published).seconds, (synced - tilesUploaded).seconds,
+                (synced - published).seconds, (visible - synced).seconds, (visible - start).seconds))
         }
     }
 

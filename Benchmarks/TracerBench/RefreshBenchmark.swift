@@ -38,7 +38,7 @@ struct RefreshBenchmark {
             say(String(format: "run %2d: published %.2f s, verdict %.2f s after the upload", number + 1, publication, latency))
         }
         let waits = zip(total, published).map { $0 - $1 }
-        say(String(format: "upload to published index: p50 %.2f s, p95 %.2f s", Self.percentile(published, 0.5), Self.percentile(published, 0.95)))
+        say(String(format: "upload to published checkpoint: p50 %.2f s, p95 %.2f s", Self.percentile(published, 0.5), Self.percentile(published, 0.95)))
         say(String(format: "upload to verdict, measured: p50 %.2f s, p95 %.2f s", Self.percentile(total, 0.5), Self.percentile(total, 0.95)))
         // The wait for the next revalidation (and the check after it) scales with the schedule;
         // the publication does not. The check's own second or less is scaled too: an upper bound.
@@ -80,14 +80,15 @@ struct RefreshBenchmark {
             process.standardError = FileHandle(forWritingAtPath: "/dev/null")
             try process.run()
             let deadline = ContinuousClock.now + .seconds(20)
-            while !(LoopbackPort.isListening(port) && FileManager.default.fileExists(atPath: data + "/public/keys/index.tpki")) {
+            while !(LoopbackPort.isListening(port) && FileManager.default.fileExists(atPath: checkpointPath)) {
                 guard process.isRunning, ContinuousClock.now < deadline else { throw BenchmarkError("tracer-server serve did not start") }
                 usleep(20_000)
             }
         }
 
         var url: String { "http://127.0.0.1:\(port)" }
-        var indexPath: String { data + "/public/index.tpli" }
+        /// The list log's checkpoint, replaced by each publication that appends.
+        var checkpointPath: String { data + "/public/log/checkpoint" }
 
         func stop() {
             process.terminate()
@@ -127,7 +128,7 @@ struct RefreshBenchmark {
         }
     }
 
-    /// One fresh world: returns seconds from the start of the upload to the published index and
+    /// One fresh world: returns seconds from the start of the upload to the published checkpoint and
     /// to the on-exposure command's time stamp.
     private func runOnce(_ number: Int, interval: Int64, jitter: Int64) throws -> (Double, Double) {
         let world = directory + "/run\(number)"
@@ -187,15 +188,15 @@ struct RefreshBenchmark {
         let code = try Self.json(try Self.output("/usr/bin/curl", [
             "-sS", "--fail", "-X", "POST", "-H", "Authorization: Bearer \(Server.token)", server.url + "/v1/codes",
         ]))["code"] as? String ?? ""
-        let indexBefore = try FileManager.default.attributesOfItem(atPath: server.indexPath)[.modificationDate] as? Date
+        let checkpointBefore = try FileManager.default.attributesOfItem(atPath: server.checkpointPath)[.modificationDate] as? Date
         let uploadStart = Date().timeIntervalSince1970
         _ = try Self.output(tracer, ["report", "--db", world + "/a.db", "--server", server.url, "--code", code, "--yes"], environment: environment)
         var publishedAt: Double?
         let deadline = Date().timeIntervalSince1970 + Double(interval + jitter) + 30
         while !FileManager.default.fileExists(atPath: warned) || (try? String(contentsOfFile: warned, encoding: .utf8))?.hasSuffix("\n") != true {
             if publishedAt == nil,
-               let modified = try? FileManager.default.attributesOfItem(atPath: server.indexPath)[.modificationDate] as? Date,
-               modified != indexBefore
+               let modified = try? FileManager.default.attributesOfItem(atPath: server.checkpointPath)[.modificationDate] as? Date,
+               modified != checkpointBefore
             {
                 publishedAt = modified.timeIntervalSince1970
             }
@@ -203,7 +204,7 @@ struct RefreshBenchmark {
             usleep(5_000)
         }
         let warnedAt = Double(try String(contentsOfFile: warned, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)) ?? .nan
-        if publishedAt == nil, let modified = try FileManager.default.attributesOfItem(atPath: server.indexPath)[.modificationDate] as? Date {
+        if publishedAt == nil, let modified = try FileManager.default.attributesOfItem(atPath: server.checkpointPath)[.modificationDate] as? Date {
             publishedAt = modified.timeIntervalSince1970
         }
         return (warnedAt - uploadStart, (publishedAt ?? .nan) - uploadStart)
@@ -225,22 +226,20 @@ struct RefreshBenchmark {
 
     /// Bytes of the conditional request of one revalidation (the list log's checkpoint) and its
     /// 304 answer, as curl counts them on the wire (HTTP/1.1 over TCP, no TLS), with the node's
-    /// User-Agent; beside it, for comparison, the two conditional requests (id index and key
-    /// index) a node made while it could follow the signed index, which the server still serves.
+    /// User-Agent. (The two conditional requests, id index and key index, a node made while it
+    /// followed the signed index are retired with those files: BENCHMARKS.md keeps their figure.)
     private func measureIdleTraffic() throws {
         let server = try Server(directory + "/idle", binary: binaries.appendingPathComponent("tracer-server").path)
         defer { server.stop() }
         let log = try conditionalTraffic(server, paths: ["log/checkpoint"])
-        let index = try conditionalTraffic(server, paths: [PositiveListIndex.relativePath, PositiveListKeyIndex.relativePath])
         // A revalidation confirms the held files: anything but 304 is not what a node meets while nothing changes.
-        guard (log.statuses + index.statuses).allSatisfy({ $0 == "304" }) else {
-            throw BenchmarkError("the conditional requests were answered \((log.statuses + index.statuses).joined(separator: ", ")), not 304")
+        guard log.statuses.allSatisfy({ $0 == "304" }) else {
+            throw BenchmarkError("the conditional requests were answered \(log.statuses.joined(separator: ", ")), not 304")
         }
         let meanInterval = Double(Self.refreshInterval) + Double(Self.refreshJitter) / 2
         let perDay = 86_400 / meanInterval
-        say("# While nothing changes (answers \((log.statuses + index.statuses).joined(separator: ", ")))")
-        say(String(format: "one revalidation: 1 request, %d bytes (request + 304 head, HTTP/1.1 without TLS); the signed index's 2 requests took %d bytes",
-                   log.bytes, index.bytes))
+        say("# While nothing changes (answers \(log.statuses.joined(separator: ", ")))")
+        say(String(format: "one revalidation: 1 request, %d bytes (request + 304 head, HTTP/1.1 without TLS)", log.bytes))
         say(String(format: "per node per day at %d s + up to %d s: %.0f revalidations, %.0f requests, %.1f kB", Self.refreshInterval, Self.refreshJitter, perDay, perDay, perDay * Double(log.bytes) / 1_000))
         say(String(format: "10 million nodes: %.0f requests/s at the CDN, %.1f GB/day", 10e6 * perDay / 86_400, 10e6 * perDay * Double(log.bytes) / 1e9))
     }

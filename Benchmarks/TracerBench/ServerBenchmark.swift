@@ -12,8 +12,9 @@ import Glibc
 
 /// Positive list server figures for BENCHMARKS.md, all on 127.0.0.1 in one run, with wrk from
 /// Debian as the load generator:
-/// - a 10 MB batch and the index served by tracer-server and by nginx over the same directory;
-/// - 304 revalidation of the index with 100 connections (requests/s, p99);
+/// - the log's largest entry bundle (after a 10 MB batch) and its checkpoint served by
+///   tracer-server and by nginx over the same directory;
+/// - 304 revalidation of the checkpoint with 100 connections (requests/s, p99);
 /// - ids/s accepted through POST /v1/histories with 2,688-id histories;
 /// - time to publish a batch of 1,000,000 ids.
 struct ServerBenchmark {
@@ -73,34 +74,34 @@ struct ServerBenchmark {
         // A 10 MB batch: 655,000 entries of 16 bytes.
         try await appendDirectly(655_000, to: store, now: now, seed: 1)
         let tenMegabytes = try await publisher.publish().newBatch!
-        say("batch \(tenMegabytes.number): \(tenMegabytes.idCount) ids, \(tenMegabytes.byteCount) bytes")
+        say("batch \(tenMegabytes.number): \(tenMegabytes.idCount) ids")
 
         // Publishing 1,000,000 ids (appended beforehand, not timed).
         try await appendDirectly(1_000_000, to: store, now: now, seed: 2)
         let publishStart = ContinuousClock.now
         let million = try await publisher.publish()
         let publishSeconds = (ContinuousClock.now - publishStart).seconds
-        say(String(format: "publish: batch %d with %d ids (%d bytes) in %.3f s", million.newBatch!.number, million.newBatch!.idCount, million.newBatch!.byteCount, publishSeconds))
+        say(String(format: "publish: batch %d with %d ids in %.3f s", million.newBatch!.number, million.newBatch!.idCount, publishSeconds))
 
-        let batchPath = "/" + PositiveListBatch.relativePath(number: tenMegabytes.number)
+        let bundlePath = try Self.largestBundle(in: paths.published)
         say("\n| case | tracer-server | nginx | ratio |")
         say("| --- | --- | --- | --- |")
-        for (name, path, connections) in [("10 MB batch, 8 connections", batchPath, 8), ("index, 100 connections", "/index.tpli", 100)] {
+        for (name, path, connections) in [("largest entry bundle, 8 connections", bundlePath, 8), ("checkpoint, 100 connections", "/log/checkpoint", 100)] {
             let ours = try wrk(port: serverPort, path: path, connections: connections)
             let theirs = try wrk(port: nginx.port, path: path, connections: connections)
             say(String(format: "| %@ (req/s) | %.0f | %.0f | %.2f |", name, ours.requestsPerSecond, theirs.requestsPerSecond, ours.requestsPerSecond / theirs.requestsPerSecond))
         }
-        let ourTag = try entityTag(port: serverPort, path: "/index.tpli")
-        let nginxTag = try entityTag(port: nginx.port, path: "/index.tpli")
+        let ourTag = try entityTag(port: serverPort, path: "/log/checkpoint")
+        let nginxTag = try entityTag(port: nginx.port, path: "/log/checkpoint")
         // wrk counts only 4xx and 5xx as errors, so check once that these requests get 304.
         for (port, tag) in [(serverPort, ourTag), (nginx.port, nginxTag)] {
-            let status = try ProcessResult.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "If-None-Match: \(tag)", "http://127.0.0.1:\(port)/index.tpli"]).output
+            let status = try ProcessResult.run("/usr/bin/curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "-H", "If-None-Match: \(tag)", "http://127.0.0.1:\(port)/log/checkpoint"]).output
             guard status == "304" else { throw BenchmarkFailure("revalidation on port \(port) answered \(status), not 304") }
         }
-        let ours304 = try wrk(port: serverPort, path: "/index.tpli", connections: 100, headers: ["If-None-Match: \(ourTag)"])
-        let nginx304 = try wrk(port: nginx.port, path: "/index.tpli", connections: 100, headers: ["If-None-Match: \(nginxTag)"])
-        say(String(format: "| index 304, 100 connections (req/s) | %.0f | %.0f | %.2f |", ours304.requestsPerSecond, nginx304.requestsPerSecond, ours304.requestsPerSecond / nginx304.requestsPerSecond))
-        say(String(format: "| index 304, 100 connections (p99) | %@ | %@ | |", ours304.p99, nginx304.p99))
+        let ours304 = try wrk(port: serverPort, path: "/log/checkpoint", connections: 100, headers: ["If-None-Match: \(ourTag)"])
+        let nginx304 = try wrk(port: nginx.port, path: "/log/checkpoint", connections: 100, headers: ["If-None-Match: \(nginxTag)"])
+        say(String(format: "| checkpoint 304, 100 connections (req/s) | %.0f | %.0f | %.2f |", ours304.requestsPerSecond, nginx304.requestsPerSecond, ours304.requestsPerSecond / nginx304.requestsPerSecond))
+        say(String(format: "| checkpoint 304, 100 connections (p99) | %@ | %@ | |", ours304.p99, nginx304.p99))
 
         // Appending again, into a store holding the ids of the runs above (2 to 4 million,
         // depending on how many the first append run got in).
@@ -121,9 +122,21 @@ struct ServerBenchmark {
         let uploadStart = ContinuousClock.now
         try await appendDirectly(2_688, to: restarted, now: now, seed: 3)
         let uploadSeconds = (ContinuousClock.now - uploadStart).seconds
-        say(String(format: "restart: %d published ids from %d batch files read in %.3f s; index %.1f MB (%.1f bytes per id); the first 2,688-id upload then took %.4f s; peak resident set of the whole benchmark %.0f MB",
+        say(String(format: "restart: %d published ids of %d live batches read in %.3f s; index %.1f MB (%.1f bytes per id); the first 2,688-id upload then took %.4f s; peak resident set of the whole benchmark %.0f MB",
                    loaded.ids, live.count, loadSeconds, Double(loaded.bytes) / 1_048_576, Double(loaded.bytes) / Double(max(1, loaded.ids)),
                    uploadSeconds, Double(Self.residentKilobytes("VmHWM")) / 1_024))
+    }
+
+    /// The URL path of the largest file under the log's entry bundles.
+    private static func largestBundle(in published: PublishedDirectory) throws -> String {
+        let root = published.logPath + "/tile/entries"
+        let sized = try FileManager.default.subpathsOfDirectory(atPath: root).compactMap { name -> (String, Int)? in
+            let attributes = try? FileManager.default.attributesOfItem(atPath: root + "/" + name)
+            guard attributes?[.type] as? FileAttributeType == .typeRegular, let size = attributes?[.size] as? Int else { return nil }
+            return (name, size)
+        }
+        guard let largest = sized.max(by: { $0.1 < $1.1 }) else { throw BenchmarkFailure("the log holds no entry bundle") }
+        return "/log/tile/entries/" + largest.0
     }
 
     /// A line of /proc/self/status, in kB.

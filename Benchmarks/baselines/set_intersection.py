@@ -48,7 +48,7 @@ def mapped_body(path):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, help="the node's database")
-    parser.add_argument("--cache-dir", required=True, help="a directory of the list's signed batch files (batches/N.tplb, as the server publishes them)")
+    parser.add_argument("--cache-dir", required=True, help="a directory of the list's signed batch files (batches/N.tplb, the retired format 1 the benchmark still writes)")
     parser.add_argument("--tolerance", type=int, default=300, help="clock-skew tolerance, seconds")
     arguments = parser.parse_args()
 

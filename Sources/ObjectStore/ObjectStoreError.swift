@@ -15,14 +15,8 @@ public enum ObjectStoreError: Error, Sendable, Equatable, CustomStringConvertibl
     case noSuchBucket(bucket: String)
     case unexpectedStatus(operation: String, key: String, status: Int, code: String)
     case malformedListing(bucket: String, detail: String)
-    /// The bucket holds a batch of this number with other bytes than the published one: batches
-    /// never change, so something else wrote it, and sync will not overwrite it.
-    case batchDiffers(key: String, localBytes: Int, remoteBytes: Int)
     /// The local published directory is not in a state sync can mirror.
     case localFiles(String)
-    /// A batch the local index names is neither in the local directory nor in the bucket: the
-    /// instance that published it has not synced it yet.
-    case batchNowhere(path: String, directory: String)
     /// The publication lock could not be taken (its file, or the database that holds it).
     case publicationLockUnavailable(String)
     case injectedFault(String)
@@ -53,12 +47,8 @@ public enum ObjectStoreError: Error, Sendable, Equatable, CustomStringConvertibl
             return "The object store answered \(operation) of \(key.isEmpty ? "the bucket" : key) with HTTP \(status)\(code.isEmpty ? "" : " (\(code))"); run sync again, and check the service's status if it persists."
         case .malformedListing(let bucket, let detail):
             return "The object listing of bucket \(bucket) could not be read (\(detail)); is the endpoint really S3-compatible?"
-        case .batchDiffers(let key, let localBytes, let remoteBytes):
-            return "The bucket already holds \(key) with other contents (\(remoteBytes) bytes there, \(localBytes) here); batches never change, so it was not overwritten. Find out what wrote it (another server publishing to the same prefix?) before deleting it by hand."
         case .localFiles(let detail):
             return "The published directory cannot be mirrored: \(detail); run `tracer-server publish` first."
-        case .batchNowhere(let path, let directory):
-            return "\(path), named by the index, is neither in \(directory) nor in the bucket, so nothing was synced. If another instance on the same database published it, run `tracer-server sync` there (or wait for its next sync), then here again; otherwise restore the file from a backup."
         case .publicationLockUnavailable(let detail):
             return "Could not take the publication lock (\(detail)), so nothing was synced; check the data directory and the database with `tracer-server doctor`, then sync again."
         case .injectedFault(let step):

@@ -20,7 +20,7 @@ public struct ObjectStoreLocation: Sendable, Equatable {
         self.pathStyle = pathStyle
     }
 
-    /// The full object key of a published file's relative path (`index.tpli`, `batches/3.tplb`).
+    /// The full object key of a published file's relative path (`log/checkpoint`, `log/tile/0/000`).
     public func key(for relativePath: String) -> String { keyPrefix + relativePath }
 
     /// The bucket's own URL (for ListObjectsV2), ending in "/".
@@ -51,9 +51,9 @@ public struct ObjectStoreLocation: Sendable, Equatable {
         }
         if region.isEmpty || region.contains(":") { found.append("region must be a region name such as us-east-1") }
         if keyPrefix.hasPrefix("/") { found.append("keyPrefix must not start with \"/\"") }
-        // Nodes fetch BASE_URL/index.tpli, so the prefix must be a folder of its own.
+        // Nodes fetch BASE_URL/log/checkpoint, so the prefix must be a folder of its own.
         if !keyPrefix.isEmpty && !keyPrefix.hasSuffix("/") {
-            found.append("keyPrefix must be empty or end in \"/\" (it is \"\(keyPrefix)\"), since nodes fetch BASE_URL/index.tpli")
+            found.append("keyPrefix must be empty or end in \"/\" (it is \"\(keyPrefix)\"), since nodes fetch BASE_URL/log/checkpoint")
         }
         return found
     }

@@ -59,7 +59,7 @@ public enum PositiveListHTTPServer {
         // A quarter of the connections at most wait in long polls, so that uploads, downloads
         // and health checks always find room.
         let watch = components.configuration.longPollSeconds.map { _ in
-            GenerationWatch(directory: components.directory, publicKey: components.publisher.publicKey, maxWaiters: limits.total / 4)
+            GenerationWatch(directory: components.directory, identity: components.publisher.logIdentity, maxWaiters: limits.total / 4)
         }
         let routes = addRoutes(components, to: router, demand: demand, watch: watch, metrics: metrics)
         // The idle timeout closes a connection that sends nothing, or sends its head a byte at a
@@ -94,9 +94,9 @@ public enum PositiveListHTTPServer {
             if let consoleStore = components.store as? any ConsoleStore {
                 var consoleServer = ConsoleServer(
                     settings: console, configuration: components.configuration, codes: components.store, store: consoleStore, clock: components.clock,
-                    publication: components.publicKey.map {
+                    publication: components.publicKey.map { _ in
                         ConsolePublication(
-                            directory: components.directory, publicKey: $0,
+                            directory: components.directory, logIdentity: components.publisher.logIdentity,
                             objectStoreSyncRecord: components.configuration.objectStore == nil ? nil : components.objectStoreSyncRecord,
                             publicationRecord: components.publisher.recordPath)
                     })

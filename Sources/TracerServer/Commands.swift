@@ -253,7 +253,7 @@ struct IssueCode: AsyncParsableCommand {
 
 struct Publish: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Cuts a batch from ids accepted since the last one, expires old batches and rewrites the signed index now.")
+        abstract: "Cuts a batch from ids and keys accepted since the last one, expires old batches and appends to the signed list log now.")
 
     @OptionGroup var location: LocationOptions
 
@@ -280,7 +280,7 @@ struct Publish: AsyncParsableCommand {
         let publisher = try location.makePublisher(store: store, configuration: configuration, logger: Logger(label: "tracer-server"))
         let report = try await publisher.publish(demoKeyClock: demoKeyClock)
         if let batch = report.newBatch {
-            print("Published batch \(batch.number) with \(batch.idCount) ids (\(batch.byteCount) bytes).")
+            print("Published batch \(batch.number) with \(batch.idCount) ids.")
         } else {
             print("No new ids to publish.")
         }
@@ -291,10 +291,10 @@ struct Publish: AsyncParsableCommand {
         if !report.expiredBatches.isEmpty {
             print("Removed expired batches: \(report.expiredBatches.map(String.init).joined(separator: ", ")).")
         }
-        print("Index lists \(report.liveBatches) batches\(report.indexGeneration.map { " (generation \($0))" } ?? " (unchanged)").")
+        print("\(report.liveBatches) live batches of ids.")
         if let batch = report.newKeyBatch {
             let padding = batch.fakeKeyCount > 0 ? " and \(batch.fakeKeyCount) fake keys" : ""
-            print("Published key batch \(batch.number) with \(batch.keyCount) keys\(padding) (\(batch.byteCount) bytes).")
+            print("Published key batch \(batch.number) with \(batch.keyCount) keys\(padding).")
         }
         if report.waitingIDs > 0 {
             print("\(report.waitingIDs) ids wait until they are no longer valid (validUntil plus \(configuration.clockSkewSeconds) seconds).")
@@ -305,7 +305,7 @@ struct Publish: AsyncParsableCommand {
         if !report.expiredKeyBatches.isEmpty {
             print("Removed expired key batches: \(report.expiredKeyBatches.map(String.init).joined(separator: ", ")).")
         }
-        print("Key index lists \(report.liveKeyBatches) key batches\(report.keyIndexGeneration.map { " (generation \($0))" } ?? " (unchanged)").")
+        print("\(report.liveKeyBatches) live batches of keys.")
         if let log = report.log {
             let appended = log.appendedEntries == 0 ? "nothing appended" : "\(log.appendedEntries) entries appended"
             print("Log holds \(log.treeSize) entries (\(appended)\(log.checkpointSigned ? ", checkpoint signed" : "")).")
@@ -349,9 +349,11 @@ struct Status: AsyncParsableCommand {
         // does not read is an error, so that a PostgreSQL server's status never shows an empty SQLite store.
         let configuration = try location.loadConfigurationIfPresent()
         let summary: StoreSummary
+        let withoutContent: [String]
         do {
             let store = try await location.openStore(configuration: configuration)
             summary = try await store.summary(now: SystemWallClock().now())
+            withoutContent = try await store.batchesWithoutContent()
         } catch {
             // A database that is down is when the operator most needs what `serve`'s last
             // publication and sync met (recorded in the data directory, not in the database).
@@ -378,10 +380,18 @@ struct Status: AsyncParsableCommand {
         print("Stored keys:       \(summary.storedKeys)")
         print("Waiting keys:      \(summary.unpublishedKeys)")
         print("Live key batches:  \(summary.liveKeyBatches)")
+        // The open deletes the retired files once the database holds what they held.
+        let retired = location.paths.published.retiredFilesPresent()
+        if !retired.isEmpty {
+            let why = withoutContent.isEmpty
+                ? "they hold batches this database never recorded (another database's?); start tracer-server with the configuration that names its database, whose open deletes them"
+                : "the database does not hold what \(withoutContent.joined(separator: ", ")) published yet; restore the batch file the server's warning names and restart, which deletes them"
+            print("Retired files:     \(retired.joined(separator: ", ")) kept in \(location.paths.published.path): \(why)")
+        }
         if let configuration {
             let accepts = configuration.acceptUploads
             let kinds = accepts == .both ? "ids and keys" : accepts == .keys ? "keys only" : "ids only"
-            print("Accepted uploads:  \(kinds) (acceptUploads; published in keys/index.tpki)")
+            print("Accepted uploads:  \(kinds) (acceptUploads; published in log/uploads)")
         }
         print("Last publication:  \(summary.lastPublishedAt?.utcText ?? "never")")
         if let bytes = FileManager.default.contents(atPath: location.paths.published.logCheckpointPath),

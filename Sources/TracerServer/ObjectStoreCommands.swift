@@ -76,10 +76,11 @@ extension LocationOptions {
 
 struct Sync: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Mirrors the published directory to S3-compatible object storage: new batches, then the indexes, then deletes expired batches.",
+        abstract: "Mirrors the published list log to S3-compatible object storage: new tiles and bundles, then the checkpoint, then deletes what no node needs.",
         discussion: """
-            Safe to run again at any time, also after a crash: it starts from a listing of the bucket. \
-            A batch object with other bytes than the local batch is reported, never overwritten. \
+            Safe to run again at any time, also after a crash: it starts from the bucket's checkpoint. \
+            Index and batch objects an older tracer-server uploaded (index.tpli, batches/, keys/) are deleted \
+            once the database holds what every live batch published. \
             Credentials come from AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY or --credentials-file; \
             see deploy/object-store/README.md.
             """)
@@ -93,9 +94,9 @@ struct Sync: AsyncParsableCommand {
             throw ObjectStoreError.invalidSettings(
                 "no bucket to sync to; add an objectStore section to \(location.resolvedConfigurationPath) or pass --endpoint and --bucket")
         }
-        // On PostgreSQL, under the lock every instance publishes under; the SQLite store's is the
-        // data directory's lock file, which needs no store opened.
-        let store: (any SubmissionStore)? = configuration?.database == nil ? nil : try await location.openStore(configuration: configuration)
+        // Under the lock the store publishes under (on PostgreSQL every instance's; with SQLite the
+        // data directory's lock file); the store also says whether the retired objects are still needed.
+        let store: (any SubmissionStore)? = try await location.openStore(configuration: configuration)
         let sync = try location.makeSync(settings: settings, store: store, logger: Logger(label: "tracer-server"))
         let report = try await sync.sync()
         if report.anotherInstanceBusy {
@@ -103,10 +104,24 @@ struct Sync: AsyncParsableCommand {
             return
         }
         let where_ = "bucket \(settings.location.bucket)\(settings.location.keyPrefix.isEmpty ? "" : " under \(settings.location.keyPrefix)")"
-        print("Uploaded \(report.uploadedBatches.count) new batches to \(where_) (\(report.presentBatches) were there already).")
-        print(report.uploadedIndexes.isEmpty ? "Indexes unchanged." : "Uploaded \(report.uploadedIndexes.joined(separator: " and ")).")
-        if !report.deletedBatches.isEmpty {
-            print("Deleted expired batches: \(report.deletedBatches.joined(separator: ", ")).")
+        print("Uploaded \(report.uploadedLogTiles) log tiles and bundles to \(where_)\(report.uploadedLogCheckpoint ? ", then the checkpoint" : "; checkpoint unchanged").")
+        if !report.deletedRetiredObjects.isEmpty {
+            print("Deleted \(report.deletedRetiredObjects.count) index and batch objects an older tracer-server uploaded (index.tpli, batches/, keys/): the list log replaces them.")
+        }
+        if !report.retiredObjectsKeptFor.isEmpty {
+            print("""
+                Kept the index and batch objects an older tracer-server uploaded: the database does not hold what \
+                \(report.retiredObjectsKeptFor.joined(separator: ", ")) published yet, and the bucket's file may be its only copy. \
+                Copy that file from the bucket into \(location.paths.published.path) (batches/ or keys/, same name) and restart \
+                tracer-server; the next sync deletes them.
+                """)
+        }
+        if !report.newerInBucket.isEmpty {
+            print("""
+                Left \(report.newerInBucket.joined(separator: " and ")) alone: the bucket's is newer. If other instances publish \
+                to this bucket, one did since this one last published, and this directory catches up at its next publication; \
+                if not, this data directory is older than the bucket (restored from a backup?).
+                """)
         }
         if report.deletedLogFiles > 0 {
             let left = report.logFilesLeftToDelete > 0 ? " (\(report.logFilesLeftToDelete) more at the next syncs)" : ""
@@ -117,16 +132,6 @@ struct Sync: AsyncParsableCommand {
                 Left the bucket's log alone: it is older than the history \(location.paths.published.path) keeps (its last sync was weeks ago), \
                 so it cannot be checked to be a prefix of this log. If this server is the only one publishing to the bucket, delete the \
                 bucket's log/checkpoint and sync again.
-                """)
-        }
-        if !report.fetchedBatches.isEmpty {
-            print("Copied \(report.fetchedBatches.count) batches another instance published from the bucket into \(location.paths.published.path).")
-        }
-        if !report.newerInBucket.isEmpty {
-            print("""
-                Left \(report.newerInBucket.joined(separator: " and ")) alone: the bucket's is newer. If other instances publish \
-                to this bucket, one did since this one last published, and this directory catches up at its next publication; \
-                if not, this data directory is older than the bucket (restored from a backup?).
                 """)
         }
     }

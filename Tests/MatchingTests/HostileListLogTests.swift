@@ -665,9 +665,9 @@ import TransparencyLog
 
     // MARK: Status codes in place of the checkpoint
 
-    /// 404 once the node follows the log (with a signed index beside it, as the server still
-    /// publishes one, that would say "no exposure"): a failed update, and the index is never
-    /// asked for. 500, 503 and 403 likewise.
+    /// 404 once the node follows the log (with a signed index beside it, as a mirror of an older
+    /// server may still hold one, that would say "no exposure"): a failed update, and the index
+    /// is never asked for. 500, 503 and 403 likewise.
     @Test(arguments: [404, 500, 503, 403])
     func aStatusInPlaceOfTheCheckpointKeepsTheVerifiedExposure(_ status: Int) async throws {
         let world = try World()

@@ -87,10 +87,9 @@ import Glibc
         let publish = try ServerCLI.run(["publish"], fixture: fixture)
         #expect(publish.exitCode == 0, "\(publish)")
         #expect(publish.stdout.contains("Published batch 1 with 96 ids"))
-        let index = try PositiveListIndex(verifying: Array(try #require(FileManager.default.contents(atPath: fixture.paths.published.indexPath))), publicKey: publicKey)
-        #expect(index.batches.map(\.number) == [1])
-        let batchFile = try #require(FileManager.default.contents(atPath: fixture.paths.published.batchPath(number: 1)))
-        #expect(try PositiveListBatch(verifying: Array(batchFile), listedAs: index.batches[0], publicKey: publicKey).count == 96)
+        #expect(try fixture.verifiedBatches().map(\.number) == [1])
+        #expect(try fixture.verifiedBatches().first?.count == 96)
+        #expect(fixture.paths.published.retiredFilesPresent().isEmpty)
 
         let status = try ServerCLI.run(["status"], fixture: fixture)
         #expect(status.exitCode == 0, "\(status)")
@@ -158,14 +157,11 @@ import Glibc
             process.terminate()
             throw error
         }
-        // The scheduler publishes at start, so the index exists.
-        var index: [UInt8]?
+        // The scheduler publishes at start, so the log's checkpoint exists.
         _ = await eventually(every: .milliseconds(50)) {
-            index = FileManager.default.contents(atPath: fixture.paths.published.indexPath).map(Array.init)
-            return index != nil
+            FileManager.default.fileExists(atPath: fixture.paths.published.logCheckpointPath)
         }
-        let published = try PositiveListIndex(verifying: try #require(index), publicKey: fixture.publicKey)
-        #expect(published.batches.isEmpty)
+        #expect(try fixture.verifiedLog().checkpoint.treeSize == 0)
 
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()

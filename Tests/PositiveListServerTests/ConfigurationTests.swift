@@ -61,7 +61,7 @@ import TestTiers
         }
         #expect(try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "publishIntervalSeconds": 86400, "indexRefreshSeconds": 43200}"#)
             .publishIntervalSeconds == 86_400)
-        // More often than every 5 minutes, 29 days of batches would outgrow the index nodes accept.
+        // Every publication costs every node a new checkpoint and entries: not more than every 5 minutes.
         #expect(ServerConfiguration.shortestPublishIntervalSeconds == 300)
         #expect(throws: ConfigurationError.self) {
             try parse(#"{"authorities": [{"name": "A", "token": "0123456789abcdef0123456789"}], "publishIntervalSeconds": 299}"#)

@@ -343,15 +343,15 @@ import TracerTestSupport
         var status = try await olga.get("/operator/status")
         _ = try await eventually(timeout: .seconds(5), every: .milliseconds(100)) {
             status = try await olga.get("/operator/status")
-            return status.body.contains("Id index</th><td>generation")
+            return status.body.contains(#"<td id="list-log">"#) && !status.body.contains("not published yet")
         }
-        let index = try server.fixture.verifiedIndex()
-        #expect(status.body.contains("generation \(index.generation), published \(inBerlin(index.publishedAt))"), "\(status.body)")
+        let log = try server.fixture.verifiedLog()
+        #expect(status.body.contains(#"<td id="list-log">\#(log.checkpoint.treeSize) entries, checkpoint signed \#(inBerlin(UnixSeconds(log.signedAt)))"#), "\(status.body)")
         #expect(status.body.contains("<td>\(inBerlin(KeyPublicationSettings().dueTime(of: key)))"), "the waiting key's due time")
         #expect(status.body.contains(#"<td id="object-store">not configured</td>"#))
         #expect(status.body.contains(#"<td id="last-publication">succeeded "#), "\(status.body)")
 
-        // A publication that fails leaves the indexes as they were: the page says so, in words, with
+        // A publication that fails leaves the checkpoint as it was: the page says so, in words, with
         // the next step. (The record is the one `serve` keeps; ServerOutageTests makes it fail for real.)
         let failedAt = now + 60
         try #"{"at": \#(failedAt), "succeeded": false, "detail": "the disk holding <data> is full"}"#

@@ -19,7 +19,7 @@ import Glibc
 /// default limit was the one that fell), on 127.0.0.0/8 only, bounded in count and time.
 extension HostileClientTests {
     static let healthz = "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
-    static let index = "GET /index.tpli HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+    static let checkpoint = "GET /log/checkpoint HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
     static let issueCodeRequest =
         "POST /v1/codes HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer \(ServerFixture.authorityToken)\r\nContent-Length: 0\r\n\r\n"
 
@@ -36,15 +36,15 @@ extension HostileClientTests {
             server.terminate()
             server.waitUntilExit()
         }
-        // The first publication (at start) writes the index the tests ask for.
-        _ = await eventually(every: .milliseconds(50)) { FileManager.default.fileExists(atPath: fixture.paths.published.indexPath) }
+        // The first publication (at start) writes the checkpoint the tests ask for.
+        _ = await eventually(every: .milliseconds(50)) { FileManager.default.fileExists(atPath: fixture.paths.published.logCheckpointPath) }
         try await body(port, server)
     }
 
-    /// What a client away from the flood gets: `/healthz`, the index and an upload code, each
+    /// What a client away from the flood gets: `/healthz`, the checkpoint and an upload code, each
     /// within `timeout`.
     static func expectServedFromElsewhere(port: Int, source: String, timeout: Duration = .seconds(3)) async throws {
-        for (request, expected) in [(healthz, 200), (index, 200), (issueCodeRequest, 201)] {
+        for (request, expected) in [(healthz, 200), (checkpoint, 200), (issueCodeRequest, 201)] {
             let connection = try RawConnection(port: port, from: source)
             connection.send(request)
             let start = ContinuousClock.now
@@ -220,9 +220,10 @@ extension HostileClientTests {
     @Test func aPublishedFileThatCannotBeOpenedIs503NotNotFound() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
-        // A socket where the index belongs: open() fails with ENXIO, not ENOENT. The file is
+        // A socket where the checkpoint belongs: open() fails with ENXIO, not ENOENT. The file is
         // not absent, so the answer must not tell a node or a CDN that it is.
-        let path = fixture.paths.published.indexPath
+        let path = fixture.paths.published.logCheckpointPath
+        try FileManager.default.createDirectory(atPath: fixture.paths.published.logPath, withIntermediateDirectories: true)
         unlink(path)
         let listener = socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
         defer { close(listener) }
@@ -236,10 +237,12 @@ extension HostileClientTests {
         }
         try #require(bound, "cannot bind a socket at \(path)")
         try await fixture.withServer { client in
-            let response = try await client.send("/index.tpli", .get)
+            let response = try await client.send("/log/checkpoint", .get)
             #expect(response.status == .serviceUnavailable)
             #expect(response.headers[.retryAfter] == "5")
             #expect(response.apiError?.error == "file_unavailable")
+            #expect(try await client.send("/log/tile/0/000", .get).status == .notFound)
+            // The retired files have no route at all.
             #expect(try await client.send("/batches/1.tplb", .get).status == .notFound)
         }
     }

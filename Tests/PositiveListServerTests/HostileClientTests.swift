@@ -240,8 +240,8 @@ import TracerTestSupport
         defer { fixture.remove() }
         try await fixture.withServer { client in
             for (path, method, allowed) in [
-                ("/v1/codes", HTTPRequest.Method.get, "POST"), ("/v1/histories", .put, "POST"), ("/index.tpli", .delete, "GET, HEAD"),
-                ("/batches/1.tplb", .post, "GET, HEAD"), ("/keys/index.tpki", .patch, "GET, HEAD"), ("/healthz", .post, "GET"),
+                ("/v1/codes", HTTPRequest.Method.get, "POST"), ("/v1/histories", .put, "POST"), ("/log/checkpoint", .delete, "GET, HEAD"),
+                ("/log/checkpoint", .post, "GET, HEAD"), ("/log/uploads", .patch, "GET, HEAD"), ("/healthz", .post, "GET"),
             ] {
                 let response = try await client.send(path, method)
                 #expect(response.status == .methodNotAllowed, "\(method) \(path)")
@@ -250,6 +250,11 @@ import TracerTestSupport
             }
             let unknown = try await client.send("/v1/nothing", .get)
             #expect(unknown.status == .notFound)
+            // The retired files' paths are no routes any more, whatever the method.
+            for (path, method) in [("/index.tpli", HTTPRequest.Method.delete), ("/batches/1.tplb", .post), ("/keys/index.tpki", .get)] {
+                let retired = try await client.send(path, method)
+                #expect(retired.status == .notFound, "\(method) \(path)")
+            }
             #expect(unknown.apiError?.error == "not_found")
         }
     }
@@ -352,17 +357,20 @@ import TracerTestSupport
         let published = fixture.paths.published
         let secret = try Data(contentsOf: URL(fileURLWithPath: fixture.paths.signingKey))
         let manager = FileManager.default
-        try manager.createSymbolicLink(atPath: published.indexPath, withDestinationPath: fixture.paths.signingKey)
-        try manager.createSymbolicLink(atPath: published.batchPath(number: 7), withDestinationPath: fixture.paths.signingKey)
-        #expect(link(fixture.paths.signingKey, published.batchPath(number: 8)) == 0)
-        // A linked directory: keys/ pointing at a directory outside with a key index in it.
+        let log = published.logPath
+        for folder in ["/tile/0", "/tile/entries"] { try manager.createDirectory(atPath: log + folder, withIntermediateDirectories: true) }
+        try manager.createSymbolicLink(atPath: published.logCheckpointPath, withDestinationPath: fixture.paths.signingKey)
+        try manager.createSymbolicLink(atPath: log + "/tile/0/000", withDestinationPath: fixture.paths.signingKey)
+        #expect(link(fixture.paths.signingKey, log + "/tile/entries/000") == 0)
+        // A linked directory: tile/1 pointing at a directory outside with a tile in it.
         let outside = fixture.paths.dataDirectory + "/outside"
         try manager.createDirectory(atPath: outside, withIntermediateDirectories: true)
-        try secret.write(to: URL(fileURLWithPath: outside + "/index.tpki"))
-        try manager.removeItem(atPath: published.keysPath)
-        try manager.createSymbolicLink(atPath: published.keysPath, withDestinationPath: outside)
+        try secret.write(to: URL(fileURLWithPath: outside + "/000"))
+        try manager.createSymbolicLink(atPath: log + "/tile/1", withDestinationPath: outside)
+        // And the retired files, which have no route, even where an upgrade keeps them.
+        try secret.write(to: URL(fileURLWithPath: published.retiredIndexPath))
         try await fixture.withServer { client in
-            for path in ["/index.tpli", "/batches/7.tplb", "/batches/8.tplb", "/keys/index.tpki"] {
+            for path in ["/log/checkpoint", "/log/tile/0/000", "/log/tile/entries/000", "/log/tile/1/000", "/index.tpli", "/batches/7.tplb", "/keys/index.tpki"] {
                 for method in [HTTPRequest.Method.get, .head] {
                     let response = try await client.send(path, method)
                     #expect(response.status == .notFound, "\(method) \(path)")

@@ -40,11 +40,6 @@ import TransparencyLog
             records, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
     }
 
-    func verifiedKeyIndex(_ fixture: ServerFixture) throws -> PositiveListKeyIndex {
-        let bytes = try #require(FileManager.default.contents(atPath: fixture.paths.published.keyIndexPath), "the key index is missing")
-        return try PositiveListKeyIndex(verifying: Array(bytes), publicKey: fixture.publicKey)
-    }
-
     /// `log/uploads` as a node reads it: signed by the log's key under the default origin.
     func verifiedUploadPolicy(_ fixture: ServerFixture) throws -> UploadPolicyNote {
         let bytes = try #require(FileManager.default.contents(atPath: fixture.paths.published.uploadPolicyPath), "log/uploads is missing")
@@ -52,11 +47,9 @@ import TransparencyLog
         return try UploadPolicyNote.open(bytes, origin: identity.origin, logKey: identity.verifierKey)
     }
 
-    func verifiedKeyBatches(_ fixture: ServerFixture) throws -> [PositiveListKeyBatch] {
-        try verifiedKeyIndex(fixture).batches.map { listing in
-            let bytes = try #require(FileManager.default.contents(atPath: fixture.paths.published.path + "/" + listing.relativePath))
-            return try PositiveListKeyBatch(verifying: Array(bytes), listedAs: listing, publicKey: fixture.publicKey)
-        }
+    /// The key batches the published log holds, in number order, as a node reads them.
+    func verifiedKeyBatches(_ fixture: ServerFixture) throws -> [(number: UInt64, records: [DailyKeyRecord])] {
+        try fixture.verifiedLog().batches().keys.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 
     // MARK: The publication delay
@@ -94,7 +87,7 @@ import TransparencyLog
     }
 
     /// The demo clock (`tracer-server publish --demo-key-clock`) applies the same rule as if it
-    /// were later, for keys only: the indexes keep the real time, and it never moves backwards.
+    /// were later, for keys only: the log keeps the real time, and it never moves backwards.
     @Test func theDemoClockReleasesKeysAsIfLaterAndNothingElse() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
@@ -111,7 +104,7 @@ import TransparencyLog
         #expect(released.newKeyBatch?.keyCount == 1)
         #expect(released.newKeyBatch?.publishedAt == Self.now)
         #expect(try verifiedKeyBatches(fixture).flatMap(\.records) == [todays])
-        #expect(try verifiedKeyIndex(fixture).publishedAt == Self.now)
+        #expect(try fixture.verifiedLog().signedAt == UInt64(Self.now))
         // Without it, the rule holds by the real clock again.
         _ = try await append(fixture, [Self.record(Self.today, Self.key(2), interval: 600)])
         #expect(try await publisher.publish().newKeyBatch == nil)
@@ -160,7 +153,7 @@ import TransparencyLog
         try await fixture.makePublisher().publish()
 
         let batch = try #require(try verifiedKeyBatches(fixture).first)
-        #expect(batch.groups.map(\.day) == [dayA, dayB])
+        #expect(batch.records.map(\.day) == [dayA, dayA, dayB, dayB, dayB], "grouped by day")
         #expect(batch.records.map { $0.key.bytes[0] } == [0x00, 0x7F, 0x01, 0x80, 0xFF])
 
         // Nothing in the store ties a key to its upload or to the other keys of its upload.
@@ -179,7 +172,7 @@ import TransparencyLog
         #expect(report.newKeyBatch?.fakeKeyCount == published - 10)
 
         let batch = try #require(try verifiedKeyBatches(fixture).first)
-        #expect(batch.count == published)
+        #expect(batch.records.count == published)
         let records = Set(batch.records)
         #expect(records.isSuperset(of: real))
         // Fake keys wear the days and interval of real ones, so nothing sets them apart.
@@ -326,29 +319,16 @@ import TransparencyLog
             }
         }
         try await fixture.makePublisher().publish()
-        #expect(try verifiedKeyIndex(fixture).accepts == accepts)
         #expect(try verifiedUploadPolicy(fixture).accepts == accepts)
     }
 
-    /// Like the id index, the key index is signed again once it is a day old, even with nothing
-    /// new, so that a node can tell an idle list from a frozen one.
-    @Test func theKeyIndexIsSignedAgainWhenItIsOld() async throws {
-        let fixture = try ServerFixture()
-        defer { fixture.remove() }
-        let publisher = fixture.makePublisher()
-        #expect(try await publisher.publish().keyIndexGeneration == 1)
-        fixture.clock.advance(by: 3_600)
-        #expect(try await publisher.publish().keyIndexGeneration == nil)
-        fixture.clock.advance(by: 86_400)
-        #expect(try await publisher.publish().keyIndexGeneration == 2)
-        #expect(try verifiedKeyIndex(fixture).publishedAt == fixture.clock.now())
-    }
+    // That the list is signed again once a day with nothing new is ListLogPublicationTests'
+    // anIdleLogIsSignedAgainOnceItsCheckpointIsOld: the log holds keys and ids alike.
 
     @Test func aChangedSettingIsPublishedAtTheNextPublication() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         try await fixture.makePublisher().publish()
-        #expect(try verifiedKeyIndex(fixture).accepts == .both)
         #expect(try verifiedUploadPolicy(fixture).accepts == .both)
         // An unchanged policy is not signed again (its ETag stays): signatures differ each time.
         let policyBytes = FileManager.default.contents(atPath: fixture.paths.published.uploadPolicyPath)
@@ -362,14 +342,13 @@ import TransparencyLog
             store: fixture.store, directory: fixture.paths.published, signingKey: fixture.signingKey,
             retentionSeconds: fixture.configuration.retentionSeconds, keySettings: KeyPublicationSettings(restricted.configuration),
             idPublicationDelaySeconds: 0, clock: fixture.clock, logger: fixture.logs.logger)
-        #expect(try await publisher.publish().keyIndexGeneration == 3)
-        #expect(try verifiedKeyIndex(fixture).accepts == .ids)
+        try await publisher.publish()
         #expect(try verifiedUploadPolicy(fixture).accepts == .ids)
     }
 
     // MARK: Retention
 
-    // Crash safety: StoreContractTests.aCrashDuringKeyPublicationLeavesTheKeyIndexValid, on both stores.
+    // Crash safety: StoreContractTests.aCrashDuringKeyPublicationLeavesTheLogValid, on both stores.
 
     @Test func keyBatchesExpireWithTheirLastDay() async throws {
         let fixture = try ServerFixture()
@@ -381,14 +360,14 @@ import TransparencyLog
         _ = try await append(fixture, [recent])
         fixture.clock.advance(by: 3_600)
         try await fixture.makePublisher().publish()
-        #expect(try verifiedKeyIndex(fixture).batches.map(\.number) == [1, 2])
+        #expect(try await fixture.store.liveKeyBatches().map(\.number) == [1, 2])
 
         // Two days later the first batch's day is 29 days old: past the 28-day retention.
         fixture.clock.advance(by: 2 * 86_400)
         let report = try await fixture.makePublisher().publish()
         #expect(report.expiredKeyBatches == [1])
-        #expect(try verifiedKeyIndex(fixture).batches.map(\.number) == [2])
-        #expect(!FileManager.default.fileExists(atPath: fixture.paths.published.keyBatchPath(number: 1)))
+        #expect(try await fixture.store.liveKeyBatches().map(\.number) == [2])
+        #expect(try verifiedKeyBatches(fixture).map(\.number) == [1, 2], "the log keeps what it published")
         #expect(try await fixture.store.queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM submitted_keys") } == 1)
     }
 }

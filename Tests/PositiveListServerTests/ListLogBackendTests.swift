@@ -38,7 +38,7 @@ import TransparencyLog
             let completed = try PublishedListLog.open(fixture.server.paths.published, identity: identity)
             #expect(completed.checkpoint.treeSize == 4)
             #expect(try completed.batches().order == ["ids 1", "keys 1", "ids 2", "keys 2"])
-            try ListLogPublicationTests.expectLogMatchesBatches(fixture.server, completed)
+            try await ListLogPublicationTests.expectLogMatchesBatches(fixture.server, completed, store: fixture.store)
             try ListLogPublicationTests.consistencyHolds(fixture.server, from: before.checkpoint, to: completed.checkpoint)
         }
     }

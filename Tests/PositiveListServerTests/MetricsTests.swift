@@ -123,7 +123,7 @@ import TracerTestSupport
         let server = try await MetricsServerProcess()
         defer { server.stop() }
         let before = try await server.scrape()
-        let generation = try #require(before.value("tracer_server_publication_index_generation", ["kind": "ids"]))
+        let treeSize = try #require(before.value("tracer_server_publication_log_tree_size"))
         #expect(before.value("tracer_server_uploads_total", ["kind": "ids", "outcome": "stored"]) == 0)
         #expect(before.value("tracer_server_store_up") == 1)
 
@@ -149,11 +149,11 @@ import TracerTestSupport
         #expect(after.value("tracer_server_http_request_duration_seconds_count", ["route": "/v1/histories", "method": "POST"]) == 5)
 
         // The first upload asks for a publication at once (none cut a batch before): a batch of
-        // its 8 ids, a new generation, and the second's 8 in the next batch or still pending.
+        // its 8 ids, a longer log, and the second's 8 in the next batch or still pending.
         var published: Exposition?
         let counted = await eventually(timeout: .seconds(30), every: .milliseconds(100)) {
             published = try? await server.scrape()
-            return (published?.value("tracer_server_publication_index_generation", ["kind": "ids"]) ?? 0) > generation
+            return (published?.value("tracer_server_publication_log_tree_size") ?? 0) > treeSize
                 && (published?.value("tracer_server_publication_live_batches", ["kind": "ids"]) ?? 0) >= 1
         }
         #expect(counted, "no publication counted: \(published?.text ?? "")")

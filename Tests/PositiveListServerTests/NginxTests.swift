@@ -57,7 +57,7 @@ final class NginxInstance {
 }
 
 @Suite(.tags(.integration), .serialized) struct NginxTests {
-    @Test func nginxServesThePublishedDirectoryUnchangedAndNodesVerifyIt() async throws {
+    @Test func nginxServesThePublishedLogUnchangedAndNothingElse() async throws {
         let fixture = try ServerFixture { $0.trustForwardedFor = true }
         defer { fixture.remove() }
         for seed in 1...2 {
@@ -75,51 +75,42 @@ final class NginxInstance {
             let nginx = try await NginxInstance(publishedDirectory: fixture.paths.published.path, upstreamPort: try #require(apiClient.port))
             defer { nginx.stop() }
 
-            var node = NodeFetcher(publicKey: fixture.publicKey)
-            let throughNginx: (String, HTTPFields) async throws -> (HTTPResponse.Status, HTTPFields, [UInt8]) = { path, headers in
-                let response = try await nginx.get(path, headers: headers)
-                return (response.status, response.headers, response.body.map { Array($0.readableBytesView) } ?? [])
+            // The log's files, byte for byte and as tracer-server itself serves them (their
+            // headers and ranges: ListLogServingTests).
+            let bundlePath = "/log/tile/entries/000.p/4"
+            for path in ["/log/checkpoint", "/log/uploads", bundlePath] {
+                let proxied = try await nginx.get(path)
+                #expect(proxied.status == .ok, "\(path)")
+                let bytes = proxied.body.map { Array($0.readableBytesView) }
+                #expect(bytes == Array(try Data(contentsOf: URL(fileURLWithPath: fixture.paths.published.path + path))), "\(path)")
+                #expect(bytes == (try await apiClient.send(path, .get)).bytes, "\(path)")
             }
-            #expect(try await node.check(throughNginx) == [1, 2])
-            #expect(node.batches.values.reduce(0) { $0 + $1.count } == 1_000)
-            // Up to date: nginx answers the conditional request with 304.
-            node.requests = []
-            #expect(try await node.check(throughNginx) == [])
+            let checkpoint = try await nginx.get("/log/checkpoint")
+            #expect(checkpoint.headers[.cacheControl] == "public, max-age=60")
+            let tag = try #require(checkpoint.headers[.eTag])
+            #expect(try await nginx.get("/log/checkpoint", headers: [.ifNoneMatch: tag]).status == .notModified)
 
-            let index = try await nginx.get("/index.tpli")
-            #expect(index.headers[.cacheControl] == "public, max-age=60")
-            let batch = try await nginx.get("/batches/1.tplb")
-            #expect(batch.headers[.cacheControl] == "public, max-age=31536000, immutable")
-            let tag = try #require(batch.headers[.eTag])
-            let revalidated = try await nginx.get("/batches/1.tplb", headers: [.ifNoneMatch: tag])
-            #expect(revalidated.status == .notModified)
-
-            // The same bytes as tracer-server itself serves.
-            let direct = try await apiClient.send("/batches/2.tplb", .get)
-            let proxied = try await nginx.get("/batches/2.tplb")
-            #expect(proxied.body.map { Array($0.readableBytesView) } == direct.bytes)
-
-            // Key files (format version 2) are served the same way, byte for byte.
-            let keyIndex = try await nginx.get("/keys/index.tpki")
-            #expect(keyIndex.headers[.cacheControl] == "public, max-age=60")
-            let keyIndexBytes = try #require(keyIndex.body.map { Array($0.readableBytesView) })
-            #expect(try PositiveListKeyIndex(verifying: keyIndexBytes, publicKey: fixture.publicKey).batches.map(\.number) == [1, 2])
-            let keyBatch = try await nginx.get("/keys/2.tpkb")
-            #expect(keyBatch.headers[.cacheControl] == "public, max-age=31536000, immutable")
-            #expect(keyBatch.body.map { Array($0.readableBytesView) } == (try await apiClient.send("/keys/2.tpkb", .get)).bytes)
+            // The retired files of formats 1 and 2 are not served, even while an upgrade keeps
+            // them on disk.
+            let published = fixture.paths.published.path
+            for folder in ["batches", "keys"] { try FileManager.default.createDirectory(atPath: published + "/" + folder, withIntermediateDirectories: true) }
+            for name in ["index.tpli", "batches/1.tplb", "keys/index.tpki", "keys/2.tpkb"] {
+                #expect(FileManager.default.createFile(atPath: published + "/" + name, contents: Data("retired".utf8), attributes: [.posixPermissions: 0o644]))
+                #expect(try await nginx.get("/" + name).status == .notFound, "\(name)")
+            }
             #expect(try await nginx.get("/keys/").status == .notFound)
 
             // Nothing but the published files: no listings, no temporary files.
-            #expect(FileManager.default.createFile(atPath: fixture.paths.published.batchesPath + "/.tmp-index.tpli-x", contents: Data([1])))
-            for path in ["/", "/batches/", "/batches/.tmp-index.tpli-x", "/server.db"] {
+            #expect(FileManager.default.createFile(atPath: fixture.paths.published.logPath + "/tile/entries/.tmp-000-x", contents: Data([1])))
+            for path in ["/", "/log/", "/log/tile/entries/", "/log/tile/entries/.tmp-000-x", "/server.db"] {
                 #expect(try await nginx.get(path).status == .notFound, "\(path)")
             }
             // Nor what a link in the published directory points to (disable_symlinks), even a
             // file nginx's user could read.
             let outside = fixture.paths.dataDirectory + "/readable-outside"
             #expect(FileManager.default.createFile(atPath: outside, contents: Data("not published".utf8), attributes: [.posixPermissions: 0o644]))
-            try FileManager.default.createSymbolicLink(atPath: fixture.paths.published.batchPath(number: 9), withDestinationPath: outside)
-            let linked = try await nginx.get("/batches/9.tplb")
+            try FileManager.default.createSymbolicLink(atPath: fixture.paths.published.logPath + "/tile/entries/009", withDestinationPath: outside)
+            let linked = try await nginx.get("/log/tile/entries/009")
             #expect(linked.status == .forbidden || linked.status == .notFound, "\(linked.status)")
 
             // The API through the proxy: health, and an upload whose client address comes from

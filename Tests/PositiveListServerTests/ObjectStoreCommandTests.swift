@@ -142,13 +142,13 @@ struct ObjectStoreCommandTests {
         let client = try ObjectStoreClient(
             location: ObjectStoreLocation(endpoint: moto.endpoint, bucket: "served"),
             credentials: ObjectStoreCredentials(accessKeyID: moto.accessKeyID, secretAccessKey: moto.secretAccessKey))
-        var index: [UInt8]?
+        var checkpoint: [UInt8]?
         _ = try await eventually(timeout: .seconds(30), every: .milliseconds(200)) {
-            index = try await client.get(PositiveListIndex.relativePath)
-            return index != nil || !server.isRunning
+            checkpoint = try await client.get("log/checkpoint")
+            return checkpoint != nil || !server.isRunning
         }
-        let local = FileManager.default.contents(atPath: fixture.paths.published.indexPath).map(Array.init)
-        #expect(index != nil && index == local, "\(moto.logTail())")
+        let local = FileManager.default.contents(atPath: fixture.paths.published.logCheckpointPath).map(Array.init)
+        #expect(checkpoint != nil && checkpoint == local, "\(moto.logTail())")
     }
 
     /// `tracer-server` with extra environment variables (and no AWS_* or TRACER_SERVER_* of the test's own).
@@ -181,15 +181,14 @@ struct ObjectStoreCommandTests {
 
         let first = try Self.run(["sync"], fixture: fixture)
         #expect(first.exitCode == 0, "\(first)\n\(moto.logTail())")
-        #expect(first.stdout.contains("Uploaded 1 new batches to bucket cli-list (0 were there already)."))
-        #expect(first.stdout.contains("Uploaded index.tpli and keys/index.tpki."))
+        #expect(first.stdout.contains("Uploaded 2 log tiles and bundles to bucket cli-list, then the checkpoint."), "\(first)")
         let again = try Self.run(["sync"], fixture: fixture)
-        #expect(again.stdout.contains("Uploaded 0 new batches") && again.stdout.contains("Indexes unchanged."), "\(again)")
+        #expect(again.stdout.contains("Uploaded 0 log tiles and bundles to bucket cli-list; checkpoint unchanged."), "\(again)")
 
         let doctor = try Self.run(["doctor"], fixture: fixture)
         #expect(doctor.exitCode == 0, "\(doctor)")
-        // The batch, both indexes, log/checkpoint, log/uploads, the entry bundle and its level-0 tile.
-        #expect(doctor.stdout.contains("ok   object store: bucket cli-list at \(moto.endpoint) is reachable, the credentials are accepted, 7 objects"), "\(doctor)")
+        // log/checkpoint, log/uploads, the entry bundle and its level-0 tile: no index or batch object.
+        #expect(doctor.stdout.contains("ok   object store: bucket cli-list at \(moto.endpoint) is reachable, the credentials are accepted, 4 objects"), "\(doctor)")
 
         // Flags override the section; the environment's key pair stands in for the file.
         let wrong = ["AWS_ACCESS_KEY_ID": moto.accessKeyID, "AWS_SECRET_ACCESS_KEY": "not-the-secret-0123456789"]

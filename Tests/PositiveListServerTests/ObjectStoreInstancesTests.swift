@@ -30,8 +30,8 @@ struct ObjectStoreInstancesTests {
                 logger: fixture.server.logs.logger)
         }
 
-        func localIndex() throws -> [UInt8] {
-            Array(try #require(FileManager.default.contents(atPath: directory.indexPath), "no index in \(directory.path)"))
+        func localCheckpoint() throws -> [UInt8] {
+            Array(try #require(FileManager.default.contents(atPath: directory.logCheckpointPath), "no checkpoint in \(directory.path)"))
         }
     }
 
@@ -76,16 +76,13 @@ struct ObjectStoreInstancesTests {
         guard case .stored = outcome else { throw HarnessFailure(description: "ids not stored: \(outcome)") }
     }
 
-    /// The ids index in the bucket, verified, and every batch it names there and intact.
-    static func bucketIndex(_ client: ObjectStoreClient, _ fixture: PostgresFixture) async throws -> PositiveListIndex {
-        let bytes = try #require(try await client.get(client.location.key(for: PositiveListIndex.relativePath)), "no index in the bucket")
-        let index = try PositiveListIndex(verifying: bytes, publicKey: fixture.server.publicKey)
-        for listing in index.batches {
-            let batch = try #require(try await client.get(client.location.key(for: listing.relativePath)), "\(listing.relativePath) missing")
-            _ = try PositiveListBatch(verifying: batch, listedAs: listing, publicKey: fixture.server.publicKey)
-        }
-        return index
+    /// The id batches of the bucket's log, which opens and verifies from the bucket's objects alone.
+    static func bucketBatches(_ client: ObjectStoreClient, _ fixture: PostgresFixture) async throws -> [UInt64] {
+        let log = try #require(try await ObjectStoreSyncTests.expectBucketValid(client, of: fixture.server), "no log in the bucket")
+        return try log.batches().ids.keys.sorted()
     }
+
+    static let checkpointKey = "log/checkpoint"
 
     @Test func instancesWithDirectoriesOfTheirOwnKeepOneValidBucket() async throws {
         let bed = try await TwoInstances.make()
@@ -96,66 +93,45 @@ struct ObjectStoreInstancesTests {
         try await Self.append(fixture, to: first, seed: 1)
         try await first.publisher(fixture).publish()
         try await first.sync(fixture, client).sync()
-        #expect(try await Self.bucketIndex(client, fixture).batches.map(\.number) == [1])
+        #expect(try await Self.bucketBatches(client, fixture) == [1])
 
-        // The second publishes batch 2: its index names batch 1, which only the bucket holds.
+        // The second publishes batch 2: its log appends batch 1 too, from the database (no file
+        // of the first's is needed), and its sync extends the bucket's log.
         try await Self.append(fixture, to: second, seed: 2)
         let secondPublication = try await second.publisher(fixture).publish()
-        #expect(secondPublication.newBatch?.number == 2)
-        #expect(!FileManager.default.fileExists(atPath: second.directory.batchPath(number: 1)))
+        #expect(secondPublication.newBatch?.number == 2 && secondPublication.log?.appendedIDBatches == [1, 2])
         let secondSync = try await second.sync(fixture, client).sync()
-        #expect(secondSync.fetchedBatches == [client.location.key(for: "batches/1.tplb")])
-        #expect(secondSync.uploadedBatches == [client.location.key(for: "batches/2.tplb")])
-        #expect(try await Self.bucketIndex(client, fixture).batches.map(\.number) == [1, 2])
-        #expect(try await client.get(client.location.key(for: PositiveListIndex.relativePath)) == (try second.localIndex()))
-        #expect(FileManager.default.fileExists(atPath: second.directory.batchPath(number: 1)), "the fetched batch was not kept")
+        #expect(secondSync.uploadedLogCheckpoint && secondSync.newerInBucket.isEmpty && !secondSync.logDiverges)
+        #expect(try await Self.bucketBatches(client, fixture) == [1, 2])
+        #expect(try await client.get(Self.checkpointKey) == (try second.localCheckpoint()))
 
-        // The first syncs again from its older index: the bucket's newer one stays, and batch 2,
-        // which the first's index does not name, is not taken for an expired batch.
+        // The first syncs again from its smaller log: the bucket's larger one stays.
         let staleSync = try await first.sync(fixture, client).sync()
-        #expect(staleSync.newerInBucket.contains(client.location.key(for: PositiveListIndex.relativePath)))
-        #expect(staleSync.deletedBatches.isEmpty && staleSync.uploadedIndexes.isEmpty)
-        #expect(try await Self.bucketIndex(client, fixture).batches.map(\.number) == [1, 2])
-        #expect(try await client.get(client.location.key(for: PositiveListIndex.relativePath)) == (try second.localIndex()))
+        #expect(staleSync.newerInBucket == [client.location.key(for: Self.checkpointKey)])
+        #expect(!staleSync.uploadedLogCheckpoint && staleSync.uploadedLogTiles == 0)
+        #expect(try await Self.bucketBatches(client, fixture) == [1, 2])
+        #expect(try await client.get(Self.checkpointKey) == (try second.localCheckpoint()))
 
         // While the second holds the publication lock, the first's sync leaves the bucket to it.
         let held = try await second.store.lockPublication()
         let busySync = try await first.sync(fixture, client).sync()
         await held.release()
         #expect(busySync.anotherInstanceBusy)
-        #expect(busySync.uploadedIndexes.isEmpty && busySync.uploadedBatches.isEmpty && busySync.deletedBatches.isEmpty)
+        #expect(!busySync.uploadedLogCheckpoint && busySync.uploadedLogTiles == 0 && busySync.deletedRetiredObjects.isEmpty)
 
         // The first's next publication catches up with the database, and its sync with the bucket.
         let catchUp = try await first.publisher(fixture).publish()
         #expect(catchUp.newBatch == nil && catchUp.liveBatches == 2)
         let catchUpSync = try await first.sync(fixture, client).sync()
-        #expect(catchUpSync.fetchedBatches == [client.location.key(for: "batches/2.tplb")])
-        #expect(catchUpSync.uploadedIndexes.contains(client.location.key(for: PositiveListIndex.relativePath)))
-        let index = try await Self.bucketIndex(client, fixture)
-        #expect(index.batches.map(\.number) == [1, 2])
-        #expect(try await client.get(client.location.key(for: PositiveListIndex.relativePath)) == (try first.localIndex()))
+        // The same tree as the bucket's (its checkpoint may even be the same bytes: same entries,
+        // same time, same key): nothing newer, nothing diverging.
+        #expect(catchUpSync.newerInBucket.isEmpty && !catchUpSync.logDiverges)
+        #expect(try await Self.bucketBatches(client, fixture) == [1, 2])
+        #expect(try await client.get(Self.checkpointKey) == (try first.localCheckpoint()))
         #expect(Set(try fixture.publishedIDs()).count == 80, "every id of both uploads, once")
     }
 
-    /// A batch the index names that neither the directory nor the bucket holds is reported with
-    /// what to do, and nothing in the bucket changes.
-    @Test func aBatchMissingHereAndInTheBucketSaysWhereToSyncFrom() async throws {
-        let bed = try await TwoInstances.make()
-        defer { bed.remove() }
-        let (fixture, client, first, second) = (bed.fixture, bed.client, bed.first, bed.second)
-
-        // The first publishes but never syncs; the second publishes on top and tries to sync.
-        try await Self.append(fixture, to: first, seed: 3)
-        try await first.publisher(fixture).publish()
-        try await Self.append(fixture, to: second, seed: 4)
-        try await second.publisher(fixture).publish()
-        do {
-            try await second.sync(fixture, client).sync()
-            Issue.record("the sync succeeded without batch 1")
-        } catch {
-            let text = "\(error)"
-            #expect(text.contains("batches/1.tplb") && text.contains("run `tracer-server sync` there"), "\(text)")
-        }
-        #expect(try await client.get(client.location.key(for: PositiveListIndex.relativePath)) == nil, "an index went up without its batches")
-    }
+    // A batch named by an index but in neither the directory nor the bucket (batchNowhere) is
+    // gone with the batch files: each instance's log appends what the batches published from
+    // the database, whichever instance recorded them (above).
 }

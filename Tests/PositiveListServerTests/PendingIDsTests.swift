@@ -147,13 +147,10 @@ import TracerCore
         #expect(try await append(published, to: fixture.store, fixture) == 20)
         let pending = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds, dueBy: Self.now)
         #expect(try await append(arrivedMeanwhile, to: fixture.store, fixture) == 8)
-        // The publisher's steps by hand: the file, then its record.
-        let file = try PositiveListBatch.encode(number: 1, entries: pending.entries, signingKey: fixture.signingKey)
-        try AtomicFile.write(file, to: fixture.paths.published.batchPath(number: 1))
+        // The publisher's step by hand: the record, with what it publishes.
         let record = BatchRecord(
-            number: 1, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
-            sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
-            publishedAt: Self.now)
+            number: 1, timeRange: PublishedTimeRange(covering: pending.entries)!, idCount: pending.entries.count,
+            lastSubmission: pending.lastSubmission, publishedAt: Self.now)
         #expect(try await fixture.store.recordBatch(record, entries: pending.entries, expectedWatermark: pending.sqliteWatermark!))
         // A second publisher that read the same pending ids is refused.
         #expect(try await !fixture.store.recordBatch(record, entries: pending.entries, expectedWatermark: pending.sqliteWatermark!))
@@ -389,7 +386,8 @@ import TracerCore
         let sorted = try entries.map { PositiveListEntry(id: try UserID(hex: $0.id), validFrom: $0.validFrom, validUntil: $0.validUntil) }
             .sorted { $0.id < $1.id }
         let file = try PositiveListBatch.encode(number: number, entries: sorted, signingKey: fixture.signingKey)
-        try AtomicFile.write(file, to: fixture.paths.published.batchPath(number: number))
+        try FileManager.default.createDirectory(atPath: fixture.paths.published.path + "/batches", withIntermediateDirectories: true)
+        try AtomicFile.write(file, to: fixture.paths.published.retiredBatchPath(number: number))
         let range = PublishedTimeRange(covering: sorted)!
         try db.execute(
             sql: """

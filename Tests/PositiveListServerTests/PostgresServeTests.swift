@@ -85,10 +85,10 @@ import Glibc
         #expect(publish.exitCode == 0, "\(publish)")
         let published = try fixture.publishedIDs()
         #expect(published.count == accepted.count && Set(published) == accepted)
-        // Both instances serve that index from the shared directory.
+        // Both instances serve that log's checkpoint from the shared directory.
         for port in ports {
-            let index = try await RawHTTP.exchange(port: port, sending: "GET /\(PositiveListIndex.relativePath) HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
-            #expect(RawConnection.Response(text: index).status == 200)
+            let checkpoint = try await RawHTTP.exchange(port: port, sending: "GET /log/checkpoint HTTP/1.1\r\nHost: test\r\nConnection: close\r\n\r\n")
+            #expect(RawConnection.Response(text: checkpoint).status == 200)
         }
         let doctor = try ServerCLI.run(["doctor"], fixture: server)
         #expect(doctor.exitCode == 0 && doctor.stdout.contains("schema version \(PostgresServerStore.knownSchemaVersion) (current)"), "\(doctor)")

@@ -18,7 +18,7 @@ import TracerCore
         return entries
     }
 
-    @Test func aBatchHoldsTheNewIdsSortedAndTheIndexListsIt() async throws {
+    @Test func aBatchHoldsTheNewIdsSortedAndTheLogHoldsIt() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         let first = try await append(fixture, count: 300, seed: 1)
@@ -26,66 +26,69 @@ import TracerCore
         let report = try await fixture.makePublisher().publish()
         #expect(report.newBatch?.number == 1)
         #expect(report.newBatch?.idCount == 500)
+        #expect(report.newBatch?.timeRange == PublishedTimeRange(covering: first + second))
 
-        let index = try fixture.verifiedIndex()
-        #expect(index.generation == 1)
-        #expect(index.batches.map(\.number) == [1])
-        // The key index is published beside it, and the id index says so (issue 25, item 1).
-        #expect(index.flags.contains(.keyIndexPublished))
-        #expect(FileManager.default.fileExists(atPath: fixture.paths.published.keyIndexPath))
         let batch = try #require(try fixture.verifiedBatches().first)
+        #expect(batch.number == 1)
         // Sorted by value, so the order says nothing about which upload an id came from.
         #expect(batch.entries == (first + second).sorted { $0.id < $1.id })
-        #expect(batch.timeRange == PublishedTimeRange(covering: first + second))
-        let mode = try FileManager.default.attributesOfItem(atPath: fixture.paths.published.batchPath(number: 1))[.posixPermissions] as? Int
+        #expect(try await fixture.store.liveBatches().map(\.number) == [1])
+        let mode = try FileManager.default.attributesOfItem(atPath: fixture.paths.published.logCheckpointPath)[.posixPermissions] as? Int
         #expect(mode == 0o644)
     }
 
-    @Test func laterBatchesHoldOnlyNewIdsAndAnIdleRunLeavesTheIndexAlone() async throws {
+    /// Issue 39 item 6 step 4: the log is all a publication writes; the retired files of
+    /// formats 1 and 2 (`index.tpli`, `batches/`, `keys/index.tpki`, `keys/N.tpkb`) never appear,
+    /// with ids, keys, an expiry and an idle day's re-signed checkpoint.
+    @Test func aPublicationWritesNoIndexBatchOrKeyFiles() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let publisher = fixture.makePublisher()
+        _ = try await append(fixture, count: 40, seed: 1, endingAt: Self.now - 10 * 86_400)
+        try await ListLogPublicationTests.addKeys(fixture, count: 5, seed: 2)
+        try await publisher.publish()
+        fixture.clock.advance(by: 18 * 86_400 + 1)
+        _ = try await append(fixture, count: 40, seed: 3, endingAt: fixture.clock.now())
+        let report = try await publisher.publish()
+        #expect(report.expiredBatches == [1])
+        fixture.clock.advance(by: 86_400)
+        try await publisher.publish()
+
+        #expect(try fixture.verifiedLog().batches().order == ["ids 1", "keys 1", "ids 2"], "what was published is in the log")
+        #expect(fixture.paths.published.retiredFilesPresent().isEmpty)
+        let everything = try FileManager.default.subpathsOfDirectory(atPath: fixture.paths.published.path)
+        #expect(everything.filter { !$0.hasPrefix("log") }.isEmpty, "only the log: \(everything.filter { !$0.hasPrefix("log") })")
+        #expect(!everything.contains { $0.hasSuffix(".tpli") || $0.hasSuffix(".tplb") || $0.hasSuffix(".tpki") || $0.hasSuffix(".tpkb") })
+    }
+
+    @Test func laterBatchesHoldOnlyNewIdsAndAnIdleRunLeavesTheCheckpointAlone() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         let publisher = fixture.makePublisher()
         _ = try await append(fixture, count: 50, seed: 1)
         try await publisher.publish()
-        let indexBefore = try Data(contentsOf: URL(fileURLWithPath: fixture.paths.published.indexPath))
+        let checkpointBefore = try Data(contentsOf: URL(fileURLWithPath: fixture.paths.published.logCheckpointPath))
 
         let idle = try await publisher.publish()
         #expect(idle.newBatch == nil)
-        #expect(idle.indexGeneration == nil)
-        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.paths.published.indexPath)) == indexBefore)
+        #expect(idle.log?.appendedEntries == 0)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: fixture.paths.published.logCheckpointPath)) == checkpointBefore)
 
         fixture.clock.advance(by: 3_600)
         let later = try await append(fixture, count: 30, seed: 2, endingAt: Self.now + 3_600)
         let report = try await publisher.publish()
         #expect(report.newBatch?.number == 2)
-        #expect(report.indexGeneration == 2)
+        #expect(report.log?.appendedIDBatches == [2])
         let batches = try fixture.verifiedBatches()
         #expect(batches.map(\.number) == [1, 2])
         #expect(batches[1].entries == later.sorted { $0.id < $1.id })
     }
 
-    @Test func anIdleServerSignsANewIndexOnceADay() async throws {
-        // So that a node can tell an idle list from one a frozen mirror keeps confirming.
-        let fixture = try ServerFixture()
-        defer { fixture.remove() }
-        let publisher = fixture.makePublisher()
-        _ = try await append(fixture, count: 20, seed: 1)
-        try await publisher.publish()
-        let first = try fixture.verifiedIndex()
+    // That an idle server signs its list again once a day (so that a node can tell an idle list
+    // from one a frozen mirror keeps confirming) is ListLogPublicationTests'
+    // anIdleLogIsSignedAgainOnceItsCheckpointIsOld.
 
-        fixture.clock.advance(by: 86_399)
-        #expect(try await publisher.publish().indexGeneration == nil)
-        fixture.clock.advance(by: 1)
-        let refreshed = try await publisher.publish()
-        #expect(refreshed.newBatch == nil)
-        #expect(refreshed.indexGeneration == first.generation + 1)
-        let second = try fixture.verifiedIndex()
-        #expect(second.publishedAt == Self.now + 86_400)
-        #expect(second.batches == first.batches)
-        #expect(try await publisher.publish().indexGeneration == nil)
-    }
-
-    @Test func batchesLeaveTheIndexAndTheDiskOnceAllTheirIdsPassedRetention() async throws {
+    @Test func batchesStopBeingLiveOnceAllTheirIdsPassedRetention() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         let publisher = fixture.makePublisher()
@@ -94,27 +97,25 @@ import TracerCore
         try await publisher.publish()
         _ = try await append(fixture, count: 10, seed: 2)
         try await publisher.publish()
-        #expect(try fixture.verifiedIndex().batches.map(\.number) == [1, 2])
+        #expect(try await fixture.store.liveBatches().map(\.number) == [1, 2])
 
         fixture.clock.advance(by: 18 * 86_400 + 1)
         let report = try await publisher.publish()
         #expect(report.expiredBatches == [1])
-        #expect(try fixture.verifiedIndex().batches.map(\.number) == [2])
-        #expect(!FileManager.default.fileExists(atPath: fixture.paths.published.batchPath(number: 1)))
-        #expect(FileManager.default.fileExists(atPath: fixture.paths.published.batchPath(number: 2)))
+        #expect(report.liveBatches == 1)
+        #expect(try await fixture.store.liveBatches().map(\.number) == [2])
 
         fixture.clock.advance(by: 10 * 86_400)
         try await publisher.publish()
-        #expect(try fixture.verifiedIndex().batches.isEmpty)
-        #expect(fixture.paths.published.batchFileNumbers().isEmpty)
+        #expect(try await fixture.store.liveBatches().isEmpty)
         // Expired ids are purged from the database too, and batch numbers are never reused.
         #expect(try await fixture.store.summary(now: fixture.clock.now()).storedIDs == 0)
         #expect(try await fixture.store.nextBatchNumber() == 3)
     }
 
-    @Test(.tags(.endToEnd)) func aKilledPublishProcessLeavesAValidIndex() async throws {
+    @Test(.tags(.endToEnd)) func aKilledPublishProcessLeavesAValidLog() async throws {
         // A real crash: the publisher process is killed with SIGKILL while it publishes a large
-        // batch; the index it leaves must still verify, whichever step it died in.
+        // batch; the log it leaves must still verify, whichever step it died in.
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         try fixture.writeConfiguration()
@@ -136,8 +137,10 @@ import TracerCore
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
             if process.terminationReason == .uncaughtSignal { killed += 1 }
-            let index = try fixture.verifiedIndex()
-            #expect(try fixture.verifiedBatches().count == index.batches.count, "killed after \(delay) ms")
+            // The log opens and verifies from its files, and holds only batches the store recorded.
+            let logged = try fixture.verifiedBatches().map(\.number)
+            let recorded = try await fixture.store.liveBatches().map(\.number)
+            #expect(Array(recorded.prefix(logged.count)) == logged, "killed after \(delay) ms")
         }
         #expect(killed > 0, "no kill landed before the publication finished")
         // And a later run completes the publication.

@@ -14,6 +14,10 @@ import TracerTestSupport
 /// it copies that in from the files, checked against the recorded size and SHA-256; a missing or
 /// damaged file leaves its row without content and a warning, never a refused open: the log
 /// waits at that batch (the rest is published) until an open finds the file.
+///
+/// Issue 39 item 6 step 4: once an open finds every live row with its content, it deletes the
+/// retired files (`index.tpli`, `batches/`, `keys/`); while one row is without, it keeps them
+/// all, with a warning saying what to do, since that file is the only copy.
 @Suite(.tags(.integration), .serialized, .sharedPostgres) struct PublishedContentUpgradeTests {
     static let authority = SubmissionCredential.authority(name: "Health Authority A")
     /// The SQLite schema's last step before the batches kept what they published.
@@ -22,8 +26,8 @@ import TracerTestSupport
     static let lastPostgresVersionWithoutContent = 3
 
     /// A data directory as the older server left it: id batch 1 and key batch 1, recorded and
-    /// written, the published ids and keys in neither pending table; id batch 2, expired, its
-    /// file deleted as the older publisher did.
+    /// written, with the two indexes listing them, the published ids and keys in neither pending
+    /// table; id batch 2, expired, its file deleted as the older publisher did.
     struct OlderData {
         let server: ServerFixture
         let backend: StoreBackend
@@ -131,10 +135,30 @@ import TracerTestSupport
                     }
                 }
             }
-            try AtomicFile.write(idFile, to: server.paths.published.batchPath(number: 1))
-            try AtomicFile.write(keyFile, to: server.paths.published.keyBatchPath(number: 1))
+            let published = server.paths.published
+            try write(idFile, to: published.retiredBatchPath(number: 1))
+            try write(keyFile, to: published.retiredKeyBatchPath(number: 1))
+            let idListing = PositiveListIndex.BatchListing(
+                number: 1, timeRange: idRange, byteCount: idFile.count, sha256: Array(SHA256.hash(data: idFile)))
+            let keyListing = PositiveListIndex.BatchListing(
+                number: 1, timeRange: keyRange, byteCount: keyFile.count, sha256: Array(SHA256.hash(data: keyFile)), kind: .keys)
+            try write(
+                try PositiveListIndex(generation: 3, publishedAt: now, batches: [idListing], flags: .keyIndexPublished).encode(signingKey: server.signingKey),
+                to: published.retiredIndexPath)
+            try write(
+                try PositiveListKeyIndex(generation: 2, publishedAt: now, accepts: .both, batches: [keyListing]).encode(signingKey: server.signingKey),
+                to: published.path + "/" + PositiveListKeyIndex.relativePath)
             return OlderData(server: server, backend: backend, location: location, ids: ids, keys: keys, idFile: idFile, keyFile: keyFile)
         }
+
+        /// Writes a retired file where the older server kept it, its folder created if need be.
+        static func write(_ bytes: [UInt8], to path: String) throws {
+            try FileManager.default.createDirectory(atPath: (path as NSString).deletingLastPathComponent, withIntermediateDirectories: true)
+            try AtomicFile.write(bytes, to: path)
+        }
+
+        /// The retired files still in the published directory.
+        var retiredFiles: [String] { server.paths.published.retiredFilesPresent() }
 
         private static func sqliteValues(_ row: [any Sendable]) -> [(any DatabaseValueConvertible)?] {
             row.map { value in
@@ -209,20 +233,31 @@ import TracerTestSupport
     }
 
     /// The first open (PostgreSQL: of a version-3 database) copies what the older live batches
-    /// published from their files, the expired one's gone file not looked for; from then on the
-    /// files are not needed: the log appends the same entries, uploads of published ids and keys
-    /// are no new ones, and the store opens again without them.
-    @Test(arguments: StoreBackend.allCases) func theFirstOpenCopiesTheBatchFilesInOnce(backend: StoreBackend) async throws {
+    /// published from their files, the expired one's gone file not looked for, then, every live
+    /// batch's content being in the database, deletes the retired files (both indexes, `batches/`,
+    /// `keys/`) and says so. From then on the store opens without them, the log appends the same
+    /// entries, and uploads of published ids and keys are no new ones.
+    @Test(arguments: StoreBackend.allCases) func theFirstOpenCopiesTheBatchFilesInThenDeletesThem(backend: StoreBackend) async throws {
         let older = try await OlderData.make(backend)
         defer { older.server.remove() }
+        #expect(older.retiredFiles == ["index.tpli", "batches", "keys"])
+        // Another database opened on the same directory (here an empty one: a `status` run
+        // without the configuration) never judges them: they hold batches it never recorded.
+        _ = try ServerStore.open(path: older.server.paths.dataDirectory + "/other.sqlite", publishedDirectory: older.server.paths.published, logger: older.server.logs.logger)
+        #expect(older.retiredFiles == ["index.tpli", "batches", "keys"], "deleted by another database's open")
+        #expect(older.server.logs.all.contains { $0.hasPrefix("warning retired published files kept") && $0.contains("batches/1.tplb, keys/1.tpkb beyond the last batch this database recorded") },
+                "\(older.server.logs.all)")
+        let before = older.server.logs.all.count
         let store = try await older.open()
         let contents = try await store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0)
         #expect(contents.idBatches == [PublishedIDBatch(number: 1, entries: older.ids)])
         #expect(contents.keyBatches == [PublishedKeyBatch(number: 1, records: older.keys.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) })])
+        #expect(try await store.batchesWithoutContent().isEmpty)
+        #expect(older.retiredFiles.isEmpty, "the retired files are deleted once the database holds what they held")
+        #expect(older.server.logs.all.contains { $0.hasPrefix("notice retired published files deleted") && $0.contains("index.tpli, batches, keys") },
+                "\(older.server.logs.all)")
+        #expect(!older.server.logs.all.dropFirst(before).contains { $0.hasPrefix("warning") }, "\(older.server.logs.all)")
 
-        for path in [older.server.paths.published.batchPath(number: 1), older.server.paths.published.keyBatchPath(number: 1)] {
-            try FileManager.default.removeItem(atPath: path)
-        }
         let reopened = try await older.open()
         #expect(try await reopened.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0) == contents)
         let report = try await older.publisher(reopened).publish()
@@ -240,16 +275,25 @@ import TracerTestSupport
     /// row stays without content (the key batch, whose file is there, is copied in); the
     /// publication succeeds, purge included, and says the log waits, which it does, appending
     /// nothing. With the file restored the next open copies it in and the next publication
-    /// appends exactly what the batches published.
+    /// appends exactly what the batches published. Meanwhile every retired file is kept (the key
+    /// batch's too, though its content is copied in), with a warning naming the batch and what
+    /// to do, and `status` says so; the open that copies the restored file in deletes them.
     @Test(arguments: StoreBackend.allCases) func aMissingBatchFileLeavesTheLogWaitingUntilItIsBack(backend: StoreBackend) async throws {
         let older = try await OlderData.make(backend)
         defer { older.server.remove() }
-        let idPath = older.server.paths.published.batchPath(number: 1)
+        let idPath = older.server.paths.published.retiredBatchPath(number: 1)
         unlink(idPath)
         let store = try await older.open()
         let warnings = older.server.logs.all.filter { $0.hasPrefix("warning") }
-        #expect(warnings.count == 1 && warnings.allSatisfy { $0.contains(idPath) && $0.contains("it is missing") && $0.contains("Restore the file") }, "\(warnings)")
+        let fill = warnings.filter { $0.contains("Restore the file") }
+        #expect(fill.count == 1 && fill.allSatisfy { $0.contains(idPath) && $0.contains("it is missing") }, "\(warnings)")
+        let kept = warnings.filter { $0.hasPrefix("warning retired published files kept") }
+        #expect(kept.count == 1 && kept.allSatisfy { $0.contains("batch 1 live without its content") && $0.contains("restore the file") }, "\(warnings)")
+        #expect(warnings.count == 2, "\(warnings)")
         #expect(try await older.holdsContent() == (ids: false, keys: true))
+        #expect(try await store.batchesWithoutContent() == ["batch 1"])
+        #expect(older.retiredFiles == ["index.tpli", "batches", "keys"], "kept while batch 1 has no content")
+        #expect(FileManager.default.fileExists(atPath: older.server.paths.published.retiredKeyBatchPath(number: 1)))
         let missing = await #expect(throws: ServerStoreError.self) { _ = try await store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0) }
         guard case .batchContentMissing(batch: "batch 1") = missing else { Issue.record("\(String(describing: missing))"); return }
 
@@ -265,6 +309,10 @@ import TracerTestSupport
         // What `serve` leaves nobody reads: status and doctor say it from the record.
         let status = try ServerCLI.run(["status"], fixture: older.server)
         #expect(status.exitCode == 1 && status.stdout.contains("Publication INCOMPLETE") && status.stdout.contains("batch 1"), "\(status)")
+        // `status` without the configuration opens the data directory's own (empty) SQLite
+        // database, not this one: the files hold batches it never recorded, so it keeps them.
+        #expect(status.stdout.contains("Retired files:     index.tpli, batches, keys kept in") && status.stdout.contains("another database's"), "\(status)")
+        #expect(older.retiredFiles == ["index.tpli", "batches", "keys"], "an open of another database deleted them")
         try older.server.writeConfiguration()
         let doctor = try ServerCLI.run(["doctor"], fixture: older.server)
         #expect(doctor.exitCode == 1 && doctor.stdout.contains("FAIL list log: not appended by the last publication"), "\(doctor)")
@@ -272,44 +320,55 @@ import TracerTestSupport
         try AtomicFile.write(older.idFile, to: idPath)
         let reopened = try await older.open()
         #expect(try await older.holdsContent() == (ids: true, keys: true))
+        #expect(older.retiredFiles.isEmpty, "deleted by the open that copied the last batch in")
         let next = try await older.publisher(reopened).publish()
         #expect(next.logWaiting == nil && next.log?.appendedIDBatches == [1] && next.log?.appendedKeyBatches == [1])
         let (loggedIDs, loggedKeys) = try older.logged()
         #expect(loggedIDs.keys.sorted() == [1] && loggedIDs[1] == older.ids)
         #expect(loggedKeys.keys.sorted() == [1] && loggedKeys[1].map(Set.init) == Set(older.keys))
         #expect(OutcomeRecord.read(from: older.server.paths.publicationRecord)?.warning == nil)
-        #expect(try !ServerCLI.run(["status"], fixture: older.server).stdout.contains("INCOMPLETE"))
+        let statusAfter = try ServerCLI.run(["status"], fixture: older.server)
+        #expect(!statusAfter.stdout.contains("INCOMPLETE") && !statusAfter.stdout.contains("Retired files"), "\(statusAfter)")
     }
 
     /// An altered or cut id batch file, or a missing key batch file, is not copied in: the open
-    /// succeeds and warns with the file and the reason, the row stays without content; with the
-    /// file restored, the next open copies it in.
+    /// succeeds and warns with the file and the reason, the row stays without content and the
+    /// retired files are all kept; with the file restored, the next open copies it in and
+    /// deletes them.
     @Test(arguments: StoreBackend.allCases) func aDamagedBatchFileIsNotCopiedIn(backend: StoreBackend) async throws {
         let older = try await OlderData.make(backend)
         defer { older.server.remove() }
         var altered = older.idFile
         altered[PositiveListBatch.headerByteCount] ^= 0x01
-        let idPath = older.server.paths.published.batchPath(number: 1)
-        let keyPath = older.server.paths.published.keyBatchPath(number: 1)
+        let idPath = older.server.paths.published.retiredBatchPath(number: 1)
+        let keyPath = older.server.paths.published.retiredKeyBatchPath(number: 1)
         let cases: [(path: String, contents: [UInt8]?, reason: String)] = [
             (idPath, altered, "SHA-256"), (idPath, Array(older.idFile.prefix(100)), "100"), (keyPath, nil, "it is missing"),
         ]
-        // Upgraded once; each case then takes the rows back to what the older server left.
+        // Upgraded once (which deletes the files); each case then takes the rows and the files
+        // back to what the older server left, and damages one.
         _ = try await older.open()
+        #expect(older.retiredFiles.isEmpty)
         for (path, contents, reason) in cases {
             try await older.execute("UPDATE batches SET entries = NULL WHERE number = 1")
             try await older.execute("UPDATE key_batches SET records = NULL WHERE number = 1")
+            try OlderData.write(older.idFile, to: idPath)
+            try OlderData.write(older.keyFile, to: keyPath)
             unlink(path)
             if let contents { try AtomicFile.write(contents, to: path) }
             let before = older.server.logs.all.count
             let store = try await older.open()
             let warnings = older.server.logs.all.dropFirst(before).filter { $0.hasPrefix("warning") }
-            #expect(warnings.count == 1 && warnings.allSatisfy { $0.contains(path) && $0.contains(reason) && $0.contains("Restore the file") }, "\(warnings)")
+            let fill = warnings.filter { $0.contains("Restore the file") }
+            #expect(fill.count == 1 && fill.allSatisfy { $0.contains(path) && $0.contains(reason) }, "\(warnings)")
+            #expect(warnings.filter { $0.hasPrefix("warning retired published files kept") }.count == 1, "\(warnings)")
             #expect(try await older.holdsContent() == (ids: path != idPath, keys: path != keyPath))
+            #expect(older.retiredFiles == ["batches", "keys"], "kept: \(reason)")
             await #expect(throws: ServerStoreError.self) { _ = try await store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0) }
             try AtomicFile.write(path == idPath ? older.idFile : older.keyFile, to: path)
             _ = try await older.open()
             #expect(try await older.holdsContent() == (ids: true, keys: true))
+            #expect(older.retiredFiles.isEmpty, "deleted once \(path) was copied in")
         }
     }
 

@@ -55,15 +55,15 @@ extension ServerOutageTests {
     }
 
     /// What an upload order that keeps the bucket valid looks like in the uploads the store took
-    /// (`connections`, in order): each index after every batch, the log's checkpoint after every
-    /// tile and bundle, and the checkpoint the last upload of all. Returns what breaks it.
+    /// (`connections`, in order): the log's checkpoint after every tile and bundle, and the
+    /// checkpoint the last upload of all. Returns what breaks it.
     static func orderProblems(_ connections: [FaultyProxy.Connection], bucket: String) -> [String] {
         let stored = connections.filter { $0.method == "PUT" && $0.status == "200" }.map { String($0.path.dropFirst(bucket.count + 2)) }
         var problems: [String] = []
-        guard let lastIndex = stored.lastIndex(of: PositiveListIndex.relativePath), let lastCheckpoint = stored.lastIndex(of: "log/checkpoint") else {
-            return ["the store took no index or no checkpoint: \(stored)"]
+        guard let lastCheckpoint = stored.lastIndex(of: "log/checkpoint") else {
+            return ["the store took no checkpoint: \(stored)"]
         }
-        if let late = stored.lastIndex(where: { $0.hasPrefix("batches/") }), late > lastIndex { problems.append("\(stored[late]) after the index") }
+        if let retired = stored.first(where: { ObjectStoreSync.isRetiredPath($0) }) { problems.append("\(retired), a retired file, was uploaded") }
         if let late = stored.lastIndex(where: { $0.hasPrefix("log/tile/") }), late > lastCheckpoint { problems.append("\(stored[late]) after the checkpoint") }
         if lastCheckpoint != stored.count - 1 { problems.append("uploads after the checkpoint: \(stored[(lastCheckpoint + 1)...])") }
         return problems
@@ -128,7 +128,7 @@ extension ServerOutageTests {
         #expect(!cutUploads.isEmpty && cutUploads.allSatisfy { $0.fault == "cut" && $0.status == "-" }, "\(cutUploads)")
         // The bucket meanwhile is the old one, still whole: nothing of the new publication landed.
         #expect(try await bucket.get("log/checkpoint") != local())
-        try await ObjectStoreSyncTests.expectBucketValid(bucket, publicKey: fixture.publicKey)
+        try await ObjectStoreSyncTests.expectBucketValid(bucket, of: fixture)
 
         // The network mends.
         try await proxy.set(.pass)

@@ -224,7 +224,7 @@ import TestTiers
             #""maxRequestBodyBytes": 1023"#: "maxRequestBodyBytes must be at least 1024, got 1023",
             #""clockSkewSeconds": -1"#: "clockSkewSeconds must be between 0 and 3600, got -1",
             #""uploadCodeLifetimeSeconds": 59"#: "uploadCodeLifetimeSeconds must be between 60 and 2592000, got 59",
-            #""publishIntervalSeconds": 299"#: "publishIntervalSeconds must be at least 300 (5 minutes: nodes accept an index of at most 29 days of batches published that often), got 299",
+            #""publishIntervalSeconds": 299"#: "publishIntervalSeconds must be at least 300 (5 minutes: every publication makes every node fetch the list's new checkpoint and entries), got 299",
             #""publishSpacingSeconds": 3601"#: "publishSpacingSeconds (3601) must be at most publishIntervalSeconds (3600)",
             #""publishSpacingSeconds": 299"#: "publishSpacingSeconds must be at least 300 (and at most publishIntervalSeconds), got 299",
             #""longPollSeconds": 0"#: "longPollSeconds must be between 1 and 300 (leave it out to turn the long poll off), got 0",

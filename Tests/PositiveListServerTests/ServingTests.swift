@@ -8,37 +8,6 @@ import PositiveListFormat
 import Testing
 import TestTiers
 
-/// What a node does: fetch the index, verify it, fetch the batches it does not have yet.
-struct NodeFetcher {
-    let publicKey: PositiveListPublicKey
-    var indexTag: String?
-    var batches: [UInt64: PositiveListBatch] = [:]
-    var requests: [String] = []
-
-    /// One check; returns the numbers of the batches downloaded this time.
-    mutating func check(_ get: (String, HTTPFields) async throws -> (HTTPResponse.Status, HTTPFields, [UInt8])) async throws -> [UInt64] {
-        var headers: HTTPFields = [:]
-        if let indexTag { headers[.ifNoneMatch] = indexTag }
-        requests.append(PositiveListIndex.relativePath)
-        let (status, responseHeaders, body) = try await get("/" + PositiveListIndex.relativePath, headers)
-        if status == .notModified { return [] }
-        try #require(status == .ok)
-        let index = try PositiveListIndex(verifying: body, publicKey: publicKey)
-        indexTag = responseHeaders[.eTag]
-        var downloaded: [UInt64] = []
-        for listing in index.batches where batches[listing.number] == nil {
-            requests.append(listing.relativePath)
-            let (batchStatus, _, batchBody) = try await get("/" + listing.relativePath, [:])
-            try #require(batchStatus == .ok)
-            batches[listing.number] = try PositiveListBatch(verifying: batchBody, listedAs: listing, publicKey: publicKey)
-            downloaded.append(listing.number)
-        }
-        // Batches that left the index are forgotten, as their ids are past retention.
-        batches = batches.filter { entry in index.batches.contains { $0.number == entry.key } }
-        return downloaded
-    }
-}
-
 @Suite(.tags(.unit)) struct ServingTests {
     static let now = ServerFixture.start
 
@@ -53,22 +22,24 @@ struct NodeFetcher {
         defer { fixture.remove() }
         try await append(fixture, count: 100, seed: 1)
         try await fixture.makePublisher().publish()
+        // One entry: the bundle is the partial 000.p/1.
+        let bundlePath = "/log/tile/entries/000.p/1"
         try await fixture.withServer { client in
-            let index = try await client.send("/index.tpli", .get)
-            #expect(index.status == .ok)
-            #expect(index.headers[.cacheControl] == "public, max-age=60")
-            #expect(index.headers[.contentType] == "application/octet-stream")
-            let indexTag = try #require(index.headers[.eTag])
-            #expect(indexTag.hasPrefix("\"") && indexTag.hasSuffix("\""))
-            #expect(index.bytes == Array(try Data(contentsOf: URL(fileURLWithPath: fixture.paths.published.indexPath))))
+            let checkpoint = try await client.send("/log/checkpoint", .get)
+            #expect(checkpoint.status == .ok)
+            #expect(checkpoint.headers[.cacheControl] == "public, max-age=60")
+            #expect(checkpoint.headers[.contentType] == "application/octet-stream")
+            let checkpointTag = try #require(checkpoint.headers[.eTag])
+            #expect(checkpointTag.hasPrefix("\"") && checkpointTag.hasSuffix("\""))
+            #expect(checkpoint.bytes == Array(try Data(contentsOf: URL(fileURLWithPath: fixture.paths.published.logCheckpointPath))))
 
-            let batch = try await client.send("/batches/1.tplb", .get)
-            #expect(batch.status == .ok)
-            #expect(batch.headers[.cacheControl] == "public, max-age=31536000, immutable")
-            let batchTag = try #require(batch.headers[.eTag])
-            _ = try PositiveListBatch(verifying: batch.bytes, publicKey: fixture.publicKey)
+            let bundle = try await client.send(bundlePath, .get)
+            #expect(bundle.status == .ok)
+            #expect(bundle.headers[.cacheControl] == "public, max-age=31536000, immutable")
+            let bundleTag = try #require(bundle.headers[.eTag])
+            #expect(bundle.bytes == Array(try Data(contentsOf: URL(fileURLWithPath: fixture.paths.published.path + bundlePath))))
 
-            for (path, tag) in [("/index.tpli", indexTag), ("/batches/1.tplb", batchTag)] {
+            for (path, tag) in [("/log/checkpoint", checkpointTag), (bundlePath, bundleTag)] {
                 for condition in [tag, "W/\(tag)", "\"other\", \(tag)", "*"] {
                     let revalidated = try await client.send(path, .get, headers: [.ifNoneMatch: condition])
                     #expect(revalidated.status == .notModified, "\(path) \(condition)")
@@ -79,65 +50,36 @@ struct NodeFetcher {
                 #expect(changed.status == .ok)
             }
 
-            let head = try await client.send("/batches/1.tplb", .head)
+            let head = try await client.send(bundlePath, .head)
             #expect(head.status == .ok)
-            #expect(head.headers[.eTag] == batchTag)
+            #expect(head.headers[.eTag] == bundleTag)
             #expect(head.body.readableBytes == 0)
         }
     }
 
-    @Test func aNodeUpToDateDownloadsOnlyTheIndexThenOnlyNewBatches() async throws {
-        let fixture = try ServerFixture()
-        defer { fixture.remove() }
-        let publisher = fixture.makePublisher()
-        try await append(fixture, count: 100, seed: 1)
-        try await publisher.publish()
-        fixture.clock.advance(by: 3_600)
-        try await append(fixture, count: 50, seed: 2)
-        try await publisher.publish()
-
-        try await fixture.withServer { client in
-            var node = NodeFetcher(publicKey: fixture.publicKey)
-            let get: (String, HTTPFields) async throws -> (HTTPResponse.Status, HTTPFields, [UInt8]) = { path, headers in
-                let response = try await client.send(path, .get, headers: headers)
-                return (response.status, response.headers, response.bytes)
-            }
-            // A new node: the index and every live batch.
-            #expect(try await node.check(get) == [1, 2])
-            // Up to date: one conditional request, answered 304.
-            node.requests = []
-            #expect(try await node.check(get) == [])
-            #expect(node.requests == ["index.tpli"])
-
-            // A new batch: the changed index, then only that batch.
-            fixture.clock.advance(by: 3_600)
-            try await append(fixture, count: 20, seed: 3)
-            try await publisher.publish()
-            node.requests = []
-            #expect(try await node.check(get) == [3])
-            #expect(node.requests == ["index.tpli", "batches/3.tplb"])
-            #expect(node.batches.values.reduce(0) { $0 + $1.count } == 170)
-        }
-    }
-
-    @Test func aTamperedFileOnTheServerIsCaughtByTheNode() async throws {
+    /// Issue 39 item 6 step 4: the index and batch files of formats 1 and 2 have no route, even
+    /// while an upgrade keeps them on disk (a live batch's content not yet copied in). What a
+    /// node fetched there (and whether its content verified) is now the log's: ListLogServingTests,
+    /// and the node's ListLogTrustTests for a tampered file.
+    @Test func theRetiredFilesAreNotServedEvenWhileTheyAreOnDisk() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
         try await append(fixture, count: 10, seed: 1)
         try await fixture.makePublisher().publish()
-        // Someone with write access to the web root flips one byte of a batch.
-        let path = fixture.paths.published.batchPath(number: 1)
-        var bytes = Array(try Data(contentsOf: URL(fileURLWithPath: path)))
-        bytes[PositiveListBatch.headerByteCount + 3] ^= 0x10
-        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        let published = fixture.paths.published
+        for folder in ["batches", "keys"] { try FileManager.default.createDirectory(atPath: published.path + "/" + folder, withIntermediateDirectories: true) }
+        for name in ["index.tpli", "batches/1.tplb", "keys/index.tpki", "keys/1.tpkb"] {
+            #expect(FileManager.default.createFile(atPath: published.path + "/" + name, contents: Data("retired".utf8), attributes: [.posixPermissions: 0o644]))
+        }
         try await fixture.withServer { client in
-            var node = NodeFetcher(publicKey: fixture.publicKey)
-            await #expect(throws: PositiveListFormatError.digestMismatch(batchNumber: 1)) {
-                try await node.check { path, headers in
-                    let response = try await client.send(path, .get, headers: headers)
-                    return (response.status, response.headers, response.bytes)
+            for name in ["index.tpli", "batches/1.tplb", "keys/index.tpki", "keys/1.tpkb"] {
+                for method in [HTTPRequest.Method.get, .head] {
+                    let response = try await client.send("/" + name, method)
+                    #expect(response.status == .notFound, "\(method) \(name)")
                 }
             }
+            let checkpoint = try await client.send("/log/checkpoint", .get)
+            #expect(checkpoint.status == .ok)
         }
     }
 }

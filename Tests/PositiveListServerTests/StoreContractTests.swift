@@ -84,7 +84,7 @@ struct ContractFixture {
         try await stores[instance].appendKeyHistory(records, credential: StoreContractTests.authority, idempotencyKey: nil, now: now)
     }
 
-    /// Every id of every batch the verified index lists, repeated ones included.
+    /// Every id of every batch the verified log holds, repeated ones included.
     func publishedIDs() throws -> [UInt64] {
         try server.verifiedBatches().flatMap { batch in batch.entries.map(\.id.rawValue) }
     }
@@ -92,7 +92,7 @@ struct ContractFixture {
     func batch(number: UInt64, of pending: PendingEntries) -> BatchRecord {
         BatchRecord(
             number: number, timeRange: PublishedTimeRange(covering: pending.entries) ?? PublishedTimeRange(start: now, end: now),
-            byteCount: 1, sha256: Array(repeating: 0, count: 32), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
+            idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
             publishedAt: now)
     }
 
@@ -103,7 +103,7 @@ struct ContractFixture {
 
     func keyBatch(number: UInt64, keyCount: Int) -> KeyBatchRecord {
         KeyBatchRecord(
-            number: number, timeRange: PublishedTimeRange(start: now - 86_400, end: now), byteCount: 1, sha256: Array(repeating: 0, count: 32),
+            number: number, timeRange: PublishedTimeRange(start: now - 86_400, end: now),
             keyCount: keyCount, fakeKeyCount: 0, publishedAt: now)
     }
 }
@@ -363,20 +363,20 @@ struct ContractFixture {
             }
             let published = try fixture.publishedIDs()
             #expect(published.count == expected.count && Set(published) == expected)
-            #expect(try fixture.server.verifiedIndex().batches.map(\.number) == [1, 2, 3])
+            #expect(try fixture.server.verifiedBatches().map(\.number) == [1, 2, 3])
         }
     }
 
     /// The publisher's crash safety, which the promises above exist for: a publisher failing
     /// after any step leaves a list that verifies, and the next (the other instance, or the
     /// restarted server) completes it with every id published exactly once.
-    @Test(arguments: backends, PublishStep.idSteps)
+    @Test(arguments: backends, PublishStep.idSteps + PublishStep.logSteps)
     func aPublisherFailingAtAnyStepLeavesAValidListThatTheNextCompletes(backend: StoreBackend, step: PublishStep) async throws {
         try await ContractFixture.with(backend) { fixture in
             let first = fixture.entries(count: 40, seed: 1)
             try await fixture.append(first)
             try await fixture.publisher().publish()
-            let previousIndex = try fixture.server.verifiedIndex()
+            let previous = try fixture.server.verifiedLog().checkpoint
 
             let second = fixture.entries(count: 25, seed: 2)
             try await fixture.append(second)
@@ -385,33 +385,24 @@ struct ContractFixture {
             }
             await #expect(throws: PublishError.self) { try await crashing.publish() }
 
-            // Whatever a client fetches now verifies: the index (old or, after its rename, new) and
-            // every batch it lists.
-            let index = try fixture.server.verifiedIndex()
-            #expect(step == .indexReplaced ? index.batches.map(\.number) == [1, 2] : index == previousIndex)
-            #expect(try fixture.server.verifiedBatches().count == index.batches.count)
+            // Whatever a client fetches now verifies: the checkpoint (old or, after its rename,
+            // new) and every tile and bundle it needs.
+            let checkpoint = try fixture.server.verifiedLog().checkpoint
+            #expect(step == .logCheckpointReplaced ? checkpoint.treeSize > previous.treeSize : checkpoint == previous)
+            #expect(try fixture.server.verifiedBatches().map(\.number) == (step == .logCheckpointReplaced ? [1, 2] : [1]))
 
             try await fixture.publisher(1).publish()
             #expect(try fixture.server.verifiedBatches().map(\.count) == [40, 25])
             let published = try fixture.publishedIDs()
             #expect(published.count == 65 && Set(published) == Set((first + second).map(\.id.rawValue)))
-            let names = try FileManager.default.contentsOfDirectory(atPath: fixture.server.paths.published.path)
-                + FileManager.default.contentsOfDirectory(atPath: fixture.server.paths.published.batchesPath)
-            #expect(!names.contains { $0.hasPrefix(".tmp-") }, "stale temporary files: \(names)")
-            #expect(fixture.server.paths.published.batchFileNumbers().sorted() == [1, 2])
+            let names = try FileManager.default.subpathsOfDirectory(atPath: fixture.server.paths.published.path)
+            #expect(!names.contains { ($0 as NSString).lastPathComponent.hasPrefix(".tmp-") }, "stale temporary files: \(names)")
+            #expect(fixture.server.paths.published.retiredFilesPresent().isEmpty)
         }
     }
 
-    @Test(arguments: backends) func indexGenerationsAreNeverReusedAndKeysCountApart(backend: StoreBackend) async throws {
-        try await ContractFixture.with(backend) { fixture in
-            let first = try await fixture.store.claimIndexGeneration()
-            #expect(first == 1)
-            #expect(try await fixture.stores[1].claimIndexGeneration() == 2)
-            #expect(try await fixture.store.claimKeyIndexGeneration() == 1)
-            #expect(try await fixture.stores[1].claimIndexGeneration() == 3)
-            #expect(try await fixture.stores[1].claimKeyIndexGeneration() == 2)
-        }
-    }
+    // The index generation counters are gone with the indexes (issue 39 item 6 step 4): the
+    // long poll announces the log's tree size (GenerationWatchTests).
 
     /// ``SubmissionStore/purge(endingBefore:now:)``: codes that ended by the cutoff and
     /// idempotency keys older than a week are forgotten; live ones stay.
@@ -437,11 +428,10 @@ struct ContractFixture {
         }
     }
 
-    /// What a batch published is kept with its record, so the files are output only: with every
-    /// batch file deleted once the batches are recorded (before the log step), the log appends
-    /// exactly what they published, and an upload of a published id or key is still no new one,
+    /// What a batch published is kept with its record (there is no batch file): the log appends
+    /// exactly what it published, and an upload of a published id or key is still no new one,
     /// on this instance and on the other (a fresh read of the database).
-    @Test(arguments: backends) func theLogAndUploadsReadWhatTheStoreRecordedNotTheBatchFiles(backend: StoreBackend) async throws {
+    @Test(arguments: backends) func theLogAndUploadsReadWhatTheStoreRecorded(backend: StoreBackend) async throws {
         try await ContractFixture.with(backend) { fixture in
             let ids = fixture.entries(count: 40, seed: 31)
             let yesterday = UTCDay(number: UTCDay(containing: fixture.now).number - 1)
@@ -449,13 +439,7 @@ struct ContractFixture {
             try await fixture.append(ids)
             try await fixture.appendKeys(keys)
             let directory = fixture.server.paths.published
-            let report = try await fixture.publisher(faultInjection: { step in
-                // After both batches are recorded and both indexes written: the log step is next.
-                guard step == .keyIndexReplaced else { return }
-                for path in [directory.batchPath(number: 1), directory.keyBatchPath(number: 1)] {
-                    try FileManager.default.removeItem(atPath: path)
-                }
-            }).publish()
+            let report = try await fixture.publisher().publish()
             #expect(report.newBatch?.number == 1 && report.newKeyBatch?.number == 1)
             #expect(report.log?.appendedIDBatches == [1])
             #expect(report.log?.appendedKeyBatches == [1])
@@ -612,15 +596,15 @@ struct ContractFixture {
         }
     }
 
-    @Test(arguments: backends, PublishStep.keySteps)
-    func aCrashDuringKeyPublicationLeavesTheKeyIndexValid(backend: StoreBackend, step: PublishStep) async throws {
+    @Test(arguments: backends, PublishStep.keySteps + PublishStep.logSteps)
+    func aCrashDuringKeyPublicationLeavesTheLogValid(backend: StoreBackend, step: PublishStep) async throws {
         try await ContractFixture.with(backend) { fixture in
             let today = UTCDay(containing: fixture.now).number
             let first = (1...3).map { DailyKeyRecord(day: UTCDay(number: today - Int64($0)), intervalSeconds: 900, key: DailyKey.random()) }
             let second = (4...5).map { DailyKeyRecord(day: UTCDay(number: today - Int64($0)), intervalSeconds: 900, key: DailyKey.random()) }
             try await fixture.appendKeys(first)
             try await fixture.publisher().publish()
-            let previous = try verifiedKeyIndex(fixture)
+            let previous = try fixture.server.verifiedLog().checkpoint
 
             try await fixture.appendKeys(second, instance: 1)
             fixture.server.clock.advance(by: 3_600)
@@ -628,28 +612,21 @@ struct ContractFixture {
                 if current == step { throw CancellationError() }
             }
             await #expect(throws: PublishError.self) { try await crashing.publish() }
-            let index = try verifiedKeyIndex(fixture)
-            #expect(index.batches.map(\.number) == (step == .keyIndexReplaced ? [1, 2] : previous.batches.map(\.number)))
-            #expect(try verifiedKeyBatches(fixture).count == index.batches.count)
+            let checkpoint = try fixture.server.verifiedLog().checkpoint
+            #expect(step == .logCheckpointReplaced ? checkpoint.treeSize > previous.treeSize : checkpoint == previous)
+            #expect(try verifiedKeyBatches(fixture).map(\.number) == (step == .logCheckpointReplaced ? [1, 2] : [1]))
 
             // The next run finishes: every key published exactly once, no stray files.
             try await fixture.publisher(1).publish()
             #expect(Set(try verifiedKeyBatches(fixture).flatMap(\.records)) == Set(first + second))
-            #expect(try verifiedKeyBatches(fixture).map(\.count) == [3, 2])
-            let names = try FileManager.default.contentsOfDirectory(atPath: fixture.server.paths.published.keysPath)
-            #expect(Set(names) == ["index.tpki", "1.tpkb", "2.tpkb"], "\(names)")
+            #expect(try verifiedKeyBatches(fixture).map(\.records.count) == [3, 2])
+            let names = try FileManager.default.contentsOfDirectory(atPath: fixture.server.paths.published.path)
+            #expect(names == ["log"], "\(names)")
         }
     }
 
-    func verifiedKeyIndex(_ fixture: ContractFixture) throws -> PositiveListKeyIndex {
-        let bytes = try #require(FileManager.default.contents(atPath: fixture.server.paths.published.keyIndexPath), "the key index is missing")
-        return try PositiveListKeyIndex(verifying: Array(bytes), publicKey: fixture.server.publicKey)
-    }
-
-    func verifiedKeyBatches(_ fixture: ContractFixture) throws -> [PositiveListKeyBatch] {
-        try verifiedKeyIndex(fixture).batches.map { listing in
-            let bytes = try #require(FileManager.default.contents(atPath: fixture.server.paths.published.path + "/" + listing.relativePath))
-            return try PositiveListKeyBatch(verifying: Array(bytes), listedAs: listing, publicKey: fixture.server.publicKey)
-        }
+    /// The key batches the published log holds, in number order.
+    func verifiedKeyBatches(_ fixture: ContractFixture) throws -> [(number: UInt64, records: [DailyKeyRecord])] {
+        try fixture.server.verifiedLog().batches().keys.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 }

@@ -93,19 +93,30 @@ struct ServerFixture: Sendable {
         return try await application.test(.live) { client in try await body(client) }
     }
 
-    /// The published index, verified with the server's public key.
-    func verifiedIndex() throws -> PositiveListIndex {
-        let bytes = try #require(FileManager.default.contents(atPath: paths.published.indexPath), "the index file is missing")
-        return try PositiveListIndex(verifying: Array(bytes), publicKey: publicKey)
+    /// The published list log, verified from its files alone with the server's keys.
+    func verifiedLog() throws -> PublishedListLog {
+        // The key in the data directory now: a test may have made a new one with `keygen`.
+        let key = (try? SigningKeyFile.load(from: paths.signingKey)) ?? signingKey
+        return try PublishedListLog.open(paths.published, identity: try ListLogIdentity(origin: nil, publicKey: key.publicKey))
     }
 
-    /// Every batch the index lists, checked against its listing and signature.
-    func verifiedBatches() throws -> [PositiveListBatch] {
-        try verifiedIndex().batches.map { listing in
-            let bytes = try #require(FileManager.default.contents(atPath: paths.published.batchPath(number: listing.number)))
-            return try PositiveListBatch(verifying: Array(bytes), listedAs: listing, publicKey: publicKey)
-        }
+    /// The log's tree size; 0 before the first publication.
+    func logTreeSize() throws -> UInt64 {
+        FileManager.default.fileExists(atPath: paths.published.logCheckpointPath) ? try verifiedLog().checkpoint.treeSize : 0
     }
+
+    /// Every id batch the log holds (expired ones too: the log only grows), in number order, as
+    /// a node reads them.
+    func verifiedBatches() throws -> [LoggedIDBatch] {
+        try verifiedLog().batches().ids.sorted { $0.key < $1.key }.map { LoggedIDBatch(number: $0.key, entries: $0.value) }
+    }
+}
+
+/// An id batch read back from the published log.
+struct LoggedIDBatch: Equatable {
+    let number: UInt64
+    let entries: [PositiveListEntry]
+    var count: Int { entries.count }
 }
 
 /// Histories shaped like a node's: consecutive 15-minute windows ending at `end`.

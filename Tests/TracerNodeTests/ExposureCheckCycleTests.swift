@@ -411,12 +411,13 @@ extension TracerNodeTests {
             try Self.withWorld { world in
                 try NodeFixture.makeStore(world.db("b"), encounters: world.exposedEncounters)
                 let cache = world.cache("b")
-                // What the older tracer kept: the server's own files, as it downloaded them.
+                // What the older tracer kept: the index and batch files it downloaded from a server
+                // that still wrote them (this one does not: stand-ins, which the node never reads).
                 for directory in ["batches", "keys"] {
                     try FileManager.default.createDirectory(atPath: cache + "/" + directory, withIntermediateDirectories: true)
                 }
-                try Check.bytes(world.server.publishedIndex).write(to: URL(fileURLWithPath: cache + "/index.tpli"))
-                try Check.bytes(world.server.publishedBatch(1)).write(to: URL(fileURLWithPath: cache + "/batches/1.tplb"))
+                try Data("an index held by an older tracer".utf8).write(to: URL(fileURLWithPath: cache + "/index.tpli"))
+                try Data("a batch held by an older tracer".utf8).write(to: URL(fileURLWithPath: cache + "/batches/1.tplb"))
                 try Data("\"1-2\"".utf8).write(to: URL(fileURLWithPath: cache + "/index.etag"))
                 try Data("held by an older tracer".utf8).write(to: URL(fileURLWithPath: cache + "/keys/index.tpki"))
                 let old = ["index.tpli", "index.etag", "batches", "keys"]

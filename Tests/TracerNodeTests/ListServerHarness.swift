@@ -21,9 +21,8 @@ final class ListServerProcess {
     private var process: Process?
 
     var url: String { "http://127.0.0.1:\(port)" }
-    var publishedIndex: String { dataDirectory + "/public/index.tpli" }
-    var publishedKeyIndex: String { dataDirectory + "/public/keys/index.tpki" }
-    func publishedBatch(_ number: Int) -> String { dataDirectory + "/public/batches/\(number).tplb" }
+    /// The list log's checkpoint, written last by each publication.
+    var publishedCheckpoint: String { dataDirectory + "/public/log/checkpoint" }
 
     /// `serving: false` prepares the data directory, key and port without starting `serve`, for
     /// a test whose server comes up later (see `start()`). `settings` are further members of
@@ -45,7 +44,7 @@ final class ListServerProcess {
 
     deinit { stop() }
 
-    /// Starts `serve` and waits until it listens and has published its first (empty) indexes.
+    /// Starts `serve` and waits until it listens and has published its first (empty) log.
     func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Products.path(of: "tracer-server"))
@@ -60,15 +59,14 @@ final class ListServerProcess {
         try process.run()
         try? handle.close()
         self.process = process
-        // The key index is written after the id index by the same first publication; a node
-        // reads a missing one as a server from before daily keys, which takes ids only.
+        // The checkpoint is the first publication's last file, after log/uploads (from which
+        // `tracer report` reads what the server accepts).
         let ready = try eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(20)) {
             guard process.isRunning else {
                 let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
                 throw HarnessFailure(description: "tracer-server serve exited with \(process.terminationStatus): \(text.suffix(2000))")
             }
-            return LoopbackPort.isListening(port) && FileManager.default.fileExists(atPath: publishedIndex)
-                && FileManager.default.fileExists(atPath: publishedKeyIndex)
+            return LoopbackPort.isListening(port) && FileManager.default.fileExists(atPath: publishedCheckpoint)
         }
         guard ready else {
             stop()
@@ -96,6 +94,23 @@ final class ListServerProcess {
         guard result.exitCode == 0 else { throw HarnessFailure(description: "POST /v1/codes failed: \(result)") }
         let answer = try Check.json(result.stdout)
         return try #require(answer["code"] as? String, "no code in \(result.stdout)")
+    }
+
+    /// What a health authority's upload does: `POST /v1/histories` of `count` random ids that
+    /// ended ten minutes ago (due at once, past the server's clock-skew allowance), with its
+    /// bearer token; `serve` publishes them soon after.
+    func uploadIDs(count: Int) throws {
+        try RequiredTool.curl.require()
+        let end = UnixSeconds(Date().timeIntervalSince1970) - 600
+        let ids = (0..<count).map { position in
+            let until = end - UnixSeconds(position) * 900
+            return #"{"id": "\#(UserID.random().hex)", "validFrom": \#(until - 900), "validUntil": \#(until)}"#
+        }
+        let result = try Products.run(
+            "/usr/bin/curl",
+            ["-sS", "--fail-with-body", "-X", "POST", "-H", "Authorization: Bearer \(token)", "-H", "Content-Type: application/json",
+             "--data", #"{"ids": ["# + ids.joined(separator: ", ") + "]}", url + "/v1/histories"], home: home)
+        guard result.exitCode == 0 else { throw HarnessFailure(description: "POST /v1/histories failed: \(result)") }
     }
 
     /// `tracer-server append --keys` of `records` (a JSON file in the data directory), as an

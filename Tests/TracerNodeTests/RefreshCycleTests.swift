@@ -29,7 +29,7 @@ extension TracerNodeTests {
         }
 
         /// A node that cannot follow what the server announces (here its configured key is not
-        /// the server's, so no index verifies) must not poll again at once: the server answers
+        /// the server's, so no checkpoint verifies) must not poll again at once: the server answers
         /// such a poll immediately, and the node asked about 70 times a second.
         @Test(.timeLimit(.minutes(1)))
         func aNodeThatCannotFollowTheServerDoesNotPollInALoop() throws {
@@ -38,6 +38,13 @@ extension TracerNodeTests {
             let server = try ListServerProcess(scratch: scratch, settings: #""longPollSeconds": 20"#)
             defer { server.stop() }
             let otherKey = try ListServerProcess(scratch: scratch, name: "other", serving: false).publicKey
+            // Something published, so that the long poll announces a log larger than the node's
+            // empty one (it announces the log's size, 0 before anything is published).
+            try server.uploadIDs(count: 3)
+            let published = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(50)) {
+                FileManager.default.fileExists(atPath: server.dataDirectory + "/public/log/tile/entries")
+            }
+            try #require(published, "serve did not publish the upload")
             let node = try StreamingProcess(try Products.path(of: "tracer"), [
                 "run", "--db", scratch.file("b.db"), "--transport", "tcp:127.0.0.1:1",
                 "--server", server.url, "--server-key", otherKey, "--cache-dir", scratch.file("b-cache"),

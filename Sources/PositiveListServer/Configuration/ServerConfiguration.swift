@@ -19,9 +19,12 @@ public struct ServerConfiguration: Sendable {
     public var clockSkewSeconds: Int64 = 300
     public var uploadCodeLifetimeSeconds: Int64 = 86_400
     public var publishIntervalSeconds: Int64 = 3_600
-    /// The node's index limit (`PositiveListIndex.maximumListingCount`) divided into the
-    /// retention period plus a day: one batch every 5 minutes.
-    public static let shortestPublishIntervalSeconds: Int64 = 29 * 86_400 / Int64(PositiveListIndex.maximumListingCount)
+    /// The shortest time between two publications, scheduled or triggered: 5 minutes. Each
+    /// publication that appends makes every node revalidating its list fetch a new checkpoint
+    /// and the new entries, and leaves new partial tile and bundle files (docs/refresh.md). (It
+    /// was the retired index's listing limit divided into 29 days; the log has no such limit, and
+    /// a shorter floor would need measuring first.)
+    public static let shortestPublishIntervalSeconds: Int64 = 300
     /// An accepted upload makes the server publish at once, unless the last publication that
     /// cut a batch was less than this long ago; then it publishes when it was. Bounds the
     /// batches a stream of uploads makes. The shortest allowed: a node following the log pays
@@ -81,7 +84,7 @@ public struct ServerConfiguration: Sendable {
     public var maxConnectionsPerAddress: Int?
     /// The authority's choice of what a diagnosed person may upload: ids (unlinkable, 1.5 kB a
     /// day to every node), daily keys (about 16 bytes, linkable once published), or either.
-    /// Published in `log/uploads` (and the signed key index) so nodes can follow it.
+    /// Published in `log/uploads` so nodes can follow it.
     public var acceptUploads: AcceptedUploads = .both
     /// 29 days (the retention period and today) at one interval, with room for a node that
     /// changed its interval during a day: every (day, interval) pair appears at most once.

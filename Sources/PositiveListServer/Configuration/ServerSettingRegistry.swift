@@ -19,13 +19,13 @@ enum ServerSettingRegistry {
         .integer(
             "uploadCodeLifetimeSeconds", \.uploadCodeLifetimeSeconds, SettingBounds(60, 30 * 86_400),
             help: "How long an issued upload code stays valid, in seconds."),
-        // Nodes read at most PositiveListIndex.maximumListingCount listings (29 days of one batch
-        // every 5 minutes): publishing more often could list batches that nodes refuse.
+        // Every publication that appends costs every node a new checkpoint and entries
+        // (ServerConfiguration.shortestPublishIntervalSeconds).
         .integer(
             "publishIntervalSeconds", \.publishIntervalSeconds,
             SettingBounds(
                 ServerConfiguration.shortestPublishIntervalSeconds,
-                lowerNote: "5 minutes: nodes accept an index of at most 29 days of batches published that often"),
+                lowerNote: "5 minutes: every publication makes every node fetch the list's new checkpoint and entries"),
             help: "Seconds between scheduled publications."),
         .integer(
             "publishSpacingSeconds", \.publishSpacingSeconds,
@@ -101,7 +101,7 @@ enum ServerSettingRegistry {
         .text(
             "acceptUploads", \.acceptUploads, .choice(["ids", "keys", "both"]), env: ServerSettingNames.environmentVariable("acceptUploads"),
             flag: ServerSettingNames.flag("acceptUploads"),
-            help: "What a diagnosed person may upload: ids, daily keys, or either (published in log/uploads and the key index).",
+            help: "What a diagnosed person may upload: ids, daily keys, or either (published in log/uploads).",
             show: { $0.acceptUploads == .both ? "both" : $0.acceptUploads == .keys ? "keys" : "ids" },
             convert: { $0 == "ids" ? .ids : $0 == "keys" ? .keys : .both }),
         .integer("maxKeysPerHistory", \.maxKeysPerHistory, SettingBounds(1, 1_000), help: "Daily keys one upload may hold."),

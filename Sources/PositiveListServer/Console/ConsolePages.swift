@@ -152,10 +152,9 @@ struct ConsolePages {
     }
 
     func status(session: ConsoleSession, status: PublicationStatus, now: UnixSeconds) -> String {
-        func index(_ name: String, _ index: PublicationStatus.Index?) -> String {
-            guard let index else { return "<tr><th scope=\"row\">\(name)</th><td>not published yet</td></tr>" }
-            return "<tr><th scope=\"row\">\(name)</th><td>generation \(index.generation), published \(time(index.publishedAt)), \(index.batches) batches</td></tr>"
-        }
+        let log = status.log.map { log in
+            "\(log.treeSize) entries" + (log.signedAt.map { ", checkpoint signed \(time($0))" } ?? "")
+        } ?? "not published yet"
         let summary = status.summary
         let waiting = status.waitingKeys.isEmpty
             ? "<p>No keys are waiting for their publication delay.</p>"
@@ -183,8 +182,7 @@ struct ConsolePages {
             <p>As of \(time(now)).</p>
             <table id="publication"><caption>Published lists</caption>
             <tbody>
-            \(index("Id index", status.idIndex))
-            \(index("Key index", status.keyIndex))
+            <tr><th scope="row">List log</th><td id="list-log">\(log)</td></tr>
             <tr><th scope="row">Live batches</th><td>\(summary.liveBatches) of ids, \(summary.liveKeyBatches) of keys</td></tr>
             <tr><th scope="row">Last batch</th><td>\(summary.lastPublishedAt.map(time) ?? "none yet")</td></tr>
             <tr><th scope="row">Pending</th><td>\(summary.unpublishedIDs) ids, \(summary.unpublishedKeys) keys (\(status.dueKeys) keys due at the next publication)</td></tr>

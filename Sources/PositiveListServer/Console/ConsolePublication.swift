@@ -2,21 +2,22 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import TracerCore
+import TransparencyLog
 
-/// Where the console reads publication's state from: the published directory's signed indexes,
+/// Where the console reads publication's state from: the published list log's checkpoint,
 /// the last publication's record and, when an object store is configured, the last sync's record.
 /// Read only; publishing is the publisher's alone.
 public struct ConsolePublication: Sendable {
     let directory: PublishedDirectory
-    let publicKey: PositiveListPublicKey
+    let logIdentity: ListLogIdentity
     /// nil when no object store is configured.
     let objectStoreSyncRecord: String?
     /// Where each publication, by `serve` or from cron, records its outcome; nil for none.
     let publicationRecord: String?
 
-    public init(directory: PublishedDirectory, publicKey: PositiveListPublicKey, objectStoreSyncRecord: String?, publicationRecord: String?) {
+    public init(directory: PublishedDirectory, logIdentity: ListLogIdentity, objectStoreSyncRecord: String?, publicationRecord: String?) {
         self.directory = directory
-        self.publicKey = publicKey
+        self.logIdentity = logIdentity
         self.objectStoreSyncRecord = objectStoreSyncRecord
         self.publicationRecord = publicationRecord
     }
@@ -24,10 +25,11 @@ public struct ConsolePublication: Sendable {
 
 /// What the operator's status page shows.
 struct PublicationStatus {
-    struct Index {
-        var generation: UInt64
-        var publishedAt: UnixSeconds
-        var batches: Int
+    /// The published log's checkpoint, verified.
+    struct Log {
+        var treeSize: UInt64
+        /// When the server last signed it (its timestamped cosignature); nil without one.
+        var signedAt: UnixSeconds?
     }
 
     /// Keys waiting for their publication delay, by when they become due.
@@ -42,8 +44,7 @@ struct PublicationStatus {
         case synced(OutcomeRecord)
     }
 
-    var idIndex: Index?
-    var keyIndex: Index?
+    var log: Log?
     var summary: StoreSummary
     var waitingKeys: [WaitingKeys]
     /// Pending keys already past their delay, published at the next publication (or when the
@@ -51,7 +52,7 @@ struct PublicationStatus {
     var dueKeys: Int
     var objectStore: ObjectStore
     /// The last publication's outcome: a publication that keeps failing (a full disk, the
-    /// database gone) leaves the indexes above as they were, so only this says so.
+    /// database gone) leaves the checkpoint above as it was, so only this says so.
     var lastPublication: OutcomeRecord?
 
     static func read(
@@ -66,26 +67,23 @@ struct PublicationStatus {
             let dueAt = keySettings.dueTime(of: record)
             if dueAt <= now { due += 1 } else { byDueTime[dueAt, default: 0] += 1 }
         }
-        var idIndex: Index?
-        var keyIndex: Index?
+        var log: Log?
         var objectStore = ObjectStore.notConfigured
         var lastPublication: OutcomeRecord?
         if let publication {
             lastPublication = publication.publicationRecord.flatMap(OutcomeRecord.read(from:))
-            if let bytes = FileManager.default.contents(atPath: publication.directory.indexPath),
-               let index = try? PositiveListIndex(verifying: Array(bytes), publicKey: publication.publicKey) {
-                idIndex = Index(generation: index.generation, publishedAt: index.publishedAt, batches: index.batches.count)
-            }
-            if let bytes = FileManager.default.contents(atPath: publication.directory.keyIndexPath),
-               let index = try? PositiveListKeyIndex(verifying: Array(bytes), publicKey: publication.publicKey) {
-                keyIndex = Index(generation: index.generation, publishedAt: index.publishedAt, batches: index.batches.count)
+            let identity = publication.logIdentity
+            if let bytes = FileManager.default.contents(atPath: publication.directory.logCheckpointPath),
+               let opened = try? Checkpoint.open(bytes, origin: identity.origin, logKey: identity.verifierKey, witnesses: [identity.timestampKey]) {
+                let signedAt = opened.cosignatures.first { $0.key == identity.timestampKey }?.cosignatureTime
+                log = Log(treeSize: opened.checkpoint.treeSize, signedAt: signedAt.flatMap { UnixSeconds(exactly: $0) })
             }
             if let path = publication.objectStoreSyncRecord {
                 objectStore = OutcomeRecord.read(from: path).map(ObjectStore.synced) ?? .neverSynced
             }
         }
         return PublicationStatus(
-            idIndex: idIndex, keyIndex: keyIndex, summary: summary,
+            log: log, summary: summary,
             waitingKeys: byDueTime.sorted { $0.key < $1.key }.map { WaitingKeys(dueAt: $0.key, count: $0.value) },
             dueKeys: due, objectStore: objectStore, lastPublication: lastPublication)
     }

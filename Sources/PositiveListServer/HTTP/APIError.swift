@@ -122,7 +122,7 @@ public struct APIError: HTTPResponseError, Sendable {
         .unauthorized, "revoked_code", "The upload code was revoked by the health authority; ask them for a new one.")
     static let usedCode = APIError(.unauthorized, "used_code", "The upload code was already used; ask the health authority for a new one.")
 
-    /// The authority's setting (`acceptUploads`), also published in `keys/index.tpki`.
+    /// The authority's setting (`acceptUploads`), also published in `log/uploads`.
     static func uploadKindNotAccepted(_ kind: AcceptedUploads) -> APIError {
         kind == .keys
             ? APIError(

@@ -4,10 +4,11 @@ import Hummingbird
 import ServiceLifecycle
 
 /// `GET /v1/generation?after=G&keys=K`, the long poll (on only when `longPollSeconds` is set):
-/// answers `200 {"generation": g, "keyGeneration": k}` as soon as the published id index's
-/// generation is above G or the key index's above K (at once if it already is), or `204` after
-/// `longPollSeconds` with nothing new. The answer is a hint, not the list: the node then
-/// revalidates the signed indexes as usual, so a lying answer costs it one conditional request.
+/// answers `200 {"generation": g, "keyGeneration": 0}` as soon as the published list log's tree
+/// size is above G (at once if it already is, or if K, a retired key index generation, is not
+/// 0), or `204` after `longPollSeconds` with nothing new (``GenerationWatch``). The answer is a
+/// hint, not the list: the node then revalidates the checkpoint as usual, so a lying answer
+/// costs it one conditional request.
 struct GenerationAPI: Sendable {
     let watch: GenerationWatch
     let timeout: Duration

@@ -7,10 +7,12 @@ import Synchronization
 import TracerCore
 
 /// Serves the published directory the way a CDN would: strong ETags, `If-None-Match` → 304,
-/// batches cached for a year as immutable, the index for a short time.
+/// full tiles and bundles cached for a year as immutable, the checkpoint and the upload policy
+/// for a short time. The retired files of formats 1 and 2 (`index.tpli`, `batches/`, `keys/`)
+/// are not served, even while an upgrade keeps them on disk.
 ///
 /// Files are kept in memory, keyed by their inode, size and modification time, so an atomic
-/// rename of a new index is noticed at the next request and a popular batch is read from disk
+/// rename of a new checkpoint is noticed at the next request and a popular tile is read from disk
 /// once. Memory is bounded; a file over the bound is read for each request.
 final class PublishedFileServer: Sendable {
     struct FileIdentity: Hashable, Sendable {
@@ -47,31 +49,6 @@ final class PublishedFileServer: Sendable {
 
     func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
         for method in [HTTPRequest.Method.get, .head] {
-            table.add(RouterPath(PositiveListIndex.relativePath), method, to: router) { request, _ in
-                try self.respond(relativePath: PositiveListIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
-            }
-            table.add("batches/:name", method, to: router) { request, context in
-                let name = try context.parameters.require("name")
-                // Only names the publisher writes: digits and `.tplb`. Nothing else of the
-                // file system is reachable through this route.
-                guard name.hasSuffix(".tplb"), let number = UInt64(name.dropLast(5)), name == "\(number).tplb" else {
-                    throw APIError.forStatus(.notFound)
-                }
-                return try self.respond(
-                    relativePath: PositiveListBatch.relativePath(number: number), cacheControl: Self.batchCacheControl, request: request)
-            }
-            // The key index and key batches share one directory, hence one route.
-            table.add("keys/:name", method, to: router) { request, context in
-                let name = try context.parameters.require("name")
-                if "keys/" + name == PositiveListKeyIndex.relativePath {
-                    return try self.respond(relativePath: PositiveListKeyIndex.relativePath, cacheControl: self.indexCacheControl, request: request)
-                }
-                guard name.hasSuffix(".tpkb"), let number = UInt64(name.dropLast(5)), name == "\(number).tpkb" else {
-                    throw APIError.forStatus(.notFound)
-                }
-                return try self.respond(
-                    relativePath: PositiveListKeyBatch.relativePath(number: number), cacheControl: Self.batchCacheControl, request: request)
-            }
             // The log (format version 3): its checkpoint as an index, its tiles as batches.
             table.add("log/checkpoint", method, to: router) { request, _ in
                 try self.respond(relativePath: "log/checkpoint", cacheControl: self.indexCacheControl, request: request)

@@ -19,7 +19,7 @@ struct RouteTable: Sendable {
     }
 
     /// Every routed pattern as the router names it (`context.endpointPath`), such as
-    /// `/batches/:name`: the metrics' route label takes its values from these only.
+    /// `/log/tile/**`: the metrics' route label takes its values from these only.
     var patterns: Set<String> { Set(routes.map(\.path.description)) }
 
     /// The methods routed for `path`, in the order they were added; nil when no route has

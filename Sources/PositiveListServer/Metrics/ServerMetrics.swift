@@ -56,7 +56,6 @@ final class ServerMetrics: Sendable {
     enum PublicationGauge: String, CaseIterable {
         case pending
         case liveBatches = "live_batches"
-        case indexGeneration = "index_generation"
     }
 
     // MARK: Handles
@@ -144,8 +143,7 @@ final class ServerMetrics: Sendable {
         publicationGauges = Dictionary(uniqueKeysWithValues: PublicationGauge.allCases.map { gauge in
             let help = switch gauge {
             case .pending: "Accepted ids or keys held until they may be published (ids still valid, keys before their day's end and delay)."
-            case .liveBatches: "Batches the published index lists."
-            case .indexGeneration: "Generation of the published index."
+            case .liveBatches: "Batches recorded and not yet expired."
             }
             let name = Self.name("publication_" + gauge.rawValue, "", help)
             return (gauge, Dictionary(uniqueKeysWithValues: UploadKind.allCases.map {
@@ -175,8 +173,6 @@ final class ServerMetrics: Sendable {
         publicationGauge(.pending, .keys).set(Double(report.waitingKeys))
         publicationGauge(.liveBatches, .ids).set(Double(report.liveBatches))
         publicationGauge(.liveBatches, .keys).set(Double(report.liveKeyBatches))
-        if let generation = report.indexGeneration { publicationGauge(.indexGeneration, .ids).set(Double(generation)) }
-        if let generation = report.keyIndexGeneration { publicationGauge(.indexGeneration, .keys).set(Double(generation)) }
         if let log = report.log { logTreeSize.set(Double(log.treeSize)) }
     }
 

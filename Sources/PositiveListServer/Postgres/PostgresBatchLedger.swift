@@ -15,7 +15,7 @@ struct PostgresBatchLedger: Sendable {
     /// The member's primary key: `id` (bigint) or `key` (bytea).
     let memberColumn: String
     let memberArrayType: String
-    /// The batch row's columns after `number, range_start, range_end, byte_count, sha256`.
+    /// The batch row's columns after `number, range_start, range_end`.
     let recordColumns: [String]
     /// The column keeping what the batch published (``PublishedBatchContent.swift``), and what
     /// counts its records.
@@ -23,31 +23,30 @@ struct PostgresBatchLedger: Sendable {
     let countColumn: String
     /// When a pending member left the retention period, `$1` being the cutoff.
     let pendingExpiredCondition: String
-    /// The `server_state` counter of index generations.
-    let generationKey: String
 
     static let ids = PostgresBatchLedger(
         batchTable: "batches", memberTable: "submitted_ids", memberColumn: "id", memberArrayType: "bigint[]",
         recordColumns: ["id_count", "last_submission", "published_at"], contentColumn: "entries", countColumn: "id_count",
-        pendingExpiredCondition: "valid_until <= $1", generationKey: "index_generation")
+        pendingExpiredCondition: "valid_until <= $1")
 
     static let keys = PostgresBatchLedger(
         batchTable: "key_batches", memberTable: "submitted_keys", memberColumn: "key", memberArrayType: "bytea[]",
         recordColumns: ["key_count", "fake_key_count", "published_at"], contentColumn: "records",
         countColumn: "key_count + fake_key_count",
         // Day d ends at (d + 1) × 86400.
-        pendingExpiredCondition: "(day + 1) * 86400 <= $1", generationKey: "key_index_generation")
+        pendingExpiredCondition: "(day + 1) * 86400 <= $1")
 
-    private var columns: [String] { ["number", "range_start", "range_end", "byte_count", "sha256"] + recordColumns }
+    private var columns: [String] { ["number", "range_start", "range_end"] + recordColumns }
 
     func nextNumber(_ connection: PostgresConnection) throws -> UInt64 {
         UInt64(try connection.exec("SELECT coalesce(max(number), 0) + 1 FROM \(batchTable)").first!.int(0))
     }
 
-    /// Records a batch whose file is written, with its `content`, and marks exactly `members`
-    /// published, in one transaction; refuses (false, nothing changed) when its number or one of
-    /// its members was taken by another publisher meanwhile. `values` are the batch row's, in
-    /// ``columns`` order.
+    /// Records a batch with its `content` (`byte_count` 0 and an empty `sha256`: it has no
+    /// file; those columns describe only the files of batches recorded before version 4), and
+    /// marks exactly `members` published, in one transaction; refuses (false, nothing changed)
+    /// when its number or one of its members was taken by another publisher meanwhile. `values`
+    /// are the batch row's, in ``columns`` order.
     func record(
         _ values: [PostgresValue], content: [UInt8], members: PostgresValue, memberCount: Int, _ connection: PostgresConnection
     ) throws -> Bool {
@@ -58,7 +57,8 @@ struct PostgresBatchLedger: Sendable {
                 let row = values + [.bytes(content)]
                 let placeholders = row.indices.map { "$\($0 + 1)" }.joined(separator: ", ")
                 try connection.exec(
-                    "INSERT INTO \(batchTable) (\((columns + [contentColumn]).joined(separator: ", "))) VALUES (\(placeholders))", row)
+                    "INSERT INTO \(batchTable) (\((columns + [contentColumn, "byte_count", "sha256"]).joined(separator: ", "))) VALUES (\(placeholders), 0, ''::bytea)",
+                    row)
                 let marked = try connection.exec(
                     "UPDATE \(memberTable) SET batch = $1 WHERE batch IS NULL AND \(memberColumn) = ANY($2::\(memberArrayType))",
                     [values[0], members]).affectedRowCount
@@ -124,14 +124,5 @@ struct PostgresBatchLedger: Sendable {
                 "UPDATE \(batchTable) SET \(contentColumn) = $1 WHERE number = $2 AND \(contentColumn) IS NULL AND expired_at IS NULL",
                 [.bytes([UInt8](content)), .int(Int64(number))])
         }
-    }
-
-    /// The next index generation, recorded before the index is written (never reused).
-    func claimGeneration(_ connection: PostgresConnection) throws -> UInt64 {
-        UInt64(try connection.exec(
-            """
-            INSERT INTO server_state (key, value) VALUES ($1, 1)
-            ON CONFLICT (key) DO UPDATE SET value = server_state.value + 1 RETURNING value
-            """, [.text(generationKey)]).first!.int(0))
     }
 }

@@ -81,8 +81,8 @@ extension PostgresServerStore {
         let content = [UInt8](PublishedKeysBlob.encode(published))
         let keyBytes = keys.map(\.bytes)
         let values: [PostgresValue] = [
-            .int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.byteCount)),
-            .bytes(batch.sha256), .int(Int64(batch.keyCount)), .int(Int64(batch.fakeKeyCount)), .int(batch.publishedAt),
+            .int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.keyCount)),
+            .int(Int64(batch.fakeKeyCount)), .int(batch.publishedAt),
         ]
         return try await run { connection in
             try PostgresBatchLedger.keys.record(values, content: content, members: .bytesArray(keyBytes), memberCount: keyBytes.count, connection)
@@ -100,8 +100,7 @@ extension PostgresServerStore {
             try PostgresBatchLedger.keys.live(connection).map { row in
                 KeyBatchRecord(
                     number: UInt64(try row.int(0)), timeRange: PublishedTimeRange(start: try row.int(1), end: try row.int(2)),
-                    byteCount: Int(try row.int(3)), sha256: try row.bytes(4), keyCount: Int(try row.int(5)),
-                    fakeKeyCount: Int(try row.int(6)), publishedAt: try row.int(7))
+                    keyCount: Int(try row.int(3)), fakeKeyCount: Int(try row.int(4)), publishedAt: try row.int(5))
             }
         }
     }

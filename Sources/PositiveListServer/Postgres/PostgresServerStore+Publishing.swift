@@ -63,8 +63,8 @@ extension PostgresServerStore {
     public func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool {
         let ids = pending.entries.map { Int64(bitPattern: $0.id.rawValue) }
         let values: [PostgresValue] = [
-            .int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.byteCount)),
-            .bytes(batch.sha256), .int(Int64(batch.idCount)), .int(batch.lastSubmission), .int(batch.publishedAt),
+            .int(Int64(batch.number)), .int(batch.timeRange.start), .int(batch.timeRange.end), .int(Int64(batch.idCount)),
+            .int(batch.lastSubmission), .int(batch.publishedAt),
         ]
         let content = [UInt8](PendingEntriesBlob.encode(pending.entries))
         return try await run { connection in
@@ -84,8 +84,7 @@ extension PostgresServerStore {
             try PostgresBatchLedger.ids.live(connection).map { row in
                 BatchRecord(
                     number: UInt64(try row.int(0)), timeRange: PublishedTimeRange(start: try row.int(1), end: try row.int(2)),
-                    byteCount: Int(try row.int(3)), sha256: try row.bytes(4), idCount: Int(try row.int(5)),
-                    lastSubmission: try row.int(6), publishedAt: try row.int(7))
+                    idCount: Int(try row.int(3)), lastSubmission: try row.int(4), publishedAt: try row.int(5))
             }
         }
     }
@@ -105,14 +104,6 @@ extension PostgresServerStore {
             }
             return contents
         }
-    }
-
-    public func claimIndexGeneration() async throws(ServerStoreError) -> UInt64 {
-        try await run { connection in try PostgresBatchLedger.ids.claimGeneration(connection) }
-    }
-
-    public func claimKeyIndexGeneration() async throws(ServerStoreError) -> UInt64 {
-        try await run { connection in try PostgresBatchLedger.keys.claimGeneration(connection) }
     }
 
     public func purge(endingBefore cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) {

@@ -85,23 +85,42 @@ public final class PostgresServerStore: SubmissionStore {
     /// and a warning, never a refused open: `serve` and `sync`, which fetches the files, still
     /// run, and the next open here, or the instance that has the file, fills it. Each update
     /// fills only a row still without content, so instances opening at once agree.
+    ///
+    /// Then, once no live row is without content (whichever instance filled it), this instance's
+    /// retired files are deleted (``RecordedBatchFile/retireFiles(in:stillUnfilled:lastIDBatch:lastKeyBatch:logger:)``);
+    /// never after a failure here.
     func fillRecordedContent(from directory: PublishedDirectory, logger: Logger) async {
         do {
-            let unfilled = try await run { connection in
-                RecordedBatchFile.Unfilled(
-                    ids: try PostgresBatchLedger.ids.listingsWithoutContent(kind: .ids, connection),
-                    keys: try PostgresBatchLedger.keys.listingsWithoutContent(kind: .keys, connection))
+            var unfilled = try await unfilled()
+            if !unfilled.isEmpty {
+                let filled = RecordedBatchFile.fill(unfilled, in: directory, logger: logger)
+                if !filled.ids.isEmpty || !filled.keys.isEmpty {
+                    try await transaction { connection in
+                        try PostgresBatchLedger.ids.fill(filled.ids, connection)
+                        try PostgresBatchLedger.keys.fill(filled.keys, connection)
+                    }
+                }
+                unfilled = try await self.unfilled()
             }
-            guard !unfilled.isEmpty else { return }
-            let filled = RecordedBatchFile.fill(unfilled, in: directory, logger: logger)
-            guard !filled.ids.isEmpty || !filled.keys.isEmpty else { return }
-            try await transaction { connection in
-                try PostgresBatchLedger.ids.fill(filled.ids, connection)
-                try PostgresBatchLedger.keys.fill(filled.keys, connection)
+            let (lastIDBatch, lastKeyBatch) = try await run { connection in
+                (try PostgresBatchLedger.ids.nextNumber(connection) - 1, try PostgresBatchLedger.keys.nextNumber(connection) - 1)
             }
+            RecordedBatchFile.retireFiles(in: directory, stillUnfilled: unfilled, lastIDBatch: lastIDBatch, lastKeyBatch: lastKeyBatch, logger: logger)
         } catch {
             logger.warning("published batches not copied into the database; the next start tries again", metadata: ["reason": "\(error)"])
         }
+    }
+
+    private func unfilled() async throws(ServerStoreError) -> RecordedBatchFile.Unfilled {
+        try await run { connection in
+            RecordedBatchFile.Unfilled(
+                ids: try PostgresBatchLedger.ids.listingsWithoutContent(kind: .ids, connection),
+                keys: try PostgresBatchLedger.keys.listingsWithoutContent(kind: .keys, connection))
+        }
+    }
+
+    public func batchesWithoutContent() async throws(ServerStoreError) -> [String] {
+        try await unfilled().names
     }
 
     // MARK: Running statements

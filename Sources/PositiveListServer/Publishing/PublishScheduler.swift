@@ -7,10 +7,9 @@ import ServiceLifecycle
 /// (an accepted upload), and when held material becomes due (each publication reports when the
 /// next held id or key may be published): at once when the last publication that cut a batch
 /// is at least `spacing` ago, else when it will be. The spacing bounds how many batches a flood of uploads
-/// can cut (nodes accept at most 29 days of batches cut every 5 minutes) and how often nodes
-/// fetch a new index. A publication in progress finishes before graceful shutdown. With
-/// `sync`, mirrors the directory to the object store after each publication; with `watch`,
-/// tells long-polling nodes of each new index generation.
+/// can cut and how often nodes fetch a new checkpoint and entries. A publication in progress
+/// finishes before graceful shutdown. With `sync`, mirrors the directory to the object store
+/// after each publication; with `watch`, tells long-polling nodes of each new log size.
 ///
 /// A publication or sync that fails (a full disk, the database restarting, the object store
 /// down) is tried again after ``retry``'s back-off rather than at the next interval, hours away:

@@ -6,7 +6,7 @@ import TracerCore
 
 /// The key side of publication, set by the authority in the server configuration.
 public struct KeyPublicationSettings: Sendable, Equatable {
-    /// Published in the key index so that nodes know what to offer their users.
+    /// Published as the upload policy (`log/uploads`) so that nodes know what to offer their users.
     public var accepts: AcceptedUploads
     /// How long after the end of a key's day it may be published.
     public var delaySeconds: Int64
@@ -66,8 +66,7 @@ public struct KeyPublicationSettings: Sendable, Equatable {
 }
 
 extension Publisher {
-    /// Cuts a key batch from the due keys, expires old key batches and rewrites the key index:
-    /// the id steps' order, so a crash anywhere leaves a key index naming only files that exist.
+    /// Cuts a key batch from the due keys and expires old key batches, in the id steps' order.
     /// Keys are due by `releaseTime`: now, except in a demo or test (`publish(demoKeyClock:)`).
     func publishKeys(now: UnixSeconds, releaseTime: UnixSeconds, cutoff: UnixSeconds, into report: inout PublishReport) async throws {
         let due = try await store.dueKeys(before: keySettings.firstUndueDay(at: releaseTime))
@@ -84,11 +83,6 @@ extension Publisher {
         report.expiredKeyBatches = try await store.expireKeyBatches(endingBy: cutoff, now: now)
         let live = try await store.liveKeyBatches()
         report.liveKeyBatches = live.count
-        report.keyIndexGeneration = try await replaceKeyIndexIfStale(live: live, now: now)
-        let listed = Set(live.map(\.number))
-        for number in directory.keyBatchFileNumbers() where !listed.contains(number) {
-            unlink(directory.keyBatchPath(number: number))
-        }
         report.waitingKeys = try await store.pendingKeyCount()
     }
 
@@ -96,12 +90,11 @@ extension Publisher {
         let number = try await store.nextKeyBatchNumber()
         let fakes = Self.fakeKeys(count: keySettings.fakeKeyCount(forRealKeys: due.count), like: due)
         let published = due + fakes
-        let file = try PositiveListKeyBatch.encode(number: number, records: published, signingKey: signingKey)
-        try AtomicFile.write(file, to: directory.keyBatchPath(number: number))
-        try await reach(.keyBatchFileWritten)
+        // What the log will append, checked before anything is recorded (see `cutBatch`).
+        _ = try ListLogEntry.entries(keyBatch: number, records: published).map { try $0.encode() }
         let record = KeyBatchRecord(
-            number: number, timeRange: PositiveListKeyBatch.timeRange(of: published), byteCount: file.count,
-            sha256: Array(SHA256.hash(data: file)), keyCount: due.count, fakeKeyCount: fakes.count, publishedAt: now)
+            number: number, timeRange: PositiveListKeyBatch.timeRange(of: published), keyCount: due.count, fakeKeyCount: fakes.count,
+            publishedAt: now)
         guard try await store.recordKeyBatch(record, keys: due.map(\.key), published: published) else { throw PublishError.concurrentPublisher }
         try await reach(.keyBatchRecorded)
         return record
@@ -125,24 +118,5 @@ extension Publisher {
             fakes.append(DailyKeyRecord(day: model.day, intervalSeconds: model.intervalSeconds, key: key))
         }
         return fakes
-    }
-
-    /// Rewrites the key index when the one on disk does not list exactly the live key batches,
-    /// announces other accepted uploads, does not verify, or is `indexRefreshSeconds` old.
-    private func replaceKeyIndexIfStale(live: [KeyBatchRecord], now: UnixSeconds) async throws -> UInt64? {
-        let listings = live.map(\.listing)
-        if let bytes = FileManager.default.contents(atPath: directory.keyIndexPath),
-           let current = try? PositiveListKeyIndex(verifying: Array(bytes), publicKey: publicKey),
-           current.batches == listings, current.accepts == keySettings.accepts, current.publishedAt > now - indexRefreshSeconds
-        {
-            return nil
-        }
-        let generation = try await store.claimKeyIndexGeneration()
-        let index = PositiveListKeyIndex(generation: generation, publishedAt: now, accepts: keySettings.accepts, batches: listings)
-        try AtomicFile.write(try index.encode(signingKey: signingKey), to: directory.keyIndexPath) {
-            try inject(.keyIndexTemporaryFileWritten)
-        }
-        try await reach(.keyIndexReplaced)
-        return generation
     }
 }

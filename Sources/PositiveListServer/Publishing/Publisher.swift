@@ -10,14 +10,10 @@ import TransparencyLog
 public enum PublishStep: String, Sendable, CaseIterable {
     /// The due ids are read from the store, nothing written yet.
     case pendingEntriesRead
-    case batchFileWritten
+    /// The id batch is recorded with what it publishes.
     case batchRecorded
-    case indexTemporaryFileWritten
-    case indexReplaced
-    case keyBatchFileWritten
+    /// The key batch is recorded with what it publishes.
     case keyBatchRecorded
-    case keyIndexTemporaryFileWritten
-    case keyIndexReplaced
     /// The log (format version 3): the new tiles and bundles are written, the checkpoint not yet.
     case logTilesWritten
     /// The new checkpoint is in place, the log state (log-state.json) not yet written.
@@ -27,8 +23,8 @@ public enum PublishStep: String, Sendable, CaseIterable {
     /// One more old entry bundle or level-0 tile is deleted.
     case logHistoryFileDeleted
 
-    public static let idSteps: [PublishStep] = [.batchFileWritten, .batchRecorded, .indexTemporaryFileWritten, .indexReplaced]
-    public static let keySteps: [PublishStep] = [.keyBatchFileWritten, .keyBatchRecorded, .keyIndexTemporaryFileWritten, .keyIndexReplaced]
+    public static let idSteps: [PublishStep] = [.batchRecorded]
+    public static let keySteps: [PublishStep] = [.keyBatchRecorded]
     public static let logSteps: [PublishStep] = [.logTilesWritten, .logCheckpointReplaced]
     /// A fault in these stops the deletion of old history, never the publication.
     public static let historySteps: [PublishStep] = [.logHistoryBoundaryRecorded, .logHistoryFileDeleted]
@@ -41,11 +37,9 @@ public struct PublishReport: Sendable, Equatable {
     /// Submissions whose stored ids were damaged: not published, moved to
     /// `damaged_pending_histories`.
     public var quarantinedSubmissions: [Int64] = []
-    public var indexGeneration: UInt64?
     public var liveBatches: Int = 0
     public var newKeyBatch: KeyBatchRecord?
     public var expiredKeyBatches: [UInt64] = []
-    public var keyIndexGeneration: UInt64?
     public var liveKeyBatches: Int = 0
     /// Accepted keys whose day has not yet ended plus the publication delay.
     public var waitingKeys: Int = 0
@@ -71,14 +65,14 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
     case store(ServerStoreError)
     case file(FileWriteError)
     case signing(String)
-    /// The batch encoder refused the pending entries (a bug: the store hands over only entries
-    /// a batch can hold).
+    /// The pending entries do not make a batch (a bug: the store hands over only entries a batch
+    /// can hold).
     case invalidEntries(PositiveListFormatError)
     case concurrentPublisher
     /// Another instance on the same PostgreSQL database holds the publication lock.
     case anotherInstancePublishing
     case injectedFault(PublishStep)
-    /// The log (format version 3) could not be appended to; the batches and indexes were published.
+    /// The log (format version 3) could not be appended to; the batches were recorded.
     case log(String)
 
     public var description: String {
@@ -101,22 +95,22 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
     }
 }
 
-/// Cuts batches from newly accepted ids, expires old batches and rewrites the signed index.
+/// Cuts batches from newly accepted ids and due keys, expires old batches and appends the live
+/// ones to the list log (format version 3), the only thing published.
 ///
 /// Order of the steps, and why a crash anywhere leaves a valid directory:
-/// 1. the new batch file is written atomically; until step 2 it is an orphan no index names;
-/// 2. the batch is recorded in the database with what it published, and its ids leave the
+/// 1. the batch is recorded in the database with what it publishes, and its ids leave the
 ///    pending ones, in one transaction (the watermark moves; uploads now find the ids in the
-///    batch's record, and the log appends from it: the file is output only);
-/// 3. batches whose ids all passed retention are marked expired;
-/// 4. the index is rebuilt from the database and replaced atomically;
-/// 5. files no index names any more (expired batches, orphans, temporaries) are deleted.
-/// A crash before 4 leaves the previous index, which still names only files that exist (nothing
-/// is deleted before 5); the next run redoes what is missing, because 4 compares the index on
-/// disk with the database rather than trusting that the previous run finished.
+///    batch's record);
+/// 2. batches whose ids all passed retention are marked expired;
+/// 3. the same for key batches (Publisher+Keys.swift);
+/// 4. the log appends the live batches it does not hold yet, from the database: tiles and
+///    bundles first, the checkpoint last (Publisher+Log.swift).
+/// A crash before 4 leaves the previous checkpoint, which names only tiles that exist; the next
+/// run appends what is missing, because the log compares its state with the database rather
+/// than trusting that the previous run finished.
 ///
-/// Key batches follow the same five steps after the id batch, with their own index
-/// (Publisher+Keys.swift).
+/// Formats 1 and 2 (`index.tpli`, `batches/`, `keys/`) are retired: nothing here writes them.
 public actor Publisher {
     public typealias FaultInjection = @Sendable (PublishStep) throws -> Void
 
@@ -246,7 +240,7 @@ public actor Publisher {
             if let nextDueBy = pending.nextDueBy { report.noteDue(at: nextDueBy + idPublicationDelaySeconds) }
             if !pending.damagedSubmissions.isEmpty {
                 // One damaged row must not stop every publication (and with it the daily
-                // index that tells nodes the list is alive).
+                // checkpoint that tells nodes the list is alive).
                 logger.error("pending ids damaged; not published", metadata: [
                     "submissions": "\(pending.damagedSubmissions.map(String.init).joined(separator: ","))",
                     "keptIn": "damaged_pending_histories",
@@ -260,8 +254,7 @@ public actor Publisher {
             report.expiredBatches = try await store.expireBatches(endingBy: cutoff, now: now)
             let live = try await store.liveBatches()
             report.liveBatches = live.count
-            report.indexGeneration = try await replaceIndexIfStale(live: live, now: now)
-            removeUnlistedFiles(live: live)
+            directory.removeStaleTemporaryFiles()
             try await publishKeys(now: now, releaseTime: keyReleaseTime, cutoff: cutoff, into: &report)
             // Last: the log takes the live batches the steps above recorded.
             do {
@@ -271,9 +264,9 @@ public actor Publisher {
                 report.log = log
             } catch ServerStoreError.batchContentMissing(let batch) {
                 // A batch recorded by an older tracer-server whose file no open could copy in
-                // yet (another instance's, or missing here): the batches and indexes are
-                // published; the log, which takes batches in order, waits until an open fills
-                // the content, never appending from anything else.
+                // yet (another instance's, or missing here): the batches are recorded; the log,
+                // which takes batches in order, waits until an open fills the content, never
+                // appending from anything else.
                 let reason = ServerStoreError.batchContentMissing(batch: batch).description
                 logger.error("log not appended", metadata: ["batch": "\(batch)", "reason": "\(reason)"])
                 report.logWaiting = reason
@@ -303,12 +296,10 @@ public actor Publisher {
             "waitingIDs": "\(report.waitingIDs)",
             "expiredBatches": "\(report.expiredBatches.count)",
             "liveBatches": "\(report.liveBatches)",
-            "indexGeneration": "\(report.indexGeneration.map(String.init) ?? "unchanged")",
             "keyBatch": "\(report.newKeyBatch.map { String($0.number) } ?? "none")",
             "keys": "\(report.newKeyBatch?.keyCount ?? 0)",
             "fakeKeys": "\(report.newKeyBatch?.fakeKeyCount ?? 0)",
             "waitingKeys": "\(report.waitingKeys)",
-            "keyIndexGeneration": "\(report.keyIndexGeneration.map(String.init) ?? "unchanged")",
             "logSize": "\(report.log.map { String($0.treeSize) } ?? "none")",
             "logEntriesAppended": "\(report.log?.appendedEntries ?? 0)",
         ])
@@ -317,50 +308,17 @@ public actor Publisher {
 
     private func cutBatch(_ pending: PendingEntries, now: UnixSeconds) async throws -> BatchRecord {
         let number = try await store.nextBatchNumber()
-        let file = try PositiveListBatch.encode(number: number, entries: pending.entries, signingKey: signingKey)
-        try AtomicFile.write(file, to: directory.batchPath(number: number))
-        try await reach(.batchFileWritten)
+        // What the log will append, checked before anything is recorded: entries the log would
+        // refuse must stay pending, not become a batch the log can never take.
+        _ = try ListLogEntry.entries(idBatch: number, entries: pending.entries).map { try $0.encode() }
         let record = BatchRecord(
-            number: number, timeRange: PublishedTimeRange(covering: pending.entries)!, byteCount: file.count,
-            sha256: Array(SHA256.hash(data: file)), idCount: pending.entries.count, lastSubmission: pending.lastSubmission,
-            publishedAt: now)
+            number: number, timeRange: PublishedTimeRange(covering: pending.entries)!, idCount: pending.entries.count,
+            lastSubmission: pending.lastSubmission, publishedAt: now)
         guard try await store.recordBatch(record, publishing: pending) else {
             throw PublishError.concurrentPublisher
         }
         try await reach(.batchRecorded)
         return record
-    }
-
-    /// Rewrites the index when the one on disk does not list exactly the live batches, does not
-    /// verify, or was signed `indexRefreshSeconds` ago (so nodes can tell an idle list from a
-    /// frozen one); returns the new generation, or nil when the index was already right.
-    private func replaceIndexIfStale(live: [BatchRecord], now: UnixSeconds) async throws -> UInt64? {
-        let listings = live.map(\.listing)
-        // Every publication also writes keys/index.tpki, even when only ids are accepted: the
-        // flag lets a node tell a missing key index from a server that has none.
-        let flags: PositiveListIndex.Flags = .keyIndexPublished
-        if let bytes = FileManager.default.contents(atPath: directory.indexPath),
-           let current = try? PositiveListIndex(verifying: Array(bytes), publicKey: publicKey),
-           current.batches == listings, current.flags == flags, current.publishedAt > now - indexRefreshSeconds
-        {
-            return nil
-        }
-        let generation = try await store.claimIndexGeneration()
-        let index = PositiveListIndex(generation: generation, publishedAt: now, batches: listings, flags: flags)
-        try AtomicFile.write(try index.encode(signingKey: signingKey), to: directory.indexPath) {
-            try inject(.indexTemporaryFileWritten)
-        }
-        try await reach(.indexReplaced)
-        return generation
-    }
-
-    /// Deletes batch files that the index no longer names, after the index stopped naming them.
-    private func removeUnlistedFiles(live: [BatchRecord]) {
-        let listed = Set(live.map(\.number))
-        for number in directory.batchFileNumbers() where !listed.contains(number) {
-            unlink(directory.batchPath(number: number))
-        }
-        directory.removeStaleTemporaryFiles()
     }
 
     /// A step between two awaits: the fault a test injects there, then the hold a test's

@@ -105,6 +105,55 @@ enum RecordedBatchFile {
         var ids: [PositiveListIndex.BatchListing]
         var keys: [PositiveListIndex.BatchListing]
         var isEmpty: Bool { ids.isEmpty && keys.isEmpty }
+        /// As ``ServerStoreError/batchContentMissing(batch:)`` names them.
+        var names: [String] { ids.map { "batch \($0.number)" } + keys.map { "key batch \($0.number)" } }
+    }
+
+    /// After an open's fill: deletes the retired files of formats 1 and 2 (`index.tpli`,
+    /// `batches/`, `keys/`) once no live batch is without its content (`stillUnfilled` empty,
+    /// read after the fill committed), since the database then holds everything they held; while
+    /// one is, keeps them all and says so, since its file is the only copy of what it published.
+    ///
+    /// Also kept, and said, when a batch file is numbered beyond the last batch of its kind this
+    /// database recorded (`lastIDBatch`, `lastKeyBatch`): the files are another database's (a
+    /// `status` run without the configuration that names the PostgreSQL database opens an empty
+    /// SQLite one in the data directory), which this one cannot vouch for.
+    static func retireFiles(
+        in directory: PublishedDirectory, stillUnfilled: Unfilled, lastIDBatch: UInt64, lastKeyBatch: UInt64, logger: Logger
+    ) {
+        let present = directory.retiredFilesPresent()
+        guard !present.isEmpty else { return }
+        let names = present.map { $0 == PositiveListIndex.relativePath ? $0 : $0 + "/" }.joined(separator: ", ")
+        let files = directory.retiredBatchFileNumbers()
+        let foreign = files.ids.filter { $0 > lastIDBatch }.map { "batches/\($0).tplb" } + files.keys.filter { $0 > lastKeyBatch }.map { "keys/\($0).tpkb" }
+        guard foreign.isEmpty else {
+            logger.warning("retired published files kept", metadata: [
+                "files": "\(names)", "directory": "\(directory.path)",
+                "reason": "\(foreign.sorted().joined(separator: ", ")) beyond the last batch this database recorded: they were published from another database",
+                "next": "start tracer-server with the configuration that names its database (config.json's database section); that database's open deletes them once it holds what they published",
+            ])
+            return
+        }
+        guard stillUnfilled.isEmpty else {
+            logger.warning("retired published files kept", metadata: [
+                "files": "\(names)", "directory": "\(directory.path)",
+                "reason": "\(stillUnfilled.names.joined(separator: ", ")) live without its content in the database; its file is the only copy of what it published",
+                "next": "restore the file named in the warning before and restart; these files are deleted at the first open that finds every live batch copied in",
+            ])
+            return
+        }
+        let (removed, failures) = directory.removeRetiredFiles()
+        if !removed.isEmpty {
+            logger.notice("retired published files deleted: the database holds what they published and the list log replaces them", metadata: [
+                "files": "\(removed.joined(separator: ", "))", "directory": "\(directory.path)",
+            ])
+        }
+        for (name, reason) in failures.sorted(by: { $0.key < $1.key }) {
+            logger.warning("retired published file not deleted", metadata: [
+                "file": "\(directory.path)/\(name)", "reason": "\(reason)",
+                "next": "nothing reads it any more: delete it by hand, or let the next start try again",
+            ])
+        }
     }
 
     /// What the files of `unfilled` hold, batch number to content, each kind apart; a missing or
@@ -127,7 +176,7 @@ enum RecordedBatchFile {
     }
 
     static func idEntries(of listing: PositiveListIndex.BatchListing, in directory: PublishedDirectory) throws(ServerStoreError) -> Data {
-        let path = directory.batchPath(number: listing.number)
+        let path = directory.retiredBatchPath(number: listing.number)
         let file = try read(path)
         do {
             return PendingEntriesBlob.encode(try PositiveListBatch(recorded: file, listedAs: listing).entries)
@@ -137,7 +186,7 @@ enum RecordedBatchFile {
     }
 
     static func keyRecords(of listing: PositiveListIndex.BatchListing, in directory: PublishedDirectory) throws(ServerStoreError) -> Data {
-        let path = directory.keyBatchPath(number: listing.number)
+        let path = directory.retiredKeyBatchPath(number: listing.number)
         let file = try read(path)
         do {
             return PublishedKeysBlob.encode(try PositiveListKeyBatch(recorded: file, listedAs: listing).records)

@@ -5,29 +5,27 @@ import PositiveListFormat
 import TracerCore
 
 /// The parts of the batch lifecycle the SQLite store keeps alike for ids and daily keys: batch
-/// numbers, the batch rows and their expiry, the index generation. What a batch publishes is
+/// numbers, the batch rows and their expiry. What a batch publishes is
 /// tracked differently by kind (ids by a submission watermark over `pending_histories`, keys by
 /// marking `submitted_keys`), so recording stays with each kind.
 struct SQLiteBatchLedger: Sendable {
     /// `batches` or `key_batches`.
     let batchTable: String
-    /// The batch row's columns after `number, range_start, range_end, byte_count, sha256`.
+    /// The batch row's columns after `number, range_start, range_end`.
     let recordColumns: [String]
     /// The column keeping what the batch published (``PublishedBatchContent.swift``), and the
     /// one counting its records.
     let contentColumn: String
     let countColumn: String
-    /// The `server_state` counter of index generations.
-    let generationKey: String
 
     static let ids = SQLiteBatchLedger(
         batchTable: "batches", recordColumns: ["id_count", "last_submission", "published_at"], contentColumn: "entries",
-        countColumn: "id_count", generationKey: "index_generation")
+        countColumn: "id_count")
     static let keys = SQLiteBatchLedger(
         batchTable: "key_batches", recordColumns: ["key_count", "fake_key_count", "published_at"], contentColumn: "records",
-        countColumn: "key_count + fake_key_count", generationKey: "key_index_generation")
+        countColumn: "key_count + fake_key_count")
 
-    private var columns: [String] { ["number", "range_start", "range_end", "byte_count", "sha256"] + recordColumns }
+    private var columns: [String] { ["number", "range_start", "range_end"] + recordColumns }
 
     func nextNumber(_ db: Database) throws -> UInt64 {
         UInt64(try Int64.fetchOne(db, sql: "SELECT max(number) FROM \(batchTable)") ?? 0) + 1
@@ -39,12 +37,15 @@ struct SQLiteBatchLedger: Sendable {
         try Int64.fetchOne(db, sql: "SELECT count(*) FROM \(batchTable) WHERE number >= ?", arguments: [Int64(number)]) != 0
     }
 
-    /// Inserts a batch row; `values` in ``columns`` order, then its content.
+    /// Inserts a batch row; `values` in ``columns`` order, then its content. `byte_count` 0 and an
+    /// empty `sha256`: the batch has no file (those columns describe only the files of batches
+    /// recorded before schema v6, which the upgrade reads).
     func insert(_ values: StatementArguments, content: Data, _ db: Database) throws {
         let names = columns + [contentColumn]
         let placeholders = names.map { _ in "?" }.joined(separator: ", ")
         try db.execute(
-            sql: "INSERT INTO \(batchTable) (\(names.joined(separator: ", "))) VALUES (\(placeholders))", arguments: values + [content])
+            sql: "INSERT INTO \(batchTable) (\(names.joined(separator: ", ")), byte_count, sha256) VALUES (\(placeholders), 0, X'')",
+            arguments: values + [content])
     }
 
     /// The live batches numbered after `number`: each one's number, record count and content
@@ -93,13 +94,5 @@ struct SQLiteBatchLedger: Sendable {
     /// The live batches' rows, in ``columns`` order, by number.
     func live(_ db: Database) throws -> [Row] {
         try Row.fetchAll(db, sql: "SELECT \(columns.joined(separator: ", ")) FROM \(batchTable) WHERE expired_at IS NULL ORDER BY number")
-    }
-
-    /// The next index generation, recorded before the index is written so a generation number
-    /// is never reused even if the write then fails.
-    func claimGeneration(_ db: Database) throws -> UInt64 {
-        let current = try Int64.fetchOne(db, sql: "SELECT value FROM server_state WHERE key = ?", arguments: [generationKey]) ?? 0
-        try db.execute(sql: "INSERT OR REPLACE INTO server_state (key, value) VALUES (?, ?)", arguments: [generationKey, current + 1])
-        return UInt64(current + 1)
     }
 }

@@ -41,15 +41,9 @@ public struct PendingEntries: Sendable {
 public struct BatchRecord: Sendable, Equatable {
     public let number: UInt64
     public let timeRange: PublishedTimeRange
-    public let byteCount: Int
-    public let sha256: [UInt8]
     public let idCount: Int
     public let lastSubmission: Int64
     public let publishedAt: UnixSeconds
-
-    public var listing: PositiveListIndex.BatchListing {
-        PositiveListIndex.BatchListing(number: number, timeRange: timeRange, byteCount: byteCount, sha256: sha256)
-    }
 }
 
 /// Counts for `tracer-server status`.
@@ -139,8 +133,7 @@ extension ServerStore {
                 guard try Self.watermark(db) == expectedWatermark, try !SQLiteBatchLedger.ids.isTaken(batch.number, db) else { return .rollback }
                 try SQLiteBatchLedger.ids.insert(
                     [
-                        Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
-                        batch.idCount, batch.lastSubmission, batch.publishedAt,
+                        Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.idCount, batch.lastSubmission, batch.publishedAt,
                     ], content: content, db)
                 try Self.removePending(through: batch.lastSubmission, quarantining: damaged, db)
                 recorded = true
@@ -212,10 +205,9 @@ extension ServerStore {
     public func liveBatches() async throws(ServerStoreError) -> [BatchRecord] {
         try await read { db in
             try SQLiteBatchLedger.ids.live(db).map { row in
-                let digest: Data = row[4]
-                return BatchRecord(
+                BatchRecord(
                     number: UInt64(row[0] as Int64), timeRange: PublishedTimeRange(start: row[1], end: row[2]),
-                    byteCount: row[3], sha256: Array(digest), idCount: row[5], lastSubmission: row[6], publishedAt: row[7])
+                    idCount: row[3], lastSubmission: row[4], publishedAt: row[5])
             }
         }
     }
@@ -233,11 +225,6 @@ extension ServerStore {
             }
             return contents
         }
-    }
-
-    /// The next index generation, never reused (see ``SQLiteBatchLedger/claimGeneration(_:)``).
-    public func claimIndexGeneration() async throws(ServerStoreError) -> UInt64 {
-        try await write { db in try SQLiteBatchLedger.ids.claimGeneration(db) }
     }
 
     public func uploadCodeCounts(now: UnixSeconds) async throws(ServerStoreError) -> UploadCodeCounts {

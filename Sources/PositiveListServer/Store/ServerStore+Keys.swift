@@ -8,15 +8,9 @@ import TracerCore
 public struct KeyBatchRecord: Sendable, Equatable {
     public let number: UInt64
     public let timeRange: PublishedTimeRange
-    public let byteCount: Int
-    public let sha256: [UInt8]
     public let keyCount: Int
     public let fakeKeyCount: Int
     public let publishedAt: UnixSeconds
-
-    public var listing: PositiveListIndex.BatchListing {
-        PositiveListIndex.BatchListing(number: number, timeRange: timeRange, byteCount: byteCount, sha256: sha256, kind: .keys)
-    }
 }
 
 extension ServerStore {
@@ -111,8 +105,7 @@ extension ServerStore {
                 }
                 try SQLiteBatchLedger.keys.insert(
                     [
-                        Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.byteCount, Data(batch.sha256),
-                        batch.keyCount, batch.fakeKeyCount, batch.publishedAt,
+                        Int64(batch.number), batch.timeRange.start, batch.timeRange.end, batch.keyCount, batch.fakeKeyCount, batch.publishedAt,
                     ], content: content, db)
                 recorded = true
                 return .commit
@@ -140,16 +133,10 @@ extension ServerStore {
     public func liveKeyBatches() async throws(ServerStoreError) -> [KeyBatchRecord] {
         try await read { db in
             try SQLiteBatchLedger.keys.live(db).map { row in
-                let digest: Data = row[4]
-                return KeyBatchRecord(
+                KeyBatchRecord(
                     number: UInt64(row[0] as Int64), timeRange: PublishedTimeRange(start: row[1], end: row[2]),
-                    byteCount: row[3], sha256: Array(digest), keyCount: row[5], fakeKeyCount: row[6], publishedAt: row[7])
+                    keyCount: row[3], fakeKeyCount: row[4], publishedAt: row[5])
             }
         }
-    }
-
-    /// The next key index generation, counted apart from the id index's.
-    public func claimKeyIndexGeneration() async throws(ServerStoreError) -> UInt64 {
-        try await write { db in try SQLiteBatchLedger.keys.claimGeneration(db) }
     }
 }

@@ -73,28 +73,44 @@ public final class ServerStore: Sendable {
     /// ordinary open takes no write lock; the files are read outside any transaction, and the
     /// write is immediate, as every write of this store, so that a `publish` committing
     /// meanwhile makes it wait, not fail.
+    ///
+    /// Then, once no live row is without content, the retired files are deleted
+    /// (``RecordedBatchFile/retireFiles(in:stillUnfilled:lastIDBatch:lastKeyBatch:logger:)``); never after a failure here.
     static func fillRecordedContent(_ queue: DatabaseQueue, directory: PublishedDirectory, logger: Logger) {
         do {
-            let unfilled = try queue.read { db in
-                RecordedBatchFile.Unfilled(
-                    ids: try SQLiteBatchLedger.ids.listingsWithoutContent(kind: .ids, db),
-                    keys: try SQLiteBatchLedger.keys.listingsWithoutContent(kind: .keys, db))
-            }
-            guard !unfilled.isEmpty else { return }
-            let filled = RecordedBatchFile.fill(unfilled, in: directory, logger: logger)
-            guard !filled.ids.isEmpty || !filled.keys.isEmpty else { return }
-            try queue.writeWithoutTransaction { db in
-                try db.inTransaction(.immediate) {
-                    try SQLiteBatchLedger.ids.fill(filled.ids, db)
-                    try SQLiteBatchLedger.keys.fill(filled.keys, db)
-                    return .commit
+            var unfilled = try queue.read { db in try Self.unfilled(db) }
+            if !unfilled.isEmpty {
+                let filled = RecordedBatchFile.fill(unfilled, in: directory, logger: logger)
+                if !filled.ids.isEmpty || !filled.keys.isEmpty {
+                    try queue.writeWithoutTransaction { db in
+                        try db.inTransaction(.immediate) {
+                            try SQLiteBatchLedger.ids.fill(filled.ids, db)
+                            try SQLiteBatchLedger.keys.fill(filled.keys, db)
+                            return .commit
+                        }
+                    }
                 }
+                unfilled = try queue.read { db in try Self.unfilled(db) }
             }
+            let (lastIDBatch, lastKeyBatch) = try queue.read { db in
+                (try SQLiteBatchLedger.ids.nextNumber(db) - 1, try SQLiteBatchLedger.keys.nextNumber(db) - 1)
+            }
+            RecordedBatchFile.retireFiles(in: directory, stillUnfilled: unfilled, lastIDBatch: lastIDBatch, lastKeyBatch: lastKeyBatch, logger: logger)
         } catch {
             logger.warning("published batches not copied into the database; the next start tries again", metadata: [
                 "reason": "\(ServerStoreError(error, path: queue.path))",
             ])
         }
+    }
+
+    private static func unfilled(_ db: Database) throws -> RecordedBatchFile.Unfilled {
+        RecordedBatchFile.Unfilled(
+            ids: try SQLiteBatchLedger.ids.listingsWithoutContent(kind: .ids, db),
+            keys: try SQLiteBatchLedger.keys.listingsWithoutContent(kind: .keys, db))
+    }
+
+    public func batchesWithoutContent() async throws(ServerStoreError) -> [String] {
+        try await read { db in try Self.unfilled(db).names }
     }
 
     /// Refuses, before writing anything, a file that is another program's database or one from

@@ -61,7 +61,7 @@ public protocol SubmissionStore: Sendable {
     func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries
     /// One more than the last batch number ever recorded, expired ones included.
     func nextBatchNumber() async throws(ServerStoreError) -> UInt64
-    /// Records a batch whose file is written, publishing exactly `pending`'s entries, and keeps
+    /// Records a batch, publishing exactly `pending`'s entries, and keeps
     /// those entries with it (``liveBatchContents(idBatchesAfter:keyBatchesAfter:)``). Refuses
     /// (false, nothing changed) when this number or a later one was recorded, or when another
     /// publisher recorded any of `pending`'s ids meanwhile.
@@ -77,8 +77,12 @@ public protocol SubmissionStore: Sendable {
     /// batch file. ``ServerStoreError/batchContentMissing(batch:)`` for a batch recorded without
     /// it (by an older tracer-server); never a batch's content from anywhere else.
     func liveBatchContents(idBatchesAfter idBatch: UInt64, keyBatchesAfter keyBatch: UInt64) async throws(ServerStoreError) -> LiveBatchContents
-    /// The next id index generation, recorded before the index is written: never reused.
-    func claimIndexGeneration() async throws(ServerStoreError) -> UInt64
+    /// The live batches of either kind recorded without their content (by a tracer-server from
+    /// before SQLite schema v6 or PostgreSQL version 4) that no open could copy in from its file
+    /// yet, as ``ServerStoreError/batchContentMissing(batch:)`` names them ("batch 3",
+    /// "key batch 2"): while there is one, the retired files (`index.tpli`, `batches/`,
+    /// `keys/`) are its only copy and are kept, here and in the bucket.
+    func batchesWithoutContent() async throws(ServerStoreError) -> [String]
     /// Forgets upload codes expired or used by `cutoff`, and idempotency keys older than a week.
     func purge(endingBefore cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError)
 
@@ -90,7 +94,7 @@ public protocol SubmissionStore: Sendable {
     /// scheduler when the next one becomes due.
     func heldKeyDays() async throws(ServerStoreError) -> [HeldKeyDay]
     func nextKeyBatchNumber() async throws(ServerStoreError) -> UInt64
-    /// Records a key batch whose file is written, keeping what it published (`published`: the
+    /// Records a key batch, keeping what it published (`published`: the
     /// real keys and the fake ones), and marks its real keys (`keys`) published; refuses (false,
     /// nothing changed) when its number was taken or any key published meanwhile.
     func recordKeyBatch(_ batch: KeyBatchRecord, keys: [DailyKey], published: [DailyKeyRecord]) async throws(ServerStoreError) -> Bool
@@ -98,8 +102,6 @@ public protocol SubmissionStore: Sendable {
     /// keys, and the pending keys whose day left the retention period; returns the numbers.
     func expireKeyBatches(endingBy cutoff: UnixSeconds, now: UnixSeconds) async throws(ServerStoreError) -> [UInt64]
     func liveKeyBatches() async throws(ServerStoreError) -> [KeyBatchRecord]
-    /// The next key index generation, counted apart from the id index's: never reused.
-    func claimKeyIndexGeneration() async throws(ServerStoreError) -> UInt64
 }
 
 /// Upload codes not used by an upload, among those the store keeps (the retention period).
