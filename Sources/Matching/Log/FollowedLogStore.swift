@@ -93,8 +93,7 @@ public struct FollowedLogStore: Sendable {
         defer { file.close() }
         let fileSize = try file.size()
         guard fileSize >= 8 else { throw .damaged(path: entriesPath, reason: "it has no header") }
-        var header = [UInt8](repeating: 0, count: 8)
-        try header.withUnsafeMutableBytes { buffer in Result { () throws(FollowedLogStoreError) in try file.read(into: buffer, at: 0) } }.get()
+        let header = try file.bytes(count: 8, at: 0)
         let firstIndex = header.reduce(UInt64(0)) { ($0 << 8) | UInt64($1) }
         guard firstIndex <= stored.treeSize else {
             throw .damaged(path: entriesPath, reason: "it starts at entry \(firstIndex), after the state's \(stored.treeSize)")
@@ -111,9 +110,7 @@ public struct FollowedLogStore: Sendable {
         }
         var partialBundleEntries: [Data] = []
         for frame in frames.last {
-            var bytes = Data(count: frame.count)
-            try bytes.withUnsafeMutableBytes { buffer in Result { () throws(FollowedLogStoreError) in try file.read(into: buffer, at: frame.lowerBound) } }.get()
-            partialBundleEntries.append(bytes)
+            partialBundleEntries.append(Data(try file.bytes(count: frame.count, at: frame.lowerBound)))
         }
         let state: FollowedLogState
         do {

@@ -69,9 +69,7 @@ public struct HeldLogEntries: Sendable {
         }
         let file = try EntriesFile(path: path)
         defer { file.close() }
-        var bytes = [UInt8](repeating: 0, count: length)
-        try bytes.withUnsafeMutableBytes { buffer in Result { () throws(FollowedLogStoreError) in try file.read(into: buffer, at: offset) } }.get()
-        return bytes
+        return try file.bytes(count: length, at: offset)
     }
 
     /// Every entry held, in memory: for small logs and tests, never for matching a national list.
@@ -190,6 +188,13 @@ struct EntriesFile {
         var status = stat()
         guard fstat(descriptor, &status) == 0 else { throw .unreadable(path: path, reason: String(cString: strerror(errno))) }
         return Int(status.st_size)
+    }
+
+    /// `count` bytes from byte `offset`.
+    func bytes(count: Int, at offset: Int) throws(FollowedLogStoreError) -> [UInt8] {
+        var bytes = [UInt8](repeating: 0, count: count)
+        try bytes.withUnsafeMutableBytes { buffer in Result { () throws(FollowedLogStoreError) in try read(into: buffer, at: offset) } }.get()
+        return bytes
     }
 
     /// Fills `buffer` from byte `offset`; a file that ends first was changed since it was framed.

@@ -126,20 +126,21 @@ enum RecordedBatchFile {
         let names = present.map { $0 == PositiveListIndex.relativePath ? $0 : $0 + "/" }.joined(separator: ", ")
         let files = directory.retiredBatchFileNumbers()
         let foreign = files.ids.filter { $0 > lastIDBatch }.map { "batches/\($0).tplb" } + files.keys.filter { $0 > lastKeyBatch }.map { "keys/\($0).tpkb" }
-        guard foreign.isEmpty else {
+        func keep(because reason: String, next: String) {
             logger.warning("retired published files kept", metadata: [
-                "files": "\(names)", "directory": "\(directory.path)",
-                "reason": "\(foreign.sorted().joined(separator: ", ")) beyond the last batch this database recorded: they were published from another database",
-                "next": "start tracer-server with the configuration that names its database (config.json's database section); that database's open deletes them once it holds what they published",
+                "files": "\(names)", "directory": "\(directory.path)", "reason": "\(reason)", "next": "\(next)",
             ])
+        }
+        guard foreign.isEmpty else {
+            keep(
+                because: "\(foreign.sorted().joined(separator: ", ")) beyond the last batch this database recorded: they were published from another database",
+                next: "start tracer-server with the configuration that names its database (config.json's database section); that database's open deletes them once it holds what they published")
             return
         }
         guard stillUnfilled.isEmpty else {
-            logger.warning("retired published files kept", metadata: [
-                "files": "\(names)", "directory": "\(directory.path)",
-                "reason": "\(stillUnfilled.names.joined(separator: ", ")) live without its content in the database; its file is the only copy of what it published",
-                "next": "restore the file named in the warning before and restart; these files are deleted at the first open that finds every live batch copied in",
-            ])
+            keep(
+                because: "\(stillUnfilled.names.joined(separator: ", ")) live without its content in the database; its file is the only copy of what it published",
+                next: "restore the file named in the warning before and restart; these files are deleted at the first open that finds every live batch copied in")
             return
         }
         let (removed, failures) = directory.removeRetiredFiles()
