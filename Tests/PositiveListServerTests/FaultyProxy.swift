@@ -78,13 +78,17 @@ final class FaultyProxy {
         }
     }
 
-    /// The connections that ended since the proxy took `mode` the last time (all if never).
+    /// The connections accepted since the proxy took `mode` the last time (all if never), once
+    /// ended. One accepted before the change is left out even if it ended after: its fault was the
+    /// old mode's.
     func connections(since mode: Mode? = nil) -> [Connection] {
-        var lines = output.split(separator: "\n").map(String.init)
-        if let mode, let start = lines.lastIndex(of: "MODE " + mode.rawValue) { lines = Array(lines[(start + 1)...]) }
-        return lines.compactMap { line in
-            let fields = line.split(separator: " ").map(String.init)
-            guard fields.count == 6, fields[0] == "CONN", let number = Int(fields[1]) else { return nil }
+        let lines = output.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
+        var acceptedBefore = 0
+        if let mode, let change = lines.last(where: { $0.count == 3 && $0[0] == "MODE" && $0[1] == mode.rawValue }) {
+            acceptedBefore = Int(change[2]) ?? 0
+        }
+        return lines.compactMap { fields in
+            guard fields.count == 6, fields[0] == "CONN", let number = Int(fields[1]), number > acceptedBefore else { return nil }
             return Connection(number: number, method: fields[2], path: fields[3], fault: fields[4], status: fields[5])
         }
     }

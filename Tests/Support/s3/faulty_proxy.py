@@ -15,6 +15,7 @@ word a line, and exits when stdin closes:
               third PUT stalls besides: half its body is forwarded, then nothing more either way,
               the connection held open until the client gives up.
 
+A mode taken is logged as "MODE <mode> <n>", n the last connection accepted before it.
 Every connection is logged on stdout once it ends: "CONN <n> <METHOD> <path> <fault> <status>",
 the status being the store's answer ("-" when it gave none), so a test can tell which uploads
 were stored and in what order. Standard library only: it runs on moto's Python or any other.
@@ -184,7 +185,9 @@ async def read_modes():
         word = line.strip()
         if word in ("pass", "cut", "flaky"):
             mode, puts, cycle = word, 0, 0
-            log("MODE " + word)
+            # With the number of the last connection accepted before: a connection accepted
+            # earlier may end later, under the old mode's fault.
+            log("MODE %s %d" % (word, connections))
 
 
 async def main():
