@@ -179,6 +179,11 @@ let package = Package(
         // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost and TestTiers (and Testing,
         // for the virtual controllers' test descriptions), not a test target.
         .target(name: "BLEHostTestSupport", dependencies: ["BLEHost", "TracerCore", "TestTiers"], path: "Tests/BLEHostTestSupport"),
+        // Writers of the retired list files (formats 1 and 2), which no program writes any more:
+        // for the tests of the decoders and of the upgrade that reads them.
+        .target(
+            name: "RetiredFormatWriters", dependencies: ["PositiveListFormat", "IDRotation", "TracerCore", .product(name: "Crypto", package: "swift-crypto")],
+            path: "Tests/RetiredFormatWriters"),
         // The test tiers' tags (.unit, .integration, .endToEnd), seen by every test target.
         .target(name: "TestTiers", path: "Tests/TestTiers"),
         .executableTarget(
@@ -225,14 +230,14 @@ let package = Package(
         .testTarget(
             name: "MatchingTests",
             dependencies: [
-                "Matching", "CurlHTTP", "IDRotation", "PositiveListFormat", "TracerTestSupport", "ExposureReplay", "TestTiers", "TracerCore", "TransparencyLog",
+                "Matching", "CurlHTTP", "IDRotation", "PositiveListFormat", "RetiredFormatWriters", "TracerTestSupport", "ExposureReplay", "TestTiers", "TracerCore", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         .testTarget(
             name: "PositiveListServerTests",
             dependencies: [
-                "PositiveListServer", "PositiveListFormat", "IDRotation", "TracerTestSupport",
+                "PositiveListServer", "PositiveListFormat", "RetiredFormatWriters", "IDRotation", "TracerTestSupport",
                 "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

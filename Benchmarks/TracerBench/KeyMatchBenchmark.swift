@@ -21,10 +21,6 @@ import TransparencyLog
 /// times the phases in-process and a per-id baseline (one `AES.permute` per id, and one
 /// HMAC-SHA256 per id) on a subset of the keys, scaled up.
 ///
-/// A node no longer reads the signed key batch files (issue 39, item 6); their bytes, as the
-/// server's writer encodes them, are still counted beside the log's entries file, so the two
-/// formats' sizes stay compared.
-///
 /// Every method must find exactly the planted exposures: a wrong count stops the run.
 struct KeyMatchBenchmark {
     let directory: String
@@ -57,8 +53,8 @@ struct KeyMatchBenchmark {
         let started = clock.now
         let data = try generate()
         say("generated in \(format(seconds(clock.now - started), 1)) s (not part of any figure): \(grouped(data.keyCount)) keys "
-            + "(\(grouped(data.idCount)) derived ids) in \(data.batchCount) key batches (as signed key batch files, the index's "
-            + "format: \(megabytes(data.batchBytes)) in all), \(grouped(data.encounterCount)) encounters")
+            + "(\(grouped(data.idCount)) derived ids) in \(data.batchCount) key batches, "
+            + "\(grouped(data.encounterCount)) encounters")
 
         say("list log (not part of any figure): \(grouped(data.log.entryCount)) entries, entries file \(megabytes(data.log.entriesFileBytes)), "
             + "state \(grouped(data.log.stateFileBytes)) bytes, origin \(data.log.origin), written in \(format(data.log.writeSeconds, 2)) s")
@@ -83,7 +79,6 @@ struct KeyMatchBenchmark {
         let idCount: Int
         let batchCount: Int
         /// The keys as signed key batch files (the index's format, by the server's writer).
-        let batchBytes: Int
         let encounterCount: Int
         let exposedPeers: Set<UserID>
         let log: FollowedLogCache
@@ -110,7 +105,6 @@ struct KeyMatchBenchmark {
         var logCutSeconds = 0.0
         var keys = 0
         var ids = 0
-        var bytes = 0
         for batchIndex in 0..<batchCount {
             let size = keyCount / batchCount + (batchIndex < keyCount % batchCount ? 1 : 0)
             guard size > 0 else { continue }
@@ -130,8 +124,6 @@ struct KeyMatchBenchmark {
             planted += positions.map { records[$0] }
 
             let number = UInt64(batchIndex + 1)
-            // Only counted: the bytes of the batch as a signed key batch file.
-            let file = try PositiveListKeyBatch.encode(number: number, records: records, signingKey: signingKey)
             batches += 1
             // The batch as the server's log carries it: cut into entries of at most 64 kB.
             let cutStarted = ContinuousClock.now
@@ -139,7 +131,6 @@ struct KeyMatchBenchmark {
             logCutSeconds += seconds(ContinuousClock.now - cutStarted)
             keys += records.count
             ids += records.reduce(0) { $0 + derivation.windowIndices(of: $1.day).count }
-            bytes += file.count
         }
         guard planted.count == plantedCount else {
             throw BenchmarkFailure("only \(planted.count) keys to plant \(plantedCount) encounters on: too few keys")
@@ -182,7 +173,7 @@ struct KeyMatchBenchmark {
         }
         return GeneratedData(
             databasePath: databasePath, publicKey: PositiveListPublicKey(signingKey.publicKey), keyCount: keys, idCount: ids,
-            batchCount: batches, batchBytes: bytes, encounterCount: sightings.rowCount, exposedPeers: exposedPeers, log: log)
+            batchCount: batches, encounterCount: sightings.rowCount, exposedPeers: exposedPeers, log: log)
     }
 
     // MARK: In-process phases
@@ -480,8 +471,6 @@ struct KeyMatchBenchmark {
         } else {
             say("| Whole `tracer check` | skipped: tracer check not built | — |")
         }
-        say("| Bytes: the log's entries file / the same keys as signed key batch files (the index's format) | "
-            + "\(megabytes(data.log.entriesFileBytes)) / \(megabytes(data.batchBytes)) = \(format(Double(data.log.entriesFileBytes) / Double(data.batchBytes), 2)) | — |")
         say("| In-process from the log: load entries + open checkpoint + open store and read encounters + `match(heldEntries:)` | "
             + "\(format(logPhases.total, 3)) s (\(format(logPhases.loadEntriesSeconds, 3)) + \(format(logPhases.openSeconds, 3)) + "
             + "\(format(logPhases.loadEncountersSeconds, 3)) + \(format(logPhases.matchSeconds, 3))), \(rate(ids, logPhases.matchSeconds)) in the match | — |")

@@ -11,9 +11,9 @@ import TracerTestSupport
 /// `tracer check` as a user runs it, and by two baselines a user might write instead (a SQLite
 /// join and Python sets), all on the same generated data in one run.
 ///
-/// The node reads the list as the log it follows (the id batches cut into `ListLogEntry`s, held
-/// as `FollowedLogStore` keeps them); the baselines read the same ids as the signed batch files
-/// the server publishes (`batches/N.tplb`), written by the server's format.
+/// Every method reads the list as the log a node follows (the id batches cut into
+/// `ListLogEntry`s, held as `FollowedLogStore` keeps them): the baselines read the same cache's
+/// entries file (Benchmarks/baselines/log_entries.py).
 ///
 /// Every method must find exactly the planted exposures: a wrong count stops the run.
 struct MatchBenchmark {
@@ -60,9 +60,6 @@ struct MatchBenchmark {
 
     struct GeneratedData {
         let databasePath: String
-        /// The signed batch files, as the server publishes them (`batches/N.tplb`): what the
-        /// baselines read.
-        let publishedDirectory: String
         let batchCount: Int
         /// The same ids as the list log a node follows.
         let log: FollowedLogCache
@@ -83,8 +80,6 @@ struct MatchBenchmark {
         let windowStartSpan = 26 * .secondsPerDay
         let idWindow: UnixSeconds = 900
 
-        let publishedDirectory = directory + "/published"
-        try FileManager.default.createDirectory(atPath: publishedDirectory + "/batches", withIntermediateDirectories: true)
         let cacheDirectory = directory + "/log-cache"
         try FileManager.default.createDirectory(atPath: cacheDirectory, withIntermediateDirectories: true)
 
@@ -114,9 +109,6 @@ struct MatchBenchmark {
             plantedEntries += positions.map { entries[$0] }
 
             let number = UInt64(batchIndex + 1)
-            let file = try PositiveListBatch.encode(number: number, entries: entries, signingKey: key)
-            let path = publishedDirectory + "/" + PositiveListBatch.relativePath(number: number)
-            try Data(file).write(to: URL(fileURLWithPath: path))
             // The batch as the server's log carries it: cut into entries of at most 64 kB.
             let cutStarted = ContinuousClock.now
             for entry in try ListLogEntry.entries(idBatch: number, entries: entries) { logEntries.append(Data(try entry.encode())) }
@@ -165,7 +157,7 @@ struct MatchBenchmark {
             try store.write(sightings)
         }
         return GeneratedData(
-            databasePath: databasePath, publishedDirectory: publishedDirectory, batchCount: batchCount, log: log,
+            databasePath: databasePath, batchCount: batchCount, log: log,
             publicKey: PositiveListPublicKey(key.publicKey), listedIDCount: listed,
             encounterCount: sightings.rowCount, exposedPeers: exposedPeers)
     }
@@ -298,7 +290,7 @@ struct MatchBenchmark {
         _ script: String, countKey: String, _ data: GeneratedData, python: String
     ) throws -> (child: MeasuredProcess, report: [String: Any], matches: Int) {
         let child = try MeasuredProcess.run(
-            python, [baselineScript(script), "--db", data.databasePath, "--cache-dir", data.publishedDirectory,
+            python, [baselineScript(script), "--db", data.databasePath, "--cache-dir", data.log.cacheDirectory,
                      "--tolerance", String(Self.tolerance)],
             scratchDirectory: directory)
         guard child.exitCode == 0 else { throw BenchmarkFailure("\(script) exited \(child.exitCode): \(child.standardError.prefix(2_000))") }

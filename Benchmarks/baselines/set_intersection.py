@@ -3,9 +3,10 @@
 
 The idiomatic version: the encounters' peer ids into a set, every listed id into a set, intersect
 them, then apply the window rule to the hits only (an encounter counts when it overlaps the id's
-validity window widened by the clock-skew tolerance). The windows of the few hits are found by
-binary search in the sorted batch files, so the window check costs next to nothing and the figure
-is the set work itself.
+validity window widened by the clock-skew tolerance). The ids come from the node's followed list
+log (the cache's entries file, mapped). The windows of the few hits are found by binary search in
+the entries whose id range holds them (each entry's ids are sorted), so the window check costs
+next to nothing and the figure is the set work itself.
 
 Prints one JSON object: time, ids read, matches.
 """
@@ -16,18 +17,27 @@ import sqlite3
 import sys
 import time
 
-from batch_files import ENTRY, HEADER_BYTES, SIGNATURE_BYTES, batch_paths, read_body
+from log_entries import ENTRY, entries_path, id_runs
 
 
-def window_of(listed_id, bodies):
-    """The (valid_from, valid_until) of a listed id, by binary search in each sorted batch.
-    Ids sort as unsigned big-endian integers, so compare them as such."""
+def id_range(run):
+    """The first and last id of a sorted run, as unsigned integers."""
+    (first, _, _) = ENTRY.unpack_from(run, 0)
+    (last, _, _) = ENTRY.unpack_from(run, len(run) - ENTRY.size)
+    return first & 0xFFFF_FFFF_FFFF_FFFF, last & 0xFFFF_FFFF_FFFF_FFFF
+
+
+def window_of(listed_id, runs, ranges):
+    """The (valid_from, valid_until) of a listed id, by binary search in each sorted run whose id
+    range holds it. Ids sort as unsigned big-endian integers, so compare them as such."""
     wanted = listed_id & 0xFFFF_FFFF_FFFF_FFFF
-    for body in bodies:
-        low, high = 0, len(body) // ENTRY.size
+    for run, (first, last) in zip(runs, ranges):
+        if wanted < first or wanted > last:
+            continue
+        low, high = 0, len(run) // ENTRY.size
         while low < high:
             middle = (low + high) // 2
-            candidate, valid_from, valid_until = ENTRY.unpack_from(body, middle * ENTRY.size)
+            candidate, valid_from, valid_until = ENTRY.unpack_from(run, middle * ENTRY.size)
             candidate &= 0xFFFF_FFFF_FFFF_FFFF
             if candidate == wanted:
                 return valid_from, valid_until
@@ -38,17 +48,10 @@ def window_of(listed_id, bodies):
     raise LookupError(f"listed id {listed_id} not found again")
 
 
-def mapped_body(path):
-    """The entries of a batch file, mapped rather than read: a binary search touches a few pages."""
-    with open(path, "rb") as file:
-        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
-    return memoryview(mapped)[HEADER_BYTES:len(mapped) - SIGNATURE_BYTES]
-
-
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, help="the node's database")
-    parser.add_argument("--cache-dir", required=True, help="a directory of the list's signed batch files (batches/N.tplb, the retired format 1 the benchmark still writes)")
+    parser.add_argument("--cache-dir", required=True, help="a node's list cache holding the followed log (log/entries)")
     parser.add_argument("--tolerance", type=int, default=300, help="clock-skew tolerance, seconds")
     arguments = parser.parse_args()
 
@@ -57,14 +60,17 @@ def main():
     encounters = connection.execute("SELECT peer_id, first_seen, last_seen FROM encounters").fetchall()
     encounter_ids = {peer_id for peer_id, _, _ in encounters}
 
-    paths = batch_paths(arguments.cache_dir)
+    with open(entries_path(arguments.cache_dir), "rb") as file:
+        # Mapped rather than read: the binary searches touch a few pages.
+        mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ)
+    runs = id_runs(mapped)
     list_ids = set()
-    for path in paths:
-        list_ids.update(listed_id for listed_id, _, _ in ENTRY.iter_unpack(read_body(path)))
+    for run in runs:
+        list_ids.update(listed_id for listed_id, _, _ in ENTRY.iter_unpack(run))
 
     hits = list_ids & encounter_ids
-    bodies = [mapped_body(path) for path in paths]
-    windows = {listed_id: window_of(listed_id, bodies) for listed_id in hits}
+    ranges = [id_range(run) for run in runs]
+    windows = {listed_id: window_of(listed_id, runs, ranges) for listed_id in hits}
     matches = sum(
         1
         for peer_id, first_seen, last_seen in encounters

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Baseline (a) for `TracerBench match`: the positive list matched with SQLite, as a user might.
 
-Loads every entry of the cached batch files into a SQLite table (one transaction, one prepared
-INSERT through executemany, fed by a generator that decodes the files with struct), then joins it
+Loads every id the node holds of its followed list log (the cache's entries file) into a SQLite table (one transaction, one prepared
+INSERT through executemany, fed by a generator that decodes the entries with struct), then joins it
 with the node's encounters table on the id, with the same window rule as Tracer's matcher: an
 encounter counts when it overlaps the id's validity window widened by the clock-skew tolerance.
 
@@ -24,15 +24,16 @@ import sqlite3
 import sys
 import time
 
-from batch_files import ENTRY, batch_paths, read_body
+from log_entries import ENTRY, entries_path, id_runs
 
 
-def entries(paths, counter):
-    """Every entry of the batch files, in file order; adds the number of entries to counter[0]."""
-    for path in paths:
-        body = read_body(path)
-        counter[0] += len(body) // ENTRY.size
-        yield from ENTRY.iter_unpack(body)
+def entries(path, counter):
+    """Every id record of the entries file, in log order; adds their number to counter[0]."""
+    with open(path, "rb") as file:
+        data = file.read()
+    for run in id_runs(data):
+        counter[0] += len(run) // ENTRY.size
+        yield from ENTRY.iter_unpack(run)
 
 
 LAYOUTS = {
@@ -45,7 +46,7 @@ LAYOUTS = {
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", required=True, help="the node's database")
-    parser.add_argument("--cache-dir", required=True, help="a directory of the list's signed batch files (batches/N.tplb, the retired format 1 the benchmark still writes)")
+    parser.add_argument("--cache-dir", required=True, help="a node's list cache holding the followed log (log/entries)")
     parser.add_argument("--work-db", default=":memory:", help="where the list table goes (default: in memory)")
     parser.add_argument("--layout", choices=sorted(LAYOUTS), default="indexed")
     parser.add_argument("--tolerance", type=int, default=300, help="clock-skew tolerance, seconds")
@@ -59,7 +60,7 @@ def main():
     connection.execute(LAYOUTS[arguments.layout])
     entry_count = [0]
     connection.execute("BEGIN")
-    connection.executemany("INSERT INTO listed VALUES (?, ?, ?)", entries(batch_paths(arguments.cache_dir), entry_count))
+    connection.executemany("INSERT INTO listed VALUES (?, ?, ?)", entries(entries_path(arguments.cache_dir), entry_count))
     connection.execute("COMMIT")
     if arguments.layout == "indexed":
         connection.execute("CREATE INDEX listed_by_id ON listed(id)")

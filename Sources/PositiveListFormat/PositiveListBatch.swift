@@ -25,23 +25,6 @@ public struct PositiveListBatch: Sendable {
     /// The verified file without its signature; entries are decoded from it on demand.
     private let body: ArraySlice<UInt8>
 
-    /// Builds the signed file for `entries`, which must be sorted by id without duplicates.
-    public static func encode(
-        number: UInt64, entries: [PositiveListEntry], signingKey: Curve25519.Signing.PrivateKey
-    ) throws -> [UInt8] {
-        let range = PublishedTimeRange(covering: entries) ?? PublishedTimeRange(start: 0, end: 0)
-        var writer = ByteWriter(capacity: headerByteCount + entries.count * entryByteCount + SignedFile.signatureByteCount)
-        writer.append(magic)
-        writer.append(version)
-        writer.append([0, 0, 0])
-        writer.append(number)
-        writer.append(range.start)
-        writer.append(range.end)
-        writer.append(UInt64(entries.count))
-        try IDEntryCoding.append(entries, to: &writer)
-        return try SignedFile.sign(writer.bytes, with: signingKey)
-    }
-
     /// Parses `file` after checking its signature with `publicKey`, and checks every entry.
     public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
         try self.init(file, check: .verify(publicKey.key))

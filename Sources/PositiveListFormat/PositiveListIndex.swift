@@ -86,12 +86,6 @@ public struct PositiveListIndex: Sendable, Equatable {
         self.flags = flags
     }
 
-    public func encode(signingKey: Curve25519.Signing.PrivateKey) throws -> [UInt8] {
-        try IndexCoding.encode(
-            magic: Self.magic, version: Self.version, flags: flags.rawValue, generation: generation, publishedAt: publishedAt,
-            batches: batches, signingKey: signingKey)
-    }
-
     /// Parses `file` after checking its signature with `publicKey`.
     public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
         try self.init(file, check: .verify(publicKey.key))
@@ -116,30 +110,6 @@ enum IndexCoding {
         var generation: UInt64
         var publishedAt: UnixSeconds
         var batches: [PositiveListIndex.BatchListing]
-    }
-
-    static func encode(
-        magic: [UInt8], version: UInt8, flags: UInt8, generation: UInt64, publishedAt: UnixSeconds,
-        batches: [PositiveListIndex.BatchListing], signingKey: Curve25519.Signing.PrivateKey
-    ) throws -> [UInt8] {
-        let headerByteCount = PositiveListIndex.headerByteCount
-        let listingByteCount = PositiveListIndex.listingByteCount
-        var writer = ByteWriter(capacity: headerByteCount + batches.count * listingByteCount + SignedFile.signatureByteCount)
-        writer.append(magic)
-        writer.append(version)
-        writer.append([flags, 0, 0])
-        writer.append(generation)
-        writer.append(publishedAt)
-        writer.append(UInt64(batches.count))
-        for listing in batches {
-            precondition(listing.sha256.count == 32, "a SHA-256 digest is 32 bytes")
-            writer.append(listing.number)
-            writer.append(listing.timeRange.start)
-            writer.append(listing.timeRange.end)
-            writer.append(UInt64(listing.byteCount))
-            writer.append(listing.sha256)
-        }
-        return try SignedFile.sign(writer.bytes, with: signingKey)
     }
 
     static func decode(

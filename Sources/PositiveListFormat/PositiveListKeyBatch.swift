@@ -47,26 +47,6 @@ public struct PositiveListKeyBatch: Sendable {
     private let body: [UInt8]
     private let keysOffset: Int
 
-    /// Builds the signed file for `records`, in any order; they are grouped and sorted here.
-    /// A key repeated within one (day, interval) is refused: the store never hands one over.
-    public static func encode(
-        number: UInt64, records: [DailyKeyRecord], signingKey: Curve25519.Signing.PrivateKey
-    ) throws -> [UInt8] {
-        let sorted = KeyGroupCoding.sorted(records)
-        let groups = try KeyGroupCoding.groups(of: sorted)
-        var writer = ByteWriter(
-            capacity: headerByteCount + groups.count * groupByteCount + sorted.count * keyByteCount + SignedFile.signatureByteCount)
-        writer.append(magic)
-        writer.append(version)
-        writer.append([0, 0, 0])
-        writer.append(number)
-        writer.append(UInt32(groups.count))
-        writer.append(UInt32(sorted.count))
-        KeyGroupCoding.append(groups, to: &writer)
-        for record in sorted { writer.append(record.key.bytes) }
-        return try SignedFile.sign(writer.bytes, with: signingKey)
-    }
-
     /// Parses `file` after checking its signature with `publicKey`, and checks every group and key.
     public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {
         try self.init(file, check: .verify(publicKey.key))

@@ -44,13 +44,6 @@ public struct PositiveListKeyIndex: Sendable, Equatable {
         self.batches = batches
     }
 
-    public func encode(signingKey: Curve25519.Signing.PrivateKey) throws -> [UInt8] {
-        precondition(batches.allSatisfy { $0.kind == .keys }, "the key index lists key batches only")
-        return try IndexCoding.encode(
-            magic: Self.magic, version: Self.version, flags: accepts.rawValue, generation: generation, publishedAt: publishedAt,
-            batches: batches, signingKey: signingKey)
-    }
-
     /// Parses `file` after checking its signature with `publicKey`. Unknown bits of the accepted
     /// uploads are ignored, so that a later upload kind does not lock older nodes out.
     public init(verifying file: [UInt8], publicKey: PositiveListPublicKey) throws(PositiveListFormatError) {

@@ -1,18 +1,11 @@
 import Crypto
 import Foundation
 
-/// The Ed25519 key pair that signs published files.
-///
-/// Every published file ends with a 64-byte Ed25519 signature over all bytes before it, so a
-/// file carries its own proof and a CDN or nginx can serve it as an opaque blob.
+/// The signature trailer of the retired signed files (formats 1 and 2), which a server reads
+/// once on upgrade: each ends with a 64-byte Ed25519 signature over all bytes before it. No
+/// program writes them any more (the tests' writers are in Tests/RetiredFormatWriters).
 public enum SignedFile {
     public static let signatureByteCount = 64
-
-    /// `body` followed by its signature.
-    public static func sign(_ body: [UInt8], with key: Curve25519.Signing.PrivateKey) throws -> [UInt8] {
-        let signature = try key.signature(for: body)
-        return body + Array(signature)
-    }
 
     /// How a reader treats a file's signature trailer.
     enum SignatureCheck {

@@ -5,6 +5,7 @@ import IDRotation
 import Logging
 @testable import Matching
 import PositiveListFormat
+import RetiredFormatWriters
 import Synchronization
 import Testing
 import TestTiers

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import IDRotation
 import PositiveListFormat
+import RetiredFormatWriters
 import Testing
 import TestTiers
 import TracerCore
@@ -140,13 +141,13 @@ import TracerCore
         }
     }
 
-    @Test func encoderRefusesUnsortedOrDuplicateIds() throws {
+    /// The order is part of the privacy promise (it must not reveal upload order): a batch an
+    /// older server left behind with ids out of order or repeated is refused, not moved over.
+    @Test func aBatchWithUnsortedOrRepeatedIdsIsRefused() throws {
         let entries = sortedEntries(3)
-        #expect(throws: PositiveListFormatError.entriesNotSorted(position: 1)) {
-            try PositiveListBatch.encode(number: 1, entries: [entries[1], entries[0]], signingKey: key)
-        }
-        #expect(throws: PositiveListFormatError.entriesNotSorted(position: 1)) {
-            try PositiveListBatch.encode(number: 1, entries: [entries[0], entries[0]], signingKey: key)
+        for unsorted in [[entries[1], entries[0]], [entries[0], entries[0]]] {
+            let file = try PositiveListBatch.encode(number: 1, entries: unsorted, signingKey: key)
+            #expect(throws: PositiveListFormatError.entriesNotSorted(position: 1)) { try PositiveListBatch(verifying: file, publicKey: publicKey) }
         }
     }
 

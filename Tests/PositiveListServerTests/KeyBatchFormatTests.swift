@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import IDRotation
 import PositiveListFormat
+import RetiredFormatWriters
 import Testing
 import TestTiers
 import TracerCore
@@ -107,15 +108,13 @@ import TracerCore
         #expect(batch.count == 0 && batch.groups.isEmpty)
     }
 
-    @Test func encoderRefusesADuplicateKeyAndAnImpossibleInterval() throws {
+    @Test func aDuplicateKeyAndAnImpossibleIntervalAreRefused() throws {
         let record = DailyKeyRecord(day: UTCDay(number: 20_410), intervalSeconds: 900, key: key(1))
-        #expect(throws: PositiveListFormatError.keysNotSorted(position: 1)) {
-            try PositiveListKeyBatch.encode(number: 1, records: [record, record], signingKey: signingKey)
-        }
+        let repeated = try PositiveListKeyBatch.encode(number: 1, records: [record, record], signingKey: signingKey)
+        #expect(throws: PositiveListFormatError.keysNotSorted(position: 1)) { try PositiveListKeyBatch(verifying: repeated, publicKey: publicKey) }
         let bad = DailyKeyRecord(day: UTCDay(number: 20_410), intervalSeconds: 4, key: key(1))
-        #expect(throws: PositiveListFormatError.keyGroupOutOfRange(group: 0)) {
-            try PositiveListKeyBatch.encode(number: 1, records: [bad], signingKey: signingKey)
-        }
+        let impossible = try PositiveListKeyBatch.encode(number: 1, records: [bad], signingKey: signingKey)
+        #expect(throws: PositiveListFormatError.keyGroupOutOfRange(group: 0)) { try PositiveListKeyBatch(verifying: impossible, publicKey: publicKey) }
     }
 
     // MARK: Hostile input

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import IDRotation
 import PositiveListFormat
+import RetiredFormatWriters
 import Testing
 import TestTiers
 import TracerCore

@@ -3,6 +3,7 @@ import Foundation
 import GRDB
 import IDRotation
 import PositiveListFormat
+import RetiredFormatWriters
 @testable import PositiveListServer
 import Testing
 import TestTiers
