@@ -242,6 +242,8 @@ import TracerTestSupport
             for (path, method, allowed) in [
                 ("/v1/codes", HTTPRequest.Method.get, "POST"), ("/v1/histories", .put, "POST"), ("/log/checkpoint", .delete, "GET, HEAD"),
                 ("/log/checkpoint", .post, "GET, HEAD"), ("/log/uploads", .patch, "GET, HEAD"), ("/healthz", .post, "GET"),
+                // Under `/log/tile/**`: the rest of the path is one component or more.
+                ("/log/tile/entries/000.p/1", .post, "GET, HEAD"), ("/log/tile/0/x001/002", .put, "GET, HEAD"),
             ] {
                 let response = try await client.send(path, method)
                 #expect(response.status == .methodNotAllowed, "\(method) \(path)")
@@ -250,6 +252,10 @@ import TracerTestSupport
             }
             let unknown = try await client.send("/v1/nothing", .get)
             #expect(unknown.status == .notFound)
+            // A tile not there, asked with a method the path answers, is not found, not refused.
+            for path in ["/log/tile/entries/999", "/log/tile/nothing"] {
+                #expect(try await client.send(path, .get).status == .notFound, "\(path)")
+            }
             // The retired files' paths are no routes any more, whatever the method.
             for (path, method) in [("/index.tpli", HTTPRequest.Method.delete), ("/batches/1.tplb", .post), ("/keys/index.tpki", .get)] {
                 let retired = try await client.send(path, method)

@@ -23,12 +23,20 @@ struct RouteTable: Sendable {
     var patterns: Set<String> { Set(routes.map(\.path.description)) }
 
     /// The methods routed for `path`, in the order they were added; nil when no route has
-    /// that path. Matches as the router does: component by component, `:name` matching any one.
+    /// that path. Matches as the router does: component by component, `:name` matching any one,
+    /// `**` the rest of the path (one component or more).
     func allowedMethods(path: String) -> [HTTPRequest.Method]? {
         let components = path.split(separator: "/", omittingEmptySubsequences: true)
-        let matching = routes.filter { route in
-            route.path.components.count == components.count && zip(route.path.components, components).allSatisfy { $0 ~= $1 }
-        }
+        let matching = routes.filter { Self.matches($0.path, components) }
         return matching.isEmpty ? nil : matching.map(\.method)
+    }
+
+    private static func matches(_ route: RouterPath, _ components: [Substring]) -> Bool {
+        for (position, element) in route.components.enumerated() {
+            guard position < components.count else { return false }
+            if element == .recursiveWildcard { return true }
+            guard element ~= components[position] else { return false }
+        }
+        return route.components.count == components.count
     }
 }
