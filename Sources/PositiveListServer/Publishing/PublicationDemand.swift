@@ -19,10 +19,10 @@ public actor PublicationDemand {
         requests.announce()
     }
 
-    /// Returns at `deadline`, at a request (or at once if one is pending), or when the task is
-    /// cancelled; the request stays pending for ``takeRequest()``.
-    func wait(until deadline: ContinuousClock.Instant) async {
-        await requests.wait(past: taken, until: Deadline(deadline, on: ContinuousClock()))
+    /// Returns at `deadline` (on the scheduler's clock), at a request (or at once if one is
+    /// pending), or when the task is cancelled; the request stays pending for ``takeRequest()``.
+    func wait(until deadline: Deadline) async {
+        await requests.wait(past: taken, until: deadline)
     }
 
     /// True, and no longer pending, when a publication was requested since the last call.

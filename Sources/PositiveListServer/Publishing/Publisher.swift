@@ -179,7 +179,13 @@ public actor Publisher {
     /// --demo-key-clock` passes it (with a warning); the schedule in `serve` and the
     /// configuration cannot.
     @discardableResult
-    public func publish(demoKeyClock: UnixSeconds? = nil) async throws(PublishError) -> PublishReport {
+    public func publish() async throws(PublishError) -> PublishReport {
+        try await publish(demoKeyClock: nil)
+    }
+
+    /// ``publish()`` with the keys' and ids' release time moved to `demoKeyClock` (see above).
+    @discardableResult
+    public func publish(demoKeyClock: UnixSeconds?) async throws(PublishError) -> PublishReport {
         do throws(PublishError) {
             let report = try await publishUnderLock(demoKeyClock: demoKeyClock)
             record(
