@@ -238,7 +238,7 @@ let package = Package(
             name: "PositiveListServerTests",
             dependencies: [
                 "PositiveListServer", "PositiveListFormat", "RetiredFormatWriters", "IDRotation", "TracerTestSupport",
-                "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog",
+                "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog", "Waits",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),

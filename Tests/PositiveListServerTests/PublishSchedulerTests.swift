@@ -151,27 +151,6 @@ import TracerCore
     }
 }
 
-/// A monotonic clock the test moves by hand: sleepers wake at the `advance` that reaches them.
-final class ManualMonotonicClock: Clock {
-    struct Instant: InstantProtocol {
-        let offset: Duration
-        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
-        func duration(to other: Instant) -> Duration { other.offset - offset }
-        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
-    }
-
-    private let timeline = ManualTimeline(startingAt: Instant(offset: .zero))
-
-    var now: Instant { timeline.now }
-    var minimumResolution: Duration { .nanoseconds(1) }
-    /// The wake times of the sleepers still waiting, as offsets from the start, earliest first.
-    var pendingWakes: [Duration] { timeline.pendingWakes.map(\.offset) }
-
-    func sleep(until deadline: Instant, tolerance: Duration?) async throws { try await timeline.sleep(until: deadline) }
-
-    func advance(by duration: Duration) { timeline.advance { $0.advanced(by: duration) } }
-}
-
 /// Publications that take no time: each answers at once, cutting a batch or not, holding
 /// material due `nextDueAfter` seconds later or not, the first `failures` failing.
 actor ScriptedPublisher: ScheduledPublishing {

@@ -30,6 +30,28 @@ final class ManualClock: WallClock {
     func sleep(until time: UnixSeconds) async throws { try await timeline.sleep(until: time) }
 }
 
+/// A monotonic clock the test moves by hand (the publication scheduler's and the long poll's):
+/// sleepers wake at the `advance` that reaches them.
+final class ManualMonotonicClock: Clock {
+    struct Instant: InstantProtocol {
+        let offset: Duration
+        func advanced(by duration: Duration) -> Instant { Instant(offset: offset + duration) }
+        func duration(to other: Instant) -> Duration { other.offset - offset }
+        static func < (lhs: Instant, rhs: Instant) -> Bool { lhs.offset < rhs.offset }
+    }
+
+    private let timeline = ManualTimeline(startingAt: Instant(offset: .zero))
+
+    var now: Instant { timeline.now }
+    var minimumResolution: Duration { .nanoseconds(1) }
+    /// The wake times of the sleepers still waiting, as offsets from the start, earliest first.
+    var pendingWakes: [Duration] { timeline.pendingWakes.map(\.offset) }
+
+    func sleep(until deadline: Instant, tolerance: Duration?) async throws { try await timeline.sleep(until: deadline) }
+
+    func advance(by duration: Duration) { timeline.advance { $0.advanced(by: duration) } }
+}
+
 /// A scratch server: data directory, configuration, store, signing key and a manual clock.
 /// Every test gets its own, removed with `defer { fixture.remove() }`.
 struct ServerFixture: Sendable {

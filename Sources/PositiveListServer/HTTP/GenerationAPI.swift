@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import ServiceLifecycle
+import Waits
 
 /// `GET /v1/generation?after=G&keys=K`, the long poll (on only when `longPollSeconds` is set):
 /// answers `200 {"generation": g, "keyGeneration": 0}` as soon as the published list log's tree
@@ -45,7 +46,7 @@ struct GenerationAPI: Sendable {
         // timeout: the server's own shutdown ends the polls.
         let watch = self.watch
         let outcome = await withGracefulShutdownHandler {
-            await watch.wait(after: held, until: .now + timeout)
+            await watch.wait(after: held, until: Deadline(.now + timeout, on: ContinuousClock()))
         } onGracefulShutdown: {
             Task { await watch.stop() }
         }

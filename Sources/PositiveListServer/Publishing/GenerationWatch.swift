@@ -72,11 +72,12 @@ public actor GenerationWatch {
     }
 
     /// The generations once the tree size is above what the node holds, or nothing new at
-    /// `deadline` (or when the server stops or the request's task is cancelled). A node holding a
+    /// `deadline` (on the caller's clock: the continuous one in `serve`), or when the server
+    /// stops or the request's task is cancelled. A node holding a
     /// key generation followed a server that still published the retired indexes, whose
     /// generations say nothing of the log's size: it is answered at once, and then holds this
     /// server's.
-    public func wait(after held: Generations, until deadline: ContinuousClock.Instant) async -> WaitOutcome {
+    public func wait(after held: Generations, until deadline: Deadline) async -> WaitOutcome {
         func isNewer() -> Bool { current.generation > held.generation || held.keyGeneration != 0 }
         if isNewer() { return .newer(current) }
         guard !stopped, !Task.isCancelled else { return .nothingNew }
@@ -85,7 +86,7 @@ public actor GenerationWatch {
         defer { waiting -= 1 }
         // Read on the actor with the checks above: a change is announced only on the actor, so
         // none falls between them and the wait.
-        await changes.wait(past: changes.count, until: Deadline(deadline, on: ContinuousClock()))
+        await changes.wait(past: changes.count, until: deadline)
         return isNewer() ? .newer(current) : .nothingNew
     }
 
