@@ -26,9 +26,16 @@ let package = Package(
     ],
     targets: [
         // The basics every part shares, with no SQLite and no libcurl: UserID, DailyKey, the UTC
-        // day and time, the wall clock, one hex codec, one seeded generator. Every module that names
-        // these imports it itself.
-        .target(name: "TracerCore", dependencies: ["CLinuxTime", .product(name: "Crypto", package: "swift-crypto")]),
+        // day and time, the wall clock, one hex codec, one seeded generator, and how ids follow
+        // from a daily key and the rotation schedule's rules (IDDerivation, RotationSchedule).
+        // Every module that names these imports it itself.
+        .target(
+            name: "TracerCore",
+            dependencies: [
+                "CLinuxTime", .product(name: "Crypto", package: "swift-crypto"),
+                // The raw AES block and CTR helpers that derive userIds from daily keys (IDDerivation).
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]),
         // <sys/timerfd.h>, which Glibc's module leaves out; glibc itself, nothing to link.
         .systemLibrary(name: "CLinuxTime", path: "Sources/CLinuxTime"),
         // Settings as the node and the server share them: where a value came from (flag, environment,
@@ -101,11 +108,12 @@ let package = Package(
         // `verdicts` measures is what `tracer check` ships. Its own module so that neither the node
         // nor Matching carries CSV parsing.
         .target(name: "ExposureReplay", dependencies: ["IDRotation", "Matching", "PositiveListFormat", "TracerCore"]),
-        // The published positive list's binary format (batches, index, Ed25519 signatures):
-        // written by the server, read and verified by nodes, so it depends on no server code.
+        // The published positive list's log entry (format version 3), written by the server, read
+        // and verified by nodes, so it depends on no server code; and the readers of the retired
+        // formats 1-2 (batches, indexes, Ed25519 trailers) that the server's upgrade uses.
         .target(
             name: "PositiveListFormat",
-            dependencies: ["IDRotation", "TracerCore", "TransparencyLog", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["TracerCore", "TransparencyLog", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // A verifiable append-only log as static tiles, signed checkpoints and proofs; knows nothing of Tracer.
         .target(name: "TransparencyLog", dependencies: [.product(name: "Crypto", package: "swift-crypto")]),
@@ -182,7 +190,7 @@ let package = Package(
         // Writers of the retired list files (formats 1 and 2), which no program writes any more:
         // for the tests of the decoders and of the upgrade that reads them.
         .target(
-            name: "RetiredFormatWriters", dependencies: ["PositiveListFormat", "IDRotation", "TracerCore", .product(name: "Crypto", package: "swift-crypto")],
+            name: "RetiredFormatWriters", dependencies: ["PositiveListFormat", "TracerCore", .product(name: "Crypto", package: "swift-crypto")],
             path: "Tests/RetiredFormatWriters"),
         // The test tiers' tags (.unit, .integration, .endToEnd), seen by every test target.
         .target(name: "TestTiers", path: "Tests/TestTiers"),

@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import PositiveListServer
 import TracerCore
 import TracerTestSupport

@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import Synchronization
 import Logging
 import Matching

@@ -1,6 +1,5 @@
 import Foundation
 import Hummingbird
-import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer

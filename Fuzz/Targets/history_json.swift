@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 @testable import SubmissionJSON
 
 /// A body of `POST /v1/histories` from anyone holding (or guessing) an upload code: decoded,

@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 @testable import SubmissionJSON
 
 /// A body of `POST /v1/key-histories`: decoded, then checked by the server's rules for keys.

@@ -1,4 +1,3 @@
-import IDRotation
 @testable import PositiveListFormat
 
 /// A downloaded PositiveListKeyIndex file (docs/positive-list-format.md), whole: the last 64 bytes stand

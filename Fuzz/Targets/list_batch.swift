@@ -1,4 +1,3 @@
-import IDRotation
 @testable import PositiveListFormat
 import TracerCore
 

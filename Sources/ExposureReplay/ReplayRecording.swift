@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import TracerCore
 
 /// One ordered (sender → receiver) pair of phones during one test: what the receiver heard of

@@ -1,4 +1,3 @@
-import IDRotation
 import TracerCore
 
 /// One entry of the positive list's log (format version 3, docs/positive-list-format.md): the

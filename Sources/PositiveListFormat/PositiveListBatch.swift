@@ -1,5 +1,4 @@
 import Crypto
-import IDRotation
 import TracerCore
 
 /// A published batch: a signed, immutable file of ids sorted by value with their windows.

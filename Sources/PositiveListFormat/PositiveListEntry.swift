@@ -1,4 +1,3 @@
-import IDRotation
 import TracerCore
 
 /// One published id and the window in which its owner broadcast it.

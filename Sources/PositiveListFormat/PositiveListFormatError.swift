@@ -1,5 +1,4 @@
 /// Why a published file was refused. Each case names the file kind so a node can say which
-import IDRotation
 /// download to retry.
 public enum PositiveListFormatError: Error, Equatable, Sendable, CustomStringConvertible {
     public enum FileKind: String, Sendable {

@@ -1,5 +1,4 @@
 import Crypto
-import IDRotation
 import TracerCore
 
 /// The signed list of live id batches, the one file a node fetches on every check.

@@ -1,5 +1,4 @@
 import Crypto
-import IDRotation
 import TracerCore
 
 /// A published key batch: a signed, immutable file of daily keys grouped by (UTC day, rotation

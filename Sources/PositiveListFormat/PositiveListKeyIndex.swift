@@ -1,5 +1,4 @@
 import Crypto
-import IDRotation
 import TracerCore
 
 /// What a server accepts from a diagnosed person: the authority's choice (issue 13), which a

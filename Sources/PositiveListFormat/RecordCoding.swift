@@ -1,4 +1,3 @@
-import IDRotation
 import TracerCore
 
 /// The 16-byte id entry (id, validFrom, validUntil) as id batches and log entries hold it: one

@@ -1,7 +1,6 @@
 import Foundation
 import Hummingbird
 import HummingbirdCore
-import IDRotation
 import Logging
 import NIOCore
 import NIOHTTPTypes

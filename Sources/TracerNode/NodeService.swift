@@ -5,6 +5,7 @@ import IDRotation
 import Logging
 import Matching
 import Places
+import TracerCore
 
 /// The running node: composes id rotation, the BLE exchange, the encounter log and retention.
 /// It holds no logic of its own beyond starting the parts together and stopping them in order.

@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import TracerCore
 
 /// Formatting shared by the commands: JSON for machines, local times and short durations for people.

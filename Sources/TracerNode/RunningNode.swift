@@ -6,6 +6,7 @@ import IDRotation
 import Logging
 import Matching
 import Places
+import TracerCore
 
 /// `tracer run` once its settings are known: the node service (rotation, BLE exchange, store,
 /// purge) and, when a list server is configured, the periodic exposure check. Signals: SIGINT

@@ -2,7 +2,6 @@ import ArgumentParser
 import Crypto
 import Foundation
 import Hummingbird
-import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import IDRotation
 import PositiveListServer
 #if canImport(Glibc)
 import Glibc

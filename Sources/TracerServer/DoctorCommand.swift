@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import IDRotation
 import PositiveListFormat
 import PositiveListServer
 import TracerCore

@@ -1,7 +1,6 @@
 import ArgumentParser
 import Crypto
 import Foundation
-import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer

@@ -5,6 +5,7 @@ import TestTiers
 import BLEHost
 import BLEHostTestSupport
 @testable import GATTExchange
+import TracerCore
 
 /// `ExchangeSession` on the host clock it is given. Its sessions on the simulated air, resets
 /// included, are in `SimulatedCrowdTests`.

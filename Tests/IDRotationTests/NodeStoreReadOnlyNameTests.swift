@@ -2,6 +2,7 @@ import Foundation
 @testable import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 
 /// What `NodeStore.openReadOnly` gives SQLite on a read-only file system (tested for real, on ext4
 /// failed into read-only, by NodeReadOnlyDiskStopped): the immutable URI only when neither -wal

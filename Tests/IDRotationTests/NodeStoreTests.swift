@@ -3,6 +3,7 @@ import GRDB
 import IDRotation
 import Testing
 import TestTiers
+import TracerCore
 
 @Suite(.tags(.unit)) struct NodeStoreTests {
     @Test func createsAPrivateFileInAPrivateDirectoryInWALMode() throws {

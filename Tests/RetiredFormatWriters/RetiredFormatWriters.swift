@@ -1,5 +1,4 @@
 import Crypto
-import IDRotation
 import PositiveListFormat
 import TracerCore
 

@@ -1,5 +1,4 @@
 import BLEHost
-import IDRotation
 import TracerCore
 
 /// What the node remembers about nearby advertisers: which address belongs to which learned id,

@@ -1,5 +1,4 @@
 import BLEHost
-import IDRotation
 
 /// A write of a peer's id to our Tracer service, with the link it came on.
 public struct PeerWriteEvent: Sendable {

@@ -1,4 +1,3 @@
-import IDRotation
 import TracerCore
 
 /// Everything one exposure check found, as printed by `tracer check --json` and kept in the

@@ -1,4 +1,3 @@
-import IDRotation
 import PositiveListFormat
 import TracerCore
 

@@ -1,6 +1,5 @@
 import CurlHTTP
 import Foundation
-import IDRotation
 import TracerCore
 
 /// Why the positive list could not be brought up to date. The previous good list, if any, is

@@ -1,6 +1,5 @@
 import Dispatch
 import Foundation
-import IDRotation
 import PositiveListFormat
 import Synchronization
 import TracerCore

@@ -1,4 +1,3 @@
-import IDRotation
 
 /// The peer ids this node logged, in a compact open-addressing hash table built for one task:
 /// answering "did we meet this id?" for millions of listed ids as fast as memory allows.

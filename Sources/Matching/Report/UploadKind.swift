@@ -1,4 +1,3 @@
-import IDRotation
 import PositiveListFormat
 
 /// What a diagnosed person uploads (issue 13): the ids their node broadcast, or the daily keys

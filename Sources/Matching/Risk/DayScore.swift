@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import TracerCore
 
 /// What one day's matched encounters look like, window by window: the figures a day's score can

@@ -1,4 +1,3 @@
-import IDRotation
 
 // The submission rules as a configuration sets them. Apart from the rules themselves so that the
 // request decoders and their checks build without the rest of the server (scripts/fuzz).

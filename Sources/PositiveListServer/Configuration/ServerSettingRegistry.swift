@@ -1,6 +1,6 @@
 import Foundation
-import IDRotation
 import Settings
+import TracerCore
 
 /// Every setting of the server's configuration file. Adding a setting is one row here plus its
 /// `ServerConfiguration` property (which holds the default); the file reader, its checks and

@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import TracerCore
 
 /// The console's HTML: plain server-rendered pages with one stylesheet and no scripts, so they

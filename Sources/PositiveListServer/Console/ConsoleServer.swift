@@ -4,7 +4,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdCore
-import IDRotation
 import Logging
 import NIOCore
 import TracerCore

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import IDRotation
 import TracerCore
 
 /// What a page shows once after a POST, so that the POST can redirect (a reload then repeats the

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import IDRotation
 import TracerCore
 
 /// The answer to a claim on the shared sign-in budget.

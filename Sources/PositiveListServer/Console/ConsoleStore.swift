@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import IDRotation
 import TracerCore
 
 /// A person who signs in to the console.

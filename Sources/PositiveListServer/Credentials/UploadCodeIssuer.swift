@@ -1,4 +1,3 @@
-import IDRotation
 import TracerCore
 
 /// An upload code just made: the only moment the code itself exists outside the person's hands.

@@ -1,4 +1,3 @@
-import IDRotation
 import TracerCore
 
 /// Counts failed credential attempts per client address over a sliding minute; past the limit

@@ -2,7 +2,6 @@ import Crypto
 import Foundation
 import HTTPTypes
 import Hummingbird
-import IDRotation
 import Logging
 import PositiveListFormat
 import TracerCore

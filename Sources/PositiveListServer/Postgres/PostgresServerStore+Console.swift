@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import TracerCore
 
 extension PostgresSchema {

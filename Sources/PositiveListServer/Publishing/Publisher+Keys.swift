@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import IDRotation
 import PositiveListFormat
 import TracerCore
 

@@ -1,6 +1,5 @@
 import Crypto
 import Foundation
-import IDRotation
 import Logging
 import PositiveListFormat
 import TracerCore

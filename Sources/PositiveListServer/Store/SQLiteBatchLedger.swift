@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import IDRotation
 import PositiveListFormat
 import TracerCore
 

@@ -1,5 +1,4 @@
 import GRDB
-import IDRotation
 import PositiveListFormat
 import TracerCore
 

@@ -1,6 +1,5 @@
 import Foundation
 import GRDB
-import IDRotation
 import TracerCore
 
 /// What the store knows about a presented upload code.

@@ -1,4 +1,3 @@
-import IDRotation
 import TracerCore
 
 /// Why a key history was refused. Positions are 0-based indexes into `keys`; keys are never

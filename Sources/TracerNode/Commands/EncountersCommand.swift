@@ -1,7 +1,7 @@
+import IDRotation
 import Settings
 import ArgumentParser
 import Foundation
-import IDRotation
 
 struct EncountersCommand: ParsableCommand {
     static let configuration = CommandConfiguration(

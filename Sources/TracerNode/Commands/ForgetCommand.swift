@@ -1,8 +1,8 @@
 import ArgumentParser
 import Foundation
-import IDRotation
 #if canImport(Glibc)
 import Glibc
+import IDRotation
 #endif
 
 struct ForgetCommand: ParsableCommand {

@@ -1,6 +1,6 @@
+import IDRotation
 import Settings
 import ArgumentParser
-import IDRotation
 import TracerCore
 
 struct IDsCommand: ParsableCommand {

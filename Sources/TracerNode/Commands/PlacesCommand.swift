@@ -1,7 +1,7 @@
+import IDRotation
 import Settings
 import ArgumentParser
 import Foundation
-import IDRotation
 import Places
 #if canImport(Glibc)
 import Glibc

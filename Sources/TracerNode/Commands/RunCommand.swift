@@ -2,7 +2,6 @@ import ArgumentParser
 import Dispatch
 import Foundation
 import GATTExchange
-import IDRotation
 import Logging
 
 struct RunCommand: AsyncParsableCommand {

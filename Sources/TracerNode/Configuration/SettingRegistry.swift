@@ -6,6 +6,7 @@ import Logging
 import Matching
 import Places
 import Settings
+import TracerCore
 import TransparencyLog
 
 /// Every setting the node reads. Adding a setting is one entry here plus its `NodeSettings`

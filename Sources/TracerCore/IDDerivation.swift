@@ -1,7 +1,6 @@
 import Crypto
 import _CryptoExtras
 import Foundation
-import TracerCore
 
 /// How userIds follow from a daily key: the one definition that the node (when it rotates) and
 /// matching (when it expands a published key) both use. docs/daily-keys.md is the specification

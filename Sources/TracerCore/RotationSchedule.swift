@@ -1,4 +1,3 @@
-import TracerCore
 /// The validity window of one userId: [start, end) in Unix seconds.
 public struct IDWindow: Hashable, Comparable, Sendable, Codable {
     public let start: UnixSeconds
