@@ -46,6 +46,9 @@ let package = Package(
         // deadline on the caller's clock), each with its cancellation handled once. The standard
         // library only, so that the host stack and the server both depend on it.
         .target(name: "Waits"),
+        // What the node's and the server's SQLite stores share, on GRDB: reading an SQLite error
+        // as the condition a user can act on, and probing a file before a store takes it.
+        .target(name: "SQLiteSupport", dependencies: [.product(name: "GRDB", package: "GRDB.swift")]),
         // Identity and the node's local record: userIds, their daily keys and rotation, and the SQLite store.
         .target(
             name: "IDRotation",
@@ -56,6 +59,7 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+                "SQLiteSupport",
             ]
         ),
         // Where the node is, for the place recorded with each encounter: a gpsd client (its JSON
@@ -125,7 +129,7 @@ let package = Package(
         .target(
             name: "PositiveListServer",
             dependencies: [
-                "IDRotation", "PositiveListFormat", "CLibPQ",
+                "PositiveListFormat", "CLibPQ", "SQLiteSupport",
                 "ObjectStore", "TracerCore", "Settings", "TransparencyLog", "Waits",
                 // The log's requests to witnesses (tlog-witness), through the one HTTP client.
                 "CurlHTTP",

@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 #if canImport(Glibc)
 import Glibc
+import SQLiteSupport
 #endif
 
 /// The node's SQLite database: its own id history, the daily keys its ids derive from, and the

@@ -5,8 +5,8 @@ import TracerCore
 /// How long the node keeps what it records.
 public struct RetentionPolicy: Sendable, Equatable {
     public static let defaultDays = 28
-    /// The promise made to users: nothing recorded is kept longer than this.
-    public static let maximumDays = 28
+    /// The promise made to users (``RetentionPromise``): nothing recorded is kept longer.
+    public static let maximumDays = RetentionPromise.maximumDays
 
     public let encounterDays: Int
     public let ownIDDays: Int

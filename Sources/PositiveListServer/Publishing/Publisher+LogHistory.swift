@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import PositiveListFormat
 import TracerCore
 import TransparencyLog
@@ -55,13 +54,13 @@ enum ListLogHistoryError: Error, Sendable, CustomStringConvertible {
 ///
 /// A node starting afresh (`LogFollower.start` in Matching) fetches entry bundles from the newest
 /// backwards and stops at the first *full* bundle holding no live entry by its own cutoff `c_n`
-/// (`ListLogRetention`: its oldest kept encounter, at most `RetentionPolicy.maximumDays` ago,
+/// (`ListLogRetention`: its oldest kept encounter, at most `RetentionPromise.maximumDays` ago,
 /// less one day); the newest bundle is always taken, and so is the one that ends the walk (the
 /// root proves it). It then reads the right edge at the start of that last bundle from hash tiles
 /// of level 1 and above, and fails the update if a bundle it walks back to is missing (a cache
 /// could hide live entries with a 404, so a missing bundle is never the end of history).
 ///
-/// The server's cutoff is `c_s = now - max(retentionDays, RetentionPolicy.maximumDays) - 2 days`,
+/// The server's cutoff is `c_s = now - max(retentionDays, RetentionPromise.maximumDays) - 2 days`,
 /// and `L` is the first bundle holding an entry live at `c_s` (`ListLogEntry.isLive`, the rule the
 /// node uses). Records are not ordered in the log (a key upload published today may hold keys of
 /// 14 days ago), so bundles after `L` may hold expired entries and `L` is found by decoding
@@ -71,7 +70,7 @@ enum ListLogHistoryError: Error, Sendable, CustomStringConvertible {
 ///
 /// Why a node's walk never reaches a deleted bundle: a node starting at its time `t_n ≥ now`,
 /// with a clock at most one day behind the server's and an encounter retention of at most
-/// `RetentionPolicy.maximumDays`, has `c_n = t_n - retention - 1 day ≥ now - maximumDays - 2 days
+/// `RetentionPromise.maximumDays`, has `c_n = t_n - retention - 1 day ≥ now - maximumDays - 2 days
 /// ≥ c_s`. Every record in bundle `K` (below `L`, or `n - 1` with nothing live) ends before `c_s ≤
 /// c_n`, so it holds no entry live for the node (the server wrote them all, so they parse), and it
 /// is full (only the newest bundle `n > K` can be partial): walking back from `n`, the node stops
@@ -108,7 +107,7 @@ extension Publisher {
 
     /// Records that ended before this no longer keep their bundle.
     static func historyCutoff(now: UnixSeconds, retentionSeconds: Int64) -> UnixSeconds {
-        now - max(retentionSeconds, Int64(RetentionPolicy.maximumDays) * .secondsPerDay) - historyMarginSeconds
+        now - max(retentionSeconds, Int64(RetentionPromise.maximumDays) * .secondsPerDay) - historyMarginSeconds
     }
 
     /// Deletes the entry bundles and level-0 tiles no node can need any more, after the log step.

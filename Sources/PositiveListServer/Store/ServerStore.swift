@@ -1,7 +1,7 @@
 import Foundation
 import GRDB
-import IDRotation
 import Logging
+import SQLiteSupport
 #if canImport(Glibc)
 import Glibc
 #endif

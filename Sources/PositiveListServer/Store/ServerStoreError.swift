@@ -1,5 +1,5 @@
 import GRDB
-import IDRotation
+import SQLiteSupport
 
 /// Failures of the server's database, each with what the operator can do next.
 public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
