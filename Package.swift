@@ -113,17 +113,29 @@ let package = Package(
         // library like SQLite and curl: it adds no Swift package, and so no BoringSSL or
         // NIO-SSL compile to a clean 2-core CI build (postgres-nio would add several minutes).
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        // What the server's stores promise and trade in, with no database library: the
+        // SubmissionStore and ConsoleStore protocols, their records and errors, upload codes,
+        // console password hashes and the published directory's layout the upgrade reads.
+        // Each back end and the server's upper layers depend on it; it depends on neither.
+        .target(
+            name: "ServerStorage",
+            dependencies: [
+                "PositiveListFormat", "TracerCore",
+                .product(name: "Crypto", package: "swift-crypto"),
+                // Scrypt, for the console's passwords.
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The positive list server: authorities, upload codes, submissions, publication, HTTP API.
         .target(
             name: "PositiveListServer",
             dependencies: [
-                "IDRotation", "PositiveListFormat", "CLibPQ",
+                "ServerStorage", "IDRotation", "PositiveListFormat", "CLibPQ",
                 "ObjectStore", "TracerCore", "Settings", "TransparencyLog", "Waits",
                 // The log's requests to witnesses (tlog-witness), through the one HTTP client.
                 "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
-                // Scrypt, for the console's passwords.
-                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -136,7 +148,7 @@ let package = Package(
         .executableTarget(
             name: "TracerServer",
             dependencies: [
-                "PositiveListServer", "PositiveListFormat", "CommandLineMain",
+                "PositiveListServer", "ServerStorage", "PositiveListFormat", "CommandLineMain",
                 "ObjectStore", "Settings", "TracerCore", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -184,7 +196,7 @@ let package = Package(
         .executableTarget(
             name: "TracerBench",
             dependencies: [
-                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
+                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "ServerStorage", "PositiveListFormat", "TracerTestSupport",
                 "ObjectStore", "ExposureReplay", "Places", "TracerCore", "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
@@ -232,7 +244,7 @@ let package = Package(
         .testTarget(
             name: "PositiveListServerTests",
             dependencies: [
-                "PositiveListServer", "PositiveListFormat", "IDRotation", "TracerTestSupport",
+                "PositiveListServer", "ServerStorage", "PositiveListFormat", "IDRotation", "TracerTestSupport",
                 "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

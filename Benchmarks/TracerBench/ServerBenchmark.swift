@@ -4,6 +4,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import ServerStorage
 import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import PositiveListServer
+import ServerStorage
 import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)

@@ -6,6 +6,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import ServerStorage
 import TracerCore
 import TransparencyLog
 

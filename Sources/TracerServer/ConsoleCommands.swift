@@ -4,6 +4,7 @@ import IDRotation
 import PositiveListServer
 #if canImport(Glibc)
 import Glibc
+import ServerStorage
 import TracerCore
 #endif
 

@@ -5,6 +5,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import ServerStorage
 import TracerCore
 
 struct TracerServerCommand: AsyncParsableCommand {

@@ -6,6 +6,7 @@ import HummingbirdTesting
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 import TracerCore

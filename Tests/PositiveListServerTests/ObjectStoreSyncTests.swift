@@ -6,6 +6,7 @@ import Matching
 import ObjectStore
 import PositiveListFormat
 @testable import PositiveListServer
+import ServerStorage
 import Synchronization
 import Testing
 import TestTiers

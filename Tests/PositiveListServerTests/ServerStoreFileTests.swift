@@ -2,6 +2,7 @@ import Foundation
 import GRDB
 import IDRotation
 import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 

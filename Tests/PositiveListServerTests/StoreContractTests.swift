@@ -3,6 +3,7 @@ import GRDB
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 import TracerCore

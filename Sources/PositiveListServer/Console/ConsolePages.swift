@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import ServerStorage
 import TracerCore
 
 /// The console's HTML: plain server-rendered pages with one stylesheet and no scripts, so they

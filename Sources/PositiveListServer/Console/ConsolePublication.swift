@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 import TransparencyLog
 

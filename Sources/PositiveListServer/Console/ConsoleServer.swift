@@ -7,6 +7,7 @@ import HummingbirdCore
 import IDRotation
 import Logging
 import NIOCore
+import ServerStorage
 import TracerCore
 
 /// The staff's web console on its own listener (`console.listen`): sign-in, issuing and

@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import IDRotation
+import ServerStorage
 import TracerCore
 
 /// What a page shows once after a POST, so that the POST can redirect (a reload then repeats the

@@ -1,4 +1,5 @@
 import IDRotation
+import ServerStorage
 import TracerCore
 
 /// An upload code just made: the only moment the code itself exists outside the person's hands.

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import ObjectStore
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// The steps of a sync after which a test may inject a crash.

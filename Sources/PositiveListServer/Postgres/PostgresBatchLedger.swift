@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// The batch lifecycle on PostgreSQL, written once for ids and daily keys: a pending member (an

@@ -1,4 +1,5 @@
 import Dispatch
+import ServerStorage
 import Synchronization
 
 /// A few PostgreSQL connections, each with its own serial queue: libpq blocks, so its calls run

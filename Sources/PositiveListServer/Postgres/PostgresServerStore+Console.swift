@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import ServerStorage
 import TracerCore
 
 extension PostgresSchema {

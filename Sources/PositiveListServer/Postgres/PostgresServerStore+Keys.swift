@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// Daily keys on PostgreSQL: ``ServerStore``'s key table and key batches, with the id store's

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import Logging
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// The server's data in a PostgreSQL database, for several `serve` instances behind one load

@@ -1,5 +1,6 @@
 import Foundation
 import Logging
+import ServerStorage
 import ServiceLifecycle
 
 /// The one owner of publication in a running server. Publishes once at start (which also

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import IDRotation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// The key side of publication, set by the authority in the server configuration.

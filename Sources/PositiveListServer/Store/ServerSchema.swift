@@ -1,6 +1,7 @@
 import GRDB
 import IDRotation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// The server database's schema as ordered migrations; a released step never changes.

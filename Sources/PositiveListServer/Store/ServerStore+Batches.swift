@@ -2,63 +2,8 @@ import Foundation
 import GRDB
 import IDRotation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
-
-/// Ids accepted since the last batch, sorted by id, and what a batch of them records.
-public struct PendingEntries: Sendable {
-    public let entries: [PositiveListEntry]
-    /// The newest submission these entries come from: the batch's `lastSubmission`.
-    public let lastSubmission: Int64
-    /// Submissions whose stored ids could not be read: not published, and kept aside for the
-    /// authority (the publisher reports them). Only a store that keeps an upload's ids in one
-    /// blob can find any; PostgreSQL keeps one row per id and never does.
-    public let damagedSubmissions: [Int64]
-    /// Accepted ids not handed over because some are still valid, or were until the clock-skew
-    /// allowance ago (they wait for a later publication).
-    public let waitingIDs: Int
-    /// The least `dueBy` at which the first waiting id would be handed over (its submission's
-    /// latest `validUntil` on SQLite; the earliest waiting id's on PostgreSQL, which publishes
-    /// per id); nil when none waits. The scheduler wakes then rather than at its hourly tick.
-    public let nextDueBy: UnixSeconds?
-    /// SQLite's watermark when these were read: its ``ServerStore/recordBatch(_:publishing:)``
-    /// refuses once another publisher moved it. Nil from PostgreSQL, which checks the ids.
-    let sqliteWatermark: Int64?
-
-    init(
-        entries: [PositiveListEntry], lastSubmission: Int64, damagedSubmissions: [Int64] = [], waitingIDs: Int, nextDueBy: UnixSeconds?,
-        sqliteWatermark: Int64? = nil
-    ) {
-        self.entries = entries
-        self.lastSubmission = lastSubmission
-        self.damagedSubmissions = damagedSubmissions
-        self.waitingIDs = waitingIDs
-        self.nextDueBy = nextDueBy
-        self.sqliteWatermark = sqliteWatermark
-    }
-}
-
-/// A published batch as the database records it.
-public struct BatchRecord: Sendable, Equatable {
-    public let number: UInt64
-    public let timeRange: PublishedTimeRange
-    public let idCount: Int
-    public let lastSubmission: Int64
-    public let publishedAt: UnixSeconds
-}
-
-/// Counts for `tracer-server status`.
-public struct StoreSummary: Sendable, Equatable {
-    public let submissions: Int
-    public let storedIDs: Int
-    public let unpublishedIDs: Int
-    public let liveBatches: Int
-    public let lastPublishedAt: UnixSeconds?
-    public let openUploadCodes: Int
-    /// Keys pending or in live key batches, real ones only.
-    public let storedKeys: Int
-    public let unpublishedKeys: Int
-    public let liveKeyBatches: Int
-}
 
 extension ServerStore {
     /// Pending ids after the last batch whose windows end after `cutoff`, sorted by id: those of

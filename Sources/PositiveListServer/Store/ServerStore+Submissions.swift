@@ -2,62 +2,8 @@ import Foundation
 import GRDB
 import IDRotation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
-
-/// Who is appending a history.
-public enum SubmissionCredential: Sendable, Equatable {
-    case authority(name: String)
-    case uploadCode(UploadCode)
-
-    var isUploadCode: Bool {
-        if case .uploadCode = self { return true }
-        return false
-    }
-
-    /// Idempotency keys are scoped per credential, so two clients cannot collide on a key.
-    var idempotencyScope: String {
-        switch self {
-        case .authority(let name): return "authority:" + name
-        case .uploadCode(let code): return "code:" + Hex.encode(code.digest)
-        }
-    }
-}
-
-/// A client's `Idempotency-Key` and a digest of the request body it came with.
-public struct IdempotencyKey: Sendable, Equatable {
-    public static let maximumLength = 200
-
-    public let key: String
-    public let requestDigest: [UInt8]
-
-    public init(key: String, requestDigest: [UInt8]) {
-        self.key = key
-        self.requestDigest = requestDigest
-    }
-}
-
-/// An accepted submission: how many ids it carried and how many were new.
-public struct SubmissionReceipt: Sendable, Equatable, Codable {
-    public let submission: Int64
-    public let received: Int
-    public let stored: Int
-}
-
-public enum SubmissionOutcome: Sendable, Equatable {
-    case stored(SubmissionReceipt)
-    /// The same request was accepted before under this idempotency key: nothing new was stored.
-    case replayed(SubmissionReceipt)
-    case refused(SubmissionRefusal)
-}
-
-/// Reasons the store itself refuses an otherwise valid history; nothing is stored.
-public enum SubmissionRefusal: Sendable, Equatable {
-    case unknownCode
-    case expiredCode
-    case revokedCode
-    case usedCode
-    case idempotencyKeyReused
-}
 
 extension ServerStore {
     /// Stores `entries` (already validated) in one transaction: the ids, the audit row, the use

@@ -4,6 +4,7 @@ import IDRotation
 import Logging
 #if canImport(Glibc)
 import Glibc
+import ServerStorage
 #endif
 
 /// The server's SQLite database: submissions, upload codes, idempotency keys, the ids waiting

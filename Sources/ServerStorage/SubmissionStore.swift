@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import PositiveListFormat
 import TracerCore
 
@@ -122,51 +121,26 @@ public struct ConnectionPoolUsage: Sendable, Equatable {
     public var size: Int
     public var idle: Int
     public var waiting: Int
+
+    package init(size: Int, idle: Int, waiting: Int) {
+        self.size = size
+        self.idle = idle
+        self.waiting = waiting
+    }
 }
 
 /// A day and interval some unpublished keys have (their due time depends on both).
 public struct HeldKeyDay: Sendable, Hashable {
     public let day: UTCDay
     public let intervalSeconds: Int64
+
+    package init(day: UTCDay, intervalSeconds: Int64) {
+        self.day = day
+        self.intervalSeconds = intervalSeconds
+    }
 }
 
 /// The right to publish, held until ``release()``.
 public protocol PublicationLock: Sendable {
     func release() async
-}
-
-extension ServerStore: SubmissionStore {
-    public var connectionPoolUsage: ConnectionPoolUsage? { nil }
-
-    public func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool {
-        // Only this store's pendingEntries make entries with a watermark; any other is a programming
-        // error, which must not read as "another publisher was first".
-        guard let watermark = pending.sqliteWatermark else { preconditionFailure("PendingEntries not read from this SQLite store") }
-        return try await recordBatch(batch, entries: pending.entries, expectedWatermark: watermark, quarantining: pending.damagedSubmissions)
-    }
-
-    /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a
-    /// `tracer-server publish` run never interleave; waits for the other one to finish.
-    public func lockPublication() async throws(PublishError) -> any PublicationLock {
-        try FilePublicationLock.take(path: publicationLockPath)
-    }
-}
-
-/// ``PublishLock`` as a ``PublicationLock``.
-///
-/// `@unchecked Sendable` is safe: the lock is only created, then released once by the publisher
-/// that holds it; `PublishLock` has no mutable state (its descriptor is a constant).
-final class FilePublicationLock: PublicationLock, @unchecked Sendable {
-    private var lock: PublishLock?
-    init(_ lock: PublishLock) { self.lock = lock }
-    func release() async { lock = nil }
-
-    /// Waits for the lock file at `path`.
-    static func take(path: String) throws(PublishError) -> FilePublicationLock {
-        do {
-            return FilePublicationLock(try PublishLock(path: path))
-        } catch {
-            throw .file(error)
-        }
-    }
 }

@@ -1,13 +1,10 @@
-import GRDB
-import IDRotation
-
 /// Failures of the server's database, each with what the operator can do next.
 public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
     /// What a client refused because the database is unavailable is told to wait (Retry-After):
     /// the PostgreSQL pool tries to connect again at most this long after a failure
     /// (`ReconnectGate`), and a busy SQLite file clears far sooner, so a client told to wait a
     /// minute would only wait longer than the server needs.
-    static let retryAfterSeconds = 10
+    package static let retryAfterSeconds = 10
 
     case cannotCreateFile(path: String, reason: String)
     case notAServerDatabase(path: String)
@@ -54,21 +51,6 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
             return "\(error); \(next)."
         case .newerPostgresSchema(let version, let known):
             return "The PostgreSQL database has schema version \(version), written by a newer tracer-server (this one knows up to \(known)); upgrade tracer-server. Nothing was changed."
-        }
-    }
-
-    init(_ error: any Error, path: String) {
-        if let storeError = error as? ServerStoreError {
-            self = storeError
-            return
-        }
-        switch SQLiteFailure(error) {
-        case .notADatabase: self = .notAServerDatabase(path: path)
-        case .busy: self = .busy(path: path)
-        case .readOnly: self = .readOnly(path: path)
-        case .diskFull: self = .diskFull(path: path)
-        case .cannotOpen(let detail): self = .cannotCreateFile(path: path, reason: detail)
-        case .damaged(let detail), .other(let detail): self = .sqlite(path: path, detail: detail)
         }
     }
 }

@@ -1,0 +1,40 @@
+import Foundation
+import PositiveListFormat
+import ServerStorage
+import TracerCore
+
+extension ServerStore: SubmissionStore {
+    public var connectionPoolUsage: ConnectionPoolUsage? { nil }
+
+    public func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool {
+        // Only this store's pendingEntries make entries with a watermark; any other is a programming
+        // error, which must not read as "another publisher was first".
+        guard let watermark = pending.sqliteWatermark else { preconditionFailure("PendingEntries not read from this SQLite store") }
+        return try await recordBatch(batch, entries: pending.entries, expectedWatermark: watermark, quarantining: pending.damagedSubmissions)
+    }
+
+    /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a
+    /// `tracer-server publish` run never interleave; waits for the other one to finish.
+    public func lockPublication() async throws(PublishError) -> any PublicationLock {
+        try FilePublicationLock.take(path: publicationLockPath)
+    }
+}
+
+/// ``PublishLock`` as a ``PublicationLock``.
+///
+/// `@unchecked Sendable` is safe: the lock is only created, then released once by the publisher
+/// that holds it; `PublishLock` has no mutable state (its descriptor is a constant).
+final class FilePublicationLock: PublicationLock, @unchecked Sendable {
+    private var lock: PublishLock?
+    init(_ lock: PublishLock) { self.lock = lock }
+    func release() async { lock = nil }
+
+    /// Waits for the lock file at `path`.
+    static func take(path: String) throws(PublishError) -> FilePublicationLock {
+        do {
+            return FilePublicationLock(try PublishLock(path: path))
+        } catch {
+            throw .file(error)
+        }
+    }
+}
