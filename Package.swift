@@ -127,11 +127,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The server's PostgreSQL store (several `serve` instances sharing one database), on
+        // libpq; its connection, pool and rows stay inside it.
+        .target(
+            name: "PostgresServerStore",
+            dependencies: [
+                "ServerStorage", "CLibPQ", "IDRotation", "PositiveListFormat", "TracerCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         // The positive list server: authorities, upload codes, submissions, publication, HTTP API.
         .target(
             name: "PositiveListServer",
             dependencies: [
-                "ServerStorage", "IDRotation", "PositiveListFormat", "CLibPQ",
+                "ServerStorage", "PostgresServerStore", "IDRotation", "PositiveListFormat",
                 "ObjectStore", "TracerCore", "Settings", "TransparencyLog", "Waits",
                 // The log's requests to witnesses (tlog-witness), through the one HTTP client.
                 "CurlHTTP",
@@ -148,7 +157,7 @@ let package = Package(
         .executableTarget(
             name: "TracerServer",
             dependencies: [
-                "PositiveListServer", "ServerStorage", "PositiveListFormat", "CommandLineMain",
+                "PositiveListServer", "ServerStorage", "PostgresServerStore", "PositiveListFormat", "CommandLineMain",
                 "ObjectStore", "Settings", "TracerCore", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -196,7 +205,7 @@ let package = Package(
         .executableTarget(
             name: "TracerBench",
             dependencies: [
-                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "ServerStorage", "PositiveListFormat", "TracerTestSupport",
+                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "ServerStorage", "PostgresServerStore", "PositiveListFormat", "TracerTestSupport",
                 "ObjectStore", "ExposureReplay", "Places", "TracerCore", "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
@@ -244,7 +253,7 @@ let package = Package(
         .testTarget(
             name: "PositiveListServerTests",
             dependencies: [
-                "PositiveListServer", "ServerStorage", "PositiveListFormat", "IDRotation", "TracerTestSupport",
+                "PositiveListServer", "ServerStorage", "PostgresServerStore", "PositiveListFormat", "IDRotation", "TracerTestSupport",
                 "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import PositiveListServer
+import PostgresServerStore
 import ServerStorage
 import TracerCore
 import TracerTestSupport

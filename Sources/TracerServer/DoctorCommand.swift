@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import PositiveListServer
+import PostgresServerStore
 import TracerCore
 
 /// `tracer-server doctor`: checks what the server needs before `serve` and `sync`, one line each.

@@ -5,6 +5,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import PostgresServerStore
 import ServerStorage
 import TracerCore
 

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 @testable import PositiveListServer
+import PostgresServerStore
 import ServerStorage
 import Testing
 import TestTiers

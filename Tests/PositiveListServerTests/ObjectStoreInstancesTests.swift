@@ -3,6 +3,7 @@ import IDRotation
 import ObjectStore
 import PositiveListFormat
 @testable import PositiveListServer
+import PostgresServerStore
 import ServerStorage
 import Testing
 import TestTiers

@@ -3,6 +3,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
+@testable import PostgresServerStore
 import ServerStorage
 import Synchronization
 import Testing

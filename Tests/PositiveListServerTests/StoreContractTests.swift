@@ -3,6 +3,7 @@ import GRDB
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
+@testable import PostgresServerStore
 import ServerStorage
 import Testing
 import TestTiers

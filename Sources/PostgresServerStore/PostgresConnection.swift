@@ -5,7 +5,7 @@ import TracerCore
 
 /// A statement parameter. Integers, booleans and text go as text (the server parses them);
 /// bytes go in binary, as bytea.
-public enum PostgresValue: Sendable {
+enum PostgresValue: Sendable {
     case null
     case int(Int64)
     case bool(Bool)
@@ -41,41 +41,41 @@ public enum PostgresValue: Sendable {
 
 /// The rows of a statement, as PostgreSQL's text forms (NULL is nil), and how many rows a
 /// command changed.
-public struct PostgresRows: Sendable {
-    public let rows: [[String?]]
-    public let affectedRowCount: Int
+struct PostgresRows: Sendable {
+    let rows: [[String?]]
+    let affectedRowCount: Int
 
-    public var first: PostgresRow? { rows.first.map(PostgresRow.init) }
-    public var all: [PostgresRow] { rows.map(PostgresRow.init) }
+    var first: PostgresRow? { rows.first.map(PostgresRow.init) }
+    var all: [PostgresRow] { rows.map(PostgresRow.init) }
 }
 
 /// One row, read by column position.
-public struct PostgresRow: Sendable {
-    public let cells: [String?]
+struct PostgresRow: Sendable {
+    let cells: [String?]
 
-    public func isNull(_ column: Int) -> Bool { cells[column] == nil }
+    func isNull(_ column: Int) -> Bool { cells[column] == nil }
 
-    public func int(_ column: Int) throws(PostgresError) -> Int64 {
+    func int(_ column: Int) throws(PostgresError) -> Int64 {
         guard let text = cells[column], let value = Int64(text) else { throw unexpected(column, "an integer") }
         return value
     }
 
-    public func optionalInt(_ column: Int) throws(PostgresError) -> Int64? {
+    func optionalInt(_ column: Int) throws(PostgresError) -> Int64? {
         cells[column] == nil ? nil : try int(column)
     }
 
-    public func string(_ column: Int) throws(PostgresError) -> String {
+    func string(_ column: Int) throws(PostgresError) -> String {
         guard let text = cells[column] else { throw unexpected(column, "text") }
         return text
     }
 
-    public func bool(_ column: Int) throws(PostgresError) -> Bool {
+    func bool(_ column: Int) throws(PostgresError) -> Bool {
         guard let text = cells[column], text == "t" || text == "f" else { throw unexpected(column, "a boolean") }
         return text == "t"
     }
 
     /// A bytea column in its text form, `\x` followed by hexadecimal digits.
-    public func bytes(_ column: Int) throws(PostgresError) -> [UInt8] {
+    func bytes(_ column: Int) throws(PostgresError) -> [UInt8] {
         guard let text = cells[column], text.hasPrefix("\\x"), let bytes = Hex.decode(String(text.dropFirst(2))) else {
             throw unexpected(column, "bytea")
         }
@@ -90,13 +90,13 @@ public struct PostgresRow: Sendable {
 /// One libpq connection. Its calls block, so it is used from one thread at a time, never from
 /// Swift's cooperative pool: ``PostgresConnectionPool`` runs each use on the connection's own
 /// serial queue.
-public final class PostgresConnection {
+final class PostgresConnection {
     private let handle: OpaquePointer
 
     /// Connects with `settings`: libpq keywords and values (`dbname` may be a
     /// `postgresql://` URL, which libpq expands). A password goes in its own `password` entry,
     /// so that it is never part of a URL that could be logged.
-    public init(settings: [(String, String)]) throws(PostgresError) {
+    init(settings: [(String, String)]) throws(PostgresError) {
         let keywords = settings.map { strdup($0.0) } + [nil]
         let values = settings.map { strdup($0.1) } + [nil]
         defer {
@@ -122,11 +122,11 @@ public final class PostgresConnection {
     deinit { PQfinish(handle) }
 
     /// False once the connection broke; the pool then opens a new one.
-    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
 
     /// Runs `sql` with `$1`, `$2`… bound to `parameters` (never spliced into the text).
     @discardableResult
-    public func exec(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
+    func exec(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
         let texts = parameters.map { $0.textForm.map { strdup($0) } ?? nil }
         defer { texts.forEach { free($0) } }
         let binaries: [[UInt8]?] = parameters.map { if case .bytes(let bytes) = $0 { bytes } else { nil } }
@@ -177,7 +177,7 @@ public final class PostgresConnection {
     }
 
     /// Runs a script of several statements without parameters (a migration step).
-    public func execScript(_ sql: String) throws(PostgresError) {
+    func execScript(_ sql: String) throws(PostgresError) {
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         guard PQresultStatus(result) == PGRES_COMMAND_OK || PQresultStatus(result) == PGRES_TUPLES_OK else {
@@ -189,7 +189,7 @@ public final class PostgresConnection {
 
     /// Runs `body` in one transaction at `isolation`, committing when it returns and rolling
     /// back when it throws.
-    public func transaction<T>(_ isolation: String = "READ COMMITTED", _ body: (PostgresConnection) throws -> T) throws -> T {
+    func transaction<T>(_ isolation: String = "READ COMMITTED", _ body: (PostgresConnection) throws -> T) throws -> T {
         do throws(PostgresError) {
             try exec("BEGIN ISOLATION LEVEL " + isolation)
         } catch where error.isConnectionFailure {
