@@ -136,17 +136,27 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The server's SQLite store (one file, the default), on GRDB: its schema and migrations,
+        // batch ledger, in-memory indexes of pending and published ids, console tables and the
+        // data directory's publication lock file.
+        .target(
+            name: "SQLiteServerStore",
+            dependencies: [
+                "ServerStorage", "IDRotation", "PositiveListFormat", "TracerCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
         // The positive list server: authorities, upload codes, submissions, publication, HTTP API.
         .target(
             name: "PositiveListServer",
             dependencies: [
-                "ServerStorage", "PostgresServerStore", "IDRotation", "PositiveListFormat",
+                "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "IDRotation", "PositiveListFormat",
                 "ObjectStore", "TracerCore", "Settings", "TransparencyLog", "Waits",
                 // The log's requests to witnesses (tlog-witness), through the one HTTP client.
                 "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
-                .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // The metrics listener's registry and exposition (`metrics` in the configuration).
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -157,7 +167,7 @@ let package = Package(
         .executableTarget(
             name: "TracerServer",
             dependencies: [
-                "PositiveListServer", "ServerStorage", "PostgresServerStore", "PositiveListFormat", "CommandLineMain",
+                "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "CommandLineMain",
                 "ObjectStore", "Settings", "TracerCore", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -205,7 +215,7 @@ let package = Package(
         .executableTarget(
             name: "TracerBench",
             dependencies: [
-                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "ServerStorage", "PostgresServerStore", "PositiveListFormat", "TracerTestSupport",
+                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "TracerTestSupport",
                 "ObjectStore", "ExposureReplay", "Places", "TracerCore", "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
@@ -253,7 +263,7 @@ let package = Package(
         .testTarget(
             name: "PositiveListServerTests",
             dependencies: [
-                "PositiveListServer", "ServerStorage", "PostgresServerStore", "PositiveListFormat", "IDRotation", "TracerTestSupport",
+                "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "IDRotation", "TracerTestSupport",
                 "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

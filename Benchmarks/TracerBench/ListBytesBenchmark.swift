@@ -3,6 +3,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import SQLiteServerStore
 import Synchronization
 import TracerCore
 

@@ -1,5 +1,6 @@
 import Foundation
 import IDRotation
+import SQLiteServerStore
 import Synchronization
 import Logging
 import Matching

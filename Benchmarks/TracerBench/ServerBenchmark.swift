@@ -5,6 +5,7 @@ import Logging
 import PositiveListFormat
 import PositiveListServer
 import ServerStorage
+import SQLiteServerStore
 import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)

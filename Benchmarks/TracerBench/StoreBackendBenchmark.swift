@@ -4,6 +4,7 @@ import PositiveListFormat
 import PositiveListServer
 import PostgresServerStore
 import ServerStorage
+import SQLiteServerStore
 import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)

@@ -23,6 +23,9 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
     case postgres(PostgresError)
     /// The PostgreSQL database's schema has steps this tracer-server does not know.
     case newerPostgresSchema(version: Int, known: Int)
+    /// A store was asked to record a batch of pending entries it did not read (``PendingRead``):
+    /// a bug, which must not read as "another publisher was first".
+    case pendingEntriesReadElsewhere
 
     public var description: String {
         switch self {
@@ -51,6 +54,8 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
             return "\(error); \(next)."
         case .newerPostgresSchema(let version, let known):
             return "The PostgreSQL database has schema version \(version), written by a newer tracer-server (this one knows up to \(known)); upgrade tracer-server. Nothing was changed."
+        case .pendingEntriesReadElsewhere:
+            return "The database was asked to record a batch of pending ids that were not read from it, so nothing was recorded. This is a bug in tracer-server; please report it with the server's log."
         }
     }
 }

@@ -106,20 +106,37 @@ public struct PendingEntries: Sendable {
     /// latest `validUntil` on SQLite; the earliest waiting id's on PostgreSQL, which publishes
     /// per id); nil when none waits. The scheduler wakes then rather than at its hourly tick.
     public let nextDueBy: UnixSeconds?
-    /// SQLite's watermark when these were read: its ``ServerStore/recordBatch(_:publishing:)``
-    /// refuses once another publisher moved it. Nil from PostgreSQL, which checks the ids.
-    package let sqliteWatermark: Int64?
+    /// The reading store's mark, which its `recordBatch(_:publishing:)` needs (SQLite: the
+    /// watermark it refuses to record past once another publisher moved it). Nil from
+    /// PostgreSQL, which checks the ids themselves when recording.
+    package let read: PendingRead?
 
     package init(
         entries: [PositiveListEntry], lastSubmission: Int64, damagedSubmissions: [Int64] = [], waitingIDs: Int, nextDueBy: UnixSeconds?,
-        sqliteWatermark: Int64? = nil
+        read: PendingRead? = nil
     ) {
         self.entries = entries
         self.lastSubmission = lastSubmission
         self.damagedSubmissions = damagedSubmissions
         self.waitingIDs = waitingIDs
         self.nextDueBy = nextDueBy
-        self.sqliteWatermark = sqliteWatermark
+        self.read = read
+    }
+}
+
+/// A store's mark on the pending entries it read. `reader` is the store's own, drawn at random
+/// when it was opened and kept inside it, so entries read by another store, by the other back
+/// end, or put together by hand cannot carry it: that store refuses them with
+/// ``ServerStoreError/pendingEntriesReadElsewhere`` rather than take them for its own read or
+/// for another publisher's batch.
+package struct PendingRead: Sendable, Equatable {
+    package let reader: UInt64
+    /// What the reader saw at the read (SQLite: its submission watermark).
+    package let mark: Int64
+
+    package init(reader: UInt64, mark: Int64) {
+        self.reader = reader
+        self.mark = mark
     }
 }
 

@@ -18,9 +18,9 @@ import TracerCore
 ///
 /// What only one back end needs stays its own: the SQLite store's lock file and its in-memory
 /// index of published ids (``ServerStore/publicationLockPath``,
-/// ``ServerStore/loadPublishedIDs()``), and its watermark over pending submissions
-/// (``PendingEntries/sqliteWatermark``, moved past expired ones inside
-/// ``expireBatches(endingBy:now:)``). `StoreContractTests` runs every promise stated here on
+/// ``ServerStore/loadPublishedIDs()``), and its watermark over pending submissions (carried
+/// opaquely in ``PendingEntries`` as a ``PendingRead`` only that store resolves, moved past
+/// expired ones inside ``expireBatches(endingBy:now:)``). `StoreContractTests` runs every promise stated here on
 /// both back ends.
 public protocol SubmissionStore: Sendable {
     // Uploads and codes (HTTP API, `append`, `issue-code`).

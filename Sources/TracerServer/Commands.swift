@@ -7,6 +7,7 @@ import Logging
 import PositiveListFormat
 import PositiveListServer
 import ServerStorage
+import SQLiteServerStore
 import TracerCore
 import TransparencyLog
 

@@ -7,6 +7,7 @@ import PositiveListFormat
 import PositiveListServer
 import PostgresServerStore
 import ServerStorage
+import SQLiteServerStore
 import TracerCore
 
 struct TracerServerCommand: AsyncParsableCommand {

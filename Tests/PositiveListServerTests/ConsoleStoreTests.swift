@@ -3,6 +3,7 @@ import IDRotation
 @testable import PositiveListServer
 import PostgresServerStore
 import ServerStorage
+import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore

@@ -7,6 +7,7 @@ import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
 import ServerStorage
+@testable import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore

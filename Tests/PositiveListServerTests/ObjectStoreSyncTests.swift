@@ -7,6 +7,7 @@ import ObjectStore
 import PositiveListFormat
 @testable import PositiveListServer
 import ServerStorage
+@testable import SQLiteServerStore
 import Synchronization
 import Testing
 import TestTiers

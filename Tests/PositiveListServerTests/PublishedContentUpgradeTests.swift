@@ -6,6 +6,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 @testable import PostgresServerStore
 import ServerStorage
+@testable import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore

@@ -3,6 +3,7 @@ import GRDB
 import IDRotation
 import PositiveListServer
 import ServerStorage
+import SQLiteServerStore
 import Testing
 import TestTiers
 

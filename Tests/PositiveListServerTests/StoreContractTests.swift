@@ -5,6 +5,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 @testable import PostgresServerStore
 import ServerStorage
+@testable import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore

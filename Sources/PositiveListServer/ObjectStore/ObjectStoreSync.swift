@@ -4,6 +4,7 @@ import Logging
 import ObjectStore
 import PositiveListFormat
 import ServerStorage
+import SQLiteServerStore
 import TracerCore
 
 /// The steps of a sync after which a test may inject a crash.
@@ -102,7 +103,7 @@ public struct ObjectStoreSync: Sendable {
     ) {
         self.init(
             client: client, directory: directory,
-            lockPublication: { () async throws(PublishError) in try FilePublicationLock.take(path: lockPath) },
+            lockPublication: { () async throws(PublishError) in try ServerStore.lockPublication(path: lockPath) },
             publicKey: publicKey, logger: logger, faultInjection: faultInjection)
     }
 

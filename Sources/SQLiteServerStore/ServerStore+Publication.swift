@@ -7,16 +7,20 @@ extension ServerStore: SubmissionStore {
     public var connectionPoolUsage: ConnectionPoolUsage? { nil }
 
     public func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool {
-        // Only this store's pendingEntries make entries with a watermark; any other is a programming
-        // error, which must not read as "another publisher was first".
-        guard let watermark = pending.sqliteWatermark else { preconditionFailure("PendingEntries not read from this SQLite store") }
-        return try await recordBatch(batch, entries: pending.entries, expectedWatermark: watermark, quarantining: pending.damagedSubmissions)
+        guard let read = pending.read, read.reader == pendingReader else { throw .pendingEntriesReadElsewhere }
+        return try await recordBatch(batch, entries: pending.entries, expectedWatermark: read.mark, quarantining: pending.damagedSubmissions)
     }
 
     /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a
     /// `tracer-server publish` run never interleave; waits for the other one to finish.
     public func lockPublication() async throws(PublishError) -> any PublicationLock {
         try FilePublicationLock.take(path: publicationLockPath)
+    }
+
+    /// The lock ``lockPublication()`` takes, by its file alone: for work that publishes next to a
+    /// SQLite store without opening it (a bucket sync run without a store, ObjectStoreSync).
+    public static func lockPublication(path: String) throws(PublishError) -> any PublicationLock {
+        try FilePublicationLock.take(path: path)
     }
 }
 

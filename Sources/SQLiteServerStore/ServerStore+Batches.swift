@@ -13,7 +13,8 @@ extension ServerStore {
     /// submissions; a submission is due at most the longest window plus the clock skew after
     /// its upload.
     public func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
-        try await read { db in
+        let reader = pendingReader
+        return try await read { db in
             let watermark = try Self.watermark(db)
             var entries: [PositiveListEntry] = []
             var lastSubmission = watermark
@@ -51,7 +52,7 @@ extension ServerStore {
             for entry in entries where unique.last?.id != entry.id { unique.append(entry) }
             return PendingEntries(
                 entries: unique, lastSubmission: lastSubmission, damagedSubmissions: damaged, waitingIDs: waiting, nextDueBy: nextDueBy,
-                sqliteWatermark: watermark)
+                read: PendingRead(reader: reader, mark: watermark))
         }
     }
 
@@ -63,7 +64,7 @@ extension ServerStore {
     /// removes them from the pending ones, in one transaction; the `damaged` submissions' rows
     /// move to `damaged_pending_histories`. Refuses (returns false) when another publisher
     /// recorded a batch meanwhile, so two publishers can never both claim the same ids.
-    public func recordBatch(
+    func recordBatch(
         _ batch: BatchRecord, entries: [PositiveListEntry], expectedWatermark: Int64, quarantining damaged: [Int64] = []
     ) async throws(ServerStoreError) -> Bool {
         let content = PendingEntriesBlob.encode(entries)
