@@ -108,9 +108,9 @@ public struct ConsolePasswordLink: Sendable, Equatable {
 }
 
 /// What the console keeps: accounts, sessions, set-password links, which account issued which
-/// code, the audit log. Both stores have it (``ServerStore`` here, ``PostgresServerStore`` in
-/// PostgresServerStore+Console.swift); everything a later request relies on is in the store, so
-/// a restart, or another instance on the same PostgreSQL, sees it.
+/// code, the audit log. Both stores have it (``ServerStore`` in ServerStore+Console.swift,
+/// ``PostgresServerStore`` in PostgresServerStore+Console.swift); everything a later request
+/// relies on is in the store, so a restart, or another instance on the same PostgreSQL, sees it.
 public protocol ConsoleStore: Sendable {
     /// False when an account with that name (in any case) exists already. With `link`, the
     /// person sets their own password through it (the hash is then ``PasswordHash/unusable()``).
