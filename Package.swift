@@ -132,7 +132,7 @@ let package = Package(
         .target(
             name: "PostgresServerStore",
             dependencies: [
-                "ServerStorage", "CLibPQ", "IDRotation", "PositiveListFormat", "TracerCore",
+                "ServerStorage", "CLibPQ", "PositiveListFormat", "TracerCore",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

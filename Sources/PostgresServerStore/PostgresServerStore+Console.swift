@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import ServerStorage
 import TracerCore
 

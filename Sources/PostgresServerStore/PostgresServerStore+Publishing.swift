@@ -1,5 +1,4 @@
 import Foundation
-import IDRotation
 import PositiveListFormat
 import ServerStorage
 import TracerCore
