@@ -13,13 +13,13 @@ extension ServerStore: SubmissionStore {
 
     /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a
     /// `tracer-server publish` run never interleave; waits for the other one to finish.
-    public func lockPublication() async throws(PublishError) -> any PublicationLock {
+    public func lockPublication() async throws(PublicationLockError) -> any PublicationLock {
         try FilePublicationLock.take(path: publicationLockPath)
     }
 
     /// The lock ``lockPublication()`` takes, by its file alone: for work that publishes next to a
     /// SQLite store without opening it (a bucket sync run without a store, ObjectStoreSync).
-    public static func lockPublication(path: String) throws(PublishError) -> any PublicationLock {
+    public static func lockPublication(path: String) throws(PublicationLockError) -> any PublicationLock {
         try FilePublicationLock.take(path: path)
     }
 }
@@ -34,7 +34,7 @@ final class FilePublicationLock: PublicationLock, @unchecked Sendable {
     func release() async { lock = nil }
 
     /// Waits for the lock file at `path`.
-    static func take(path: String) throws(PublishError) -> FilePublicationLock {
+    static func take(path: String) throws(PublicationLockError) -> FilePublicationLock {
         do {
             return FilePublicationLock(try PublishLock(path: path))
         } catch {

@@ -49,9 +49,9 @@ public protocol SubmissionStore: Sendable {
     var connectionPoolUsage: ConnectionPoolUsage? { get }
 
     // Publication.
-    /// Waits for (SQLite) or takes at once (PostgreSQL: ``PublishError/anotherInstancePublishing``
+    /// Waits for (SQLite) or takes at once (PostgreSQL: ``PublicationLockError/anotherInstancePublishing``
     /// when another instance holds it) the right to publish; the publisher releases it when done.
-    func lockPublication() async throws(PublishError) -> any PublicationLock
+    func lockPublication() async throws(PublicationLockError) -> any PublicationLock
     /// The pending ids to publish, sorted by id: windows ending after `cutoff` (retention), and
     /// none valid after `dueBy` (the publication time less the clock-skew allowance); every one
     /// is handed over once `dueBy` passed its window. A store may hold back more than the ids
