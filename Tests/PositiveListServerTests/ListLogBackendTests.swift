@@ -2,7 +2,6 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
-import ServerStorage
 import Testing
 import TestTiers
 import TracerCore

@@ -1,7 +1,6 @@
 import Foundation
 import PositiveListFormat
 @testable import PositiveListServer
-import ServerStorage
 import Testing
 import TestTiers
 import TracerCore

@@ -1,7 +1,6 @@
 import Dispatch
 import Foundation
 import Logging
-import ServerStorage
 import Synchronization
 #if canImport(Glibc)
 import Glibc

@@ -1,7 +1,6 @@
 import Foundation
 import IDRotation
 import PositiveListFormat
-import ServerStorage
 import TracerCore
 import TransparencyLog
 #if canImport(Glibc)
