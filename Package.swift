@@ -125,19 +125,50 @@ let package = Package(
         // library like SQLite and curl: it adds no Swift package, and so no BoringSSL or
         // NIO-SSL compile to a clean 2-core CI build (postgres-nio would add several minutes).
         .systemLibrary(name: "CLibPQ", path: "Sources/CLibPQ", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
-        // The positive list server: authorities, upload codes, submissions, publication, HTTP API.
+        // What the server's stores promise and trade in, with no database library: the
+        // SubmissionStore and ConsoleStore protocols, their records and errors, upload codes,
+        // console password hashes and the published directory's layout the upgrade reads.
+        // Each back end and the server's upper layers depend on it; it depends on neither.
         .target(
-            name: "PositiveListServer",
+            name: "ServerStorage",
             dependencies: [
-                "PositiveListFormat", "CLibPQ", "SQLiteSupport",
-                "ObjectStore", "TracerCore", "Settings", "TransparencyLog", "Waits",
-                // The log's requests to witnesses (tlog-witness), through the one HTTP client.
-                "CurlHTTP",
+                "PositiveListFormat", "TracerCore",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // Scrypt, for the console's passwords.
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The server's PostgreSQL store (several `serve` instances sharing one database), on
+        // libpq; its connection, pool and rows stay inside it.
+        .target(
+            name: "PostgresServerStore",
+            dependencies: [
+                "ServerStorage", "CLibPQ", "PositiveListFormat", "TracerCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // The server's SQLite store (one file, the default), on GRDB: its schema and migrations,
+        // batch ledger, in-memory indexes of pending and published ids, console tables and the
+        // data directory's publication lock file.
+        .target(
+            name: "SQLiteServerStore",
+            dependencies: [
+                "ServerStorage", "SQLiteSupport", "PositiveListFormat", "TracerCore",
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "GRDB", package: "GRDB.swift"),
+            ]
+        ),
+        // The positive list server: authorities, upload codes, submissions, publication, HTTP API.
+        .target(
+            name: "PositiveListServer",
+            dependencies: [
+                "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat",
+                "ObjectStore", "TracerCore", "Settings", "TransparencyLog", "Waits",
+                // The log's requests to witnesses (tlog-witness), through the one HTTP client.
+                "CurlHTTP",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 // The metrics listener's registry and exposition (`metrics` in the configuration).
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -148,7 +179,7 @@ let package = Package(
         .executableTarget(
             name: "TracerServer",
             dependencies: [
-                "PositiveListServer", "PositiveListFormat", "CommandLineMain",
+                "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "CommandLineMain",
                 "ObjectStore", "Settings", "TracerCore", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
@@ -201,7 +232,7 @@ let package = Package(
         .executableTarget(
             name: "TracerBench",
             dependencies: [
-                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "PositiveListFormat", "TracerTestSupport",
+                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "TracerTestSupport",
                 "ObjectStore", "ExposureReplay", "Places", "TracerCore", "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
@@ -249,7 +280,7 @@ let package = Package(
         .testTarget(
             name: "PositiveListServerTests",
             dependencies: [
-                "PositiveListServer", "PositiveListFormat", "RetiredFormatWriters", "IDRotation", "TracerTestSupport",
+                "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "RetiredFormatWriters", "IDRotation", "TracerTestSupport",
                 "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog", "Waits",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -1,5 +1,6 @@
 import Foundation
 import PositiveListServer
+import ServerStorage
 
 /// Issue 28's sign-in cost: how long the console's scrypt check of one password takes (what
 /// every sign-in, right or wrong, costs the server), and what the attempt limit then allows.

@@ -2,6 +2,7 @@ import Foundation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import SQLiteServerStore
 import Synchronization
 import TracerCore
 

@@ -1,4 +1,5 @@
 import Foundation
+import SQLiteServerStore
 import Synchronization
 import Logging
 import Matching

@@ -6,6 +6,7 @@ import Matching
 import ObjectStore
 import PositiveListFormat
 import PositiveListServer
+import SQLiteServerStore
 import Synchronization
 import TracerCore
 import TracerTestSupport

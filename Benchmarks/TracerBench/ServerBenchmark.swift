@@ -3,6 +3,8 @@ import Hummingbird
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import ServerStorage
+import SQLiteServerStore
 import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)

@@ -1,6 +1,9 @@
 import Foundation
 import PositiveListFormat
 import PositiveListServer
+import PostgresServerStore
+import ServerStorage
+import SQLiteServerStore
 import TracerCore
 import TracerTestSupport
 #if canImport(Glibc)

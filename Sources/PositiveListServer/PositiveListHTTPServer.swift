@@ -6,6 +6,7 @@ import NIOCore
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import PositiveListFormat
+import ServerStorage
 import ServiceLifecycle
 import TracerCore
 

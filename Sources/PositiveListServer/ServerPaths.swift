@@ -1,3 +1,4 @@
+import ServerStorage
 /// Where the server keeps its files inside its data directory.
 public struct ServerPaths: Sendable {
     public let dataDirectory: String

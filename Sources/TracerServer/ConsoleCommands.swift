@@ -3,6 +3,7 @@ import Foundation
 import PositiveListServer
 #if canImport(Glibc)
 import Glibc
+import ServerStorage
 import TracerCore
 #endif
 

@@ -2,6 +2,7 @@ import ArgumentParser
 import Foundation
 import PositiveListFormat
 import PositiveListServer
+import PostgresServerStore
 import TracerCore
 
 /// `tracer-server doctor`: checks what the server needs before `serve` and `sync`, one line each.

@@ -4,6 +4,7 @@ import Logging
 import ObjectStore
 import PositiveListFormat
 import PositiveListServer
+import ServerStorage
 
 /// Where to sync: the configuration's `objectStore` section, each value overridable by a flag
 /// (so `sync` also works without the section, for a one-off copy).

@@ -4,6 +4,9 @@ import Foundation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import PostgresServerStore
+import ServerStorage
+import SQLiteServerStore
 import TracerCore
 
 struct TracerServerCommand: AsyncParsableCommand {

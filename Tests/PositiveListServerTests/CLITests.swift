@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 import TracerCore

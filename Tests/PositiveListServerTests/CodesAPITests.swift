@@ -2,6 +2,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 

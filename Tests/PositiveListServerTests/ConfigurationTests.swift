@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 @testable import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 

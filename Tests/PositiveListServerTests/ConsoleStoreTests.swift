@@ -1,6 +1,9 @@
 import Foundation
 import IDRotation
 @testable import PositiveListServer
+import PostgresServerStore
+import ServerStorage
+import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore

@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 import TracerCore

@@ -5,6 +5,7 @@ import HummingbirdTesting
 import IDRotation
 import PositiveListFormat
 import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 import TracerTestSupport

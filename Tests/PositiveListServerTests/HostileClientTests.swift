@@ -3,6 +3,7 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 import TracerTestSupport

@@ -6,6 +6,8 @@ import HummingbirdTesting
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
+import ServerStorage
+@testable import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore

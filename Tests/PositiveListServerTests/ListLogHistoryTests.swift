@@ -4,6 +4,7 @@ import IDRotation
 import Matching
 import PositiveListFormat
 @testable import PositiveListServer
+import ServerStorage
 import Synchronization
 import Testing
 import TestTiers

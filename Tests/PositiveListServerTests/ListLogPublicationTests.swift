@@ -4,6 +4,7 @@ import HTTPTypes
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 import TracerCore

@@ -3,6 +3,8 @@ import IDRotation
 import ObjectStore
 import PositiveListFormat
 @testable import PositiveListServer
+import PostgresServerStore
+import ServerStorage
 import Testing
 import TestTiers
 import TracerTestSupport

@@ -6,6 +6,8 @@ import Matching
 import ObjectStore
 import PositiveListFormat
 @testable import PositiveListServer
+import ServerStorage
+@testable import SQLiteServerStore
 import Synchronization
 import Testing
 import TestTiers

@@ -5,6 +5,8 @@ import IDRotation
 import PositiveListFormat
 import RetiredFormatWriters
 @testable import PositiveListServer
+import ServerStorage
+@testable import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore
@@ -152,9 +154,9 @@ import TracerCore
         let record = BatchRecord(
             number: 1, timeRange: PublishedTimeRange(covering: pending.entries)!, idCount: pending.entries.count,
             lastSubmission: pending.lastSubmission, publishedAt: Self.now)
-        #expect(try await fixture.store.recordBatch(record, entries: pending.entries, expectedWatermark: pending.sqliteWatermark!))
+        #expect(try await fixture.store.recordBatch(record, publishing: pending))
         // A second publisher that read the same pending ids is refused.
-        #expect(try await !fixture.store.recordBatch(record, entries: pending.entries, expectedWatermark: pending.sqliteWatermark!))
+        #expect(try await !fixture.store.recordBatch(record, publishing: pending))
 
         #expect(try await pendingRowCount(fixture.store) == 8)
         let summary = try await fixture.store.summary(now: Self.now)
@@ -163,6 +165,30 @@ import TracerCore
         #expect(try await append(published + arrivedMeanwhile, to: fixture.store, fixture) == 0)
         let next = try await fixture.store.pendingEntries(endingAfter: Self.now - fixture.configuration.retentionSeconds, dueBy: Self.now)
         #expect(next.entries.map(\.id.hex).sorted() == arrivedMeanwhile.map(\.id).sorted())
+    }
+
+    /// Pending entries recorded by a store that did not read them (here: another database's) are
+    /// refused with their own error, changing nothing, rather than read as "another publisher was
+    /// first" or recorded against this database's watermark.
+    @Test func aStoreRefusesPendingEntriesItDidNotRead() async throws {
+        let fixture = try ServerFixture()
+        defer { fixture.remove() }
+        let other = try ServerFixture()
+        defer { other.remove() }
+        #expect(try await append(Histories.entries(count: 5, endingAt: Self.now, seed: 3), to: other.store, other) == 5)
+        let foreign = try await other.store.pendingEntries(endingAfter: Self.now - other.configuration.retentionSeconds, dueBy: Self.now)
+        let record = BatchRecord(
+            number: 1, timeRange: PublishedTimeRange(covering: foreign.entries)!, idCount: foreign.entries.count,
+            lastSubmission: foreign.lastSubmission, publishedAt: Self.now)
+        await #expect {
+            _ = try await fixture.store.recordBatch(record, publishing: foreign)
+        } throws: { error in
+            guard case .pendingEntriesReadElsewhere = error as? ServerStoreError else { return false }
+            return true
+        }
+        #expect(try await fixture.store.liveBatches().isEmpty)
+        #expect(try await other.store.liveBatches().isEmpty)
+        #expect(try await other.store.recordBatch(record, publishing: foreign))
     }
 
     /// A live batch's recorded `entries` damaged (a content-less row is the upgrade suite's):

@@ -2,6 +2,7 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
+import PostgresServerStore
 import Testing
 import TestTiers
 import TracerCore

@@ -3,6 +3,8 @@ import Foundation
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
+@testable import PostgresServerStore
+import ServerStorage
 import Synchronization
 import Testing
 import TestTiers
@@ -182,7 +184,7 @@ struct PostgresFixture {
         let fixture = try await PostgresFixture.make(stores: 2)
         defer { fixture.remove() }
         let lock = try await fixture.store.lockPublication()
-        await #expect(throws: PublishError.self) { _ = try await fixture.stores[1].lockPublication() }
+        await #expect(throws: PublicationLockError.self) { _ = try await fixture.stores[1].lockPublication() }
         // Ending the holder's backend as a crash would.
         _ = try await fixture.stores[1].run { connection in
             try connection.exec("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted")

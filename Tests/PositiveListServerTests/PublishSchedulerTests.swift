@@ -2,6 +2,7 @@ import Logging
 import ObjectStore
 import PositiveListFormat
 @testable import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 import TracerCore

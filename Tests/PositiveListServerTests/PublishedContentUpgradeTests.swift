@@ -5,6 +5,9 @@ import IDRotation
 import PositiveListFormat
 import RetiredFormatWriters
 @testable import PositiveListServer
+@testable import PostgresServerStore
+import ServerStorage
+@testable import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore

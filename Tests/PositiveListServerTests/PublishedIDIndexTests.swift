@@ -1,5 +1,6 @@
 import IDRotation
 @testable import PositiveListServer
+@testable import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore

@@ -1,4 +1,4 @@
-import PositiveListServer
+import ServerStorage
 import Testing
 import TestTiers
 

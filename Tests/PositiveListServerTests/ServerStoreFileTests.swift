@@ -2,6 +2,8 @@ import Foundation
 import GRDB
 import IDRotation
 import PositiveListServer
+import ServerStorage
+import SQLiteServerStore
 import Testing
 import TestTiers
 

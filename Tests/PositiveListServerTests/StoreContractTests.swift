@@ -3,6 +3,9 @@ import GRDB
 import IDRotation
 import PositiveListFormat
 @testable import PositiveListServer
+@testable import PostgresServerStore
+import ServerStorage
+@testable import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore

@@ -1,5 +1,6 @@
 import Foundation
 @testable import PositiveListServer
+import ServerStorage
 import Synchronization
 import Testing
 

@@ -7,6 +7,7 @@ import IDRotation
 import Logging
 import PositiveListFormat
 @testable import PositiveListServer
+import SQLiteServerStore
 import Synchronization
 import Testing
 import TracerCore

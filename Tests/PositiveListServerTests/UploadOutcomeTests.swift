@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 @testable import PositiveListServer
+import ServerStorage
 import Testing
 
 /// An upload's outcome in the metrics is the `error` code its client gets: both come from

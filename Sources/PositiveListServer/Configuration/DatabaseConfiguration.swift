@@ -1,4 +1,5 @@
 import Foundation
+import PostgresServerStore
 import Settings
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,6 @@
 import Foundation
 import PositiveListFormat
+import ServerStorage
 import Settings
 import TracerCore
 

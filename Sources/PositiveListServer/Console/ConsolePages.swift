@@ -1,4 +1,5 @@
 import Foundation
+import ServerStorage
 import TracerCore
 
 /// The console's HTML: plain server-rendered pages with one stylesheet and no scripts, so they

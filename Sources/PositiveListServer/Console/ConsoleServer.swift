@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import ServerStorage
 import TracerCore
 
 /// The staff's web console on its own listener (`console.listen`): sign-in, issuing and

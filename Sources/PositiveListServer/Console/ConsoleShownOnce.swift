@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ServerStorage
 import TracerCore
 
 /// What a page shows once after a POST, so that the POST can redirect (a reload then repeats the

@@ -1,3 +1,4 @@
+import ServerStorage
 /// The configured health authorities, looked up by bearer token.
 public struct AuthorityRegistry: Sendable {
     private let authorities: [AuthorityConfiguration]

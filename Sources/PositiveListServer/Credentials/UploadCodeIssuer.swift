@@ -1,3 +1,4 @@
+import ServerStorage
 import TracerCore
 
 /// An upload code just made: the only moment the code itself exists outside the person's hands.

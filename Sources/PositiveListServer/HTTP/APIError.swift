@@ -5,6 +5,7 @@ import Hummingbird
 import NIOCore
 import NIOHTTP1
 import PositiveListFormat
+import ServerStorage
 
 /// A refusal as every client sees it: a 4xx status and `{"error": code, "detail": sentence}`.
 public struct APIError: HTTPResponseError, Sendable {

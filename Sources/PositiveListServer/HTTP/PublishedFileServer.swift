@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import ServerStorage
 import TransparencyLog
 import Hummingbird
 import PositiveListFormat

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// `POST /v1/codes`, `POST /v1/histories` and `POST /v1/key-histories`: authentication, the brute-force limit, body

@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Prometheus
+import ServerStorage
 import Synchronization
 
 /// One server's metrics: its own Prometheus registry (no global `MetricsSystem.bootstrap`, so

@@ -1,3 +1,4 @@
+import ServerStorage
 import Synchronization
 import Waits
 

@@ -3,6 +3,8 @@ import Foundation
 import Logging
 import ObjectStore
 import PositiveListFormat
+import ServerStorage
+import SQLiteServerStore
 import TracerCore
 
 /// The steps of a sync after which a test may inject a crash.
@@ -89,7 +91,9 @@ public struct ObjectStoreSync: Sendable {
         publicKey: PositiveListPublicKey, logger: Logger, faultInjection: FaultInjection? = nil
     ) {
         self.init(
-            client: client, directory: directory, lockPublication: { () async throws(PublishError) in try await store.lockPublication() },
+            client: client, directory: directory, lockPublication: { () async throws(PublishError) in
+                do throws(PublicationLockError) { return try await store.lockPublication() } catch { throw PublishError(error) }
+            },
             publicKey: publicKey, logger: logger, faultInjection: faultInjection)
         batchesWithoutContent = { () async throws(ServerStoreError) in try await store.batchesWithoutContent() }
     }
@@ -101,7 +105,9 @@ public struct ObjectStoreSync: Sendable {
     ) {
         self.init(
             client: client, directory: directory,
-            lockPublication: { () async throws(PublishError) in try FilePublicationLock.take(path: lockPath) },
+            lockPublication: { () async throws(PublishError) in
+                do throws(PublicationLockError) { return try ServerStore.lockPublication(path: lockPath) } catch { throw PublishError(error) }
+            },
             publicKey: publicKey, logger: logger, faultInjection: faultInjection)
     }
 

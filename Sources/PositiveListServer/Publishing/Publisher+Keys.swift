@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// The key side of publication, set by the authority in the server configuration.

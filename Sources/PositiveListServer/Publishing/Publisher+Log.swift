@@ -1,6 +1,7 @@
 import Crypto
 import Foundation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 import TransparencyLog
 #if canImport(Glibc)

@@ -2,6 +2,7 @@ import Crypto
 import Foundation
 import Logging
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 import TransparencyLog
 
@@ -90,6 +91,18 @@ public enum PublishError: Error, Sendable, CustomStringConvertible {
             return "Another tracer-server instance is publishing right now; it publishes what is due, so nothing needs doing (or publish again later)."
         case .injectedFault(let step): return "Publication stopped after step \(step.rawValue) (injected fault)."
         case .log(let detail): return detail
+        }
+    }
+}
+
+extension PublishError {
+    /// A store's refusal of the publication lock, as a publication or a sync reports it: the
+    /// same case, so the same words.
+    public init(_ error: PublicationLockError) {
+        switch error {
+        case .store(let error): self = .store(error)
+        case .file(let error): self = .file(error)
+        case .anotherInstancePublishing: self = .anotherInstancePublishing
         }
     }
 }
@@ -207,7 +220,8 @@ public actor Publisher {
     private func publishUnderLock(demoKeyClock: UnixSeconds?) async throws(PublishError) -> PublishReport {
         do {
             try directory.prepare()
-            let lock = try await store.lockPublication()
+            let lock: any PublicationLock
+            do { lock = try await store.lockPublication() } catch { throw PublishError(error) }
             do {
                 let report = try await publishHoldingLock(demoKeyClock: demoKeyClock)
                 await lock.release()

@@ -1,5 +1,6 @@
 import Foundation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// Daily keys on PostgreSQL: ``ServerStore``'s key table and key batches, with the id store's

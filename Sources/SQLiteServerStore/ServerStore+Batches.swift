@@ -1,63 +1,8 @@
 import Foundation
 import GRDB
 import PositiveListFormat
+import ServerStorage
 import TracerCore
-
-/// Ids accepted since the last batch, sorted by id, and what a batch of them records.
-public struct PendingEntries: Sendable {
-    public let entries: [PositiveListEntry]
-    /// The newest submission these entries come from: the batch's `lastSubmission`.
-    public let lastSubmission: Int64
-    /// Submissions whose stored ids could not be read: not published, and kept aside for the
-    /// authority (the publisher reports them). Only a store that keeps an upload's ids in one
-    /// blob can find any; PostgreSQL keeps one row per id and never does.
-    public let damagedSubmissions: [Int64]
-    /// Accepted ids not handed over because some are still valid, or were until the clock-skew
-    /// allowance ago (they wait for a later publication).
-    public let waitingIDs: Int
-    /// The least `dueBy` at which the first waiting id would be handed over (its submission's
-    /// latest `validUntil` on SQLite; the earliest waiting id's on PostgreSQL, which publishes
-    /// per id); nil when none waits. The scheduler wakes then rather than at its hourly tick.
-    public let nextDueBy: UnixSeconds?
-    /// SQLite's watermark when these were read: its ``ServerStore/recordBatch(_:publishing:)``
-    /// refuses once another publisher moved it. Nil from PostgreSQL, which checks the ids.
-    let sqliteWatermark: Int64?
-
-    init(
-        entries: [PositiveListEntry], lastSubmission: Int64, damagedSubmissions: [Int64] = [], waitingIDs: Int, nextDueBy: UnixSeconds?,
-        sqliteWatermark: Int64? = nil
-    ) {
-        self.entries = entries
-        self.lastSubmission = lastSubmission
-        self.damagedSubmissions = damagedSubmissions
-        self.waitingIDs = waitingIDs
-        self.nextDueBy = nextDueBy
-        self.sqliteWatermark = sqliteWatermark
-    }
-}
-
-/// A published batch as the database records it.
-public struct BatchRecord: Sendable, Equatable {
-    public let number: UInt64
-    public let timeRange: PublishedTimeRange
-    public let idCount: Int
-    public let lastSubmission: Int64
-    public let publishedAt: UnixSeconds
-}
-
-/// Counts for `tracer-server status`.
-public struct StoreSummary: Sendable, Equatable {
-    public let submissions: Int
-    public let storedIDs: Int
-    public let unpublishedIDs: Int
-    public let liveBatches: Int
-    public let lastPublishedAt: UnixSeconds?
-    public let openUploadCodes: Int
-    /// Keys pending or in live key batches, real ones only.
-    public let storedKeys: Int
-    public let unpublishedKeys: Int
-    public let liveKeyBatches: Int
-}
 
 extension ServerStore {
     /// Pending ids after the last batch whose windows end after `cutoff`, sorted by id: those of
@@ -67,7 +12,8 @@ extension ServerStore {
     /// submissions; a submission is due at most the longest window plus the clock skew after
     /// its upload.
     public func pendingEntries(endingAfter cutoff: UnixSeconds, dueBy: UnixSeconds) async throws(ServerStoreError) -> PendingEntries {
-        try await read { db in
+        let reader = pendingReader
+        return try await read { db in
             let watermark = try Self.watermark(db)
             var entries: [PositiveListEntry] = []
             var lastSubmission = watermark
@@ -105,7 +51,7 @@ extension ServerStore {
             for entry in entries where unique.last?.id != entry.id { unique.append(entry) }
             return PendingEntries(
                 entries: unique, lastSubmission: lastSubmission, damagedSubmissions: damaged, waitingIDs: waiting, nextDueBy: nextDueBy,
-                sqliteWatermark: watermark)
+                read: PendingRead(reader: reader, mark: watermark))
         }
     }
 
@@ -117,7 +63,7 @@ extension ServerStore {
     /// removes them from the pending ones, in one transaction; the `damaged` submissions' rows
     /// move to `damaged_pending_histories`. Refuses (returns false) when another publisher
     /// recorded a batch meanwhile, so two publishers can never both claim the same ids.
-    public func recordBatch(
+    func recordBatch(
         _ batch: BatchRecord, entries: [PositiveListEntry], expectedWatermark: Int64, quarantining damaged: [Int64] = []
     ) async throws(ServerStoreError) -> Bool {
         let content = PendingEntriesBlob.encode(entries)

@@ -14,7 +14,7 @@ public struct PublishedIDBatch: Sendable, Equatable {
     }
 
     /// From a batch row's `entries` (``PendingEntriesBlob``) and `id_count`, on either back end.
-    init(number: UInt64, idCount: Int, content: Data?) throws(ServerStoreError) {
+    package init(number: UInt64, idCount: Int, content: Data?) throws(ServerStoreError) {
         guard let content, let entries = PendingEntriesBlob.decode(content, idCount: idCount) else {
             throw .batchContentMissing(batch: "batch \(number)")
         }
@@ -35,7 +35,7 @@ public struct PublishedKeyBatch: Sendable, Equatable {
 
     /// From a key batch row's `records` (``PublishedKeysBlob``) and its key count, fake ones
     /// included, on either back end.
-    init(number: UInt64, keyCount: Int, content: Data?) throws(ServerStoreError) {
+    package init(number: UInt64, keyCount: Int, content: Data?) throws(ServerStoreError) {
         guard let content, let records = PublishedKeysBlob.decode(content, keyCount: keyCount) else {
             throw .batchContentMissing(batch: "key batch \(number)")
         }
@@ -48,16 +48,21 @@ public struct PublishedKeyBatch: Sendable, Equatable {
 public struct LiveBatchContents: Sendable, Equatable {
     public var idBatches: [PublishedIDBatch] = []
     public var keyBatches: [PublishedKeyBatch] = []
+
+    package init(idBatches: [PublishedIDBatch] = [], keyBatches: [PublishedKeyBatch] = []) {
+        self.idBatches = idBatches
+        self.keyBatches = keyBatches
+    }
 }
 
 /// How `key_batches.records` keeps what a key batch published: one blob of 24-byte records (the
 /// 16-byte key, its UTC day and rotation interval as little-endian 32-bit integers, the ranges a
 /// key batch can hold), sorted by key, so that the blob's order says nothing of which keys are
 /// fake.
-enum PublishedKeysBlob {
-    static let recordByteCount = DailyKey.byteCount + 8
+package enum PublishedKeysBlob {
+    package static let recordByteCount = DailyKey.byteCount + 8
 
-    static func encode(_ records: [DailyKeyRecord]) -> Data {
+    package static func encode(_ records: [DailyKeyRecord]) -> Data {
         let sorted = records.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) }
         var data = Data(capacity: sorted.count * recordByteCount)
         for record in sorted {
@@ -70,7 +75,7 @@ enum PublishedKeysBlob {
 
     /// The records of a blob recorded with `keyCount` keys, or nil when it is damaged: another
     /// size, keys out of order, or an interval of zero.
-    static func decode(_ data: Data, keyCount: Int) -> [DailyKeyRecord]? {
+    package static func decode(_ data: Data, keyCount: Int) -> [DailyKeyRecord]? {
         // A damaged count must not trap: it is then no blob's size.
         let (byteCount, overflow) = keyCount.multipliedReportingOverflow(by: recordByteCount)
         guard keyCount >= 0, !overflow, data.count == byteCount else { return nil }
@@ -98,14 +103,19 @@ enum PublishedKeysBlob {
 /// checked by ``PositiveListBatch/init(recorded:listedAs:)``). Each open of the store copies in
 /// what the files present allow, best effort (``fill(_:in:logger:)``); from then on the database
 /// alone says what such a batch published.
-enum RecordedBatchFile {
+package enum RecordedBatchFile {
     /// The live batches still without content, each kind by number, as one open found them.
-    struct Unfilled: Sendable {
-        var ids: [PositiveListIndex.BatchListing]
-        var keys: [PositiveListIndex.BatchListing]
-        var isEmpty: Bool { ids.isEmpty && keys.isEmpty }
+    package struct Unfilled: Sendable {
+        package var ids: [PositiveListIndex.BatchListing]
+        package var keys: [PositiveListIndex.BatchListing]
+        package var isEmpty: Bool { ids.isEmpty && keys.isEmpty }
         /// As ``ServerStoreError/batchContentMissing(batch:)`` names them.
-        var names: [String] { ids.map { "batch \($0.number)" } + keys.map { "key batch \($0.number)" } }
+        package var names: [String] { ids.map { "batch \($0.number)" } + keys.map { "key batch \($0.number)" } }
+
+        package init(ids: [PositiveListIndex.BatchListing], keys: [PositiveListIndex.BatchListing]) {
+            self.ids = ids
+            self.keys = keys
+        }
     }
 
     /// After an open's fill: deletes the retired files of formats 1 and 2 (`index.tpli`,
@@ -117,7 +127,7 @@ enum RecordedBatchFile {
     /// database recorded (`lastIDBatch`, `lastKeyBatch`): the files are another database's (a
     /// `status` run without the configuration that names the PostgreSQL database opens an empty
     /// SQLite one in the data directory), which this one cannot vouch for.
-    static func retireFiles(
+    package static func retireFiles(
         in directory: PublishedDirectory, stillUnfilled: Unfilled, lastIDBatch: UInt64, lastKeyBatch: UInt64, logger: Logger
     ) {
         let present = directory.retiredFilesPresent()
@@ -160,7 +170,7 @@ enum RecordedBatchFile {
     /// damaged file is left out and logged as a warning that names it and says what to do: the
     /// row stays without content, so the log waits at it (and, on SQLite, uploads are refused,
     /// since their ids cannot be checked against it), and the next open tries again.
-    static func fill(_ unfilled: Unfilled, in directory: PublishedDirectory, logger: Logger) -> (ids: [UInt64: Data], keys: [UInt64: Data]) {
+    package static func fill(_ unfilled: Unfilled, in directory: PublishedDirectory, logger: Logger) -> (ids: [UInt64: Data], keys: [UInt64: Data]) {
         var filled: (ids: [UInt64: Data], keys: [UInt64: Data]) = ([:], [:])
         for listing in unfilled.ids {
             do { filled.ids[listing.number] = try idEntries(of: listing, in: directory) } catch { warn(error, logger) }
@@ -175,7 +185,7 @@ enum RecordedBatchFile {
         logger.warning("published batch not copied into the database", metadata: ["reason": "\(error)"])
     }
 
-    static func idEntries(of listing: PositiveListIndex.BatchListing, in directory: PublishedDirectory) throws(ServerStoreError) -> Data {
+    package static func idEntries(of listing: PositiveListIndex.BatchListing, in directory: PublishedDirectory) throws(ServerStoreError) -> Data {
         let path = directory.retiredBatchPath(number: listing.number)
         let file = try read(path)
         do {
@@ -185,7 +195,7 @@ enum RecordedBatchFile {
         }
     }
 
-    static func keyRecords(of listing: PositiveListIndex.BatchListing, in directory: PublishedDirectory) throws(ServerStoreError) -> Data {
+    package static func keyRecords(of listing: PositiveListIndex.BatchListing, in directory: PublishedDirectory) throws(ServerStoreError) -> Data {
         let path = directory.retiredKeyBatchPath(number: listing.number)
         let file = try read(path)
         do {

@@ -1,62 +1,8 @@
 import Foundation
 import GRDB
 import PositiveListFormat
+import ServerStorage
 import TracerCore
-
-/// Who is appending a history.
-public enum SubmissionCredential: Sendable, Equatable {
-    case authority(name: String)
-    case uploadCode(UploadCode)
-
-    var isUploadCode: Bool {
-        if case .uploadCode = self { return true }
-        return false
-    }
-
-    /// Idempotency keys are scoped per credential, so two clients cannot collide on a key.
-    var idempotencyScope: String {
-        switch self {
-        case .authority(let name): return "authority:" + name
-        case .uploadCode(let code): return "code:" + Hex.encode(code.digest)
-        }
-    }
-}
-
-/// A client's `Idempotency-Key` and a digest of the request body it came with.
-public struct IdempotencyKey: Sendable, Equatable {
-    public static let maximumLength = 200
-
-    public let key: String
-    public let requestDigest: [UInt8]
-
-    public init(key: String, requestDigest: [UInt8]) {
-        self.key = key
-        self.requestDigest = requestDigest
-    }
-}
-
-/// An accepted submission: how many ids it carried and how many were new.
-public struct SubmissionReceipt: Sendable, Equatable, Codable {
-    public let submission: Int64
-    public let received: Int
-    public let stored: Int
-}
-
-public enum SubmissionOutcome: Sendable, Equatable {
-    case stored(SubmissionReceipt)
-    /// The same request was accepted before under this idempotency key: nothing new was stored.
-    case replayed(SubmissionReceipt)
-    case refused(SubmissionRefusal)
-}
-
-/// Reasons the store itself refuses an otherwise valid history; nothing is stored.
-public enum SubmissionRefusal: Sendable, Equatable {
-    case unknownCode
-    case expiredCode
-    case revokedCode
-    case usedCode
-    case idempotencyKeyReused
-}
 
 extension ServerStore {
     /// Stores `entries` (already validated) in one transaction: the ids, the audit row, the use
@@ -129,7 +75,7 @@ extension ServerStore {
         let dataVersion = try db.dataVersion()
         let newEntries = try knownIDs.published.withCurrentValue(db, dataVersion: dataVersion) { published in
             try knownIDs.pending.withCurrentValue(db, dataVersion: dataVersion) { pending in
-                Self.newEntries(entries) { pending.contains($0) || published.contains($0) }
+                SubmittedEntries.new(entries) { pending.contains($0) || published.contains($0) }
             }
         }
         try db.execute(
@@ -146,20 +92,12 @@ extension ServerStore {
                 newEntries.map(\.id.rawValue))
     }
 
-    /// What the credential and idempotency checks decided, before anything is stored.
-    enum Admission {
-        /// A replay, or a refusal: the request's answer, nothing to store.
-        case answered(SubmissionOutcome)
-        /// Store the history for this authority (the upload code, if one, is now used).
-        case accepted(authority: String)
-    }
-
     /// The checks every kind of history passes first, inside its transaction: a repeated
     /// idempotency key answers with the first submission (or is refused with another body), an
     /// upload code must be valid and is marked used.
     static func admit(
         credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds, db: Database
-    ) throws -> Admission {
+    ) throws -> SubmissionAdmission {
         let scope = credential.idempotencyScope
         if let idempotencyKey, let previous = try Row.fetchOne(
             db, sql: """
@@ -199,22 +137,6 @@ extension ServerStore {
         try db.execute(
             sql: "INSERT INTO idempotency_keys (scope, key, request_digest, submission, created_at) VALUES (?, ?, ?, ?, ?)",
             arguments: [credential.idempotencyScope, idempotencyKey.key, Data(idempotencyKey.requestDigest), submission, now])
-    }
-
-    /// The entries whose ids are not `known`, each id once, sorted by id (so publication merges
-    /// sorted runs); of ids repeated in one history, the first wins.
-    static func newEntries(_ entries: [PositiveListEntry], known: (UInt64) -> Bool) -> [PositiveListEntry] {
-        var fresh: [PositiveListEntry] = []
-        fresh.reserveCapacity(entries.count)
-        var previous: UserID?
-        // Ties broken by position keep repeated ids in their upload order.
-        for position in entries.indices.sorted(by: { (entries[$0].id, $0) < (entries[$1].id, $1) }) {
-            let entry = entries[position]
-            defer { previous = entry.id }
-            guard entry.id != previous, !known(entry.id.rawValue) else { continue }
-            fresh.append(entry)
-        }
-        return fresh
     }
 
     /// Deletes codes and idempotency keys that no longer serve any purpose. (Published ids go

@@ -4,6 +4,7 @@ import Logging
 import SQLiteSupport
 #if canImport(Glibc)
 import Glibc
+import ServerStorage
 #endif
 
 /// The server's SQLite database: submissions, upload codes, idempotency keys, the ids waiting
@@ -19,6 +20,9 @@ public final class ServerStore: Sendable {
     public let publicationLockPath: String
     let queue: DatabaseQueue
     let pendingIDs = PendingIDCache.make()
+    /// This store's own mark on the pending entries it reads (``PendingRead``), so that its
+    /// ``recordBatch(_:publishing:)`` knows them from any other.
+    let pendingReader = UInt64.random(in: 0...UInt64.max)
     let publishedIDs: DatabaseMirror<PublishedIDIndex>
 
     /// Opens (creating or migrating) the database at `path`; `publishedDirectory` is where the

@@ -1,3 +1,4 @@
+import ServerStorage
 /// The PostgreSQL store's schema as ordered, numbered migrations; a released step never changes.
 /// `tracer_schema_migrations` records the steps applied. Two instances starting at once take
 /// turns: migration runs under a transaction-level advisory lock.

@@ -1,13 +1,10 @@
-import GRDB
-import SQLiteSupport
-
 /// Failures of the server's database, each with what the operator can do next.
 public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
     /// What a client refused because the database is unavailable is told to wait (Retry-After):
     /// the PostgreSQL pool tries to connect again at most this long after a failure
     /// (`ReconnectGate`), and a busy SQLite file clears far sooner, so a client told to wait a
     /// minute would only wait longer than the server needs.
-    static let retryAfterSeconds = 10
+    package static let retryAfterSeconds = 10
 
     case cannotCreateFile(path: String, reason: String)
     case notAServerDatabase(path: String)
@@ -26,6 +23,9 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
     case postgres(PostgresError)
     /// The PostgreSQL database's schema has steps this tracer-server does not know.
     case newerPostgresSchema(version: Int, known: Int)
+    /// A store was asked to record a batch of pending entries it did not read (``PendingRead``):
+    /// a bug, which must not read as "another publisher was first".
+    case pendingEntriesReadElsewhere
 
     public var description: String {
         switch self {
@@ -54,21 +54,8 @@ public enum ServerStoreError: Error, Sendable, CustomStringConvertible {
             return "\(error); \(next)."
         case .newerPostgresSchema(let version, let known):
             return "The PostgreSQL database has schema version \(version), written by a newer tracer-server (this one knows up to \(known)); upgrade tracer-server. Nothing was changed."
-        }
-    }
-
-    init(_ error: any Error, path: String) {
-        if let storeError = error as? ServerStoreError {
-            self = storeError
-            return
-        }
-        switch SQLiteFailure(error) {
-        case .notADatabase: self = .notAServerDatabase(path: path)
-        case .busy: self = .busy(path: path)
-        case .readOnly: self = .readOnly(path: path)
-        case .diskFull: self = .diskFull(path: path)
-        case .cannotOpen(let detail): self = .cannotCreateFile(path: path, reason: detail)
-        case .damaged(let detail), .other(let detail): self = .sqlite(path: path, detail: detail)
+        case .pendingEntriesReadElsewhere:
+            return "The database was asked to record a batch of pending ids that were not read from it, so nothing was recorded. This is a bug in tracer-server; please report it with the server's log."
         }
     }
 }

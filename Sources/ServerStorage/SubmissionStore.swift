@@ -18,9 +18,9 @@ import TracerCore
 ///
 /// What only one back end needs stays its own: the SQLite store's lock file and its in-memory
 /// index of published ids (``ServerStore/publicationLockPath``,
-/// ``ServerStore/loadPublishedIDs()``), and its watermark over pending submissions
-/// (``PendingEntries/sqliteWatermark``, moved past expired ones inside
-/// ``expireBatches(endingBy:now:)``). `StoreContractTests` runs every promise stated here on
+/// ``ServerStore/loadPublishedIDs()``), and its watermark over pending submissions (carried
+/// opaquely in ``PendingEntries`` as a ``PendingRead`` only that store resolves, moved past
+/// expired ones inside ``expireBatches(endingBy:now:)``). `StoreContractTests` runs every promise stated here on
 /// both back ends.
 public protocol SubmissionStore: Sendable {
     // Uploads and codes (HTTP API, `append`, `issue-code`).
@@ -49,9 +49,9 @@ public protocol SubmissionStore: Sendable {
     var connectionPoolUsage: ConnectionPoolUsage? { get }
 
     // Publication.
-    /// Waits for (SQLite) or takes at once (PostgreSQL: ``PublishError/anotherInstancePublishing``
+    /// Waits for (SQLite) or takes at once (PostgreSQL: ``PublicationLockError/anotherInstancePublishing``
     /// when another instance holds it) the right to publish; the publisher releases it when done.
-    func lockPublication() async throws(PublishError) -> any PublicationLock
+    func lockPublication() async throws(PublicationLockError) -> any PublicationLock
     /// The pending ids to publish, sorted by id: windows ending after `cutoff` (retention), and
     /// none valid after `dueBy` (the publication time less the clock-skew allowance); every one
     /// is handed over once `dueBy` passed its window. A store may hold back more than the ids
@@ -121,51 +121,26 @@ public struct ConnectionPoolUsage: Sendable, Equatable {
     public var size: Int
     public var idle: Int
     public var waiting: Int
+
+    package init(size: Int, idle: Int, waiting: Int) {
+        self.size = size
+        self.idle = idle
+        self.waiting = waiting
+    }
 }
 
 /// A day and interval some unpublished keys have (their due time depends on both).
 public struct HeldKeyDay: Sendable, Hashable {
     public let day: UTCDay
     public let intervalSeconds: Int64
+
+    package init(day: UTCDay, intervalSeconds: Int64) {
+        self.day = day
+        self.intervalSeconds = intervalSeconds
+    }
 }
 
 /// The right to publish, held until ``release()``.
 public protocol PublicationLock: Sendable {
     func release() async
-}
-
-extension ServerStore: SubmissionStore {
-    public var connectionPoolUsage: ConnectionPoolUsage? { nil }
-
-    public func recordBatch(_ batch: BatchRecord, publishing pending: PendingEntries) async throws(ServerStoreError) -> Bool {
-        // Only this store's pendingEntries make entries with a watermark; any other is a programming
-        // error, which must not read as "another publisher was first".
-        guard let watermark = pending.sqliteWatermark else { preconditionFailure("PendingEntries not read from this SQLite store") }
-        return try await recordBatch(batch, entries: pending.entries, expectedWatermark: watermark, quarantining: pending.damagedSubmissions)
-    }
-
-    /// The data directory's `publish.lock` (an flock), so that the schedule inside `serve` and a
-    /// `tracer-server publish` run never interleave; waits for the other one to finish.
-    public func lockPublication() async throws(PublishError) -> any PublicationLock {
-        try FilePublicationLock.take(path: publicationLockPath)
-    }
-}
-
-/// ``PublishLock`` as a ``PublicationLock``.
-///
-/// `@unchecked Sendable` is safe: the lock is only created, then released once by the publisher
-/// that holds it; `PublishLock` has no mutable state (its descriptor is a constant).
-final class FilePublicationLock: PublicationLock, @unchecked Sendable {
-    private var lock: PublishLock?
-    init(_ lock: PublishLock) { self.lock = lock }
-    func release() async { lock = nil }
-
-    /// Waits for the lock file at `path`.
-    static func take(path: String) throws(PublishError) -> FilePublicationLock {
-        do {
-            return FilePublicationLock(try PublishLock(path: path))
-        } catch {
-            throw .file(error)
-        }
-    }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 extension PostgresServerStore {
@@ -7,7 +8,7 @@ extension PostgresServerStore {
     /// taken without waiting (an instance that finds it held skips this round; the holder
     /// publishes what is due). PostgreSQL releases it when the connection ends, so a publisher
     /// killed mid-publication does not block the next one.
-    public func lockPublication() async throws(PublishError) -> any PublicationLock {
+    public func lockPublication() async throws(PublicationLockError) -> any PublicationLock {
         let slot = PostgresConnectionSlot(label: "tracer-server.postgres.publication")
         let acquired: Bool
         do {

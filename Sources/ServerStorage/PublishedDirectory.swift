@@ -42,7 +42,7 @@ public struct PublishedDirectory: Sendable {
 
     /// The numbers of the retired id batch files (`batches/N.tplb`) and key batch files
     /// (`keys/N.tpkb`) present here.
-    func retiredBatchFileNumbers() -> (ids: [UInt64], keys: [UInt64]) {
+    package func retiredBatchFileNumbers() -> (ids: [UInt64], keys: [UInt64]) {
         (Self.numbers(in: path + "/batches", suffix: ".tplb"), Self.numbers(in: path + "/keys", suffix: ".tpkb"))
     }
 
@@ -62,7 +62,7 @@ public struct PublishedDirectory: Sendable {
     /// Deletes the retired files: the id index first (a web server then names no batch that is
     /// going), then the folders with everything in them. Returns the names deleted; one that
     /// could not be is left and named in `failures`.
-    func removeRetiredFiles() -> (removed: [String], failures: [String: String]) {
+    package func removeRetiredFiles() -> (removed: [String], failures: [String: String]) {
         var removed: [String] = []
         var failures: [String: String] = [:]
         for name in retiredFilesPresent() {
@@ -90,33 +90,10 @@ public struct PublishedDirectory: Sendable {
     }
 
     /// Removes temporary files a crashed writer left behind.
-    func removeStaleTemporaryFiles() {
+    package func removeStaleTemporaryFiles() {
         let names = (try? FileManager.default.contentsOfDirectory(atPath: path)) ?? []
         for name in names where name.hasPrefix(AtomicFile.temporaryPrefix) {
             unlink(path + "/" + name)
         }
-    }
-}
-
-/// An exclusive lock on the data directory's `publish.lock`, held while publishing, so the
-/// schedule inside `serve` and a `tracer-server publish` run never interleave.
-final class PublishLock {
-    private let descriptor: Int32
-
-    init(path: String) throws(FileWriteError) {
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard descriptor >= 0 else { throw .cannotCreate(path: path, reason: AtomicFile.lastError()) }
-        while flock(descriptor, LOCK_EX) != 0 {
-            guard errno == EINTR else {
-                let reason = AtomicFile.lastError()
-                close(descriptor)
-                throw .cannotWrite(path: path, reason: "cannot lock it: " + reason)
-            }
-        }
-    }
-
-    deinit {
-        flock(descriptor, LOCK_UN)
-        close(descriptor)
     }
 }

@@ -9,10 +9,10 @@ import TracerCore
 /// One row per upload instead of one per id: an upload then costs one insert whatever its size,
 /// and publication reads a few blobs instead of a million rows. The records are never queried
 /// inside SQLite; uploads find pending ids through ``PendingIDCache``.
-enum PendingEntriesBlob {
-    static let recordByteCount = 24
+package enum PendingEntriesBlob {
+    package static let recordByteCount = 24
 
-    static func encode(_ entries: [PositiveListEntry]) -> Data {
+    package static func encode(_ entries: [PositiveListEntry]) -> Data {
         var data = Data(count: entries.count * recordByteCount)
         data.withUnsafeMutableBytes { bytes in
             for (position, entry) in entries.enumerated() {
@@ -28,7 +28,7 @@ enum PendingEntriesBlob {
     /// The entries of a blob recorded with `idCount` entries, or nil when it is damaged: another
     /// size, ids out of order, or a window no accepted upload has (what validation lets in
     /// is what a batch can hold, so a damaged blob can never stop a publication).
-    static func decode(_ data: Data, idCount: Int) -> [PositiveListEntry]? {
+    package static func decode(_ data: Data, idCount: Int) -> [PositiveListEntry]? {
         // A damaged count must not trap: it is then no blob's size.
         let (byteCount, overflow) = idCount.multipliedReportingOverflow(by: recordByteCount)
         guard idCount >= 0, !overflow, data.count == byteCount else { return nil }

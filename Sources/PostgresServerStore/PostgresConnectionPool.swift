@@ -1,4 +1,5 @@
 import Dispatch
+import ServerStorage
 import Synchronization
 
 /// A few PostgreSQL connections, each with its own serial queue: libpq blocks, so its calls run
@@ -8,7 +9,7 @@ import Synchronization
 /// connection is busy it waits, suspended, for the next one released. A connection that broke
 /// is replaced at its next use, through the pool's ``ReconnectGate``: while the database is down,
 /// new connections are tried at most at its back-off, not once per request.
-public final class PostgresConnectionPool: Sendable {
+final class PostgresConnectionPool: Sendable {
     private let settings: PostgresSettings
     private let state: Mutex<State>
     private let gate = ReconnectGate()
@@ -19,7 +20,7 @@ public final class PostgresConnectionPool: Sendable {
         var waiters: [CheckedContinuation<PostgresConnectionSlot, Never>] = []
     }
 
-    public init(settings: PostgresSettings, size: Int) {
+    init(settings: PostgresSettings, size: Int) {
         self.settings = settings
         self.size = max(size, 1)
         let slots = (0..<max(size, 1)).map { PostgresConnectionSlot(label: "tracer-server.postgres.\($0)") }
@@ -32,7 +33,7 @@ public final class PostgresConnectionPool: Sendable {
     }
 
     /// Runs `body` on a connection of the pool, off the cooperative thread pool.
-    public func withConnection<T: Sendable>(
+    func withConnection<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) throws -> T
     ) async throws -> T {
         let slot = await acquire()

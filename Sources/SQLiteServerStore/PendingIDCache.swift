@@ -1,4 +1,5 @@
 import GRDB
+import ServerStorage
 
 /// The ids of `pending_histories`, held in memory so that an upload can ask "is this id already
 /// pending?" although the table keeps each upload's ids as one blob.

@@ -1,4 +1,5 @@
 import Foundation
+import ServerStorage
 import TracerCore
 
 extension PostgresSchema {

@@ -1,41 +1,11 @@
 import CLibPQ
 import Foundation
+import ServerStorage
 import TracerCore
-
-/// A failure reported by libpq or the PostgreSQL server: what was being done, the SQLSTATE (the
-/// five-character code PostgreSQL documents, e.g. 40001 for a serialization failure) when the
-/// server sent one, and the server's primary message. The message never holds a password: libpq
-/// does not repeat it, and only primary messages are kept (a DETAIL line may quote row values).
-public struct PostgresError: Error, Sendable, CustomStringConvertible {
-    public let context: String
-    public let sqlState: String?
-    public let message: String
-    /// The connection failed before the transaction began, so nothing of it reached the
-    /// database: running it again on a new connection cannot do anything twice. (A failure at
-    /// COMMIT leaves unknown whether it committed, and is never retried.)
-    public let nothingDone: Bool
-
-    public init(context: String, sqlState: String?, message: String, nothingDone: Bool = false) {
-        self.context = context
-        self.sqlState = sqlState
-        self.message = message
-        self.nothingDone = nothingDone
-    }
-
-    /// Worth running the whole transaction again: a serialization failure or a deadlock.
-    public var isRetryable: Bool { sqlState == "40001" || sqlState == "40P01" }
-    public var isUniqueViolation: Bool { sqlState == "23505" }
-    /// The connection itself failed (class 08), or there is no server answer at all.
-    public var isConnectionFailure: Bool { sqlState == nil || sqlState!.hasPrefix("08") || sqlState!.hasPrefix("57P") }
-
-    public var description: String {
-        "PostgreSQL: \(context) failed" + (sqlState.map { " (SQLSTATE \($0))" } ?? "") + ": \(message)"
-    }
-}
 
 /// A statement parameter. Integers, booleans and text go as text (the server parses them);
 /// bytes go in binary, as bytea.
-public enum PostgresValue: Sendable {
+enum PostgresValue: Sendable {
     case null
     case int(Int64)
     case bool(Bool)
@@ -71,41 +41,41 @@ public enum PostgresValue: Sendable {
 
 /// The rows of a statement, as PostgreSQL's text forms (NULL is nil), and how many rows a
 /// command changed.
-public struct PostgresRows: Sendable {
-    public let rows: [[String?]]
-    public let affectedRowCount: Int
+struct PostgresRows: Sendable {
+    let rows: [[String?]]
+    let affectedRowCount: Int
 
-    public var first: PostgresRow? { rows.first.map(PostgresRow.init) }
-    public var all: [PostgresRow] { rows.map(PostgresRow.init) }
+    var first: PostgresRow? { rows.first.map(PostgresRow.init) }
+    var all: [PostgresRow] { rows.map(PostgresRow.init) }
 }
 
 /// One row, read by column position.
-public struct PostgresRow: Sendable {
-    public let cells: [String?]
+struct PostgresRow: Sendable {
+    let cells: [String?]
 
-    public func isNull(_ column: Int) -> Bool { cells[column] == nil }
+    func isNull(_ column: Int) -> Bool { cells[column] == nil }
 
-    public func int(_ column: Int) throws(PostgresError) -> Int64 {
+    func int(_ column: Int) throws(PostgresError) -> Int64 {
         guard let text = cells[column], let value = Int64(text) else { throw unexpected(column, "an integer") }
         return value
     }
 
-    public func optionalInt(_ column: Int) throws(PostgresError) -> Int64? {
+    func optionalInt(_ column: Int) throws(PostgresError) -> Int64? {
         cells[column] == nil ? nil : try int(column)
     }
 
-    public func string(_ column: Int) throws(PostgresError) -> String {
+    func string(_ column: Int) throws(PostgresError) -> String {
         guard let text = cells[column] else { throw unexpected(column, "text") }
         return text
     }
 
-    public func bool(_ column: Int) throws(PostgresError) -> Bool {
+    func bool(_ column: Int) throws(PostgresError) -> Bool {
         guard let text = cells[column], text == "t" || text == "f" else { throw unexpected(column, "a boolean") }
         return text == "t"
     }
 
     /// A bytea column in its text form, `\x` followed by hexadecimal digits.
-    public func bytes(_ column: Int) throws(PostgresError) -> [UInt8] {
+    func bytes(_ column: Int) throws(PostgresError) -> [UInt8] {
         guard let text = cells[column], text.hasPrefix("\\x"), let bytes = Hex.decode(String(text.dropFirst(2))) else {
             throw unexpected(column, "bytea")
         }
@@ -120,13 +90,13 @@ public struct PostgresRow: Sendable {
 /// One libpq connection. Its calls block, so it is used from one thread at a time, never from
 /// Swift's cooperative pool: ``PostgresConnectionPool`` runs each use on the connection's own
 /// serial queue.
-public final class PostgresConnection {
+final class PostgresConnection {
     private let handle: OpaquePointer
 
     /// Connects with `settings`: libpq keywords and values (`dbname` may be a
     /// `postgresql://` URL, which libpq expands). A password goes in its own `password` entry,
     /// so that it is never part of a URL that could be logged.
-    public init(settings: [(String, String)]) throws(PostgresError) {
+    init(settings: [(String, String)]) throws(PostgresError) {
         let keywords = settings.map { strdup($0.0) } + [nil]
         let values = settings.map { strdup($0.1) } + [nil]
         defer {
@@ -152,11 +122,11 @@ public final class PostgresConnection {
     deinit { PQfinish(handle) }
 
     /// False once the connection broke; the pool then opens a new one.
-    public var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
+    var isHealthy: Bool { PQstatus(handle) == CONNECTION_OK }
 
     /// Runs `sql` with `$1`, `$2`… bound to `parameters` (never spliced into the text).
     @discardableResult
-    public func exec(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
+    func exec(_ sql: String, _ parameters: [PostgresValue] = []) throws(PostgresError) -> PostgresRows {
         let texts = parameters.map { $0.textForm.map { strdup($0) } ?? nil }
         defer { texts.forEach { free($0) } }
         let binaries: [[UInt8]?] = parameters.map { if case .bytes(let bytes) = $0 { bytes } else { nil } }
@@ -207,7 +177,7 @@ public final class PostgresConnection {
     }
 
     /// Runs a script of several statements without parameters (a migration step).
-    public func execScript(_ sql: String) throws(PostgresError) {
+    func execScript(_ sql: String) throws(PostgresError) {
         let result = PQexec(handle, sql)
         defer { PQclear(result) }
         guard PQresultStatus(result) == PGRES_COMMAND_OK || PQresultStatus(result) == PGRES_TUPLES_OK else {
@@ -219,7 +189,7 @@ public final class PostgresConnection {
 
     /// Runs `body` in one transaction at `isolation`, committing when it returns and rolling
     /// back when it throws.
-    public func transaction<T>(_ isolation: String = "READ COMMITTED", _ body: (PostgresConnection) throws -> T) throws -> T {
+    func transaction<T>(_ isolation: String = "READ COMMITTED", _ body: (PostgresConnection) throws -> T) throws -> T {
         do throws(PostgresError) {
             try exec("BEGIN ISOLATION LEVEL " + isolation)
         } catch where error.isConnectionFailure {

@@ -1,16 +1,8 @@
 import Foundation
 import GRDB
 import PositiveListFormat
+import ServerStorage
 import TracerCore
-
-/// A published key batch as the database records it.
-public struct KeyBatchRecord: Sendable, Equatable {
-    public let number: UInt64
-    public let timeRange: PublishedTimeRange
-    public let keyCount: Int
-    public let fakeKeyCount: Int
-    public let publishedAt: UnixSeconds
-}
 
 extension ServerStore {
     /// Stores `records` (already validated) in one transaction, with the same credential and

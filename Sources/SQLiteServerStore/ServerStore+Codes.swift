@@ -1,16 +1,7 @@
 import Foundation
 import GRDB
+import ServerStorage
 import TracerCore
-
-/// What the store knows about a presented upload code.
-public enum UploadCodeStatus: Sendable, Equatable {
-    case unknown
-    case expired
-    /// Ended early by the staff who issued it (the console's revoke).
-    case revoked
-    case alreadyUsed
-    case valid(authority: String, expiresAt: UnixSeconds)
-}
 
 extension ServerStore {
     public func recordIssuedCode(_ code: UploadCode, authority: String, issuedAt: UnixSeconds, expiresAt: UnixSeconds) async throws(ServerStoreError) {

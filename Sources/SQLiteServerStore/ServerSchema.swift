@@ -1,5 +1,6 @@
 import GRDB
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// The server database's schema as ordered migrations; a released step never changes.

@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// The server's data in a PostgreSQL database, for several `serve` instances behind one load
@@ -191,7 +192,7 @@ public final class PostgresServerStore: SubmissionStore {
     ) async throws(ServerStoreError) -> SubmissionOutcome {
         // Sorted by id, each once: concurrent uploads then take their ids' row locks in the same
         // order, which keeps overlapping uploads from deadlocking.
-        let fresh = ServerStore.newEntries(entries) { _ in false }
+        let fresh = SubmittedEntries.new(entries) { _ in false }
         let ids = fresh.map { Int64(bitPattern: $0.id.rawValue) }
         let validFrom = fresh.map(\.validFrom)
         let validUntil = fresh.map(\.validUntil)
@@ -232,7 +233,7 @@ public final class PostgresServerStore: SubmissionStore {
     /// in a transaction that other instances may commit next to.
     static func admit(
         credential: SubmissionCredential, idempotencyKey: IdempotencyKey?, now: UnixSeconds, _ connection: PostgresConnection
-    ) throws -> ServerStore.Admission {
+    ) throws -> SubmissionAdmission {
         if let idempotencyKey, let answer = try previousAnswer(to: idempotencyKey, credential: credential, connection) {
             return .answered(answer)
         }

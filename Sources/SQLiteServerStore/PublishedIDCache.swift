@@ -1,5 +1,6 @@
 import Foundation
 import GRDB
+import ServerStorage
 
 /// The ids of the live batches (``PublishedIDIndex``), kept as true as the database that lists
 /// those batches (see ``DatabaseMirror``: brought up to date when another process committed or

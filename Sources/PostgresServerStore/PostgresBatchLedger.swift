@@ -1,5 +1,6 @@
 import Foundation
 import PositiveListFormat
+import ServerStorage
 import TracerCore
 
 /// The batch lifecycle on PostgreSQL, written once for ids and daily keys: a pending member (an
