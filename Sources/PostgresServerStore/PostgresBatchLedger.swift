@@ -100,7 +100,7 @@ struct PostgresBatchLedger: Sendable {
     func liveContents(after number: UInt64, _ connection: PostgresConnection) throws -> [PostgresRow] {
         try connection.exec(
             "SELECT number, \(countColumn), \(contentColumn) FROM \(batchTable) WHERE expired_at IS NULL AND number > $1 ORDER BY number",
-            [.int(Int64(number))]).all
+            [.int(Int64(clamping: number))]).all
     }
 
     /// The live batches recorded without their content (by a tracer-server from before schema

@@ -52,7 +52,7 @@ struct SQLiteBatchLedger: Sendable {
     func liveContents(after number: UInt64, _ db: Database) throws -> [Row] {
         try Row.fetchAll(
             db, sql: "SELECT number, \(countColumn), \(contentColumn) FROM \(batchTable) WHERE expired_at IS NULL AND number > ? ORDER BY number",
-            arguments: [Int64(number)])
+            arguments: [Int64(clamping: number)])
     }
 
     /// The live batches recorded without their content (by a tracer-server from before schema

@@ -455,6 +455,8 @@ struct ContractFixture {
             #expect(try await fixture.store.liveBatchContents(idBatchesAfter: 0, keyBatchesAfter: 0)
                 == LiveBatchContents(idBatches: [PublishedIDBatch(number: 1, entries: ids)], keyBatches: [PublishedKeyBatch(number: 1, records: published.sorted { $0.key.bytes.lexicographicallyPrecedes($1.key.bytes) })]))
             #expect(try await fixture.store.liveBatchContents(idBatchesAfter: 1, keyBatchesAfter: 1) == LiveBatchContents())
+            // A number beyond what the database can hold is after every batch, not a trap.
+            #expect(try await fixture.store.liveBatchContents(idBatchesAfter: .max, keyBatchesAfter: .max) == LiveBatchContents())
 
             for instance in fixture.stores.indices {
                 guard case .stored(let receipt) = try await fixture.append(Array(ids.prefix(3)), instance: instance) else {
