@@ -32,12 +32,6 @@ import Waits
         Deadline(clock.now.advanced(by: .seconds(seconds)), on: clock)
     }
 
-    /// Waits until the clock's sleepers wake exactly at `wakes` (offsets from its start).
-    static func expectWakes(_ clock: ManualMonotonicClock, _ wakes: [Duration], sourceLocation: SourceLocation = #_sourceLocation) async {
-        let reached = await eventually(timeout: .seconds(10), every: .milliseconds(1)) { clock.pendingWakes == wakes }
-        #expect(reached, "sleepers wake at \(clock.pendingWakes), not \(wakes)", sourceLocation: sourceLocation)
-    }
-
     @Test func aNodeBehindIsAnsweredAtOnceAndOneUpToDateAtTheDeadline() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
@@ -57,9 +51,9 @@ import Waits
         // Up to date: nothing new, and only at the deadline.
         let upToDate = Generations(generation: size, keyGeneration: 0)
         let held = Task { await watch.wait(after: upToDate, until: Self.deadline(clock, in: 30)) }
-        await Self.expectWakes(clock, [.seconds(30)])
+        await clock.expectWakes([.seconds(30)])
         clock.advance(by: .seconds(29))
-        await Self.expectWakes(clock, [.seconds(30)])
+        await clock.expectWakes([.seconds(30)])
         clock.advance(by: .seconds(1))
         #expect(await held.value == .nothingNew)
         #expect(await watch.heldPolls == 0)
@@ -74,7 +68,7 @@ import Waits
         let clock = ManualMonotonicClock()
         let upToDate = Generations(generation: first, keyGeneration: 0)
         let polls = (0..<2).map { _ in Task { await watch.wait(after: upToDate, until: Self.deadline(clock, in: 60)) } }
-        await Self.expectWakes(clock, [.seconds(60), .seconds(60)])
+        await clock.expectWakes([.seconds(60), .seconds(60)])
 
         // A publication with nothing new re-signs nothing that grows the tree: no one wakes.
         fixture.clock.advance(by: 600)
@@ -103,7 +97,7 @@ import Waits
         let clock = ManualMonotonicClock()
         let upToDate = Generations(generation: size, keyGeneration: 0)
         let first = Task { await watch.wait(after: upToDate, until: Self.deadline(clock, in: 60)) }
-        await Self.expectWakes(clock, [.seconds(60)])
+        await clock.expectWakes([.seconds(60)])
         #expect(await watch.wait(after: upToDate, until: Self.deadline(clock, in: 60)) == .full)
         await watch.stop()
         #expect(await first.value == .nothingNew)

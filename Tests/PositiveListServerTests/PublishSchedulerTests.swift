@@ -31,12 +31,6 @@ import TracerCore
         try await run.value
     }
 
-    /// Waits until the scheduler sleeps exactly until `wakes` (offsets from the clock's start).
-    static func expectWakes(_ clock: ManualMonotonicClock, _ wakes: [Duration], sourceLocation: SourceLocation = #_sourceLocation) async {
-        let reached = await eventually(timeout: .seconds(10), every: .milliseconds(1)) { clock.pendingWakes == wakes }
-        #expect(reached, "the scheduler sleeps until \(clock.pendingWakes), not \(wakes)", sourceLocation: sourceLocation)
-    }
-
     static func expectPublications(_ publisher: ScriptedPublisher, at times: [Duration], sourceLocation: SourceLocation = #_sourceLocation) async {
         let reached = await eventually(timeout: .seconds(10), every: .milliseconds(1)) { await publisher.times == times }
         let published = await publisher.times
@@ -50,20 +44,20 @@ import TracerCore
         try await Self.running(clock, publisher, demand: demand) {
             // At start, then nothing until the interval.
             await Self.expectPublications(publisher, at: [.zero])
-            await Self.expectWakes(clock, [Self.interval])
+            await clock.expectWakes([Self.interval])
             clock.advance(by: .seconds(10))
             demand.request()
-            await Self.expectWakes(clock, [Self.spacing])
+            await clock.expectWakes([Self.spacing])
             clock.advance(by: .seconds(289))
             #expect(await publisher.times == [.zero], "published before the spacing's end")
             clock.advance(by: .seconds(1))
             await Self.expectPublications(publisher, at: [.zero, Self.spacing])
-            await Self.expectWakes(clock, [Self.spacing + Self.interval])
+            await clock.expectWakes([Self.spacing + Self.interval])
             // Long after the spacing: at once.
             clock.advance(by: .seconds(700))
             demand.request()
             await Self.expectPublications(publisher, at: [.zero, Self.spacing, .seconds(1_000)])
-            await Self.expectWakes(clock, [.seconds(1_000) + Self.interval])
+            await clock.expectWakes([.seconds(1_000) + Self.interval])
         }
     }
 
@@ -73,14 +67,14 @@ import TracerCore
         let demand = PublicationDemand()
         try await Self.running(clock, publisher, demand: demand) {
             await Self.expectPublications(publisher, at: [.zero])
-            await Self.expectWakes(clock, [Self.interval])
+            await clock.expectWakes([Self.interval])
             // Uploads not due yet publish nothing: one a second at most, however many arrive.
             demand.request()
             demand.request()
-            await Self.expectWakes(clock, [.seconds(1)])
+            await clock.expectWakes([.seconds(1)])
             clock.advance(by: .seconds(1))
             await Self.expectPublications(publisher, at: [.zero, .seconds(1)])
-            await Self.expectWakes(clock, [.seconds(1) + Self.interval])
+            await clock.expectWakes([.seconds(1) + Self.interval])
         }
     }
 
@@ -91,11 +85,11 @@ import TracerCore
         try await Self.running(clock, publisher) {
             await Self.expectPublications(publisher, at: [.zero])
             // Due at 120 s, held to the spacing's end after the batch at 0.
-            await Self.expectWakes(clock, [Self.spacing])
+            await clock.expectWakes([Self.spacing])
             clock.advance(by: Self.spacing)
             await Self.expectPublications(publisher, at: [.zero, Self.spacing])
             // No batch since: the due time alone.
-            await Self.expectWakes(clock, [Self.spacing + .seconds(120)])
+            await clock.expectWakes([Self.spacing + .seconds(120)])
             clock.advance(by: .seconds(120))
             await Self.expectPublications(publisher, at: [.zero, Self.spacing, Self.spacing + .seconds(120)])
         }
@@ -106,15 +100,15 @@ import TracerCore
         let publisher = ScriptedPublisher(clock: clock, cutsBatches: false, failures: 3)
         try await Self.running(clock, publisher) {
             await Self.expectPublications(publisher, at: [.zero])
-            await Self.expectWakes(clock, [.seconds(1)])
+            await clock.expectWakes([.seconds(1)])
             clock.advance(by: .seconds(1))
-            await Self.expectWakes(clock, [.seconds(3)])
+            await clock.expectWakes([.seconds(3)])
             clock.advance(by: .seconds(2))
-            await Self.expectWakes(clock, [.seconds(7)])
+            await clock.expectWakes([.seconds(7)])
             clock.advance(by: .seconds(4))
             // The fourth attempt succeeds: the next is the interval's, the back-off reset.
             await Self.expectPublications(publisher, at: [.zero, .seconds(1), .seconds(3), .seconds(7)])
-            await Self.expectWakes(clock, [.seconds(7) + Self.interval])
+            await clock.expectWakes([.seconds(7) + Self.interval])
         }
     }
 
@@ -123,7 +117,7 @@ import TracerCore
         let publisher = ScriptedPublisher(clock: clock, cutsBatches: false, failures: 1, failure: .anotherInstancePublishing)
         try await Self.running(clock, publisher) {
             await Self.expectPublications(publisher, at: [.zero])
-            await Self.expectWakes(clock, [Self.interval])
+            await clock.expectWakes([Self.interval])
         }
     }
 
@@ -134,18 +128,18 @@ import TracerCore
         let demand = PublicationDemand()
         try await Self.running(clock, publisher, sync: sync, demand: demand) {
             await Self.expectPublications(publisher, at: [.zero])
-            await Self.expectWakes(clock, [.seconds(1)])
+            await clock.expectWakes([.seconds(1)])
             // A demand meanwhile waits for the spacing; the sync retries go first.
             demand.request()
             clock.advance(by: .seconds(1))
-            await Self.expectWakes(clock, [.seconds(3)])
+            await clock.expectWakes([.seconds(3)])
             clock.advance(by: .seconds(2))
             let synced = await eventually(timeout: .seconds(10), every: .milliseconds(1)) { await sync.times.count == 3 }
             #expect(synced)
             #expect(await sync.times == [.zero, .seconds(1), .seconds(3)])
             #expect(await publisher.times == [.zero], "a sync retry published")
             // The demand taken meanwhile is published at the spacing's end, then synced.
-            await Self.expectWakes(clock, [Self.spacing])
+            await clock.expectWakes([Self.spacing])
             clock.advance(by: Self.spacing - .seconds(3))
             await Self.expectPublications(publisher, at: [.zero, Self.spacing])
         }

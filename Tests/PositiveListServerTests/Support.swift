@@ -53,6 +53,15 @@ final class ManualMonotonicClock: Clock {
     func advance(by duration: Duration) { timeline.advance { $0.advanced(by: duration) } }
 }
 
+extension ManualMonotonicClock {
+    /// Waits until the clock's sleepers wake exactly at `wakes` (offsets from its start): an
+    /// exact set, so that a wrong wake time never matches.
+    func expectWakes(_ wakes: [Duration], sourceLocation: SourceLocation = #_sourceLocation) async {
+        let reached = await eventually(timeout: .seconds(10), every: .milliseconds(1)) { self.pendingWakes == wakes }
+        #expect(reached, "sleepers wake at \(pendingWakes), not \(wakes)", sourceLocation: sourceLocation)
+    }
+}
+
 /// A scratch server: data directory, configuration, store, signing key and a manual clock.
 /// Every test gets its own, removed with `defer { fixture.remove() }`.
 struct ServerFixture: Sendable {
