@@ -159,7 +159,9 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ]
         ),
-        // The positive list server: authorities, upload codes, submissions, publication, HTTP API.
+        // The positive list server's core: its configuration, the submission rules, upload codes,
+        // publication (the publisher, its scheduler on an injected clock, object-store sync, the
+        // witness and cosigning) and the metrics registry. No HTTP server: the layers above serve it.
         .target(
             name: "PositiveListServer",
             dependencies: [
@@ -169,9 +171,44 @@ let package = Package(
                 "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+                // ServiceLifecycle (the scheduler is a service) and HTTPTypes (the metrics' labels).
                 .product(name: "Hummingbird", package: "hummingbird"),
-                // The metrics listener's registry and exposition (`metrics` in the configuration).
+                // The metrics registry and exposition (`metrics` in the configuration).
                 .product(name: "Prometheus", package: "swift-prometheus"),
+            ]
+        ),
+        // The server's HTTP API on Hummingbird: submission and upload codes, the published files,
+        // the long poll, the witness's endpoint, the metrics listener, and the connection-level
+        // defences (connection limits, request framing and read deadlines, failed-attempt limits).
+        .target(
+            name: "ServerHTTPAPI",
+            dependencies: [
+                "PositiveListServer", "ServerStorage", "PositiveListFormat", "TracerCore", "TransparencyLog", "Waits",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
+        // The health authority staff's web console (`console` in the configuration): sign-in,
+        // upload codes, accounts and the publication's state, on its own listener, over the HTTP
+        // API's defences.
+        .target(
+            name: "AuthorityConsole",
+            dependencies: [
+                "ServerHTTPAPI", "PositiveListServer", "ServerStorage", "PositiveListFormat", "TracerCore", "TransparencyLog",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+            ]
+        ),
+        // Wires one running server together: the API, the console, the metrics listener and the
+        // publication scheduler, from the configuration and the store.
+        .target(
+            name: "ServerApplication",
+            dependencies: [
+                "AuthorityConsole", "ServerHTTPAPI", "PositiveListServer", "ServerStorage", "PositiveListFormat", "TracerCore",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Hummingbird", package: "hummingbird"),
             ]
         ),
         // How both programs end: one mapping from what a command threw to its exit code and message.
@@ -179,8 +216,8 @@ let package = Package(
         .executableTarget(
             name: "TracerServer",
             dependencies: [
-                "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "CommandLineMain",
-                "ObjectStore", "Settings", "TracerCore", "TransparencyLog",
+                "ServerApplication", "AuthorityConsole", "ServerHTTPAPI", "PositiveListServer", "ServerStorage", "PostgresServerStore",
+                "SQLiteServerStore", "PositiveListFormat", "CommandLineMain", "ObjectStore", "Settings", "TracerCore", "TransparencyLog",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Hummingbird", package: "hummingbird"),
@@ -232,7 +269,7 @@ let package = Package(
         .executableTarget(
             name: "TracerBench",
             dependencies: [
-                "IDRotation", "BLEHost", "GATTExchange", "Matching", "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "TracerTestSupport",
+                "IDRotation", "BLEHost", "GATTExchange", "Matching", "ServerApplication", "AuthorityConsole", "ServerHTTPAPI", "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "TracerTestSupport",
                 "ObjectStore", "ExposureReplay", "Places", "TracerCore", "CurlHTTP",
                 .product(name: "Crypto", package: "swift-crypto"),
                 // AES.permute, for the per-id baseline of the key-matching benchmark.
@@ -280,7 +317,8 @@ let package = Package(
         .testTarget(
             name: "PositiveListServerTests",
             dependencies: [
-                "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore", "PositiveListFormat", "RetiredFormatWriters", "IDRotation", "TracerTestSupport",
+                "ServerApplication", "AuthorityConsole", "ServerHTTPAPI", "PositiveListServer", "ServerStorage", "PostgresServerStore",
+                "SQLiteServerStore", "PositiveListFormat", "RetiredFormatWriters", "IDRotation", "TracerTestSupport",
                 "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog", "Waits",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

@@ -3,6 +3,7 @@ import Foundation
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import ServerApplication
 import SQLiteServerStore
 import TracerCore
 import TracerTestSupport

@@ -3,6 +3,7 @@ import Hummingbird
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import ServerApplication
 import ServerStorage
 import SQLiteServerStore
 import TracerCore

@@ -5,6 +5,8 @@ import Hummingbird
 import Logging
 import PositiveListFormat
 import PositiveListServer
+import ServerApplication
+import ServerHTTPAPI
 import ServerStorage
 import SQLiteServerStore
 import TracerCore

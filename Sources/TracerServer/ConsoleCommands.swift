@@ -1,4 +1,5 @@
 import ArgumentParser
+import AuthorityConsole
 import Foundation
 import PositiveListServer
 #if canImport(Glibc)

@@ -5,6 +5,7 @@ import Logging
 import ObjectStore
 import PositiveListFormat
 import PositiveListServer
+import ServerHTTPAPI
 import ServerStorage
 
 /// Runs `tracer-server` with the project's exit codes: 0 success, 1 a failure the operator can

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdTesting
 import IDRotation
 import PositiveListServer
+import ServerHTTPAPI
 import Testing
 import TestTiers
 import TracerCore
@@ -29,13 +30,17 @@ import TransparencyLog
     }
 
     static func errorCodesInSource() throws -> Set<String> {
-        let directory = root + "/Sources/PositiveListServer"
-        let files = try #require(FileManager.default.enumerator(atPath: directory)).compactMap { $0 as? String }.filter { $0.hasSuffix(".swift") }
+        // The core's rejections and the HTTP API's errors (the console answers in HTML).
+        let directories = ["PositiveListServer", "ServerHTTPAPI", "ServerApplication"].map { root + "/Sources/" + $0 }
+        let files = try directories.flatMap { directory in
+            try #require(FileManager.default.enumerator(atPath: directory)).compactMap { $0 as? String }
+                .filter { $0.hasSuffix(".swift") }.map { directory + "/" + $0 }
+        }
         // `APIError(.status, "code", ...)` and HistoryRejection's `return "code"`.
         let patterns = [#"APIError\(\s*\.?[A-Za-z]*\.?[A-Za-z]+,\s*"([a-z_]+)""#, #"return "([a-z]+_[a-z_]+)""#]
         var codes: Set<String> = []
         for file in files {
-            let source = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+            let source = try String(contentsOfFile: file, encoding: .utf8)
             for pattern in patterns {
                 let regex = try NSRegularExpression(pattern: pattern)
                 for match in regex.matches(in: source, range: NSRange(source.startIndex..., in: source)) {

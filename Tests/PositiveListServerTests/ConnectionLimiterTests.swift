@@ -1,6 +1,7 @@
 import NIOCore
 import NIOEmbedded
 @testable import PositiveListServer
+@testable import ServerHTTPAPI
 import Testing
 import TestTiers
 

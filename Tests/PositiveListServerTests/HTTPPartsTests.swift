@@ -1,5 +1,6 @@
 import Foundation
 @testable import PositiveListServer
+@testable import ServerHTTPAPI
 import Testing
 import TestTiers
 

@@ -6,6 +6,7 @@ import IDRotation
 import ObjectStore
 import PositiveListFormat
 @testable import PositiveListServer
+@testable import ServerHTTPAPI
 import Testing
 import TestTiers
 import TracerCore

@@ -1,6 +1,7 @@
 import CurlHTTP
 import Foundation
 @testable import PositiveListServer
+@testable import ServerApplication
 import Testing
 import TestTiers
 import TracerCore

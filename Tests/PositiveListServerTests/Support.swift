@@ -7,12 +7,13 @@ import IDRotation
 import Logging
 import PositiveListFormat
 @testable import PositiveListServer
+@testable import ServerApplication
 import SQLiteServerStore
 import Synchronization
 import Testing
+import TestTiers
 import TracerCore
 import TracerTestSupport
-import TestTiers
 
 /// A wall clock the test moves by hand. A sleeper is resumed by the `advance` that reaches its
 /// time, not by polling, so a sleep ends exactly when the test says and no sooner.

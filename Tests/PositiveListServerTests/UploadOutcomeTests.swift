@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 @testable import PositiveListServer
+@testable import ServerHTTPAPI
 import ServerStorage
 import Testing
 

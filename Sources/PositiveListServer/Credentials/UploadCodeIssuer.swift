@@ -7,6 +7,13 @@ public struct IssuedUploadCode: Sendable {
     public let authority: String
     public let issuedAt: UnixSeconds
     public let expiresAt: UnixSeconds
+
+    public init(code: UploadCode, authority: String, issuedAt: UnixSeconds, expiresAt: UnixSeconds) {
+        self.code = code
+        self.authority = authority
+        self.issuedAt = issuedAt
+        self.expiresAt = expiresAt
+    }
 }
 
 extension SubmissionStore {

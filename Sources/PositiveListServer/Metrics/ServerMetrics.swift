@@ -14,7 +14,7 @@ import Synchronization
 /// Nothing personal: every label takes its values from a small set fixed here (kinds, outcomes
 /// from the API's own error codes, the router's route patterns, status codes); never an upload
 /// code, an id, a key, an address, a token or an account name. Any other value becomes "other".
-final class ServerMetrics: Sendable {
+package final class ServerMetrics: Sendable {
     let registry = PrometheusCollectorRegistry()
 
     static let prefix = "tracer_server"
@@ -43,9 +43,9 @@ final class ServerMetrics: Sendable {
     /// The route label of a request no route matched.
     static let unmatchedRoute = "unmatched"
 
-    enum UploadKind: String, CaseIterable { case ids, keys }
-    enum CodeEvent: String, CaseIterable { case issued, used }
-    enum ShedReason: String, CaseIterable {
+    package enum UploadKind: String, CaseIterable { case ids, keys }
+    package enum CodeEvent: String, CaseIterable { case issued, used }
+    package enum ShedReason: String, CaseIterable {
         /// The address held as many connections as it may.
         case addressAtLimit = "address_at_limit"
         /// The server held as many as it may and none was idle.
@@ -53,7 +53,7 @@ final class ServerMetrics: Sendable {
         /// An idle connection of the busiest address, closed to make room.
         case idleEvicted = "idle_evicted"
     }
-    enum SignInOutcome: String, CaseIterable { case accepted, refused, limited, failed }
+    package enum SignInOutcome: String, CaseIterable { case accepted, refused, limited, failed }
     enum PublicationGauge: String, CaseIterable {
         case pending
         case liveBatches = "live_batches"
@@ -82,11 +82,11 @@ final class ServerMetrics: Sendable {
     /// The wall time of the first publication the bucket has not taken since its last successful
     /// sync; nil while it holds the last one, or with no object store.
     private let unsyncedSince = Mutex<Int64?>(nil)
-    let connectionsOpen: Gauge
-    let longPollsHeld: Gauge
-    let storeUp: Gauge
-    let uploadCodesOpen: Gauge
-    let uploadCodesExpiredUnused: Gauge
+    package let connectionsOpen: Gauge
+    package let longPollsHeld: Gauge
+    package let storeUp: Gauge
+    package let uploadCodesOpen: Gauge
+    package let uploadCodesExpiredUnused: Gauge
 
     static let httpBuckets: [Duration] = [
         .milliseconds(5), .milliseconds(10), .milliseconds(25), .milliseconds(50), .milliseconds(100), .milliseconds(250),
@@ -97,7 +97,7 @@ final class ServerMetrics: Sendable {
         .seconds(10), .seconds(30), .seconds(60), .seconds(120), .seconds(300),
     ]
 
-    init() {
+    package init() {
         publicationDuration = registry.makeDurationHistogram(
             descriptor: Self.name("publication_duration", "seconds", "How long publications took, successful or not."), labels: [],
             buckets: Self.publicationBuckets)
@@ -159,9 +159,9 @@ final class ServerMetrics: Sendable {
 
     // MARK: Uploads and codes
 
-    func upload(_ kind: UploadKind, outcome: String) { (uploads[kind]![outcome] ?? uploads[kind]!["other"]!).increment() }
+    package func upload(_ kind: UploadKind, outcome: String) { (uploads[kind]![outcome] ?? uploads[kind]!["other"]!).increment() }
 
-    func uploadCode(_ event: CodeEvent) { codes[event]!.increment() }
+    package func uploadCode(_ event: CodeEvent) { codes[event]!.increment() }
 
     // MARK: Publication and sync
 
@@ -195,7 +195,7 @@ final class ServerMetrics: Sendable {
     }
 
     /// Sets the sync's lag as of `now` (at a scrape).
-    func sampleSyncLag(now: Int64) {
+    package func sampleSyncLag(now: Int64) {
         syncLag.set(Double(unsyncedSince.withLock { $0 }.map { max(now - $0, 0) } ?? 0))
     }
 
@@ -203,9 +203,9 @@ final class ServerMetrics: Sendable {
 
     // MARK: Connections, console, HTTP
 
-    func connectionShed(_ reason: ShedReason) { shed[reason]!.increment() }
+    package func connectionShed(_ reason: ShedReason) { shed[reason]!.increment() }
 
-    func consoleSignIn(_ outcome: SignInOutcome) { signIns[outcome]!.increment() }
+    package func consoleSignIn(_ outcome: SignInOutcome) { signIns[outcome]!.increment() }
 
     /// The HTTP families' handles by label values, made on first use: routes (the router's
     /// patterns and "unmatched"), methods (`httpMethods` and "other") and status codes (100-599
@@ -225,7 +225,7 @@ final class ServerMetrics: Sendable {
     private let requestHandles = Mutex(RequestHandles())
 
     /// One API request: `route` is the router's pattern (nil when none matched), never the path.
-    func request(route: String?, method: HTTPRequest.Method, status: Int, took duration: Duration) {
+    package func request(route: String?, method: HTTPRequest.Method, status: Int, took duration: Duration) {
         let key = RequestKey(
             route: route ?? Self.unmatchedRoute, method: Self.httpMethods.contains(method.rawValue) ? method.rawValue : "other",
             status: (100...599).contains(status) ? String(status) : "other")
@@ -255,7 +255,7 @@ final class ServerMetrics: Sendable {
     private let poolGauges = Mutex<(idle: Gauge, busy: Gauge, waiters: Gauge)?>(nil)
 
     /// A PostgreSQL pool's connections: idle, busy, and requests waiting for one.
-    func databasePool(_ usage: ConnectionPoolUsage) {
+    package func databasePool(_ usage: ConnectionPoolUsage) {
         let gauges = poolGauges.withLock { gauges in
             if let gauges { return gauges }
             let connections = Self.name("database_pool_connections", "", "PostgreSQL pool connections by state (idle, busy).")
@@ -272,5 +272,5 @@ final class ServerMetrics: Sendable {
     }
 
     /// The exposition in Prometheus's text format (0.0.4).
-    func exposition() -> [UInt8] { registry.emitToBuffer() }
+    package func exposition() -> [UInt8] { registry.emitToBuffer() }
 }

@@ -10,8 +10,8 @@ import Waits
 /// runs wait for it), a reading is reused for `maxAge`, and a scrape waits `deadline` at most:
 /// a reading not back by then counts as the store down (the reading goes on, and the next scrape
 /// waits for it again rather than starting another).
-final class StoreSampler: Sendable {
-    enum Reading: Sendable, Equatable {
+package final class StoreSampler: Sendable {
+    package enum Reading: Sendable, Equatable {
         case up(UploadCodeCounts)
         case down
     }
@@ -29,7 +29,7 @@ final class StoreSampler: Sendable {
 
     /// `read` asks the store (``SubmissionStore/uploadCodeCounts(now:)``); an error is a
     /// store down.
-    init(deadline: Duration = .seconds(2), maxAge: Duration = .seconds(5), read: @escaping @Sendable () async throws -> UploadCodeCounts) {
+    package init(deadline: Duration = .seconds(2), maxAge: Duration = .seconds(5), read: @escaping @Sendable () async throws -> UploadCodeCounts) {
         self.read = read
         self.deadline = deadline
         self.maxAge = maxAge
@@ -37,7 +37,7 @@ final class StoreSampler: Sendable {
 
     /// The latest reading if younger than `maxAge`, else the one in flight or a new one, or
     /// `.down` when it is not back within `deadline`.
-    func sample() async -> Reading {
+    package func sample() async -> Reading {
         let now = ContinuousClock.now
         if let last = state.withLock({ $0.last }), now - last.at < maxAge { return last.reading }
         let (reading, start) = state.withLock { state in

@@ -26,6 +26,11 @@ public actor GenerationWatch {
         /// 0 from this server; from a node, nonzero when it last followed a server that still
         /// published the retired key index.
         public var keyGeneration: UInt64
+
+        public init(generation: UInt64, keyGeneration: UInt64) {
+            self.generation = generation
+            self.keyGeneration = keyGeneration
+        }
     }
 
     public enum WaitOutcome: Sendable, Equatable {
@@ -63,7 +68,7 @@ public actor GenerationWatch {
     }
 
     /// Polls held now, waiting for a newer generation (metrics).
-    var heldPolls: Int { waiting }
+    package var heldPolls: Int { waiting }
 
     /// Wakes every waiter for good: the server is stopping, and a long poll must not hold
     /// its graceful shutdown.

@@ -33,7 +33,7 @@ public struct PublishScheduler<C: Clock>: Service where C.Duration == Duration {
     let retry: RetryBackoff
     let clock: C
     /// Records each publication's report and each sync's outcome (the metrics listener's).
-    var metrics: ServerMetrics?
+    package var metrics: ServerMetrics?
 
     public init(
         publisher: any ScheduledPublishing, interval: Duration,

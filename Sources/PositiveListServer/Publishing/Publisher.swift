@@ -143,7 +143,7 @@ public actor Publisher {
     private let pause: PublicationPause?
     /// Where each publication leaves its outcome (``OutcomeRecord``) for `status` and `doctor`;
     /// none if nil.
-    let recordPath: String?
+    package nonisolated let recordPath: String?
     /// The log's origin and keys (format version 3).
     public nonisolated let logIdentity: ListLogIdentity
     /// Which batches the log holds (``ListLogState``): in the data directory, not published.

@@ -6,14 +6,14 @@ import Foundation
 /// authority's script that misspells the member (`expiresIn`) must hear so rather than get a
 /// code with the default lifetime. A repeated member is refused as everywhere (which one would
 /// count is ambiguous).
-struct CodeRequest: Sendable, Equatable {
-    var expiresInSeconds: Int64?
+package struct CodeRequest: Sendable, Equatable {
+    package var expiresInSeconds: Int64?
 
     init(expiresInSeconds: Int64? = nil) {
         self.expiresInSeconds = expiresInSeconds
     }
 
-    init(json: Data) throws(HistoryDecodingError) {
+    package init(json: Data) throws(HistoryDecodingError) {
         self = try HistoryJSONDecoder.decode(json) { (decoder: inout HistoryJSONDecoder) throws(HistoryDecodingError) in
             try decoder.decodeCodeRequest()
         }

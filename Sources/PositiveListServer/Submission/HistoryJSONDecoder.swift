@@ -509,27 +509,27 @@ struct HistoryJSONDecoder {
     }
 }
 
-enum ASCII {
+package enum ASCII {
     static let openBrace = UInt8(ascii: "{")
     static let closeBrace = UInt8(ascii: "}")
     static let openBracket = UInt8(ascii: "[")
     static let closeBracket = UInt8(ascii: "]")
-    static let quote = UInt8(ascii: "\"")
-    static let backslash = UInt8(ascii: "\\")
-    static let slash = UInt8(ascii: "/")
+    package static let quote = UInt8(ascii: "\"")
+    package static let backslash = UInt8(ascii: "\\")
+    package static let slash = UInt8(ascii: "/")
     static let colon = UInt8(ascii: ":")
     static let comma = UInt8(ascii: ",")
-    static let semicolon = UInt8(ascii: ";")
-    static let equals = UInt8(ascii: "=")
+    package static let semicolon = UInt8(ascii: ";")
+    package static let equals = UInt8(ascii: "=")
     static let minus = UInt8(ascii: "-")
     static let plus = UInt8(ascii: "+")
     static let period = UInt8(ascii: ".")
-    static let zero = UInt8(ascii: "0")
-    static let nine = UInt8(ascii: "9")
+    package static let zero = UInt8(ascii: "0")
+    package static let nine = UInt8(ascii: "9")
     static let lowercaseE = UInt8(ascii: "e")
     static let uppercaseE = UInt8(ascii: "E")
-    static let space = UInt8(ascii: " ")
-    static let tab = UInt8(ascii: "\t")
+    package static let space = UInt8(ascii: " ")
+    package static let tab = UInt8(ascii: "\t")
     static let lineFeed = UInt8(ascii: "\n")
     static let carriageReturn = UInt8(ascii: "\r")
 

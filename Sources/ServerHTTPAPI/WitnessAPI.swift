@@ -2,6 +2,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PositiveListServer
 import TransparencyLog
 
 /// `POST /v1/add-checkpoint`, C2SP tlog-witness's one call, routed only when the server witnesses
@@ -11,11 +12,15 @@ import TransparencyLog
 /// It answers as tlog-witness says, not with the API's JSON errors: 200 with the cosignature
 /// line, 409 with `Content-Type: text/x.tlog.size` and the size it holds, and every refusal with
 /// its status and one plain-text sentence, which any tlog-witness client reads.
-struct WitnessAPI: Sendable {
+package struct WitnessAPI: Sendable {
     static let path = "v1/add-checkpoint"
     let witness: CheckpointWitness
 
-    func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
+    package init(witness: CheckpointWitness) {
+        self.witness = witness
+    }
+
+    package func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
         table.add(RouterPath(Self.path), .post, to: router) { request, _ in try await addCheckpoint(request) }
     }
 

@@ -2,6 +2,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import PositiveListServer
 
 /// Gives requests that NIO's HTTP/1.1 parser refuses the JSON error body every other refusal
 /// has (docs/openapi.yaml).
@@ -28,11 +29,13 @@ import NIOHTTPTypes
 ///
 /// Sits after the HTTP/1 ↔ HTTP types codec, where errors from the decoder pass by as
 /// `errorCaught` and responses as `HTTPResponsePart`s. One instance per connection.
-final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+package final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTPRequestPart
+    package typealias InboundOut = HTTPRequestPart
+    package typealias OutboundIn = HTTPResponsePart
+    package typealias OutboundOut = HTTPResponsePart
+
+    package init() {}
 
     private enum State {
         /// No parse error on this connection.
@@ -53,7 +56,7 @@ final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHan
     /// A request's head was read and its end not yet.
     private var readingRequest = false
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head: readingRequest = true
         case .end: readingRequest = false
@@ -62,7 +65,7 @@ final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHan
         context.fireChannelRead(data)
     }
 
-    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+    package func errorCaught(context: ChannelHandlerContext, error: any Error) {
         if case .parsing = state, let parseError = error as? HTTPParserError {
             state = readingRequest ? .failedInBody : .failedInHead(parseError)
         }
@@ -70,7 +73,7 @@ final class MalformedRequestResponder: ChannelDuplexHandler, RemovableChannelHan
         context.fireErrorCaught(error)
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         let part = unwrapOutboundIn(data)
         switch (state, part) {
         case (.failedInHead(let error), .head(let head)) where Self.isHummingbirdsRefusal(head):

@@ -16,11 +16,11 @@ import Glibc
 ///
 /// The header is believed only from a peer in `trustedProxies`: a client that reaches the server
 /// past the proxy could otherwise name a new address with each request and never meet the limit.
-struct ForwardedFor: Sendable {
+package struct ForwardedFor: Sendable {
     private let trustedProxies: Set<String>
     private let trustedHops: Int
 
-    init(trustedProxies: [String], trustedHops: Int) {
+    package init(trustedProxies: [String], trustedHops: Int) {
         self.trustedProxies = Set(trustedProxies.compactMap(Self.canonicalAddress))
         self.trustedHops = trustedHops
     }
@@ -28,7 +28,7 @@ struct ForwardedFor: Sendable {
     /// The client's address per `headerValues` (the `X-Forwarded-For` lines), or nil when
     /// they are not to be believed (not from a trusted proxy, fewer entries than proxies, an
     /// empty entry): then the peer's own address counts.
-    func clientAddress(peer: String, headerValues: [String]) -> String? {
+    package func clientAddress(peer: String, headerValues: [String]) -> String? {
         guard let peer = Self.canonicalAddress(peer), trustedProxies.contains(peer) else { return nil }
         // Empty entries are kept so that a client cannot shift the positions counted from the right.
         let entries = headerValues.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }
@@ -39,7 +39,7 @@ struct ForwardedFor: Sendable {
 
     /// An IP address in one spelling (IPv4-mapped IPv6 as plain IPv4, IPv6 compressed, lower
     /// case), or nil when `text` is not an IP address.
-    static func canonicalAddress(_ text: String) -> String? {
+    package static func canonicalAddress(_ text: String) -> String? {
         var v4 = in_addr()
         if inet_pton(AF_INET, text, &v4) == 1 { return withUnsafeBytes(of: v4) { format(AF_INET, $0, length: INET_ADDRSTRLEN) } }
         var v6 = in6_addr()

@@ -1,4 +1,5 @@
 import Hummingbird
+import PositiveListServer
 
 /// Hummingbird's request context plus the peer's address, which the brute-force limit needs.
 public struct PositiveListRequestContext: RequestContext {

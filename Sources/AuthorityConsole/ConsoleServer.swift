@@ -6,6 +6,8 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import PositiveListServer
+import ServerHTTPAPI
 import ServerStorage
 import TracerCore
 
@@ -26,7 +28,7 @@ public struct ConsoleServer: Sendable {
     static let passwordLinkSeconds: Int64 = 86_400
 
     let settings: ConsoleSettings
-    let configuration: ServerConfiguration
+    let configuration: PositiveListServer.ServerConfiguration
     let codes: any SubmissionStore
     let store: any ConsoleStore
     let clock: any WallClock
@@ -37,10 +39,10 @@ public struct ConsoleServer: Sendable {
     let publication: ConsolePublication?
     let shownOnce: ConsoleShownOnce
     /// Counts sign-ins and issued codes (set by PositiveListHTTPServer with a metrics listener).
-    var metrics: ServerMetrics?
+    package var metrics: ServerMetrics?
 
     public init(
-        settings: ConsoleSettings, configuration: ServerConfiguration, codes: any SubmissionStore, store: any ConsoleStore, clock: any WallClock,
+        settings: ConsoleSettings, configuration: PositiveListServer.ServerConfiguration, codes: any SubmissionStore, store: any ConsoleStore, clock: any WallClock,
         publication: ConsolePublication? = nil
     ) {
         self.settings = settings

@@ -1,3 +1,4 @@
+import PositiveListServer
 import TracerCore
 
 /// Counts failed credential attempts per client address over a sliding minute; past the limit
@@ -11,13 +12,13 @@ import TracerCore
 /// check that finds the budget held by checks still in flight waits for them rather than being
 /// refused, so an authority sending many valid requests at once is only slowed, never turned
 /// away, while wrong guesses get at most `limit` answers a minute.
-actor FailedAttemptLimiter {
+package actor FailedAttemptLimiter {
     /// A held unit of an address's budget; settle it exactly once.
-    struct Ticket: Sendable {
+    package struct Ticket: Sendable {
         fileprivate let address: String
     }
 
-    enum Admission: Sendable {
+    package enum Admission: Sendable {
         case admitted(Ticket)
         /// Seconds until the address may try again.
         case refused(retryAfterSeconds: Int)
@@ -38,14 +39,14 @@ actor FailedAttemptLimiter {
     /// Bounds memory when many addresses fail once: beyond this, idle addresses are dropped.
     private let pruneThreshold = 10_000
 
-    init(limitPerMinute: Int, clock: any WallClock) {
+    package init(limitPerMinute: Int, clock: any WallClock) {
         self.limit = limitPerMinute
         self.clock = clock
     }
 
     /// Takes one unit of `address`'s budget for a credential check, waiting while checks in
     /// flight hold the rest; refused once the failures of the last minute used it all up.
-    func admit(_ address: String) async -> Admission {
+    package func admit(_ address: String) async -> Admission {
         while true {
             let now = clock.now()
             var state = addresses[address] ?? AddressState()
@@ -69,7 +70,7 @@ actor FailedAttemptLimiter {
     }
 
     /// Ends a check: a failure keeps its unit used for a minute, a success gives it back.
-    func settle(_ ticket: Ticket, failed: Bool) {
+    package func settle(_ ticket: Ticket, failed: Bool) {
         guard var state = addresses[ticket.address] else { return }
         state.checksInFlight -= 1
         if failed { state.failures.append(clock.now()) }

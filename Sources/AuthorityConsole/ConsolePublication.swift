@@ -1,5 +1,7 @@
 import Foundation
 import PositiveListFormat
+import PositiveListServer
+import ServerHTTPAPI
 import ServerStorage
 import TracerCore
 import TransparencyLog

@@ -1,16 +1,19 @@
 import HTTPTypes
 import Hummingbird
+import PositiveListServer
 
 /// Every route the server answers, as it is added to the router, so that a known path asked
 /// with another method gets 405 and `Allow` (RFC 9110, 15.5.6) instead of the 404 Hummingbird's
 /// router gives both it and an unknown path.
 ///
 /// Built once, before the server starts, then only read.
-struct RouteTable: Sendable {
+package struct RouteTable: Sendable {
     private var routes: [(path: RouterPath, method: HTTPRequest.Method)] = []
 
+    package init() {}
+
     /// Adds `handler` to `router` for `method` on `path`, and remembers the pair.
-    mutating func add(
+    package mutating func add(
         _ path: RouterPath, _ method: HTTPRequest.Method, to router: Router<PositiveListRequestContext>,
         handler: @escaping @Sendable (Request, PositiveListRequestContext) async throws -> Response
     ) {
@@ -20,7 +23,7 @@ struct RouteTable: Sendable {
 
     /// Every routed pattern as the router names it (`context.endpointPath`), such as
     /// `/log/tile/**`: the metrics' route label takes its values from these only.
-    var patterns: Set<String> { Set(routes.map(\.path.description)) }
+    package var patterns: Set<String> { Set(routes.map(\.path.description)) }
 
     /// The methods routed for `path`, in the order they were added; nil when no route has
     /// that path. Matches as the router does: component by component, `:name` matching any one,

@@ -1,3 +1,4 @@
+import PositiveListServer
 /// A `Content-Type` value as RFC 9110 (8.3.1, 5.6) defines it:
 /// `type "/" subtype *( OWS ";" OWS [ name "=" ( token / quoted-string ) ] )`.
 ///

@@ -2,6 +2,7 @@ import HTTPTypes
 import NIOCore
 import NIOHTTP1
 import NIOHTTPTypes
+import PositiveListServer
 
 /// Before the HTTP/1 ↔ HTTP types codec, where the request's version and method are still
 /// seen: an HTTP/1.0 request without `Connection: keep-alive` is marked `Connection: close`
@@ -11,13 +12,13 @@ import NIOHTTPTypes
 /// NIO's response encoder drops the body of any answer to CONNECT (a 2xx to it opens a
 /// tunnel and has none), so the refusal is written as raw bytes below the encoder, through
 /// ``ConnectionAdmissionHandler``'s place at the front of the pipeline.
-final class RequestHeadPolicy: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
+package final class RequestHeadPolicy: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTPServerRequestPart
+    package typealias InboundOut = HTTPServerRequestPart
 
     private var refused = false
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !refused else { return }
         guard case .head(var head) = unwrapInboundIn(data) else {
             context.fireChannelRead(data)
@@ -46,6 +47,8 @@ final class RequestHeadPolicy: ChannelInboundHandler, RemovableChannelHandler {
         let front = try? context.pipeline.syncOperations.context(handlerType: ConnectionAdmissionHandler.self)
         (front ?? context).writeAndFlush(NIOAny(bytes)).whenComplete { _ in channel.close(promise: nil) }
     }
+    package init() {}
+
 }
 
 /// Thrown into the request body when it arrives in more parts than a request may have.
@@ -68,11 +71,11 @@ struct TooManyBodyParts: Error {
 /// - Tells the ``ConnectionLimiter`` when the connection is busy and when idle.
 ///
 /// One instance per connection.
-final class RequestFraming: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
-    typealias OutboundIn = HTTPResponsePart
-    typealias OutboundOut = HTTPResponsePart
+package final class RequestFraming: ChannelDuplexHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTPRequestPart
+    package typealias InboundOut = HTTPRequestPart
+    package typealias OutboundIn = HTTPResponsePart
+    package typealias OutboundOut = HTTPResponsePart
 
     /// How long a connection whose request was not read through stays half-closed, for the
     /// client to read the answer, before it is closed.
@@ -93,12 +96,12 @@ final class RequestFraming: ChannelDuplexHandler, RemovableChannelHandler {
     /// Nothing more is read or passed on: the connection is ending.
     private var discarding = false
 
-    init(maxBodyParts: Int, limiter: ConnectionLimiter?) {
+    package init(maxBodyParts: Int, limiter: ConnectionLimiter?) {
         self.maxBodyParts = maxBodyParts
         self.limiter = limiter
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !discarding else { return }
         switch unwrapInboundIn(data) {
         case .head(let head):
@@ -128,7 +131,7 @@ final class RequestFraming: ChannelDuplexHandler, RemovableChannelHandler {
         }
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    package func channelReadComplete(context: ChannelHandlerContext) {
         passPendingBody(context)
         context.fireChannelReadComplete()
     }
@@ -139,13 +142,13 @@ final class RequestFraming: ChannelDuplexHandler, RemovableChannelHandler {
         context.fireChannelRead(wrapInboundOut(.body(body)))
     }
 
-    func read(context: ChannelHandlerContext) {
+    package func read(context: ChannelHandlerContext) {
         // Hummingbird asks for the rest of an unread body after answering; it is not read.
         guard !discarding else { return }
         context.read()
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+    package func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
         switch unwrapOutboundIn(data) {
         case .head(var response) where clientAskedToClose || requestOpen:
             closeAfterAnswer = true

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOHTTPTypes
+import PositiveListServer
 
 /// Closes a connection whose request has not arrived whole within `limit` of its head.
 ///
@@ -10,18 +11,18 @@ import NIOHTTPTypes
 ///
 /// Sits after the HTTP/1 ↔ HTTP types codec, beside ``MalformedRequestResponder``. One instance
 /// per connection.
-final class RequestReadDeadline: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPRequestPart
-    typealias InboundOut = HTTPRequestPart
+package final class RequestReadDeadline: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = HTTPRequestPart
+    package typealias InboundOut = HTTPRequestPart
 
     private let limit: TimeAmount
     private var deadline: Scheduled<Void>?
 
-    init(limit: TimeAmount) {
+    package init(limit: TimeAmount) {
         self.limit = limit
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         switch unwrapInboundIn(data) {
         case .head:
             deadline?.cancel()
@@ -39,13 +40,13 @@ final class RequestReadDeadline: ChannelInboundHandler, RemovableChannelHandler 
         context.fireChannelRead(data)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         deadline?.cancel()
         deadline = nil
         context.fireChannelInactive()
     }
 
-    func handlerRemoved(context: ChannelHandlerContext) {
+    package func handlerRemoved(context: ChannelHandlerContext) {
         deadline?.cancel()
         deadline = nil
     }

@@ -4,12 +4,13 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import PositiveListServer
 import ServiceLifecycle
 
 /// The metrics listener (`metrics.listen`): `GET /metrics` in Prometheus's text format, and
 /// nothing else. Its own Hummingbird application, run as a service of the API's as the console
 /// is, so that the API's address never answers `/metrics`.
-struct MetricsServer: Sendable {
+package struct MetricsServer: Sendable {
     static let contentType = "text/plain; version=0.0.4; charset=utf-8"
 
     let settings: MetricsSettings
@@ -20,7 +21,14 @@ struct MetricsServer: Sendable {
 
     /// The listener as a service of the API's: it logs the address it bound, and a port in use
     /// ends it (and so `serve`) with ``ListenerInUse`` naming `metrics.listen`.
-    func makeService(logger: Logger) -> some Service {
+    package init(settings: MetricsSettings, metrics: ServerMetrics, sample: @escaping @Sendable () async -> Void, idleTimeoutSeconds: Int) {
+        self.settings = settings
+        self.metrics = metrics
+        self.sample = sample
+        self.idleTimeoutSeconds = idleTimeoutSeconds
+    }
+
+    package func makeService(logger: Logger) -> some Service {
         let router = Router(context: PositiveListRequestContext.self)
         router.get("metrics") { _, _ in
             await sample()
@@ -70,15 +78,21 @@ struct ListenerService<Wrapped: ApplicationProtocol>: Service {
 
 /// Records every API request's route pattern, method, status and time in ``ServerMetrics``:
 /// around the JSON error responder, so that it sees the status every client gets.
-struct MetricsResponder<Wrapped: HTTPResponder>: HTTPResponder where Wrapped.Context: RequestContext {
-    typealias Context = Wrapped.Context
+package struct MetricsResponder<Wrapped: HTTPResponder>: HTTPResponder where Wrapped.Context: RequestContext {
+    package typealias Context = Wrapped.Context
     let wrapped: Wrapped
     /// nil: no metrics listener; requests pass through uncounted.
     let metrics: ServerMetrics?
     /// The router's patterns; a request matching none (404) counts as "unmatched".
     let routes: Set<String>
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    package init(wrapped: Wrapped, metrics: ServerMetrics?, routes: Set<String>) {
+        self.wrapped = wrapped
+        self.metrics = metrics
+        self.routes = routes
+    }
+
+    package func respond(to request: Request, context: Context) async throws -> Response {
         guard let metrics else { return try await wrapped.respond(to: request, context: context) }
         let started = ContinuousClock.now
         func record(_ status: Int) {

@@ -1,3 +1,4 @@
+import AuthorityConsole
 import Foundation
 import Hummingbird
 import HummingbirdCore
@@ -6,13 +7,15 @@ import NIOCore
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 import PositiveListFormat
+import PositiveListServer
+import ServerHTTPAPI
 import ServerStorage
 import ServiceLifecycle
 import TracerCore
 
 /// Everything one running server shares: its settings, its database, its publisher.
 public struct ServerComponents: Sendable {
-    public let configuration: ServerConfiguration
+    public let configuration: PositiveListServer.ServerConfiguration
     public let store: any SubmissionStore
     public let publisher: Publisher
     public let directory: PublishedDirectory
@@ -28,7 +31,7 @@ public struct ServerComponents: Sendable {
     public let witness: CheckpointWitness?
 
     public init(
-        configuration: ServerConfiguration, store: any SubmissionStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock,
+        configuration: PositiveListServer.ServerConfiguration, store: any SubmissionStore, publisher: Publisher, directory: PublishedDirectory, clock: any WallClock,
         objectStoreSync: ObjectStoreSync? = nil, objectStoreSyncRecord: String? = nil, publicKey: PositiveListPublicKey? = nil,
         witness: CheckpointWitness? = nil
     ) {
@@ -186,7 +189,7 @@ extension PositiveListHTTPServer {
 
     /// The configuration's limits for this process's descriptor limit; when those cannot be
     /// met (`serve` checks before it starts), the largest that leave the reserve.
-    static func connectionLimits(_ configuration: ServerConfiguration, logger: Logger) -> ConnectionLimits {
+    static func connectionLimits(_ configuration: PositiveListServer.ServerConfiguration, logger: Logger) -> ConnectionLimits {
         let descriptorLimit = ConnectionLimits.currentDescriptorLimit()
         do {
             return try configuration.connectionLimits(descriptorLimit: descriptorLimit)

@@ -1,5 +1,7 @@
 import Crypto
 import Foundation
+import PositiveListServer
+import ServerHTTPAPI
 import ServerStorage
 import TracerCore
 

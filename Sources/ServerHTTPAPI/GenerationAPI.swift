@@ -1,6 +1,7 @@
 import Foundation
 import HTTPTypes
 import Hummingbird
+import PositiveListServer
 import ServiceLifecycle
 import Waits
 
@@ -10,11 +11,16 @@ import Waits
 /// 0), or `204` after `longPollSeconds` with nothing new (``GenerationWatch``). The answer is a
 /// hint, not the list: the node then revalidates the checkpoint as usual, so a lying answer
 /// costs it one conditional request.
-struct GenerationAPI: Sendable {
+package struct GenerationAPI: Sendable {
     let watch: GenerationWatch
     let timeout: Duration
 
-    func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
+    package init(watch: GenerationWatch, timeout: Duration) {
+        self.watch = watch
+        self.timeout = timeout
+    }
+
+    package func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
         table.add("v1/generation", .get, to: router) { request, _ in try await answer(request) }
     }
 
@@ -22,7 +28,7 @@ struct GenerationAPI: Sendable {
     /// docs/openapi.yaml says, and the path stays known, so that another method is answered 405
     /// with `Allow: GET` whether the poll is on or off, as on every other documented path (an
     /// unrouted path would answer 404 to every method, which the document does not describe).
-    static func addTurnedOffRoute(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
+    package static func addTurnedOffRoute(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
         table.add("v1/generation", .get, to: router) { _, _ in
             throw APIError(
                 .notFound, "not_found",

@@ -4,19 +4,20 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import PositiveListFormat
+import PositiveListServer
 import ServerStorage
 import TracerCore
 
 /// `POST /v1/codes`, `POST /v1/histories` and `POST /v1/key-histories`: authentication, the brute-force limit, body
 /// limits and validation, in front of the store.
-struct SubmissionAPI: Sendable {
+package struct SubmissionAPI: Sendable {
     static let uploadCodeHeader = HTTPField.Name("Upload-Code")!
     static let idempotencyKeyHeader = HTTPField.Name("Idempotency-Key")!
     static let replayedHeader = HTTPField.Name("Idempotent-Replayed")!
-    static let forwardedForHeader = HTTPField.Name("X-Forwarded-For")!
+    package static let forwardedForHeader = HTTPField.Name("X-Forwarded-For")!
     /// The most parts (chunks, or reads) a request's body may come in: a 1 MiB body in chunks
     /// of 256 bytes. Beyond, the request is refused with 413 (see RequestFraming).
-    static let maxBodyParts = 4_096
+    package static let maxBodyParts = 4_096
 
     let configuration: ServerConfiguration
     let authorities: AuthorityRegistry
@@ -31,7 +32,7 @@ struct SubmissionAPI: Sendable {
     /// Counts every upload's answer and the codes issued and used.
     let metrics: ServerMetrics?
 
-    init(
+    package init(
         configuration: ServerConfiguration, store: any SubmissionStore, clock: any WallClock, demand: PublicationDemand? = nil,
         metrics: ServerMetrics? = nil
     ) {
@@ -47,7 +48,7 @@ struct SubmissionAPI: Sendable {
         self.forwardedFor = ForwardedFor(trustedProxies: configuration.trustedProxies, trustedHops: configuration.trustedProxyHops)
     }
 
-    func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
+    package func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
         table.add("v1/codes", .post, to: router) { request, context in try await issueCode(request, context) }
         table.add("v1/histories", .post, to: router) { request, context in try await appendHistory(request, context) }
         table.add("v1/key-histories", .post, to: router) { request, context in try await appendKeyHistory(request, context) }

@@ -1,78 +1,8 @@
 import Foundation
 import HTTPTypes
 import NIOCore
+import PositiveListServer
 import Synchronization
-
-/// How many connections the server holds at once: in all, and from one client address.
-///
-/// Every connection costs a file descriptor, and so does every file the server opens to answer,
-/// the database, the publisher's files and the runtime's own. A server that lets connections
-/// take its last descriptor fails in all of those (published files answered 404 before they
-/// were answered 503, `/healthz` timing out), and then dies: libdispatch's worker monitor on
-/// Linux opens /proc/TID/stat for each worker thread every second and, when that open fails
-/// (EMFILE), stops the process with DISPATCH_CLIENT_CRASH, "workq: registered worker exited
-/// prematurely", a SIGILL (src/event/workqueue.c; seen under gdb at a37380a). So connections
-/// stop well below the descriptor limit, leaving a reserve for everything else.
-public struct ConnectionLimits: Sendable, Equatable {
-    /// Connections open at once, from all clients together.
-    public var total: Int
-    /// Connections open at once from one client address (trusted proxies excepted).
-    public var perAddress: Int
-
-    public init(total: Int, perAddress: Int) {
-        self.total = total
-        self.perAddress = perAddress
-    }
-
-    /// The fewest descriptors kept out of the connections' reach: the database, the published
-    /// files being served and written, the log, and the runtime's own.
-    public static let minimumReserve = 64
-
-    /// The descriptors kept for everything but connections, for a process allowed `descriptorLimit`.
-    public static func reserve(descriptorLimit: Int) -> Int {
-        max(minimumReserve, descriptorLimit / 8)
-    }
-
-    /// The limits for a process allowed `descriptorLimit` descriptors: `configuredTotal` and
-    /// `configuredPerAddress` when the operator set them, else derived from the limit.
-    /// Throws when a configured total leaves the reserve too small.
-    public static func resolve(
-        descriptorLimit: Int, configuredTotal: Int?, configuredPerAddress: Int?
-    ) throws(ConnectionLimitError) -> ConnectionLimits {
-        let available = descriptorLimit - reserve(descriptorLimit: descriptorLimit)
-        guard available >= 16 else { throw .descriptorLimitTooLow(descriptorLimit: descriptorLimit) }
-        let total = configuredTotal ?? available
-        guard total <= available else {
-            throw .totalAboveDescriptorLimit(total: total, descriptorLimit: descriptorLimit, available: available)
-        }
-        // One client (or one NAT) gets a sixteenth of the total, within 8...256: a node uploads
-        // on one connection and a health authority's tool on a few.
-        let perAddress = configuredPerAddress ?? min(256, max(8, total / 16))
-        return ConnectionLimits(total: total, perAddress: min(perAddress, total))
-    }
-
-    /// The soft `RLIMIT_NOFILE` of this process (what `ulimit -n` and systemd's `LimitNOFILE` set).
-    public static func currentDescriptorLimit() -> Int {
-        var limit = rlimit()
-        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1_024 }
-        // RLIM_INFINITY is all bits set.
-        return limit.rlim_cur == rlim_t.max ? Int(Int32.max) : Int(clamping: limit.rlim_cur)
-    }
-}
-
-public enum ConnectionLimitError: Error, Sendable, Equatable, CustomStringConvertible {
-    case descriptorLimitTooLow(descriptorLimit: Int)
-    case totalAboveDescriptorLimit(total: Int, descriptorLimit: Int, available: Int)
-
-    public var description: String {
-        switch self {
-        case .descriptorLimitTooLow(let limit):
-            return "The server may open only \(limit) files (ulimit -n); raise it (LimitNOFILE= in the systemd unit, or ulimit -n 65536) and start again."
-        case .totalAboveDescriptorLimit(let total, let limit, let available):
-            return "maxConnections is \(total), but with a limit of \(limit) open files (ulimit -n) at most \(available) connections leave enough descriptors in reserve; lower maxConnections or raise the limit (LimitNOFILE= in the systemd unit)."
-        }
-    }
-}
 
 /// Counts the open connections, in all and per client address, and decides at accept time
 /// whether a new one may stay.
@@ -85,13 +15,13 @@ public enum ConnectionLimitError: Error, Sendable, Equatable, CustomStringConver
 ///
 /// Shared by all event loops: the state is behind a mutex, and a channel is closed through its
 /// own event loop (`Channel.close` is thread-safe).
-final class ConnectionLimiter: Sendable {
-    enum Admission: Equatable {
+package final class ConnectionLimiter: Sendable {
+    package enum Admission: Equatable {
         case admitted
         case refused(Refusal)
     }
 
-    enum Refusal: Equatable {
+    package enum Refusal: Equatable {
         case addressAtLimit
         case serverFull
     }
@@ -121,7 +51,7 @@ final class ConnectionLimiter: Sendable {
     /// Counts refusals and evictions (`tracer_server_connections_shed_total`).
     private let metrics: ServerMetrics?
 
-    init(limits: ConnectionLimits, unlimitedAddresses: Set<String> = [], metrics: ServerMetrics? = nil) {
+    package init(limits: ConnectionLimits, unlimitedAddresses: Set<String> = [], metrics: ServerMetrics? = nil) {
         self.limits = limits
         self.unlimitedAddresses = unlimitedAddresses
         self.metrics = metrics
@@ -129,7 +59,7 @@ final class ConnectionLimiter: Sendable {
 
     /// Decides about a connection just accepted from `address`; an admitted one must be
     /// ``release(_:)``d when it closes.
-    func admit(_ channel: any Channel, address: String) -> Admission {
+    package func admit(_ channel: any Channel, address: String) -> Admission {
         let victim: (any Channel)?
         let admission: Admission
         (admission, victim) = state.withLock { state -> (Admission, (any Channel)?) in
@@ -163,7 +93,7 @@ final class ConnectionLimiter: Sendable {
     }
 
     /// The connection has closed.
-    func release(_ channel: any Channel) {
+    package func release(_ channel: any Channel) {
         state.withLock { state in
             guard let connection = state.connections.removeValue(forKey: ObjectIdentifier(channel)) else { return }
             if !connection.evicted { state.counted -= 1 }
@@ -187,7 +117,7 @@ final class ConnectionLimiter: Sendable {
     }
 
     /// Open connections counted against the total, for tests and the log.
-    var openConnections: Int { state.withLock { $0.counted } }
+    package var openConnections: Int { state.withLock { $0.counted } }
 
     private static func longestIdleOfBusiestAddress(_ state: State) -> ObjectIdentifier? {
         var best: (key: ObjectIdentifier, held: Int, idleSince: UInt64)?
@@ -204,15 +134,15 @@ final class ConnectionLimiter: Sendable {
 /// The first handler of every connection, placed once the ``ConnectionLimiter`` has decided
 /// about it: an admitted connection gives its place back when it closes; a refused one is
 /// answered 503 and closed as soon as it is active, and nothing it sends is read.
-final class ConnectionAdmissionHandler: ChannelInboundHandler, RemovableChannelHandler {
-    typealias InboundIn = ByteBuffer
+package final class ConnectionAdmissionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    package typealias InboundIn = ByteBuffer
 
     private let limiter: ConnectionLimiter
     /// nil for an admitted connection.
     private let refusal: ConnectionLimiter.Refusal?
     private var holdsPlace: Bool
 
-    init(limiter: ConnectionLimiter, refusal: ConnectionLimiter.Refusal?) {
+    package init(limiter: ConnectionLimiter, refusal: ConnectionLimiter.Refusal?) {
         self.limiter = limiter
         self.refusal = refusal
         self.holdsPlace = refusal == nil
@@ -226,7 +156,7 @@ final class ConnectionAdmissionHandler: ChannelInboundHandler, RemovableChannelH
         return APIError(.serviceUnavailable, "too_many_connections", detail, headers: [.retryAfter: "5"]).closingHTTP1Response
     }
 
-    func channelActive(context: ChannelHandlerContext) {
+    package func channelActive(context: ChannelHandlerContext) {
         guard let refusal else {
             context.fireChannelActive()
             return
@@ -236,12 +166,12 @@ final class ConnectionAdmissionHandler: ChannelInboundHandler, RemovableChannelH
         context.writeAndFlush(NIOAny(Self.refusal(refusal))).whenComplete { _ in channel.close(promise: nil) }
     }
 
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+    package func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard refusal == nil else { return }
         context.fireChannelRead(data)
     }
 
-    func channelInactive(context: ChannelHandlerContext) {
+    package func channelInactive(context: ChannelHandlerContext) {
         if holdsPlace {
             holdsPlace = false
             limiter.release(context.channel)

@@ -1,4 +1,6 @@
 import Foundation
+import PositiveListServer
+import ServerHTTPAPI
 import ServerStorage
 import TracerCore
 

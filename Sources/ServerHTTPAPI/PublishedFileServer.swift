@@ -1,11 +1,12 @@
 import Crypto
 import Foundation
-import ServerStorage
-import TransparencyLog
 import Hummingbird
 import PositiveListFormat
+import PositiveListServer
+import ServerStorage
 import Synchronization
 import TracerCore
+import TransparencyLog
 
 /// Serves the published directory the way a CDN would: strong ETags, `If-None-Match` → 304,
 /// full tiles and bundles cached for a year as immutable, the checkpoint and the upload policy
@@ -15,7 +16,7 @@ import TracerCore
 /// Files are kept in memory, keyed by their inode, size and modification time, so an atomic
 /// rename of a new checkpoint is noticed at the next request and a popular tile is read from disk
 /// once. Memory is bounded; a file over the bound is read for each request.
-final class PublishedFileServer: Sendable {
+package final class PublishedFileServer: Sendable {
     struct FileIdentity: Hashable, Sendable {
         let device: UInt64
         let inode: UInt64
@@ -42,13 +43,13 @@ final class PublishedFileServer: Sendable {
     private let maxCachedBytes: Int
     private let cache = Mutex(Cache())
 
-    init(directory: PublishedDirectory, indexMaxAgeSeconds: Int, maxCachedBytes: Int = 512 << 20) {
+    package init(directory: PublishedDirectory, indexMaxAgeSeconds: Int, maxCachedBytes: Int = 512 << 20) {
         self.directory = directory
         self.indexCacheControl = "public, max-age=\(indexMaxAgeSeconds)"
         self.maxCachedBytes = maxCachedBytes
     }
 
-    func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
+    package func addRoutes(to router: Router<PositiveListRequestContext>, table: inout RouteTable) {
         for method in [HTTPRequest.Method.get, .head] {
             // The log (format version 3): its checkpoint as an index, its tiles as batches.
             table.add("log/checkpoint", method, to: router) { request, _ in

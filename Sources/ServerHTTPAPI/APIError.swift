@@ -1,10 +1,11 @@
 import Foundation
 import HTTPTypes
-import Logging
 import Hummingbird
+import Logging
 import NIOCore
 import NIOHTTP1
 import PositiveListFormat
+import PositiveListServer
 import ServerStorage
 
 /// A refusal as every client sees it: a 4xx status and `{"error": code, "detail": sentence}`.
@@ -137,14 +138,19 @@ public struct APIError: HTTPResponseError, Sendable {
 
 /// Turns every error a handler or the router throws into the JSON error body, so no client ever
 /// gets an HTML page or an empty 500.
-struct JSONErrorResponder<Wrapped: HTTPResponder>: HTTPResponder where Wrapped.Context: RequestContext {
-    typealias Context = Wrapped.Context
+package struct JSONErrorResponder<Wrapped: HTTPResponder>: HTTPResponder where Wrapped.Context: RequestContext {
+    package typealias Context = Wrapped.Context
     let wrapped: Wrapped
     /// Which methods each routed path answers: the router says 404 for both an unknown path and
     /// a known one asked with another method, and only the second is a 405.
     let routes: RouteTable
 
-    func respond(to request: Request, context: Context) async throws -> Response {
+    package init(wrapped: Wrapped, routes: RouteTable) {
+        self.wrapped = wrapped
+        self.routes = routes
+    }
+
+    package func respond(to request: Request, context: Context) async throws -> Response {
         do {
             let response = try await wrapped.respond(to: request, context: context)
             // Hummingbird's router answers its own refusals (no route: 404, a body over its

@@ -2,6 +2,8 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PositiveListServer
+import ServerHTTPAPI
 
 /// A refused console request, answered with a plain page saying what to do; or, for a request
 /// without a session, a redirect to the sign-in page.
