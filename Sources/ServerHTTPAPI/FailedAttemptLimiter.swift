@@ -1,5 +1,6 @@
 import PositiveListServer
 import TracerCore
+import Waits
 
 /// Counts failed credential attempts per client address over a sliding minute; past the limit
 /// the address is refused until its oldest failure leaves the window. Guessing a 59-bit code at
@@ -27,9 +28,10 @@ package actor FailedAttemptLimiter {
     private struct AddressState {
         var failures: [UnixSeconds] = []
         var checksInFlight = 0
-        var waiting: [CheckedContinuation<Void, Never>] = []
+        /// Announced at each settle: checks waiting for a unit look again then.
+        let settled = EventCount()
 
-        var isIdle: Bool { failures.isEmpty && checksInFlight == 0 && waiting.isEmpty }
+        var isIdle: Bool { failures.isEmpty && checksInFlight == 0 && settled.waiterCount == 0 }
     }
 
     private let limit: Int
@@ -45,7 +47,8 @@ package actor FailedAttemptLimiter {
     }
 
     /// Takes one unit of `address`'s budget for a credential check, waiting while checks in
-    /// flight hold the rest; refused once the failures of the last minute used it all up.
+    /// flight hold the rest; refused once the failures of the last minute used it all up, or
+    /// when the request's task is cancelled while it waits (nobody is left to answer).
     package func admit(_ address: String) async -> Admission {
         while true {
             let now = clock.now()
@@ -62,10 +65,9 @@ package actor FailedAttemptLimiter {
             }
             // Every unit left is held by a check in flight: whether this one may go depends on
             // how those end. Wait for the next to settle, then look again.
-            await withCheckedContinuation { continuation in
-                state.waiting.append(continuation)
-                addresses[address] = state
-            }
+            let seen = state.settled.count
+            addresses[address] = state
+            guard await state.settled.wait(past: seen) else { return .refused(retryAfterSeconds: 1) }
         }
     }
 
@@ -75,10 +77,8 @@ package actor FailedAttemptLimiter {
         state.checksInFlight -= 1
         if failed { state.failures.append(clock.now()) }
         // All waiters look again; each either takes the freed unit, waits more, or is refused.
-        let waiting = state.waiting
-        state.waiting = []
+        state.settled.announce()
         addresses[ticket.address] = state.isIdle ? nil : state
-        for continuation in waiting { continuation.resume() }
         pruneIfLarge()
     }
 
