@@ -56,7 +56,7 @@ enum IDEntryCoding {
 
 /// The 12-byte key group (UTC day, rotation interval, key count) and the order of keys within
 /// groups, as key batches and log entries hold them.
-enum KeyGroupCoding {
+package enum KeyGroupCoding {
     static let byteCount = 12
     static let keyByteCount = DailyKey.byteCount
 
@@ -67,7 +67,7 @@ enum KeyGroupCoding {
     }
 
     /// The published order: (day, interval), then key bytes.
-    static func sorted(_ records: [DailyKeyRecord]) -> [DailyKeyRecord] {
+    package static func sorted(_ records: [DailyKeyRecord]) -> [DailyKeyRecord] {
         records.sorted { lhs, rhs in
             if lhs.day != rhs.day { return lhs.day < rhs.day }
             if lhs.intervalSeconds != rhs.intervalSeconds { return lhs.intervalSeconds < rhs.intervalSeconds }

@@ -78,9 +78,7 @@ import TransparencyLog
         // The long poll is routed only when configured.
         let fixture = try ServerFixture { $0.longPollSeconds = 1 }
         defer { fixture.remove() }
-        let entries = try HistoryRules(fixture.configuration)
-            .validate(SubmittedHistory(ids: Histories.entries(count: 3, endingAt: fixture.clock.now())), now: fixture.clock.now())
-        _ = try await fixture.store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
+        try await fixture.appendIDs(Histories.entries(count: 3, endingAt: fixture.clock.now()))
         let yesterday = UTCDay(containing: fixture.clock.now()).number - 1
         let keys = try KeyHistoryRules(fixture.configuration).validate(
             SubmittedKeyHistory(keys: [SubmittedKey(day: yesterday, intervalSeconds: 900, key: String(repeating: "ab", count: 16))]),

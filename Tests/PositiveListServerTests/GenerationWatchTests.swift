@@ -19,11 +19,7 @@ import Waits
 
     /// Stores a fresh history and publishes it: the log grows by one batch's entries.
     static func publishABatch(_ fixture: ServerFixture, _ publisher: Publisher, seed: UInt64) async throws -> UInt64 {
-        let entries = try HistoryRules(fixture.configuration)
-            .validate(SubmittedHistory(ids: Histories.entries(count: 8, endingAt: fixture.clock.now(), seed: seed)), now: fixture.clock.now())
-        let outcome = try await fixture.store.appendHistory(
-            entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
-        guard case .stored = outcome else { throw HarnessFailure(description: "not stored: \(outcome)") }
+        try await fixture.appendIDs(Histories.entries(count: 8, endingAt: fixture.clock.now(), seed: seed))
         try await publisher.publish()
         return try fixture.logTreeSize()
     }

@@ -61,9 +61,7 @@ final class NginxInstance {
         let fixture = try ServerFixture { $0.trustForwardedFor = true }
         defer { fixture.remove() }
         for seed in 1...2 {
-            let entries = try HistoryRules(fixture.configuration)
-                .validate(SubmittedHistory(ids: Histories.entries(count: 500, endingAt: fixture.clock.now(), seed: UInt64(seed))), now: fixture.clock.now())
-            _ = try await fixture.store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
+            try await fixture.appendIDs(Histories.entries(count: 500, endingAt: fixture.clock.now(), seed: UInt64(seed)))
             let yesterday = UTCDay(containing: fixture.clock.now()).number - 1
             let keys = [DailyKeyRecord(day: UTCDay(number: yesterday), intervalSeconds: 900, key: DailyKey.random())]
             _ = try await fixture.store.appendKeyHistory(keys, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())

@@ -26,10 +26,7 @@ struct ObjectStoreSyncTests {
     /// Ids ending now and yesterday's key (due now: its day ended more than the delay ago).
     static func appendIDsAndKey(_ fixture: ServerFixture, seed: UInt64) async throws -> [PositiveListEntry] {
         let now = fixture.clock.now()
-        let entries = try HistoryRules(fixture.configuration)
-            .validate(SubmittedHistory(ids: Histories.entries(count: 50, endingAt: now, seed: seed)), now: now)
-        guard case .stored = try await fixture.store.appendHistory(entries, credential: .authority(name: authority), idempotencyKey: nil, now: now)
-        else { throw HarnessFailure(description: "ids not stored") }
+        let entries = try await fixture.appendIDs(Histories.entries(count: 50, endingAt: now, seed: seed))
         let key = try DailyKey(bytes: (0..<16).map { UInt8(truncatingIfNeeded: Int(seed) &* 31 &+ $0) })
         let record = DailyKeyRecord(day: UTCDay(number: UTCDay(containing: now).number - 1), intervalSeconds: 900, key: key)
         guard case .stored = try await fixture.store.appendKeyHistory([record], credential: .authority(name: authority), idempotencyKey: nil, now: now)

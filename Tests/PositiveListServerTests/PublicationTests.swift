@@ -11,11 +11,7 @@ import TracerCore
     static let now = ServerFixture.start
 
     func append(_ fixture: ServerFixture, count: Int, seed: UInt64, endingAt end: UnixSeconds = now) async throws -> [PositiveListEntry] {
-        let entries = try HistoryRules(fixture.configuration)
-            .validate(SubmittedHistory(ids: Histories.entries(count: count, endingAt: end, seed: seed)), now: fixture.clock.now())
-        let outcome = try await fixture.store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
-        guard case .stored = outcome else { Issue.record("not stored: \(outcome)"); return [] }
-        return entries
+        try await fixture.appendIDs(Histories.entries(count: count, endingAt: end, seed: seed))
     }
 
     @Test func aBatchHoldsTheNewIdsSortedAndTheLogHoldsIt() async throws {

@@ -12,9 +12,7 @@ import TestTiers
     static let now = ServerFixture.start
 
     func append(_ fixture: ServerFixture, count: Int, seed: UInt64) async throws {
-        let entries = try HistoryRules(fixture.configuration)
-            .validate(SubmittedHistory(ids: Histories.entries(count: count, endingAt: fixture.clock.now(), seed: seed)), now: fixture.clock.now())
-        _ = try await fixture.store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: fixture.clock.now())
+        try await fixture.appendIDs(Histories.entries(count: count, endingAt: fixture.clock.now(), seed: seed))
     }
 
     @Test func filesCarryETagsAndCacheControlAndRevalidateWith304() async throws {

@@ -109,6 +109,17 @@ struct ServerFixture: Sendable {
             idPublicationDelaySeconds: idPublicationDelaySeconds, clock: clock, logger: logs.logger, faultInjection: faultInjection)
     }
 
+    /// Ids as an authority's upload brings them: checked by the configuration's rules at `now`
+    /// (the fixture's clock unless given) and stored for Health Authority A; throws unless stored.
+    @discardableResult
+    func appendIDs(_ submitted: [SubmittedEntry], at now: UnixSeconds? = nil) async throws -> [PositiveListEntry] {
+        let now = now ?? clock.now()
+        let entries = try HistoryRules(configuration).validate(SubmittedHistory(ids: submitted), now: now)
+        let outcome = try await store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: now)
+        guard case .stored = outcome else { throw HarnessFailure(description: "ids not stored: \(outcome)") }
+        return entries
+    }
+
     var components: ServerComponents { components(witness: nil) }
 
     /// The server's parts; with `witness`, a server that witnesses logs (POST /v1/add-checkpoint).

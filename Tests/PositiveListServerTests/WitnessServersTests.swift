@@ -64,8 +64,7 @@ import Glibc
     static func addIDs(_ fixture: ServerFixture, seed: UInt64) async throws {
         let now = SystemWallClock().now()
         let submitted = Histories.entries(count: 12, endingAt: now - 600, seed: seed)
-        let entries = try HistoryRules(fixture.configuration).validate(SubmittedHistory(ids: submitted), now: now)
-        _ = try await fixture.store.appendHistory(entries, credential: .authority(name: "Health Authority A"), idempotencyKey: nil, now: now)
+        try await fixture.appendIDs(submitted, at: now)
     }
 
     static func publish(_ fixture: ServerFixture) throws -> ProcessResult {

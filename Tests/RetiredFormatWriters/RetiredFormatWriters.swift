@@ -33,11 +33,7 @@ extension PositiveListKeyBatch {
     /// The signed key batch file (format 2) of `records`, sorted into the published order:
     /// (day, interval) groups, keys by their bytes within each.
     public static func encode(number: UInt64, records: [DailyKeyRecord], signingKey: Curve25519.Signing.PrivateKey) throws -> [UInt8] {
-        let sorted = records.sorted { lhs, rhs in
-            if lhs.day != rhs.day { return lhs.day < rhs.day }
-            if lhs.intervalSeconds != rhs.intervalSeconds { return lhs.intervalSeconds < rhs.intervalSeconds }
-            return lhs.key.bytes.lexicographicallyPrecedes(rhs.key.bytes)
-        }
+        let sorted = KeyGroupCoding.sorted(records)
         var groups: [(day: Int64, interval: Int64, count: UInt32)] = []
         for record in sorted {
             if let last = groups.last, last.day == record.day.number, last.interval == record.intervalSeconds {
