@@ -114,8 +114,8 @@ final class StreamingProcess {
     func killHard() { kill(pid, SIGKILL) }
 }
 
-/// Small helpers shared by the tests.
-enum Check {
+/// The node tests' own helpers, beside the shared ones in TracerTestSupport.
+extension Check {
     /// Every run of exactly 16 hex digits in `text` (a full userId as `--reveal` and export print it).
     static func fullHexIDs(in text: String) -> Set<String> {
         var found: Set<String> = []
@@ -129,11 +129,6 @@ enum Check {
         }
         flush()
         return found
-    }
-
-    static func json(_ text: String) throws -> [String: Any] {
-        let object = try JSONSerialization.jsonObject(with: Data(text.utf8))
-        return try #require(object as? [String: Any], "expected a JSON object, got: \(text.prefix(300))")
     }
 
     /// Runs a short python3 program with sqlite3 (for databases made by "another program").
