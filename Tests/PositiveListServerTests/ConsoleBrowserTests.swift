@@ -5,10 +5,10 @@ import TestTiers
 import TracerCore
 import TracerTestSupport
 
-extension TracerNodeTests {
     /// The staff console in a real headless Chromium (chromedriver's WebDriver API), and the code
-    /// it shows handed to a real `tracer report` against the same `tracer-server`.
-    @Suite(.tags(.endToEnd)) struct ConsoleBrowserTests {
+    /// it shows handed to a real `tracer report` against the same `tracer-server`. Serialized, as
+    /// in the node tests it came from: two browsers at once on a small machine time each other out.
+    @Suite(.tags(.endToEnd), .serialized) struct ConsoleBrowserTests {
         static let password = "correct horse battery staple"
 
         /// Where screenshots go when a step fails (and always, with TRACER_CONSOLE_SCREENSHOTS=DIR).
@@ -23,6 +23,19 @@ extension TracerNodeTests {
                 ["console", "add-account", "--data-dir", server.dataDirectory, "--role", role, "--password-stdin", name],
                 home: server.home, input: password + "\n")
             try #require(added.exitCode == 0 && !added.signaled, "console add-account \(name) failed: \(added)")
+        }
+
+        /// A node's store holding back-to-back one-hour ids since yesterday began, each ended more
+        /// than the server's default clock-skew allowance (300 s) ago, so none waits (issue 25);
+        /// returns them.
+        static func makeReportingNodeStore(_ path: String) throws -> [OwnID] {
+            let now = UnixSeconds(Date().timeIntervalSince1970)
+            let ownIDs = stride(from: now - now % 86_400 - 86_400, through: now - 3_600 - 300, by: 3_600).map {
+                OwnID(id: UserID.random(), window: IDWindow(start: $0, end: $0 + 3_600))
+            }
+            let store = try NodeStore.open(StoreLocation(path: path, source: .flag, ownsDirectory: false))
+            for ownID in ownIDs { try store.recordOwnID(ownID) }
+            return ownIDs
         }
 
         /// The repository's root, found from the build products' path.
@@ -168,9 +181,7 @@ extension TracerNodeTests {
                 try #require(expiry.hasSuffix("UTC"), "expiry \(expiry)")
 
                 step = "report"
-                let now = UnixSeconds(Date().timeIntervalSince1970)
-                let ownIDs = NodeFixture.hourlyIDs(from: now - now % 86_400 - 86_400, until: now)
-                try NodeFixture.makeStore(scratch.file("node.db"), ownIDs: ownIDs)
+                let ownIDs = try Self.makeReportingNodeStore(scratch.file("node.db"))
                 let report = try Products.tracer(
                     ["report", "--db", scratch.file("node.db"), "--server", server.url, "--code", shown, "--yes"],
                     home: scratch.path, environment: ["XDG_CONFIG_HOME": scratch.file("xdg-config")])
@@ -196,4 +207,3 @@ extension TracerNodeTests {
             await browser.quit()
         }
     }
-}
