@@ -120,21 +120,19 @@ import Glibc
         }
         try #require(published, "the server did not publish batch 1 and key batch 1 at start")
 
-        let process = Process()
-        // A bound on a run that hangs (a request the server never answers is already cut off
-        // after request-timeout): killed by timeout(1), it fails the test.
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/timeout")
-        // The settings name hooks.py relative to the repository's root.
-        process.currentDirectoryURL = URL(fileURLWithPath: root)
-        process.arguments = ["-s", "KILL", "\(timeLimitSeconds)", RequiredTool.schemathesisExecutable] + [
-            "--config-file", settings, "--no-color", "run", document, "--url", "http://127.0.0.1:\(port)", "--checks", "all",
-        ] + arguments
         var environment = ProcessInfo.processInfo.environment
         environment["TRACER_AUTHORITY_TOKEN"] = ServerFixture.authorityToken
-        process.environment = environment
-        let result = try ProcessResult.collect(process)
+        // A bound on a run that hangs (a request the server never answers is already cut off
+        // after request-timeout): killed by timeout(1), it fails the test. The settings name
+        // hooks.py relative to the repository's root, the run's directory.
+        let result = try ProcessResult.run(
+            "/usr/bin/timeout",
+            ["-s", "KILL", "\(timeLimitSeconds)", RequiredTool.schemathesisExecutable] + [
+                "--config-file", settings, "--no-color", "run", document, "--url", "http://127.0.0.1:\(port)", "--checks", "all",
+            ] + arguments,
+            environment: environment, in: root)
         // Killed, timeout(1) ends by the same signal (or says 124 or 137).
-        let killed = process.terminationReason == .uncaughtSignal || [124, 137].contains(result.exitCode)
+        let killed = result.signaled || [124, 137].contains(result.exitCode)
         #expect(!killed, "Schemathesis did not finish within \(timeLimitSeconds) s and was killed")
         if let copy = ProcessInfo.processInfo.environment["TRACER_SCHEMATHESIS_REPORT"] {
             try? (result.stdout + result.stderr).write(toFile: copy, atomically: true, encoding: .utf8)

@@ -114,8 +114,8 @@ final class StreamingProcess {
     func killHard() { kill(pid, SIGKILL) }
 }
 
-/// Small helpers shared by the tests.
-enum Check {
+/// The node tests' own helpers, beside the shared ones in TracerTestSupport.
+extension Check {
     /// Every run of exactly 16 hex digits in `text` (a full userId as `--reveal` and export print it).
     static func fullHexIDs(in text: String) -> Set<String> {
         var found: Set<String> = []
@@ -131,11 +131,6 @@ enum Check {
         return found
     }
 
-    static func json(_ text: String) throws -> [String: Any] {
-        let object = try JSONSerialization.jsonObject(with: Data(text.utf8))
-        return try #require(object as? [String: Any], "expected a JSON object, got: \(text.prefix(300))")
-    }
-
     /// Runs a short python3 program with sqlite3 (for databases made by "another program").
     static func python(_ program: String, _ arguments: [String], home: String) throws -> ProcessResult {
         let python = try #require(
@@ -145,14 +140,6 @@ enum Check {
         let result = try Products.run(python, ["-c", program] + arguments, home: home)
         try #require(result.exitCode == 0 && !result.signaled, "python3 failed: \(result)")
         return result
-    }
-
-    static func which(_ name: String) -> String? {
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
-            let candidate = directory + "/" + name
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
     }
 
     static func bytes(_ path: String) throws -> Data {

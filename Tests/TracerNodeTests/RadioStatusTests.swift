@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestTiers
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif

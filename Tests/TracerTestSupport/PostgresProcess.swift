@@ -102,28 +102,13 @@ public final class PostgresProcess: @unchecked Sendable {
     }
 
     /// Runs a PostgreSQL program to its end, as `postgres` when root; throws with its output
-    /// (written to `log`) when it fails.
+    /// (also kept in `log`) when it fails.
     private static func run(_ arguments: [String], log: String) throws {
-        let process = Process()
         let program = binaries + "/" + arguments[0]
-        if geteuid() == 0 {
-            process.executableURL = URL(fileURLWithPath: "/usr/sbin/runuser")
-            process.arguments = ["-u", "postgres", "--", program] + arguments.dropFirst()
-        } else {
-            process.executableURL = URL(fileURLWithPath: program)
-            process.arguments = Array(arguments.dropFirst())
-        }
-        _ = FileManager.default.createFile(atPath: log, contents: nil)
-        let output = try FileHandle(forWritingTo: URL(fileURLWithPath: log))
-        defer { try? output.close() }
-        process.standardOutput = output
-        process.standardError = output
-        process.standardInput = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        guard process.terminationStatus == 0 else {
-            let text = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
-            throw HarnessFailure(description: "\(arguments[0]) failed (exit \(process.terminationStatus)): \(text.suffix(2000))")
-        }
+        let result = geteuid() == 0
+            ? try ProcessResult.run("/usr/sbin/runuser", ["-u", "postgres", "--", program] + arguments.dropFirst())
+            : try ProcessResult.run(program, Array(arguments.dropFirst()))
+        try? result.output.write(toFile: log, atomically: true, encoding: .utf8)
+        try result.succeeded(arguments[0])
     }
 }

@@ -1,9 +1,7 @@
 import Foundation
-import IDRotation
 import Testing
 import TestTiers
 import TracerCore
-import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
@@ -11,23 +9,23 @@ import Glibc
 /// A real `tracer-server` for one test: a fresh data directory in the test's scratch directory,
 /// a fresh signing key, one authority, `serve` on a free port of 127.0.0.1. Tests stop it with
 /// `defer { server.stop() }`.
-final class ListServerProcess {
-    let dataDirectory: String
-    let publicKey: String
-    let token: String
-    let port: Int
+public final class ListServerProcess {
+    public let dataDirectory: String
+    public let publicKey: String
+    public let token: String
+    public let port: Int
     /// The test's scratch directory, HOME of the server's processes.
-    let home: String
+    public let home: String
     private var process: Process?
 
-    var url: String { "http://127.0.0.1:\(port)" }
+    public var url: String { "http://127.0.0.1:\(port)" }
     /// The list log's checkpoint, written last by each publication.
-    var publishedCheckpoint: String { dataDirectory + "/public/log/checkpoint" }
+    public var publishedCheckpoint: String { dataDirectory + "/public/log/checkpoint" }
 
     /// `serving: false` prepares the data directory, key and port without starting `serve`, for
     /// a test whose server comes up later (see `start()`). `settings` are further members of
     /// config.json, such as `"acceptUploads": "keys"`.
-    init(scratch: Scratch, name: String = "server", serving: Bool = true, settings: String = "") throws {
+    public init(scratch: Scratch, name: String = "server", serving: Bool = true, settings: String = "") throws {
         home = scratch.path
         dataDirectory = scratch.file(name)
         try FileManager.default.createDirectory(atPath: dataDirectory, withIntermediateDirectories: true)
@@ -45,7 +43,7 @@ final class ListServerProcess {
     deinit { stop() }
 
     /// Starts `serve` and waits until it listens and has published its first (empty) log.
-    func start() throws {
+    public func start() throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: try Products.path(of: "tracer-server"))
         process.arguments = ["serve", "--data-dir", dataDirectory, "--bind", "127.0.0.1:\(port)"]
@@ -75,7 +73,7 @@ final class ListServerProcess {
     }
 
     /// SIGTERM, then SIGKILL if it has not stopped within 5 s; waits for it either way.
-    func stop() {
+    public func stop() {
         guard let process else { return }
         self.process = nil
         guard process.isRunning else { return }
@@ -86,7 +84,7 @@ final class ListServerProcess {
     }
 
     /// What a health authority does: `POST /v1/codes` with its bearer token.
-    func issueCode() throws -> String {
+    public func issueCode() throws -> String {
         try RequiredTool.curl.require()
         let result = try Products.run(
             "/usr/bin/curl",
@@ -99,7 +97,7 @@ final class ListServerProcess {
     /// What a health authority's upload does: `POST /v1/histories` of `count` random ids that
     /// ended ten minutes ago (due at once, past the server's clock-skew allowance), with its
     /// bearer token; `serve` publishes them soon after.
-    func uploadIDs(count: Int) throws {
+    public func uploadIDs(count: Int) throws {
         try RequiredTool.curl.require()
         let end = UnixSeconds(Date().timeIntervalSince1970) - 600
         let ids = (0..<count).map { position in
@@ -115,7 +113,7 @@ final class ListServerProcess {
 
     /// `tracer-server append --keys` of `records` (a JSON file in the data directory), as an
     /// authority appends a key history; requires success.
-    func appendKeys(_ records: [DailyKeyRecord]) throws {
+    public func appendKeys(_ records: [DailyKeyRecord]) throws {
         let file = dataDirectory + "/keys-\(UUID().uuidString).json"
         try (#"{"keys": ["# + records.map { #"{"day": \#($0.day.number), "intervalSeconds": \#($0.intervalSeconds), "key": "\#($0.key.hex)"}"# }
             .joined(separator: ", ") + "]}").write(toFile: file, atomically: true, encoding: .utf8)
@@ -126,84 +124,14 @@ final class ListServerProcess {
 
     /// `tracer-server publish`; returns its stdout.
     @discardableResult
-    func publish() throws -> String {
+    public func publish() throws -> String {
         try publish(extra: []).stdout
     }
 
     /// `tracer-server publish` with more arguments (`--demo-key-clock T`); requires success.
-    func publish(extra: [String]) throws -> ProcessResult {
+    public func publish(extra: [String]) throws -> ProcessResult {
         let result = try Products.run(try Products.path(of: "tracer-server"), ["publish", "--data-dir", dataDirectory] + extra, home: home)
         guard result.exitCode == 0 else { throw HarnessFailure(description: "tracer-server publish failed: \(result)") }
         return result
-    }
-}
-
-/// One encounter to put in a node's store: a peer id seen at these times, all within one of
-/// the node's own windows.
-struct EncounterSpec {
-    var peer: UserID
-    var ownWindowStart: UnixSeconds
-    var times: [UnixSeconds]
-    var rssi: [Int8?]
-    var txPower: Int8? = nil
-    var place: Place? = nil
-    /// The RSSI the peer wrote that it heard us at, with the first sighting.
-    var reportedRSSI: Int8? = nil
-
-    init(peer: UserID, times: [UnixSeconds], rssi: [Int8?]? = nil, txPower: Int8? = nil, reportedRSSI: Int8? = nil, place: Place? = nil) {
-        self.peer = peer
-        self.place = place
-        self.ownWindowStart = times[0] - times[0] % 3_600
-        self.times = times
-        self.rssi = rssi ?? times.map { _ in nil }
-        self.txPower = txPower
-        self.reportedRSSI = reportedRSSI
-    }
-}
-
-enum NodeFixture {
-    /// A store holding these own ids (the node that may report).
-    static func makeStore(_ path: String, ownIDs: [OwnID] = [], encounters: [EncounterSpec] = []) throws {
-        let store = try Check.openStore(path)
-        for ownID in ownIDs { try store.recordOwnID(ownID) }
-        var batch = SightingBatch()
-        for encounter in encounters {
-            for (index, (time, rssi)) in zip(encounter.times, encounter.rssi).enumerated() {
-                batch.add(Sighting(
-                    peer: encounter.peer, ownWindowStart: encounter.ownWindowStart, time: time, rssi: rssi,
-                    txPower: encounter.txPower, reportedRSSI: index == 0 ? encounter.reportedRSSI : nil, learnedBy: .read,
-                    place: encounter.place))
-            }
-        }
-        if !batch.isEmpty { try store.write(batch) }
-    }
-
-    /// Back-to-back one-hour windows with fresh ids, from `start` until the last one that ended
-    /// by `end` minus the server's default clock-skew allowance (300 s): tracer-server publishes
-    /// an id only after that (issue 25), so a window ending closer to `end` would wait and make
-    /// the tests depend on the minute of the hour they run in.
-    static func hourlyIDs(from start: UnixSeconds, until end: UnixSeconds) -> [OwnID] {
-        stride(from: start, through: end - 3_600 - 300, by: 3_600).map {
-            OwnID(id: UserID.random(), window: IDWindow(start: $0, end: $0 + 3_600))
-        }
-    }
-
-    /// The file's inode and modification time, to tell an untouched file from a rewritten one.
-    static func identity(_ path: String) -> String? {
-        var status = stat()
-        guard stat(path, &status) == 0 else { return nil }
-        return "\(status.st_ino)/\(status.st_mtim.tv_sec).\(status.st_mtim.tv_nsec)/\(status.st_size)"
-    }
-
-    /// The list files of a cache directory (not state.json, which records every attempt), by name.
-    static func listFiles(in cache: String) -> [String: Data] {
-        var files: [String: Data] = [:]
-        for name in ["index.tpli", "index.etag", "log/state", "log/entries", "log/checkpoint.etag"] {
-            files[name] = FileManager.default.contents(atPath: cache + "/" + name)
-        }
-        for name in (try? FileManager.default.contentsOfDirectory(atPath: cache + "/batches")) ?? [] {
-            files["batches/" + name] = FileManager.default.contents(atPath: cache + "/batches/" + name)
-        }
-        return files
     }
 }

@@ -1,12 +1,11 @@
 import Foundation
 import TestTiers
-import TracerTestSupport
 
 /// Tests/Support/s3/faulty_proxy.py as a child process: a TCP proxy in front of moto that cuts or
 /// stalls connections part-way through uploads, in the mode the test sets. It exits when its stdin
 /// closes, so it cannot outlive a crashed test; `stop()` ends it.
-final class FaultyProxy {
-    enum Mode: String {
+public final class FaultyProxy {
+    public enum Mode: String, Sendable {
         /// Everything forwarded.
         case pass
         /// Every PUT cut after half its body.
@@ -16,17 +15,17 @@ final class FaultyProxy {
     }
 
     /// One connection the proxy saw, once it ended.
-    struct Connection: Equatable {
-        let number: Int
-        let method: String
-        let path: String
+    public struct Connection: Equatable, Sendable {
+        public let number: Int
+        public let method: String
+        public let path: String
         /// pass, cut, drop or stall.
-        let fault: String
+        public let fault: String
         /// The store's answer ("-": none).
-        let status: String
+        public let status: String
     }
 
-    let port: Int
+    public let port: Int
     private let process: Process
     private let input: Pipe
     private let outputPath: String
@@ -34,7 +33,7 @@ final class FaultyProxy {
     static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .appendingPathComponent("Support/s3/faulty_proxy.py").path
 
-    init(targetPort: Int) async throws {
+    public init(targetPort: Int) async throws {
         outputPath = NSTemporaryDirectory() + "/faulty-proxy-" + UUID().uuidString + ".txt"
         _ = FileManager.default.createFile(atPath: outputPath, contents: nil)
         process = Process()
@@ -65,12 +64,12 @@ final class FaultyProxy {
 
     deinit { stop() }
 
-    var endpoint: String { "http://127.0.0.1:\(port)" }
+    public var endpoint: String { "http://127.0.0.1:\(port)" }
 
-    var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
+    public var output: String { (try? String(contentsOfFile: outputPath, encoding: .utf8)) ?? "" }
 
     /// Sets the mode and waits until the proxy says it took it.
-    func set(_ mode: Mode) async throws {
+    public func set(_ mode: Mode) async throws {
         let before = output.components(separatedBy: "MODE ").count
         input.fileHandleForWriting.write(Data((mode.rawValue + "\n").utf8))
         guard await eventually(timeout: .seconds(10), every: .milliseconds(20), { self.output.components(separatedBy: "MODE ").count > before }) else {
@@ -81,7 +80,7 @@ final class FaultyProxy {
     /// The connections accepted since the proxy took `mode` the last time (all if never), once
     /// ended. One accepted before the change is left out even if it ended after: its fault was the
     /// old mode's.
-    func connections(since mode: Mode? = nil) -> [Connection] {
+    public func connections(since mode: Mode? = nil) -> [Connection] {
         let lines = output.split(separator: "\n").map { $0.split(separator: " ").map(String.init) }
         var acceptedBefore = 0
         if let mode, let change = lines.last(where: { $0.count == 3 && $0[0] == "MODE" && $0[1] == mode.rawValue }) {
@@ -93,7 +92,7 @@ final class FaultyProxy {
         }
     }
 
-    func stop() {
+    public func stop() {
         try? input.fileHandleForWriting.close()
         if process.isRunning {
             _ = eventuallyBlocking(timeout: .seconds(5), every: .milliseconds(20)) { !self.process.isRunning }
