@@ -145,7 +145,8 @@ extension RequiredTool {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
     }
 
-    static func executableInPath(_ name: String) -> String? {
+    /// The first executable `name` in PATH.
+    public static func executableInPath(_ name: String) -> String? {
         (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":").map { "\($0)/\(name)" }
             .first { FileManager.default.isExecutableFile(atPath: $0) }
     }

@@ -85,7 +85,7 @@ extension TracerNodeTests {
             }
             #expect(complaints.isEmpty, "bluetoothd complained while it discovered the node: \(complaints.prefix(20).joined(separator: "\n"))")
 
-            let python = try #require(Check.which("python3"), "python3 reads the btmon trace")
+            let python = try #require(RequiredTool.executableInPath("python3"), "python3 reads the btmon trace")
             let start = run.text("central-start").split(separator: " ").first.map(String.init) ?? "0"
             let errors = try Products.run(python, [VirtualRadio.repositoryRoot.path + "/Tests/Support/kernel/btsnoop_att_errors.py",
                                                    "--after", start, run.results + "/btmon.btsnoop", "0"], home: run.results)

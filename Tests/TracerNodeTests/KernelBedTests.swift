@@ -41,7 +41,7 @@ extension TracerNodeTests {
                 run.text(name).split(separator: "\n").filter { $0.contains("rotated id") }.dropFirst()
                     .compactMap { line in line.split(separator: " ").first.flatMap { try? Date(String($0), strategy: .iso8601) } }
             }
-            let python = try #require(Check.which("python3"), "python3 reads the btmon trace")
+            let python = try #require(RequiredTool.executableInPath("python3"), "python3 reads the btmon trace")
             let trace = try Products.run(python, [VirtualRadio.repositoryRoot.path + "/Tests/Support/kernel/btsnoop_addresses.py",
                                                   run.results + "/btmon.btsnoop", "0"], home: run.results)
             let settings = trace.stdout.split(separator: "\n").compactMap { line -> (time: Double, address: String)? in

@@ -31,7 +31,7 @@ extension TracerNodeTests {
 
         @Test(.timeLimit(.minutes(2)))
         func aNodeWhoseDatabaseIsLockedTakesItsEndedIDOffTheAirAndComesBackByItself() throws {
-            let python = try #require(Check.which("python3"), "python3 is needed to hold the database locked")
+            let python = try #require(RequiredTool.executableInPath("python3"), "python3 is needed to hold the database locked")
             let scratch = try Scratch()
             defer { scratch.remove() }
             let radio = try VirtualLink()

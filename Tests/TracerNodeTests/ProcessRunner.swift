@@ -135,7 +135,7 @@ extension Check {
     static func python(_ program: String, _ arguments: [String], home: String) throws -> ProcessResult {
         let python = try #require(
             ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }
-                ?? which("python3"),
+                ?? RequiredTool.executableInPath("python3"),
             "python3 is needed to make SQLite files that tracer did not write")
         let result = try Products.run(python, ["-c", program] + arguments, home: home)
         try #require(result.exitCode == 0 && !result.signaled, "python3 failed: \(result)")

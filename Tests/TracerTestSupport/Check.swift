@@ -7,13 +7,4 @@ public enum Check {
         let object = try JSONSerialization.jsonObject(with: Data(text.utf8))
         return try #require(object as? [String: Any], "expected a JSON object, got: \(text.prefix(300))")
     }
-
-    /// The first executable `name` in PATH.
-    public static func which(_ name: String) -> String? {
-        for directory in (ProcessInfo.processInfo.environment["PATH"] ?? "").split(separator: ":") {
-            let candidate = directory + "/" + name
-            if FileManager.default.isExecutableFile(atPath: candidate) { return candidate }
-        }
-        return nil
-    }
 }

@@ -18,7 +18,7 @@ public final class GPSFake {
 
     public init(log name: String, scratch: Scratch) throws {
         try RequiredTool.gpsd.require()
-        let gpsfake = try #require(Check.which("gpsfake"))
+        let gpsfake = try #require(RequiredTool.executableInPath("gpsfake"))
         port = try LoopbackPort.free()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: gpsfake)

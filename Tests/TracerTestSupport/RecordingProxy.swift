@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TestTiers
 
 /// Tests/Support/recording_proxy.py in front of `target`: every request's method, path and body go
 /// to `record`. It ends when its stdin closes (`stop()`).
@@ -12,7 +13,7 @@ public final class RecordingProxy {
     public let port: Int
 
     public init(target: String, record: String) throws {
-        let python = try #require(Check.which("python3"))
+        let python = try #require(RequiredTool.executableInPath("python3"))
         process = Process()
         process.executableURL = URL(fileURLWithPath: python)
         process.arguments = [Self.script, target, record]
