@@ -9,20 +9,7 @@ import Glibc
 
 /// Runs the built `tracer-server` against a fixture's data directory.
 enum ServerCLI {
-    /// The directory of the running test binary, where SwiftPM also puts the executables.
-    static let productsDirectory: String = {
-        var url = URL(fileURLWithPath: (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0])
-        while url.pathComponents.contains(where: { $0.hasSuffix(".xctest") }) && url.pathComponents.count > 1 { url.deleteLastPathComponent() }
-        return url.path
-    }()
-
-    static func executable() throws -> String {
-        let path = productsDirectory + "/tracer-server"
-        guard FileManager.default.isExecutableFile(atPath: path) else {
-            throw HarnessFailure(description: "tracer-server is not built in \(productsDirectory); run `swift build --build-tests` first.")
-        }
-        return path
-    }
+    static func executable() throws -> String { try Products.path(of: "tracer-server") }
 
     /// `tracer-server` with `arguments` on the fixture's data directory, not started; the
     /// runner's variables whose names start with one of `dropping` are left out (`extra` is
