@@ -213,8 +213,13 @@ public actor HostControllerInterface {
             await self?.expireCommand(identifier)
         }
 
-        // At once if the answer came during the send.
-        let result = await command.outcome.waitThroughCancellation()
+        // An answer that came during the send is taken without leaving the actor, as before the kit.
+        let result: Result<CommandOutcome, HCIError>
+        if let early = command.result {
+            result = early
+        } else {
+            result = await command.outcome.waitThroughCancellation()
+        }
         pendingCommands[identifier] = nil
         return try result.get()
     }
