@@ -29,6 +29,7 @@ enum WallClockAlarm {
             return nil
         }
         let outcome = await withTaskCancellationHandler {
+            // Not a kit wait: it carries a blocking read's result back from its thread (and TracerCore links no Waits).
             await withCheckedContinuation { (continuation: CheckedContinuation<Outcome?, Never>) in
                 // The read blocks a thread of its own, not one of the concurrency pool's few.
                 Thread.detachNewThread { continuation.resume(returning: timer.waitForExpiry()) }

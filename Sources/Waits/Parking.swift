@@ -55,3 +55,14 @@ func park<Value: Sendable>(
         withdraw()?.resume(returning: ifCancelled)
     }
 }
+
+/// `park` for a wait that outlasts its task's cancellation: no handler takes the continuation
+/// back, so only the primitive resumes it. The primitive's owner must end every such wait in
+/// bounded time (a timeout, the transport's end), as nothing else will.
+func parkThroughCancellation<Value: Sendable>(
+    enroll: (CheckedContinuation<Value, Never>) -> Value?
+) async -> Value {
+    await withCheckedContinuation { continuation in
+        if let answer = enroll(continuation) { continuation.resume(returning: answer) }
+    }
+}

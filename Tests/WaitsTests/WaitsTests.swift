@@ -164,6 +164,78 @@ struct OnceSignalTests {
     }
 }
 
+/// `OnceSignal.waitThroughCancellation`: the waits of the host stack whose owner must see the end
+/// (an HCI command's answer or timeout, a link's end), which a cancelled caller must not cut short.
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
+struct OnceSignalThroughCancellationTests {
+    @Test func aCancelledWaiterStaysUntilTheValue() async {
+        let signal = OnceSignal<Int>()
+        let waiter = Task { await signal.waitThroughCancellation() }
+        #expect(await eventually { signal.waiterCount == 1 })
+        waiter.cancel()
+        // Parked through the cancellation: nothing took it out, and nothing resumed it.
+        await Task.yield()
+        #expect(signal.waiterCount == 1)
+        signal.fire(9)
+        #expect(await waiter.value == 9)
+        #expect(signal.waiterCount == 0)
+    }
+
+    @Test func aTaskCancelledBeforeWaitingStillWaits() async {
+        let signal = OnceSignal<Int>()
+        let waiter = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await signal.waitThroughCancellation()
+        }
+        #expect(await eventually { signal.waiterCount == 1 })
+        signal.fire(2)
+        #expect(await waiter.value == 2)
+    }
+
+    @Test func aWaiterAfterTheValueGetsItAtOnce() async {
+        let signal = OnceSignal<String>()
+        signal.fire("answered")
+        let waiter = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await signal.waitThroughCancellation()
+        }
+        #expect(await waiter.value == "answered")
+        #expect(signal.waiterCount == 0)
+    }
+
+    /// The host stack's pattern: the owner's timer on the injected clock fires the signal with the
+    /// timeout, so the wait ends exactly at the deadline, cancelled or not, and not a tick before.
+    @Test func theOwnersTimeoutEndsACancelledWaitAtTheDeadlineOnly() async {
+        let timeline = ManualTimeline(startingAt: 0)
+        let answer = OnceSignal<String>()
+        let timeout = Task {
+            guard (try? await timeline.sleep(until: 10)) != nil else { return }
+            answer.fire("timed out")
+        }
+        let waiter = Task { await answer.waitThroughCancellation() }
+        #expect(await eventually { answer.waiterCount == 1 && timeline.pendingWakes == [10] })
+        waiter.cancel()
+        timeline.advance { _ in 9 }
+        await Task.yield()
+        #expect(answer.waiterCount == 1)
+        #expect(answer.value == nil)
+        timeline.advance { _ in 10 }
+        #expect(await waiter.value == "timed out")
+        await timeout.value
+        #expect(timeline.pendingWakes.isEmpty)
+    }
+
+    @Test func waitersOfBothKindsGetTheOneValue() async {
+        let signal = OnceSignal<Int>()
+        let through = Task { await signal.waitThroughCancellation() }
+        let plain = Task { await signal.wait() }
+        #expect(await eventually { signal.waiterCount == 2 })
+        #expect(signal.fire(5))
+        #expect(await through.value == 5)
+        #expect(await plain.value == 5)
+    }
+}
+
 @Suite(.tags(.unit), .timeLimit(.minutes(1)))
 struct DeadlineTests {
     @Test func noDeadlineRunsTheOperationAlone() async {

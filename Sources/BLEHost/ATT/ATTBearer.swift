@@ -15,13 +15,15 @@ public actor ATTBearer {
         let id: UInt64
         let requestOpcode: ATTOpcode
         let expectedAnswer: ATTOpcode
-        let continuation: CheckedContinuation<Result<ATTPDU, ATTBearerError>, Never>
+        /// The answer, the timeout or the bearer's end, the first that comes.
+        let outcome: OnceSignal<Result<ATTPDU, ATTBearerError>>
         let timeoutTask: Task<Void, Never>
     }
 
     private struct TransactionSlot {
         var isBusy = false
-        var waiters: [CheckedContinuation<Result<Void, ATTBearerError>, Never>] = []
+        /// Callers waiting for the slot, earliest first: each is handed it, or the bearer's end.
+        var waiters: [OnceSignal<Result<Void, ATTBearerError>>] = []
     }
 
     private static let peerInboxCapacity = 256
@@ -167,27 +169,28 @@ public actor ATTBearer {
         let bytes = pdu.encode()
         guard bytes.count <= mtu else { throw .pduExceedsMTU(length: bytes.count, mtu: mtu) }
 
-        let result = await withCheckedContinuation { (continuation: CheckedContinuation<Result<ATTPDU, ATTBearerError>, Never>) in
-            transactionCounter += 1
-            let id = transactionCounter
-            let timeoutTask = clock.timer(after: configuration.transactionTimeout) { [weak self] in
-                await self?.transactionTimedOut(id: id, direction: direction)
-            }
-            pending[direction] = PendingTransaction(
-                id: id, requestOpcode: pdu.opcode, expectedAnswer: expected,
-                continuation: continuation, timeoutTask: timeoutTask)
-            outbox.yield(bytes)
+        transactionCounter += 1
+        let id = transactionCounter
+        let timeoutTask = clock.timer(after: configuration.transactionTimeout) { [weak self] in
+            await self?.transactionTimedOut(id: id, direction: direction)
         }
-        return try result.get()
+        let outcome = OnceSignal<Result<ATTPDU, ATTBearerError>>()
+        pending[direction] = PendingTransaction(
+            id: id, requestOpcode: pdu.opcode, expectedAnswer: expected,
+            outcome: outcome, timeoutTask: timeoutTask)
+        outbox.yield(bytes)
+        // Through a cancellation: the request is on the air and holds the slot until its answer,
+        // the transaction timeout or the bearer's end, one of which always comes.
+        return try await outcome.waitThroughCancellation().get()
     }
 
     private func acquireSlot(_ direction: Direction) async throws(ATTBearerError) {
         if let closeReason { throw .closed(closeReason) }
         if slots[direction, default: TransactionSlot()].isBusy {
-            let granted = await withCheckedContinuation { (continuation: CheckedContinuation<Result<Void, ATTBearerError>, Never>) in
-                slots[direction, default: TransactionSlot()].waiters.append(continuation)
-            }
-            try granted.get()
+            let granted = OnceSignal<Result<Void, ATTBearerError>>()
+            slots[direction, default: TransactionSlot()].waiters.append(granted)
+            // Through a cancellation: a slot handed to a caller that left would stay busy.
+            try await granted.waitThroughCancellation().get()
         } else {
             slots[direction, default: TransactionSlot()].isBusy = true
         }
@@ -199,21 +202,21 @@ public actor ATTBearer {
             slots[direction, default: TransactionSlot()].isBusy = false
         } else {
             let next = slots[direction, default: TransactionSlot()].waiters.removeFirst()
-            next.resume(returning: .success(()))
+            next.fire(.success(()))
         }
     }
 
     private func complete(_ direction: Direction, with result: (PendingTransaction) -> Result<ATTPDU, ATTBearerError>) {
         guard let transaction = pending.removeValue(forKey: direction) else { return }
         transaction.timeoutTask.cancel()
-        transaction.continuation.resume(returning: result(transaction))
+        transaction.outcome.fire(result(transaction))
     }
 
     private func transactionTimedOut(id: UInt64, direction: Direction) {
         guard let transaction = pending[direction], transaction.id == id else { return }
         pending[direction] = nil
         close(reason: .transactionTimeout(transaction.requestOpcode))
-        transaction.continuation.resume(returning: .failure(.transactionTimedOut(request: transaction.requestOpcode)))
+        transaction.outcome.fire(.failure(.transactionTimedOut(request: transaction.requestOpcode)))
     }
 
     private func close(reason: ATTBearerCloseReason) {
@@ -221,11 +224,11 @@ public actor ATTBearer {
         closeReason = reason
         for (_, transaction) in pending {
             transaction.timeoutTask.cancel()
-            transaction.continuation.resume(returning: .failure(.closed(reason)))
+            transaction.outcome.fire(.failure(.closed(reason)))
         }
         pending.removeAll()
         for (direction, slot) in slots {
-            for waiter in slot.waiters { waiter.resume(returning: .failure(.closed(reason))) }
+            for waiter in slot.waiters { waiter.fire(.failure(.closed(reason))) }
             slots[direction]?.waiters.removeAll()
         }
         outbox.finish()

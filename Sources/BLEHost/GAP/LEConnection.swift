@@ -1,5 +1,3 @@
-import Synchronization
-
 /// The other end of a link, as known when it forms.
 public struct LinkPeer: Sendable, Hashable, CustomStringConvertible {
     public let handle: UInt16
@@ -22,12 +20,8 @@ public final class LEConnection: Sendable, CustomStringConvertible {
     let channel: L2CAPChannel
     public var client: GATTClient { GATTClient(bearer: bearer) }
 
-    private let disconnection = Mutex<DisconnectionState>(.connected(waiters: []))
-
-    private enum DisconnectionState {
-        case connected(waiters: [CheckedContinuation<HCIStatusCode, Never>])
-        case disconnected(reason: HCIStatusCode)
-    }
+    /// The reason the controller gave for the link's end, once it has ended.
+    private let disconnection = OnceSignal<HCIStatusCode>()
 
     public let peer: LinkPeer
 
@@ -41,33 +35,17 @@ public final class LEConnection: Sendable, CustomStringConvertible {
         self.bearer = bearer
     }
 
-    public var isConnected: Bool {
-        disconnection.withLock { if case .connected = $0 { true } else { false } }
-    }
+    public var isConnected: Bool { disconnection.value == nil }
 
-    /// Waits for the link to close and returns the reason the controller gave.
+    /// Waits for the link to close and returns the reason the controller gave. A cancelled caller
+    /// waits on: every link ends, at the latest when the host closes.
     public func disconnected() async -> HCIStatusCode {
-        await withCheckedContinuation { continuation in
-            let reason: HCIStatusCode? = disconnection.withLock { state in
-                switch state {
-                case .disconnected(let reason): return reason
-                case .connected(var waiters):
-                    waiters.append(continuation)
-                    state = .connected(waiters: waiters)
-                    return nil
-                }
-            }
-            if let reason { continuation.resume(returning: reason) }
-        }
+        await disconnection.waitThroughCancellation()
     }
 
+    /// The first reason counts; a later one is ignored.
     func markDisconnected(reason: HCIStatusCode) {
-        let waiters: [CheckedContinuation<HCIStatusCode, Never>] = disconnection.withLock { state in
-            guard case .connected(let waiters) = state else { return [] }
-            state = .disconnected(reason: reason)
-            return waiters
-        }
-        for waiter in waiters { waiter.resume(returning: reason) }
+        disconnection.fire(reason)
     }
 
     public var description: String { peer.description }

@@ -47,7 +47,8 @@ struct ConnectionAttempt {
     var unansweredCheck: Task<Void, Never>?
     /// The end, when it came before anyone waited for it.
     var ended: Outcome?
-    var waiter: CheckedContinuation<Wake, Never>?
+    /// The procedure's wake while it waits: fired once, by the attempt's end, a timer or advertising wanted.
+    var waiter: OnceSignal<Wake>?
     var timer: Task<Void, Never>?
     /// The attempt does not need advertising off, so advertising that stopped is resumed within
     /// its turn rather than after its end (up to the timeout and the cancel grace later).
@@ -295,13 +296,15 @@ extension LEHost {
             attempt?.advertisingWanted = false
             return .advertisingWanted
         }
+        let wake = OnceSignal<ConnectionAttempt.Wake>()
+        attempt?.waiter = wake
+        attempt?.timer = clock.timer(after: clock.now.duration(to: deadline)) { [weak self] in
+            await self?.attemptTimerFired(number)
+        }
+        // Through a cancellation: the attempt is then abandoned at the controller, and its end
+        // (or the timer) is still what wakes the procedure.
         return await withTaskCancellationHandler {
-            await withCheckedContinuation { continuation in
-                attempt?.waiter = continuation
-                attempt?.timer = clock.timer(after: clock.now.duration(to: deadline)) { [weak self] in
-                    await self?.attemptTimerFired(number)
-                }
-            }
+            await wake.waitThroughCancellation()
         } onCancel: {
             Task { await self.abandonAttempt(number) }
         }
@@ -318,7 +321,7 @@ extension LEHost {
         attempt?.waiter = nil
         attempt?.timer?.cancel()
         attempt?.timer = nil
-        waiter.resume(returning: .advertisingWanted)
+        waiter.fire(.advertisingWanted)
     }
 
     /// A sighting of the peer being connected to. The controller answers the advertisement it hears
@@ -357,7 +360,7 @@ extension LEHost {
         // The unanswered check may end the wait before the timeout: that timer must not end a later one.
         attempt?.timer?.cancel()
         attempt?.timer = nil
-        waiter.resume(returning: .ended(.timedOut))
+        waiter.fire(.ended(.timedOut))
     }
 
     private func endAttempt(with outcome: ConnectionAttempt.Outcome) {
@@ -367,7 +370,7 @@ extension LEHost {
             attempt?.timer?.cancel()
             attempt?.timer = nil
             attempt?.ended = outcome
-            waiter.resume(returning: .ended(outcome))
+            waiter.fire(.ended(outcome))
         } else {
             attempt?.ended = outcome
         }

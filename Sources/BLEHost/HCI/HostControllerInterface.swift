@@ -30,7 +30,8 @@ public actor HostControllerInterface {
 
     // Command flow control: credits granted by Num_HCI_Command_Packets.
     private var commandCredits = 1
-    private var creditWaiters: [CheckedContinuation<Void, Never>] = []
+    /// Commands waiting for a credit, earliest first; each is handed its credit by a fire.
+    private var creditWaiters: [OnceSignal<Void>] = []
     /// Armed while commands wait for a credit: a controller that answered with
     /// Num_HCI_Command_Packets = 0 owes a later event that returns one (a NOP Command Complete),
     /// and one that never sends it would hold every later command for ever (Linux resets such a
@@ -53,7 +54,7 @@ public actor HostControllerInterface {
     private var aclCredits = 0
     private var outstandingACL: [UInt16: Int] = [:]
     private var aclQueue: [QueuedACLPacket] = []
-    private var aclBatchWaiters: [UInt64: CheckedContinuation<Result<Void, HCIError>, Never>] = [:]
+    private var aclBatchWaiters: [UInt64: OnceSignal<Result<Void, HCIError>>] = [:]
     private var isPumpingACL = false
 
     private var subscribers: [UInt64: AsyncStream<HCIEvent>.Continuation] = [:]
@@ -66,14 +67,18 @@ public actor HostControllerInterface {
 
     private struct PendingCommand {
         var opcode: HCIOpcode
-        var result: Result<CommandOutcome, HCIError>?
-        var waiter: CheckedContinuation<Result<CommandOutcome, HCIError>, Never>?
+        /// The answer or the failure, the first that comes: the sender waits for it through a
+        /// cancellation, since an answer nobody waits for would be taken for the next command's.
+        let outcome = OnceSignal<Result<CommandOutcome, HCIError>>()
         var timeout: Task<Void, Never>?
+
+        var result: Result<CommandOutcome, HCIError>? { outcome.value }
     }
 
     private struct LateAnswerWaiter {
         var opcode: HCIOpcode
-        var continuation: CheckedContinuation<Bool, Never>
+        /// True when the late answer came (or the opcode was freed), false at the timeout.
+        let came = OnceSignal<Bool>()
         var timeout: Task<Void, Never>?
     }
 
@@ -192,7 +197,8 @@ public actor HostControllerInterface {
 
         // Registered before sending so that an answer arriving during the send is not lost.
         let identifier = makeIdentifier()
-        pendingCommands[identifier] = PendingCommand(opcode: opcode)
+        let command = PendingCommand(opcode: opcode)
+        pendingCommands[identifier] = command
         do {
             try await transport.send(packet)
         } catch {
@@ -207,13 +213,12 @@ public actor HostControllerInterface {
             await self?.expireCommand(identifier)
         }
 
+        // An answer that came during the send is taken without leaving the actor, as before the kit.
         let result: Result<CommandOutcome, HCIError>
-        if let early = pendingCommands[identifier]?.result {
+        if let early = command.result {
             result = early
         } else {
-            result = await withCheckedContinuation { continuation in
-                pendingCommands[identifier]?.waiter = continuation
-            }
+            result = await command.outcome.waitThroughCancellation()
         }
         pendingCommands[identifier] = nil
         return try result.get()
@@ -225,7 +230,10 @@ public actor HostControllerInterface {
             return
         }
         watchForWithheldCredit()
-        await withCheckedContinuation { creditWaiters.append($0) }
+        let credit = OnceSignal<Void>()
+        creditWaiters.append(credit)
+        // Through a cancellation: a credit handed to a waiter that left would be lost.
+        await credit.waitThroughCancellation()
     }
 
     /// Timer: one command timeout for a credit to come back.
@@ -257,7 +265,7 @@ public actor HostControllerInterface {
     private func grantCommandCredits() {
         while commandCredits > 0, !creditWaiters.isEmpty {
             commandCredits -= 1
-            creditWaiters.removeFirst().resume()
+            creditWaiters.removeFirst().fire(())
         }
         // Nobody waits: a later wait gets a whole timeout of its own.
         if creditWaiters.isEmpty {
@@ -288,15 +296,8 @@ public actor HostControllerInterface {
         guard var pending = pendingCommands[identifier] else { return }
         pending.timeout?.cancel()
         pending.timeout = nil
-        if let waiter = pending.waiter {
-            pending.waiter = nil
-            pending.result = result
-            pendingCommands[identifier] = pending
-            waiter.resume(returning: result)
-        } else {
-            pending.result = result
-            pendingCommands[identifier] = pending
-        }
+        pendingCommands[identifier] = pending
+        pending.outcome.fire(result)
     }
 
     private func completeCommand(opcode: HCIOpcode, numHCICommandPackets: UInt8, outcome: CommandOutcome) {
@@ -329,19 +330,19 @@ public actor HostControllerInterface {
     /// Waits until `opcode` owes no late answer (true) or one command timeout has passed (false).
     private func lateAnswerCame(for opcode: HCIOpcode) async -> Bool {
         let identifier = makeIdentifier()
-        return await withCheckedContinuation { continuation in
-            lateAnswerWaiters[identifier] = LateAnswerWaiter(
-                opcode: opcode, continuation: continuation,
-                timeout: clock.timer(after: configuration.commandTimeout) { [weak self] in
-                    await self?.endLateAnswerWait(identifier, came: false)
-                })
-        }
+        let waiter = LateAnswerWaiter(
+            opcode: opcode,
+            timeout: clock.timer(after: configuration.commandTimeout) { [weak self] in
+                await self?.endLateAnswerWait(identifier, came: false)
+            })
+        lateAnswerWaiters[identifier] = waiter
+        return await waiter.came.waitThroughCancellation()
     }
 
     private func endLateAnswerWait(_ identifier: UInt64, came: Bool) {
         guard let waiter = lateAnswerWaiters.removeValue(forKey: identifier) else { return }
         waiter.timeout?.cancel()
-        waiter.continuation.resume(returning: came)
+        waiter.came.fire(came)
     }
 
     private func endLateAnswerWaits(where matches: (HCIOpcode) -> Bool) {
@@ -381,11 +382,11 @@ public actor HostControllerInterface {
         for (index, packet) in packets.enumerated() {
             aclQueue.append(QueuedACLPacket(packet: packet, batch: batch, isLastOfBatch: index == packets.count - 1))
         }
-        let result = await withCheckedContinuation { continuation in
-            aclBatchWaiters[batch] = continuation
-            pumpACL()
-        }
-        try result.get()
+        let sent = OnceSignal<Result<Void, HCIError>>()
+        aclBatchWaiters[batch] = sent
+        pumpACL()
+        // Through a cancellation: the batch's fragments are queued and go out all the same.
+        try await sent.waitThroughCancellation().get()
     }
 
     private func pumpACL() {
@@ -406,11 +407,11 @@ public actor HostControllerInterface {
                 aclCredits += 1
                 outstandingACL[next.packet.connectionHandle, default: 1] -= 1
                 aclQueue.removeAll { $0.batch == next.batch }
-                aclBatchWaiters.removeValue(forKey: next.batch)?.resume(returning: .failure(.transport(error)))
+                aclBatchWaiters.removeValue(forKey: next.batch)?.fire(.failure(.transport(error)))
                 continue
             }
             if next.isLastOfBatch {
-                aclBatchWaiters.removeValue(forKey: next.batch)?.resume(returning: .success(()))
+                aclBatchWaiters.removeValue(forKey: next.batch)?.fire(.success(()))
             }
         }
     }
@@ -441,7 +442,7 @@ public actor HostControllerInterface {
         let abandoned = Set(aclQueue.filter { $0.packet.connectionHandle == handle }.map(\.batch))
         aclQueue.removeAll { abandoned.contains($0.batch) }
         for batch in abandoned {
-            aclBatchWaiters.removeValue(forKey: batch)?.resume(returning: .failure(.connectionClosed(handle: handle)))
+            aclBatchWaiters.removeValue(forKey: batch)?.fire(.failure(.connectionClosed(handle: handle)))
         }
     }
 
@@ -508,12 +509,12 @@ public actor HostControllerInterface {
         for identifier in pendingCommands.keys { resolve(identifier, with: .failure(.transport(error))) }
         endLateAnswerWaits { _ in true }
         commandCredits = 1
-        for waiter in creditWaiters { waiter.resume() }
+        for waiter in creditWaiters { waiter.fire(()) }
         creditWaiters = []
         creditWatch?.cancel()
         creditWatch = nil
         aclQueue = []
-        for waiter in aclBatchWaiters.values { waiter.resume(returning: .failure(.transport(error))) }
+        for waiter in aclBatchWaiters.values { waiter.fire(.failure(.transport(error))) }
         aclBatchWaiters = [:]
         for subscriber in subscribers.values { subscriber.finish() }
         subscribers = [:]

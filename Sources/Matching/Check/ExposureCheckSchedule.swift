@@ -206,7 +206,8 @@ public struct ExposureCheckSchedule: Sendable {
 }
 
 /// Runs one piece of work at a time, in the order asked (an actor alone would interleave two
-/// works at their suspension points).
+/// works at their suspension points). Left off the kit's FIFOLock: its waiters wait through a
+/// cancellation, which FIFOLock's do not, and Matching links no Waits.
 actor CheckTurn {
     private var busy = false
     private var waiting: [CheckedContinuation<Void, Never>] = []

@@ -228,6 +228,7 @@ public struct ExposureChecker: Sendable {
     private static func offTheCooperativePool<T: Sendable>(
         _ work: @escaping @Sendable () throws(ExposureCheckError) -> T
     ) async throws(ExposureCheckError) -> T {
+        // Not a kit wait: the continuation only carries the dispatch queue's result back, once.
         let result: Result<T, ExposureCheckError> = await withCheckedContinuation { continuation in
             DispatchQueue.global(qos: .utility).async {
                 do throws(ExposureCheckError) { continuation.resume(returning: .success(try work())) } catch {
