@@ -41,6 +41,8 @@ final class PostgresConnectionPool: Sendable {
         return try await slot.run(settings: settings, gate: gate, body)
     }
 
+    // Not a kit wait: the kit has no hand-off of one of several resources (FIFOLock hands one
+    // turn), and a caller here waits for its slot through a cancellation.
     private func acquire() async -> PostgresConnectionSlot {
         await withCheckedContinuation { continuation in
             let slot: PostgresConnectionSlot? = state.withLock { state in
