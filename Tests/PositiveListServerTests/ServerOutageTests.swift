@@ -261,7 +261,7 @@ import Glibc
         let answers = uploads.flatMap(\.answers)
         let refused = answers.filter { $0.status != 201 && $0.status != 200 }
         #expect(refused.allSatisfy { $0.status == 503 && $0.error == "store_unavailable" && $0.retryAfter == "10" },
-                "answers other than 201, 200 and 503 store_unavailable with Retry-After: \(refused.filter { $0.status != 503 || $0.retryAfter == nil }.map(\.status))")
+                "answers other than 201, 200 and 503 store_unavailable with Retry-After: \(refused.filter { $0.status != 503 || $0.retryAfter == nil }.map { "\($0.status) \($0.error ?? "-")" })")
         let firstAcceptedAfter = answers.filter { $0.status == 201 && $0.at >= backDuringUploads }.map(\.at).min()
         let uploadRecovery = try #require(firstAcceptedAfter, "no upload accepted after PostgreSQL came back") - backDuringUploads
         #expect(!refused.isEmpty, "no upload met PostgreSQL down: the test did not test the restart")
