@@ -30,11 +30,7 @@ import TransparencyLog
         let history = SubmittedKeyHistory(keys: records.map {
             SubmittedKey(day: $0.day.number, intervalSeconds: $0.intervalSeconds, key: $0.key.hex)
         })
-        // Sorted: JSONEncoder's member order may differ between two encodings of one value, and
-        // an idempotent retry must send the same bytes.
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = .sortedKeys
-        return ByteBuffer(bytes: try! encoder.encode(history))
+        return ByteBuffer(bytes: Histories.stableJSON(history))
     }
 
     func append(_ fixture: ServerFixture, _ records: [DailyKeyRecord]) async throws -> SubmissionOutcome {

@@ -56,7 +56,7 @@ import Glibc
         let answers = try await withThrowingTaskGroup(of: (Upload, RawConnection.Response).self) { group in
             for upload in uploads {
                 group.addTask {
-                    let body = String(decoding: try JSONEncoder().encode(SubmittedHistory(ids: upload.entries)), as: UTF8.self)
+                    let body = String(decoding: Histories.body(upload.entries).readableBytesView, as: UTF8.self)
                     return (upload, try await Self.post(port: ports[upload.instance], "/v1/histories", header: "Upload-Code: \(issued[upload.code])", body: body))
                 }
             }

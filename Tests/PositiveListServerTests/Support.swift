@@ -174,7 +174,16 @@ enum Histories {
     }
 
     static func body(_ entries: [SubmittedEntry]) -> ByteBuffer {
-        ByteBuffer(bytes: try! JSONEncoder().encode(SubmittedHistory(ids: entries)))
+        ByteBuffer(bytes: stableJSON(SubmittedHistory(ids: entries)))
+    }
+
+    /// `value` as JSON with its members sorted. JSONEncoder's member order may differ between two
+    /// encodings of one value in one process, and an idempotent retry must send the same bytes:
+    /// otherwise the server rightly answers `idempotency_key_reused`.
+    static func stableJSON(_ value: some Encodable) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = .sortedKeys
+        return Array(try! encoder.encode(value))
     }
 }
 
