@@ -260,6 +260,21 @@ let package = Package(
         // bytes, the Bumble and RootCanal launchers. A plain library on BLEHost and TestTiers (and Testing,
         // for the virtual controllers' test descriptions), not a test target.
         .target(name: "BLEHostTestSupport", dependencies: ["BLEHost", "TracerCore", "TestTiers"], path: "Tests/BLEHostTestSupport"),
+        // Fixtures of the server's tests: a scratch server (data directory, store, signing key,
+        // manual clocks), histories shaped like a node's, `tracer-server` and its console as child
+        // processes, nginx in front, PostgreSQL fixtures and the store-backend parameter, and the
+        // published log read back from its files. A plain library, not a test target.
+        .target(
+            name: "ServerTestSupport",
+            dependencies: [
+                "ServerApplication", "PositiveListServer", "ServerStorage", "PostgresServerStore", "SQLiteServerStore",
+                "PositiveListFormat", "TransparencyLog", "TracerCore", "TracerTestSupport", "TestTiers",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            path: "Tests/ServerTestSupport"),
         // Writers of the retired list files (formats 1 and 2), which no program writes any more:
         // for the tests of the decoders and of the upgrade that reads them.
         .target(
@@ -319,7 +334,7 @@ let package = Package(
             name: "PositiveListServerTests",
             dependencies: [
                 "ServerApplication", "AuthorityConsole", "ServerHTTPAPI", "PositiveListServer", "ServerStorage", "PostgresServerStore",
-                "SQLiteServerStore", "PositiveListFormat", "RetiredFormatWriters", "IDRotation", "TracerTestSupport",
+                "SQLiteServerStore", "PositiveListFormat", "RetiredFormatWriters", "IDRotation", "TracerTestSupport", "ServerTestSupport",
                 "ObjectStore", "Matching", "TestTiers", "TracerCore", "CurlHTTP", "TransparencyLog", "Waits",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "GRDB", package: "GRDB.swift"),

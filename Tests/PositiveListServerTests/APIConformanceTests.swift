@@ -4,6 +4,7 @@ import PositiveListServer
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 import TransparencyLog
 #if canImport(Glibc)

@@ -9,6 +9,7 @@ import Testing
 import TestTiers
 import TracerCore
 import TransparencyLog
+import ServerTestSupport
 
 /// docs/openapi.yaml must stay true: the error codes it lists are exactly those the server's
 /// source can produce, and every path and method it documents is routed.

@@ -2,6 +2,7 @@ import Foundation
 import PositiveListFormat
 import Testing
 import TestTiers
+import ServerTestSupport
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

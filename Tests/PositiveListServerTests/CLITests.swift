@@ -6,6 +6,7 @@ import ServerStorage
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

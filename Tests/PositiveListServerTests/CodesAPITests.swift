@@ -5,6 +5,7 @@ import PositiveListServer
 import ServerStorage
 import Testing
 import TestTiers
+import ServerTestSupport
 
 @Suite(.tags(.unit)) struct CodesAPITests {
     @Test func anAuthorityGetsAOneTimeCodeWithTheDefaultExpiry() async throws {

@@ -3,6 +3,7 @@ import IDRotation
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 
 /// The staff console in a real headless Chromium (chromedriver's WebDriver API), and the code

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestTiers
+import ServerTestSupport
 import TracerTestSupport
 
 /// The nginx server block of docs/console.md, taken from the document itself (so the document

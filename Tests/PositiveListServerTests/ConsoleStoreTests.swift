@@ -7,6 +7,7 @@ import SQLiteServerStore
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 
 /// A console store on one back end, and how to open it again as a restarted (or another)

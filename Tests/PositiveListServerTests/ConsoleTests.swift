@@ -5,6 +5,7 @@ import ServerStorage
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 
 /// The staff console against a real `tracer-server serve`: what staff do, and each way a hostile

@@ -5,6 +5,7 @@ import PositiveListFormat
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 import TransparencyLog
 import Waits

@@ -8,6 +8,7 @@ import PositiveListServer
 import ServerStorage
 import Testing
 import TestTiers
+import ServerTestSupport
 import TracerTestSupport
 
 @Suite(.tags(.unit)) struct HistoriesAPITests {

@@ -5,6 +5,7 @@ import PositiveListFormat
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 
 @Suite(.tags(.unit)) struct HistoryJSONDecoderTests {
     func decode(_ text: String) throws(HistoryDecodingError) -> SubmittedHistory {

@@ -8,6 +8,7 @@ import PositiveListServer
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

@@ -6,6 +6,7 @@ import PositiveListServer
 import ServerStorage
 import Testing
 import TestTiers
+import ServerTestSupport
 import TracerTestSupport
 
 /// What a hostile client on 127.0.0.1 tried (issue 14), each answered as docs/openapi.yaml

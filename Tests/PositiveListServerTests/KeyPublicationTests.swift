@@ -12,6 +12,7 @@ import Testing
 import TestTiers
 import TracerCore
 import TransparencyLog
+import ServerTestSupport
 
 /// Key histories from upload to the published key batches: the publication delay, the order
 /// and padding of published keys, idempotency, refusals, the accepted-uploads setting, expiry.

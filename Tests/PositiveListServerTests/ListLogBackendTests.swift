@@ -6,6 +6,7 @@ import Testing
 import TestTiers
 import TracerCore
 import TransparencyLog
+import ServerTestSupport
 
 /// The log's publication on both back ends: two instances on the same data (for SQLite a `serve`
 /// and a `publish` beside it), one crashing after each step of the log, the other completing it.

@@ -9,6 +9,7 @@ import Synchronization
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 import TransparencyLog
 

@@ -5,6 +5,7 @@ import Foundation
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 
 /// Issue 41, the server's metrics: a real `tracer-server serve` with its metrics listener counts

@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TestTiers
+import ServerTestSupport
 import TracerTestSupport
 
 /// Issue 41, item 3: deploy/monitoring/ works as shipped. promtool accepts the scrape

@@ -6,6 +6,7 @@ import PositiveListFormat
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -153,7 +154,7 @@ struct ObjectStoreCommandTests {
 
     /// `tracer-server` with extra environment variables (and no AWS_* or TRACER_SERVER_* of the test's own).
     static func run(_ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:]) throws -> ProcessResult {
-        try ServerCLI.run(arguments, fixture: fixture, environment: extra, dropping: ["AWS_", "TRACER_SERVER_"])
+        try ServerCLI.run(arguments, fixture: fixture, environment: extra, dropping: ["AWS_"])
     }
 
     @Test func syncAndDoctorFromTheCommandLine() async throws {

@@ -7,6 +7,7 @@ import PostgresServerStore
 import ServerStorage
 import Testing
 import TestTiers
+import ServerTestSupport
 import TracerTestSupport
 
 /// Two `serve` instances on one PostgreSQL database, each with a published directory of its own

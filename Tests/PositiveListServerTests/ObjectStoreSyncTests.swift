@@ -12,6 +12,7 @@ import Synchronization
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 
 /// `ObjectStoreSync` against a real S3-compatible server: moto's, started per test on 127.0.0.1

@@ -10,6 +10,7 @@ import ServerStorage
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 
 /// Appending into the pending table and publishing from it: "stored once" across the pending ids
 /// and the live batches, the receipts' counts, other processes, crashes between the steps, and

@@ -9,81 +9,11 @@ import Synchronization
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
 #endif
-
-/// A scratch server (ServerFixture: data directory, signing key, clock) whose data lives in a
-/// fresh PostgreSQL 15 started for the test, with as many stores (connection pools, as separate
-/// `serve` instances would have) as the test asks for.
-struct PostgresFixture {
-    let server: ServerFixture
-    let postgres: PostgresProcess
-    let url: String
-    let stores: [PostgresServerStore]
-
-    /// False when the PostgreSQL server is the caller's (``make(database:on:stores:)``).
-    var ownsPostgres = true
-
-    static func make(stores count: Int = 1) async throws -> PostgresFixture {
-        let postgres = try PostgresProcess()
-        do {
-            return try await make(database: "tracer", on: postgres, stores: count, ownsPostgres: true)
-        } catch {
-            postgres.stop(keepDirectory: true)
-            throw error
-        }
-    }
-
-    /// A fixture whose data is `database`, created on `postgres`, a server the caller keeps
-    /// running for several tests (one cluster, a database each): `remove()` leaves it running.
-    static func make(database: String, on postgres: PostgresProcess, stores count: Int = 1) async throws -> PostgresFixture {
-        try await make(database: database, on: postgres, stores: count, ownsPostgres: false)
-    }
-
-    private static func make(database: String, on postgres: PostgresProcess, stores count: Int, ownsPostgres: Bool) async throws -> PostgresFixture {
-        let server = try ServerFixture()
-        do {
-            let url = try postgres.createDatabase(database)
-            var stores: [PostgresServerStore] = []
-            for _ in 0..<count {
-                stores.append(try await PostgresServerStore.open(settings: PostgresSettings(connection: url, password: nil), publishedDirectory: server.paths.published, poolSize: 4))
-            }
-            return PostgresFixture(server: server, postgres: postgres, url: url, stores: stores, ownsPostgres: ownsPostgres)
-        } catch {
-            server.remove()
-            throw error
-        }
-    }
-
-    var store: PostgresServerStore { stores[0] }
-
-    func remove() {
-        if ownsPostgres { postgres.stop() }
-        server.remove()
-    }
-
-    /// `idPublicationDelaySeconds` is 0 unless a test is about that rule, as in ServerFixture.
-    func publisher(
-        _ store: PostgresServerStore? = nil, faultInjection: Publisher.FaultInjection? = nil, idPublicationDelaySeconds: Int64 = 0
-    ) -> Publisher {
-        Publisher(
-            store: store ?? self.store, directory: server.paths.published,
-            signingKey: server.signingKey, retentionSeconds: server.configuration.retentionSeconds,
-            idPublicationDelaySeconds: idPublicationDelaySeconds, clock: server.clock, logger: server.logs.logger, faultInjection: faultInjection)
-    }
-
-    func entries(count: Int, seed: UInt64, endingAt end: UnixSeconds = ServerFixture.start) throws -> [PositiveListEntry] {
-        try HistoryRules(server.configuration)
-            .validate(SubmittedHistory(ids: Histories.entries(count: count, endingAt: end, seed: seed)), now: server.clock.now())
-    }
-
-    /// Every id of every batch the verified index lists, repeated ones included.
-    func publishedIDs() throws -> [UInt64] {
-        try server.verifiedBatches().flatMap { batch in batch.entries.map(\.id.rawValue) }
-    }
-}
 
 @Suite(.tags(.integration), .serialized) struct PostgresStoreTests {
     static let authority = SubmissionCredential.authority(name: "Health Authority A")

@@ -6,6 +6,7 @@ import PositiveListFormat
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 
 @Suite(.tags(.unit)) struct PublicationTests {
     static let now = ServerFixture.start

@@ -6,6 +6,7 @@ import ServerStorage
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 
 /// `PublishScheduler`'s timing on a manual monotonic clock, with a scripted publisher and sync:
 /// when a demand publishes (at once, or at the spacing's end after a batch), when held material

@@ -5,6 +5,7 @@ import PositiveListServer
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -42,24 +43,6 @@ import Glibc
             caughtUp.leave()
         }
         try await body(fixture, port, log)
-    }
-
-    /// A `serve` process's log file: the lines it logs are the events a test waits for.
-    final class ServerLog: Sendable {
-        let path = NSTemporaryDirectory() + "/tracer-serve-" + UUID().uuidString + ".log"
-        let handle: FileHandle
-
-        init() throws {
-            FileManager.default.createFile(atPath: path, contents: nil)
-            handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
-        }
-
-        var text: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
-
-        func remove() {
-            try? handle.close()
-            try? FileManager.default.removeItem(atPath: path)
-        }
     }
 
     /// What the long poll announces: the log's tree size, and a key generation of 0 (the

@@ -11,6 +11,7 @@ import ServerStorage
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 
 /// A database whose live batches a tracer-server from before schema v6 (SQLite) or version 4

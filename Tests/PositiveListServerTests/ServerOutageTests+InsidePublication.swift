@@ -4,6 +4,7 @@ import PositiveListFormat
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc

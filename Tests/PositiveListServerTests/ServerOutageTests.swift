@@ -7,6 +7,7 @@ import Synchronization
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
@@ -18,7 +19,6 @@ import Glibc
 /// store (moto) down. Each prints a `FIGURE` line for BENCHMARKS.md: the time
 /// from the cause going away to the server having caught up, and the uploads lost or stored twice.
 @Suite(.tags(.integration), .serialized) struct ServerOutageTests {
-    typealias ServerLog = PublishSoonTests.ServerLog
 
     /// Retries of a failed publication or sync wait at most this long (`publishRetryMaxSeconds`,
     /// 60 s by default): an outage of seconds stands for one of an hour, after which the waits
@@ -383,47 +383,4 @@ import Glibc
         #expect(healthy.exitCode == 0 && !healthy.stdout.contains("FAILING"), "\(healthy)")
         print("FIGURE object-store-outage: bucket caught up \(Self.seconds(recovery)) s after the store answered again; \(batchNames.count) batches, lost 0 uploads (\(published.count) ids published once)")
     }
-}
-
-/// One PostgreSQL cluster for the cases of one parameterized test, which run one after another
-/// (their suite is serialized), each on a database of its own: `initdb` and the first start once
-/// for all of them, not once a case. A case stops and starts the cluster as if it were its own
-/// (``ServerOutageTests/PostgresServe``); the next case starts it again if a failed one left it
-/// down. Made by the first case that asks (so that a missing PostgreSQL skips the case, as
-/// `RequiredTool` does), stopped and removed after the last: the `.sharedPostgreSQLCluster` trait.
-final class SharedPostgresCluster: Sendable {
-    @TaskLocal static var current: SharedPostgresCluster?
-
-    private let postgres = Mutex<PostgresProcess?>(nil)
-
-    /// The cluster, running: started (again) if it is not.
-    func running() throws -> PostgresProcess {
-        try postgres.withLock { postgres in
-            if let running = postgres, running.isRunning { return running }
-            let started = try postgres.map { try PostgresProcess(directory: $0.directory, port: $0.port) } ?? PostgresProcess()
-            postgres = started
-            return started
-        }
-    }
-
-    /// A case started the cluster again: this process is the cluster from now on.
-    func replace(with process: PostgresProcess) { postgres.withLock { $0 = process } }
-
-    func remove() { postgres.withLock { $0?.stop() } }
-}
-
-/// Gives the cases of a parameterized test one ``SharedPostgresCluster`` (its scope is the whole
-/// test function, not each case).
-struct SharedPostgresClusterTrait: TestTrait, TestScoping {
-    func scopeProvider(for test: Test, testCase: Test.Case?) -> Self? { testCase == nil ? self : nil }
-
-    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
-        let cluster = SharedPostgresCluster()
-        defer { cluster.remove() }
-        try await SharedPostgresCluster.$current.withValue(cluster) { try await function() }
-    }
-}
-
-extension Trait where Self == SharedPostgresClusterTrait {
-    static var sharedPostgreSQLCluster: Self { Self() }
 }

@@ -3,6 +3,8 @@ import Foundation
 import Settings
 import Testing
 import TestTiers
+import ServerTestSupport
+import TracerTestSupport
 
 /// The settings table is the only list of the server's settings: the file reader, the checks and
 /// `tracer-server config` follow it, so a setting missing from it would be refused or never shown.
@@ -49,7 +51,8 @@ import TestTiers
             if Self.fileOnly.contains(definition.key) {
                 #expect(definition.environmentVariable == nil && definition.flag == nil, "\(definition.key)")
             } else {
-                #expect(definition.environmentVariable?.hasPrefix("TRACER_SERVER_") == true, "\(definition.key)")
+                // The prefix by which the tests keep the runner's settings from their servers.
+                #expect(definition.environmentVariable?.hasPrefix(Products.serverVariablePrefix) == true, "\(definition.key)")
                 #expect(definition.flag?.hasPrefix("--") == true, "\(definition.key)")
             }
         }

@@ -7,6 +7,7 @@ import PositiveListFormat
 @testable import PositiveListServer
 import Testing
 import TestTiers
+import ServerTestSupport
 
 @Suite(.tags(.unit)) struct ServingTests {
     static let now = ServerFixture.start

@@ -9,6 +9,7 @@ import ServerStorage
 import Testing
 import TestTiers
 import TracerCore
+import ServerTestSupport
 import TracerTestSupport
 
 /// A scratch server (ServerFixture: data directory, signing key, clock) whose data lives in the

@@ -33,7 +33,7 @@ public final class ListServerProcess {
         let more = settings.isEmpty ? "" : ", " + settings
         try #"{"authorities": [{"name": "Test Health Authority", "token": "\#(token)"}]\#(more)}"#
             .write(toFile: dataDirectory + "/config.json", atomically: true, encoding: .utf8)
-        let keygen = try Products.run(try Products.path(of: "tracer-server"), ["keygen", "--data-dir", dataDirectory], home: home)
+        let keygen = try Self.runServer(["keygen"], dataDirectory: dataDirectory, home: home)
         guard keygen.exitCode == 0 else { throw HarnessFailure(description: "tracer-server keygen failed: \(keygen)") }
         publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         port = try LoopbackPort.free()
@@ -44,10 +44,7 @@ public final class ListServerProcess {
 
     /// Starts `serve` and waits until it listens and has published its first (empty) log.
     public func start() throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try Products.path(of: "tracer-server"))
-        process.arguments = ["serve", "--data-dir", dataDirectory, "--bind", "127.0.0.1:\(port)"]
-        process.environment = Products.environment(home: home)
+        let process = try Products.server(["serve", "--bind", "127.0.0.1:\(port)"], dataDirectory: dataDirectory, home: home)
         process.standardInput = FileHandle.nullDevice
         let log = home + "/server-\(UUID().uuidString).log"
         _ = FileManager.default.createFile(atPath: log, contents: nil)
@@ -117,8 +114,7 @@ public final class ListServerProcess {
         let file = dataDirectory + "/keys-\(UUID().uuidString).json"
         try (#"{"keys": ["# + records.map { #"{"day": \#($0.day.number), "intervalSeconds": \#($0.intervalSeconds), "key": "\#($0.key.hex)"}"# }
             .joined(separator: ", ") + "]}").write(toFile: file, atomically: true, encoding: .utf8)
-        let append = try Products.run(
-            try Products.path(of: "tracer-server"), ["append", "--data-dir", dataDirectory, "--authority", "Test Health Authority", "--keys", file], home: home)
+        let append = try runServer(["append", "--authority", "Test Health Authority", "--keys", file])
         guard append.exitCode == 0 else { throw HarnessFailure(description: "tracer-server append --keys failed: \(append)") }
     }
 
@@ -130,8 +126,46 @@ public final class ListServerProcess {
 
     /// `tracer-server publish` with more arguments (`--demo-key-clock T`); requires success.
     public func publish(extra: [String]) throws -> ProcessResult {
-        let result = try Products.run(try Products.path(of: "tracer-server"), ["publish", "--data-dir", dataDirectory] + extra, home: home)
+        let result = try runServer(["publish"] + extra)
         guard result.exitCode == 0 else { throw HarnessFailure(description: "tracer-server publish failed: \(result)") }
         return result
+    }
+
+    /// `tracer-server` with `arguments` on this server's data directory, waited for.
+    private func runServer(_ arguments: [String]) throws -> ProcessResult {
+        try Self.runServer(arguments, dataDirectory: dataDirectory, home: home)
+    }
+
+    private static func runServer(_ arguments: [String], dataDirectory: String, home: String) throws -> ProcessResult {
+        try ProcessResult.collect(try Products.server(arguments, dataDirectory: dataDirectory, home: home), timeout: .seconds(60))
+    }
+
+}
+
+extension Products {
+    /// What every variable `tracer-server` reads begins with (ServerSettingRegistryTests checks
+    /// that each setting's variable does).
+    public static let serverVariablePrefix = "TRACER_SERVER_"
+
+    /// `tracer-server` with `arguments` on `dataDirectory`, not started: the one way the tests
+    /// start it. None of the runner's `TRACER_SERVER_` variables reach it, since a setting there
+    /// would override the test's config.json. With `home`, the child gets the environment of
+    /// ``environment(home:overrides:)`` and runs in `home`; otherwise the runner's environment.
+    /// Variables starting with one of `dropping` are left out too; `overrides` come last.
+    public static func server(
+        _ arguments: [String], dataDirectory: String, home: String? = nil, dropping prefixes: [String] = [],
+        overrides: [String: String] = [:]
+    ) throws -> Process {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: try path(of: "tracer-server"))
+        process.arguments = arguments
+        let inherited = home.map { Self.environment(home: $0) } ?? ProcessInfo.processInfo.environment
+        let dropped = [serverVariablePrefix] + prefixes
+        var childEnvironment = inherited.filter { variable in !dropped.contains { variable.key.hasPrefix($0) } }
+        childEnvironment["TRACER_SERVER_DATA_DIR"] = dataDirectory
+        childEnvironment.merge(overrides) { _, given in given }
+        process.environment = childEnvironment
+        if let home { process.currentDirectoryURL = URL(fileURLWithPath: home) }
+        return process
     }
 }

@@ -1,23 +1,23 @@
 import Foundation
-@testable import PositiveListServer
+import PositiveListServer
 import Synchronization
 import Testing
 import TracerTestSupport
 
 /// The two back ends of ``SubmissionStore`` and ``ConsoleStore``, which every suite that runs
 /// over both takes as its argument.
-enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
+package enum StoreBackend: String, Sendable, CaseIterable, CustomTestStringConvertible {
     case sqlite
     case postgres
 
-    var testDescription: String { rawValue }
+    package var testDescription: String { rawValue }
 }
 
 /// One PostgreSQL server for a whole suite, started at the first test that needs it (each test
 /// then gets a database of its own) and stopped when the suite ends: starting a server takes
 /// about a second, a database a few milliseconds.
-struct SharedPostgres: SuiteTrait, TestScoping {
-    @TaskLocal static var current: SharedPostgres?
+package struct SharedPostgres: SuiteTrait, TestScoping {
+    @TaskLocal package static var current: SharedPostgres?
 
     private final class Server: Sendable {
         let process = Mutex<PostgresProcess?>(nil)
@@ -25,15 +25,15 @@ struct SharedPostgres: SuiteTrait, TestScoping {
 
     private let server = Server()
 
-    var isRecursive: Bool { false }
+    package var isRecursive: Bool { false }
 
-    func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
+    package func provideScope(for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void) async throws {
         defer { server.process.withLock { $0?.stop() } }
         try await Self.$current.withValue(self) { try await function() }
     }
 
     /// A fresh empty database on the suite's server.
-    func createDatabase() throws -> String {
+    package func createDatabase() throws -> String {
         try server.process.withLock { server in
             if server == nil { server = try PostgresProcess() }
             return try server!.createDatabase("test_" + UUID().uuidString.lowercased().replacingOccurrences(of: "-", with: ""))
@@ -42,7 +42,7 @@ struct SharedPostgres: SuiteTrait, TestScoping {
 
     /// A fresh empty database on the running suite's server; the suite needs the
     /// `.sharedPostgres` trait.
-    static func createDatabase() throws -> String {
+    package static func createDatabase() throws -> String {
         guard let current else {
             throw HarnessFailure(description: "this suite needs the .sharedPostgres trait for a PostgreSQL database")
         }
@@ -50,6 +50,6 @@ struct SharedPostgres: SuiteTrait, TestScoping {
     }
 }
 
-extension Trait where Self == SharedPostgres {
+package extension Trait where Self == SharedPostgres {
     static var sharedPostgres: SharedPostgres { SharedPostgres() }
 }

@@ -1,5 +1,5 @@
 import Foundation
-@testable import PositiveListServer
+import PositiveListServer
 import Synchronization
 import Testing
 import TracerTestSupport
@@ -8,30 +8,19 @@ import Glibc
 #endif
 
 /// Runs the built `tracer-server` against a fixture's data directory.
-enum ServerCLI {
-    static func executable() throws -> String { try Products.path(of: "tracer-server") }
+package enum ServerCLI {
+    package static func executable() throws -> String { try Products.path(of: "tracer-server") }
 
     /// `tracer-server` with `arguments` on the fixture's data directory, not started; the
     /// runner's variables whose names start with one of `dropping` are left out (`extra` is
     /// applied after).
-    static func process(
+    package static func process(
         _ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:], dropping prefixes: [String] = []
     ) throws -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: try executable())
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment.filter { variable in !prefixes.contains { variable.key.hasPrefix($0) } }
-        environment["TRACER_SERVER_DATA_DIR"] = fixture.paths.dataDirectory
-        environment.removeValue(forKey: "TRACER_SERVER_CONFIG")
-        environment.removeValue(forKey: "TRACER_SERVER_KEY")
-        // A setting in the test runner's environment would override the fixture's file.
-        for variable in ServerSettingRegistry.all.compactMap(\.environmentVariable) { environment.removeValue(forKey: variable) }
-        environment.merge(extra) { _, given in given }
-        process.environment = environment
-        return process
+        try Products.server(arguments, dataDirectory: fixture.paths.dataDirectory, dropping: prefixes, overrides: extra)
     }
 
-    static func start(
+    package static func start(
         _ arguments: [String], fixture: ServerFixture, stdout: Pipe? = nil, stderr: Pipe? = nil, environment extra: [String: String] = [:]
     ) throws -> Process {
         let process = try process(arguments, fixture: fixture, environment: extra)
@@ -44,7 +33,7 @@ enum ServerCLI {
     /// `serve` on 127.0.0.1:`port` with at most `openFiles` descriptors (`ulimit -n`, as
     /// systemd's LimitNOFILE sets it), once it listens.
     /// - Parameter stderr: a `Pipe` or `FileHandle` for the server's log.
-    static func serveWithOpenFileLimit(
+    package static func serveWithOpenFileLimit(
         _ openFiles: Int, port: Int, fixture: ServerFixture, stderr: Any? = nil, environment: [String: String] = [:]
     ) async throws -> Process {
         // The fixture's environment, with a shell in front to set the limit.
@@ -65,7 +54,7 @@ enum ServerCLI {
     }
 
     /// User and system CPU seconds `pid` has used (/proc/PID/stat).
-    static func cpuSeconds(_ pid: Int32) -> Double {
+    package static func cpuSeconds(_ pid: Int32) -> Double {
         guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
               let afterName = stat.range(of: ") ")
         else { return 0 }
@@ -75,18 +64,18 @@ enum ServerCLI {
         return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
     }
 
-    static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:], dropping prefixes: [String] = []) throws -> ProcessResult {
+    package static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:], dropping prefixes: [String] = []) throws -> ProcessResult {
         try ProcessResult.collect(try process(arguments, fixture: fixture, environment: environment, dropping: prefixes))
     }
 
     /// `run`, killed if it still runs after `timeout` (a `serve` expected to refuse to start that
     /// started after all): then a ``HarnessFailure`` quoting what it wrote.
-    static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:], timeout: Duration) throws -> ProcessResult {
+    package static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:], timeout: Duration) throws -> ProcessResult {
         try ProcessResult.collect(try process(arguments, fixture: fixture, environment: environment), timeout: timeout)
     }
 }
 
-extension ServerFixture {
+package extension ServerFixture {
     /// Writes the fixture's authorities to DATA_DIR/config.json for child processes.
     func writeConfiguration(extra: String = "") throws {
         let text = """
@@ -97,10 +86,28 @@ extension ServerFixture {
     }
 }
 
+/// A `serve` process's log file: the lines it logs are the events a test waits for.
+package final class ServerLog: Sendable {
+    package let path = NSTemporaryDirectory() + "/tracer-serve-" + UUID().uuidString + ".log"
+    package let handle: FileHandle
+
+    package init() throws {
+        _ = FileManager.default.createFile(atPath: path, contents: nil)
+        handle = try FileHandle(forWritingTo: URL(fileURLWithPath: path))
+    }
+
+    package var text: String { (try? String(contentsOfFile: path, encoding: .utf8)) ?? "" }
+
+    package func remove() {
+        try? handle.close()
+        try? FileManager.default.removeItem(atPath: path)
+    }
+}
+
 /// A bare HTTP/1.1 exchange over a socket, for requests a well-behaved client cannot send
 /// (a body shorter than its Content-Length).
-enum RawHTTP {
-    static func exchange(port: Int, sending request: String, timeoutSeconds: Int = 15) async throws -> String {
+package enum RawHTTP {
+    package static func exchange(port: Int, sending request: String, timeoutSeconds: Int = 15) async throws -> String {
         let connection = try RawConnection(port: port)
         connection.send(request)
         return try await connection.receiveResponse(timeout: .seconds(timeoutSeconds)).text

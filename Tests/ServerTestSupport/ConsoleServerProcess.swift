@@ -7,12 +7,12 @@ import Glibc
 
 /// A real `tracer-server serve` with the console on a port of its own, and accounts created by
 /// `tracer-server console add-account` as an operator would.
-final class ConsoleServerProcess {
-    static let password = "correct horse battery staple"
+package final class ConsoleServerProcess {
+    package static let password = "correct horse battery staple"
 
-    let fixture: ServerFixture
-    let apiPort: Int
-    let consolePort: Int
+    package let fixture: ServerFixture
+    package let apiPort: Int
+    package let consolePort: Int
     /// The database of the `postgres` back end, started for this server alone.
     private let postgres: PostgresProcess?
     private var process: Process?
@@ -22,7 +22,7 @@ final class ConsoleServerProcess {
 
     /// `console` is further members of the console section, such as `"sessionIdleSeconds": 3`;
     /// `settings` further top-level members.
-    init(console: String = "", settings: String = "", backEnd: StoreBackend = .sqlite) async throws {
+    package init(console: String = "", settings: String = "", backEnd: StoreBackend = .sqlite) async throws {
         fixture = try ServerFixture()
         apiPort = try LoopbackPort.free()
         consolePort = try LoopbackPort.free()
@@ -57,7 +57,7 @@ final class ConsoleServerProcess {
     deinit { stop() }
 
     /// Stops `serve` and starts it again on the same ports, data and database.
-    func restart() async throws {
+    package func restart() async throws {
         if let process {
             process.terminate()
             process.waitUntilExit()
@@ -70,7 +70,7 @@ final class ConsoleServerProcess {
 
     /// Starts another `serve` on the same data directory and configuration but its own ports,
     /// as a second instance behind a load balancer; returns its console port.
-    func startAnotherInstance() async throws -> Int {
+    package func startAnotherInstance() async throws -> Int {
         let apiPort = try LoopbackPort.free()
         let consolePort = try LoopbackPort.free()
         let configuration = try String(contentsOfFile: fixture.paths.configuration, encoding: .utf8)
@@ -84,7 +84,7 @@ final class ConsoleServerProcess {
     }
 
     /// Stops the server and its database and removes their files; again, it does nothing.
-    func stop() {
+    package func stop() {
         guard !stopped else { return }
         stopped = true
         for process in otherInstances + [process].compactMap({ $0 }) {
@@ -96,28 +96,28 @@ final class ConsoleServerProcess {
     }
 
     @discardableResult
-    func addAccount(_ name: String, role: String, password: String = ConsoleServerProcess.password) throws -> ProcessResult {
+    package func addAccount(_ name: String, role: String, password: String = ConsoleServerProcess.password) throws -> ProcessResult {
         try Self.addAccount(name, role: role, password: password, fixture: fixture)
     }
 
     /// `console add-account --password-stdin`, the password sent on standard input.
-    static func addAccount(_ name: String, role: String, password: String, fixture: ServerFixture) throws -> ProcessResult {
+    package static func addAccount(_ name: String, role: String, password: String, fixture: ServerFixture) throws -> ProcessResult {
         try console(["add-account", "--role", role, "--password-stdin", name], input: password + "\n", fixture: fixture)
     }
 
     /// `tracer-server console ARGUMENTS` with `input` on standard input.
-    func console(_ arguments: [String], input text: String = "") throws -> ProcessResult {
+    package func console(_ arguments: [String], input text: String = "") throws -> ProcessResult {
         try Self.console(arguments, input: text, fixture: fixture)
     }
 
-    static func console(_ arguments: [String], input text: String, fixture: ServerFixture) throws -> ProcessResult {
+    package static func console(_ arguments: [String], input text: String, fixture: ServerFixture) throws -> ProcessResult {
         try ProcessResult.collect(try ServerCLI.process(["console"] + arguments, fixture: fixture), input: text)
     }
 
-    func browser(from source: String = "127.0.0.1") -> ConsoleClient { ConsoleClient(port: consolePort, source: source) }
+    package func browser(from source: String = "127.0.0.1") -> ConsoleClient { ConsoleClient(port: consolePort, source: source) }
 
     /// A sign-in from a browser with no cookies yet.
-    func signInFromANewBrowser(_ name: String, password: String = ConsoleServerProcess.password) async throws -> RawConnection.Response {
+    package func signInFromANewBrowser(_ name: String, password: String = ConsoleServerProcess.password) async throws -> RawConnection.Response {
         var browser = browser()
         return try await browser.signIn(name, password: password)
     }
@@ -126,46 +126,46 @@ final class ConsoleServerProcess {
 /// What a browser does with the console, over plain sockets: cookies kept from `Set-Cookie`
 /// and sent back, forms posted as `application/x-www-form-urlencoded`. Each request on its own
 /// connection from `source` (a 127.0.0.0/8 address, so that one test can be many computers).
-struct ConsoleClient {
-    let port: Int
-    let source: String
-    var cookies: [String: String] = [:]
+package struct ConsoleClient {
+    package let port: Int
+    package let source: String
+    package var cookies: [String: String] = [:]
 
-    init(port: Int, source: String) {
+    package init(port: Int, source: String) {
         self.port = port
         self.source = source
     }
 
-    mutating func get(_ path: String) async throws -> RawConnection.Response {
+    package mutating func get(_ path: String) async throws -> RawConnection.Response {
         try await send("GET \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\(cookieLine)\r\n")
     }
 
-    mutating func post(_ path: String, _ fields: [(String, String)]) async throws -> RawConnection.Response {
+    package mutating func post(_ path: String, _ fields: [(String, String)]) async throws -> RawConnection.Response {
         let body = fields.map { "\(Self.encode($0.0))=\(Self.encode($0.1))" }.joined(separator: "&")
         return try await post(path, body: body)
     }
 
-    mutating func post(_ path: String, body: String, contentType: String = "application/x-www-form-urlencoded") async throws -> RawConnection.Response {
+    package mutating func post(_ path: String, body: String, contentType: String = "application/x-www-form-urlencoded") async throws -> RawConnection.Response {
         try await send(
             "POST \(path) HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\(cookieLine)Content-Type: \(contentType)\r\nContent-Length: \(body.utf8.count)\r\n\r\n\(body)")
     }
 
     /// Signs in through the sign-in page as a browser does.
-    mutating func signIn(_ name: String, password: String = ConsoleServerProcess.password) async throws -> RawConnection.Response {
+    package mutating func signIn(_ name: String, password: String = ConsoleServerProcess.password) async throws -> RawConnection.Response {
         let page = try await get("/sign-in")
         let token = try #require(Self.formToken(page.body), "no token on the sign-in page: \(page.text.prefix(2000))")
         return try await post("/sign-in", [("csrf", token), ("name", name), ("password", password)])
     }
 
     /// The session's form token from a signed-in page.
-    mutating func sessionToken() async throws -> String {
+    package mutating func sessionToken() async throws -> String {
         let page = try await get("/codes")
         return try #require(Self.formToken(page.body), "no token on /codes: \(page.text.prefix(2000))")
     }
 
     /// Issues a code through the page's form, follows the redirect to the page that shows it
     /// (POST-redirect-GET) and returns it as shown, grouped.
-    mutating func issueCode() async throws -> String {
+    package mutating func issueCode() async throws -> String {
         let response = try await post("/codes", [("csrf", try await sessionToken())])
         let location = try #require(response.header("location"), "issuing failed: \(response.text.prefix(2000))")
         try #require(response.status == 303 && location.hasPrefix("/codes/issued/"), "\(response.head)")
@@ -174,15 +174,15 @@ struct ConsoleClient {
     }
 
     /// Posts an operator form on `path` with the session's token and `fields`.
-    mutating func postForm(_ path: String, _ fields: [(String, String)]) async throws -> RawConnection.Response {
+    package mutating func postForm(_ path: String, _ fields: [(String, String)]) async throws -> RawConnection.Response {
         try await post(path, [("csrf", try await sessionToken())] + fields)
     }
 
-    static func formToken(_ html: String) -> String? {
+    package static func formToken(_ html: String) -> String? {
         value(in: html, after: #"name="csrf" value=""#)
     }
 
-    static func issuedCode(_ html: String) -> String? {
+    package static func issuedCode(_ html: String) -> String? {
         value(in: html, after: #"id="issued-code" data-code=""#)
     }
 
@@ -209,7 +209,7 @@ struct ConsoleClient {
         return response
     }
 
-    static func setCookies(_ response: RawConnection.Response) -> [String] {
+    package static func setCookies(_ response: RawConnection.Response) -> [String] {
         response.head.components(separatedBy: "\r\n").dropFirst().compactMap { line in
             let parts = line.split(separator: ":", maxSplits: 1)
             guard parts.count == 2, parts[0].lowercased() == "set-cookie" else { return nil }
@@ -225,7 +225,7 @@ struct ConsoleClient {
 }
 
 /// The headers every console response must carry, whatever its status.
-func expectConsoleHeaders(_ response: RawConnection.Response, sourceLocation: SourceLocation = #_sourceLocation) {
+package func expectConsoleHeaders(_ response: RawConnection.Response, sourceLocation: SourceLocation = #_sourceLocation) {
     #expect(response.header("content-security-policy")?.contains("default-src 'self'") == true, "\(response.head)", sourceLocation: sourceLocation)
     #expect(response.header("x-frame-options") == "DENY", "\(response.head)", sourceLocation: sourceLocation)
     #expect(response.header("referrer-policy") == "no-referrer", "\(response.head)", sourceLocation: sourceLocation)
