@@ -102,7 +102,7 @@ let package = Package(
         .target(
             name: "Matching",
             dependencies: [
-                "IDRotation", "PositiveListFormat", "CurlHTTP", "TracerCore", "TransparencyLog",
+                "IDRotation", "PositiveListFormat", "CurlHTTP", "TracerCore", "TransparencyLog", "Waits",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

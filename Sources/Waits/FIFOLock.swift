@@ -7,7 +7,8 @@ import Synchronization
 ///
 /// A ticket is taken synchronously, so that a request made on an event path keeps its place
 /// although its task starts later. A task cancelled while it waits leaves the queue (its ticket
-/// must then not be finished); the holder is never interrupted here.
+/// must then not be finished), unless it waits through cancellation; the holder is never
+/// interrupted here.
 ///
 /// A class behind a mutex rather than an actor, so that a task's cancellation handler, which runs
 /// synchronously on any thread, can take its ticket out at once.
@@ -92,6 +93,31 @@ public final class FIFOLock: Sendable {
         try await awaitTurn(ticket)
         defer { finish(ticket) }
         return try await body()
+    }
+
+    /// Returns once `ticket` holds the turn, cancelled or not: for work that must keep its place
+    /// and run whole although its caller gives up (the exposure check's turns). The work behind
+    /// the ticket must end on its own, as nothing cuts this wait short.
+    public func awaitTurnThroughCancellation(_ ticket: Ticket) async {
+        _ = await parkThroughCancellation { continuation in
+            state.withLock { state -> Bool? in
+                if state.running == ticket { return true }
+                guard let index = state.waiting.firstIndex(where: { $0.ticket == ticket }) else {
+                    preconditionFailure("FIFOLock: a ticket was awaited after it was finished or withdrawn")
+                }
+                state.waiting[index].continuation = continuation
+                return nil
+            }
+        }
+    }
+
+    /// Runs `body` in a turn of its own, waiting for the turn through a cancellation.
+    @discardableResult
+    public func withTurnThroughCancellation<T>(urgent: Bool = false, _ body: () async -> T) async -> T {
+        let ticket = submit(urgent: urgent)
+        await awaitTurnThroughCancellation(ticket)
+        defer { finish(ticket) }
+        return await body()
     }
 
     /// Tickets submitted and not yet holding the turn.

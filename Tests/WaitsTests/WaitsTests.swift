@@ -352,6 +352,43 @@ struct FIFOLockTests {
         #expect(lock.isRunning(staying))
     }
 
+    /// The exposure check's turns: a cancelled caller keeps its place and still runs in order.
+    @Test func aWaiterThroughCancellationKeepsItsPlaceAndRunsInOrder() async throws {
+        let lock = FIFOLock()
+        let holder = lock.submit()
+        let journal = Journal()
+        let first = Task { await lock.withTurnThroughCancellation { journal.write(1) } }
+        #expect(await eventually { lock.parkedCount == 1 })
+        let second = Task { await lock.withTurnThroughCancellation { journal.write(2) } }
+        #expect(await eventually { lock.parkedCount == 2 })
+        first.cancel()
+        await Task.yield()
+        // Still parked: the cancellation took nothing out.
+        #expect(lock.parkedCount == 2)
+        #expect(journal.all.isEmpty)
+        lock.finish(holder)
+        await first.value
+        await second.value
+        #expect(journal.all == [1, 2])
+        #expect(lock.waitingCount == 0)
+        // The turn is free again.
+        let next = lock.submit()
+        #expect(lock.isRunning(next))
+    }
+
+    @Test func aTaskCancelledBeforeWaitingThroughCancellationStillGetsItsTurn() async {
+        let lock = FIFOLock()
+        let holder = lock.submit()
+        let waiter = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return await lock.withTurnThroughCancellation { 7 }
+        }
+        #expect(await eventually { lock.parkedCount == 1 })
+        lock.finish(holder)
+        #expect(await waiter.value == 7)
+        #expect(lock.waitingCount == 0)
+    }
+
     @Test func aTurnGivenToATaskCancelledBeforeItWaitedPassesOn() async throws {
         let lock = FIFOLock()
         let holder = lock.submit()

@@ -1,5 +1,6 @@
 import Logging
 import TracerCore
+import Waits
 
 /// The running node's periodic exposure check: a full check every `interval` plus a random
 /// delay of up to `jitter` (so that a million nodes started at 9:00 do not all ask the server
@@ -24,9 +25,10 @@ public struct ExposureCheckSchedule: Sendable {
     /// The first retry after a failed update; doubled after every further failure, up to `interval`.
     public let firstRetryDelay: UnixSeconds
     let logger: Logger
-    /// One check or revalidation at a time, so that the on-exposure command runs once per new
-    /// exposure even when the long poll and the timer wake together.
-    private let turn = CheckTurn()
+    /// One check or revalidation at a time, in the order asked, so that the on-exposure command
+    /// runs once per new exposure even when the long poll and the timer wake together. A turn is
+    /// waited for through a cancellation, as before the kit: a check asked for keeps its place.
+    private let turn = FIFOLock()
 
     public init(
         checker: ExposureChecker, hook: ExposureHook?, interval: UnixSeconds, jitter: UnixSeconds,
@@ -65,7 +67,7 @@ public struct ExposureCheckSchedule: Sendable {
             let wakeAt = nextRefresh.map { min($0, nextCheck) } ?? nextCheck
             do { try await Task.sleep(until: wakeAt, clock: clock) } catch { return }
             if clock.now >= nextCheck {
-                if await turn.run({ await checkOnce() }) {
+                if await turn.withTurnThroughCancellation({ await checkOnce() }) {
                     retryDelay = firstRetryDelay
                     nextCheck = clock.now + .seconds(interval + UnixSeconds.random(in: 0...max(0, jitter)))
                 } else {
@@ -73,7 +75,7 @@ public struct ExposureCheckSchedule: Sendable {
                     retryDelay = min(interval, retryDelay * 2)
                 }
             } else {
-                await turn.run({ await refreshOnce() })
+                await turn.withTurnThroughCancellation({ await refreshOnce() })
             }
             nextRefresh = nextRefreshTime(after: clock.now)
         }
@@ -95,7 +97,7 @@ public struct ExposureCheckSchedule: Sendable {
                 if try await longPoll.waitForNewGeneration() {
                     logger.debug("the server published a new generation; revalidating")
                     let held = longPoll.heldGenerations()
-                    let revalidation = await turn.run({ await revalidate() })
+                    let revalidation = await turn.withTurnThroughCancellation({ await revalidate() })
                     // A revalidation that succeeded followed the announcement, changed or not: a
                     // node already current when it starts polling is told the current generation
                     // at once and finds nothing new. (A cache still answering 304 for an older
@@ -202,24 +204,5 @@ public struct ExposureCheckSchedule: Sendable {
         do { try checker.markNotified(report) } catch {
             logger.error("could not record the notification", metadata: ["error": "\(error)"])
         }
-    }
-}
-
-/// Runs one piece of work at a time, in the order asked (an actor alone would interleave two
-/// works at their suspension points). Left off the kit's FIFOLock: its waiters wait through a
-/// cancellation, which FIFOLock's do not, and Matching links no Waits.
-actor CheckTurn {
-    private var busy = false
-    private var waiting: [CheckedContinuation<Void, Never>] = []
-
-    func run<Result: Sendable>(_ work: @Sendable () async -> Result) async -> Result {
-        if busy {
-            await withCheckedContinuation { waiting.append($0) }
-        }
-        busy = true
-        defer {
-            if waiting.isEmpty { busy = false } else { waiting.removeFirst().resume() }
-        }
-        return await work()
     }
 }
