@@ -250,10 +250,11 @@ let package = Package(
         // Harness code shared by the test targets and the benchmarks: free loopback ports, nginx
         // over deploy/nginx/tracer-server.conf, the HTTP fixture server, a log capture, throwaway
         // Prometheus and node_exporter processes (their HTTP read through CurlHTTP), a real tracer-server
-        // (ListServerProcess). A plain library (Foundation, swift-log, CurlHTTP, TracerCore for the ids
-        // and keys it uploads, and TestTiers for RequiredTool), not a test target.
+        // (ListServerProcess), the own-id histories a node reports. A plain library (Foundation,
+        // swift-log, CurlHTTP, TracerCore and IDRotation for the ids and keys it uploads, and TestTiers
+        // for RequiredTool), not a test target.
         .target(
-            name: "TracerTestSupport", dependencies: ["TestTiers", "CurlHTTP", "TracerCore", .product(name: "Logging", package: "swift-log")],
+            name: "TracerTestSupport", dependencies: ["TestTiers", "CurlHTTP", "TracerCore", "IDRotation", .product(name: "Logging", package: "swift-log")],
             path: "Tests/TracerTestSupport"),
         // Fakes and harnesses of the BLE host stack's tests, shared by BLEHostTests and
         // GATTExchangeTests: scripted controllers, in-memory channels, a manual clock, the reference

@@ -41,7 +41,7 @@ import TracerCore
 
         func download(_ request: HTTPRequest, to path: String, progress: (@Sendable (DownloadProgress) -> Void)?) async throws(HTTPClientError) -> HTTPResponse {
             let response = try await perform(request)
-            if response.status == 200 { FileManager.default.createFile(atPath: path, contents: Data(response.body)) }
+            if response.status == 200 { _ = FileManager.default.createFile(atPath: path, contents: Data(response.body)) }
             return HTTPResponse(status: response.status)
         }
     }

@@ -31,9 +31,7 @@ import TracerTestSupport
     /// returns them.
     static func makeReportingNodeStore(_ path: String) throws -> [OwnID] {
         let now = UnixSeconds(Date().timeIntervalSince1970)
-        let ownIDs = stride(from: now - now % 86_400 - 86_400, through: now - 3_600 - 300, by: 3_600).map {
-            OwnID(id: UserID.random(), window: IDWindow(start: $0, end: $0 + 3_600))
-        }
+        let ownIDs = ReportedHistory.hourlyIDs(from: now - now % 86_400 - 86_400, until: now)
         let store = try NodeStore.open(StoreLocation(path: path, source: .flag, ownsDirectory: false))
         for ownID in ownIDs { try store.recordOwnID(ownID) }
         return ownIDs

@@ -37,7 +37,7 @@ extension TracerNodeTests {
                 now = UnixSeconds(Date().timeIntervalSince1970)
                 day2 = now - now % 86_400 - 86_400
                 day1 = day2 - 86_400
-                reporterIDs = NodeFixture.hourlyIDs(from: day1, until: now)
+                reporterIDs = ReportedHistory.hourlyIDs(from: day1, until: now)
                 reporterCode = try server.issueCode()
                 try NodeFixture.makeStore(db("a"), ownIDs: reporterIDs)
                 let report = try tracer(["report", "--db", db("a"), "--server", server.url, "--code", reporterCode, "--yes"])
@@ -90,7 +90,7 @@ extension TracerNodeTests {
             /// returned (reported later by the test, to grow the list). 15 and 10 minutes at -50 dBm.
             func meetReporterAndASecondPerson(_ node: String) throws -> [OwnID] {
                 let (h, m) = (Self.hour, Self.minute)
-                let secondIDs = NodeFixture.hourlyIDs(from: day1, until: now)
+                let secondIDs = ReportedHistory.hourlyIDs(from: day1, until: now)
                 try NodeFixture.makeStore(db(node), encounters: [
                     EncounterSpec(peer: reporterID(at: day1 + 10 * h), times: [day1 + 10 * h + 5 * m, day1 + 10 * h + 15 * m], rssi: [-50, -50]),
                     EncounterSpec(
@@ -104,7 +104,7 @@ extension TracerNodeTests {
             /// fresh code. Returns its ids.
             @discardableResult
             func reportAnother(_ node: String) throws -> [OwnID] {
-                let ids = NodeFixture.hourlyIDs(from: day1, until: now)
+                let ids = ReportedHistory.hourlyIDs(from: day1, until: now)
                 try NodeFixture.makeStore(db(node), ownIDs: ids)
                 let report = try tracer(["report", "--db", db(node), "--server", server.url, "--code", try server.issueCode(), "--yes"])
                 try #require(report.exitCode == 0, "tracer report failed: \(report)")
@@ -369,7 +369,7 @@ extension TracerNodeTests {
         @Test(.timeLimit(.minutes(2)))
         func refusedCodesUploadNothing() throws {
             try Self.withWorld { world in
-                let ids = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
+                let ids = ReportedHistory.hourlyIDs(from: world.day1, until: world.now)
                 try NodeFixture.makeStore(world.db("a2"), ownIDs: ids)
                 func report(_ code: String) throws -> ProcessResult {
                     try world.tracer(["report", "--db", world.db("a2"), "--server", world.server.url, "--code", code, "--yes"])
@@ -501,7 +501,7 @@ extension TracerNodeTests {
                 _ = try world.checkJSON("b", expecting: 3)
                 let other = try ListServerProcess(scratch: world.scratch, name: "other-server")
                 defer { other.stop() }
-                let ids = NodeFixture.hourlyIDs(from: world.day1, until: world.now)
+                let ids = ReportedHistory.hourlyIDs(from: world.day1, until: world.now)
                 try NodeFixture.makeStore(world.db("z"), ownIDs: ids)
                 let reported = try world.tracer(["report", "--db", world.db("z"), "--server", other.url, "--code", try other.issueCode(), "--yes"])
                 try #require(reported.exitCode == 0, "\(reported)")

@@ -22,7 +22,7 @@ extension TracerNodeTests {
                 keys[day] = try store.dailyKey(for: day, intervalSeconds: 900, recordingIfAbsent: DailyKey.random())
             }
             if ids {
-                for owned in NodeFixture.hourlyIDs(from: now - now % 86_400, until: now) { try store.recordOwnID(owned) }
+                for owned in ReportedHistory.hourlyIDs(from: now - now % 86_400, until: now) { try store.recordOwnID(owned) }
                 // At least one id, even just after midnight.
                 try store.recordOwnID(OwnID(id: UserID.random(), window: IDWindow(start: now - 600, end: now - 300)))
             }

@@ -66,9 +66,9 @@ extension TracerNodeTests {
             try other.start()
             defer { other.stop() }
 
-            let diagnosed = NodeFixture.hourlyIDs(from: day, until: now)
+            let diagnosed = ReportedHistory.hourlyIDs(from: day, until: now)
             _ = try Self.publish(diagnosed, to: shown, scratch: scratch, as: "a")
-            _ = try Self.publish(NodeFixture.hourlyIDs(from: day, until: now), to: other, scratch: scratch, as: "z")
+            _ = try Self.publish(ReportedHistory.hourlyIDs(from: day, until: now), to: other, scratch: scratch, as: "z")
 
             let node = Node(scratch: scratch, name: "b")
             try NodeFixture.makeStore(node.db, encounters: Self.exposed(to: diagnosed, day: day))
@@ -131,7 +131,7 @@ extension TracerNodeTests {
             try log.start()
             defer { log.stop() }
 
-            let diagnosed = NodeFixture.hourlyIDs(from: day, until: now)
+            let diagnosed = ReportedHistory.hourlyIDs(from: day, until: now)
             let published = try Self.publish(diagnosed, to: log, scratch: scratch, as: "a")
             #expect(published.contains("cosigned by witness.test/w1"), "\(published)")
 
@@ -144,7 +144,7 @@ extension TracerNodeTests {
 
             // The witness is down at the next publication: the log publishes without it.
             witness.stop()
-            let uncosigned = try Self.publish(NodeFixture.hourlyIDs(from: day, until: now), to: log, scratch: scratch, as: "a2")
+            let uncosigned = try Self.publish(ReportedHistory.hourlyIDs(from: day, until: now), to: log, scratch: scratch, as: "a2")
             #expect(!uncosigned.contains("cosigned by witness.test/w1"), "\(uncosigned)")
             let refused = try node.check(log.url, key: log.publicKey, [], environment: requiring)
             #expect(refused.exitCode == 3, "the exposure in the held, cosigned list still counts: \(refused)")

@@ -46,16 +46,6 @@ enum NodeFixture {
         if !batch.isEmpty { try store.write(batch) }
     }
 
-    /// Back-to-back one-hour windows with fresh ids, from `start` until the last one that ended
-    /// by `end` minus the server's default clock-skew allowance (300 s): tracer-server publishes
-    /// an id only after that (issue 25), so a window ending closer to `end` would wait and make
-    /// the tests depend on the minute of the hour they run in.
-    static func hourlyIDs(from start: UnixSeconds, until end: UnixSeconds) -> [OwnID] {
-        stride(from: start, through: end - 3_600 - 300, by: 3_600).map {
-            OwnID(id: UserID.random(), window: IDWindow(start: $0, end: $0 + 3_600))
-        }
-    }
-
     /// The file's inode and modification time, to tell an untouched file from a rewritten one.
     static func identity(_ path: String) -> String? {
         var status = stat()

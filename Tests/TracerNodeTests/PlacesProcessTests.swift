@@ -117,7 +117,7 @@ extension TracerNodeTests {
             let now = UnixSeconds(Date().timeIntervalSince1970)
 
             // A, with places of its own, reports its ids through the recording proxy.
-            let ownIDs = NodeFixture.hourlyIDs(from: now - 86_400, until: now)
+            let ownIDs = ReportedHistory.hourlyIDs(from: now - 86_400, until: now)
             let met = UserID.random()
             try NodeFixture.makeStore(scratch.file("a.db"), ownIDs: ownIDs, encounters: [
                 EncounterSpec(peer: met, times: [now - 7_200, now - 7_000], rssi: [-50, -50], place: Self.library),

@@ -81,7 +81,7 @@ extension TracerNodeTests {
             defer { server.stop() }
             let now = UnixSeconds(Date().timeIntervalSince1970)
             let day = now - now % 86_400 - 86_400
-            let reporterIDs = NodeFixture.hourlyIDs(from: day, until: now)
+            let reporterIDs = ReportedHistory.hourlyIDs(from: day, until: now)
             try NodeFixture.makeStore(scratch.file("a.db"), ownIDs: reporterIDs)
             // Twenty minutes close to the diagnosed person's id of 10:00 yesterday: high risk.
             let met = reporterIDs.first { $0.window.contains(day + 10 * 3_600) }!.id

@@ -53,9 +53,9 @@ extension TracerNodeTests {
             defer { travel.stop() }
             #expect(Set([home.publicKey, campus.publicKey, travel.publicKey]).count == 3, "three authorities, three keys")
 
-            let diagnosedHome = NodeFixture.hourlyIDs(from: day, until: now)
-            let diagnosedCampus = NodeFixture.hourlyIDs(from: day, until: now)
-            let diagnosedTravel = NodeFixture.hourlyIDs(from: day, until: now)
+            let diagnosedHome = ReportedHistory.hourlyIDs(from: day, until: now)
+            let diagnosedCampus = ReportedHistory.hourlyIDs(from: day, until: now)
+            let diagnosedTravel = ReportedHistory.hourlyIDs(from: day, until: now)
             try Self.publish(diagnosedHome, to: home, scratch: scratch, as: "a")
             try Self.publish(diagnosedCampus, to: campus, scratch: scratch, as: "z")
             try Self.publish(diagnosedTravel, to: travel, scratch: scratch, as: "y")
