@@ -144,7 +144,7 @@ let package = Package(
         .target(
             name: "PostgresServerStore",
             dependencies: [
-                "ServerStorage", "CLibPQ", "PositiveListFormat", "TracerCore",
+                "ServerStorage", "CLibPQ", "PositiveListFormat", "TracerCore", "Waits",
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

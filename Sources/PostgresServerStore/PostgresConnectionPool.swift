@@ -1,6 +1,7 @@
 import Dispatch
 import ServerStorage
 import Synchronization
+import Waits
 
 /// A few PostgreSQL connections, each with its own serial queue: libpq blocks, so its calls run
 /// there and Swift's cooperative threads only wait (suspended) for the answer.
@@ -11,58 +12,28 @@ import Synchronization
 /// new connections are tried at most at its back-off, not once per request.
 final class PostgresConnectionPool: Sendable {
     private let settings: PostgresSettings
-    private let state: Mutex<State>
+    /// A caller waits for its slot through a cancellation: a transaction asked for runs whole.
+    private let slots: ResourcePool<PostgresConnectionSlot>
     private let gate = ReconnectGate()
     private let size: Int
-
-    private struct State {
-        var idle: [PostgresConnectionSlot]
-        var waiters: [CheckedContinuation<PostgresConnectionSlot, Never>] = []
-    }
 
     init(settings: PostgresSettings, size: Int) {
         self.settings = settings
         self.size = max(size, 1)
-        let slots = (0..<max(size, 1)).map { PostgresConnectionSlot(label: "tracer-server.postgres.\($0)") }
-        state = Mutex(State(idle: slots))
+        slots = ResourcePool((0..<max(size, 1)).map { PostgresConnectionSlot(label: "tracer-server.postgres.\($0)") })
     }
 
     /// The pool's connections and how many are idle, and the callers waiting for one (metrics).
     var usage: ConnectionPoolUsage {
-        state.withLock { ConnectionPoolUsage(size: size, idle: $0.idle.count, waiting: $0.waiters.count) }
+        let (idle, waiting) = slots.occupancy
+        return ConnectionPoolUsage(size: size, idle: idle, waiting: waiting)
     }
 
     /// Runs `body` on a connection of the pool, off the cooperative thread pool.
     func withConnection<T: Sendable>(
         _ body: @escaping @Sendable (PostgresConnection) throws -> T
     ) async throws -> T {
-        let slot = await acquire()
-        defer { release(slot) }
-        return try await slot.run(settings: settings, gate: gate, body)
-    }
-
-    // Not a kit wait: the kit has no hand-off of one of several resources (FIFOLock hands one
-    // turn), and a caller here waits for its slot through a cancellation.
-    private func acquire() async -> PostgresConnectionSlot {
-        await withCheckedContinuation { continuation in
-            let slot: PostgresConnectionSlot? = state.withLock { state in
-                if let slot = state.idle.popLast() { return slot }
-                state.waiters.append(continuation)
-                return nil
-            }
-            if let slot { continuation.resume(returning: slot) }
-        }
-    }
-
-    private func release(_ slot: PostgresConnectionSlot) {
-        let waiter: CheckedContinuation<PostgresConnectionSlot, Never>? = state.withLock { state in
-            if state.waiters.isEmpty {
-                state.idle.append(slot)
-                return nil
-            }
-            return state.waiters.removeFirst()
-        }
-        waiter?.resume(returning: slot)
+        try await slots.withResource { slot in try await slot.run(settings: settings, gate: gate, body) }
     }
 }
 

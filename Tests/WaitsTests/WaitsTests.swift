@@ -405,3 +405,69 @@ struct FIFOLockTests {
         try await lock.awaitTurn(next)
     }
 }
+
+/// `ResourcePool`: the PostgreSQL store's connection slots.
+@Suite(.tags(.unit), .timeLimit(.minutes(1)))
+struct ResourcePoolTests {
+    @Test func idleResourcesAreLentAtOnceAndKeptWhenGivenBack() async {
+        let pool = ResourcePool(["a", "b"])
+        let first = await pool.take()
+        let second = await pool.take()
+        #expect(Set([first, second]) == ["a", "b"])
+        #expect(pool.occupancy == (idle: 0, waiting: 0))
+        pool.giveBack(first)
+        #expect(pool.occupancy == (idle: 1, waiting: 0))
+        #expect(await pool.take() == first)
+    }
+
+    @Test func waitersGetResourcesGivenBackInTheOrderTheyCame() async {
+        let pool = ResourcePool([0])
+        let held = await pool.take()
+        let journal = Journal()
+        var waiters: [Task<Void, Never>] = []
+        for caller in 1...3 {
+            waiters.append(Task {
+                await pool.withResource { _ in journal.write(caller) }
+            })
+            // Parked before the next one comes, so that the order of arrival is known.
+            #expect(await eventually { pool.waiterCount == caller })
+        }
+        pool.giveBack(held)
+        for waiter in waiters { await waiter.value }
+        #expect(journal.all == [1, 2, 3])
+        #expect(pool.occupancy == (idle: 1, waiting: 0))
+    }
+
+    @Test func aCancelledWaiterStillGetsItsResource() async {
+        let pool = ResourcePool(["only"])
+        let held = await pool.take()
+        let waiter = Task { await pool.take() }
+        #expect(await eventually { pool.waiterCount == 1 })
+        waiter.cancel()
+        await Task.yield()
+        #expect(pool.waiterCount == 1)
+        pool.giveBack(held)
+        #expect(await waiter.value == "only")
+        #expect(pool.occupancy == (idle: 0, waiting: 0))
+    }
+
+    @Test func neverMoreHoldersThanResourcesUnderContention() async {
+        let pool = ResourcePool([1, 2, 3])
+        let journal = Journal()
+        await withTaskGroup(of: Void.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    await pool.withResource { _ in
+                        journal.write(1)  // in
+                        await Task.yield()
+                        journal.write(-1)  // out
+                    }
+                }
+            }
+        }
+        let holders = journal.all.reduce(into: [0]) { $0.append($0.last! + $1) }
+        #expect((1...3).contains(holders.max() ?? 0), "\(holders.max() ?? 0) holders at once")
+        #expect(holders.last == 0)
+        #expect(pool.occupancy == (idle: 3, waiting: 0))
+    }
+}
