@@ -1,8 +1,9 @@
 import Foundation
 import IDRotation
+import TracerCore
+import TracerTestSupport
 #if canImport(Glibc)
 import Glibc
-import TracerCore
 #endif
 
 /// The virtual radio a crowd runs on. Both give every controller its own H4 TCP port and put them
@@ -211,69 +212,5 @@ struct CrowdBenchmark {
             if (byWindow.values.map { Set($0.map(\.peer)).count }.max() ?? 0) < nodes - 1 { return false }
         }
         return true
-    }
-}
-
-/// Figures read from /proc for a child process.
-enum ProcessFigures {
-    static func cpuSeconds(_ pid: Int32) -> Double {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let close = text.lastIndex(of: ")")
-        else { return 0 }
-        // Fields after the command name: state is field 3; utime and stime are fields 14 and 15.
-        let fields = text[text.index(after: close)...].split(separator: " ")
-        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
-    /// Every process below `pid` (children, their children …), from the parent pid in /proc/*/stat.
-    static func descendants(of pid: Int32) -> [Int32] {
-        let entries = (try? FileManager.default.contentsOfDirectory(atPath: "/proc")) ?? []
-        var parents: [Int32: Int32] = [:]
-        for entry in entries {
-            guard let child = Int32(entry),
-                  let text = try? String(contentsOfFile: "/proc/\(entry)/stat", encoding: .utf8),
-                  let close = text.lastIndex(of: ")")
-            else { continue }
-            // After the name: state, then the parent pid.
-            let fields = text[text.index(after: close)...].split(separator: " ")
-            if fields.count > 1, let parent = Int32(fields[1]) { parents[child] = parent }
-        }
-        var found: [Int32] = []
-        var frontier = [pid]
-        while let next = frontier.popLast() {
-            let children = parents.filter { $0.value == next }.map(\.key)
-            found += children
-            frontier += children
-        }
-        return found
-    }
-
-    static func loadAverage() -> String {
-        ((try? String(contentsOfFile: "/proc/loadavg", encoding: .utf8)) ?? "?").split(separator: " ").prefix(3).joined(separator: " ")
-    }
-
-    static func peakResidentBytes(_ pid: Int32) -> Int {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
-              let line = text.split(separator: "\n").first(where: { $0.hasPrefix("VmHWM:") }),
-              let kilobytes = Int(line.split(separator: " ").dropFirst().first ?? "")
-        else { return 0 }
-        return kilobytes * 1024
-    }
-
-    /// Proportional and private resident memory in kB, from /proc/PID/smaps_rollup.
-    static func memoryShares(_ pid: Int32) -> (pss: Double, private: Double) {
-        guard let text = try? String(contentsOfFile: "/proc/\(pid)/smaps_rollup", encoding: .utf8) else { return (0, 0) }
-        func field(_ name: String) -> Double {
-            guard let line = text.split(separator: "\n").first(where: { $0.hasPrefix(name + ":") }) else { return 0 }
-            return Double(line.split(separator: " ").dropFirst().first ?? "") ?? 0
-        }
-        return (field("Pss"), field("Private_Clean") + field("Private_Dirty"))
-    }
-
-    static func storeBytes(_ path: String) -> Int {
-        [path, path + "-wal"].reduce(0) { total, file in
-            total + ((try? FileManager.default.attributesOfItem(atPath: file)[.size] as? Int) ?? 0)
-        }
     }
 }

@@ -173,21 +173,9 @@ final class ServerUnderTest {
         }
     }
 
-    func cpuSeconds() -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
-              let afterName = stat.range(of: ") ")
-        else { return 0 }
-        let fields = stat[afterName.upperBound...].split(separator: " ")
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
+    func cpuSeconds() -> Double { ProcessFigures.cpuSeconds(process.processIdentifier) }
 
-    func residentMegabytes() -> Double {
-        guard let status = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8),
-              let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") })
-        else { return 0 }
-        return (Double(line.split(separator: " ")[1]) ?? 0) / 1_024
-    }
+    func residentMegabytes() -> Double { Double(ProcessFigures.residentBytes(process.processIdentifier)) / 1_048_576 }
 }
 
 /// Keep-alive connections from `sources` loopback addresses (127.0.2.1...), each sending

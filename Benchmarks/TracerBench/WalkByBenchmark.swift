@@ -1,6 +1,7 @@
 import Foundation
 import IDRotation
 import TracerCore
+import TracerTestSupport
 
 /// People walking past a few fixed nodes: 6 resident `tracer run` nodes run on one RootCanal phy
 /// (controller models in turn, `CrowdPhy.rootCanalModels`) for the whole run; from 30 s after

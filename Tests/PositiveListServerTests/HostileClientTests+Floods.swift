@@ -136,7 +136,7 @@ extension HostileClientTests {
     /// `count` one-byte chunks after `head` (whose blank line is left to this), as fast as the
     /// server takes them; returns the server's CPU seconds spent meanwhile and its answer.
     static func oneByteChunks(port: Int, server: Process, head: String, count: Int) async throws -> (cpu: Double, response: RawConnection.Response?) {
-        let before = ServerCLI.cpuSeconds(server.processIdentifier)
+        let before = ProcessFigures.cpuSeconds(server.processIdentifier)
         let connection = try RawConnection(port: port)
         connection.send(head + "Transfer-Encoding: chunked\r\n\r\n")
         let chunks = String(repeating: "1\r\na\r\n", count: count) + "0\r\n\r\n"
@@ -146,7 +146,7 @@ extension HostileClientTests {
         _ = try await connection.waitForClose(within: .seconds(5))
         // Pacing a measurement: the kernel's CPU counts for the process lag behind its work a little.
         try await Task.sleep(for: .milliseconds(200))
-        return (ServerCLI.cpuSeconds(server.processIdentifier) - before, response)
+        return (ProcessFigures.cpuSeconds(server.processIdentifier) - before, response)
     }
 
     @Test(.timeLimit(.minutes(1))) func oneByteChunksCostTheServerLittleCPU() async throws {

@@ -53,17 +53,6 @@ package enum ServerCLI {
         return process
     }
 
-    /// User and system CPU seconds `pid` has used (/proc/PID/stat).
-    package static func cpuSeconds(_ pid: Int32) -> Double {
-        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
-              let afterName = stat.range(of: ") ")
-        else { return 0 }
-        let fields = stat[afterName.upperBound...].split(separator: " ")
-        // Fields 14 and 15 of the line (utime, stime), counted after the name (field 2).
-        guard fields.count > 12, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
-        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
-    }
-
     package static func run(_ arguments: [String], fixture: ServerFixture, environment: [String: String] = [:], dropping prefixes: [String] = []) throws -> ProcessResult {
         try ProcessResult.collect(try process(arguments, fixture: fixture, environment: environment, dropping: prefixes))
     }
