@@ -183,6 +183,16 @@ package final class VirtualRadio {
                             models: models, logDirectory: logDirectory, keepLogs: base != nil)
     }
 
+    /// The radio dies without a goodbye to the hosts on it (SIGKILL): Bumble's controllers live in
+    /// the launcher's process and end with it. Not for RootCanal, whose rootcanal process would
+    /// outlive its launcher.
+    package func killHard() {
+        precondition(kind == .bumble, "killHard() ends Bumble's radio only; rootcanal would outlive its launcher")
+        kill(process.processIdentifier, SIGKILL)
+        process.waitUntilExit()
+        try? standardInput.fileHandleForWriting.close()
+    }
+
     /// Ends the process: SIGTERM, and closing its stdin in case the signal is missed.
     package func stop() {
         if process.isRunning { process.terminate() }

@@ -1,3 +1,4 @@
+import BLEHostTestSupport
 import Foundation
 import Testing
 import TestTiers
@@ -11,10 +12,10 @@ extension TracerNodeTests {
     /// RSSI is synthetic (always -50 dBm), so these check the mechanics, not a radio's value.
     @Suite(.tags(.endToEnd)) struct CalibrateProcesses {
         @Test(.timeLimit(.minutes(1)))
-        func calibrateCountsTheReferencesReadingsAndPrintsASettingTheConfigurationAccepts() throws {
+        func calibrateCountsTheReferencesReadingsAndPrintsASettingTheConfigurationAccepts() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let link = try VirtualLink(controllers: 2)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { link.stop() }
             let tracer = try Products.path(of: "tracer")
             let reference = try StreamingProcess(tracer, [
@@ -63,10 +64,10 @@ extension TracerNodeTests {
         }
 
         @Test(.timeLimit(.minutes(1)))
-        func withTwoNodesInRangeCalibrateSaysSoAndPeerChoosesOne() throws {
+        func withTwoNodesInRangeCalibrateSaysSoAndPeerChoosesOne() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let link = try VirtualLink(controllers: 3)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 3)
             defer { link.stop() }
             let tracer = try Products.path(of: "tracer")
             let references = try (0..<2).map { index in
@@ -93,10 +94,10 @@ extension TracerNodeTests {
         }
 
         @Test(.timeLimit(.minutes(1)))
-        func calibrateWithoutAReferenceInRangeGivesNoValue() throws {
+        func calibrateWithoutAReferenceInRangeGivesNoValue() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let link = try VirtualLink(controllers: 1)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 1)
             defer { link.stop() }
             let result = try Products.tracer([
                 "calibrate", "--db", scratch.file("node.db"), "--transport", "tcp:127.0.0.1:\(link.ports[0])", "--seconds", "1",

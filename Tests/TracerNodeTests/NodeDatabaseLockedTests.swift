@@ -1,3 +1,4 @@
+import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
@@ -12,7 +13,7 @@ extension TracerNodeTests {
     /// hearing it for those 5 s), say what holds it in `tracer status`, and meet B again by itself
     /// once the lock goes, with nothing it recorded lost.
     @Suite(.tags(.endToEnd)) struct NodeDatabaseLocked {
-        typealias Node = NodeResilience.LoggedProcess
+        typealias Node = StreamingProcess
         static let interval: Int64 = 10
 
         /// Holds `database` locked until the file `release` exists, for `seconds` at most, then
@@ -30,19 +31,19 @@ extension TracerNodeTests {
             """
 
         @Test(.timeLimit(.minutes(2)))
-        func aNodeWhoseDatabaseIsLockedTakesItsEndedIDOffTheAirAndComesBackByItself() throws {
+        func aNodeWhoseDatabaseIsLockedTakesItsEndedIDOffTheAirAndComesBackByItself() async throws {
             let python = try #require(RequiredTool.executableInPath("python3"), "python3 is needed to hold the database locked")
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let radio = try VirtualLink()
+            let radio = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
             let home = scratch.path
             let dbA = scratch.file("a.db"), dbB = scratch.file("b.db")
             let extra = ["--rotation-interval", "\(Self.interval)"]
-            let a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: home)
+            let a = try Node.readingLog(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: home)
             defer { a.ensureStopped() }
-            let b = try Node(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1], extra: extra), home: home)
+            let b = try Node.readingLog(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1], extra: extra), home: home)
             defer { b.ensureStopped() }
 
             // The lock begins 2-4 s into a window in which the two have met and lasts past the
@@ -54,7 +55,7 @@ extension TracerNodeTests {
             let endedID = try #require(try Check.openStore(dbA).ownIDs().first { $0.window.end == windowEnd }, "A has no id for [\(windowStart), \(windowEnd))")
 
             let release = scratch.file("release-the-lock")
-            let holder = try Node(python, ["-c", Self.lockHolder, dbA, "20", release], home: home)
+            let holder = try Node.readingLog(python, ["-c", Self.lockHolder, dbA, "20", release], home: home)
             defer { holder.ensureStopped() }
             try #require(eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(50)) { holder.lines.contains("locked") },
                          "the lock holder did not get the lock: \(holder.lines)")

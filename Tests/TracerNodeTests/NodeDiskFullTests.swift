@@ -1,3 +1,4 @@
+import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
@@ -13,7 +14,7 @@ extension TracerNodeTests {
     /// `tracer status` (first line, exit 1) and `tracer doctor`, and once space returns meet B
     /// again by itself, with nothing it recorded lost.
     @Suite(.tags(.endToEnd)) struct NodeDiskFull {
-        typealias Node = NodeResilience.LoggedProcess
+        typealias Node = StreamingProcess
 
         static let interval: Int64 = 10
 
@@ -77,19 +78,19 @@ extension TracerNodeTests {
         }
 
         @Test(.timeLimit(.minutes(2)))
-        func aNodeWhoseDiskFillsGoesDarkSaysSoAndComesBackByItself() throws {
+        func aNodeWhoseDiskFillsGoesDarkSaysSoAndComesBackByItself() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let disk = try Tmpfs(at: scratch.file("a-disk"), megabytes: 2)
             defer { if let problem = disk.unmount() { Issue.record(Comment(rawValue: problem)) } }
-            let radio = try VirtualLink()
+            let radio = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
             let dbA = disk.path + "/a.db", dbB = scratch.file("b.db")
             let extra = ["--rotation-interval", "\(Self.interval)"]
-            let a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: scratch.path)
+            let a = try Node.readingLog(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: scratch.path)
             defer { a.ensureStopped() }
-            let b = try Node(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1], extra: extra), home: scratch.path)
+            let b = try Node.readingLog(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1], extra: extra), home: scratch.path)
             defer { b.ensureStopped() }
             let home = scratch.path
 
@@ -124,7 +125,7 @@ extension TracerNodeTests {
             #expect(a.isRunning, "A exited with its disk full: \(a.lines.suffix(6))")
 
             // A few seconds dark (TRACER_DISK_FULL_SECONDS more, for BENCHMARKS.md's figure), then space returns.
-            Thread.sleep(forTimeInterval: Double(ProcessInfo.processInfo.environment["TRACER_DISK_FULL_SECONDS"] ?? "") ?? 2)
+            try await Task.sleep(for: .seconds(Double(ProcessInfo.processInfo.environment["TRACER_DISK_FULL_SECONDS"] ?? "") ?? 2))
             disk.remove("fill")
             let freedSecond = Int64(NodeResilience.now())
             let freed = ContinuousClock.now
@@ -179,7 +180,7 @@ extension TracerNodeTests {
             try Data(#"{"pid":1,"startedAt":1,"updatedAt":1,"transport":"hci0","state":"stopped"}"#.utf8)
                 .write(to: URL(fileURLWithPath: statusPath))
             let port = UInt16(try LoopbackPort.free())
-            let a = try Node(tracer, NodeResilience.runArguments(db, port: port, extra: ["--rotation-interval", "5", "--rotation-jitter", "0"]), home: home)
+            let a = try Node.readingLog(tracer, NodeResilience.runArguments(db, port: port, extra: ["--rotation-interval", "5", "--rotation-jitter", "0"]), home: home)
             defer { a.ensureStopped() }
             func status() -> ProcessResult? { try? Products.tracer(["status", "--db", db], home: home) }
 
@@ -224,7 +225,7 @@ extension TracerNodeTests {
             let db = scratch.file("a.db")
             try FileManager.default.createDirectory(atPath: db + "-status.json", withIntermediateDirectories: true)
             let port = UInt16(try LoopbackPort.free())
-            let a = try Node(tracer, NodeResilience.runArguments(db, port: port), home: scratch.path)
+            let a = try Node.readingLog(tracer, NodeResilience.runArguments(db, port: port), home: scratch.path)
             defer { a.ensureStopped() }
             let logged = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(100)) {
                 a.entries.contains { ($0["message"] ?? "").hasPrefix("cannot write the status file") && $0["level"] == "error" }

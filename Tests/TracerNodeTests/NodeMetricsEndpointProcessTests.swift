@@ -1,4 +1,5 @@
 import CurlHTTP
+import BLEHostTestSupport
 import Foundation
 import Testing
 import TestTiers
@@ -11,7 +12,7 @@ extension TracerNodeTests {
     /// have stops it with a plain message, and Debian's Prometheus scrapes two nodes' endpoints and
     /// gives their values back through its query API once they met.
     @Suite(.tags(.endToEnd)) struct NodeMetricsEndpoints {
-        typealias Node = NodeResilience.LoggedProcess
+        typealias Node = StreamingProcess
 
         /// GET `path` on 127.0.0.1:`port`: the status, content type and body, or nil when nothing answers.
         static func get(_ path: String, port: Int) async -> (status: Int, contentType: String?, body: String)? {
@@ -25,10 +26,10 @@ extension TracerNodeTests {
             defer { scratch.remove() }
             let metricsFile = scratch.file("tracer.prom")
             let port = try LoopbackPort.free()
-            let radio = try VirtualLink(controllers: 1)
+            let radio = try await VirtualRadio.launch(.bumble, controllers: 1)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
-            let node = try Node(tracer, NodeResilience.runArguments(
+            let node = try Node.readingLog(tracer, NodeResilience.runArguments(
                 scratch.file("a.db"), port: radio.ports[0], extra: ["--metrics-file", metricsFile, "--metrics-listen", "\(port)"]), home: scratch.path)
             defer { node.ensureStopped() }
 
@@ -55,7 +56,7 @@ extension TracerNodeTests {
             #expect(listening?["address"] == "http://127.0.0.1:\(port)/metrics", "\(node.lines.suffix(8))")
 
             // A second node asked for the same port does not start, and says what to do.
-            let second = try Node(tracer, NodeResilience.runArguments(
+            let second = try Node.readingLog(tracer, NodeResilience.runArguments(
                 scratch.file("b.db"), port: radio.ports[0], extra: ["--metrics-listen", "127.0.0.1:\(port)"]), home: scratch.path)
             defer { second.ensureStopped() }
             let exit = second.waitForExit(timeout: .seconds(20))
@@ -78,13 +79,13 @@ extension TracerNodeTests {
             try RequiredTool.prometheus.require()
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let radio = try VirtualLink(controllers: 2)
+            let radio = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
             let ports = try [LoopbackPort.free(), LoopbackPort.free()]
             let databases = [scratch.file("a.db"), scratch.file("b.db")]
             let nodes = try (0..<2).map { index in
-                try Node(tracer, NodeResilience.runArguments(databases[index], port: radio.ports[index], extra: ["--metrics-listen", "\(ports[index])"]),
+                try Node.readingLog(tracer, NodeResilience.runArguments(databases[index], port: radio.ports[index], extra: ["--metrics-listen", "\(ports[index])"]),
                          home: scratch.path)
             }
             defer { nodes.forEach { $0.ensureStopped() } }

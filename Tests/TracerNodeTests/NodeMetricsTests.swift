@@ -1,4 +1,5 @@
 import BLEHost
+import BLEHostTestSupport
 import Foundation
 import GATTExchange
 import IDRotation
@@ -330,7 +331,7 @@ extension TracerNodeTests {
     /// Issue 41, item 2, at the process level: a real `tracer run --metrics-file` on a virtual
     /// controller, read by Debian's node_exporter (textfile collector only) and a real Prometheus.
     @Suite(.tags(.endToEnd)) struct NodeMetricsFiles {
-        typealias Node = NodeResilience.LoggedProcess
+        typealias Node = StreamingProcess
 
         static let placeName = "Bakery Quintessenz, Hauptstr. 12"
 
@@ -354,10 +355,10 @@ extension TracerNodeTests {
             let textfiles = scratch.file("textfile")
             try FileManager.default.createDirectory(atPath: textfiles, withIntermediateDirectories: true)
             let metricsFile = textfiles + "/tracer.prom"
-            let radio = try VirtualLink(controllers: 1)
+            let radio = try await VirtualRadio.launch(.bumble, controllers: 1)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
-            let node = try Node(tracer, NodeResilience.runArguments(scratch.file("a.db"), port: radio.ports[0], extra: ["--metrics-file", metricsFile]),
+            let node = try Node.readingLog(tracer, NodeResilience.runArguments(scratch.file("a.db"), port: radio.ports[0], extra: ["--metrics-file", metricsFile]),
                                 home: scratch.path)
             defer { node.ensureStopped() }
 
@@ -411,14 +412,14 @@ extension TracerNodeTests {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let metricsFile = scratch.file("tracer.prom")
-            let radio = try VirtualLink(controllers: 2)
+            let radio = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
             let dbA = scratch.file("a.db"), dbB = scratch.file("b.db")
-            let a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: ["--metrics-file", metricsFile, "--place-name", Self.placeName]),
+            let a = try Node.readingLog(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: ["--metrics-file", metricsFile, "--place-name", Self.placeName]),
                              home: scratch.path)
             defer { a.ensureStopped() }
-            let b = try Node(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1]), home: scratch.path)
+            let b = try Node.readingLog(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1]), home: scratch.path)
             defer { b.ensureStopped() }
 
             // A logged sightings of B, and its metrics file was written again after that (at least

@@ -1,3 +1,4 @@
+import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
@@ -32,10 +33,10 @@ extension TracerNodeTests {
         }
 
         @Test(.timeLimit(.minutes(1)))
-        func traceLogsAreJSONAndHoldNoFullIDsOrKeys() throws {
+        func traceLogsAreJSONAndHoldNoFullIDsOrKeys() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let link = try VirtualLink(controllers: 2)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { link.stop() }
             // A configured list server that is down: the check's failure is logged too.
             let key = "9/KodLPmigTO0r09FOuQcN/BkTLmmJhbx/ywyJlMEiE="
@@ -75,10 +76,10 @@ extension TracerNodeTests {
         }
 
         @Test(.timeLimit(.minutes(1)))
-        func sighupReloadsTheConfigurationAndKeepsItWhenTheFileIsBroken() throws {
+        func sighupReloadsTheConfigurationAndKeepsItWhenTheFileIsBroken() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let link = try VirtualLink(controllers: 1)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 1)
             defer { link.stop() }
             let config = scratch.file("tracer.toml")
             try "[log]\nlevel = \"warning\"\n".write(toFile: config, atomically: true, encoding: .utf8)
@@ -126,10 +127,10 @@ extension TracerNodeTests {
         }
 
         @Test(.timeLimit(.minutes(1)))
-        func statusAndDoctorSeeTheRunningNode() throws {
+        func statusAndDoctorSeeTheRunningNode() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let link = try VirtualLink(controllers: 2)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { link.stop() }
             let database = scratch.file("node0.db")
             let node = try startNode(0, port: link.ports[0], scratch: scratch)

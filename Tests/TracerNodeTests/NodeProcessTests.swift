@@ -1,3 +1,4 @@
+import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
@@ -12,10 +13,10 @@ extension TracerNodeTests {
     /// Two `tracer run` processes on Bumble virtual controllers meet, and stop cleanly on SIGTERM.
     @Suite(.tags(.endToEnd)) struct NodeProcesses {
         @Test(.timeLimit(.minutes(1)))
-        func twoNodeProcessesMeetAndStopOnSIGTERM() throws {
+        func twoNodeProcessesMeetAndStopOnSIGTERM() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let link = try VirtualLink(controllers: 2)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { link.stop() }
             let tracer = try Products.path(of: "tracer")
             let nodes = try link.ports.enumerated().map { index, port in
@@ -53,10 +54,10 @@ extension TracerNodeTests {
         /// and a name the host now handles on every controller is accepted with a warning that
         /// says so, once.
         @Test(.timeLimit(.minutes(1)))
-        func aControllerQuirkNamedInTheSettingsReachesTheHost() throws {
+        func aControllerQuirkNamedInTheSettingsReachesTheHost() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let link = try VirtualLink(controllers: 1)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 1)
             defer { link.stop() }
             let log = scratch.file("node.log")
             let node = try StreamingProcess(try Products.path(of: "tracer"), [

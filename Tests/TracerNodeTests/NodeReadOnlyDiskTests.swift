@@ -1,3 +1,4 @@
+import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
@@ -17,25 +18,25 @@ extension TracerNodeTests {
     /// recorded is lost: neither what it wrote before the failure nor the sightings it held in
     /// memory when it was stopped (kept in its runtime directory, written by the next start).
     @Suite(.tags(.endToEnd)) struct NodeReadOnlyDisk {
-        typealias Node = NodeResilience.LoggedProcess
+        typealias Node = StreamingProcess
         static let interval: Int64 = 10
 
         @Test(.timeLimit(.minutes(3)))
-        func aNodeWhoseDiskTurnsReadOnlyGoesDarkSaysWhatToDoAndComesBackAfterTheRepair() throws {
+        func aNodeWhoseDiskTurnsReadOnlyGoesDarkSaysWhatToDoAndComesBackAfterTheRepair() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let disk = try FailingDisk(at: scratch.file("a-disk"), megabytes: 16)
             defer { if let problem = disk.remove() { Issue.record(Comment(rawValue: problem)) } }
-            let radio = try VirtualLink()
+            let radio = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
             let home = scratch.path
             let dbA = disk.path + "/a.db", dbB = scratch.file("b.db")
             let extra = ["--rotation-interval", "\(Self.interval)"]
             let transportA = "tcp:127.0.0.1:\(radio.ports[0])"
-            var a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: home)
+            var a = try Node.readingLog(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: home)
             defer { a.ensureStopped() }
-            let b = try Node(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1], extra: extra), home: home)
+            let b = try Node.readingLog(tracer, NodeResilience.runArguments(dbB, port: radio.ports[1], extra: extra), home: home)
             defer { b.ensureStopped() }
 
             _ = try #require(try NodeDiskFull.windowMetEarlyIn(dbA, dbB, interval: Self.interval, home: home),
@@ -95,7 +96,7 @@ extension TracerNodeTests {
             // Then checks the file system and mounts it again; A starts anew.
             try disk.repair()
             let repairedSecond = Int64(NodeResilience.now())
-            a = try Node(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: home)
+            a = try Node.readingLog(tracer, NodeResilience.runArguments(dbA, port: radio.ports[0], extra: extra), home: home)
             let restarted = ContinuousClock.now
             let (metAgain, seen) = try NodeDiskFull.meetAgain(dbA, dbB, after: repairedSecond, home: home, within: .seconds(40))
             let recovery = ContinuousClock.now - restarted

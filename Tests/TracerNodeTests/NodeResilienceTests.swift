@@ -1,3 +1,4 @@
+import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
@@ -13,70 +14,6 @@ extension TracerNodeTests {
     /// down when the scheduled check runs.
     @Suite(.tags(.endToEnd)) struct NodeResilience {
         // MARK: Harness
-
-        /// A child process whose stderr (a node's or the server's log) is read line by line while it runs.
-        final class LoggedProcess {
-            private let process = Process()
-            private let buffer = LineBuffer()
-            let pid: Int32
-
-            init(_ executable: String, _ arguments: [String], home: String) throws {
-                process.executableURL = URL(fileURLWithPath: executable)
-                process.arguments = arguments
-                process.environment = Products.environment(home: home)
-                process.currentDirectoryURL = URL(fileURLWithPath: home)
-                process.standardInput = try FileHandle(forReadingFrom: URL(fileURLWithPath: "/dev/null"))
-                process.standardOutput = FileHandle.nullDevice
-                let pipe = Pipe()
-                process.standardError = pipe
-                try process.run()
-                pid = process.processIdentifier
-                buffer.read(from: pipe.fileHandleForReading)
-            }
-
-            var lines: [String] { buffer.lines }
-            var isRunning: Bool { process.isRunning }
-
-            /// The log lines that are JSON objects (`--log-format json`), their values as text.
-            var entries: [[String: String]] {
-                lines.compactMap { line in
-                    guard line.hasPrefix("{"),
-                          let object = try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
-                    else { return nil }
-                    return object.compactMapValues { $0 as? String }
-                }
-            }
-
-            func entry(message: String) -> [String: String]? { entries.first { $0["message"] == message } }
-
-            func signal(_ number: Int32) { kill(pid, number) }
-
-            /// Waits for the exit; nil when the process still runs after `timeout`.
-            func waitForExit(timeout: Duration = .seconds(10)) -> (status: Int32, signaled: Bool)? {
-                _ = eventuallyBlocking(timeout: timeout, every: .milliseconds(2)) { !process.isRunning }
-                if process.isRunning { return nil }
-                process.waitUntilExit()
-                return (process.terminationStatus, process.terminationReason == .uncaughtSignal)
-            }
-
-            /// SIGTERM, then a clean exit (status 0) within `timeout` is required.
-            func stopCleanly(_ name: String, timeout: Duration = .seconds(10)) {
-                guard process.isRunning else {
-                    Issue.record("\(name) had already exited (\(process.terminationStatus)): \(lines.suffix(8))")
-                    return
-                }
-                signal(SIGTERM)
-                let exit = waitForExit(timeout: timeout)
-                #expect(exit?.status == 0 && exit?.signaled == false,
-                        "\(name) did not exit 0 within \(timeout) of SIGTERM: \(String(describing: exit)); log: \(lines.suffix(8))")
-            }
-
-            /// For `defer`: whatever happened, no process is left behind.
-            func ensureStopped() {
-                if process.isRunning { kill(pid, SIGKILL) }
-                process.waitUntilExit()
-            }
-        }
 
         /// The arguments of a `tracer run` on `port` that scans continuously and logs JSON.
         static func runArguments(_ database: String, port: UInt16, level: String = "info", extra: [String] = []) -> [String] {
@@ -145,20 +82,20 @@ extension TracerNodeTests {
         /// its id until the window ends), and at most about the last second of B's sightings of A
         /// may be lost (the log flushes every second).
         @Test(.timeLimit(.minutes(4)))
-        func killNineDuringABusyExchangeTwentyTimes() throws {
+        func killNineDuringABusyExchangeTwentyTimes() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             // Each run of B gets a controller of its own, as a fresh one: a command the killed host
             // was half-way through writing would otherwise garble the next host's first. The killed
             // run's controller stays on the link, advertising and holding its links, like a
             // controller whose host died; A must cope with that.
-            let radio = try VirtualLink(controllers: 1 + Self.kills)
+            let radio = try await VirtualRadio.launch(.bumble, controllers: 1 + Self.kills)
             defer { radio.stop() }
             let tracer = try Products.path(of: "tracer")
             let dbA = scratch.file("a.db"), dbB = scratch.file("b.db")
             let started = ContinuousClock.now
 
-            let a = try LoggedProcess(tracer, Self.runArguments(dbA, port: radio.ports[0]), home: scratch.path)
+            let a = try StreamingProcess.readingLog(tracer, Self.runArguments(dbA, port: radio.ports[0]), home: scratch.path)
             defer { a.ensureStopped() }
             // A's ids and the starts of their windows; refreshed when B logs one not known yet
             // (A rotates when a window ends during the test).
@@ -178,7 +115,7 @@ extension TracerNodeTests {
             for cycle in 1...Self.kills {
                 let bStart = Self.now()
                 let startSecond = Int64(bStart.rounded(.down))
-                let b = try LoggedProcess(tracer, Self.runArguments(dbB, port: radio.ports[cycle]), home: scratch.path)
+                let b = try StreamingProcess.readingLog(tracer, Self.runArguments(dbB, port: radio.ports[cycle]), home: scratch.path)
                 defer { b.ensureStopped() }
 
                 // B logged A and A logged B in this run: rows updated by sightings after B started
@@ -200,7 +137,7 @@ extension TracerNodeTests {
 
                 // The kill's moment is the thing under test: anywhere 1-2 s after they met.
                 let extra = Double.random(in: 1.0...2.0, using: &generator)
-                Thread.sleep(forTimeInterval: extra)
+                try await Task.sleep(for: .seconds(extra))
                 let runningWhenKilled = b.isRunning
                 let killTime = Self.now()
                 b.signal(SIGKILL)
@@ -290,17 +227,17 @@ extension TracerNodeTests {
         /// once). Each node must say `reconnecting` in its status file, keep retrying, and once the
         /// radio is back on the same ports reconnect and exchange again.
         @Test(.timeLimit(.minutes(3)))
-        func nodesReconnectWhenTheControllerProcessDiesAndComesBack() throws {
+        func nodesReconnectWhenTheControllerProcessDiesAndComesBack() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            var radio = try VirtualLink()
+            var radio = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { radio.stop() }
             let ports = radio.ports
             let tracer = try Products.path(of: "tracer")
             let dbA = scratch.file("a.db"), dbB = scratch.file("b.db")
-            let a = try LoggedProcess(tracer, Self.runArguments(dbA, port: ports[0]), home: scratch.path)
+            let a = try StreamingProcess.readingLog(tracer, Self.runArguments(dbA, port: ports[0]), home: scratch.path)
             defer { a.ensureStopped() }
-            let b = try LoggedProcess(tracer, Self.runArguments(dbB, port: ports[1]), home: scratch.path)
+            let b = try StreamingProcess.readingLog(tracer, Self.runArguments(dbB, port: ports[1]), home: scratch.path)
             defer { b.ensureStopped() }
 
             func lastSeen(_ database: String) throws -> Int64 {
@@ -330,7 +267,7 @@ extension TracerNodeTests {
             // The radio stays away for a while: the nodes keep failing to connect and back off.
             // Three failed sessions each (the kill's, then after 1 s and 2 s of back-off) show it,
             // where a sleep only hoped for it.
-            func sessionsEnded(_ node: LoggedProcess) -> Int {
+            func sessionsEnded(_ node: StreamingProcess) -> Int {
                 node.lines.filter { $0.contains("controller session ended; reconnecting") }.count
             }
             let keptTrying = eventuallyBlocking(timeout: .seconds(20), every: .milliseconds(200)) {
@@ -342,7 +279,7 @@ extension TracerNodeTests {
 
             let restartSecond = Int64(Self.now().rounded(.down))
             radio.stop()
-            radio = try VirtualLink(ports: ports)
+            radio = try await VirtualRadio.launch(.bumble, ports: ports)
             let restarted = ContinuousClock.now
             let again = try eventuallyBlocking(timeout: .seconds(45), every: .milliseconds(500)) {
                 lastState = try states()
@@ -375,7 +312,7 @@ extension TracerNodeTests {
         /// The node's first list check finds no server: it logs a warning and keeps exchanging;
         /// once the server is up, the next retry (15 s later) succeeds and `tracer status` shows it.
         @Test(.timeLimit(.minutes(2)))
-        func aListServerThatIsDownIsRetriedWhileTheNodeKeepsExchanging() throws {
+        func aListServerThatIsDownIsRetriedWhileTheNodeKeepsExchanging() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let tracer = try Products.path(of: "tracer"), server = try Products.path(of: "tracer-server")
@@ -384,13 +321,13 @@ extension TracerNodeTests {
             let dataDirectory = listServer.dataDirectory, publicKey = listServer.publicKey, port = UInt16(listServer.port)
             try #require(!publicKey.isEmpty && !publicKey.contains(" "), "keygen printed \(publicKey)")
 
-            let radio = try VirtualLink()
+            let radio = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { radio.stop() }
             let dbA = scratch.file("a.db"), dbB = scratch.file("b.db")
-            let a = try LoggedProcess(tracer, Self.runArguments(dbA, port: radio.ports[0]), home: scratch.path)
+            let a = try StreamingProcess.readingLog(tracer, Self.runArguments(dbA, port: radio.ports[0]), home: scratch.path)
             defer { a.ensureStopped() }
             let started = ContinuousClock.now
-            let b = try LoggedProcess(tracer, Self.runArguments(dbB, port: radio.ports[1], extra: [
+            let b = try StreamingProcess.readingLog(tracer, Self.runArguments(dbB, port: radio.ports[1], extra: [
                 "--server", "http://127.0.0.1:\(port)", "--server-key", publicKey, "--server-timeout", "5",
                 "--check-interval", "60", "--check-jitter", "0", "--cache-dir", scratch.file("b-cache"),
             ]), home: scratch.path)
@@ -419,7 +356,7 @@ extension TracerNodeTests {
 
             // The server comes up, with a published (empty) list.
             try listServer.publish()
-            let serve = try LoggedProcess(server, ["serve", "--data-dir", dataDirectory, "--bind", "127.0.0.1:\(port)"],
+            let serve = try StreamingProcess.readingLog(server, ["serve", "--data-dir", dataDirectory, "--bind", "127.0.0.1:\(port)"],
                                           home: scratch.path)
             defer { serve.ensureStopped() }
             let listening = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(50)) { LoopbackPort.isListening(Int(port)) || !serve.isRunning }

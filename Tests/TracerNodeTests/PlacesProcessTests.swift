@@ -1,3 +1,4 @@
+import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Places
@@ -22,14 +23,14 @@ extension TracerNodeTests {
         /// entrance" with a gpsd that has no fix. Node 0's encounters carry a rounded position
         /// on the route and no name; node 1's carry the name and no position. Neither logs a place.
         @Test(.timeLimit(.minutes(1)))
-        func encountersCarryTheRoundedGPSDPositionAndNoneWithoutAFix() throws {
+        func encountersCarryTheRoundedGPSDPositionAndNoneWithoutAFix() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let route = try GPSFake(log: "route.nmea", scratch: scratch)
             defer { route.stop() }
             let noFix = try GPSFake(log: "nofix.nmea", scratch: scratch)
             defer { noFix.stop() }
-            let link = try VirtualLink(controllers: 2)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 2)
             defer { link.stop() }
             let tracer = try Products.path(of: "tracer")
             let placeArguments = [

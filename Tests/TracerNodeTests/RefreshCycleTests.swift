@@ -1,3 +1,4 @@
+import BLEHostTestSupport
 import Foundation
 import IDRotation
 import Testing
@@ -17,15 +18,15 @@ extension TracerNodeTests {
     /// and runs its on-exposure command, long before the next full check (an hour).
     @Suite(.tags(.endToEnd)) struct RefreshCycle {
         @Test(.timeLimit(.minutes(1)))
-        func aRunningNodeWarnsSecondsAfterTheUpload() throws {
-            try Self.warnsAfterUpload(node: ["--refresh-interval", "1", "--refresh-jitter", "0"])
+        func aRunningNodeWarnsSecondsAfterTheUpload() async throws {
+            try await Self.warnsAfterUpload(node: ["--refresh-interval", "1", "--refresh-jitter", "0"])
         }
 
         /// With the long poll, the node learns of the publication from the server: its timer
         /// (an hour here) plays no part.
         @Test(.timeLimit(.minutes(1)))
-        func aLongPollingNodeWarnsSecondsAfterTheUpload() throws {
-            try Self.warnsAfterUpload(server: #""longPollSeconds": 20"#, node: ["--refresh-interval", "3600", "--long-poll"])
+        func aLongPollingNodeWarnsSecondsAfterTheUpload() async throws {
+            try await Self.warnsAfterUpload(server: #""longPollSeconds": 20"#, node: ["--refresh-interval", "3600", "--long-poll"])
         }
 
         /// A node that cannot follow what the server announces (here its configured key is not
@@ -74,7 +75,7 @@ extension TracerNodeTests {
             #expect(seconds >= 3600, "the long poll waits \(seconds) s: \(line)")
         }
 
-        static func warnsAfterUpload(server settings: String = "", node schedule: [String]) throws {
+        static func warnsAfterUpload(server settings: String = "", node schedule: [String]) async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
             let server = try ListServerProcess(scratch: scratch, settings: settings)
@@ -89,7 +90,7 @@ extension TracerNodeTests {
                 EncounterSpec(peer: met, times: [day + 36_300, day + 36_900, day + 37_440], rssi: [-48, -50, -52]),
             ])
 
-            let link = try VirtualLink(controllers: 1)
+            let link = try await VirtualRadio.launch(.bumble, controllers: 1)
             defer { link.stop() }
             let warned = scratch.file("warned")
             let node = try StreamingProcess(try Products.path(of: "tracer"), [
