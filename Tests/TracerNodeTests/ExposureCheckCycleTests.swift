@@ -479,7 +479,10 @@ extension TracerNodeTests {
                 let stateIdentity = NodeFixture.identity(cache + "/log/state")
                 let secondUpdated = try #require(try world.cacheState("b").lastUpdated)
 
-                sleep(1)
+                // The next second, so that a new lastUpdated shows.
+                _ = eventuallyBlocking(timeout: .seconds(2), every: .milliseconds(10)) {
+                    UnixSeconds(Date().timeIntervalSince1970) > secondUpdated
+                }
                 let third = try world.checkJSON("b", expecting: 3)
                 #expect(third.list.updateFailure == nil)
                 #expect(third.list.logEntries == 2)
