@@ -18,10 +18,11 @@ import Glibc
 @Suite(.tags(.integration)) struct PublishSoonTests {
     /// A fixture's `serve` (hourly schedule unless `extra` says otherwise), once it has
     /// published its first, empty log; `body` gets its port and its debug log so far.
-    static func withServer(_ extra: String = "", _ body: (ServerFixture, Int, ServerLog) async throws -> Void) async throws {
+    static func withServer(_ extra: String = "", _ body: (ServerFixture, Int, RunningServe) async throws -> Void) async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
-        try fixture.writeConfiguration(extra: extra)
+        let metricsPort = try LoopbackPort.free()
+        try fixture.writeConfiguration(extra: extra + Self.metricsListener(metricsPort))
         let port = try LoopbackPort.free()
         let log = try ServerLog()
         defer { log.remove() }
@@ -42,7 +43,32 @@ import Glibc
             _ = try await caughtUp.receiveResponse(timeout: .seconds(10))
             caughtUp.leave()
         }
-        try await body(fixture, port, log)
+        try await body(fixture, port, RunningServe(log: log, metricsPort: metricsPort))
+    }
+
+    /// A running `serve`: its debug log, and its metrics listener, whose gauge of held long polls
+    /// is the sign a test waits for before it counts on a poll being held.
+    struct RunningServe {
+        let log: ServerLog
+        let metricsPort: Int
+
+        /// Waits until the server holds exactly `count` long polls; false after 10 s.
+        func hold(_ count: Int) async -> Bool { await PublishSoonTests.hold(count, metricsPort: metricsPort) }
+    }
+
+    static func metricsListener(_ port: Int) -> String { #", "metrics": {"listen": "127.0.0.1:\#(port)"}"# }
+
+    /// Waits until `tracer_server_long_polls_held` on the metrics listener (set from the long poll's
+    /// watch at each scrape) reads `count`; false after 10 s.
+    static func hold(_ count: Int, metricsPort: Int) async -> Bool {
+        await eventually(timeout: .seconds(10), every: .milliseconds(20)) {
+            let request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            guard let text = try? await RawHTTP.exchange(port: metricsPort, sending: request, timeoutSeconds: 5),
+                  let line = text.split(separator: "\n").first(where: { $0.hasPrefix("tracer_server_long_polls_held ") }),
+                  let value = Double(line.split(separator: " ").last ?? "")
+            else { return false }
+            return Int(value) == count
+        }
     }
 
     /// What the long poll announces: the log's tree size, and a key generation of 0 (the
@@ -71,13 +97,12 @@ import Glibc
     }
 
     @Test(.timeLimit(.minutes(1))) func anUploadIsPublishedAtOnceAndTheLongPollAnswers() async throws {
-        try await Self.withServer(#", "longPollSeconds": 30"#) { fixture, port, log in
+        try await Self.withServer(#", "longPollSeconds": 30"#) { fixture, port, serve in
+            let log = serve.log
             let before = try Self.generations(fixture)
             let poll = try Self.longPoll(port: port, after: before)
-            // Pacing, not a check: the server shows no sign of holding a poll, so it is given a
-            // moment before the upload; a poll it took late would be answered at once after
-            // the upload, and the checks below would hold all the same.
-            try await Task.sleep(for: .milliseconds(500))
+            // Held before the upload, so that the answer below is the publication's wake-up.
+            #expect(await serve.hold(1), "the server never held the poll")
             #expect(try await !poll.waitForClose(within: .milliseconds(1)))
 
             let uploaded = ContinuousClock.now
@@ -154,12 +179,11 @@ import Glibc
     }
 
     @Test(.timeLimit(.minutes(1))) func longPollsOverTheAddressLimitAreRefused() async throws {
-        try await Self.withServer(#", "longPollSeconds": 3, "maxConnectionsPerAddress": 2"#) { fixture, port, _ in
+        try await Self.withServer(#", "longPollSeconds": 3, "maxConnectionsPerAddress": 2"#) { fixture, port, serve in
             let held = try Self.generations(fixture)
             let polls = try (0..<2).map { _ in try Self.longPoll(port: port, after: held, from: "127.0.0.5") }
-            // Pacing: the two polls are to be held before the third comes. Were one taken late,
-            // it would be the one refused and the checks below would fail: no false pass.
-            try await Task.sleep(for: .milliseconds(300))
+            // The two polls are held before the third comes.
+            #expect(await serve.hold(2), "the server never held both polls")
             let third = try Self.longPoll(port: port, after: held, from: "127.0.0.5")
             let refused = try await third.receiveResponse(timeout: .seconds(2))
             #expect(refused.status == 503 && refused.apiError == "too_many_connections", "\(refused.text)")
@@ -174,11 +198,11 @@ import Glibc
     /// not notice), so a quarter of the connections at most may wait: the rest stay for uploads
     /// and downloads.
     @Test(.timeLimit(.minutes(1))) func atMostAQuarterOfTheConnectionsWaitInLongPolls() async throws {
-        try await Self.withServer(#", "longPollSeconds": 3, "maxConnections": 16"#) { fixture, port, _ in
+        try await Self.withServer(#", "longPollSeconds": 3, "maxConnections": 16"#) { fixture, port, serve in
             let held = try Self.generations(fixture)
             let polls = try (0..<4).map { try Self.longPoll(port: port, after: held, from: "127.0.0.\(20 + $0)") }
-            // Pacing, as above: a poll taken after the fifth would fail the checks below, not pass them.
-            try await Task.sleep(for: .milliseconds(300))
+            // The four are held before the fifth comes.
+            #expect(await serve.hold(4), "the server never held the four polls")
             let fifth = try Self.longPoll(port: port, after: held, from: "127.0.0.30")
             let refused = try await fifth.receiveResponse(timeout: .seconds(2))
             #expect(refused.status == 503 && refused.apiError == "long_polls_full", "\(refused.text)")
@@ -191,15 +215,16 @@ import Glibc
     @Test(.timeLimit(.minutes(1))) func aStoppingServerEndsItsHeldPolls() async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
-        try fixture.writeConfiguration(extra: #", "longPollSeconds": 60"#)
+        let metricsPort = try LoopbackPort.free()
+        try fixture.writeConfiguration(extra: #", "longPollSeconds": 60"# + Self.metricsListener(metricsPort))
         let port = try LoopbackPort.free()
         let server = try await ServerCLI.serveWithOpenFileLimit(1_024, port: port, fixture: fixture)
         defer { if server.isRunning { kill(server.processIdentifier, SIGKILL) } }
         _ = await eventually(every: .milliseconds(50)) { FileManager.default.fileExists(atPath: fixture.paths.published.logCheckpointPath) }
         let poll = try Self.longPoll(port: port, after: try Self.generations(fixture))
-        // Pacing: the poll is to be held when the server is told to stop (a poll that came after
-        // would find it stopping and end at once, and the check would hold without testing it).
-        try await Task.sleep(for: .milliseconds(300))
+        // Held when the server is told to stop (a poll that came after would find it stopping and
+        // end at once, and the check would hold without testing it).
+        #expect(await Self.hold(1, metricsPort: metricsPort), "the server never held the poll")
         let stopping = ContinuousClock.now
         server.terminate()
         _ = await eventually(timeout: .seconds(30), every: .milliseconds(50)) { !server.isRunning }
