@@ -15,7 +15,10 @@ seconds() { awk '{print $1}' /proc/uptime; }
 finish() {
     echo "$1" >"$results/exit-status"
     echo "kernel-bed: guest done at $(seconds) s (status $1)"
-    [ -n "${btmon_pid:-}" ] && kill "$btmon_pid" 2>/dev/null && sleep 0.3
+    # btmon writes the rest of its trace when it ends: until it has (5 s at most).
+    if [ -n "${btmon_pid:-}" ] && kill "$btmon_pid" 2>/dev/null; then
+        for _ in $(seq 50); do kill -0 "$btmon_pid" 2>/dev/null || break; sleep 0.1; done
+    fi
     sync
     echo o >/proc/sysrq-trigger
     sleep 30

@@ -44,8 +44,12 @@ btmgmt --index 0 power off >/dev/null 2>&1
 say "systemctl start tracer"
 systemctl start tracer >"$results/systemctl-start.txt" 2>&1
 echo "$?" >"$results/systemctl-start.exit"
-sleep 2
-main_pid=$(systemctl show -p MainPID --value tracer)
+# The unit's main process, once it is the node (for 10 s at most; Type=notify has it by now).
+for _ in $(seq 50); do
+    main_pid=$(systemctl show -p MainPID --value tracer)
+    [ "$main_pid" != 0 ] && [ "$(cat "/proc/$main_pid/comm" 2>/dev/null)" = tracer ] && break
+    sleep 0.2
+done
 grep -E '^(Name|Uid|Gid|CapEff|CapPrm|CapAmb|CapBnd|NoNewPrivs|Seccomp):' "/proc/$main_pid/status" >"$results/unit-process.txt" 2>&1
 database=/var/lib/tracer/tracer.db
 deadline=$(( $(date +%s) + phase_seconds ))
