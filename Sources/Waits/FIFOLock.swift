@@ -105,6 +105,7 @@ public final class FIFOLock: Sendable {
                 guard let index = state.waiting.firstIndex(where: { $0.ticket == ticket }) else {
                     preconditionFailure("FIFOLock: a ticket was awaited after it was finished or withdrawn")
                 }
+                precondition(state.waiting[index].continuation == nil, "FIFOLock: a ticket was awaited twice")
                 state.waiting[index].continuation = continuation
                 return nil
             }
@@ -123,8 +124,9 @@ public final class FIFOLock: Sendable {
     /// Tickets submitted and not yet holding the turn.
     public var waitingCount: Int { state.withLock { $0.waiting.count } }
 
-    /// Waiting tickets whose task is parked in `awaitTurn` (tests wait for it, so that a
-    /// cancellation reaches a parked waiter rather than the check before parking).
+    /// Waiting tickets whose task is parked in `awaitTurn` or `awaitTurnThroughCancellation`
+    /// (tests wait for it, so that a cancellation reaches a parked waiter rather than the check
+    /// before parking).
     public var parkedCount: Int { state.withLock { $0.waiting.count { $0.continuation != nil } } }
 
     /// Whether `ticket` holds the turn.

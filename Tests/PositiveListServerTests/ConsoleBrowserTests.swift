@@ -19,10 +19,7 @@ import TracerTestSupport
     }
 
     static func addAccount(_ name: String, role: String, server: ListServerProcess) throws {
-        let added = try Products.run(
-            try Products.path(of: "tracer-server"),
-            ["console", "add-account", "--data-dir", server.dataDirectory, "--role", role, "--password-stdin", name],
-            home: server.home, input: password + "\n")
+        let added = try server.runServer(["console", "add-account", "--role", role, "--password-stdin", name], input: password + "\n")
         try #require(added.exitCode == 0 && !added.signaled, "console add-account \(name) failed: \(added)")
     }
 

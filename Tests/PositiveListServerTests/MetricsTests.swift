@@ -52,14 +52,7 @@ import TracerTestSupport
             fixture.remove()
         }
 
-        func scrape() async throws -> Exposition {
-            let response = try await Self.get("/metrics", port: metricsPort)
-            guard response.status == 200 else { throw HarnessFailure(description: "GET /metrics answered \(response.status): \(response.text)") }
-            guard response.header("content-type")?.hasPrefix("text/plain; version=0.0.4") == true else {
-                throw HarnessFailure(description: "GET /metrics is not Prometheus's text format: \(response.head)")
-            }
-            return Exposition(response.body)
-        }
+        func scrape() async throws -> Exposition { try await Exposition.scrape(port: metricsPort) }
 
         static func get(_ path: String, port: Int, method: String = "GET") async throws -> RawConnection.Response {
             let connection = try RawConnection(port: port)
@@ -91,34 +84,6 @@ import TracerTestSupport
     }
 
     /// The samples of a text exposition: name, labels, value.
-    struct Exposition {
-        struct Sample {
-            var name: String
-            var labels: [String: String]
-            var value: Double
-        }
-
-        let text: String
-        let samples: [Sample]
-
-        init(_ text: String) {
-            self.text = text
-            samples = text.split(separator: "\n").compactMap { line -> Sample? in
-                guard !line.hasPrefix("#"), let space = line.lastIndex(of: " "), let value = Double(line[line.index(after: space)...]) else { return nil }
-                let series = line[..<space]
-                let name = String(series.prefix { $0 != "{" })
-                var labels: [String: String] = [:]
-                for match in series.matches(of: #/([a-zA-Z_][a-zA-Z0-9_]*)="([^"]*)"/#) { labels[String(match.1)] = String(match.2) }
-                return Sample(name: name, labels: labels, value: value)
-            }
-        }
-
-        /// The value of the one sample named `name` with exactly `labels`, or nil.
-        func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
-            samples.first { $0.name == name && $0.labels == labels }?.value
-        }
-    }
-
     // MARK: (a) Counted actions
 
     @Test(.timeLimit(.minutes(2))) func anUploadRefusalsAndAPublicationAreCounted() async throws {

@@ -17,7 +17,8 @@ import Glibc
 /// or not at all over the connection limit.
 @Suite(.tags(.integration)) struct PublishSoonTests {
     /// A fixture's `serve` (hourly schedule unless `extra` says otherwise), once it has
-    /// published its first, empty log; `body` gets its port and its debug log so far.
+    /// published its first, empty log; `body` gets its port and the running serve (its debug
+    /// log, its metrics listener).
     static func withServer(_ extra: String = "", _ body: (ServerFixture, Int, RunningServe) async throws -> Void) async throws {
         let fixture = try ServerFixture()
         defer { fixture.remove() }
@@ -62,12 +63,7 @@ import Glibc
     /// watch at each scrape) reads `count`; false after 10 s.
     static func hold(_ count: Int, metricsPort: Int) async -> Bool {
         await eventually(timeout: .seconds(10), every: .milliseconds(20)) {
-            let request = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-            guard let text = try? await RawHTTP.exchange(port: metricsPort, sending: request, timeoutSeconds: 5),
-                  let line = text.split(separator: "\n").first(where: { $0.hasPrefix("tracer_server_long_polls_held ") }),
-                  let value = Double(line.split(separator: " ").last ?? "")
-            else { return false }
-            return Int(value) == count
+            (try? await Exposition.scrape(port: metricsPort))?.value("tracer_server_long_polls_held") == Double(count)
         }
     }
 

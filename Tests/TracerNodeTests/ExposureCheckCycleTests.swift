@@ -725,7 +725,7 @@ extension ListServerProcess {
     /// The public key of a second, unrelated signing key (a server that is not the node's).
     static func otherPublicKey(scratch: Scratch) throws -> String {
         let directory = scratch.file("other-server-" + UUID().uuidString)
-        let keygen = try Products.run(try Products.path(of: "tracer-server"), ["keygen", "--data-dir", directory], home: scratch.path)
+        let keygen = try Products.runServer(["keygen"], dataDirectory: directory, home: scratch.path)
         guard keygen.exitCode == 0 else { throw HarnessFailure(description: "tracer-server keygen failed: \(keygen)") }
         return keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
     }

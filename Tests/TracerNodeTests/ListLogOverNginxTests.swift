@@ -47,7 +47,7 @@ import TransparencyLog
         defer { nginx.stop() }
 
         // What an operator hands to nodes: the log's verifier key, as `tracer-server status` prints it.
-        let status = try Products.run(try Products.path(of: "tracer-server"), ["status", "--data-dir", server.dataDirectory], home: scratch.path)
+        let status = try server.runServer(["status"])
         let keyLine = try #require(status.stdout.split(separator: "\n").first { $0.hasPrefix("Log verifier key:") }, "\(status)")
         let logKey = try NoteVerifierKey(text: String(keyLine.dropFirst("Log verifier key:".count)).trimmingCharacters(in: .whitespaces))
         let source = FollowedLogSource(origin: logKey.name, logKey: logKey)

@@ -121,7 +121,7 @@ extension TracerNodeTests {
             let witness = try ListServerProcess(
                 scratch: scratch, name: "witness", serving: false,
                 settings: #""witnessedLogs": [{"key": "\#(logKey.text)"}], "witnessName": "witness.test/w1""#)
-            let keygen = try Products.run(try Products.path(of: "tracer-server"), ["witness-keygen", "--data-dir", witness.dataDirectory], home: scratch.path)
+            let keygen = try witness.runServer(["witness-keygen"])
             try #require(keygen.exitCode == 0, "\(keygen)")
             let witnessKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
             try witness.start()

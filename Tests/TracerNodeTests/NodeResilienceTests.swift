@@ -315,7 +315,7 @@ extension TracerNodeTests {
         func aListServerThatIsDownIsRetriedWhileTheNodeKeepsExchanging() async throws {
             let scratch = try Scratch()
             defer { scratch.remove() }
-            let tracer = try Products.path(of: "tracer"), server = try Products.path(of: "tracer-server")
+            let tracer = try Products.path(of: "tracer")
             // Key, configuration and port now; `serve` only once the node has found it down.
             let listServer = try ListServerProcess(scratch: scratch, serving: false)
             let dataDirectory = listServer.dataDirectory, publicKey = listServer.publicKey, port = UInt16(listServer.port)
@@ -356,8 +356,8 @@ extension TracerNodeTests {
 
             // The server comes up, with a published (empty) list.
             try listServer.publish()
-            let serve = try StreamingProcess.readingLog(server, ["serve", "--data-dir", dataDirectory, "--bind", "127.0.0.1:\(port)"],
-                                          home: scratch.path)
+            let serve = try StreamingProcess.readingLog(
+                of: Products.server(["serve", "--bind", "127.0.0.1:\(port)"], dataDirectory: dataDirectory, home: scratch.path))
             defer { serve.ensureStopped() }
             let listening = eventuallyBlocking(timeout: .seconds(10), every: .milliseconds(50)) { LoopbackPort.isListening(Int(port)) || !serve.isRunning }
             try #require(listening && serve.isRunning, "tracer-server did not listen on \(port): \(serve.lines.suffix(8))")

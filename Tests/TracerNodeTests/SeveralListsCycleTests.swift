@@ -63,7 +63,7 @@ extension TracerNodeTests {
             // A witness key no server of this test cosigns with: the travel list's checkpoints lack it.
             let witnessDirectory = scratch.file("witness")
             try FileManager.default.createDirectory(atPath: witnessDirectory, withIntermediateDirectories: true)
-            let keygen = try Products.run(try Products.path(of: "tracer-server"), ["witness-keygen", "--data-dir", witnessDirectory], home: scratch.path)
+            let keygen = try Products.runServer(["witness-keygen"], dataDirectory: witnessDirectory, home: scratch.path)
             try #require(keygen.exitCode == 0, "\(keygen)")
             let witnessKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 

@@ -33,7 +33,7 @@ public final class ListServerProcess {
         let more = settings.isEmpty ? "" : ", " + settings
         try #"{"authorities": [{"name": "Test Health Authority", "token": "\#(token)"}]\#(more)}"#
             .write(toFile: dataDirectory + "/config.json", atomically: true, encoding: .utf8)
-        let keygen = try Self.runServer(["keygen"], dataDirectory: dataDirectory, home: home)
+        let keygen = try Products.runServer(["keygen"], dataDirectory: dataDirectory, home: home)
         guard keygen.exitCode == 0 else { throw HarnessFailure(description: "tracer-server keygen failed: \(keygen)") }
         publicKey = keygen.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
         port = try LoopbackPort.free()
@@ -131,15 +131,11 @@ public final class ListServerProcess {
         return result
     }
 
-    /// `tracer-server` with `arguments` on this server's data directory, waited for.
-    private func runServer(_ arguments: [String]) throws -> ProcessResult {
-        try Self.runServer(arguments, dataDirectory: dataDirectory, home: home)
+    /// `tracer-server` with `arguments` on this server's data directory (`status`, `console
+    /// add-account`, ...), waited for; `input` on its stdin.
+    public func runServer(_ arguments: [String], input: String? = nil) throws -> ProcessResult {
+        try Products.runServer(arguments, dataDirectory: dataDirectory, home: home, input: input)
     }
-
-    private static func runServer(_ arguments: [String], dataDirectory: String, home: String) throws -> ProcessResult {
-        try ProcessResult.collect(try Products.server(arguments, dataDirectory: dataDirectory, home: home), timeout: .seconds(60))
-    }
-
 }
 
 extension Products {
@@ -167,5 +163,11 @@ extension Products {
         process.environment = childEnvironment
         if let home { process.currentDirectoryURL = URL(fileURLWithPath: home) }
         return process
+    }
+
+    /// ``server(_:dataDirectory:home:dropping:overrides:)`` in `home`, run to its end (60 s at
+    /// most) with `input` on its stdin.
+    public static func runServer(_ arguments: [String], dataDirectory: String, home: String, input: String? = nil) throws -> ProcessResult {
+        try ProcessResult.collect(try server(arguments, dataDirectory: dataDirectory, home: home), input: input, timeout: .seconds(60))
     }
 }

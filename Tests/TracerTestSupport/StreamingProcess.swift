@@ -73,25 +73,34 @@ public final class StreamingProcess {
         } else {
             standardError = FileHandle.standardError
         }
-        try self.init(executable, arguments, home: home, environment: environment, readsStandardError: false, otherOutput: standardError)
+        try self.init(
+            Self.child(executable, arguments, home: home, environment: environment), readsStandardError: false, otherOutput: standardError)
     }
 
     /// A child whose log (stderr) the test reads; its stdout is discarded.
     public static func readingLog(
         _ executable: String, _ arguments: [String], home: String, environment: [String: String] = [:]
     ) throws -> StreamingProcess {
-        try StreamingProcess(executable, arguments, home: home, environment: environment, readsStandardError: true, otherOutput: .nullDevice)
+        try readingLog(of: child(executable, arguments, home: home, environment: environment))
     }
 
-    private init(
-        _ executable: String, _ arguments: [String], home: String, environment: [String: String], readsStandardError: Bool,
-        otherOutput: FileHandle
-    ) throws {
+    /// `process`, prepared and not started (such as `Products.server`'s), started with its log
+    /// (stderr) read by the test; its stdout is discarded.
+    public static func readingLog(of process: Process) throws -> StreamingProcess {
+        try StreamingProcess(process, readsStandardError: true, otherOutput: .nullDevice)
+    }
+
+    /// `executable` in `home` with the environment of ``Products/environment(home:overrides:)``.
+    private static func child(_ executable: String, _ arguments: [String], home: String, environment: [String: String]) -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
         process.environment = Products.environment(home: home, overrides: environment)
         process.currentDirectoryURL = URL(fileURLWithPath: home)
+        return process
+    }
+
+    private init(_ process: Process, readsStandardError: Bool, otherOutput: FileHandle) throws {
         process.standardInput = FileHandle.nullDevice
         let pipe = Pipe()
         if readsStandardError {

@@ -50,6 +50,7 @@ for _ in $(seq 50); do
     [ "$main_pid" != 0 ] && [ "$(cat "/proc/$main_pid/comm" 2>/dev/null)" = tracer ] && break
     sleep 0.2
 done
+[ "$(cat "/proc/$main_pid/comm" 2>/dev/null)" = tracer ] || say "the unit's main process is not the node after 10 s (MainPID $main_pid)"
 grep -E '^(Name|Uid|Gid|CapEff|CapPrm|CapAmb|CapBnd|NoNewPrivs|Seccomp):' "/proc/$main_pid/status" >"$results/unit-process.txt" 2>&1
 database=/var/lib/tracer/tracer.db
 deadline=$(( $(date +%s) + phase_seconds ))
