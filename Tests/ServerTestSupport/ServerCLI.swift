@@ -11,9 +11,9 @@ import Glibc
 package enum ServerCLI {
     package static func executable() throws -> String { try Products.path(of: "tracer-server") }
 
-    /// `tracer-server` with `arguments` on the fixture's data directory, not started; the
-    /// runner's variables whose names start with one of `dropping` are left out (`extra` is
-    /// applied after).
+    /// `tracer-server` with `arguments` on the fixture's data directory, not started, through
+    /// `Products.server`: the runner's `TRACER_SERVER_` variables are left out, and so are those
+    /// whose names start with one of `dropping` (`extra` is applied after).
     package static func process(
         _ arguments: [String], fixture: ServerFixture, environment extra: [String: String] = [:], dropping prefixes: [String] = []
     ) throws -> Process {
